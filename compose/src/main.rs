@@ -1,0 +1,136 @@
+//! The `demo-target` binary: runs the demo notes application until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use demo_target::{DemoConfig, DemoServer, Faults};
+
+/// The demo system under test: a small notes application with injectable faults.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "DEMO_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Allow listening on a non-loopback address (exposes the target to the network).
+    #[arg(long, env = "DEMO_ALLOW_REMOTE")]
+    allow_remote: bool,
+    /// Latency added to every request except /health and /admin/*, e.g. 250ms.
+    #[arg(long, env = "DEMO_LATENCY", default_value = "0ms", value_parser = parse_duration)]
+    latency: Duration,
+    /// Stall all requests periodically, every this long since start, e.g. 5s.
+    #[arg(long, env = "DEMO_STALL_EVERY", value_parser = parse_duration)]
+    stall_every: Option<Duration>,
+    /// Length of each stall.
+    #[arg(long, env = "DEMO_STALL_FOR", default_value = "1s", value_parser = parse_duration)]
+    stall_for: Duration,
+    /// Share of requests answered 500, from 0.0 to 1.0.
+    #[arg(long, env = "DEMO_ERROR_RATE", default_value_t = 0.0, value_parser = parse_rate)]
+    error_rate: f64,
+}
+
+/// Parses `250ms`, `2s`, `1.5s`, `1m`, `1h`; a bare `0` is also accepted.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("{text:?} needs a unit: ms, s, m or h"))?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 250ms or 2s"))?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?}; use ms, s, m or h"
+            ))
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        _ => Err(format!("{text:?} is not a number between 0.0 and 1.0")),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if !args.listen.ip().is_loopback() && !args.allow_remote {
+        // A fault-injecting target should not end up on a shared network by accident.
+        let message = format!(
+            "refusing to listen on non-loopback address {}; pass --allow-remote to expose the demo target",
+            args.listen
+        );
+        Args::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
+    let config = DemoConfig {
+        faults: Faults {
+            latency: args.latency,
+            stall_every: args.stall_every,
+            stall_for: args.stall_for,
+            error_rate: args.error_rate,
+        },
+        ..DemoConfig::default()
+    };
+    let server = DemoServer::start(args.listen, config).await?;
+    println!("demo target listening on http://{}", server.addr());
+    shutdown_signal().await?;
+    println!("demo target shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Ctrl-C, or SIGTERM too on Unix since that is how containers are stopped.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn error_rate_must_be_a_share() {
+        assert_eq!(parse_rate("0.25"), Ok(0.25));
+        assert!(parse_rate("1.5").is_err());
+        assert!(parse_rate("NaN").is_err());
+    }
+}

@@ -1,0 +1,97 @@
+//! Notes CRUD within a group; every route needs a bearer token.
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use serde::Deserialize;
+
+use super::{auth, empty, error, json, method_not_allowed, not_found, read_json, Resp};
+use crate::state::AppState;
+use crate::store::{NoteUpdate, UpdateError};
+
+/// Longest title accepted.
+const MAX_TITLE_LEN: usize = 200;
+
+#[derive(Deserialize)]
+struct NewNote {
+    title: String,
+    #[serde(default)]
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct ChangedNote {
+    title: Option<String>,
+    body: Option<String>,
+    /// Optimistic concurrency: when given, a stale version gets 409.
+    version: Option<u64>,
+}
+
+fn valid_title(title: &str) -> bool {
+    !title.trim().is_empty() && title.len() <= MAX_TITLE_LEN
+}
+
+/// `/groups/{group}/notes`: `GET` lists, `POST` creates.
+pub async fn collection(state: &AppState, req: Request<Incoming>, group: u32) -> Resp {
+    let method = req.method().clone();
+    if method != Method::GET && method != Method::POST {
+        return method_not_allowed("GET, POST");
+    }
+    if auth::user(state, req.headers()).is_none() {
+        return auth::unauthorized();
+    }
+    if method == Method::GET {
+        return json(StatusCode::OK, &state.notes.list(group));
+    }
+    let new: NewNote = match read_json(state, req).await {
+        Ok(new) => new,
+        Err(resp) => return resp,
+    };
+    if !valid_title(&new.title) {
+        return error(StatusCode::BAD_REQUEST, "title must be 1 to 200 characters");
+    }
+    json(
+        StatusCode::CREATED,
+        &state.notes.create(group, new.title, new.body),
+    )
+}
+
+/// `/groups/{group}/notes/{id}`: `GET` reads, `PUT` updates, `DELETE` removes.
+pub async fn item(state: &AppState, req: Request<Incoming>, group: u32, id: u64) -> Resp {
+    let method = req.method().clone();
+    if method != Method::GET && method != Method::PUT && method != Method::DELETE {
+        return method_not_allowed("GET, PUT, DELETE");
+    }
+    if auth::user(state, req.headers()).is_none() {
+        return auth::unauthorized();
+    }
+    if method == Method::GET {
+        return match state.notes.get(group, id) {
+            Some(note) => json(StatusCode::OK, &note),
+            None => not_found(),
+        };
+    }
+    if method == Method::DELETE {
+        return if state.notes.delete(group, id) {
+            empty(StatusCode::NO_CONTENT)
+        } else {
+            not_found()
+        };
+    }
+    let change: ChangedNote = match read_json(state, req).await {
+        Ok(change) => change,
+        Err(resp) => return resp,
+    };
+    if change.title.as_deref().is_some_and(|t| !valid_title(t)) {
+        return error(StatusCode::BAD_REQUEST, "title must be 1 to 200 characters");
+    }
+    let update = NoteUpdate {
+        title: change.title,
+        body: change.body,
+        expected_version: change.version,
+    };
+    match state.notes.update(group, id, update) {
+        Ok(note) => json(StatusCode::OK, &note),
+        Err(UpdateError::NotFound) => not_found(),
+        Err(UpdateError::Conflict(current)) => json(StatusCode::CONFLICT, &current),
+    }
+}

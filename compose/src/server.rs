@@ -1,0 +1,184 @@
+//! The HTTP server: binding, accepting connections, counting and faulting requests,
+//! and shutting down.
+
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::faults::{self, Faults};
+use crate::routes::{self, Resp};
+use crate::state::AppState;
+use crate::DemoConfig;
+
+/// Pending connections the kernel may queue; load tests open many at once, and the
+/// usual 128 would turn a burst into SYN retries rather than measurable queueing.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// How long shutdown waits for in-flight requests before dropping their connections.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running demo target; dropping it stops accepting connections too.
+pub struct DemoServer {
+    addr: SocketAddr,
+    state: Arc<AppState>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl DemoServer {
+    /// Binds `addr` (port 0 picks a free port) and serves on a spawned tokio task.
+    pub async fn start(addr: SocketAddr, config: DemoConfig) -> anyhow::Result<DemoServer> {
+        // Taken before binding so stall windows never begin earlier than a caller
+        // measuring from just before `start` would expect.
+        let started = Instant::now();
+        let listener = bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(AppState::new(&config, started));
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx));
+        Ok(DemoServer {
+            addr,
+            state,
+            stop,
+            task,
+        })
+    }
+
+    /// The address actually bound.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`, with a wildcard bind address replaced by loopback so the
+    /// URL can be connected to.
+    pub fn base_url(&self) -> String {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{addr}")
+    }
+
+    /// HTTP requests received so far, on every path, counted on arrival.
+    pub fn requests_served(&self) -> u64 {
+        self.state.metrics.requests()
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.state.metrics.connections()
+    }
+
+    /// Replaces the injected faults; takes effect for requests arriving afterwards.
+    pub fn set_faults(&self, faults: Faults) {
+        self.state.faults.set(faults);
+    }
+
+    /// Stops accepting, lets in-flight requests finish (for up to five seconds),
+    /// closes every connection and returns once all are gone.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // Lets a restarted target rebind while old connections sit in TIME_WAIT.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// Resolves when `stop` says so or its sender is gone (the server was dropped).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
+    let conn_stop = stop.clone();
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    state.metrics.connection_accepted();
+                    let task = serve(stream, Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
+                    conns.spawn(task);
+                }
+                Err(e) => {
+                    // Usually out of file descriptors: back off instead of spinning,
+                    // and keep serving the connections already open.
+                    eprintln!("demo target: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            // Reap finished connections so the set does not grow with every one served.
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = async { while conns.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, drained).await;
+    conns.shutdown().await;
+}
+
+async fn serve(
+    stream: TcpStream,
+    state: Arc<AppState>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Small request/response exchanges: waiting to coalesce packets only adds latency.
+    let _ = stream.set_nodelay(true);
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        // Connection errors are clients going away mid-request; nothing to do.
+        _ = conn.as_mut() => return,
+        () = stopped(&mut stop) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
+}
+
+/// Counts the request, applies faults, routes it, and counts the response status.
+async fn handle(state: &AppState, req: Request<Incoming>) -> Resp {
+    state.metrics.request_received();
+    let resp = if faults::applies_to(req.uri().path()) && state.faults.inject().await {
+        // Consume the body so HTTP/1.1 keep-alive survives the injected error.
+        let _ = Limited::new(req.into_body(), state.max_body_bytes)
+            .collect()
+            .await;
+        routes::error(StatusCode::INTERNAL_SERVER_ERROR, "injected fault")
+    } else {
+        routes::dispatch(state, req).await
+    };
+    state.metrics.response_sent(resp.status());
+    resp
+}

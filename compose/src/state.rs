@@ -1,0 +1,35 @@
+//! The state shared by every connection and request of one server.
+
+use std::time::Instant;
+
+use crate::faults::FaultInjector;
+use crate::metrics::Metrics;
+use crate::store::{NoteStore, TokenStore};
+use crate::DemoConfig;
+
+/// Shared application state, held in an `Arc` by the server and each connection.
+pub struct AppState {
+    /// Request, response and connection counters.
+    pub metrics: Metrics,
+    /// The active faults and the clock their stall windows are measured from.
+    pub faults: FaultInjector,
+    /// Notes, by group.
+    pub notes: NoteStore,
+    /// Issued sign-in tokens.
+    pub tokens: TokenStore,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+}
+
+impl AppState {
+    /// Builds the state for a server that started at `started`.
+    pub fn new(config: &DemoConfig, started: Instant) -> Self {
+        AppState {
+            metrics: Metrics::default(),
+            faults: FaultInjector::new(config.faults.clone(), started),
+            notes: NoteStore::seeded(config.seed_groups, config.notes_per_group),
+            tokens: TokenStore::new(config.max_tokens),
+            max_body_bytes: config.max_body_bytes,
+        }
+    }
+}

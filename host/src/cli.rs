@@ -1,0 +1,173 @@
+//! The command line: `host run`, `host inspect`, `host demo`.
+
+use crate::config::{parse_duration, Overrides};
+use crate::run::{self, RunRequest};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Load tests whose scenarios are sandboxed WebAssembly components.
+#[derive(Parser, Debug)]
+#[command(name = "host", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario plugin (its default config, or --config).
+    Run(RunArgs),
+    /// Show a plugin's name, version, scenarios, default config and contract version.
+    Inspect {
+        /// The plugin component (.wasm).
+        plugin: PathBuf,
+    },
+    /// Start the embedded demo target and run the bundled `notes` plugin against it.
+    Demo(DemoArgs),
+    /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
+    Target {
+        /// Address to listen on (loopback only).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The plugin component (.wasm).
+    plugin: PathBuf,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Run this plugin instead of the bundled `notes` example.
+    #[arg(long)]
+    plugin: Option<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+struct CommonArgs {
+    /// Run config (TOML) overlaid on the plugin's defaults.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// VUs of every scenario that has a `vus` option.
+    #[arg(long)]
+    vus: Option<u64>,
+    /// Duration of every constant-vus / constant-arrival-rate scenario (`30s`, `1m30s`).
+    #[arg(long, value_parser = duration_arg)]
+    duration: Option<Duration>,
+    /// Total iterations (constant-vus scenarios become shared-iterations, as in k6).
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// Rate of every constant-arrival-rate scenario (per its time_unit).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// An environment variable for the plugin: -e KEY=VALUE (repeatable).
+    #[arg(short = 'e', long = "env", value_parser = key_value)]
+    env: Vec<(String, String)>,
+    /// Allow a target (scheme://host:port) besides those in the config (repeatable).
+    #[arg(long)]
+    allow: Vec<String>,
+    /// Folder under which the results folder is made.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// No progress lines.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+impl CommonArgs {
+    fn request(self, plugin: PathBuf) -> RunRequest {
+        RunRequest {
+            plugin,
+            config: self.config,
+            overrides: Overrides {
+                vus: self.vus,
+                duration: self.duration,
+                iterations: self.iterations,
+                rate: self.rate,
+                env: self.env,
+                allow: self.allow,
+            },
+            out: self.out,
+            quiet: self.quiet,
+            handle_signals: true,
+        }
+    }
+}
+
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn key_value(text: &str) -> Result<(String, String), String> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
+    if k.is_empty() {
+        return Err(format!("empty key in {text:?}"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Parses the command line, runs the command, returns the exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Run(args) => {
+            let outcome = run::run(args.common.request(args.plugin)).await?;
+            Ok(finish(outcome))
+        }
+        Command::Inspect { plugin } => {
+            let inspected =
+                run::inspect(&plugin, crate::config::Limits::default().memory_bytes).await?;
+            print!("{}", crate::output::text::render_inspection(&inspected));
+            Ok(0)
+        }
+        Command::Demo(args) => {
+            crate::demo::run_demo(args.plugin, |plugin| args.common.request(plugin)).await
+        }
+        Command::Target { listen } => {
+            if !listen.ip().is_loopback() {
+                anyhow::bail!("the demo target listens on loopback only; use 127.0.0.1:PORT");
+            }
+            let server = demo_target::DemoServer::start(listen, Default::default()).await?;
+            println!("demo target listening on {}", server.base_url());
+            tokio::signal::ctrl_c().await?;
+            server.shutdown().await;
+            Ok(0)
+        }
+    }
+}
+
+/// Prints the summary and where the results are; returns the exit code.
+pub fn finish(outcome: run::RunOutcome) -> i32 {
+    print!("{}", crate::output::text::render(&outcome.summary));
+    println!("\n  results: {}", outcome.results_dir.display());
+    outcome.exit_code
+}

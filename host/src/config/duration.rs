@@ -1,0 +1,120 @@
+//! Parses and prints durations in k6's notation: `500ms`, `30s`, `1m30s`, `1.5h`.
+
+use std::time::Duration;
+
+/// Why a duration could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration {input:?}: {reason} (write it like 500ms, 30s, 1m30s or 2h)")]
+pub struct DurationError {
+    /// The text that was given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Parses a duration such as `250ms`, `10s`, `1m30s`, `1.5m` or `2h`.
+///
+/// Every number needs a unit (`us`, `ms`, `s`, `m`, `h`); a bare `0` is accepted.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let err = |reason: &str| DurationError {
+        input: input.to_string(),
+        reason: reason.to_string(),
+    };
+    let text = input.trim();
+    if text.is_empty() {
+        return Err(err("it is empty"));
+    }
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if number_len == 0 {
+            return Err(err("expected a number"));
+        }
+        let number: f64 = rest[..number_len]
+            .parse()
+            .map_err(|_| err("the number is malformed"))?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_len] {
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => return Err(err("a number has no unit")),
+            _ => return Err(err("unknown unit")),
+        };
+        rest = &rest[unit_len..];
+        total += number * seconds_per_unit;
+    }
+    if !total.is_finite() || total > 1e9 {
+        return Err(err("it is too long"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Formats a duration compactly for people: `1m30s`, `250ms`, `2h0m0s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs_f64();
+    let hours = (secs / 3600.0).floor() as u64;
+    let minutes = ((secs % 3600.0) / 60.0).floor() as u64;
+    let seconds = secs % 60.0;
+    let seconds = if (seconds - seconds.round()).abs() < 1e-9 {
+        format!("{}s", seconds.round() as u64)
+    } else {
+        format!("{seconds:.1}s")
+    };
+    match (hours, minutes) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_k6_notation() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
+    }
+
+    #[test]
+    fn rejects_bad_input_with_reason() {
+        assert!(parse_duration("10").unwrap_err().reason.contains("no unit"));
+        assert!(parse_duration("10x")
+            .unwrap_err()
+            .reason
+            .contains("unknown unit"));
+        assert!(parse_duration("").unwrap_err().reason.contains("empty"));
+        assert!(parse_duration("s").unwrap_err().reason.contains("number"));
+        assert!(parse_duration("1..2s").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for text in ["250ms", "30s", "1m30s", "2h0m0s"] {
+            let d = parse_duration(text).unwrap();
+            assert_eq!(format_duration(d), text);
+        }
+    }
+}

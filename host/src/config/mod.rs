@@ -1,0 +1,423 @@
+//! The run configuration: the plugin's defaults, overlaid by `run.toml`, overlaid by CLI
+//! flags, checked and turned into a [`RunConfig`] the executors can trust.
+
+pub mod duration;
+pub mod scenario;
+pub mod table;
+
+pub use duration::{format_duration, parse_duration};
+pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub use table::ConfigError;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use table::{string_map, unknown_message, TableReader};
+
+/// Sections allowed at the top of a run config.
+const SECTIONS: &[&str] = &[
+    "scenarios",
+    "thresholds",
+    "env",
+    "targets",
+    "limits",
+    "data",
+];
+
+/// Resource limits applied to every VU and request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Linear memory a VU's plugin instance may use, in bytes.
+    pub memory_bytes: u64,
+    /// Wall-clock limit on one iteration; the iteration is stopped and counted past it.
+    pub iteration_timeout: Duration,
+    /// Default timeout of one HTTP request.
+    pub request_timeout: Duration,
+    /// Largest response body accepted, in bytes.
+    pub max_body_bytes: u64,
+    /// Consecutive failed iterations (over all VUs) after which the run aborts; 0 = never.
+    pub abort_after_failures: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 64 << 20,
+            iteration_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(60),
+            max_body_bytes: 16 << 20,
+            abort_after_failures: 0,
+        }
+    }
+}
+
+/// A checked run configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Scenarios, in name order; they run at once (each from its `start_time`).
+    pub scenarios: Vec<ScenarioConfig>,
+    /// `[thresholds]` as written, checked by the thresholds module.
+    pub thresholds: toml::Table,
+    /// Environment for every VU (`[env]`, then `-e`).
+    pub env: BTreeMap<String, String>,
+    /// Targets the plugin may reach besides loopback (`[targets] allow`).
+    pub allow: Vec<String>,
+    /// Per-VU and per-request limits.
+    pub limits: Limits,
+    /// Shared data sets: name → file (`[data]`).
+    pub data: BTreeMap<String, PathBuf>,
+    /// The merged TOML this was read from, kept for the results.
+    pub source: toml::Table,
+}
+
+impl RunConfig {
+    /// An empty config (no scenarios, default limits, loopback only) for looking at a
+    /// plugin without running it.
+    pub fn default_for_inspection() -> Self {
+        Self {
+            scenarios: Vec::new(),
+            thresholds: toml::Table::new(),
+            env: BTreeMap::new(),
+            allow: Vec::new(),
+            limits: Limits::default(),
+            data: BTreeMap::new(),
+            source: toml::Table::new(),
+        }
+    }
+
+    /// Most VUs that can be alive at once over all scenarios (sizes the instance pool).
+    pub fn max_vus(&self) -> u64 {
+        self.scenarios.iter().map(|s| s.executor.max_vus()).sum()
+    }
+
+    /// When the last scenario's schedule ends (without graceful stops).
+    pub fn scheduled_end(&self) -> Duration {
+        self.scenarios
+            .iter()
+            .map(|s| s.start_time + s.executor.duration())
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// When the last scenario is over for sure (schedule plus graceful stop).
+    pub fn max_end(&self) -> Duration {
+        self.scenarios
+            .iter()
+            .map(|s| s.end_offset())
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+/// Values given on the command line; each overrides the same value in every scenario
+/// that has it.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--vus`.
+    pub vus: Option<u64>,
+    /// `--duration`.
+    pub duration: Option<Duration>,
+    /// `--iterations`: turns `constant-vus` scenarios into `shared-iterations`, as k6 does.
+    pub iterations: Option<u64>,
+    /// `--rate` for arrival-rate scenarios.
+    pub rate: Option<f64>,
+    /// `-e KEY=VALUE`.
+    pub env: Vec<(String, String)>,
+    /// `--allow URL`.
+    pub allow: Vec<String>,
+}
+
+/// Parses TOML text, pointing at the line of a syntax error.
+pub fn parse_toml(text: &str, origin: &str) -> Result<toml::Table, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError {
+        path: origin.to_string(),
+        message: format!("not valid TOML: {}", e.to_string().trim_end()),
+    })
+}
+
+/// Overlays `over` on `base`: tables merge key by key, except `scenarios`, which a
+/// run config replaces as a whole (a plugin's default scenarios are a suggestion).
+pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) if key != "scenarios" => {
+                for (k, v) in o {
+                    b.insert(k, v);
+                }
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+    base
+}
+
+/// Applies command-line overrides to a merged table, then checks it.
+pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig, ConfigError> {
+    apply_overrides(&mut source, overrides);
+    for key in source.keys() {
+        if !SECTIONS.contains(&key.as_str()) {
+            return Err(ConfigError {
+                path: key.clone(),
+                message: unknown_message("section", key, SECTIONS),
+            });
+        }
+    }
+    let scenarios_table = match source.get("scenarios") {
+        Some(toml::Value::Table(t)) if !t.is_empty() => t,
+        Some(toml::Value::Table(_)) | None => {
+            return Err(ConfigError {
+                path: "scenarios".into(),
+                message: "no scenario to run; add a [scenarios.NAME] table with an executor".into(),
+            })
+        }
+        Some(_) => {
+            return Err(ConfigError {
+                path: "scenarios".into(),
+                message: "must be a table of [scenarios.NAME] tables".into(),
+            })
+        }
+    };
+    let mut scenarios = Vec::new();
+    for (name, value) in scenarios_table {
+        let table = value.as_table().ok_or_else(|| ConfigError {
+            path: format!("scenarios.{name}"),
+            message: "must be a table".into(),
+        })?;
+        scenarios.push(scenario::parse_scenario(name, table)?);
+    }
+
+    let env = section_map(&source, "env")?;
+    let thresholds = match source.get("thresholds") {
+        None => toml::Table::new(),
+        Some(toml::Value::Table(t)) => t.clone(),
+        Some(_) => return Err(not_a_table("thresholds")),
+    };
+    let mut allow = Vec::new();
+    if let Some(value) = source.get("targets") {
+        let t = value.as_table().ok_or_else(|| not_a_table("targets"))?;
+        let mut r = TableReader::new("targets", t);
+        if let Some(list) = t.get("allow") {
+            let items = list
+                .as_array()
+                .ok_or_else(|| r.error("allow", "must be an array of URLs"))?;
+            for item in items {
+                let url = item
+                    .as_str()
+                    .ok_or_else(|| r.error("allow", "must be an array of URL strings"))?;
+                allow.push(url.to_string());
+            }
+        }
+        r.string("allow").ok();
+        r.finish()?;
+    }
+    let limits = parse_limits(&source)?;
+    let data = section_map(&source, "data")?
+        .into_iter()
+        .map(|(k, v)| (k, PathBuf::from(v)))
+        .collect();
+
+    Ok(RunConfig {
+        scenarios,
+        thresholds,
+        env,
+        allow,
+        limits,
+        data,
+        source,
+    })
+}
+
+fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
+    if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
+        for (_, value) in scenarios.iter_mut() {
+            let Some(s) = value.as_table_mut() else {
+                continue;
+            };
+            let executor = s
+                .get("executor")
+                .and_then(|e| e.as_str())
+                .unwrap_or("")
+                .to_string();
+            if let Some(iterations) = o.iterations {
+                if executor == "constant-vus" {
+                    s.insert("executor".into(), "shared-iterations".into());
+                    s.remove("duration");
+                }
+                if executor.ends_with("iterations") || executor == "constant-vus" {
+                    s.insert("iterations".into(), (iterations as i64).into());
+                }
+            }
+            let executor = s
+                .get("executor")
+                .and_then(|e| e.as_str())
+                .unwrap_or("")
+                .to_string();
+            if let Some(vus) = o.vus {
+                if s.contains_key("vus")
+                    || executor.ends_with("iterations")
+                    || executor == "constant-vus"
+                {
+                    s.insert("vus".into(), (vus as i64).into());
+                }
+            }
+            if let Some(d) = o.duration {
+                if matches!(executor.as_str(), "constant-vus" | "constant-arrival-rate") {
+                    s.insert("duration".into(), format_duration(d).into());
+                }
+            }
+            if let Some(rate) = o.rate {
+                if executor == "constant-arrival-rate" {
+                    s.insert("rate".into(), rate.into());
+                }
+            }
+        }
+    }
+    if !o.env.is_empty() {
+        let env = source
+            .entry("env")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let Some(env) = env.as_table_mut() {
+            for (k, v) in &o.env {
+                env.insert(k.clone(), v.clone().into());
+            }
+        }
+    }
+    if !o.allow.is_empty() {
+        let targets = source
+            .entry("targets")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let Some(targets) = targets.as_table_mut() {
+            let allow = targets
+                .entry("allow")
+                .or_insert_with(|| toml::Value::Array(Vec::new()));
+            if let Some(list) = allow.as_array_mut() {
+                list.extend(o.allow.iter().map(|u| toml::Value::from(u.clone())));
+            }
+        }
+    }
+}
+
+fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
+    let mut limits = Limits::default();
+    let Some(value) = source.get("limits") else {
+        return Ok(limits);
+    };
+    let t = value.as_table().ok_or_else(|| not_a_table("limits"))?;
+    let mut r = TableReader::new("limits", t);
+    if let Some(mb) = r.uint("memory_mb")? {
+        if !(1..=4096).contains(&mb) {
+            return Err(r.error("memory_mb", "must be between 1 and 4096"));
+        }
+        limits.memory_bytes = mb << 20;
+    }
+    if let Some(d) = r.duration("iteration_timeout")? {
+        limits.iteration_timeout = d;
+    }
+    if let Some(d) = r.duration("request_timeout")? {
+        limits.request_timeout = d;
+    }
+    if let Some(mb) = r.uint("max_body_mb")? {
+        limits.max_body_bytes = mb << 20;
+    }
+    if let Some(n) = r.uint("abort_after_failures")? {
+        limits.abort_after_failures = n;
+    }
+    r.finish()?;
+    Ok(limits)
+}
+
+fn section_map(source: &toml::Table, name: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    match source.get(name) {
+        None => Ok(BTreeMap::new()),
+        Some(toml::Value::Table(t)) => string_map(name, t),
+        Some(_) => Err(not_a_table(name)),
+    }
+}
+
+fn not_a_table(name: &str) -> ConfigError {
+    ConfigError {
+        path: name.to_string(),
+        message: format!("must be a table: write it as [{name}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLUGIN_DEFAULT: &str = r#"
+        [scenarios.browse]
+        executor = "constant-vus"
+        vus = 10
+        duration = "10s"
+        [env]
+        A = "1"
+    "#;
+
+    #[test]
+    fn run_config_replaces_scenarios_and_merges_env() {
+        let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+        let over = parse_toml(
+            "[scenarios.x]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 3\n[env]\nB = \"2\"",
+            "run.toml",
+        )
+        .unwrap();
+        let config = build(merge(base, over), &Overrides::default()).unwrap();
+        assert_eq!(config.scenarios.len(), 1);
+        assert_eq!(config.scenarios[0].name, "x");
+        assert_eq!(config.env.get("A").map(String::as_str), Some("1"));
+        assert_eq!(config.env.get("B").map(String::as_str), Some("2"));
+    }
+
+    #[test]
+    fn cli_overrides_single_values() {
+        let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+        let overrides = Overrides {
+            vus: Some(3),
+            duration: Some(Duration::from_secs(2)),
+            env: vec![("A".into(), "x".into())],
+            ..Default::default()
+        };
+        let config = build(base, &overrides).unwrap();
+        assert_eq!(
+            config.scenarios[0].executor,
+            ExecutorConfig::ConstantVus {
+                vus: 3,
+                duration: Duration::from_secs(2)
+            }
+        );
+        assert_eq!(config.env["A"], "x");
+    }
+
+    #[test]
+    fn iterations_flag_turns_constant_vus_into_shared_iterations() {
+        let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+        let overrides = Overrides {
+            iterations: Some(25),
+            ..Default::default()
+        };
+        let config = build(base, &overrides).unwrap();
+        assert!(matches!(
+            config.scenarios[0].executor,
+            ExecutorConfig::SharedIterations {
+                vus: 10,
+                iterations: 25,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_toml_and_unknown_sections_are_explained() {
+        let err = parse_toml("[scenarios\n", "run.toml").unwrap_err();
+        assert!(err.message.contains("not valid TOML"), "{err}");
+        let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+        let over = parse_toml("[treshold]\nx = 1", "run.toml").unwrap();
+        let err = build(merge(base, over), &Overrides::default()).unwrap_err();
+        assert!(err.message.contains("did you mean `thresholds`"), "{err}");
+        let err = build(toml::Table::new(), &Overrides::default()).unwrap_err();
+        assert!(err.message.contains("no scenario"), "{err}");
+    }
+}

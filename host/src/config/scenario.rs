@@ -1,0 +1,435 @@
+//! One scenario of a run: which executor drives it, with which options (k6's names and
+//! meanings), and what every scenario shares (`exec`, `start_time`, `graceful_stop`, ...).
+
+use super::table::{unknown_message, ConfigError, TableReader};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The executor names, as in k6.
+pub const EXECUTOR_NAMES: &[&str] = &[
+    "constant-vus",
+    "ramping-vus",
+    "per-vu-iterations",
+    "shared-iterations",
+    "constant-arrival-rate",
+    "ramping-arrival-rate",
+];
+
+/// A stage of a ramping executor: reach `target` linearly over `duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stage {
+    /// How long the ramp to `target` takes.
+    pub duration: Duration,
+    /// VUs (ramping-vus) or iterations per `time_unit` (ramping-arrival-rate) at its end.
+    pub target: u64,
+}
+
+/// How a scenario schedules iterations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecutorConfig {
+    /// A fixed number of VUs loop for a duration (closed model).
+    ConstantVus {
+        /// VUs running at once.
+        vus: u64,
+        /// How long they loop.
+        duration: Duration,
+    },
+    /// The VU count follows stages (closed model).
+    RampingVus {
+        /// VUs at the start.
+        start_vus: u64,
+        /// The ramps.
+        stages: Vec<Stage>,
+        /// How long an iteration of a VU being ramped down may take to finish.
+        graceful_ramp_down: Duration,
+    },
+    /// Each VU runs exactly `iterations` iterations (closed model).
+    PerVuIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations per VU.
+        iterations: u64,
+        /// The scenario stops after this long even if iterations are left.
+        max_duration: Duration,
+    },
+    /// VUs share a pool of `iterations` iterations (closed model).
+    SharedIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations in total.
+        iterations: u64,
+        /// The scenario stops after this long even if iterations are left.
+        max_duration: Duration,
+    },
+    /// Iterations start at a fixed rate whether or not earlier ones finished (open model).
+    ConstantArrivalRate {
+        /// Iterations per `time_unit`.
+        rate: f64,
+        /// The unit of `rate`.
+        time_unit: Duration,
+        /// How long iterations keep arriving.
+        duration: Duration,
+        /// VUs made before the start.
+        pre_allocated_vus: u64,
+        /// The most VUs the scenario may make while running.
+        max_vus: u64,
+    },
+    /// The arrival rate follows stages (open model).
+    RampingArrivalRate {
+        /// Iterations per `time_unit` at the start.
+        start_rate: f64,
+        /// The unit of the rates.
+        time_unit: Duration,
+        /// The ramps (targets in iterations per `time_unit`).
+        stages: Vec<Stage>,
+        /// VUs made before the start.
+        pre_allocated_vus: u64,
+        /// The most VUs the scenario may make while running.
+        max_vus: u64,
+    },
+}
+
+impl ExecutorConfig {
+    /// The executor's name in configs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ConstantVus { .. } => "constant-vus",
+            Self::RampingVus { .. } => "ramping-vus",
+            Self::PerVuIterations { .. } => "per-vu-iterations",
+            Self::SharedIterations { .. } => "shared-iterations",
+            Self::ConstantArrivalRate { .. } => "constant-arrival-rate",
+            Self::RampingArrivalRate { .. } => "ramping-arrival-rate",
+        }
+    }
+
+    /// The most VUs this executor can have at once.
+    pub fn max_vus(&self) -> u64 {
+        match self {
+            Self::ConstantVus { vus, .. }
+            | Self::PerVuIterations { vus, .. }
+            | Self::SharedIterations { vus, .. } => *vus,
+            Self::RampingVus {
+                start_vus, stages, ..
+            } => stages
+                .iter()
+                .map(|s| s.target)
+                .max()
+                .unwrap_or(0)
+                .max(*start_vus),
+            Self::ConstantArrivalRate {
+                pre_allocated_vus,
+                max_vus,
+                ..
+            }
+            | Self::RampingArrivalRate {
+                pre_allocated_vus,
+                max_vus,
+                ..
+            } => (*max_vus).max(*pre_allocated_vus),
+        }
+    }
+
+    /// VUs made and initialised before the test starts.
+    pub fn initial_vus(&self) -> u64 {
+        match self {
+            Self::ConstantArrivalRate {
+                pre_allocated_vus, ..
+            }
+            | Self::RampingArrivalRate {
+                pre_allocated_vus, ..
+            } => *pre_allocated_vus,
+            other => other.max_vus(),
+        }
+    }
+
+    /// How long the executor schedules work, without `graceful_stop`.
+    pub fn duration(&self) -> Duration {
+        match self {
+            Self::ConstantVus { duration, .. } | Self::ConstantArrivalRate { duration, .. } => {
+                *duration
+            }
+            Self::RampingVus { stages, .. } | Self::RampingArrivalRate { stages, .. } => {
+                stages.iter().map(|s| s.duration).sum()
+            }
+            Self::PerVuIterations { max_duration, .. }
+            | Self::SharedIterations { max_duration, .. } => *max_duration,
+        }
+    }
+}
+
+/// A scenario: an executor plus the options every executor takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioConfig {
+    /// The table name under `[scenarios]`.
+    pub name: String,
+    /// The plugin scenario to run (`iteration(exec)`).
+    pub exec: String,
+    /// The schedule.
+    pub executor: ExecutorConfig,
+    /// Offset from the start of the test.
+    pub start_time: Duration,
+    /// How long running iterations may take to finish once the schedule ends.
+    pub graceful_stop: Duration,
+    /// Environment variables for this scenario's VUs (over the run's `[env]`).
+    pub env: BTreeMap<String, String>,
+    /// Tags added to every metric sample of this scenario.
+    pub tags: BTreeMap<String, String>,
+}
+
+impl ScenarioConfig {
+    /// When this scenario is over for sure: start, schedule and graceful stop.
+    pub fn end_offset(&self) -> Duration {
+        let ramp_down = match self.executor {
+            ExecutorConfig::RampingVus {
+                graceful_ramp_down, ..
+            } => graceful_ramp_down,
+            _ => Duration::ZERO,
+        };
+        self.start_time + self.executor.duration() + self.graceful_stop.max(ramp_down)
+    }
+}
+
+/// Reads one `[scenarios.NAME]` table.
+pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig, ConfigError> {
+    let path = format!("scenarios.{name}");
+    let mut r = TableReader::new(path.clone(), table);
+    let executor_name = r.string("executor")?.ok_or_else(|| ConfigError {
+        path: format!("{path}.executor"),
+        message: format!(
+            "missing; set executor to one of: {}",
+            EXECUTOR_NAMES.join(", ")
+        ),
+    })?;
+    let exec = r.string("exec")?.unwrap_or_else(|| "default".to_string());
+    let start_time = r.duration("start_time")?.unwrap_or_default();
+    let graceful_stop = r
+        .duration("graceful_stop")?
+        .unwrap_or(Duration::from_secs(30));
+    let env = r.string_map("env")?;
+    let tags = r.string_map("tags")?;
+    let executor = match executor_name.as_str() {
+        "constant-vus" => ExecutorConfig::ConstantVus {
+            vus: required_positive(&mut r, "vus", r_uint_default(1))?,
+            duration: required_duration(&mut r, "duration")?,
+        },
+        "ramping-vus" => {
+            let start_vus = r.uint("start_vus")?.unwrap_or(1);
+            let stages = stages(&mut r, false)?;
+            let graceful_ramp_down = r
+                .duration("graceful_ramp_down")?
+                .unwrap_or(Duration::from_secs(30));
+            ExecutorConfig::RampingVus {
+                start_vus,
+                stages,
+                graceful_ramp_down,
+            }
+        }
+        "per-vu-iterations" | "shared-iterations" => {
+            let vus = required_positive(&mut r, "vus", r_uint_default(1))?;
+            let iterations = required_positive(&mut r, "iterations", r_uint_default(1))?;
+            let max_duration = r
+                .duration("max_duration")?
+                .unwrap_or(Duration::from_secs(600));
+            if executor_name == "per-vu-iterations" {
+                ExecutorConfig::PerVuIterations {
+                    vus,
+                    iterations,
+                    max_duration,
+                }
+            } else {
+                if iterations < vus {
+                    return Err(r.error(
+                        "iterations",
+                        format!("{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"),
+                    ));
+                }
+                ExecutorConfig::SharedIterations {
+                    vus,
+                    iterations,
+                    max_duration,
+                }
+            }
+        }
+        "constant-arrival-rate" => {
+            let rate = r
+                .number("rate")?
+                .ok_or_else(|| r.error("rate", "missing; how many iterations per time_unit?"))?;
+            if rate <= 0.0 {
+                return Err(r.error("rate", "must be greater than 0"));
+            }
+            let time_unit = time_unit(&mut r)?;
+            let duration = required_duration(&mut r, "duration")?;
+            let (pre_allocated_vus, max_vus) = vu_bounds(&mut r)?;
+            ExecutorConfig::ConstantArrivalRate {
+                rate,
+                time_unit,
+                duration,
+                pre_allocated_vus,
+                max_vus,
+            }
+        }
+        "ramping-arrival-rate" => {
+            let start_rate = r.number("start_rate")?.unwrap_or(0.0);
+            let time_unit = time_unit(&mut r)?;
+            let stages = stages(&mut r, true)?;
+            let (pre_allocated_vus, max_vus) = vu_bounds(&mut r)?;
+            ExecutorConfig::RampingArrivalRate {
+                start_rate,
+                time_unit,
+                stages,
+                pre_allocated_vus,
+                max_vus,
+            }
+        }
+        other => {
+            return Err(r.error(
+                "executor",
+                unknown_message("executor", other, EXECUTOR_NAMES),
+            ))
+        }
+    };
+    r.finish()?;
+    Ok(ScenarioConfig {
+        name: name.to_string(),
+        exec,
+        executor,
+        start_time,
+        graceful_stop,
+        env,
+        tags,
+    })
+}
+
+fn r_uint_default(default: u64) -> impl FnOnce() -> Option<u64> {
+    move || Some(default)
+}
+
+fn required_positive(
+    r: &mut TableReader,
+    key: &'static str,
+    default: impl FnOnce() -> Option<u64>,
+) -> Result<u64, ConfigError> {
+    let value = r
+        .uint(key)?
+        .or_else(default)
+        .ok_or_else(|| r.error(key, "missing"))?;
+    if value == 0 {
+        return Err(r.error(key, "must be at least 1"));
+    }
+    Ok(value)
+}
+
+fn required_duration(r: &mut TableReader, key: &'static str) -> Result<Duration, ConfigError> {
+    let d = r
+        .duration(key)?
+        .ok_or_else(|| r.error(key, "missing; give it as a string such as \"30s\""))?;
+    if d.is_zero() {
+        return Err(r.error(key, "must be longer than 0s"));
+    }
+    Ok(d)
+}
+
+fn time_unit(r: &mut TableReader) -> Result<Duration, ConfigError> {
+    let unit = r.duration("time_unit")?.unwrap_or(Duration::from_secs(1));
+    if unit.is_zero() {
+        return Err(r.error("time_unit", "must be longer than 0s"));
+    }
+    Ok(unit)
+}
+
+fn vu_bounds(r: &mut TableReader) -> Result<(u64, u64), ConfigError> {
+    let pre = r.uint("pre_allocated_vus")?.ok_or_else(|| {
+        r.error(
+            "pre_allocated_vus",
+            "missing; how many VUs to make before the start (for example 10)",
+        )
+    })?;
+    let max = r.uint("max_vus")?.unwrap_or(pre);
+    if max < pre {
+        return Err(r.error(
+            "max_vus",
+            format!("{max} is less than pre_allocated_vus ({pre})"),
+        ));
+    }
+    if max == 0 {
+        return Err(r.error("max_vus", "must be at least 1"));
+    }
+    Ok((pre, max))
+}
+
+fn stages(r: &mut TableReader, rates: bool) -> Result<Vec<Stage>, ConfigError> {
+    let tables = r.tables("stages")?.ok_or_else(|| {
+        r.error(
+            "stages",
+            "missing; add stages = [{ duration = \"30s\", target = 10 }]",
+        )
+    })?;
+    if tables.is_empty() {
+        return Err(r.error("stages", "needs at least one stage"));
+    }
+    let mut stages = Vec::with_capacity(tables.len());
+    for (i, t) in tables.into_iter().enumerate() {
+        let mut s = TableReader::new(format!("stages[{i}]"), t);
+        let duration = s
+            .duration("duration")?
+            .ok_or_else(|| s.error("duration", "missing"))?;
+        let target = if rates {
+            s.number("target")?.map(|v| v.round() as u64)
+        } else {
+            s.uint("target")?
+        }
+        .ok_or_else(|| s.error("target", "missing"))?;
+        s.finish()?;
+        stages.push(Stage { duration, target });
+    }
+    Ok(stages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ScenarioConfig, ConfigError> {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        parse_scenario("s", &table)
+    }
+
+    #[test]
+    fn reads_every_executor() {
+        let s = parse("executor = \"constant-vus\"\nvus = 3\nduration = \"5s\"").unwrap();
+        assert_eq!(s.executor.max_vus(), 3);
+        assert_eq!(s.exec, "default");
+        let s = parse(
+            "executor = \"ramping-vus\"\nstart_vus = 0\nstages = [{duration = \"2s\", target = 5}, {duration = \"1s\", target = 0}]",
+        )
+        .unwrap();
+        assert_eq!(s.executor.max_vus(), 5);
+        assert_eq!(s.executor.duration(), Duration::from_secs(3));
+        let s = parse("executor = \"constant-arrival-rate\"\nrate = 100\nduration = \"1m\"\npre_allocated_vus = 5\nmax_vus = 20").unwrap();
+        assert_eq!(s.executor.max_vus(), 20);
+        assert_eq!(s.executor.initial_vus(), 5);
+    }
+
+    #[test]
+    fn unknown_executor_suggests_the_nearest() {
+        let err = parse("executor = \"constant-vu\"\nvus = 1\nduration = \"1s\"").unwrap_err();
+        assert!(err.message.contains("did you mean `constant-vus`"), "{err}");
+    }
+
+    #[test]
+    fn option_of_another_executor_is_unknown() {
+        let err = parse("executor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\niterations = 3")
+            .unwrap_err();
+        assert_eq!(err.path, "scenarios.s.iterations");
+    }
+
+    #[test]
+    fn missing_and_bad_values_are_explained() {
+        let err = parse("executor = \"constant-vus\"\nvus = 1").unwrap_err();
+        assert!(err.message.contains("missing"), "{err}");
+        let err = parse("executor = \"constant-vus\"\nvus = 0\nduration = \"1s\"").unwrap_err();
+        assert!(err.message.contains("at least 1"), "{err}");
+        let err = parse("executor = \"constant-arrival-rate\"\nrate = 10\nduration = \"1s\"\npre_allocated_vus = 5\nmax_vus = 2").unwrap_err();
+        assert!(err.message.contains("less than pre_allocated_vus"), "{err}");
+    }
+}

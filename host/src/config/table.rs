@@ -1,0 +1,251 @@
+//! Typed reading of TOML tables with errors that say what to fix: unknown keys get the
+//! nearest known name suggested, wrong types name the expected type.
+
+use super::duration::parse_duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// A config error: where it is (`scenarios.browse.vus`) and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// Dotted path of the offending key.
+    pub path: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// Reads keys out of a table and remembers which ones were read, so the leftovers can be
+/// reported as unknown.
+pub struct TableReader<'a> {
+    path: String,
+    table: &'a toml::Table,
+    read: BTreeSet<&'static str>,
+}
+
+impl<'a> TableReader<'a> {
+    /// Starts reading `table`, found at the dotted `path`.
+    pub fn new(path: impl Into<String>, table: &'a toml::Table) -> Self {
+        Self {
+            path: path.into(),
+            table,
+            read: BTreeSet::new(),
+        }
+    }
+
+    /// An error about `key` of this table.
+    pub fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            path: join(&self.path, key),
+            message: message.into(),
+        }
+    }
+
+    fn get(&mut self, key: &'static str) -> Option<&'a toml::Value> {
+        self.read.insert(key);
+        self.table.get(key)
+    }
+
+    /// An optional string.
+    pub fn string(&mut self, key: &'static str) -> Result<Option<String>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.error(key, expected("a string", other))),
+        }
+    }
+
+    /// An optional non-negative integer.
+    pub fn uint(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(toml::Value::Integer(i)) => {
+                Err(self.error(key, format!("must not be negative, got {i}")))
+            }
+            Some(other) => Err(self.error(key, expected("a whole number", other))),
+        }
+    }
+
+    /// An optional number (integer or float), finite and non-negative.
+    pub fn number(&mut self, key: &'static str) -> Result<Option<f64>, ConfigError> {
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(toml::Value::Float(f)) => *f,
+            Some(other) => return Err(self.error(key, expected("a number", other))),
+        };
+        if !value.is_finite() || value < 0.0 {
+            return Err(self.error(key, format!("must be a non-negative number, got {value}")));
+        }
+        Ok(Some(value))
+    }
+
+    /// An optional boolean.
+    pub fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.error(key, expected("true or false", other))),
+        }
+    }
+
+    /// An optional duration written as a string (`"30s"`).
+    pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => parse_duration(s)
+                .map(Some)
+                .map_err(|e| self.error(key, e.to_string())),
+            Some(other) => Err(self.error(
+                key,
+                format!(
+                    "{} (durations are strings such as \"30s\")",
+                    expected("a duration", other)
+                ),
+            )),
+        }
+    }
+
+    /// An optional array of tables.
+    pub fn tables(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Option<Vec<&'a toml::Table>>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    item.as_table().ok_or_else(|| {
+                        self.error(&format!("{key}[{i}]"), expected("a table", item))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(other) => Err(self.error(key, expected("an array of tables", other))),
+        }
+    }
+
+    /// An optional table of string values (`env`, `tags`); numbers and booleans are
+    /// accepted and turned into text.
+    pub fn string_map(
+        &mut self,
+        key: &'static str,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        match self.get(key) {
+            None => Ok(BTreeMap::new()),
+            Some(toml::Value::Table(t)) => string_map(&join(&self.path, key), t),
+            Some(other) => Err(self.error(key, expected("a table", other))),
+        }
+    }
+
+    /// Fails on the first key that was never read, suggesting the nearest known one.
+    pub fn finish(self) -> Result<(), ConfigError> {
+        for key in self.table.keys() {
+            if !self.read.contains(key.as_str()) {
+                let known: Vec<&str> = self.read.iter().copied().collect();
+                return Err(self.error(key, unknown_message("option", key, &known)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a table whose values must be strings (numbers and booleans are turned into text).
+pub fn string_map(
+    path: &str,
+    table: &toml::Table,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    table
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(ConfigError {
+                        path: join(path, k),
+                        message: expected("a string", other),
+                    })
+                }
+            };
+            Ok((k.clone(), text))
+        })
+        .collect()
+}
+
+/// "unknown option `vu`; did you mean `vus`?" or a list of the known names.
+pub fn unknown_message(what: &str, given: &str, known: &[&str]) -> String {
+    match nearest(given, known) {
+        Some(best) => format!("unknown {what} `{given}`; did you mean `{best}`?"),
+        None => format!(
+            "unknown {what} `{given}`; expected one of: {}",
+            known.join(", ")
+        ),
+    }
+}
+
+/// The known name closest to `given`, if it is close enough to be a likely typo.
+pub fn nearest<'k>(given: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(given, k), *k))
+        .filter(|(distance, k)| *distance <= (k.len() / 3).max(2))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+fn expected(what: &str, got: &toml::Value) -> String {
+    format!("expected {what}, got {} `{got}`", got.type_str())
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_nearest_name() {
+        assert_eq!(nearest("vu", &["vus", "duration"]), Some("vus"));
+        assert_eq!(nearest("duratoin", &["vus", "duration"]), Some("duration"));
+        assert_eq!(nearest("zzzzzzzz", &["vus", "duration"]), None);
+    }
+
+    #[test]
+    fn unknown_keys_are_reported() {
+        let table: toml::Table = toml::from_str("vus = 1\nduraton = \"1s\"").unwrap();
+        let mut reader = TableReader::new("scenarios.a", &table);
+        reader.uint("vus").unwrap();
+        reader.duration("duration").unwrap();
+        let err = reader.finish().unwrap_err();
+        assert_eq!(err.path, "scenarios.a.duraton");
+        assert!(err.message.contains("did you mean `duration`"), "{err}");
+    }
+
+    #[test]
+    fn wrong_types_say_what_was_expected() {
+        let table: toml::Table = toml::from_str("vus = \"ten\"\nduration = 10").unwrap();
+        let mut reader = TableReader::new("s", &table);
+        assert!(reader
+            .uint("vus")
+            .unwrap_err()
+            .message
+            .contains("whole number"));
+        assert!(reader
+            .duration("duration")
+            .unwrap_err()
+            .message
+            .contains("\"30s\""));
+    }
+}

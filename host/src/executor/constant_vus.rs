@@ -1,0 +1,24 @@
+//! `constant-vus`: a fixed number of VUs loop over iterations for a duration; running
+//! iterations then get `graceful_stop` to finish.
+
+use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx};
+use crate::vu::Vu;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs the executor.
+pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>, duration: Duration) -> ExecutorReport {
+    ctx.wait_for_start().await;
+    let end = ctx.start + duration;
+    let hard = end + ctx.config.graceful_stop;
+    run_vu_loops(&ctx, vus, move |ctx, mut vu, _| async move {
+        ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        while ctx.may_start(end) {
+            ctx.run_iteration(&mut vu, None, sleep_until(hard)).await;
+        }
+        ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
+    })
+    .await;
+    ExecutorReport::default()
+}

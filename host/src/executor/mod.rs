@@ -1,0 +1,173 @@
+//! Executors: one per scenario, each scheduling iterations on its VUs with k6's
+//! semantics. This file holds what they share: the scenario's context, its live
+//! counters, and the VU loop helpers; each executor has a file of its own.
+
+pub mod constant_vus;
+pub mod per_vu_iterations;
+pub mod ramping_vus;
+pub mod shared_iterations;
+pub mod stages;
+
+use crate::config::{ExecutorConfig, ScenarioConfig};
+use crate::run::control::RunControl;
+use crate::vu::{Outcome, Vu};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::time::Instant as TokioInstant;
+
+/// Live counters of one scenario, read by progress and the summary.
+#[derive(Debug, Default)]
+pub struct ScenarioStats {
+    /// VUs currently active (looping or running an iteration).
+    pub active_vus: AtomicU64,
+    /// VUs made for this scenario.
+    pub allocated_vus: AtomicU64,
+    /// Iterations started.
+    pub started: AtomicU64,
+    /// Iterations that ended on their own (including failed ones).
+    pub completed: AtomicU64,
+    /// Iterations that failed (error, trap, timeout).
+    pub failed: AtomicU64,
+    /// Iterations stopped by the executor.
+    pub interrupted: AtomicU64,
+    /// Iterations of an open model that were due but had no VU.
+    pub dropped: AtomicU64,
+}
+
+/// A stage's target and what was observed at its end.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StageReport {
+    /// The stage's target.
+    pub target: u64,
+    /// Active VUs (or achieved rate) at the stage's end.
+    pub at_end: u64,
+    /// Most active VUs during the stage.
+    pub peak: u64,
+}
+
+/// Everything an executor needs.
+pub struct ScenarioCtx {
+    /// The scenario's config.
+    pub config: ScenarioConfig,
+    /// When the scenario starts (the run's start plus `start_time`).
+    pub start: Instant,
+    /// Run-wide stop signals.
+    pub control: Arc<RunControl>,
+    /// Live counters.
+    pub stats: Arc<ScenarioStats>,
+    /// Next iteration number within the scenario.
+    next_iteration: AtomicU64,
+}
+
+impl ScenarioCtx {
+    /// A context for a scenario starting at `start`.
+    pub fn new(config: ScenarioConfig, start: Instant, control: Arc<RunControl>) -> Self {
+        Self {
+            config,
+            start,
+            control,
+            stats: Arc::new(ScenarioStats::default()),
+            next_iteration: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs one iteration on `vu`, counting it; `interrupt_at` is the hard deadline.
+    pub async fn run_iteration(
+        &self,
+        vu: &mut Vu,
+        due: Option<Instant>,
+        interrupt: impl Future<Output = ()>,
+    ) -> Outcome {
+        let n = self.next_iteration.fetch_add(1, Ordering::Relaxed);
+        self.stats.started.fetch_add(1, Ordering::Relaxed);
+        let control = self.control.clone();
+        let interrupt = async move {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = control.hard_stop.cancelled() => {}
+            }
+        };
+        let outcome = vu.iterate(&self.config.exec, n, due, interrupt).await;
+        let counter = match &outcome {
+            Outcome::Interrupted => &self.stats.interrupted,
+            o if o.is_failure() => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                &self.stats.completed
+            }
+            _ => &self.stats.completed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        outcome
+    }
+
+    /// Whether new iterations may start at `now` given the schedule's end.
+    pub fn may_start(&self, end: Instant) -> bool {
+        Instant::now() < end && !self.control.stop.is_cancelled()
+    }
+
+    /// Waits until the scenario's start time.
+    pub async fn wait_for_start(&self) {
+        tokio::time::sleep_until(TokioInstant::from_std(self.start)).await;
+    }
+}
+
+/// What an executor reports when it is done.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ExecutorReport {
+    /// For ramping executors: each stage's target and what was reached.
+    pub stages: Vec<StageReport>,
+}
+
+/// Runs the scenario's executor on `vus` (already initialised) until it is over.
+pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
+    match ctx.config.executor.clone() {
+        ExecutorConfig::ConstantVus { duration, .. } => constant_vus::run(ctx, vus, duration).await,
+        ExecutorConfig::RampingVus {
+            start_vus,
+            stages,
+            graceful_ramp_down,
+        } => ramping_vus::run(ctx, vus, start_vus, stages, graceful_ramp_down).await,
+        ExecutorConfig::PerVuIterations {
+            iterations,
+            max_duration,
+            ..
+        } => per_vu_iterations::run(ctx, vus, iterations, max_duration).await,
+        ExecutorConfig::SharedIterations {
+            iterations,
+            max_duration,
+            ..
+        } => shared_iterations::run(ctx, vus, iterations, max_duration).await,
+        ExecutorConfig::ConstantArrivalRate { .. } | ExecutorConfig::RampingArrivalRate { .. } => {
+            ExecutorReport::default()
+        }
+    }
+}
+
+/// Resolves at `deadline` (a std instant).
+pub async fn sleep_until(deadline: Instant) {
+    tokio::time::sleep_until(TokioInstant::from_std(deadline)).await;
+}
+
+/// Spawns one task per VU running `body`, waits for all, and keeps `active_vus` true.
+pub async fn run_vu_loops<F, Fut>(ctx: &Arc<ScenarioCtx>, vus: Vec<Vu>, body: F)
+where
+    F: Fn(Arc<ScenarioCtx>, Vu, usize) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, vu) in vus.into_iter().enumerate() {
+        tasks.spawn(body(ctx.clone(), vu, index));
+    }
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined {
+            if e.is_panic() {
+                eprintln!(
+                    "error: a VU task of scenario {} panicked: {e}",
+                    ctx.config.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `ramping-vus`: the number of active VUs follows the stages. VU `i` is active while
+//! the schedule's value is above `i`; a VU ramped down mid-iteration gets
+//! `graceful_ramp_down` to finish it before it is interrupted.
+
+use super::stages::{stage_ends, value_at};
+use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx, StageReport};
+use crate::config::Stage;
+use crate::vu::Vu;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How often the controller recomputes the target.
+const CONTROL_TICK: Duration = Duration::from_millis(5);
+
+/// Runs the executor.
+pub async fn run(
+    ctx: Arc<ScenarioCtx>,
+    vus: Vec<Vu>,
+    start_vus: u64,
+    stages: Vec<Stage>,
+    graceful_ramp_down: Duration,
+) -> ExecutorReport {
+    ctx.wait_for_start().await;
+    let total: Duration = stages.iter().map(|s| s.duration).sum();
+    let end = ctx.start + total;
+    let hard = end + ctx.config.graceful_stop;
+    let (tx, rx) = watch::channel(target_at(start_vus, &stages, Duration::ZERO));
+
+    let controller = control(ctx.clone(), tx, start_vus, stages.clone());
+    let loops = run_vu_loops(&ctx, vus, move |ctx, vu, index| {
+        vu_loop(
+            ctx,
+            vu,
+            index as u64,
+            rx.clone(),
+            end,
+            hard,
+            graceful_ramp_down,
+        )
+    });
+    let (report, ()) = tokio::join!(controller, loops);
+    report
+}
+
+fn target_at(start_vus: u64, stages: &[Stage], t: Duration) -> u64 {
+    // A tiny epsilon keeps float error from losing a VU exactly at a stage's end.
+    (value_at(start_vus as f64, stages, t) + 1e-9).floor() as u64
+}
+
+/// Publishes the target as time passes and notes what each stage reached.
+async fn control(
+    ctx: Arc<ScenarioCtx>,
+    tx: watch::Sender<u64>,
+    start_vus: u64,
+    stages: Vec<Stage>,
+) -> ExecutorReport {
+    let ends = stage_ends(&stages);
+    let mut reports: Vec<StageReport> = stages
+        .iter()
+        .map(|s| StageReport {
+            target: s.target,
+            ..Default::default()
+        })
+        .collect();
+    let mut stage = 0;
+    let mut tick = tokio::time::interval(CONTROL_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    while stage < stages.len() && !ctx.control.stop.is_cancelled() {
+        tick.tick().await;
+        let elapsed = Instant::now().saturating_duration_since(ctx.start);
+        let active = ctx.stats.active_vus.load(Ordering::Relaxed);
+        reports[stage].peak = reports[stage].peak.max(active);
+        if elapsed >= ends[stage] {
+            reports[stage].at_end = active;
+            stage += 1;
+        }
+        tx.send_if_modified(|current| {
+            let target = target_at(start_vus, &stages, elapsed);
+            let changed = *current != target;
+            *current = target;
+            changed
+        });
+    }
+    ExecutorReport { stages: reports }
+}
+
+async fn vu_loop(
+    ctx: Arc<ScenarioCtx>,
+    mut vu: Vu,
+    index: u64,
+    mut rx: watch::Receiver<u64>,
+    end: Instant,
+    hard: Instant,
+    grace: Duration,
+) {
+    loop {
+        // Parked until the schedule reaches this VU.
+        loop {
+            if !ctx.may_start(end) {
+                return;
+            }
+            if *rx.borrow_and_update() > index {
+                break;
+            }
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() { return },
+                _ = sleep_until(end) => return,
+                _ = ctx.control.stop.cancelled() => return,
+            }
+        }
+        ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        while ctx.may_start(end) && *rx.borrow() > index {
+            let interrupt = {
+                let rx = rx.clone();
+                async move {
+                    tokio::select! {
+                        _ = sleep_until(hard) => {}
+                        _ = ramped_down(rx, index, grace) => {}
+                    }
+                }
+            };
+            ctx.run_iteration(&mut vu, None, interrupt).await;
+        }
+        ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Resolves when VU `index` has been ramped down for longer than `grace`.
+async fn ramped_down(mut rx: watch::Receiver<u64>, index: u64, grace: Duration) {
+    loop {
+        while *rx.borrow_and_update() > index {
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+        tokio::time::sleep(grace).await;
+        if *rx.borrow() <= index {
+            return;
+        }
+    }
+}

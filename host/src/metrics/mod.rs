@@ -1,0 +1,15 @@
+//! Metrics: sharded recording on the hot path, a once-a-tick aggregator, and
+//! summaries computed from HDR histograms (never from averaged percentiles).
+
+pub mod aggregator;
+pub mod recorder;
+pub mod registry;
+pub mod summary;
+pub mod tags;
+pub mod value;
+
+pub use aggregator::Aggregator;
+pub use recorder::{Recorder, SeriesMap, Shard};
+pub use registry::{builtin, MetricDef, MetricId, Registry};
+pub use tags::TagSet;
+pub use value::{MetricKind, Value};

@@ -1,0 +1,173 @@
+//! The hot path of metrics: samples go into one of several shards chosen by the
+//! recording thread, so tokio's worker threads never contend on a lock; only the
+//! aggregator visits every shard, once a second, and takes what they gathered.
+
+use super::registry::{MetricId, Registry};
+use super::tags::TagSet;
+use super::value::{MetricKind, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Samples gathered since the aggregator last took them, keyed by series.
+pub type SeriesMap = HashMap<(MetricId, TagSet), Value>;
+
+/// Shards per recorder: more than any machine here has worker threads, so each thread
+/// gets its own.
+const SHARDS: usize = 64;
+
+static NEXT_THREAD_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static THREAD_SLOT: usize = NEXT_THREAD_SLOT.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A shard's samples, written by the threads that map to it.
+#[derive(Default)]
+pub struct Shard {
+    series: SeriesMap,
+}
+
+impl Shard {
+    fn entry(&mut self, id: MetricId, tags: &TagSet, kind: MetricKind) -> &mut Value {
+        self.series
+            .entry((id, tags.clone()))
+            .or_insert_with(|| Value::empty(kind))
+    }
+
+    /// Adds to a counter.
+    pub fn count(&mut self, id: MetricId, tags: &TagSet, value: f64) {
+        if let Value::Counter(c) = self.entry(id, tags, MetricKind::Counter) {
+            *c += value;
+        }
+    }
+
+    /// Adds a sample to a rate.
+    pub fn rate(&mut self, id: MetricId, tags: &TagSet, hit: bool) {
+        if let Value::Rate { hits, total } = self.entry(id, tags, MetricKind::Rate) {
+            *hits += hit as u64;
+            *total += 1;
+        }
+    }
+
+    /// Adds a sample to a trend (microseconds for timings).
+    pub fn trend(&mut self, id: MetricId, tags: &TagSet, value: u64) {
+        if let Value::Trend(h) = self.entry(id, tags, MetricKind::Trend) {
+            // Auto-resizing histograms grow to fit; only values past u64's
+            // trackable range fail, and those are clamped.
+            if h.record(value).is_err() {
+                h.saturating_record(value);
+            }
+        }
+    }
+
+    /// Sets a gauge.
+    pub fn gauge(&mut self, id: MetricId, tags: &TagSet, value: f64, seq: u64) {
+        self.series
+            .insert((id, tags.clone()), Value::Gauge { value, seq });
+    }
+}
+
+/// Where every sample of a run is recorded.
+pub struct Recorder {
+    registry: Arc<Registry>,
+    shards: Vec<Mutex<Shard>>,
+    gauge_seq: AtomicU64,
+}
+
+impl Recorder {
+    /// A recorder for the metrics of `registry`.
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Self {
+            registry,
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            gauge_seq: AtomicU64::new(1),
+        }
+    }
+
+    /// The run's metric registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Runs `f` on this thread's shard; several samples can be recorded under one lock.
+    pub fn with_shard<R>(&self, f: impl FnOnce(&mut Shard) -> R) -> R {
+        let slot = THREAD_SLOT.with(|s| *s) % SHARDS;
+        let mut shard = self.shards[slot].lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut shard)
+    }
+
+    /// Adds to a counter.
+    pub fn count(&self, id: MetricId, tags: &TagSet, value: f64) {
+        self.with_shard(|s| s.count(id, tags, value));
+    }
+
+    /// Adds a sample to a rate.
+    pub fn rate(&self, id: MetricId, tags: &TagSet, hit: bool) {
+        self.with_shard(|s| s.rate(id, tags, hit));
+    }
+
+    /// Adds a sample to a trend.
+    pub fn trend(&self, id: MetricId, tags: &TagSet, value: u64) {
+        self.with_shard(|s| s.trend(id, tags, value));
+    }
+
+    /// Sets a gauge; the newest setting wins across shards.
+    pub fn gauge(&self, id: MetricId, tags: &TagSet, value: f64) {
+        let seq = self.gauge_seq.fetch_add(1, Ordering::Relaxed);
+        self.with_shard(|s| s.gauge(id, tags, value, seq));
+    }
+
+    /// Takes every sample gathered since the last call, merged over shards.
+    pub fn drain(&self) -> SeriesMap {
+        let mut out = SeriesMap::new();
+        for shard in &self.shards {
+            let taken = std::mem::take(&mut shard.lock().unwrap_or_else(|p| p.into_inner()).series);
+            for (key, value) in taken {
+                match out.get_mut(&key) {
+                    Some(existing) => existing.merge(&value),
+                    None => {
+                        out.insert(key, value);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::registry::builtin;
+
+    #[test]
+    fn samples_from_many_threads_all_arrive() {
+        let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
+        let tags = TagSet::from_pairs([("scenario", "a")]);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (r, t) = (recorder.clone(), tags.clone());
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        r.count(builtin::HTTP_REQS, &t, 1.0);
+                        r.trend(builtin::HTTP_REQ_DURATION, &t, i);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let drained = recorder.drain();
+        let Value::Counter(n) = drained[&(builtin::HTTP_REQS, tags.clone())] else {
+            panic!()
+        };
+        assert_eq!(n, 8000.0);
+        let Value::Trend(h) = &drained[&(builtin::HTTP_REQ_DURATION, tags)] else {
+            panic!()
+        };
+        assert_eq!(h.len(), 8000);
+        assert!(recorder.drain().is_empty(), "drain takes everything");
+    }
+}

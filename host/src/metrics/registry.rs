@@ -1,0 +1,223 @@
+//! Metric names and kinds: the built-ins (k6's names) at fixed ids, and custom metrics
+//! that plugins declare by using them.
+
+use super::value::MetricKind;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// Index of a metric in the registry.
+pub type MetricId = u16;
+
+/// What a metric is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricDef {
+    /// Its name (`http_req_duration`).
+    pub name: String,
+    /// How samples combine.
+    pub kind: MetricKind,
+    /// Whether a trend's values are durations in microseconds (shown as times).
+    pub is_time: bool,
+    /// Whether a counter counts bytes (shown as sizes).
+    pub is_bytes: bool,
+}
+
+macro_rules! builtins {
+    ($( $id:ident = $name:literal : $kind:ident $(, $flag:ident)? ; )*) => {
+        /// Ids of the built-in metrics.
+        pub mod builtin {
+            use super::MetricId;
+            builtins!(@ids 0u16; $($id)*);
+        }
+        const BUILTINS: &[(&str, MetricKind, &str)] = &[
+            $( ($name, MetricKind::$kind, builtins!(@flag $($flag)?)), )*
+        ];
+    };
+    (@ids $n:expr; $id:ident $($rest:ident)*) => {
+        #[doc = concat!("The built-in metric `", stringify!($id), "`.")]
+        pub const $id: MetricId = $n;
+        builtins!(@ids $n + 1; $($rest)*);
+    };
+    (@ids $n:expr;) => {};
+    (@flag time) => { "time" };
+    (@flag bytes) => { "bytes" };
+    (@flag) => { "" };
+}
+
+builtins! {
+    HTTP_REQS = "http_reqs": Counter;
+    HTTP_REQ_DURATION = "http_req_duration": Trend, time;
+    HTTP_REQ_BLOCKED = "http_req_blocked": Trend, time;
+    HTTP_REQ_CONNECTING = "http_req_connecting": Trend, time;
+    HTTP_REQ_TLS_HANDSHAKING = "http_req_tls_handshaking": Trend, time;
+    HTTP_REQ_SENDING = "http_req_sending": Trend, time;
+    HTTP_REQ_WAITING = "http_req_waiting": Trend, time;
+    HTTP_REQ_RECEIVING = "http_req_receiving": Trend, time;
+    HTTP_REQ_FAILED = "http_req_failed": Rate;
+    HTTP_REQS_SENT = "http_reqs_sent": Counter;
+    HTTP_REQS_DENIED = "http_reqs_denied": Counter;
+    HTTP_REQ_ERRORS = "http_req_errors": Counter;
+    HTTP_REQS_IN_FLIGHT = "http_reqs_in_flight": Gauge;
+    ITERATIONS = "iterations": Counter;
+    ITERATION_DURATION = "iteration_duration": Trend, time;
+    ITERATION_START_LAG = "iteration_start_lag": Trend, time;
+    ITERATION_LATENCY = "iteration_latency": Trend, time;
+    INTERRUPTED_ITERATIONS = "interrupted_iterations": Counter;
+    DROPPED_ITERATIONS = "dropped_iterations": Counter;
+    PLUGIN_ERRORS = "plugin_errors": Counter;
+    VUS = "vus": Gauge;
+    VUS_MAX = "vus_max": Gauge;
+    DATA_SENT = "data_sent": Counter, bytes;
+    DATA_RECEIVED = "data_received": Counter, bytes;
+    CHECKS = "checks": Rate;
+    WS_SESSIONS = "ws_sessions": Counter;
+    WS_CONNECTING = "ws_connecting": Trend, time;
+    WS_MSGS_SENT = "ws_msgs_sent": Counter;
+    WS_MSGS_RECEIVED = "ws_msgs_received": Counter;
+    WS_SESSION_DURATION = "ws_session_duration": Trend, time;
+}
+
+/// Why a custom metric could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name exists with another kind.
+    #[error("metric `{name}` is a {existing:?}, it cannot be used as a {requested:?}")]
+    KindMismatch {
+        /// The metric.
+        name: String,
+        /// Its kind.
+        existing: MetricKind,
+        /// The kind asked for.
+        requested: MetricKind,
+    },
+    /// The name is not `[A-Za-z_][A-Za-z0-9_]*` or too long.
+    #[error("metric name {0:?} is invalid: use letters, digits and _ (at most 128)")]
+    BadName(String),
+    /// Too many distinct metrics.
+    #[error("too many custom metrics (the limit is {0})")]
+    TooMany(usize),
+}
+
+const MAX_METRICS: usize = 1024;
+
+/// All metrics of a run.
+pub struct Registry {
+    inner: RwLock<Inner>,
+}
+
+struct Inner {
+    defs: Vec<MetricDef>,
+    by_name: HashMap<String, MetricId>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// A registry holding the built-ins.
+    pub fn new() -> Self {
+        let defs: Vec<MetricDef> = BUILTINS
+            .iter()
+            .map(|(name, kind, flag)| MetricDef {
+                name: name.to_string(),
+                kind: *kind,
+                is_time: *flag == "time",
+                is_bytes: *flag == "bytes",
+            })
+            .collect();
+        let by_name = defs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.clone(), i as MetricId))
+            .collect();
+        Self {
+            inner: RwLock::new(Inner { defs, by_name }),
+        }
+    }
+
+    /// The id of `name`, registering it as `kind` if new.
+    pub fn get_or_register(&self, name: &str, kind: MetricKind) -> Result<MetricId, RegistryError> {
+        if let Some(id) = self.lookup(name) {
+            let existing = self.def(id).kind;
+            return if existing == kind {
+                Ok(id)
+            } else {
+                Err(RegistryError::KindMismatch {
+                    name: name.to_string(),
+                    existing,
+                    requested: kind,
+                })
+            };
+        }
+        let valid = !name.is_empty()
+            && name.len() <= 128
+            && name
+                .chars()
+                .enumerate()
+                .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+        if !valid {
+            return Err(RegistryError::BadName(name.to_string()));
+        }
+        let mut inner = self.inner.write().expect("registry lock");
+        if let Some(id) = inner.by_name.get(name) {
+            return Ok(*id);
+        }
+        if inner.defs.len() >= MAX_METRICS {
+            return Err(RegistryError::TooMany(MAX_METRICS));
+        }
+        let id = inner.defs.len() as MetricId;
+        inner.defs.push(MetricDef {
+            name: name.to_string(),
+            kind,
+            is_time: false,
+            is_bytes: false,
+        });
+        inner.by_name.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// The id of an existing metric.
+    pub fn lookup(&self, name: &str) -> Option<MetricId> {
+        self.inner
+            .read()
+            .expect("registry lock")
+            .by_name
+            .get(name)
+            .copied()
+    }
+
+    /// The definition of `id`.
+    pub fn def(&self, id: MetricId) -> MetricDef {
+        self.inner.read().expect("registry lock").defs[id as usize].clone()
+    }
+
+    /// Every metric, in id order.
+    pub fn all(&self) -> Vec<MetricDef> {
+        self.inner.read().expect("registry lock").defs.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_have_fixed_ids_and_custom_metrics_check_kinds() {
+        let r = Registry::new();
+        assert_eq!(r.def(builtin::HTTP_REQS).name, "http_reqs");
+        assert!(r.def(builtin::HTTP_REQ_DURATION).is_time);
+        assert_eq!(r.lookup("checks"), Some(builtin::CHECKS));
+        let id = r.get_or_register("orders", MetricKind::Counter).unwrap();
+        assert_eq!(
+            r.get_or_register("orders", MetricKind::Counter).unwrap(),
+            id
+        );
+        assert!(matches!(
+            r.get_or_register("orders", MetricKind::Trend),
+            Err(RegistryError::KindMismatch { .. })
+        ));
+        assert!(r.get_or_register("bad name", MetricKind::Counter).is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! Opens connections for the HTTP client: name resolution, TCP connect (timed), and the
+//! HTTP handshake on a byte-counting transport. The `Sender` enum is where HTTP/2 and
+//! the `Stream` wrapper is where TLS plug in.
+
+use super::allowlist::Origin;
+use super::counting_io::{CountingIo, IoStats};
+use super::http::HttpError;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+/// Time spent opening a connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectTimings {
+    /// TCP connect.
+    pub connecting: Duration,
+    /// TLS handshake.
+    pub tls_handshaking: Duration,
+}
+
+/// The request half of an HTTP connection; an HTTP/2 variant joins it with TLS (ALPN).
+enum Sender {
+    Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+}
+
+/// An open connection owned by one VU.
+pub struct Connection {
+    sender: Sender,
+    /// Bytes and write times of the transport.
+    pub stats: Arc<IoStats>,
+}
+
+impl Connection {
+    /// Whether the connection can take another request.
+    pub fn is_usable(&self) -> bool {
+        match &self.sender {
+            Sender::Http1(s) => s.is_ready(),
+        }
+    }
+
+    /// Sends a request and waits for the response head.
+    pub async fn send(
+        &mut self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Incoming>, hyper::Error> {
+        match &mut self.sender {
+            Sender::Http1(s) => {
+                s.ready().await?;
+                s.send_request(request).await
+            }
+        }
+    }
+}
+
+/// Opens a connection to `origin`.
+pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), HttpError> {
+    if origin.scheme == "https" {
+        return Err(HttpError::Tls(format!(
+            "{origin}: https is not supported by this build of the host yet; use http://"
+        )));
+    }
+    let addrs = resolve(origin).await?;
+    let start = Instant::now();
+    let mut last_error = None;
+    let mut stream = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_error = Some(format!("{addr}: {e}")),
+        }
+    }
+    let stream = stream.ok_or_else(|| {
+        HttpError::Connect(format!(
+            "cannot connect to {origin}: {}",
+            last_error.unwrap_or_else(|| "no address".into())
+        ))
+    })?;
+    let connecting = start.elapsed();
+    // Latency matters more than packet count for a load generator.
+    let _ = stream.set_nodelay(true);
+    let (io, stats) = CountingIo::new(stream);
+    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+        .handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| HttpError::Connect(format!("{origin}: handshake failed: {e}")))?;
+    tokio::spawn(async move {
+        // The connection ends when its VU drops the sender or the peer closes it;
+        // errors surface on the request that was using it.
+        let _ = conn.await;
+    });
+    Ok((
+        Connection {
+            sender: Sender::Http1(sender),
+            stats,
+        },
+        ConnectTimings {
+            connecting,
+            tls_handshaking: Duration::ZERO,
+        },
+    ))
+}
+
+async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
+    if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, origin.port)]);
+    }
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
+        .await
+        .map_err(|e| HttpError::Connect(format!("cannot resolve {}: {e}", origin.host)))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(HttpError::Connect(format!(
+            "cannot resolve {}: no addresses",
+            origin.host
+        )));
+    }
+    Ok(addrs)
+}

@@ -1,0 +1,122 @@
+//! A transport wrapper that counts bytes each way and notes when the last write
+//! happened, which splits a request's time into sending and waiting as k6 does.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Byte counts and last-write time of one connection.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    sent: AtomicU64,
+    received: AtomicU64,
+    last_write_ns: AtomicU64,
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+impl IoStats {
+    /// Bytes written so far.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Bytes read so far.
+    pub fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// When the last write finished, if there was one.
+    pub fn last_write(&self) -> Option<Instant> {
+        match self.last_write_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(epoch() + Duration::from_nanos(ns)),
+        }
+    }
+}
+
+/// Wraps a transport and updates an [`IoStats`].
+pub struct CountingIo<T> {
+    inner: T,
+    stats: Arc<IoStats>,
+}
+
+impl<T> CountingIo<T> {
+    /// Wraps `inner`.
+    pub fn new(inner: T) -> (Self, Arc<IoStats>) {
+        let stats = Arc::new(IoStats::default());
+        epoch();
+        (
+            Self {
+                inner,
+                stats: stats.clone(),
+            },
+            stats,
+        )
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for CountingIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            self.stats.received.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        res
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for CountingIo<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let res = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &res {
+            self.stats.sent.fetch_add(*n as u64, Ordering::Relaxed);
+            let ns = epoch().elapsed().as_nanos().max(1) as u64;
+            self.stats.last_write_ns.store(ns, Ordering::Relaxed);
+        }
+        res
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let res = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = &res {
+            self.stats.sent.fetch_add(*n as u64, Ordering::Relaxed);
+            let ns = epoch().elapsed().as_nanos().max(1) as u64;
+            self.stats.last_write_ns.store(ns, Ordering::Relaxed);
+        }
+        res
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,546 @@
+//! The host side of `http.send`: a per-VU keep-alive connection pool on hyper's
+//! connection API (each VU owns its connections, as each k6 VU does, so no lock is
+//! shared between VUs), per-request timeout, bounded bodies, and k6's timing phases.
+
+use super::allowlist::{Allowlist, Origin};
+use super::connect::{connect, Connection};
+use crate::metrics::{builtin, Recorder, TagSet};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Idle connections kept per origin and VU (browsers keep six).
+const MAX_IDLE_PER_ORIGIN: usize = 6;
+
+/// An HTTP request as the plugin asked for it.
+#[derive(Debug, Clone, Default)]
+pub struct HttpRequest {
+    /// Method, upper case.
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    /// Header fields.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Option<Vec<u8>>,
+    /// Timeout; the run's default when `None`.
+    pub timeout: Option<Duration>,
+    /// Tags for the request's metrics.
+    pub tags: Vec<(String, String)>,
+    /// Count but do not keep the body.
+    pub discard_body: bool,
+    /// Inclusive status ranges that count as expected; 200-399 when `None`.
+    pub expected_statuses: Option<Vec<(u16, u16)>>,
+}
+
+/// Phases of a request, as k6 names them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Waiting for a connection (pool, name resolution).
+    pub blocked: Duration,
+    /// TCP connect.
+    pub connecting: Duration,
+    /// TLS handshake.
+    pub tls_handshaking: Duration,
+    /// Writing the request.
+    pub sending: Duration,
+    /// From the end of writing to the response head.
+    pub waiting: Duration,
+    /// Reading the body.
+    pub receiving: Duration,
+}
+
+impl Timings {
+    /// sending + waiting + receiving (k6's `http_req_duration`).
+    pub fn duration(&self) -> Duration {
+        self.sending + self.waiting + self.receiving
+    }
+}
+
+/// A response.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Header fields (values that are not UTF-8 are replaced lossily).
+    pub headers: Vec<(String, String)>,
+    /// The body, empty when discarded.
+    pub body: Vec<u8>,
+    /// Body bytes received.
+    pub body_size: u64,
+    /// Phases.
+    pub timings: Timings,
+}
+
+/// Why a request failed; mirrors the WIT `http-error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// Not allowed by the run's allowlist; nothing was sent.
+    #[error("denied: {0}")]
+    Denied(String),
+    /// Bad URL, method or header.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// Connection could not be made.
+    #[error("connect: {0}")]
+    Connect(String),
+    /// The request took longer than its timeout.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// TLS failed.
+    #[error("tls: {0}")]
+    Tls(String),
+    /// The peer broke the protocol or the connection.
+    #[error("protocol: {0}")]
+    Protocol(String),
+    /// The body was larger than the cap.
+    #[error("response body larger than {0} bytes")]
+    BodyTooLarge(u64),
+}
+
+impl HttpError {
+    /// A short name for the `error` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Denied(_) => "denied",
+            Self::Invalid(_) => "invalid",
+            Self::Connect(_) => "connect",
+            Self::Timeout(_) => "timeout",
+            Self::Tls(_) => "tls",
+            Self::Protocol(_) => "protocol",
+            Self::BodyTooLarge(_) => "body_too_large",
+        }
+    }
+}
+
+/// What all VUs' clients share: policy, limits and counters. Read-only or atomic.
+pub struct NetShared {
+    /// Targets that may be reached.
+    pub allowlist: Allowlist,
+    /// Default request timeout.
+    pub default_timeout: Duration,
+    /// Body cap in bytes.
+    pub max_body: u64,
+    /// Where samples go.
+    pub recorder: Arc<Recorder>,
+    /// Requests sent and not yet completed.
+    pub in_flight: AtomicI64,
+    /// Denied origins already warned about (warned once each).
+    pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl NetShared {
+    /// Shared state for a run.
+    pub fn new(
+        allowlist: Allowlist,
+        default_timeout: Duration,
+        max_body: u64,
+        recorder: Arc<Recorder>,
+    ) -> Self {
+        Self {
+            allowlist,
+            default_timeout,
+            max_body,
+            recorder,
+            in_flight: AtomicI64::new(0),
+            denied_warned: Default::default(),
+        }
+    }
+}
+
+/// One VU's HTTP client.
+pub struct HttpClient {
+    shared: Arc<NetShared>,
+    idle: HashMap<(String, String, u16), Vec<Connection>>,
+}
+
+/// A request checked and ready to go on the wire.
+struct Prepared {
+    origin: Origin,
+    request: http::Request<Full<Bytes>>,
+    timeout: Duration,
+    discard_body: bool,
+    expected: Option<Vec<(u16, u16)>>,
+    tags: TagSet,
+}
+
+impl HttpClient {
+    /// A client with no connections yet.
+    pub fn new(shared: Arc<NetShared>) -> Self {
+        Self {
+            shared,
+            idle: HashMap::new(),
+        }
+    }
+
+    /// Sends one request; `tags` are the VU's base tags (scenario, ...).
+    pub async fn send(
+        &mut self,
+        req: HttpRequest,
+        tags: &TagSet,
+    ) -> Result<HttpResponse, HttpError> {
+        let prepared = self.prepare(req, tags)?;
+        let conn = self.checkout(&prepared.origin);
+        let (result, conn) = execute(&self.shared, prepared.clone_meta(), prepared, conn).await;
+        if let Some((key, conn)) = conn {
+            self.checkin(key, conn);
+        }
+        result
+    }
+
+    /// Sends requests in parallel, each on its own connection; results in order.
+    pub async fn send_batch(
+        &mut self,
+        reqs: Vec<HttpRequest>,
+        tags: &TagSet,
+    ) -> Vec<Result<HttpResponse, HttpError>> {
+        let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
+            Vec::with_capacity(reqs.len());
+        let mut work = Vec::new();
+        for (i, req) in reqs.into_iter().enumerate() {
+            match self.prepare(req, tags) {
+                Ok(p) => {
+                    let conn = self.checkout(&p.origin);
+                    work.push((i, p, conn));
+                    slots.push(None);
+                }
+                Err(e) => slots.push(Some(Err(e))),
+            }
+        }
+        let shared = self.shared.clone();
+        let futures = work.into_iter().map(|(i, p, conn)| {
+            let shared = shared.clone();
+            async move {
+                let meta = p.clone_meta();
+                (i, execute(&shared, meta, p, conn).await)
+            }
+        });
+        for (i, (result, conn)) in futures::future::join_all(futures).await {
+            if let Some((key, conn)) = conn {
+                self.checkin(key, conn);
+            }
+            slots[i] = Some(result);
+        }
+        slots
+            .into_iter()
+            .map(|s| s.expect("every slot filled"))
+            .collect()
+    }
+
+    fn prepare(&self, req: HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
+        let origin = Origin::parse(&req.url).map_err(HttpError::Invalid)?;
+        if origin.scheme != "http" && origin.scheme != "https" {
+            return Err(HttpError::Invalid(format!(
+                "{}: HTTP requests need an http:// or https:// URL",
+                req.url
+            )));
+        }
+        if let Err(why) = self.shared.allowlist.check(&origin) {
+            self.shared
+                .recorder
+                .count(builtin::HTTP_REQS_DENIED, base_tags, 1.0);
+            let mut warned = self
+                .shared
+                .denied_warned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if warned.insert(origin.to_string()) {
+                eprintln!("warning: plugin tried to reach {origin}: denied ({why})");
+            }
+            return Err(HttpError::Denied(why));
+        }
+        let method = http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
+        let uri: http::Uri = req
+            .url
+            .parse()
+            .map_err(|e| HttpError::Invalid(format!("invalid URL {:?}: {e}", req.url)))?;
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into());
+        let mut builder = http::Request::builder().method(method.clone()).uri(path);
+        let host_header = match (origin.scheme.as_str(), origin.port) {
+            ("http", 80) | ("https", 443) => uri.host().unwrap_or_default().to_string(),
+            _ => format!("{}:{}", uri.host().unwrap_or_default(), origin.port),
+        };
+        let mut has_host = false;
+        for (name, value) in &req.headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| HttpError::Invalid(format!("invalid header name {name:?}")))?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| {
+                HttpError::Invalid(format!(
+                    "invalid value for header {name}: {value:?} (CR, LF and other control characters are not allowed)"
+                ))
+            })?;
+            has_host |= name == http::header::HOST;
+            builder = builder.header(name, value);
+        }
+        if !has_host {
+            builder = builder.header(http::header::HOST, host_header);
+        }
+        let body = Bytes::from(req.body.unwrap_or_default());
+        let request = builder
+            .body(Full::new(body))
+            .map_err(|e| HttpError::Invalid(e.to_string()))?;
+        let name = req
+            .tags
+            .iter()
+            .find(|(k, _)| k == "name")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| req.url.clone());
+        let tags = base_tags.with(
+            req.tags
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .chain([("name", name.as_str()), ("method", method.as_str())]),
+        );
+        Ok(Prepared {
+            origin,
+            request,
+            timeout: req.timeout.unwrap_or(self.shared.default_timeout),
+            discard_body: req.discard_body,
+            expected: req.expected_statuses,
+            tags,
+        })
+    }
+
+    fn checkout(&mut self, origin: &Origin) -> Option<Connection> {
+        let key = (origin.scheme.clone(), origin.host.clone(), origin.port);
+        let idle = self.idle.get_mut(&key)?;
+        while let Some(conn) = idle.pop() {
+            if conn.is_usable() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn checkin(&mut self, key: (String, String, u16), conn: Connection) {
+        let idle = self.idle.entry(key).or_default();
+        if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
+            idle.push(conn);
+        }
+    }
+}
+
+/// What is needed to record a request after it is consumed.
+struct Meta {
+    tags: TagSet,
+    expected: Option<Vec<(u16, u16)>>,
+}
+
+impl Prepared {
+    fn clone_meta(&self) -> Meta {
+        Meta {
+            tags: self.tags.clone(),
+            expected: self.expected.clone(),
+        }
+    }
+}
+
+type PoolKey = (String, String, u16);
+
+async fn execute(
+    shared: &NetShared,
+    meta: Meta,
+    prepared: Prepared,
+    conn: Option<Connection>,
+) -> (
+    Result<HttpResponse, HttpError>,
+    Option<(PoolKey, Connection)>,
+) {
+    let key = (
+        prepared.origin.scheme.clone(),
+        prepared.origin.host.clone(),
+        prepared.origin.port,
+    );
+    let timeout = prepared.timeout;
+    shared.in_flight.fetch_add(1, Ordering::Relaxed);
+    shared
+        .recorder
+        .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
+    let outcome = tokio::time::timeout(timeout, exchange(shared, prepared, conn)).await;
+    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    let (result, conn, io) = match outcome {
+        Ok(r) => r,
+        Err(_) => (
+            Err(HttpError::Timeout(format!(
+                "no complete response within {}",
+                crate::config::format_duration(timeout)
+            ))),
+            None,
+            (0, 0),
+        ),
+    };
+    record(shared, &meta, &result, io);
+    (result, conn.map(|c| (key, c)))
+}
+
+/// The exchange itself: connection, request, response, body.
+async fn exchange(
+    shared: &NetShared,
+    prepared: Prepared,
+    conn: Option<Connection>,
+) -> (
+    Result<HttpResponse, HttpError>,
+    Option<Connection>,
+    (u64, u64),
+) {
+    let start = Instant::now();
+    let mut timings = Timings::default();
+    let mut conn = match conn {
+        Some(c) => c,
+        None => match connect(&prepared.origin).await {
+            Ok((c, connect_timings)) => {
+                timings.connecting = connect_timings.connecting;
+                timings.tls_handshaking = connect_timings.tls_handshaking;
+                c
+            }
+            Err(e) => return (Err(e), None, (0, 0)),
+        },
+    };
+    let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
+    let ready = Instant::now();
+    timings.blocked = ready
+        .duration_since(start)
+        .saturating_sub(timings.connecting + timings.tls_handshaking);
+    let response = match conn.send(prepared.request).await {
+        Ok(r) => r,
+        Err(e) => {
+            let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+            return (Err(classify(&e)), None, io);
+        }
+    };
+    let head_at = Instant::now();
+    let written_at = conn
+        .stats
+        .last_write()
+        .filter(|t| *t >= ready && *t <= head_at)
+        .unwrap_or(ready);
+    timings.sending = written_at.duration_since(ready);
+    timings.waiting = head_at.duration_since(written_at);
+
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let mut body_stream = response.into_body();
+    let mut body = Vec::new();
+    let mut body_size = 0u64;
+    while let Some(frame) = body_stream.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => {
+                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                return (Err(classify(&e)), None, io);
+            }
+        };
+        if let Ok(data) = frame.into_data() {
+            body_size += data.len() as u64;
+            if body_size > shared.max_body {
+                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+            }
+            if !prepared.discard_body {
+                body.extend_from_slice(&data);
+            }
+        }
+    }
+    timings.receiving = head_at.elapsed();
+    let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+    let response = HttpResponse {
+        status,
+        headers,
+        body,
+        body_size,
+        timings,
+    };
+    (Ok(response), Some(conn), io)
+}
+
+fn classify(e: &hyper::Error) -> HttpError {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    HttpError::Protocol(text)
+}
+
+fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
+    match expected {
+        None => (200..=399).contains(&status),
+        Some(ranges) => ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&status)),
+    }
+}
+
+fn record(
+    shared: &NetShared,
+    meta: &Meta,
+    result: &Result<HttpResponse, HttpError>,
+    io: (u64, u64),
+) {
+    let us = |d: Duration| d.as_micros() as u64;
+    let (status, expected) = match result {
+        Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
+        Err(_) => (0, false),
+    };
+    let status_text = status.to_string();
+    let tags = meta.tags.with([
+        ("status", status_text.as_str()),
+        ("expected_response", if expected { "true" } else { "false" }),
+    ]);
+    shared.recorder.with_shard(|s| {
+        s.count(builtin::HTTP_REQS, &tags, 1.0);
+        s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
+        s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
+        s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
+        match result {
+            Ok(r) => {
+                let t = &r.timings;
+                s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
+                s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
+                s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
+                s.trend(
+                    builtin::HTTP_REQ_TLS_HANDSHAKING,
+                    &tags,
+                    us(t.tls_handshaking),
+                );
+                s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
+                s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
+                s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
+            }
+            Err(e) => {
+                let err_tags = meta.tags.with([("error", e.kind())]);
+                s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_statuses_default_to_2xx_3xx() {
+        assert!(is_expected(200, &None));
+        assert!(is_expected(304, &None));
+        assert!(!is_expected(404, &None));
+        assert!(is_expected(404, &Some(vec![(404, 404)])));
+        assert!(!is_expected(200, &Some(vec![(404, 404)])));
+    }
+}

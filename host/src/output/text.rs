@@ -1,0 +1,221 @@
+//! The end-of-test summary as people read it (and as `summary.txt` keeps it), laid out
+//! like k6's: scenarios, checks, then one line per metric.
+
+use crate::metrics::summary::{MetricSummary, Stats};
+use crate::run::summary::Summary;
+use std::fmt::Write;
+
+/// Renders the summary.
+pub fn render(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n  plugin: {} {} ({})",
+        s.plugin.name,
+        s.plugin.version,
+        s.plugin.file.path.display()
+    );
+    let _ = writeln!(out, "  status: {} after {:.1}s", s.status, s.duration_s);
+    if let Some(reason) = &s.stop_reason {
+        let _ = writeln!(
+            out,
+            "  stopped by: {}",
+            serde_json::to_string(reason).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out, "\n  scenarios:");
+    for (name, sc) in &s.scenarios {
+        let _ = writeln!(
+            out,
+            "    {name} ({}, exec={}): {} complete ({} failed), {} interrupted, {} dropped iterations; {} VUs",
+            sc.executor, sc.exec, sc.completed, sc.failed, sc.interrupted, sc.dropped, sc.vus_allocated
+        );
+        for (i, st) in sc.stages.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "      stage {}: target {} → at end {}, peak {}",
+                i + 1,
+                st.target,
+                st.at_end,
+                st.peak
+            );
+        }
+    }
+    if !s.checks.is_empty() {
+        let _ = writeln!(out);
+        for c in &s.checks {
+            let total = c.passes + c.fails;
+            if c.fails == 0 {
+                let _ = writeln!(out, "     ✓ {}", c.name);
+            } else {
+                let _ = writeln!(out, "     ✗ {}", c.name);
+                let _ = writeln!(
+                    out,
+                    "      ↳  {:.0}% — ✓ {} / ✗ {}",
+                    100.0 * c.passes as f64 / total.max(1) as f64,
+                    c.passes,
+                    c.fails
+                );
+            }
+        }
+    }
+    let h = &s.http;
+    if h.sent + h.denied > 0 {
+        let errors: Vec<String> = h.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "\n  http: sent {}, received {}, succeeded {}, failed {}, denied {}, in flight at end {}{}",
+            h.sent,
+            h.received,
+            h.succeeded,
+            h.failed,
+            h.denied,
+            h.in_flight,
+            if errors.is_empty() { String::new() } else { format!(" (no response: {})", errors.join(", ")) }
+        );
+    }
+    let _ = writeln!(out);
+    for m in s.metrics.values() {
+        let _ = writeln!(out, "     {}", metric_line(m));
+    }
+    if !s.plugin_errors.is_empty() {
+        let _ = writeln!(out, "\n  plugin errors:");
+        for e in &s.plugin_errors {
+            let _ = writeln!(
+                out,
+                "    {:>6} × {} in {}: {}",
+                e.count,
+                e.kind.as_str(),
+                e.scenario,
+                e.message
+            );
+        }
+        if s.plugin_errors_unlisted > 0 {
+            let _ = writeln!(
+                out,
+                "    ({} more with other messages)",
+                s.plugin_errors_unlisted
+            );
+        }
+    }
+    out
+}
+
+fn metric_line(m: &MetricSummary) -> String {
+    let def = m.def.as_ref();
+    let is_time = def.is_some_and(|d| d.is_time);
+    let is_bytes = def.is_some_and(|d| d.is_bytes);
+    let dots = ".".repeat(34usize.saturating_sub(m.name.len()));
+    let body = match &m.stats {
+        Stats::Counter { count, rate } if is_bytes => {
+            format!("{} {}/s", bytes(*count), bytes(*rate))
+        }
+        Stats::Counter { count, rate } => format!("{} {:.2}/s", number(*count), rate),
+        Stats::Gauge { value, min, max } => format!(
+            "{} min={} max={}",
+            number(*value),
+            number(*min),
+            number(*max)
+        ),
+        Stats::Rate {
+            rate,
+            passes,
+            fails,
+        } => format!("{:.2}% ✓ {passes} ✗ {fails}", rate * 100.0),
+        Stats::Trend(t) => {
+            let f = |v: f64| if is_time { time(v) } else { number(v) };
+            format!(
+                "avg={} min={} med={} p(90)={} p(95)={} p(99)={} max={} count={}",
+                f(t.avg),
+                f(t.min),
+                f(t.med),
+                f(t.p90),
+                f(t.p95),
+                f(t.p99),
+                f(t.max),
+                t.count
+            )
+        }
+    };
+    format!("{}{dots}: {body}", m.name)
+}
+
+/// Milliseconds as k6 prints them: µs, ms or s.
+fn time(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.0}µs", ms * 1000.0)
+    } else if ms < 1000.0 {
+        format!("{ms:.2}ms")
+    } else {
+        format!("{:.2}s", ms / 1000.0)
+    }
+}
+
+fn bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} {}", UNITS[0])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `host inspect`: what a plugin says of itself.
+pub fn render_inspection(i: &crate::run::Inspected) -> String {
+    let mut out = String::new();
+    let info = &i.info;
+    let _ = writeln!(out, "name:        {}", info.name);
+    let _ = writeln!(out, "version:     {}", info.version);
+    let _ = writeln!(out, "description: {}", info.description);
+    let _ = writeln!(
+        out,
+        "contract:    {}@{}",
+        crate::plugin::bindings::WIT_PACKAGE,
+        crate::plugin::bindings::WIT_VERSION
+    );
+    let _ = writeln!(
+        out,
+        "file:        {} ({} bytes, sha256 {})",
+        i.plugin.meta.path.display(),
+        i.plugin.meta.size,
+        i.plugin.meta.sha256
+    );
+    let _ = writeln!(out, "scenarios:");
+    for s in &info.scenarios {
+        let _ = writeln!(out, "  {:<16} {}", s.name, s.description);
+    }
+    let _ = writeln!(out, "default config:");
+    for line in info.default_config.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_readable() {
+        assert_eq!(time(0.5), "500µs");
+        assert_eq!(time(12.345), "12.35ms");
+        assert_eq!(time(2500.0), "2.50s");
+        assert_eq!(bytes(999.0), "999 B");
+        assert_eq!(bytes(1_500_000.0), "1.5 MB");
+        assert_eq!(number(3.0), "3");
+    }
+}

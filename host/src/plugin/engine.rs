@@ -1,0 +1,94 @@
+//! The wasmtime engine of a run: pooling allocator sized from the plan's VU count,
+//! memory cap per instance, epoch interruption driven by a ticker thread.
+
+use anyhow::{Context, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances; the granularity of CPU deadlines and fair yielding.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Instances kept spare beyond the plan's VUs (inspection, setup and teardown).
+const SPARE_INSTANCES: u32 = 4;
+
+/// Engine settings that depend on the run.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineOptions {
+    /// Instances alive at once at most (VUs plus spares are added here).
+    pub max_instances: u32,
+    /// Linear memory cap per instance, in bytes.
+    pub memory_bytes: u64,
+}
+
+/// Builds an engine; the error names `vm.max_map_count` when the pool cannot be mapped.
+pub fn build_engine(options: EngineOptions) -> Result<Engine> {
+    let instances = options.max_instances.saturating_add(SPARE_INSTANCES);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        .total_stacks(instances)
+        .total_memories(instances.saturating_mul(2))
+        .total_tables(instances.saturating_mul(4))
+        .total_core_instances(instances.saturating_mul(8))
+        .max_memory_size(options.memory_bytes as usize);
+
+    let mut config = Config::new();
+    config
+        .epoch_interruption(true)
+        // Host futures (hyper) are polled on the fiber stack: keep it roomy.
+        .async_stack_size(1 << 20)
+        .max_wasm_stack(512 << 10)
+        // A reservation the size of the cap keeps a large pool's address space small.
+        .memory_reservation(options.memory_bytes.max(1 << 20))
+        .memory_guard_size(32 << 20)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(|e| {
+        let text = format!("{e:#}");
+        if text.contains("Cannot allocate memory") || text.contains("mmap") {
+            anyhow::anyhow!(
+                "cannot reserve memory for {instances} plugin instances ({text}); \
+                 lower the VU count or raise the kernel's map limit: sysctl -w vm.max_map_count=1048576"
+            )
+        } else {
+            anyhow::anyhow!(e).context("cannot configure the WebAssembly engine")
+        }
+    })
+}
+
+/// Advances an engine's epoch every [`EPOCH_TICK`] until dropped.
+pub struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    /// Starts ticking `engine`.
+    pub fn start(engine: &Engine) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.clone();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .context("cannot start the epoch ticker thread")?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

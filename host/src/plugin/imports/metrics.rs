@@ -1,0 +1,69 @@
+//! `metrics`: checks and custom metrics, recorded with the VU's tags.
+
+use crate::metrics::{builtin, MetricKind};
+use crate::plugin::bindings::loadtest::scenario::metrics as wit;
+use crate::plugin::state::VuState;
+
+impl wit::Host for VuState {
+    fn check(
+        &mut self,
+        name: String,
+        ok: bool,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<bool> {
+        let tags = self.identity.tags.with(
+            tags.iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .chain([("check", name.as_str())]),
+        );
+        self.services.recorder.rate(builtin::CHECKS, &tags, ok);
+        Ok(ok)
+    }
+
+    fn add(
+        &mut self,
+        name: String,
+        kind: wit::MetricKind,
+        value: f64,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        let kind = match kind {
+            wit::MetricKind::Counter => MetricKind::Counter,
+            wit::MetricKind::Gauge => MetricKind::Gauge,
+            wit::MetricKind::Rate => MetricKind::Rate,
+            wit::MetricKind::Trend => MetricKind::Trend,
+        };
+        let recorder = &self.services.recorder;
+        let id = match recorder.registry().get_or_register(&name, kind) {
+            Ok(id) => id,
+            Err(e) => {
+                self.services.warn_once(
+                    &format!("metric:{name}"),
+                    &format!("plugin metric ignored: {e}"),
+                );
+                return Ok(());
+            }
+        };
+        if !value.is_finite() {
+            self.services.warn_once(
+                &format!("metric-value:{name}"),
+                &format!("plugin metric `{name}`: non-finite value {value} ignored"),
+            );
+            return Ok(());
+        }
+        let tags = self
+            .identity
+            .tags
+            .with(tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        match kind {
+            MetricKind::Counter => recorder.count(id, &tags, value),
+            MetricKind::Gauge => recorder.gauge(id, &tags, value),
+            MetricKind::Rate => recorder.rate(id, &tags, value != 0.0),
+            // Trends keep thousandths, so milliseconds are held to the microsecond.
+            MetricKind::Trend => {
+                recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64)
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! `vu`: identity, think time, environment, logging, shared data and panic reports.
+
+use crate::plugin::bindings::loadtest::scenario::vu as wit;
+use crate::plugin::state::VuState;
+use std::time::Duration;
+
+/// Longest sleep a plugin may ask for in one call; longer asks are cut to it.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+impl wit::Host for VuState {
+    fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
+        Ok(wit::VuInfo {
+            vu_id: self.identity.vu_id,
+            vu_id_in_scenario: self.identity.vu_id_in_scenario,
+            iteration: self.iteration,
+            iteration_in_scenario: self.iteration_in_scenario,
+            scenario: self.identity.scenario.to_string(),
+        })
+    }
+
+    async fn sleep(&mut self, ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP)).await;
+    }
+
+    fn env(&mut self, name: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.identity.env.get(&name).cloned())
+    }
+
+    fn log(&mut self, level: wit::LogLevel, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            wit::LogLevel::Trace => "trace",
+            wit::LogLevel::Debug => "debug",
+            wit::LogLevel::Info => "info",
+            wit::LogLevel::Warn => "warn",
+            wit::LogLevel::Error => "error",
+        };
+        eprintln!(
+            "[{} vu {}] {level}: {message}",
+            self.identity.scenario, self.identity.vu_id
+        );
+        Ok(())
+    }
+
+    fn data_len(&mut self, name: String) -> wasmtime::Result<Option<u64>> {
+        Ok(self.services.data.get(&name).map(|d| d.len() as u64))
+    }
+
+    fn data_get(&mut self, name: String, index: u64) -> wasmtime::Result<Option<String>> {
+        Ok(self
+            .services
+            .data
+            .get(&name)
+            .and_then(|d| d.get(index as usize))
+            .cloned())
+    }
+
+    fn report_panic(&mut self, message: String) -> wasmtime::Result<()> {
+        self.panic_message = Some(message);
+        Ok(())
+    }
+}

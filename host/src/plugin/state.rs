@@ -1,0 +1,113 @@
+//! What a VU's store holds: its WASI context (no files, no sockets), its HTTP client,
+//! who it is, and the run-wide services its imports use.
+
+use super::output::OutputTail;
+use crate::metrics::{Recorder, TagSet};
+use crate::net::{HttpClient, NetShared};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+/// Read-only data sets shared by all VUs (`[data]`), one JSON text per record.
+pub type DataSets = HashMap<String, Vec<String>>;
+
+/// Run-wide services every VU's imports use.
+pub struct HostServices {
+    /// Where metric samples go.
+    pub recorder: Arc<Recorder>,
+    /// Policy and counters of the network imports.
+    pub net: Arc<NetShared>,
+    /// Shared data sets.
+    pub data: Arc<DataSets>,
+    /// Custom metric problems already reported (each is reported once).
+    pub warned: Mutex<HashSet<String>>,
+}
+
+impl HostServices {
+    /// Prints `message` once per `key` for the whole run.
+    pub fn warn_once(&self, key: &str, message: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(key.to_string()) {
+            eprintln!("warning: {message}");
+        }
+    }
+}
+
+/// Who a VU is.
+#[derive(Debug, Clone)]
+pub struct VuIdentity {
+    /// Unique in the run, from 1.
+    pub vu_id: u64,
+    /// Unique in its scenario, from 1.
+    pub vu_id_in_scenario: u64,
+    /// Its scenario's name.
+    pub scenario: Arc<str>,
+    /// The scenario's tags plus `scenario`.
+    pub tags: TagSet,
+    /// Environment: the run's `[env]` overlaid by the scenario's.
+    pub env: Arc<BTreeMap<String, String>>,
+}
+
+/// The data of one VU's store.
+pub struct VuState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// Run-wide services.
+    pub services: Arc<HostServices>,
+    /// This VU's own connections.
+    pub http: HttpClient,
+    /// Who this VU is.
+    pub identity: VuIdentity,
+    /// The VU's iteration number, from 0.
+    pub iteration: u64,
+    /// The iteration's number in its scenario, from 0.
+    pub iteration_in_scenario: u64,
+    /// The message the plugin's panic hook reported, if it panicked.
+    pub panic_message: Option<String>,
+    /// What the plugin last printed.
+    pub output: OutputTail,
+}
+
+impl VuState {
+    /// A fresh state; WASI grants clocks, random, env and captured stdout/stderr only.
+    pub fn new(services: Arc<HostServices>, identity: VuIdentity) -> Self {
+        let output = OutputTail::default();
+        let mut builder = WasiCtxBuilder::new();
+        builder
+            .stdout(output.clone())
+            .stderr(output.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        for (k, v) in identity.env.iter() {
+            builder.env(k, v);
+        }
+        let http = HttpClient::new(services.net.clone());
+        Self {
+            wasi: builder.build(),
+            table: ResourceTable::new(),
+            services,
+            http,
+            identity,
+            iteration: 0,
+            iteration_in_scenario: 0,
+            panic_message: None,
+            output,
+        }
+    }
+
+    /// The resource table (sockets live here).
+    pub fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+}
+
+impl WasiView for VuState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Recognises what a plugin file is before compiling it, so that a wrong file gets a
+//! message that says what it is and what was expected.
+
+use super::bindings::{WIT_PACKAGE, WIT_VERSION};
+use anyhow::{bail, Result};
+use std::path::Path;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// Checks the file's header: a component, not a core module or another file.
+pub fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
+    let shown = path.display();
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        bail!(
+            "{shown} is not a WebAssembly file (it does not start with the \\0asm magic); \
+             a plugin is a component built with `cargo build --target wasm32-wasip2`"
+        );
+    }
+    match &bytes[4..8] {
+        [0x0d, 0x00, 0x01, 0x00] => Ok(()),
+        [0x01, 0x00, 0x00, 0x00] => bail!(
+            "{shown} is a core WebAssembly module, not a component; build the plugin for \
+             wasm32-wasip2 (which makes a component), or wrap the module with `wasm-tools component new`"
+        ),
+        other => bail!(
+            "{shown} is a WebAssembly binary of an unknown version/layer {other:02x?}; expected a component (0d 00 01 00)"
+        ),
+    }
+}
+
+/// Checks that the component exports the `plugin` interface of this host's contract
+/// version, naming both versions when they differ.
+pub fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> Result<()> {
+    let ty = component.component_type();
+    let expected = format!("{WIT_PACKAGE}/plugin@{WIT_VERSION}");
+    let mut found = Vec::new();
+    for (name, item) in ty.exports(engine) {
+        if name == expected {
+            return Ok(());
+        }
+        if matches!(item.ty, ComponentItem::ComponentInstance(_)) {
+            found.push(name.to_string());
+        }
+    }
+    let prefix = format!("{WIT_PACKAGE}/plugin@");
+    if let Some(other) = found.iter().find(|n| n.starts_with(&prefix)) {
+        let version = &other[prefix.len()..];
+        bail!(
+            "{} was built against {WIT_PACKAGE}@{version}, but this host implements \
+             {WIT_PACKAGE}@{WIT_VERSION}; rebuild the plugin with the SDK of this host version",
+            shown.display()
+        );
+    }
+    if found.is_empty() {
+        bail!(
+            "{} exports no interface; a plugin must export {expected} (use loadtest::export! from the SDK)",
+            shown.display()
+        );
+    }
+    bail!(
+        "{} does not export {expected} (it exports: {}); is it a scenario plugin?",
+        shown.display(),
+        found.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_recognised() {
+        let p = Path::new("x.wasm");
+        let err = check_header(p, b"hello world").unwrap_err().to_string();
+        assert!(err.contains("not a WebAssembly file"), "{err}");
+        let err = check_header(p, b"\0asm\x01\0\0\0").unwrap_err().to_string();
+        assert!(err.contains("core WebAssembly module"), "{err}");
+        assert!(check_header(p, b"\0asm\x0d\0\x01\0").is_ok());
+    }
+}

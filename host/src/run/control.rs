@@ -1,0 +1,46 @@
+//! Stop signals shared by every part of a run: a graceful stop (no new iterations), a
+//! hard stop (interrupt running ones), and why the run stopped early.
+
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// Why a run ended before its schedule did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "by", content = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The operator pressed Ctrl-C (or sent SIGINT/SIGTERM).
+    Interrupted,
+    /// The plugin made the run impossible (setup failed, every iteration fails, ...).
+    PluginAbort(String),
+    /// A threshold with `abort_on_fail` was crossed.
+    Threshold(String),
+}
+
+/// The run's stop signals.
+#[derive(Default)]
+pub struct RunControl {
+    /// Set: executors start no new iterations.
+    pub stop: CancellationToken,
+    /// Set: running iterations are interrupted now.
+    pub hard_stop: CancellationToken,
+    reason: Mutex<Option<StopReason>>,
+}
+
+impl RunControl {
+    /// Stops the run early; the first reason given is kept.
+    pub fn stop_with(&self, reason: StopReason) {
+        let mut slot = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(reason);
+        }
+        self.stop.cancel();
+    }
+
+    /// Why the run stopped early, if it did.
+    pub fn reason(&self) -> Option<StopReason> {
+        self.reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}

@@ -1,0 +1,442 @@
+//! A run from start to end: plugin and config in, VUs made and initialised, executors
+//! started together, metrics folded every second, results out.
+
+pub mod control;
+pub mod errors;
+pub mod progress;
+pub mod summary;
+
+use crate::config::{self, Overrides, RunConfig};
+use crate::executor::{self, ScenarioCtx};
+use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
+use crate::net::{Allowlist, NetShared};
+use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
+use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
+use crate::vu::{Vu, VuContext};
+use anyhow::{anyhow, bail, Context, Result};
+use control::{RunControl, StopReason};
+use errors::ErrorLog;
+use futures::StreamExt;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use summary::Summary;
+
+/// VUs initialised at once before the start.
+const INIT_CONCURRENCY: usize = 64;
+
+/// What the operator asked for.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The plugin file.
+    pub plugin: PathBuf,
+    /// `--config run.toml`.
+    pub config: Option<PathBuf>,
+    /// CLI overrides.
+    pub overrides: Overrides,
+    /// Folder under which the results folder is made.
+    pub out: PathBuf,
+    /// No progress lines.
+    pub quiet: bool,
+    /// Handle SIGINT/SIGTERM (off in tests that run several runs in one process).
+    pub handle_signals: bool,
+}
+
+/// How a run ended.
+pub struct RunOutcome {
+    /// What `summary.json` holds.
+    pub summary: Summary,
+    /// Where the results were written.
+    pub results_dir: PathBuf,
+    /// The process exit code this outcome calls for.
+    pub exit_code: i32,
+}
+
+/// Exit codes, documented in the README.
+pub mod exit_code {
+    /// The run completed.
+    pub const OK: i32 = 0;
+    /// A threshold was crossed.
+    pub const THRESHOLDS: i32 = 99;
+    /// Interrupted by Ctrl-C.
+    pub const INTERRUPTED: i32 = 105;
+    /// The plugin aborted the run.
+    pub const PLUGIN_ABORT: i32 = 107;
+}
+
+/// A plugin file loaded into an engine, with what `describe()` said of itself.
+pub struct Inspected {
+    /// The compiled plugin.
+    pub plugin: Plugin,
+    /// Its self-description.
+    pub info: PluginInfo,
+}
+
+/// Loads a plugin in a small engine and calls `describe()`.
+pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
+    let (bytes, sha256) = plugin::read_plugin(path)?;
+    let engine = build_engine(EngineOptions {
+        max_instances: 1,
+        memory_bytes,
+    })?;
+    let _ticker = EpochTicker::start(&engine)?;
+    let plugin = Plugin::load(&engine, path, &bytes, &sha256)?;
+    let services = services_for(
+        &RunConfig::default_for_inspection(),
+        Arc::new(Registry::new()),
+    )?;
+    let info = plugin
+        .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
+        .await?;
+    Ok(Inspected { plugin, info })
+}
+
+fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
+    VuIdentity {
+        vu_id: 0,
+        vu_id_in_scenario: 0,
+        scenario: Arc::from("setup"),
+        tags: TagSet::from_pairs([("scenario", "setup")]),
+        env: Arc::new(env.clone()),
+    }
+}
+
+fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
+    let recorder = Arc::new(Recorder::new(registry));
+    let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
+    let net = Arc::new(NetShared::new(
+        allowlist,
+        config.limits.request_timeout,
+        config.limits.max_body_bytes,
+        recorder.clone(),
+    ));
+    Ok(Arc::new(HostServices {
+        recorder,
+        net,
+        data: Arc::new(load_data(&config.data)?),
+        warned: Default::default(),
+    }))
+}
+
+fn load_data(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
+    let mut sets = DataSets::new();
+    for (name, path) in files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("[data] {name}: cannot read {}", path.display()))?;
+        let records = if path.extension().is_some_and(|e| e == "csv") {
+            csv_records(&text)
+        } else {
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("[data] {name}: {} is not valid JSON", path.display()))?;
+            match value {
+                serde_json::Value::Array(items) => items.iter().map(|v| v.to_string()).collect(),
+                _ => bail!("[data] {name}: {} must hold a JSON array", path.display()),
+            }
+        };
+        sets.insert(name.clone(), records);
+    }
+    Ok(sets)
+}
+
+/// CSV with a header row → one JSON object per row (no quoting of commas).
+fn csv_records(text: &str) -> Vec<String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines
+        .next()
+        .map(|h| h.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    lines
+        .map(|line| {
+            let obj: serde_json::Map<String, serde_json::Value> = header
+                .iter()
+                .zip(line.split(','))
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        serde_json::Value::String(v.trim().to_string()),
+                    )
+                })
+                .collect();
+            serde_json::Value::Object(obj).to_string()
+        })
+        .collect()
+}
+
+/// Resolves the run config: plugin defaults ← run.toml ← CLI.
+pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
+    let base = config::parse_toml(&info.default_config, "the plugin's default config")
+        .map_err(|e| anyhow!("{e}"))?;
+    let merged = match &request.config {
+        None => base,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config {}", path.display()))?;
+            let over = config::parse_toml(&text, &path.display().to_string())
+                .map_err(|e| anyhow!("{e}"))?;
+            config::merge(base, over)
+        }
+    };
+    config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
+}
+
+/// Runs a plugin and writes its results.
+pub async fn run(request: RunRequest) -> Result<RunOutcome> {
+    let inspected = inspect(
+        &request.plugin,
+        crate::config::Limits::default().memory_bytes,
+    )
+    .await?;
+    let config = resolve_config(&inspected.info, &request)?;
+    let known: Vec<&str> = inspected
+        .info
+        .scenarios
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    for s in &config.scenarios {
+        if !known.is_empty() && !known.contains(&s.exec.as_str()) {
+            bail!(
+                "config error: scenarios.{}.exec: the plugin has no scenario `{}`; it has: {}",
+                s.name,
+                s.exec,
+                known.join(", ")
+            );
+        }
+    }
+
+    let max_vus = config.max_vus();
+    let engine = build_engine(EngineOptions {
+        max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
+        memory_bytes: config.limits.memory_bytes,
+    })?;
+    let _ticker = EpochTicker::start(&engine)?;
+    let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
+    let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
+    let registry = Arc::new(Registry::new());
+    let services = services_for(&config, registry.clone())?;
+    let control = Arc::new(RunControl::default());
+    let errors = Arc::new(ErrorLog::default());
+    let started_at = SystemTime::now();
+
+    // setup() runs once in an instance of its own; its result goes to every VU.
+    let setup_state = VuState::new(services.clone(), setup_identity(&config.env));
+    let (mut setup_store, setup_instance) = plugin.instantiate(setup_state).await?;
+    let config_json = serde_json::to_string(&config.source).unwrap_or_default();
+    let setup_data: Arc<str> = match setup_instance
+        .loadtest_scenario_plugin()
+        .call_setup(&mut setup_store, &config_json)
+        .await
+    {
+        Ok(Ok(data)) => data.into(),
+        Ok(Err(message)) => bail!("setup() failed: {message}"),
+        Err(trap) => bail!(
+            "setup() trapped: {}",
+            plugin::trap_message(&trap, setup_store.data())
+        ),
+    };
+
+    let vu_ctx = VuContext {
+        plugin: plugin.clone(),
+        services: services.clone(),
+        setup_data: setup_data.clone(),
+        errors: errors.clone(),
+        iteration_timeout: config.limits.iteration_timeout,
+    };
+    let next_vu_id = AtomicU64::new(1);
+    let mut scenario_vus = Vec::new();
+    for scenario in &config.scenarios {
+        let mut env = config.env.clone();
+        env.extend(scenario.env.clone());
+        let env = Arc::new(env);
+        let tags = TagSet::from_pairs(
+            scenario
+                .tags
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .chain([("scenario", scenario.name.as_str())]),
+        );
+        let identities: Vec<VuIdentity> = (0..scenario.executor.initial_vus())
+            .map(|i| VuIdentity {
+                vu_id: next_vu_id.fetch_add(1, Ordering::Relaxed),
+                vu_id_in_scenario: i + 1,
+                scenario: Arc::from(scenario.name.as_str()),
+                tags: tags.clone(),
+                env: env.clone(),
+            })
+            .collect();
+        let vus: Vec<Result<Vu>> = futures::stream::iter(identities)
+            .map(|id| Vu::new(vu_ctx.clone(), id))
+            .buffer_unordered(INIT_CONCURRENCY)
+            .collect()
+            .await;
+        let vus = vus.into_iter().collect::<Result<Vec<_>>>()?;
+        scenario_vus.push(vus);
+    }
+
+    if request.handle_signals {
+        spawn_signal_handler(
+            control.clone(),
+            config
+                .scenarios
+                .iter()
+                .map(|s| s.graceful_stop)
+                .max()
+                .unwrap_or_default(),
+        );
+    }
+
+    let t0 = Instant::now();
+    let mut contexts = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (scenario, vus) in config.scenarios.iter().zip(scenario_vus) {
+        let ctx = Arc::new(ScenarioCtx::new(
+            scenario.clone(),
+            t0 + scenario.start_time,
+            control.clone(),
+        ));
+        ctx.stats
+            .allocated_vus
+            .store(vus.len() as u64, Ordering::Relaxed);
+        contexts.push(ctx.clone());
+        let name = scenario.name.clone();
+        tasks.spawn(async move { (name, executor::run(ctx, vus).await) });
+    }
+
+    let mut aggregator = Aggregator::new(services.recorder.clone());
+    let mut progress = progress::Progress::new(request.quiet, config.scheduled_end());
+    let mut reports = BTreeMap::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                Some(Ok((name, report))) => { reports.insert(name, report); }
+                Some(Err(e)) => bail!("an executor failed: {e}"),
+                None => break,
+            },
+            _ = tick.tick() => {
+                sample_gauges(&services, &contexts);
+                let interval = aggregator.tick();
+                progress.tick(t0.elapsed(), &contexts, &interval, &registry);
+                check_failure_streak(&config, &errors, &control);
+            }
+        }
+    }
+    let elapsed = t0.elapsed();
+
+    // teardown() gets the setup data, as in k6, even after an interrupted run.
+    match setup_instance
+        .loadtest_scenario_plugin()
+        .call_teardown(&mut setup_store, &setup_data)
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => eprintln!("warning: teardown() failed: {message}"),
+        Err(trap) => eprintln!(
+            "warning: teardown() trapped: {}",
+            plugin::trap_message(&trap, setup_store.data())
+        ),
+    }
+    sample_gauges(&services, &contexts);
+    aggregator.tick();
+
+    let stop_reason = control.reason();
+    let summary = Summary::build(summary::SummaryInput {
+        info: &inspected.info,
+        plugin: &plugin.meta,
+        config: &config,
+        started_at,
+        elapsed,
+        aggregator: &aggregator,
+        registry: &registry,
+        contexts: &contexts,
+        reports: &reports,
+        errors: &errors,
+        stop_reason: stop_reason.clone(),
+        in_flight: services.net.in_flight.load(Ordering::Relaxed),
+    });
+    let results_dir = crate::output::write_results(&request.out, &summary, &aggregator, &registry)?;
+    let exit_code = match stop_reason {
+        None => exit_code::OK,
+        Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
+        Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
+        Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
+    };
+    Ok(RunOutcome {
+        summary,
+        results_dir,
+        exit_code,
+    })
+}
+
+fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
+    let recorder = &services.recorder;
+    let none = TagSet::empty();
+    let active: u64 = contexts
+        .iter()
+        .map(|c| c.stats.active_vus.load(Ordering::Relaxed))
+        .sum();
+    let allocated: u64 = contexts
+        .iter()
+        .map(|c| c.stats.allocated_vus.load(Ordering::Relaxed))
+        .sum();
+    recorder.gauge(builtin::VUS, &none, active as f64);
+    recorder.gauge(builtin::VUS_MAX, &none, allocated as f64);
+    recorder.gauge(
+        builtin::HTTP_REQS_IN_FLIGHT,
+        &none,
+        services.net.in_flight.load(Ordering::Relaxed).max(0) as f64,
+    );
+}
+
+fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunControl) {
+    let limit = config.limits.abort_after_failures;
+    if limit > 0 && errors.streak() >= limit {
+        let last = errors
+            .entries()
+            .0
+            .first()
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        control.stop_with(StopReason::PluginAbort(format!(
+            "{limit} iterations failed in a row; last error: {last}"
+        )));
+        control.hard_stop.cancel();
+    }
+}
+
+/// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
+/// a second one interrupts them at once.
+fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).ok();
+        wait_for_signal(&mut term).await;
+        eprintln!(
+            "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
+            crate::config::format_duration(graceful_stop)
+        );
+        control.stop_with(StopReason::Interrupted);
+        tokio::select! {
+            _ = wait_for_signal(&mut term) => {}
+            _ = tokio::time::sleep(graceful_stop) => {}
+        }
+        control.hard_stop.cancel();
+    });
+}
+
+async fn wait_for_signal(term: &mut Option<tokio::signal::unix::Signal>) {
+    match term {
+        Some(t) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = t.recv() => {}
+            }
+        }
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

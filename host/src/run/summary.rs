@@ -1,0 +1,298 @@
+//! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
+//! the end from the aggregator's totals; the schema is documented in results/README.md.
+
+use super::control::StopReason;
+use super::errors::{ErrorEntry, ErrorLog};
+use crate::config::RunConfig;
+use crate::executor::{ExecutorReport, ScenarioCtx};
+use crate::metrics::summary::{checks, summarize, MetricSummary};
+use crate::metrics::{builtin, Aggregator, Registry, Value};
+use crate::plugin::{PluginFile, PluginInfo};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Everything `summary.json` holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Schema version of this file.
+    pub schema: u32,
+    /// The host that ran the test.
+    pub host: HostInfo,
+    /// The plugin that was run.
+    pub plugin: PluginSummary,
+    /// The machine it ran on.
+    pub machine: Machine,
+    /// UTC start, RFC 3339.
+    pub started_at: String,
+    /// Seconds from the first scenario's start to the end.
+    pub duration_s: f64,
+    /// `completed`, `interrupted` or `aborted`.
+    pub status: String,
+    /// Why it stopped early.
+    pub stop_reason: Option<StopReason>,
+    /// The merged run config.
+    pub config: serde_json::Value,
+    /// Per scenario: iterations by outcome, VUs, stages.
+    pub scenarios: BTreeMap<String, ScenarioSummary>,
+    /// HTTP requests by fate.
+    pub http: HttpCounts,
+    /// Every metric with samples.
+    pub metrics: BTreeMap<String, MetricSummary>,
+    /// Checks by name.
+    pub checks: Vec<CheckSummary>,
+    /// Distinct plugin failures, most frequent first.
+    pub plugin_errors: Vec<ErrorEntry>,
+    /// Failures beyond the distinct ones listed.
+    pub plugin_errors_unlisted: u64,
+}
+
+/// The host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostInfo {
+    /// `host`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The contract it implements.
+    pub wit: String,
+}
+
+/// The plugin.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginSummary {
+    /// From `describe()`.
+    pub name: String,
+    /// From `describe()`.
+    pub version: String,
+    /// From `describe()`.
+    pub description: String,
+    /// The file.
+    #[serde(flatten)]
+    pub file: PluginFile,
+}
+
+/// The machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Host name.
+    pub hostname: String,
+    /// Operating system.
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+}
+
+/// One scenario's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioSummary {
+    /// Executor name.
+    pub executor: String,
+    /// Plugin scenario run.
+    pub exec: String,
+    /// Iterations started.
+    pub started: u64,
+    /// Iterations that ended on their own.
+    pub completed: u64,
+    /// Of those, how many failed.
+    pub failed: u64,
+    /// Iterations interrupted by the executor.
+    pub interrupted: u64,
+    /// Iterations dropped for want of a VU (open model).
+    pub dropped: u64,
+    /// VUs made.
+    pub vus_allocated: u64,
+    /// Stages of ramping executors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<crate::executor::StageReport>,
+}
+
+/// Requests by fate: sent, received, failed, timed out, still in flight.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HttpCounts {
+    /// Requests handed to a connection.
+    pub sent: u64,
+    /// Responses received (any status).
+    pub received: u64,
+    /// Responses with an expected status.
+    pub succeeded: u64,
+    /// Responses with an unexpected status, plus requests that got no response.
+    pub failed: u64,
+    /// Requests that got no response, by error kind (`timeout`, `connect`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Requests refused by the allowlist (never sent).
+    pub denied: u64,
+    /// Requests still in flight when the run ended.
+    pub in_flight: u64,
+}
+
+/// A check's passes and fails.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckSummary {
+    /// Its name.
+    pub name: String,
+    /// Times it held.
+    pub passes: u64,
+    /// Times it failed.
+    pub fails: u64,
+}
+
+/// What [`Summary::build`] reads.
+pub struct SummaryInput<'a> {
+    /// `describe()`.
+    pub info: &'a PluginInfo,
+    /// The file.
+    pub plugin: &'a PluginFile,
+    /// The config.
+    pub config: &'a RunConfig,
+    /// Wall-clock start.
+    pub started_at: SystemTime,
+    /// Run length.
+    pub elapsed: Duration,
+    /// Totals.
+    pub aggregator: &'a Aggregator,
+    /// Metric names.
+    pub registry: &'a Registry,
+    /// Scenario counters.
+    pub contexts: &'a [Arc<ScenarioCtx>],
+    /// Executor reports by scenario.
+    pub reports: &'a BTreeMap<String, ExecutorReport>,
+    /// Failures.
+    pub errors: &'a ErrorLog,
+    /// Early stop.
+    pub stop_reason: Option<StopReason>,
+    /// Requests in flight at the end.
+    pub in_flight: i64,
+}
+
+impl Summary {
+    /// Builds the summary.
+    pub fn build(input: SummaryInput<'_>) -> Summary {
+        let totals = input.aggregator.totals();
+        let defs = input.registry.all();
+        let metrics = summarize(totals, &defs, input.elapsed, |id| {
+            input.aggregator.gauge_range(id)
+        });
+        let checks = checks(totals, builtin::CHECKS)
+            .into_iter()
+            .map(|(name, (passes, fails))| CheckSummary {
+                name,
+                passes,
+                fails,
+            })
+            .collect();
+        let scenarios = input
+            .contexts
+            .iter()
+            .map(|ctx| {
+                let s = &ctx.stats;
+                let name = ctx.config.name.clone();
+                let summary = ScenarioSummary {
+                    executor: ctx.config.executor.name().to_string(),
+                    exec: ctx.config.exec.clone(),
+                    started: s.started.load(Ordering::Relaxed),
+                    completed: s.completed.load(Ordering::Relaxed),
+                    failed: s.failed.load(Ordering::Relaxed),
+                    interrupted: s.interrupted.load(Ordering::Relaxed),
+                    dropped: s.dropped.load(Ordering::Relaxed),
+                    vus_allocated: s.allocated_vus.load(Ordering::Relaxed),
+                    stages: input
+                        .reports
+                        .get(&name)
+                        .map(|r| r.stages.clone())
+                        .unwrap_or_default(),
+                };
+                (name, summary)
+            })
+            .collect();
+        let (plugin_errors, unlisted) = input.errors.entries();
+        let status = match &input.stop_reason {
+            None => "completed",
+            Some(StopReason::Interrupted) => "interrupted",
+            Some(_) => "aborted",
+        };
+        let started_at = time::OffsetDateTime::from(input.started_at)
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        Summary {
+            schema: 1,
+            host: HostInfo {
+                name: "host".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                wit: format!(
+                    "{}@{}",
+                    crate::plugin::bindings::WIT_PACKAGE,
+                    crate::plugin::bindings::WIT_VERSION
+                ),
+            },
+            plugin: PluginSummary {
+                name: input.info.name.clone(),
+                version: input.info.version.clone(),
+                description: input.info.description.clone(),
+                file: input.plugin.clone(),
+            },
+            machine: machine(),
+            started_at,
+            duration_s: input.elapsed.as_secs_f64(),
+            status: status.into(),
+            stop_reason: input.stop_reason,
+            config: serde_json::to_value(&input.config.source).unwrap_or_default(),
+            scenarios,
+            http: http_counts(totals, input.in_flight),
+            metrics,
+            checks,
+            plugin_errors,
+            plugin_errors_unlisted: unlisted,
+        }
+    }
+}
+
+fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
+    let mut c = HttpCounts {
+        in_flight: in_flight.max(0) as u64,
+        ..Default::default()
+    };
+    for ((id, tags), value) in totals {
+        let Value::Counter(n) = value else { continue };
+        let n = *n as u64;
+        match *id {
+            builtin::HTTP_REQS_SENT => c.sent += n,
+            builtin::HTTP_REQS_DENIED => c.denied += n,
+            builtin::HTTP_REQ_ERRORS => {
+                *c.errors
+                    .entry(tags.get("error").unwrap_or("other").to_string())
+                    .or_default() += n;
+            }
+            builtin::HTTP_REQS => {
+                if tags.get("status") != Some("0") {
+                    c.received += n;
+                }
+                if tags.get("expected_response") == Some("true") {
+                    c.succeeded += n;
+                } else {
+                    c.failed += n;
+                }
+            }
+            _ => {}
+        }
+    }
+    c
+}
+
+fn machine() -> Machine {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    Machine {
+        hostname,
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    }
+}

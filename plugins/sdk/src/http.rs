@@ -1,0 +1,565 @@
+//! HTTP requests, sent by the host's connection pools.
+//!
+//! Build a request with [`get`], [`post`], [`put`], [`delete`], [`patch`], [`head`]
+//! or [`request`], refine it with the [`RequestBuilder`] methods and
+//! [`send`](RequestBuilder::send) it; [`batch`] sends several in parallel. The host
+//! records `http_reqs`, `http_req_duration` and the other built-in metrics for every
+//! request, tagged with `name`, `method`, `status` and the request's own tags.
+//!
+//! ```ignore
+//! use loadtest::http;
+//!
+//! let res = http::get(&format!("{base}/notes/{id}"))
+//!     .bearer(&token)
+//!     .name("/notes/{id}")
+//!     .send()?;                       // HttpError -> String
+//! let note: Note = res.json()?;
+//! ```
+//!
+//! A request fails with an [`HttpError`] only when no response came back (denied by
+//! the allowlist, connection refused, timeout, ...); any status, 500 included, is a
+//! [`Response`]. Which statuses count as failed in `http_req_failed` is set with
+//! [`RequestBuilder::expect_status`] (200–399 by default).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::{Bound, Range, RangeBounds, RangeFrom, RangeInclusive, RangeTo, RangeToInclusive};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::bindings::loadtest::scenario::http as wit;
+use crate::tags::{self, Pairs};
+
+/// Starts a request with any method (`"GET"`, `"PATCH"`, ...; upper-cased on send)
+/// to an absolute `http://` or `https://` URL.
+pub fn request(method: impl Into<String>, url: impl Into<String>) -> RequestBuilder {
+    RequestBuilder {
+        method: method.into(),
+        url: url.into(),
+        headers: Vec::new(),
+        body: None,
+        timeout_ms: None,
+        tags: Vec::new(),
+        discard_body: false,
+        expected: None,
+        error: None,
+    }
+}
+
+/// Starts a `GET` request.
+pub fn get(url: impl Into<String>) -> RequestBuilder {
+    request("GET", url)
+}
+
+/// Starts a `POST` request.
+pub fn post(url: impl Into<String>) -> RequestBuilder {
+    request("POST", url)
+}
+
+/// Starts a `PUT` request.
+pub fn put(url: impl Into<String>) -> RequestBuilder {
+    request("PUT", url)
+}
+
+/// Starts a `PATCH` request.
+pub fn patch(url: impl Into<String>) -> RequestBuilder {
+    request("PATCH", url)
+}
+
+/// Starts a `DELETE` request.
+pub fn delete(url: impl Into<String>) -> RequestBuilder {
+    request("DELETE", url)
+}
+
+/// Starts a `HEAD` request.
+pub fn head(url: impl Into<String>) -> RequestBuilder {
+    request("HEAD", url)
+}
+
+/// Sends several requests in parallel, as a browser loads a page's files, and waits
+/// for all of them. The results are in the order of `requests`.
+pub fn batch(requests: Vec<RequestBuilder>) -> Vec<Result<Response, HttpError>> {
+    // Requests that failed to build (a `json` body that did not serialize) are not
+    // sent; their error takes their place in the results.
+    let mut slots: Vec<Option<HttpError>> = Vec::with_capacity(requests.len());
+    let mut to_send = Vec::with_capacity(requests.len());
+    for builder in requests {
+        match builder.into_wit() {
+            Ok(req) => {
+                slots.push(None);
+                to_send.push(req);
+            }
+            Err(e) => slots.push(Some(e)),
+        }
+    }
+    let mut sent = wit::send_batch(&to_send).into_iter();
+    slots
+        .into_iter()
+        .map(|slot| match slot {
+            Some(e) => Err(e),
+            None => match sent.next() {
+                Some(result) => result.map(Response::from_wit).map_err(HttpError::from_wit),
+                None => Err(HttpError::Protocol(
+                    "the host returned fewer batch results than requests".to_owned(),
+                )),
+            },
+        })
+        .collect()
+}
+
+/// A request being built; send it with [`send`](RequestBuilder::send).
+///
+/// Every method takes and returns the builder, so calls chain.
+#[derive(Debug, Clone)]
+#[must_use = "a request does nothing until it is sent"]
+pub struct RequestBuilder {
+    method: String,
+    url: String,
+    headers: Pairs,
+    body: Option<Vec<u8>>,
+    timeout_ms: Option<u32>,
+    tags: Pairs,
+    discard_body: bool,
+    expected: Option<Vec<wit::StatusRange>>,
+    /// An error met while building (a body that did not serialize), reported on send.
+    error: Option<String>,
+}
+
+impl RequestBuilder {
+    /// Adds a header field. Names are case-insensitive; adding a name twice sends
+    /// both fields. A value with CR or LF is refused by the host.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets `Authorization: Bearer <token>`, replacing an earlier `Authorization`.
+    pub fn bearer(mut self, token: impl AsRef<str>) -> Self {
+        tags::set(
+            &mut self.headers,
+            "Authorization".to_owned(),
+            format!("Bearer {}", token.as_ref()),
+            true,
+        );
+        self
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+
+    /// Sets the body to `value` as JSON and `Content-Type: application/json`.
+    /// A value that cannot be serialized makes [`send`](RequestBuilder::send) fail
+    /// with [`HttpError::Invalid`].
+    pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(bytes) => self.body = Some(bytes),
+            Err(e) => self.error = Some(format!("cannot serialize the JSON body: {e}")),
+        }
+        tags::set(
+            &mut self.headers,
+            "Content-Type".to_owned(),
+            "application/json".to_owned(),
+            true,
+        );
+        self
+    }
+
+    /// Adds a tag to this request's metric samples, replacing an earlier tag of the
+    /// same key.
+    pub fn tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        tags::set(&mut self.tags, key.into(), value.into(), false);
+        self
+    }
+
+    /// Sets the `name` tag, which groups URLs in the metrics: `.name("/notes/{id}")`
+    /// makes every note one line of the summary instead of one per id. Without it the
+    /// host uses the URL.
+    pub fn name(self, name: impl Into<String>) -> Self {
+        self.tag("name", name)
+    }
+
+    /// Sets the timeout for the whole request (the host's default is 60 s).
+    /// Rounded up to whole milliseconds; saturates at about 49 days.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        self.timeout_ms = Some(u32::try_from(ms).unwrap_or(u32::MAX));
+        self
+    }
+
+    /// Counts the response body's bytes without copying them into the plugin:
+    /// [`Response::body`] is then empty and [`Response::body_size`] still tells the size.
+    pub fn discard_body(mut self) -> Self {
+        self.discard_body = true;
+        self
+    }
+
+    /// Sets which statuses count as expected (`http_req_failed` = false). The first
+    /// call replaces the default 200–399, later calls add more: `.expect_status(200..=299)`,
+    /// `.expect_status(404)`, `.expect_status(500..)`.
+    pub fn expect_status(mut self, statuses: impl ExpectedStatus) -> Self {
+        let range = statuses.status_range();
+        self.expected.get_or_insert_with(Vec::new).push(range);
+        self
+    }
+
+    /// Sends the request and waits for the response.
+    pub fn send(self) -> Result<Response, HttpError> {
+        let req = self.into_wit()?;
+        wit::send(&req)
+            .map(Response::from_wit)
+            .map_err(HttpError::from_wit)
+    }
+
+    fn into_wit(self) -> Result<wit::Request, HttpError> {
+        if let Some(e) = self.error {
+            return Err(HttpError::Invalid(e));
+        }
+        Ok(wit::Request {
+            method: self.method.to_ascii_uppercase(),
+            url: self.url,
+            headers: self.headers,
+            body: self.body,
+            options: wit::RequestOptions {
+                timeout_ms: self.timeout_ms,
+                tags: self.tags,
+                discard_body: self.discard_body,
+                expected_statuses: self.expected,
+            },
+        })
+    }
+}
+
+/// Statuses accepted by [`RequestBuilder::expect_status`]: one status (`404`) or a
+/// range of them (`200..300`, `200..=299`, `500..`, `..400`, `..=399`).
+pub trait ExpectedStatus {
+    /// The inclusive range of statuses this stands for.
+    fn status_range(self) -> wit::StatusRange;
+}
+
+impl ExpectedStatus for u16 {
+    fn status_range(self) -> wit::StatusRange {
+        wit::StatusRange {
+            min: self,
+            max: self,
+        }
+    }
+}
+
+/// Converts any range of `u16` into an inclusive [`wit::StatusRange`].
+fn inclusive(range: impl RangeBounds<u16>) -> wit::StatusRange {
+    let min = match range.start_bound() {
+        Bound::Included(&n) => n,
+        Bound::Excluded(&n) => n.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let max = match range.end_bound() {
+        Bound::Included(&n) => n,
+        Bound::Excluded(&n) => n.saturating_sub(1),
+        Bound::Unbounded => u16::MAX,
+    };
+    wit::StatusRange { min, max }
+}
+
+macro_rules! expected_status_for_ranges {
+    ($($range:ty),*) => {$(
+        impl ExpectedStatus for $range {
+            fn status_range(self) -> wit::StatusRange {
+                inclusive(self)
+            }
+        }
+    )*};
+}
+expected_status_for_ranges!(
+    Range<u16>,
+    RangeInclusive<u16>,
+    RangeFrom<u16>,
+    RangeTo<u16>,
+    RangeToInclusive<u16>
+);
+
+/// A response: status, headers, body and timings.
+#[derive(Debug, Clone)]
+pub struct Response {
+    inner: wit::Response,
+}
+
+impl Response {
+    fn from_wit(inner: wit::Response) -> Self {
+        Response { inner }
+    }
+
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.inner.status
+    }
+
+    /// Whether the status is 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.inner.status)
+    }
+
+    /// The first header field called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.inner
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// All header fields, in order.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.inner.headers
+    }
+
+    /// The body; empty when the request set [`discard_body`](RequestBuilder::discard_body).
+    pub fn body(&self) -> &[u8] {
+        &self.inner.body
+    }
+
+    /// The body, taken out of the response.
+    pub fn into_body(self) -> Vec<u8> {
+        self.inner.body
+    }
+
+    /// The body's size in bytes as received, also when it was discarded.
+    pub fn body_size(&self) -> u64 {
+        self.inner.body_size
+    }
+
+    /// The body as text; invalid UTF-8 is replaced by U+FFFD.
+    pub fn text(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.inner.body)
+    }
+
+    /// The body parsed as JSON into `T`.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_slice(&self.inner.body).map_err(|e| {
+            format!(
+                "response (status {}) is not the expected JSON: {e}",
+                self.inner.status
+            )
+        })
+    }
+
+    /// How long each phase of the request took.
+    pub fn timings(&self) -> Timings {
+        let t = &self.inner.timings;
+        Timings {
+            blocked: Duration::from_micros(t.blocked_us),
+            connecting: Duration::from_micros(t.connecting_us),
+            tls_handshaking: Duration::from_micros(t.tls_handshaking_us),
+            sending: Duration::from_micros(t.sending_us),
+            waiting: Duration::from_micros(t.waiting_us),
+            receiving: Duration::from_micros(t.receiving_us),
+            duration: Duration::from_micros(t.duration_us),
+        }
+    }
+}
+
+/// Phases of a request, with the meanings k6 gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Waiting for a free connection from the pool.
+    pub blocked: Duration,
+    /// Establishing the TCP connection (zero when reused).
+    pub connecting: Duration,
+    /// The TLS handshake (zero for plain HTTP or when reused).
+    pub tls_handshaking: Duration,
+    /// Writing the request.
+    pub sending: Duration,
+    /// Time to first byte after the request was sent.
+    pub waiting: Duration,
+    /// Reading the response body.
+    pub receiving: Duration,
+    /// sending + waiting + receiving: k6's `http_req_duration`.
+    pub duration: Duration,
+}
+
+/// Why a request got no response.
+///
+/// It converts into `String`, so `?` works in [`Scenario`](crate::Scenario) functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpError {
+    /// The target is not in the run's allowlist; nothing was sent.
+    Denied(String),
+    /// A malformed URL, method, header or body.
+    Invalid(String),
+    /// The connection could not be established (refused, reset, name not resolved).
+    Connect(String),
+    /// The request timed out.
+    Timeout(String),
+    /// The TLS handshake failed.
+    Tls(String),
+    /// The peer broke the protocol or reset the connection mid-response.
+    Protocol(String),
+    /// The response body exceeded the host's cap, in bytes.
+    BodyTooLarge(u64),
+}
+
+impl HttpError {
+    fn from_wit(e: wit::HttpError) -> Self {
+        match e {
+            wit::HttpError::Denied(m) => HttpError::Denied(m),
+            wit::HttpError::Invalid(m) => HttpError::Invalid(m),
+            wit::HttpError::Connect(m) => HttpError::Connect(m),
+            wit::HttpError::Timeout(m) => HttpError::Timeout(m),
+            wit::HttpError::Tls(m) => HttpError::Tls(m),
+            wit::HttpError::Protocol(m) => HttpError::Protocol(m),
+            wit::HttpError::BodyTooLarge(cap) => HttpError::BodyTooLarge(cap),
+        }
+    }
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpError::Denied(m) => write!(f, "request denied: {m}"),
+            HttpError::Invalid(m) => write!(f, "invalid request: {m}"),
+            HttpError::Connect(m) => write!(f, "connection failed: {m}"),
+            HttpError::Timeout(m) => write!(f, "request timed out: {m}"),
+            HttpError::Tls(m) => write!(f, "TLS handshake failed: {m}"),
+            HttpError::Protocol(m) => write!(f, "protocol error: {m}"),
+            HttpError::BodyTooLarge(cap) => {
+                write!(f, "response body larger than the host's cap of {cap} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+impl From<HttpError> for String {
+    fn from(e: HttpError) -> String {
+        e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(r: wit::StatusRange) -> (u16, u16) {
+        (r.min, r.max)
+    }
+
+    #[test]
+    fn expected_statuses_are_inclusive_ranges() {
+        assert_eq!(range(404.status_range()), (404, 404));
+        assert_eq!(range((200..300).status_range()), (200, 299));
+        assert_eq!(range((200..=299).status_range()), (200, 299));
+        assert_eq!(range((500..).status_range()), (500, u16::MAX));
+        assert_eq!(range((..400).status_range()), (0, 399));
+        assert_eq!(range((..=399).status_range()), (0, 399));
+    }
+
+    #[test]
+    fn builder_fills_the_wit_request() {
+        let req = request("patch", "http://127.0.0.1/x")
+            .header("X-A", "1")
+            .bearer("old")
+            .bearer("t0k")
+            .json(&serde_json::json!({ "a": 1 }))
+            .header("content-type", "text/plain")
+            .name("/x")
+            .tag("group", "3")
+            .tag("name", "/y")
+            .timeout(Duration::from_micros(1500))
+            .discard_body()
+            .expect_status(200..=299)
+            .expect_status(404)
+            .into_wit()
+            .unwrap();
+        assert_eq!(req.method, "PATCH");
+        assert_eq!(
+            req.headers,
+            vec![
+                ("X-A".to_owned(), "1".to_owned()),
+                ("Authorization".to_owned(), "Bearer t0k".to_owned()),
+                ("Content-Type".to_owned(), "application/json".to_owned()),
+                ("content-type".to_owned(), "text/plain".to_owned()),
+            ]
+        );
+        assert_eq!(req.body.as_deref(), Some(&br#"{"a":1}"#[..]));
+        assert_eq!(
+            req.options.tags,
+            vec![
+                ("name".to_owned(), "/y".to_owned()),
+                ("group".to_owned(), "3".to_owned()),
+            ]
+        );
+        assert_eq!(req.options.timeout_ms, Some(2));
+        assert!(req.options.discard_body);
+        let expected: Vec<_> = req
+            .options
+            .expected_statuses
+            .unwrap()
+            .into_iter()
+            .map(range)
+            .collect();
+        assert_eq!(expected, vec![(200, 299), (404, 404)]);
+    }
+
+    #[test]
+    fn defaults_leave_options_to_the_host() {
+        let req = get("http://127.0.0.1/").into_wit().unwrap();
+        assert_eq!(req.method, "GET");
+        assert!(req.headers.is_empty() && req.body.is_none());
+        assert!(req.options.timeout_ms.is_none() && req.options.expected_statuses.is_none());
+        assert!(!req.options.discard_body && req.options.tags.is_empty());
+    }
+
+    #[test]
+    fn unserializable_json_body_is_an_invalid_request() {
+        let mut bad = std::collections::HashMap::new();
+        bad.insert((1, 2), 3); // JSON object keys must be strings
+        let err = post("http://127.0.0.1/").json(&bad).into_wit().unwrap_err();
+        assert!(matches!(err, HttpError::Invalid(_)), "{err:?}");
+        assert!(String::from(err).starts_with("invalid request: cannot serialize"));
+    }
+
+    #[test]
+    fn response_helpers() {
+        let res = Response::from_wit(wit::Response {
+            status: 201,
+            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            body: br#"{"id":7}"#.to_vec(),
+            body_size: 8,
+            timings: wit::Timings {
+                blocked_us: 1,
+                connecting_us: 2,
+                tls_handshaking_us: 3,
+                sending_us: 4,
+                waiting_us: 5,
+                receiving_us: 6,
+                duration_us: 15,
+            },
+        });
+        assert!(res.is_success());
+        assert_eq!(res.header("content-type"), Some("application/json"));
+        assert_eq!(res.header("etag"), None);
+        assert_eq!(res.text(), r#"{"id":7}"#);
+        let v: serde_json::Value = res.json().unwrap();
+        assert_eq!(v["id"], 7);
+        assert!(res.json::<Vec<u8>>().unwrap_err().contains("status 201"));
+        assert_eq!(res.timings().duration, Duration::from_micros(15));
+        assert_eq!(res.timings().tls_handshaking, Duration::from_micros(3));
+    }
+
+    #[test]
+    fn errors_read_well() {
+        assert_eq!(
+            HttpError::Connect("connection refused".into()).to_string(),
+            "connection failed: connection refused"
+        );
+        assert_eq!(
+            HttpError::BodyTooLarge(1024).to_string(),
+            "response body larger than the host's cap of 1024 bytes"
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! Checks and custom metrics.
+//!
+//! Checks are counted in the built-in `checks` rate (and per check in the summary);
+//! custom metrics appear beside the built-in ones, with the kinds k6 has. Tags are
+//! borrowed pairs: `&[("group", "3")]`, or `&[]` for none.
+
+use crate::bindings::loadtest::scenario::metrics as wit;
+use crate::tags::owned;
+
+/// The kind of a custom metric: `Counter`, `Gauge`, `Rate` or `Trend`.
+pub use wit::MetricKind as Kind;
+
+/// Records the check `name` as passed or failed and returns `ok`, so it can be used
+/// in conditions: `if !check("status is 200", res.status() == 200) { ... }`.
+pub fn check(name: &str, ok: bool) -> bool {
+    wit::check(name, ok, &[])
+}
+
+/// Like [`check`], with tags for the sample.
+pub fn check_tagged(name: &str, ok: bool, tags: &[(&str, &str)]) -> bool {
+    wit::check(name, ok, &owned(tags))
+}
+
+/// Adds a sample of `value` to the custom metric `name` of kind `kind`.
+pub fn add(name: &str, kind: Kind, value: f64, tags: &[(&str, &str)]) {
+    wit::add(name, kind, value, &owned(tags));
+}
+
+/// Adds `value` to the counter `name` (a sum: bytes, errors, ...).
+pub fn counter(name: &str, value: f64, tags: &[(&str, &str)]) {
+    add(name, Kind::Counter, value, tags);
+}
+
+/// Sets the gauge `name` to `value` (the last value counts).
+pub fn gauge(name: &str, value: f64, tags: &[(&str, &str)]) {
+    add(name, Kind::Gauge, value, tags);
+}
+
+/// Adds a sample to the rate `name`: the share of samples that are `true`.
+pub fn rate(name: &str, value: bool, tags: &[(&str, &str)]) {
+    add(name, Kind::Rate, if value { 1.0 } else { 0.0 }, tags);
+}
+
+/// Adds `value` to the trend `name` (a distribution with percentiles; use
+/// milliseconds for timings, as the built-in trends do).
+pub fn trend(name: &str, value: f64, tags: &[(&str, &str)]) {
+    add(name, Kind::Trend, value, tags);
+}
