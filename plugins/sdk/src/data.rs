@@ -1,10 +1,14 @@
 //! Read-only data sets shared by all VUs (`[data]` in the run config), loaded once by
 //! the host from CSV or JSON. Records are handed over as JSON text.
 //!
-//! ```ignore
+//! ```no_run
+//! # #[derive(serde::Deserialize)]
+//! # struct User { name: String }
+//! # fn f() -> Result<(), String> {
 //! let n = loadtest::data::len("users").ok_or("no data set `users`")?;
 //! let user: User = loadtest::data::get_as("users", loadtest::vu::id() % n)?
 //!     .ok_or("record out of range")?;
+//! # Ok(()) }
 //! ```
 
 use serde::de::DeserializeOwned;

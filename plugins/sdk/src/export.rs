@@ -13,9 +13,16 @@ use crate::scenario::{PluginInfo, Scenario};
 /// Exports a [`Scenario`](crate::Scenario) implementation as the plugin's component
 /// exports. Use it once per plugin crate, at the top level:
 ///
-/// ```ignore
+/// ```no_run
 /// struct MyScenario;
-/// impl loadtest::Scenario for MyScenario { /* ... */ }
+/// impl loadtest::Scenario for MyScenario {
+///     fn describe() -> loadtest::PluginInfo {
+///         loadtest::PluginInfo::new("my-scenario")
+///     }
+///     fn iteration(_scenario: String) -> Result<(), String> {
+///         Ok(())
+///     }
+/// }
 /// loadtest::export!(MyScenario);
 /// ```
 ///

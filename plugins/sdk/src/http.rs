@@ -6,14 +6,18 @@
 //! records `http_reqs`, `http_req_duration` and the other built-in metrics for every
 //! request, tagged with `name`, `method`, `status` and the request's own tags.
 //!
-//! ```ignore
+//! ```no_run
 //! use loadtest::http;
+//! # #[derive(serde::Deserialize)]
+//! # struct Note { id: u64 }
+//! # fn f(base: &str, id: u64, token: String) -> Result<(), String> {
 //!
 //! let res = http::get(&format!("{base}/notes/{id}"))
 //!     .bearer(&token)
 //!     .name("/notes/{id}")
 //!     .send()?;                       // HttpError -> String
 //! let note: Note = res.json()?;
+//! # Ok(()) }
 //! ```
 //!
 //! A request fails with an [`HttpError`] only when no response came back (denied by

@@ -1,6 +1,7 @@
 //! Lines for the run's log, tagged with the VU by the host.
 //!
-//! ```ignore
+//! ```no_run
+//! # let user = "alice";
 //! loadtest::log::info(format!("signed in as {user}"));
 //! ```
 

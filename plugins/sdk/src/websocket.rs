@@ -4,14 +4,16 @@
 //! its VU; the host answers pings and records `ws_sessions`, `ws_msgs_sent`,
 //! `ws_msgs_received` and the other WebSocket metrics.
 //!
-//! ```ignore
+//! ```no_run
 //! use std::time::Duration;
 //! use loadtest::websocket::{Message, Socket};
 //!
+//! # fn f() -> Result<(), String> {
 //! let ws = Socket::connect("ws://127.0.0.1:8080/ws")?;
 //! ws.send_text("hello")?;
 //! if let Some(Message::Text(t)) = ws.recv(Duration::from_secs(1))? { /* ... */ }
 //! ws.close(1000, "bye")?;
+//! # Ok(()) }
 //! ```
 
 use std::fmt;

@@ -1,0 +1,84 @@
+//! Files that are not plugins of this host's contract are refused with a message that
+//! says what is wrong.
+
+mod common;
+
+use std::path::Path;
+
+async fn inspect_error(path: &Path) -> String {
+    match host::run::inspect(path, 64 << 20).await {
+        Ok(_) => panic!("{} was accepted", path.display()),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[tokio::test]
+async fn plugin_of_another_wit_version_is_refused_naming_both_versions() {
+    let err = inspect_error(&common::plugin("other_wit")).await;
+    assert!(err.contains("loadtest:scenario@1.0.0"), "{err}");
+    assert!(err.contains("loadtest:scenario@0.1.0"), "{err}");
+}
+
+#[tokio::test]
+async fn core_module_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("core.wasm");
+    // The smallest valid core module: magic and version 1.
+    std::fs::write(&path, b"\0asm\x01\0\0\0").unwrap();
+    let err = inspect_error(&path).await;
+    assert!(
+        err.contains("core WebAssembly module, not a component"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn non_wasm_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "just some text").unwrap();
+    let err = inspect_error(&path).await;
+    assert!(err.contains("is not a WebAssembly file"), "{err}");
+}
+
+#[tokio::test]
+async fn missing_file_is_named() {
+    let err = inspect_error(Path::new("/nonexistent/plugin.wasm")).await;
+    assert!(
+        err.contains("cannot read plugin /nonexistent/plugin.wasm"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_exec_names_the_plugin_scenarios() {
+    let config = r#"
+        [scenarios.x]
+        executor = "constant-vus"
+        vus = 1
+        duration = "1s"
+        exec = "checkout"
+    "#;
+    let err = match common::run("notes", config, &[]).await {
+        Ok(_) => panic!("ran with an unknown exec"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("no scenario `checkout`"), "{err}");
+    assert!(err.contains("browse"), "{err}");
+}
+
+#[tokio::test]
+async fn config_typo_suggests_the_option() {
+    let config = r#"
+        [scenarios.x]
+        executor = "constant-vus"
+        vu = 1
+        duration = "1s"
+    "#;
+    let err = match common::run("hello", config, &[]).await {
+        Ok(_) => panic!("ran with a typo"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("scenarios.x.vu"), "{err}");
+    assert!(err.contains("did you mean `vus`"), "{err}");
+}
