@@ -4,7 +4,7 @@
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
-use crate::plugin::{trap_message, Plugin};
+use crate::plugin::{classify_trap, Plugin, TrapCause};
 use crate::run::errors::{ErrorKind, ErrorLog};
 use anyhow::{anyhow, Result};
 use std::future::Future;
@@ -19,8 +19,9 @@ pub enum Outcome {
     Completed,
     /// Returned `Err(message)`.
     Failed(String),
-    /// Trapped (panic, out of memory, stack overflow, ...), with the best message found.
-    Trapped(String),
+    /// Trapped (panic, out of memory, stack overflow, CPU budget, ...), with the cause
+    /// and the best message found.
+    Trapped(TrapCause, String),
     /// Ran longer than the iteration timeout and was stopped.
     TimedOut,
     /// Stopped by the executor (end of graceful stop or ramp-down).
@@ -37,7 +38,7 @@ impl Outcome {
     pub fn is_failure(&self) -> bool {
         matches!(
             self,
-            Outcome::Failed(_) | Outcome::Trapped(_) | Outcome::TimedOut
+            Outcome::Failed(_) | Outcome::Trapped(..) | Outcome::TimedOut
         )
     }
 }
@@ -87,6 +88,10 @@ impl Vu {
         if self.live.is_none() {
             let state = VuState::new(self.ctx.services.clone(), self.identity.clone());
             let (mut store, instance) = self.ctx.plugin.instantiate(state).await?;
+            store
+                .data_mut()
+                .budget
+                .start_call(self.ctx.iteration_timeout);
             let init = instance
                 .loadtest_scenario_plugin()
                 .call_init(&mut store, &self.ctx.setup_data)
@@ -103,7 +108,7 @@ impl Vu {
                     return Err(anyhow!(
                         "init() of VU {} trapped: {}",
                         self.identity.vu_id,
-                        trap_message(&trap, store.data())
+                        classify_trap(&trap, store.data()).1
                     ))
                 }
             }
@@ -139,6 +144,7 @@ impl Vu {
                 state.iteration = iteration;
                 state.iteration_in_scenario = iteration_in_scenario;
                 state.panic_message = None;
+                state.budget.start_call(timeout);
                 let call = instance
                     .loadtest_scenario_plugin()
                     .call_iteration(&mut *store, exec);
@@ -151,7 +157,13 @@ impl Vu {
                     Some(Err(_elapsed)) => Outcome::TimedOut,
                     Some(Ok(Ok(Ok(())))) => Outcome::Completed,
                     Some(Ok(Ok(Err(message)))) => Outcome::Failed(message),
-                    Some(Ok(Err(trap))) => Outcome::Trapped(trap_message(&trap, store.data())),
+                    Some(Ok(Err(trap))) => {
+                        let (cause, message) = classify_trap(&trap, store.data());
+                        match cause {
+                            TrapCause::Deadline => Outcome::TimedOut,
+                            cause => Outcome::Trapped(cause, message),
+                        }
+                    }
                 }
             }
         };
@@ -191,8 +203,7 @@ impl Vu {
         });
         let (kind, message) = match outcome {
             Outcome::Failed(m) => (ErrorKind::Error, m.clone()),
-            Outcome::Trapped(m) if m.starts_with("panicked") => (ErrorKind::Panic, m.clone()),
-            Outcome::Trapped(m) => (ErrorKind::Trap, m.clone()),
+            Outcome::Trapped(cause, m) => (ErrorKind::from(*cause), m.clone()),
             Outcome::TimedOut => (
                 ErrorKind::Timeout,
                 format!(

@@ -37,6 +37,10 @@ pub struct Limits {
     pub max_body_bytes: u64,
     /// Consecutive failed iterations (over all VUs) after which the run aborts; 0 = never.
     pub abort_after_failures: u64,
+    /// CPU one call into the plugin may use before it is stopped.
+    pub cpu_per_call: Duration,
+    /// Wall-clock limit of `setup()` and `teardown()`.
+    pub setup_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -47,6 +51,8 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(60),
             max_body_bytes: 16 << 20,
             abort_after_failures: 0,
+            cpu_per_call: Duration::from_secs(10),
+            setup_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -323,6 +329,12 @@ fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
     }
     if let Some(n) = r.uint("abort_after_failures")? {
         limits.abort_after_failures = n;
+    }
+    if let Some(d) = r.duration("cpu_per_call")? {
+        limits.cpu_per_call = d;
+    }
+    if let Some(d) = r.duration("setup_timeout")? {
+        limits.setup_timeout = d;
     }
     r.finish()?;
     Ok(limits)

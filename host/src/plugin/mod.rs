@@ -2,6 +2,7 @@
 //! cache), links the host's imports and WASI, and makes one store + instance per VU.
 
 pub mod bindings;
+pub mod budget;
 pub mod cache;
 pub mod engine;
 pub mod imports;
@@ -97,7 +98,10 @@ impl Plugin {
     pub async fn instantiate(&self, state: VuState) -> Result<(Store<VuState>, Scenario)> {
         let mut store = Store::new(&self.engine, state);
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(|_| {
+        store.epoch_deadline_callback(|mut ctx| {
+            if ctx.data_mut().budget.on_tick(Instant::now()).is_some() {
+                return Ok(wasmtime::UpdateDeadline::Interrupt);
+            }
             // Give the tokio worker back every tick so a busy plugin cannot starve
             // other VUs or the scheduler; plain `Yield` was measured to starve them.
             Ok(wasmtime::UpdateDeadline::YieldCustom(
@@ -116,6 +120,7 @@ impl Plugin {
     /// Calls `describe()` in a throwaway instance.
     pub async fn describe(&self, state: VuState) -> Result<PluginInfo> {
         let (mut store, instance) = self.instantiate(state).await?;
+        store.data_mut().budget.start_call(DESCRIBE_DEADLINE);
         instance
             .loadtest_scenario_plugin()
             .call_describe(&mut store)
@@ -130,6 +135,9 @@ impl Plugin {
     }
 }
 
+/// `describe()` must not do I/O; it gets this long.
+const DESCRIBE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn instantiate_error(path: &Path, e: wasmtime::Error) -> anyhow::Error {
     let text = format!("{e:#}");
     if text.contains("maximum concurrent") || text.contains("Cannot allocate memory") {
@@ -140,6 +148,86 @@ fn instantiate_error(path: &Path, e: wasmtime::Error) -> anyhow::Error {
     } else {
         anyhow::anyhow!("cannot instantiate {}: {text}", path.display())
     }
+}
+
+/// What stopped a plugin call that trapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrapCause {
+    /// A Rust panic (reported by the SDK's hook).
+    Panic,
+    /// The host's wall-clock deadline for the call.
+    Deadline,
+    /// The host's CPU budget for the call.
+    Cpu,
+    /// Linear memory ran out (the memory cap).
+    Memory,
+    /// The call stack overflowed.
+    Stack,
+    /// Any other trap.
+    Other,
+}
+
+/// Why a call trapped, and the most useful text about it.
+pub fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause, String) {
+    use crate::config::format_duration;
+    use budget::Exceeded;
+    if let Some(exceeded) = state.budget.exceeded {
+        return match exceeded {
+            Exceeded::Deadline(d) => (
+                TrapCause::Deadline,
+                format!("call ran longer than its deadline ({})", format_duration(d)),
+            ),
+            Exceeded::Cpu(d) => (
+                TrapCause::Cpu,
+                format!(
+                    "plugin computed for more than its CPU budget ({}) in one call",
+                    format_duration(d)
+                ),
+            ),
+        };
+    }
+    if state.panic_message.is_some() {
+        return (TrapCause::Panic, trap_message(e, state));
+    }
+    let printed = state.output.text();
+    if e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::StackOverflow) {
+        return (
+            TrapCause::Stack,
+            "call stack exhausted (unbounded recursion?)".into(),
+        );
+    }
+    if let Some(line) = printed
+        .lines()
+        .rev()
+        .find(|l| l.contains("memory allocation of"))
+    {
+        return (TrapCause::Memory, format!("out of memory: {}", line.trim()));
+    }
+    if let Some(function) = recursing_function(e) {
+        // Rust keeps its stack in linear memory; overflowing it shows up as an
+        // out-of-bounds access deep inside one function calling itself.
+        return (
+            TrapCause::Stack,
+            format!("stack overflow: `{function}` recursed until the plugin's stack ran out"),
+        );
+    }
+    (TrapCause::Other, trap_message(e, state))
+}
+
+/// The function that fills the whole captured backtrace, if the trap came from
+/// unbounded recursion.
+fn recursing_function(e: &wasmtime::Error) -> Option<String> {
+    let trace = e.downcast_ref::<wasmtime::WasmBacktrace>()?;
+    let frames = trace.frames();
+    if frames.len() < 16 {
+        return None;
+    }
+    let name = frames[frames.len() / 2].func_name()?;
+    let same = frames
+        .iter()
+        .filter(|f| f.func_name() == Some(name))
+        .count();
+    (same * 4 >= frames.len() * 3).then(|| name.to_string())
 }
 
 /// The most useful text about a trap: the plugin's panic report, else the trap with

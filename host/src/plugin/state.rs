@@ -1,6 +1,7 @@
 //! What a VU's store holds: its WASI context (no files, no sockets), its HTTP client,
 //! who it is, and the run-wide services its imports use.
 
+use super::budget::CallBudget;
 use super::output::OutputTail;
 use crate::metrics::{Recorder, TagSet};
 use crate::net::{HttpClient, NetShared};
@@ -20,6 +21,8 @@ pub struct HostServices {
     pub net: Arc<NetShared>,
     /// Shared data sets.
     pub data: Arc<DataSets>,
+    /// CPU one call into the plugin may use.
+    pub cpu_per_call: std::time::Duration,
     /// Custom metric problems already reported (each is reported once).
     pub warned: Mutex<HashSet<String>>,
 }
@@ -67,6 +70,8 @@ pub struct VuState {
     pub panic_message: Option<String>,
     /// What the plugin last printed.
     pub output: OutputTail,
+    /// Limits of the call in progress.
+    pub budget: CallBudget,
 }
 
 impl VuState {
@@ -84,6 +89,7 @@ impl VuState {
             builder.env(k, v);
         }
         let http = HttpClient::new(services.net.clone());
+        let services_cpu = services.cpu_per_call;
         Self {
             wasi: builder.build(),
             table: ResourceTable::new(),
@@ -94,6 +100,7 @@ impl VuState {
             iteration_in_scenario: 0,
             panic_message: None,
             output,
+            budget: CallBudget::new(services_cpu),
         }
     }
 

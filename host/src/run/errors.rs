@@ -10,7 +10,7 @@ const MAX_MESSAGES: usize = 50;
 
 /// What kind of failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// `iteration` returned an error.
     Error,
@@ -20,6 +20,26 @@ pub enum ErrorKind {
     Trap,
     /// The iteration ran past its timeout.
     Timeout,
+    /// The plugin computed past its CPU budget (a runaway loop).
+    CpuLimit,
+    /// The plugin ran out of its memory cap.
+    MemoryLimit,
+    /// The plugin overflowed its stack (unbounded recursion).
+    StackOverflow,
+}
+
+impl From<crate::plugin::TrapCause> for ErrorKind {
+    fn from(cause: crate::plugin::TrapCause) -> Self {
+        use crate::plugin::TrapCause;
+        match cause {
+            TrapCause::Panic => Self::Panic,
+            TrapCause::Deadline => Self::Timeout,
+            TrapCause::Cpu => Self::CpuLimit,
+            TrapCause::Memory => Self::MemoryLimit,
+            TrapCause::Stack => Self::StackOverflow,
+            TrapCause::Other => Self::Trap,
+        }
+    }
 }
 
 impl ErrorKind {
@@ -30,6 +50,9 @@ impl ErrorKind {
             Self::Panic => "panic",
             Self::Trap => "trap",
             Self::Timeout => "timeout",
+            Self::CpuLimit => "cpu_limit",
+            Self::MemoryLimit => "memory_limit",
+            Self::StackOverflow => "stack_overflow",
         }
     }
 }

@@ -116,6 +116,7 @@ fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostS
         recorder,
         net,
         data: Arc::new(load_data(&config.data)?),
+        cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
     }))
 }
@@ -224,6 +225,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let setup_state = VuState::new(services.clone(), setup_identity(&config.env));
     let (mut setup_store, setup_instance) = plugin.instantiate(setup_state).await?;
     let config_json = serde_json::to_string(&config.source).unwrap_or_default();
+    setup_store
+        .data_mut()
+        .budget
+        .start_call(config.limits.setup_timeout);
     let setup_data: Arc<str> = match setup_instance
         .loadtest_scenario_plugin()
         .call_setup(&mut setup_store, &config_json)
@@ -233,7 +238,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         Ok(Err(message)) => bail!("setup() failed: {message}"),
         Err(trap) => bail!(
             "setup() trapped: {}",
-            plugin::trap_message(&trap, setup_store.data())
+            plugin::classify_trap(&trap, setup_store.data()).1
         ),
     };
 
@@ -327,6 +332,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let elapsed = t0.elapsed();
 
     // teardown() gets the setup data, as in k6, even after an interrupted run.
+    setup_store
+        .data_mut()
+        .budget
+        .start_call(config.limits.setup_timeout);
     match setup_instance
         .loadtest_scenario_plugin()
         .call_teardown(&mut setup_store, &setup_data)
@@ -336,7 +345,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         Ok(Err(message)) => eprintln!("warning: teardown() failed: {message}"),
         Err(trap) => eprintln!(
             "warning: teardown() trapped: {}",
-            plugin::trap_message(&trap, setup_store.data())
+            plugin::classify_trap(&trap, setup_store.data()).1
         ),
     }
     sample_gauges(&services, &contexts);

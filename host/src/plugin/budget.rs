@@ -1,0 +1,108 @@
+//! Limits on one call into a plugin: a wall-clock deadline and a CPU budget, both
+//! enforced from the epoch callback, which also yields to tokio every tick so a busy
+//! plugin cannot starve the other VUs.
+
+use super::engine::EPOCH_TICK;
+use std::time::{Duration, Instant};
+
+/// Why a call was stopped by the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    /// The call ran past its wall-clock deadline.
+    Deadline(Duration),
+    /// The plugin computed for longer than its CPU budget.
+    Cpu(Duration),
+}
+
+/// The limits and accounting of the current call.
+#[derive(Debug, Clone)]
+pub struct CallBudget {
+    /// CPU a call may use.
+    pub cpu_limit: Duration,
+    started: Option<Instant>,
+    wall_limit: Duration,
+    cpu_used: Duration,
+    last_tick: Option<Instant>,
+    /// Set when the callback stopped the call, and why.
+    pub exceeded: Option<Exceeded>,
+}
+
+impl CallBudget {
+    /// A budget allowing `cpu_limit` of computation per call.
+    pub fn new(cpu_limit: Duration) -> Self {
+        Self {
+            cpu_limit,
+            started: None,
+            wall_limit: Duration::MAX,
+            cpu_used: Duration::ZERO,
+            last_tick: None,
+            exceeded: None,
+        }
+    }
+
+    /// Starts accounting for a call that may last `wall_limit`.
+    pub fn start_call(&mut self, wall_limit: Duration) {
+        self.started = Some(Instant::now());
+        self.wall_limit = wall_limit;
+        self.cpu_used = Duration::ZERO;
+        self.last_tick = None;
+        self.exceeded = None;
+    }
+
+    /// Called from the epoch callback, i.e. only while the plugin's own code runs.
+    /// Ticks that come close together mean the plugin computed in between; a long gap
+    /// means it was waiting in a host call (sleep, request), which costs no CPU.
+    pub fn on_tick(&mut self, now: Instant) -> Option<Exceeded> {
+        if let Some(last) = self.last_tick {
+            let gap = now.saturating_duration_since(last);
+            if gap <= EPOCH_TICK * 3 {
+                self.cpu_used += gap;
+            }
+        }
+        self.last_tick = Some(now);
+        let exceeded = match self.started {
+            Some(start) if now.saturating_duration_since(start) >= self.wall_limit => {
+                Some(Exceeded::Deadline(self.wall_limit))
+            }
+            _ if self.cpu_used >= self.cpu_limit => Some(Exceeded::Cpu(self.cpu_limit)),
+            _ => None,
+        };
+        if exceeded.is_some() {
+            self.exceeded = exceeded;
+        }
+        exceeded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_ticks_count_as_cpu_and_gaps_do_not() {
+        let mut b = CallBudget::new(Duration::from_millis(50));
+        b.start_call(Duration::from_secs(60));
+        let t0 = Instant::now();
+        // A 1 s wait in a host call, then steady ticks of computation.
+        assert_eq!(b.on_tick(t0), None);
+        assert_eq!(b.on_tick(t0 + Duration::from_secs(1)), None);
+        let mut t = t0 + Duration::from_secs(1);
+        let mut stopped = None;
+        for _ in 0..10 {
+            t += EPOCH_TICK;
+            stopped = stopped.or(b.on_tick(t));
+        }
+        assert_eq!(stopped, Some(Exceeded::Cpu(Duration::from_millis(50))));
+    }
+
+    #[test]
+    fn wall_deadline_stops_the_call() {
+        let mut b = CallBudget::new(Duration::from_secs(100));
+        b.start_call(Duration::from_millis(10));
+        let later = Instant::now() + Duration::from_millis(20);
+        assert_eq!(
+            b.on_tick(later),
+            Some(Exceeded::Deadline(Duration::from_millis(10)))
+        );
+    }
+}

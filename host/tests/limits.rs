@@ -1,0 +1,85 @@
+//! Per-VU limits: a runaway loop, a memory bomb and a deep recursion each stop only
+//! that VU's iteration, are counted with a reason, and the other VUs carry on.
+
+mod common;
+
+/// Runs a misbehaving scenario beside a well-behaved one and returns the summary.
+async fn beside_good_vus(mode: &str, limits: &str) -> common::Finished {
+    let config = format!(
+        r#"
+        [scenarios.bad]
+        executor = "per-vu-iterations"
+        vus = 1
+        iterations = 3
+        env = {{ MODE = "{mode}" }}
+
+        [scenarios.good]
+        executor = "per-vu-iterations"
+        vus = 2
+        iterations = 20
+        env = {{ MODE = "sleep", SLEEP_MS = "10" }}
+
+        [limits]
+        {limits}
+        "#
+    );
+    common::run("misbehave", &config, &[]).await.unwrap()
+}
+
+fn single_error(run: &common::Finished) -> (String, String, u64) {
+    let errors = run.json["plugin_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    (
+        e["kind"].as_str().unwrap().to_string(),
+        e["message"].as_str().unwrap().to_string(),
+        e["count"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runaway_loop_is_stopped_by_the_cpu_budget() {
+    let run = beside_good_vus("loop", "cpu_per_call = \"300ms\"").await;
+    assert_eq!(run.scenario("bad", "failed"), 3);
+    assert_eq!(run.scenario("good", "completed"), 40);
+    assert_eq!(run.scenario("good", "failed"), 0);
+    let (kind, message, count) = single_error(&run);
+    assert_eq!(kind, "cpu_limit");
+    assert!(message.contains("CPU budget (300ms)"), "{message}");
+    assert_eq!(count, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_bomb_is_stopped_by_the_memory_cap() {
+    let run = beside_good_vus("oom", "memory_mb = 16").await;
+    assert_eq!(run.scenario("bad", "failed"), 3);
+    assert_eq!(run.scenario("good", "completed"), 40);
+    let (kind, message, _) = single_error(&run);
+    assert_eq!(kind, "memory_limit", "{message}");
+    assert!(message.contains("memory allocation"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_recursion_is_stopped_by_the_stack_limit() {
+    let run = beside_good_vus("recurse", "").await;
+    assert_eq!(run.scenario("bad", "failed"), 3);
+    assert_eq!(run.scenario("good", "completed"), 40);
+    let (kind, message, _) = single_error(&run);
+    assert_eq!(kind, "stack_overflow", "{message}");
+    assert!(message.contains("`recurse` recursed"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_iteration_is_stopped_by_the_wall_clock_timeout() {
+    let run = beside_good_vus(
+        "sleep\", SLEEP_MS = \"60000",
+        "iteration_timeout = \"300ms\"",
+    )
+    .await;
+    assert_eq!(run.scenario("bad", "failed"), 3);
+    assert_eq!(run.scenario("good", "completed"), 40);
+    let (kind, message, _) = single_error(&run);
+    assert_eq!(kind, "timeout");
+    assert!(message.contains("300ms"), "{message}");
+    assert!(run.json["duration_s"].as_f64().unwrap() < 10.0);
+}
