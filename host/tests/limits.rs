@@ -66,7 +66,10 @@ async fn deep_recursion_is_stopped_by_the_stack_limit() {
     assert_eq!(run.scenario("good", "completed"), 40);
     let (kind, message, _) = single_error(&run);
     assert_eq!(kind, "stack_overflow", "{message}");
-    assert!(message.contains("`recurse` recursed"), "{message}");
+    assert!(
+        message.contains("`misbehave::recurse` recursed"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -227,7 +227,7 @@ fn recursing_function(e: &wasmtime::Error) -> Option<String> {
         .iter()
         .filter(|f| f.func_name() == Some(name))
         .count();
-    (same * 4 >= frames.len() * 3).then(|| name.to_string())
+    (same * 4 >= frames.len() * 3).then(|| format!("{:#}", rustc_demangle::demangle(name)))
 }
 
 /// The most useful text about a trap: the plugin's panic report, else the trap with
