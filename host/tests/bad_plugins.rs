@@ -82,3 +82,20 @@ async fn config_typo_suggests_the_option() {
     assert!(err.contains("scenarios.x.vu"), "{err}");
     assert!(err.contains("did you mean `vus`"), "{err}");
 }
+
+#[tokio::test]
+async fn component_of_another_world_says_what_it_exports() {
+    let err = inspect_error(&common::plugin("not_a_plugin")).await;
+    assert!(
+        err.contains("does not export loadtest:scenario/plugin@0.1.0"),
+        "{err}"
+    );
+    assert!(err.contains("wasi:cli/run"), "{err}");
+}
+
+#[tokio::test]
+async fn missing_export_is_named() {
+    let err = inspect_error(&common::plugin("missing_export")).await;
+    assert!(err.contains("missing an export"), "{err}");
+    assert!(err.contains("teardown"), "{err}");
+}

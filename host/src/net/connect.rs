@@ -112,6 +112,13 @@ async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
     if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, origin.port)]);
     }
+    // RFC 6761: these names never resolve, so no resolver is asked.
+    if origin.host == "invalid" || origin.host.ends_with(".invalid") {
+        return Err(HttpError::Connect(format!(
+            "cannot resolve {}: names under .invalid never resolve",
+            origin.host
+        )));
+    }
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
         .await
         .map_err(|e| HttpError::Connect(format!("cannot resolve {}: {e}", origin.host)))?

@@ -4,6 +4,7 @@
 
 use super::allowlist::{Allowlist, Origin};
 use super::connect::{connect, Connection};
+use super::redirect;
 use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -24,8 +25,8 @@ pub struct HttpRequest {
     pub url: String,
     /// Header fields.
     pub headers: Vec<(String, String)>,
-    /// Body.
-    pub body: Option<Vec<u8>>,
+    /// Body (empty for none); `Bytes` so redirects and retries share it without copies.
+    pub body: Bytes,
     /// Timeout; the run's default when `None`.
     pub timeout: Option<Duration>,
     /// Tags for the request's metrics.
@@ -128,6 +129,8 @@ pub struct NetShared {
     pub recorder: Arc<Recorder>,
     /// Requests sent and not yet completed.
     pub in_flight: AtomicI64,
+    /// Redirects followed per request.
+    pub max_redirects: u32,
     /// Denied origins already warned about (warned once each).
     pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -146,6 +149,7 @@ impl NetShared {
             max_body,
             recorder,
             in_flight: AtomicI64::new(0),
+            max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
             denied_warned: Default::default(),
         }
     }
@@ -179,7 +183,26 @@ impl HttpClient {
     /// Sends one request; `tags` are the VU's base tags (scenario, ...).
     pub async fn send(
         &mut self,
-        req: HttpRequest,
+        mut req: HttpRequest,
+        tags: &TagSet,
+    ) -> Result<HttpResponse, HttpError> {
+        let mut hops = 0;
+        loop {
+            let response = self.send_once(&req, tags).await?;
+            match redirect::next_hop(&req, &response) {
+                Some(next) if hops < self.shared.max_redirects => {
+                    req = next?;
+                    hops += 1;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+
+    /// Sends one request without following redirects.
+    async fn send_once(
+        &mut self,
+        req: &HttpRequest,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
         let prepared = self.prepare(req, tags)?;
@@ -192,6 +215,7 @@ impl HttpClient {
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
+    /// Redirects are then followed one request at a time.
     pub async fn send_batch(
         &mut self,
         reqs: Vec<HttpRequest>,
@@ -200,7 +224,7 @@ impl HttpClient {
         let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
             Vec::with_capacity(reqs.len());
         let mut work = Vec::new();
-        for (i, req) in reqs.into_iter().enumerate() {
+        for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req, tags) {
                 Ok(p) => {
                     let conn = self.checkout(&p.origin);
@@ -224,13 +248,23 @@ impl HttpClient {
             }
             slots[i] = Some(result);
         }
-        slots
-            .into_iter()
-            .map(|s| s.expect("every slot filled"))
-            .collect()
+        let mut results = Vec::with_capacity(slots.len());
+        for (slot, req) in slots.into_iter().zip(reqs) {
+            let result = slot.expect("every slot filled");
+            let next = match &result {
+                Ok(response) => redirect::next_hop(&req, response),
+                Err(_) => None,
+            };
+            results.push(match next {
+                Some(Ok(next)) if self.shared.max_redirects > 0 => self.send(next, tags).await,
+                Some(Err(e)) => Err(e),
+                _ => result,
+            });
+        }
+        results
     }
 
-    fn prepare(&self, req: HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
+    fn prepare(&self, req: &HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
         let origin = Origin::parse(&req.url).map_err(HttpError::Invalid)?;
         if origin.scheme != "http" && origin.scheme != "https" {
             return Err(HttpError::Invalid(format!(
@@ -282,7 +316,7 @@ impl HttpClient {
         if !has_host {
             builder = builder.header(http::header::HOST, host_header);
         }
-        let body = Bytes::from(req.body.unwrap_or_default());
+        let body = req.body.clone();
         let request = builder
             .body(Full::new(body))
             .map_err(|e| HttpError::Invalid(e.to_string()))?;
@@ -303,7 +337,7 @@ impl HttpClient {
             request,
             timeout: req.timeout.unwrap_or(self.shared.default_timeout),
             discard_body: req.discard_body,
-            expected: req.expected_statuses,
+            expected: req.expected_statuses.clone(),
             tags,
         })
     }

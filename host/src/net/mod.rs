@@ -5,6 +5,7 @@ pub mod allowlist;
 pub mod connect;
 pub mod counting_io;
 pub mod http;
+pub mod redirect;
 
 pub use allowlist::{Allowlist, Origin};
 pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, Timings};

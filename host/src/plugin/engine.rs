@@ -28,7 +28,7 @@ pub fn build_engine(options: EngineOptions) -> Result<Engine> {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_stacks(instances)
-        .total_memories(instances.saturating_mul(2))
+        .total_memories(instances)
         .total_tables(instances.saturating_mul(4))
         .total_core_instances(instances.saturating_mul(8))
         .max_memory_size(options.memory_bytes as usize);
@@ -45,7 +45,15 @@ pub fn build_engine(options: EngineOptions) -> Result<Engine> {
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config).map_err(|e| {
         let text = format!("{e:#}");
-        if text.contains("Cannot allocate memory") || text.contains("mmap") {
+        if text.contains("mmap failed to reserve") {
+            let per_vu = options.memory_bytes + (32 << 20);
+            let tib = per_vu as f64 * instances as f64 / (1u64 << 40) as f64;
+            anyhow::anyhow!(
+                "cannot reserve address space for {instances} plugin instances \
+                 ({tib:.1} TiB at {} MiB each): lower the VU count or [limits] memory_mb ({text})",
+                per_vu >> 20
+            )
+        } else if text.contains("Cannot allocate memory") {
             anyhow::anyhow!(
                 "cannot reserve memory for {instances} plugin instances ({text}); \
                  lower the VU count or raise the kernel's map limit: sysctl -w vm.max_map_count=1048576"

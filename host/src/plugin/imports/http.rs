@@ -10,7 +10,7 @@ fn to_host(req: wit::Request) -> HttpRequest {
         method: req.method,
         url: req.url,
         headers: req.headers,
-        body: req.body,
+        body: req.body.map(bytes::Bytes::from).unwrap_or_default(),
         timeout: req
             .options
             .timeout_ms

@@ -1,0 +1,198 @@
+//! What the plugin and the summary see when the network misbehaves or a target is not
+//! allowed: each failure has its own clear message, and nothing reaches a denied target.
+
+mod common;
+
+use demo_target::{DemoConfig, DemoServer};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A raw TCP server on loopback that answers each connection with `behave`.
+async fn raw_server<F, Fut>(behave: F) -> String
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(behave(stream));
+        }
+    });
+    url
+}
+
+async fn read_head(stream: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn errors_of(run: &common::Finished, scenario: &str) -> Vec<String> {
+    run.json["plugin_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["scenario"] == scenario)
+        .map(|e| e["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn scenario(name: &str, mode: &str, url: &str) -> String {
+    format!(
+        r#"
+        [scenarios.{name}]
+        executor = "per-vu-iterations"
+        vus = 1
+        iterations = 2
+        env = {{ MODE = "{mode}", URL = "{url}" }}
+        "#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_allowed_targets_are_reached() {
+    let allowed = DemoServer::start("127.0.0.1:0".parse().unwrap(), DemoConfig::default())
+        .await
+        .unwrap();
+    let other = DemoServer::start("127.0.0.1:0".parse().unwrap(), DemoConfig::default())
+        .await
+        .unwrap();
+    // A redirect from an allowed origin to the other one is denied too.
+    let other_url = format!("{}/health", other.base_url());
+    let redirector = raw_server(move |mut s| {
+        let location = other_url.clone();
+        async move {
+            read_head(&mut s).await;
+            let reply =
+                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n");
+            let _ = s.write_all(reply.as_bytes()).await;
+        }
+    })
+    .await;
+    let config = format!(
+        "{}{}{}\n[targets]\nallow = [\"{}\", \"{}\"]\n",
+        scenario(
+            "allowed",
+            "request",
+            &format!("{}/health", allowed.base_url())
+        ),
+        scenario("denied", "request", &format!("{}/health", other.base_url())),
+        scenario("redirected", "request", &redirector),
+        allowed.base_url(),
+        redirector.trim_end_matches('/'),
+    );
+    let run = common::run("misbehave", &config, &[]).await.unwrap();
+
+    assert_eq!(
+        other.connections_accepted(),
+        0,
+        "a denied target was contacted"
+    );
+    assert_eq!(allowed.requests_served(), 2);
+    assert_eq!(run.scenario("allowed", "failed"), 0);
+    assert_eq!(run.scenario("denied", "failed"), 2);
+    assert_eq!(run.scenario("redirected", "failed"), 2);
+    assert_eq!(run.json["http"]["denied"].as_u64(), Some(4));
+    for message in errors_of(&run, "denied")
+        .iter()
+        .chain(&errors_of(&run, "redirected"))
+    {
+        assert!(message.starts_with("request denied:"), "{message}");
+        assert!(message.contains("not an allowed target"), "{message}");
+        assert!(
+            message.contains(&other.base_url().replace("http://", "")),
+            "{message}"
+        );
+    }
+    allowed.shutdown().await;
+    other.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_network_failure_has_its_own_message() {
+    // Nothing listens on a port just released.
+    let refused = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        format!("http://{}/", l.local_addr().unwrap())
+    };
+    let reset = raw_server(|mut s| async move {
+        read_head(&mut s).await;
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\npartial body")
+            .await;
+        // Close abruptly mid-body with a reset.
+        let _ = s.set_linger(Some(Duration::ZERO));
+    })
+    .await;
+    let silent = raw_server(|mut s| async move {
+        read_head(&mut s).await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    })
+    .await;
+    let huge = raw_server(|mut s| async move {
+        read_head(&mut s).await;
+        let size = 3 << 20;
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {size}\r\n\r\n");
+        let _ = s.write_all(head.as_bytes()).await;
+        let _ = s.write_all(&vec![b'x'; size]).await;
+    })
+    .await;
+    let config = format!(
+        "{}{}{}{}{}{}{}\n[limits]\nrequest_timeout = \"500ms\"\nmax_body_mb = 1\n[targets]\nallow = [\"{}\", \"{}\", \"{}\", \"{}\", \"http://nothing.invalid:80\"]\n",
+        scenario("refused", "request", &refused),
+        scenario("reset", "request", &reset),
+        scenario("silent", "request", &silent),
+        scenario("huge", "request", &huge),
+        scenario("unresolvable", "request", "http://nothing.invalid/"),
+        scenario("injection", "bad-header", &huge),
+        scenario("malformed", "request", "http//no-scheme"),
+        refused.trim_end_matches('/'),
+        reset.trim_end_matches('/'),
+        silent.trim_end_matches('/'),
+        huge.trim_end_matches('/'),
+    );
+    let run = common::run("misbehave", &config, &[]).await.unwrap();
+    let expect = |name: &str, needles: &[&str]| {
+        let messages = errors_of(&run, name);
+        assert!(!messages.is_empty(), "{name}: no error recorded");
+        for m in &messages {
+            for needle in needles {
+                assert!(m.contains(needle), "{name}: {m:?} lacks {needle:?}");
+            }
+        }
+        assert_eq!(run.scenario(name, "failed"), 2, "{name}");
+    };
+    expect("refused", &["connection failed:", "Connection refused"]);
+    expect("reset", &["protocol error:"]);
+    expect("silent", &["request timed out:", "500ms"]);
+    expect("huge", &["larger than the host's cap of 1048576 bytes"]);
+    expect(
+        "unresolvable",
+        &["connection failed:", "cannot resolve nothing.invalid"],
+    );
+    expect("injection", &["invalid request:", "x-injected", "CR, LF"]);
+    expect("malformed", &["invalid request:"]);
+    let errors = &run.json["http"]["errors"];
+    assert_eq!(errors["timeout"].as_u64(), Some(2), "{errors}");
+    assert_eq!(errors["connect"].as_u64(), Some(4), "{errors}");
+    // The run went on: every scenario ran both its iterations.
+    for name in [
+        "refused",
+        "reset",
+        "silent",
+        "huge",
+        "unresolvable",
+        "injection",
+        "malformed",
+    ] {
+        assert_eq!(run.scenario(name, "completed"), 2, "{name}");
+    }
+}
