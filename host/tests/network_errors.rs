@@ -129,7 +129,7 @@ async fn each_network_failure_has_its_own_message() {
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\npartial body")
             .await;
         // Close abruptly mid-body with a reset.
-        let _ = s.set_linger(Some(Duration::ZERO));
+        let _ = s.set_zero_linger();
     })
     .await;
     let silent = raw_server(|mut s| async move {
