@@ -4,6 +4,9 @@
 use crate::metrics::{builtin, MetricId, Value};
 use std::collections::BTreeMap;
 
+/// Intervals shorter than this (in seconds) are not charted once there are others.
+const MIN_INTERVAL_S: f64 = 0.5;
+
 /// One second of the run as the charts draw it; `NAN` where there was nothing to measure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Second {
@@ -37,8 +40,13 @@ pub struct ChartData {
 }
 
 impl ChartData {
-    /// Adds the interval that ended `t` seconds into the run and lasted `secs`.
+    /// Adds the interval that ended `t` seconds into the run and lasted `secs`. A
+    /// sliver (the moment between the last tick and the end) is left out: its
+    /// per-second rates would draw a cliff that never happened.
     pub fn push(&mut self, t: f64, secs: f64, metrics: &BTreeMap<MetricId, Value>) {
+        if secs < MIN_INTERVAL_S && !self.seconds.is_empty() {
+            return;
+        }
         let per_second = |id: MetricId| -> f32 {
             match metrics.get(&id) {
                 Some(Value::Counter(c)) => (c / secs.max(1e-9)) as f32,
@@ -54,8 +62,9 @@ impl ChartData {
         };
         let percentiles = |id: MetricId| -> [f32; 3] {
             match metrics.get(&id) {
-                Some(Value::Trend(h)) if !h.is_empty() => [0.5, 0.95, 0.99]
-                    .map(|q| (h.value_at_quantile(q) as f64 / 1000.0) as f32),
+                Some(Value::Trend(h)) if !h.is_empty() => {
+                    [0.5, 0.95, 0.99].map(|q| (h.value_at_quantile(q) as f64 / 1000.0) as f32)
+                }
                 _ => [f32::NAN; 3],
             }
         };
@@ -117,5 +126,7 @@ mod tests {
         assert!(!data.has_iteration_latency());
         assert_eq!(data.points(|s| s.vus_max), vec![]);
         assert_eq!(data.points(|s| s.vus), vec![(1.0, 4.0)]);
+        data.push(1.01, 0.01, &BTreeMap::new());
+        assert_eq!(data.seconds.len(), 1, "a sliver at the end is not charted");
     }
 }

@@ -29,6 +29,8 @@ pub struct Line {
     pub color: RGBColor,
     /// `(seconds, value)` points in time order.
     pub points: Vec<(f32, f32)>,
+    /// Drawn dashed, so a line that coincides with another one still shows.
+    pub dashed: bool,
 }
 
 /// A chart: a title, the y axis' meaning and its lines.
@@ -68,6 +70,8 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
         plot.configure_mesh()
             .x_desc("seconds since start")
             .y_desc(chart.y_label)
+            .y_label_formatter(&|v| axis_number(*v))
+            .x_label_formatter(&|v| axis_number(*v))
             .light_line_style(RGBColor(238, 238, 238))
             .bold_line_style(RGBColor(215, 215, 215))
             .draw()
@@ -80,10 +84,18 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
                 stroke_width: 2,
             };
             let dots = if line.points.len() < DOTS_BELOW { 3 } else { 0 };
-            plot.draw_series(LineSeries::new(line.points.iter().copied(), style).point_size(dots))
+            let points = line.points.iter().copied();
+            let drawn = if line.dashed {
+                plot.draw_series(DashedLineSeries::new(points, 8, 6, style))
+            } else {
+                plot.draw_series(LineSeries::new(points, style).point_size(dots))
+            };
+            drawn
                 .map_err(|e| err(&e))?
                 .label(line.label)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
+                });
         }
         plot.configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -95,6 +107,15 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)
+}
+
+/// Axis labels without needless decimals: `3500`, `2.5`, `0.25`.
+fn axis_number(v: f32) -> String {
+    if v.abs() >= 100.0 {
+        return format!("{v:.0}");
+    }
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -110,6 +131,7 @@ mod tests {
                 label: "http_reqs",
                 color: colors::BLUE,
                 points: vec![(1.0, 10.0), (2.0, 12.0), (3.0, 11.0)],
+                dashed: false,
             }],
         };
         let svg = draw(&chart, 3.0).unwrap();
@@ -128,8 +150,17 @@ mod tests {
                 label: "dropped_iterations",
                 color: colors::RED,
                 points: vec![],
+                dashed: true,
             }],
         };
         assert!(draw(&chart, 0.0).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn axis_labels_drop_needless_decimals() {
+        assert_eq!(axis_number(3500.0), "3500");
+        assert_eq!(axis_number(2.5), "2.5");
+        assert_eq!(axis_number(0.25), "0.25");
+        assert_eq!(axis_number(0.0), "0");
     }
 }

@@ -116,12 +116,19 @@ fn summary_path(path: &Path) -> PathBuf {
 
 fn load(path: &Path) -> Result<(PathBuf, Json)> {
     let file = summary_path(path);
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {} (give a results folder or its summary.json)", file.display()))?;
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "cannot read {} (give a results folder or its summary.json)",
+            file.display()
+        )
+    })?;
     let json: Json = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", file.display()))?;
     if !json.get("metrics").is_some_and(Json::is_object) {
-        bail!("{} has no `metrics`: is it a host summary.json?", file.display());
+        bail!(
+            "{} has no `metrics`: is it a host summary.json?",
+            file.display()
+        );
     }
     Ok((file, json))
 }
@@ -169,7 +176,12 @@ pub fn compare(a: &Json, b: &Json, tolerance: f64) -> Vec<Row> {
         let def = builtins.lookup(name).map(|id| builtins.def(id));
         let is_time = def.as_ref().is_some_and(|d| d.is_time);
         let stats: &[(&'static str, &'static str)] = match kind {
-            "trend" => &[("avg", "avg"), ("p50", "med"), ("p95", "p95"), ("p99", "p99")],
+            "trend" => &[
+                ("avg", "avg"),
+                ("p50", "med"),
+                ("p95", "p95"),
+                ("p99", "p99"),
+            ],
             "counter" | "rate" => &[("rate", "rate")],
             _ => &[],
         };
@@ -232,7 +244,13 @@ pub fn render(c: &Comparison) -> String {
     let _ = writeln!(out, "  A: {} ({})", c.a.display(), c.about[0]);
     let _ = writeln!(out, "  B: {} ({})", c.b.display(), c.about[1]);
     let _ = writeln!(out, "  tolerance: {}%\n", fmt_num(c.tolerance * 100.0));
-    let width = c.rows.iter().map(|r| r.metric.len()).max().unwrap_or(6).max(6);
+    let width = c
+        .rows
+        .iter()
+        .map(|r| r.metric.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
     let _ = writeln!(
         out,
         "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}",
@@ -318,7 +336,10 @@ mod tests {
         let rows = compare(&s, &s, 0.1);
         assert!(flagged(&rows).is_empty());
         assert!(rows.iter().all(|r| r.change() == Some(0.0)));
-        assert!(!rows.iter().any(|r| r.metric == "vus"), "gauges are not compared");
+        assert!(
+            !rows.iter().any(|r| r.metric == "vus"),
+            "gauges are not compared"
+        );
     }
 
     #[test]
@@ -333,7 +354,10 @@ mod tests {
             ("http_req_failed", "rate"),
             ("checks", "rate"),
         ] {
-            assert!(got.contains(&(want.0.to_string(), want.1)), "{want:?} in {got:?}");
+            assert!(
+                got.contains(&(want.0.to_string(), want.1)),
+                "{want:?} in {got:?}"
+            );
         }
         assert!(!got.iter().any(|(m, _)| m == "my_sizes"));
     }

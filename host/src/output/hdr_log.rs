@@ -139,9 +139,11 @@ mod tests {
             )
             .unwrap();
         }
-        let text =
-            std::fs::read(HdrLogs::path_of(&dir.path().join("histograms"), "http_req_duration"))
-                .unwrap();
+        let text = std::fs::read(HdrLogs::path_of(
+            &dir.path().join("histograms"),
+            "http_req_duration",
+        ))
+        .unwrap();
         let mut histograms = Vec::new();
         let mut saw_base_time = false;
         for entry in IntervalLogIterator::new(&text) {

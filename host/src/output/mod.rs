@@ -96,7 +96,10 @@ impl ResultsWriter {
             let path = dir.join(name);
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
         };
-        write("summary.json", serde_json::to_string_pretty(summary)? + "\n")?;
+        write(
+            "summary.json",
+            serde_json::to_string_pretty(summary)? + "\n",
+        )?;
         write("summary.txt", text::render(summary))?;
         write("junit.xml", junit::render(summary))?;
         write("report.html", report::render(summary, &self.charts)?)?;

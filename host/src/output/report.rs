@@ -32,7 +32,10 @@ pub fn charts(data: &ChartData) -> Vec<Chart> {
             y_label: "per second",
             lines: vec![
                 line("requests/s", colors::BLUE, data, |s| s.requests),
-                line("iterations/s", colors::GREEN, data, |s| s.iterations),
+                Line {
+                    dashed: true,
+                    ..line("iterations/s", colors::GREEN, data, |s| s.iterations)
+                },
             ],
         },
         Chart {
@@ -69,7 +72,9 @@ pub fn charts(data: &ChartData) -> Vec<Chart> {
             title: "Errors",
             y_label: "per second",
             lines: vec![
-                line("failed requests/s", colors::RED, data, |s| s.failed_requests),
+                line("failed requests/s", colors::RED, data, |s| {
+                    s.failed_requests
+                }),
                 line("plugin errors/s", colors::ORANGE, data, |s| s.plugin_errors),
             ],
         },
@@ -92,6 +97,7 @@ fn line(
         label,
         color,
         points: data.points(field),
+        dashed: false,
     }
 }
 
@@ -169,7 +175,11 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
     if !summary.checks.is_empty() {
         html.push_str("<h2>Checks</h2>\n<table>\n<tr><th></th><th>check</th><th>passes</th><th>fails</th></tr>\n");
         for c in &summary.checks {
-            let (class, mark) = if c.fails == 0 { ("ok", "✓") } else { ("fail", "✗") };
+            let (class, mark) = if c.fails == 0 {
+                ("ok", "✓")
+            } else {
+                ("fail", "✗")
+            };
             let _ = writeln!(
                 html,
                 "<tr><td class=\"{class}\">{mark}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
@@ -181,7 +191,9 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
         html.push_str("</table>\n");
     }
 
-    html.push_str("<h2>Metrics</h2>\n<table>\n<tr><th>metric</th><th>type</th><th>values</th></tr>\n");
+    html.push_str(
+        "<h2>Metrics</h2>\n<table>\n<tr><th>metric</th><th>type</th><th>values</th></tr>\n",
+    );
     for m in summary.metrics.values() {
         let (kind, values) = match &m.stats {
             Stats::Counter { count, rate } => ("counter", format!("{count} ({rate:.2}/s)")),

@@ -87,19 +87,20 @@ pub enum Point {
 }
 
 impl Point {
-    /// The point of a merged value over an interval `secs` long.
+    /// The point of a merged value over an interval `secs` long. Values are rounded to
+    /// what they can mean: trends to their microsecond (or thousandth), rates to 1e-6.
     pub fn of(value: &Value, secs: f64) -> Point {
         match value {
             Value::Counter(c) => Point::Counter {
                 count: *c,
-                rate: c / secs.max(1e-9),
+                rate: round(c / secs.max(1e-9), 3),
             },
             Value::Gauge { value, .. } => Point::Gauge { value: *value },
             Value::Rate { hits, total } => Point::Rate {
                 rate: if *total == 0 {
                     0.0
                 } else {
-                    *hits as f64 / *total as f64
+                    round(*hits as f64 / *total as f64, 6)
                 },
                 passes: *hits,
                 fails: total - hits,
@@ -115,12 +116,20 @@ impl Point {
                 };
                 Point::Trend {
                     count: h.len(),
-                    avg: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+                    avg: if h.is_empty() {
+                        0.0
+                    } else {
+                        round(h.mean() / 1000.0, 3)
+                    },
                     p50: q(0.5),
                     p90: q(0.9),
                     p95: q(0.95),
                     p99: q(0.99),
-                    max: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 },
+                    max: if h.is_empty() {
+                        0.0
+                    } else {
+                        h.max() as f64 / 1000.0
+                    },
                 }
             }
         }
@@ -154,9 +163,9 @@ impl TimeseriesWriter {
                 continue;
             };
             let line = Line {
-                t: round3(t.as_secs_f64()),
-                ts: round3(unix_end),
-                interval_s: round3(secs),
+                t: round(t.as_secs_f64(), 3),
+                ts: round(unix_end, 3),
+                interval_s: round(secs, 3),
                 metric: &def.name,
                 point: Point::of(value, secs),
             };
@@ -167,8 +176,9 @@ impl TimeseriesWriter {
     }
 }
 
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+fn round(v: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (v * scale).round() / scale
 }
 
 #[cfg(test)]

@@ -177,10 +177,7 @@ fn bar_position(ctx: &ScenarioCtx, f: &Figures) -> (u64, u64) {
         ExecutorConfig::PerVuIterations {
             vus, iterations, ..
         } => (f.completed, vus * iterations),
-        _ => (
-            f.elapsed.as_millis() as u64,
-            f.total.as_millis() as u64,
-        ),
+        _ => (f.elapsed.as_millis() as u64, f.total.as_millis() as u64),
     }
 }
 

@@ -41,6 +41,7 @@ impl ThresholdOutcome {
             .trim();
         match self.observed {
             None => format!("{agg}=-"),
+            Some(v) if self.unit == Some("ms") && v.abs() < 10.0 => format!("{agg}={v:.3}ms"),
             Some(v) => format!("{agg}={}{}", format_number(v), self.unit.unwrap_or("")),
         }
     }
@@ -138,7 +139,11 @@ impl Evaluator {
 fn outcome_of(t: &Threshold, observation: Observation, aborted_run: bool) -> ThresholdOutcome {
     let is_time_value = !matches!(t.expression.aggregation, Aggregation::Count);
     let (ok, observed, note) = match observation {
-        Observation::Value(v) => (t.expression.operator.holds(v, t.expression.bound), Some(v), None),
+        Observation::Value(v) => (
+            t.expression.operator.holds(v, t.expression.bound),
+            Some(v),
+            None,
+        ),
         Observation::NoSamples => (
             true,
             None,
@@ -233,9 +238,13 @@ mod tests {
         let body = TagSet::from_pairs([("check", "body")]);
         r.rate(builtin::CHECKS, &ok, true);
         r.rate(builtin::CHECKS, &body, false);
-        let orders = registry.get_or_register("orders", MetricKind::Counter).unwrap();
+        let orders = registry
+            .get_or_register("orders", MetricKind::Counter)
+            .unwrap();
         r.count(orders, &TagSet::empty(), 3.0);
-        let queue = registry.get_or_register("queue", MetricKind::Gauge).unwrap();
+        let queue = registry
+            .get_or_register("queue", MetricKind::Gauge)
+            .unwrap();
         r.gauge(queue, &TagSet::empty(), 7.0);
         let totals = aggregate(r);
         let e = evaluator(
@@ -264,7 +273,10 @@ mod tests {
         assert_eq!(p95.unit, Some("ms"));
         assert!((p95.observed.unwrap() - 800.0).abs() < 1.0);
         let text = p95.observed_text();
-        assert!(text.starts_with("p(95)=8") && text.ends_with("ms"), "{text}");
+        assert!(
+            text.starts_with("p(95)=8") && text.ends_with("ms"),
+            "{text}"
+        );
         assert!(by("http_req_duration", "max<1000").ok);
         assert!(by("http_req_duration", "med<11").ok);
         assert!(by("http_req_duration{name:static}", "p(99)<50").ok);

@@ -14,12 +14,9 @@ pub fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
     outcomes
         .iter()
         .filter_map(|o| {
-            o.note.as_ref().map(|note| {
-                format!(
-                    "threshold {} on {}: {note}",
-                    o.threshold, o.metric
-                )
-            })
+            o.note
+                .as_ref()
+                .map(|note| format!("threshold {} on {}: {note}", o.threshold, o.metric))
         })
         .collect()
 }

@@ -205,7 +205,12 @@ pub fn parse_expression(text: &str) -> Result<Expression, SyntaxError> {
     };
     let start = skip_ws(0);
     if start == s.len() {
-        return Err(syntax(s, 0, s.len(), "empty threshold; write it like p(95)<500"));
+        return Err(syntax(
+            s,
+            0,
+            s.len(),
+            "empty threshold; write it like p(95)<500",
+        ));
     }
     let word_end = start
         + s[start..]
@@ -327,12 +332,7 @@ fn parse_percentile(s: &str, at: usize) -> Result<(Aggregation, usize), SyntaxEr
     let inner = s[open..close].trim();
     match inner.parse::<f64>() {
         Ok(p) if (0.0..=100.0).contains(&p) => Ok((Aggregation::Percentile(p), close + 1)),
-        Ok(_) => Err(syntax(
-            s,
-            open,
-            close,
-            "a percentile is between 0 and 100",
-        )),
+        Ok(_) => Err(syntax(s, open, close, "a percentile is between 0 and 100")),
         Err(_) => Err(syntax(
             s,
             open,
@@ -355,7 +355,9 @@ pub fn parse_metric_key(text: &str) -> Result<(String, TagSet), SyntaxError> {
         let lead = text.len() - text.trim_start().len();
         let bad = name
             .char_indices()
-            .find(|(i, c)| !(*c == '_' || c.is_ascii_alphabetic() || (*i > 0 && c.is_ascii_digit())))
+            .find(|(i, c)| {
+                !(*c == '_' || c.is_ascii_alphabetic() || (*i > 0 && c.is_ascii_digit()))
+            })
             .map(|(i, _)| lead + i)
             .unwrap_or(lead);
         return Err(syntax(
@@ -370,12 +372,22 @@ pub fn parse_metric_key(text: &str) -> Result<(String, TagSet), SyntaxError> {
     };
     let trimmed_end = text.trim_end().len();
     if !text[..trimmed_end].ends_with('}') {
-        return Err(syntax(text, open, trimmed_end, "missing `}` at the end of the tag selector"));
+        return Err(syntax(
+            text,
+            open,
+            trimmed_end,
+            "missing `}` at the end of the tag selector",
+        ));
     }
     let close = trimmed_end - 1;
     let inner = &text[open + 1..close];
     if inner.trim().is_empty() {
-        return Err(syntax(text, open, close + 1, "empty tag selector; write name{tag:value}"));
+        return Err(syntax(
+            text,
+            open,
+            close + 1,
+            "empty tag selector; write name{tag:value}",
+        ));
     }
     let mut pairs = Vec::new();
     let mut at = open + 1;
@@ -393,7 +405,12 @@ pub fn parse_metric_key(text: &str) -> Result<(String, TagSet), SyntaxError> {
         let key = part[..colon].trim();
         let value = unquote(part[colon + 1..].trim());
         if key.is_empty() {
-            return Err(syntax(text, part_start, part_start + colon + 1, "empty tag name"));
+            return Err(syntax(
+                text,
+                part_start,
+                part_start + colon + 1,
+                "empty tag name",
+            ));
         }
         pairs.push((key.to_string(), value.to_string()));
     }
@@ -515,7 +532,9 @@ pub fn parse_thresholds(table: &toml::Table) -> Result<Vec<Threshold>, ConfigErr
             if let Some(kind) = metric.builtin_kind {
                 if !applies_to(&expression.aggregation, kind) {
                     let agg = aggregation_name(&expression.aggregation);
-                    let len = text.find(|c: char| "<>=!".contains(c)).unwrap_or(text.len());
+                    let len = text
+                        .find(|c: char| "<>=!".contains(c))
+                        .unwrap_or(text.len());
                     return Err(ConfigError {
                         path: at(i),
                         message: syntax(
@@ -576,12 +595,32 @@ mod tests {
             ("min <= 1", Aggregation::Min, Operator::LessOrEqual, 1.0),
             ("max>3.5", Aggregation::Max, Operator::Greater, 3.5),
             ("med >= 0", Aggregation::Med, Operator::GreaterOrEqual, 0.0),
-            ("p(95)<500", Aggregation::Percentile(95.0), Operator::Less, 500.0),
-            ("p(99.9) < 1e3", Aggregation::Percentile(99.9), Operator::Less, 1000.0),
-            ("p( 50 )==10", Aggregation::Percentile(50.0), Operator::Equal, 10.0),
+            (
+                "p(95)<500",
+                Aggregation::Percentile(95.0),
+                Operator::Less,
+                500.0,
+            ),
+            (
+                "p(99.9) < 1e3",
+                Aggregation::Percentile(99.9),
+                Operator::Less,
+                1000.0,
+            ),
+            (
+                "p( 50 )==10",
+                Aggregation::Percentile(50.0),
+                Operator::Equal,
+                10.0,
+            ),
             ("count!=0", Aggregation::Count, Operator::NotEqual, 0.0),
             ("rate<0.01", Aggregation::Rate, Operator::Less, 0.01),
-            ("  value > -1  ", Aggregation::Value, Operator::Greater, -1.0),
+            (
+                "  value > -1  ",
+                Aggregation::Value,
+                Operator::Greater,
+                -1.0,
+            ),
         ];
         for (text, aggregation, operator, bound) in cases {
             let e = expr(text);
@@ -694,7 +733,10 @@ mod tests {
         assert!(long.abort_on_fail);
         assert_eq!(long.delay_abort_eval, Duration::from_secs(10));
         assert_eq!(long.metric.builtin_kind, Some(MetricKind::Trend));
-        let short = ts.iter().find(|t| t.expression.text == "p(95)<500").unwrap();
+        let short = ts
+            .iter()
+            .find(|t| t.expression.text == "p(95)<500")
+            .unwrap();
         assert!(!short.abort_on_fail);
         let sub = ts
             .iter()
@@ -703,7 +745,10 @@ mod tests {
         assert_eq!(sub.metric.tags.get("name"), Some("static"));
         let checks = ts.iter().find(|t| t.metric.name == "checks").unwrap();
         assert_eq!(checks.metric.tags.get("check"), Some("status is 200"));
-        let custom = ts.iter().find(|t| t.metric.name == "orders_placed").unwrap();
+        let custom = ts
+            .iter()
+            .find(|t| t.metric.name == "orders_placed")
+            .unwrap();
         assert_eq!(custom.metric.builtin_kind, None);
     }
 
@@ -711,10 +756,16 @@ mod tests {
     fn config_errors_name_the_key_and_suggest_fixes() {
         let err = parse_thresholds(&table(r#"http_req_durations = ["p(95)<500"]"#)).unwrap_err();
         assert_eq!(err.path, "thresholds.http_req_durations");
-        assert!(err.message.contains("did you mean `http_req_duration`"), "{err}");
+        assert!(
+            err.message.contains("did you mean `http_req_duration`"),
+            "{err}"
+        );
 
         let err = parse_thresholds(&table(r#""http-req-duration" = ["p(95)<500"]"#)).unwrap_err();
-        assert!(err.message.contains("did you mean `http_req_duration`"), "{err}");
+        assert!(
+            err.message.contains("did you mean `http_req_duration`"),
+            "{err}"
+        );
         assert!(err.message.contains('^'), "{err}");
 
         let err = parse_thresholds(&table(r#"http_req_duration = ["p(95)<500", "p(99)=>9"]"#))
@@ -731,7 +782,10 @@ mod tests {
             r#"http_req_duration = [{ threshold = "p(95)<5", abort_on_fial = true }]"#,
         ))
         .unwrap_err();
-        assert!(err.message.contains("did you mean `abort_on_fail`"), "{err}");
+        assert!(
+            err.message.contains("did you mean `abort_on_fail`"),
+            "{err}"
+        );
 
         let err = parse_thresholds(&table(r#"http_req_duration = [{ abort_on_fail = true }]"#))
             .unwrap_err();
