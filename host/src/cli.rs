@@ -35,6 +35,9 @@ enum Command {
         /// Allowed change before a metric counts as a regression (`10%`).
         #[arg(long, default_value = "10%", value_parser = crate::output::compare::parse_tolerance)]
         tolerance: f64,
+        /// Timings must also rise by at least this much to count (`1ms`, `500us`).
+        #[arg(long, default_value = "1ms", value_parser = duration_arg)]
+        min_latency_change: Duration,
     },
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
@@ -163,7 +166,16 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Demo(args) => {
             crate::demo::run_demo(args.plugin, |plugin| args.common.request(plugin)).await
         }
-        Command::Compare { a, b, tolerance } => {
+        Command::Compare {
+            a,
+            b,
+            tolerance,
+            min_latency_change,
+        } => {
+            let tolerance = crate::output::compare::Tolerance {
+                relative: tolerance,
+                min_latency_ms: min_latency_change.as_secs_f64() * 1000.0,
+            };
             let comparison = crate::output::compare::compare_runs(&a, &b, tolerance)?;
             print!("{}", crate::output::compare::render(&comparison));
             Ok(if comparison.regressions() > 0 {

@@ -11,6 +11,16 @@ use std::path::{Path, PathBuf};
 /// Rates below this difference (0.1 percentage point) are noise, not a regression.
 const RATE_NOISE: f64 = 0.001;
 
+/// What makes a change a regression.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// Relative change allowed (0.1 = 10 %).
+    pub relative: f64,
+    /// Timings must also rise by at least this many milliseconds: sub-millisecond
+    /// jitter of a fast target is not a regression.
+    pub min_latency_ms: f64,
+}
+
 /// Counters where more per second is worse.
 const WORSE_WHEN_HIGHER: &[&str] = &[
     "plugin_errors",
@@ -79,8 +89,8 @@ pub struct Comparison {
     pub a: PathBuf,
     /// Run B's summary.json.
     pub b: PathBuf,
-    /// Relative tolerance (0.1 = 10 %).
-    pub tolerance: f64,
+    /// What counted as a regression.
+    pub tolerance: Tolerance,
     /// One row per metric statistic present in either run.
     pub rows: Vec<Row>,
     /// One line describing each run.
@@ -134,7 +144,7 @@ fn load(path: &Path) -> Result<(PathBuf, Json)> {
 }
 
 /// Compares the runs at `a` and `b` (folders or summary.json files).
-pub fn compare_runs(a: &Path, b: &Path, tolerance: f64) -> Result<Comparison> {
+pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparison> {
     let (a_path, a_json) = load(a)?;
     let (b_path, b_json) = load(b)?;
     Ok(Comparison {
@@ -158,7 +168,7 @@ fn describe(summary: &Json) -> String {
 }
 
 /// Compares two parsed summary.json documents.
-pub fn compare(a: &Json, b: &Json, tolerance: f64) -> Vec<Row> {
+pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
     let builtins = Registry::new();
     let (ma, mb) = (&a["metrics"], &b["metrics"]);
     let mut names: Vec<&String> = ma
@@ -199,12 +209,14 @@ pub fn compare(a: &Json, b: &Json, tolerance: f64) -> Vec<Row> {
             "rate" => "%",
             _ => "",
         };
+        // A counter missing from a run counted nothing there (errors, drops).
+        let absent = if kind == "counter" { Some(0.0) } else { None };
         for (stat, field) in stats {
             let mut row = Row {
                 metric: name.clone(),
                 stat,
-                a: xa[*field].as_f64(),
-                b: xb[*field].as_f64(),
+                a: xa[*field].as_f64().or(absent),
+                b: xb[*field].as_f64().or(absent),
                 unit,
                 regression: None,
             };
@@ -215,8 +227,12 @@ pub fn compare(a: &Json, b: &Json, tolerance: f64) -> Vec<Row> {
     rows
 }
 
-fn judge(row: &Row, worse: Worse, kind: &str, tolerance: f64) -> Option<&'static str> {
+fn judge(row: &Row, worse: Worse, kind: &str, tolerance: Tolerance) -> Option<&'static str> {
     let (a, b) = (row.a?, row.b?);
+    if kind == "trend" && b - a < tolerance.min_latency_ms {
+        return None;
+    }
+    let tolerance = tolerance.relative;
     // For rates the bad share is compared: failures of http_req_failed, misses of checks.
     let (a, b, worse) = if kind == "rate" && worse == Worse::Lower {
         (1.0 - a, 1.0 - b, Worse::Higher)
@@ -243,7 +259,12 @@ pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "  A: {} ({})", c.a.display(), c.about[0]);
     let _ = writeln!(out, "  B: {} ({})", c.b.display(), c.about[1]);
-    let _ = writeln!(out, "  tolerance: {}%\n", fmt_num(c.tolerance * 100.0));
+    let _ = writeln!(
+        out,
+        "  tolerance: {}% (timings also by at least {}ms)\n",
+        fmt_num(c.tolerance.relative * 100.0),
+        fmt_num(c.tolerance.min_latency_ms)
+    );
     let width = c
         .rows
         .iter()
@@ -260,6 +281,7 @@ pub fn render(c: &Comparison) -> String {
         let value = |v: Option<f64>| match v {
             None => "-".to_string(),
             Some(v) if r.unit == "%" => format!("{}%", fmt_num(v * 100.0)),
+            Some(v) if r.unit == "ms" => format!("{v:.3}ms"),
             Some(v) => format!("{}{}", fmt_num(v), r.unit),
         };
         let change = match r.change() {
@@ -290,7 +312,7 @@ pub fn render(c: &Comparison) -> String {
             1 => "1 regression".to_string(),
             n => format!("{n} regressions"),
         },
-        fmt_num(c.tolerance * 100.0)
+        fmt_num(c.tolerance.relative * 100.0)
     );
     out
 }
@@ -323,6 +345,11 @@ mod tests {
         })
     }
 
+    const TEN: Tolerance = Tolerance {
+        relative: 0.1,
+        min_latency_ms: 1.0,
+    };
+
     fn flagged(rows: &[Row]) -> Vec<(String, &'static str)> {
         rows.iter()
             .filter(|r| r.regression.is_some())
@@ -333,7 +360,7 @@ mod tests {
     #[test]
     fn same_runs_flag_nothing() {
         let s = summary(10.0, 100.0, 0.0, 1.0);
-        let rows = compare(&s, &s, 0.1);
+        let rows = compare(&s, &s, TEN);
         assert!(flagged(&rows).is_empty());
         assert!(rows.iter().all(|r| r.change() == Some(0.0)));
         assert!(
@@ -346,7 +373,7 @@ mod tests {
     fn latency_up_errors_up_throughput_down_are_flagged() {
         let a = summary(10.0, 100.0, 0.0, 1.0);
         let b = summary(12.0, 85.0, 0.05, 0.9);
-        let got = flagged(&compare(&a, &b, 0.1));
+        let got = flagged(&compare(&a, &b, TEN));
         for want in [
             ("http_req_duration", "p95"),
             ("http_req_duration", "avg"),
@@ -366,9 +393,27 @@ mod tests {
     fn changes_within_tolerance_or_for_the_better_pass() {
         let a = summary(10.0, 100.0, 0.02, 0.99);
         let b = summary(10.9, 95.0, 0.0205, 1.0);
-        assert!(flagged(&compare(&a, &b, 0.1)).is_empty());
+        assert!(flagged(&compare(&a, &b, TEN)).is_empty());
         let faster = summary(5.0, 200.0, 0.0, 1.0);
-        assert!(flagged(&compare(&a, &faster, 0.1)).is_empty());
+        assert!(flagged(&compare(&a, &faster, TEN)).is_empty());
+    }
+
+    #[test]
+    fn sub_millisecond_jitter_and_missing_counters() {
+        let a = summary(0.2, 100.0, 0.0, 1.0);
+        let b = summary(0.9, 100.0, 0.0, 1.0);
+        assert!(
+            flagged(&compare(&a, &b, TEN)).is_empty(),
+            "+0.7 ms is jitter"
+        );
+        let mut c = summary(0.2, 100.0, 0.0, 1.0);
+        c["metrics"]["plugin_errors"] = json!({"type": "counter", "count": 3.0, "rate": 0.3});
+        assert_eq!(
+            flagged(&compare(&a, &c, TEN)),
+            vec![("plugin_errors".to_string(), "rate")],
+            "errors where there were none"
+        );
+        assert!(flagged(&compare(&c, &a, TEN)).is_empty(), "errors gone");
     }
 
     #[test]

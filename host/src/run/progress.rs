@@ -6,6 +6,7 @@
 use crate::config::ExecutorConfig;
 use crate::executor::ScenarioCtx;
 use crate::metrics::{builtin, Registry, SeriesMap, Value};
+use crate::run::control::{RunControl, StopReason};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
@@ -62,6 +63,8 @@ pub struct Progress {
     total: Duration,
     last_completed: Vec<u64>,
     failed_requests: Vec<u64>,
+    control: Option<Arc<RunControl>>,
+    told_stop: bool,
 }
 
 impl Progress {
@@ -83,6 +86,8 @@ impl Progress {
             total,
             last_completed: Vec::new(),
             failed_requests: Vec::new(),
+            control: None,
+            told_stop: false,
         }
     }
 
@@ -94,6 +99,10 @@ impl Progress {
         interval: &SeriesMap,
         _registry: &Registry,
     ) {
+        if self.control.is_none() {
+            self.control = contexts.first().map(|c| c.control.clone());
+        }
+        self.tell_stop();
         if self.last_completed.len() != contexts.len() {
             self.last_completed = vec![0; contexts.len()];
             self.failed_requests = vec![0; contexts.len()];
@@ -119,9 +128,13 @@ impl Progress {
             let completed = stats.completed.load(Ordering::Relaxed);
             let per_second = completed - self.last_completed[i];
             self.last_completed[i] = completed;
-            let total = scenario_total(ctx).unwrap_or(self.total);
+            // Scenario time: a scenario with a start_time counts from its own start.
+            let total = match ctx.config.executor.duration() {
+                d if d.is_zero() => self.total,
+                d => d,
+            };
             let figures = Figures {
-                elapsed,
+                elapsed: elapsed.saturating_sub(ctx.config.start_time),
                 total,
                 vus: stats.active_vus.load(Ordering::Relaxed),
                 completed,
@@ -148,8 +161,32 @@ impl Progress {
         }
     }
 
+    /// Bars redraw over whatever else was printed to stderr, so why the run is stopping
+    /// is said again above them, once.
+    fn tell_stop(&mut self) {
+        let Display::Bars { multi, .. } = &self.display else {
+            return;
+        };
+        let Some(reason) = self.control.as_ref().and_then(|c| c.reason()) else {
+            return;
+        };
+        if self.told_stop {
+            return;
+        }
+        self.told_stop = true;
+        let text = match reason {
+            StopReason::Interrupted => {
+                "stopping: running iterations get their graceful_stop to finish; press Ctrl-C again to stop at once".to_string()
+            }
+            StopReason::Threshold(why) => format!("stopping: threshold {why}"),
+            StopReason::PluginAbort(why) => format!("stopping: {why}"),
+        };
+        let _ = multi.println(text);
+    }
+
     /// Leaves the bars as they last were, so the summary prints below them.
     pub fn finish(&mut self) {
+        self.tell_stop();
         if let Display::Bars { bars, .. } = &self.display {
             for bar in bars {
                 bar.abandon();
@@ -179,10 +216,4 @@ fn bar_position(ctx: &ScenarioCtx, f: &Figures) -> (u64, u64) {
         } => (f.completed, vus * iterations),
         _ => (f.elapsed.as_millis() as u64, f.total.as_millis() as u64),
     }
-}
-
-/// When the scenario's schedule ends, from the run's start.
-fn scenario_total(ctx: &ScenarioCtx) -> Option<Duration> {
-    let total = ctx.config.start_time + ctx.config.executor.duration();
-    (!total.is_zero()).then_some(total)
 }
