@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width and height of every chart, in CSS pixels.
 pub const SIZE: (u32, u32) = (1000, 280);
@@ -104,6 +105,18 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
             .label_font(("sans-serif", 13))
             .draw()
             .map_err(|e| err(&e))?;
+        if chart.lines.iter().all(|l| l.points.is_empty()) {
+            let style = ("sans-serif", 16)
+                .into_font()
+                .color(&RGBColor(140, 140, 140))
+                .pos(Pos::new(HPos::Center, VPos::Center));
+            root.draw(&Text::new(
+                "no samples in this run",
+                (SIZE.0 as i32 / 2, SIZE.1 as i32 / 2),
+                style,
+            ))
+            .map_err(|e| err(&e))?;
+        }
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)
@@ -153,7 +166,8 @@ mod tests {
                 dashed: true,
             }],
         };
-        assert!(draw(&chart, 0.0).unwrap().contains("<svg"));
+        let svg = draw(&chart, 0.0).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("no samples in this run"));
     }
 
     #[test]

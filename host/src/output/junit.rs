@@ -43,9 +43,9 @@ pub fn render(summary: &Summary) -> String {
         }
         xml.push_str(">\n");
         if !t.ok {
-            let message = match &t.note {
-                Some(note) => note.clone(),
-                None => format!("{} (expected {})", t.observed_text(), t.threshold),
+            let message = match (t.observed, &t.note) {
+                (None, Some(note)) => note.clone(),
+                _ => format!("{} (expected {})", t.observed_text(), t.threshold),
             };
             let _ = writeln!(
                 xml,

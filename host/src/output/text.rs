@@ -89,9 +89,6 @@ pub fn render(s: &Summary) -> String {
                 t.threshold,
                 t.observed_text()
             );
-            if t.aborted_run {
-                let _ = write!(out, " — stopped the run");
-            }
             if let Some(note) = &t.note {
                 let _ = write!(out, " — {note}");
             }

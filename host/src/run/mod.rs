@@ -328,7 +328,11 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
                 let interval = aggregator.tick();
                 results.tick(t0.elapsed(), &interval, &registry);
                 progress.tick(t0.elapsed(), &contexts, &interval, &registry);
-                let view = crate::thresholds::RunView { aggregator: &aggregator, registry: &registry, elapsed: t0.elapsed() };
+                let view = crate::thresholds::RunView {
+                    aggregator: &aggregator,
+                    registry: &registry,
+                    elapsed: t0.elapsed(),
+                };
                 crate::thresholds::abort_if_crossed(&mut thresholds, &view, &control);
                 check_failure_streak(&config, &errors, &control);
             }

@@ -78,7 +78,8 @@ pub struct RunView<'a> {
 #[derive(Debug, Default)]
 pub struct Evaluator {
     thresholds: Vec<Threshold>,
-    aborted_by: Option<usize>,
+    /// The threshold that stopped the run, what it observed and when.
+    aborted_by: Option<(usize, f64, Duration)>,
 }
 
 impl Evaluator {
@@ -112,7 +113,7 @@ impl Evaluator {
             }
             if let Observation::Value(v) = observe(t, view) {
                 if !t.expression.operator.holds(v, t.expression.bound) {
-                    self.aborted_by = Some(i);
+                    self.aborted_by = Some((i, v, view.elapsed));
                     let outcome = outcome_of(t, Observation::Value(v), false);
                     return Some(format!(
                         "{}: {} crossed ({})",
@@ -131,7 +132,17 @@ impl Evaluator {
         self.thresholds
             .iter()
             .enumerate()
-            .map(|(i, t)| outcome_of(t, observe(t, view), self.aborted_by == Some(i)))
+            .map(|(i, t)| match self.aborted_by {
+                // The verdict that stopped the run stands, whatever came after it.
+                Some((index, value, at)) if index == i => ThresholdOutcome {
+                    note: Some(format!(
+                        "crossed {:.1} s into the run, which it stopped",
+                        at.as_secs_f64()
+                    )),
+                    ..outcome_of(t, Observation::Value(value), true)
+                },
+                _ => outcome_of(t, observe(t, view), false),
+            })
             .collect()
     }
 }
@@ -327,5 +338,11 @@ mod tests {
         assert_eq!(e.check_abort(&v), None, "only once");
         let out = e.finish(&v);
         assert!(!out[0].aborted_run && out[1].aborted_run);
+        assert!(!out[1].ok);
+        assert!(
+            out[1].note.as_ref().unwrap().contains("21.0 s"),
+            "{:?}",
+            out[1]
+        );
     }
 }

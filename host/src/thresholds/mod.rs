@@ -13,6 +13,7 @@ pub use parse::{parse_thresholds, Threshold};
 pub fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
     outcomes
         .iter()
+        .filter(|o| !o.aborted_run)
         .filter_map(|o| {
             o.note
                 .as_ref()
