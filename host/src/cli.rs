@@ -1,4 +1,4 @@
-//! The command line: `host run`, `host inspect`, `host demo`.
+//! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`.
 
 use crate::config::{parse_duration, Overrides};
 use crate::run::{self, RunRequest};
@@ -25,6 +25,20 @@ enum Command {
     },
     /// Start the embedded demo target and run the bundled `notes` plugin against it.
     Demo(DemoArgs),
+    /// Compare two runs' summary.json side by side; exits 98 when B regressed beyond
+    /// the tolerance (latency or errors up, throughput down).
+    Compare {
+        /// The baseline run: a results folder or its summary.json.
+        a: PathBuf,
+        /// The run to judge against it.
+        b: PathBuf,
+        /// Allowed change before a metric counts as a regression (`10%`).
+        #[arg(long, default_value = "10%", value_parser = crate::output::compare::parse_tolerance)]
+        tolerance: f64,
+        /// Timings must also rise by at least this much to count (`1ms`, `500us`).
+        #[arg(long, default_value = "1ms", value_parser = duration_arg)]
+        min_latency_change: Duration,
+    },
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -151,6 +165,24 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => {
             crate::demo::run_demo(args.plugin, |plugin| args.common.request(plugin)).await
+        }
+        Command::Compare {
+            a,
+            b,
+            tolerance,
+            min_latency_change,
+        } => {
+            let tolerance = crate::output::compare::Tolerance {
+                relative: tolerance,
+                min_latency_ms: min_latency_change.as_secs_f64() * 1000.0,
+            };
+            let comparison = crate::output::compare::compare_runs(&a, &b, tolerance)?;
+            print!("{}", crate::output::compare::render(&comparison));
+            Ok(if comparison.regressions() > 0 {
+                run::exit_code::REGRESSION
+            } else {
+                run::exit_code::OK
+            })
         }
         Command::Target { listen } => {
             if !listen.ip().is_loopback() {

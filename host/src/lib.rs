@@ -14,4 +14,5 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod thresholds;
 pub mod vu;

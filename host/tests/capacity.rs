@@ -44,6 +44,7 @@ fn more_vus_than_the_process_can_map_names_the_sysctl() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("vm.max_map_count"), "{err}");
     assert!(err.contains("lower the VU count"), "{err}");
+    assert!(err.contains("memory mappings"), "{err}");
 }
 
 #[test]

@@ -78,6 +78,23 @@ pub fn render(s: &Summary) -> String {
     for m in s.metrics.values() {
         let _ = writeln!(out, "     {}", metric_line(m));
     }
+    if !s.thresholds.is_empty() {
+        let _ = writeln!(out, "\n  thresholds:");
+        for t in &s.thresholds {
+            let mark = if t.ok { '✓' } else { '✗' };
+            let _ = write!(
+                out,
+                "     {mark} {}: {} ({})",
+                t.metric,
+                t.threshold,
+                t.observed_text()
+            );
+            if let Some(note) = &t.note {
+                let _ = write!(out, " — {note}");
+            }
+            let _ = writeln!(out);
+        }
+    }
     if !s.plugin_errors.is_empty() {
         let _ = writeln!(out, "\n  plugin errors:");
         for e in &s.plugin_errors {

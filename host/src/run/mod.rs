@@ -58,6 +58,8 @@ pub struct RunOutcome {
 pub mod exit_code {
     /// The run completed.
     pub const OK: i32 = 0;
+    /// `host compare` flagged a regression.
+    pub const REGRESSION: i32 = 98;
     /// A threshold was crossed.
     pub const THRESHOLDS: i32 = 99;
     /// Interrupted by Ctrl-C.
@@ -190,6 +192,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     )
     .await?;
     let config = resolve_config(&inspected.info, &request)?;
+    let mut thresholds = crate::thresholds::Evaluator::new(
+        crate::thresholds::parse_thresholds(&config.thresholds)
+            .map_err(|e| anyhow!("config error: {e}"))?,
+    );
     let known: Vec<&str> = inspected
         .info
         .scenarios
@@ -292,6 +298,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         );
     }
 
+    let mut results = crate::output::ResultsWriter::create(&request.out, &inspected.info.name)?;
     let t0 = Instant::now();
     let mut contexts = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
@@ -324,12 +331,20 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
             _ = tick.tick() => {
                 sample_gauges(&services, &contexts);
                 let interval = aggregator.tick();
+                results.tick(t0.elapsed(), &interval, &registry);
                 progress.tick(t0.elapsed(), &contexts, &interval, &registry);
+                let view = crate::thresholds::RunView {
+                    aggregator: &aggregator,
+                    registry: &registry,
+                    elapsed: t0.elapsed(),
+                };
+                crate::thresholds::abort_if_crossed(&mut thresholds, &view, &control);
                 check_failure_streak(&config, &errors, &control);
             }
         }
     }
     let elapsed = t0.elapsed();
+    progress.finish();
 
     // teardown() gets the setup data, as in k6, even after an interrupted run.
     setup_store
@@ -349,10 +364,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         ),
     }
     sample_gauges(&services, &contexts);
-    aggregator.tick();
+    results.tick(t0.elapsed(), &aggregator.tick(), &registry);
 
     let stop_reason = control.reason();
-    let summary = Summary::build(summary::SummaryInput {
+    let mut summary = Summary::build(summary::SummaryInput {
         info: &inspected.info,
         plugin: &plugin.meta,
         config: &config,
@@ -366,9 +381,19 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         stop_reason: stop_reason.clone(),
         in_flight: services.net.in_flight.load(Ordering::Relaxed),
     });
-    let results_dir = crate::output::write_results(&request.out, &summary, &aggregator, &registry)?;
+    let view = crate::thresholds::RunView {
+        aggregator: &aggregator,
+        registry: &registry,
+        elapsed,
+    };
+    summary.thresholds = thresholds.finish(&view);
+    for warning in crate::thresholds::warnings(&summary.thresholds) {
+        eprintln!("warning: {warning}");
+    }
+    let results_dir = results.finish(&summary)?;
     let exit_code = match stop_reason {
-        None => exit_code::OK,
+        None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
+        None => exit_code::THRESHOLDS,
         Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
         Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
         Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,

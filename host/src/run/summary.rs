@@ -43,6 +43,8 @@ pub struct Summary {
     pub metrics: BTreeMap<String, MetricSummary>,
     /// Checks by name.
     pub checks: Vec<CheckSummary>,
+    /// Each threshold's verdict, in config order.
+    pub thresholds: Vec<crate::thresholds::ThresholdOutcome>,
     /// Distinct plugin failures, most frequent first.
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
@@ -245,6 +247,7 @@ impl Summary {
             http: http_counts(totals, input.in_flight),
             metrics,
             checks,
+            thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
         }

@@ -1,0 +1,427 @@
+//! `host compare A B`: two runs' summary.json side by side, with the change of each
+//! metric and the regressions beyond a tolerance flagged (latency up, errors up,
+//! throughput down), so CI can hold a run against a baseline.
+
+use crate::metrics::Registry;
+use anyhow::{bail, Context, Result};
+use serde_json::Value as Json;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Rates below this difference (0.1 percentage point) are noise, not a regression.
+const RATE_NOISE: f64 = 0.001;
+
+/// What makes a change a regression.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// Relative change allowed (0.1 = 10 %).
+    pub relative: f64,
+    /// Timings must also rise by at least this many milliseconds: sub-millisecond
+    /// jitter of a fast target is not a regression.
+    pub min_latency_ms: f64,
+}
+
+/// Counters where more per second is worse.
+const WORSE_WHEN_HIGHER: &[&str] = &[
+    "plugin_errors",
+    "dropped_iterations",
+    "http_req_errors",
+    "interrupted_iterations",
+    "http_reqs_denied",
+];
+
+/// Counters where fewer per second is worse (throughput).
+const WORSE_WHEN_LOWER: &[&str] = &[
+    "http_reqs",
+    "http_reqs_sent",
+    "iterations",
+    "data_sent",
+    "data_received",
+    "ws_sessions",
+    "ws_msgs_sent",
+    "ws_msgs_received",
+];
+
+/// Which way a metric gets worse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Worse {
+    Higher,
+    Lower,
+    /// Shown, never flagged (custom metrics whose meaning is unknown).
+    Unknown,
+}
+
+/// One compared value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The metric.
+    pub metric: String,
+    /// Which statistic (`p95`, `rate`, ...).
+    pub stat: &'static str,
+    /// Run A's value.
+    pub a: Option<f64>,
+    /// Run B's value.
+    pub b: Option<f64>,
+    /// `ms` for timings, `/s` for counter rates, `%` for rates (values are 0–1).
+    pub unit: &'static str,
+    /// Why B is a regression, if it is.
+    pub regression: Option<&'static str>,
+}
+
+impl Row {
+    /// Change from A to B in percent of A (percentage points for rates).
+    pub fn change(&self) -> Option<f64> {
+        let (a, b) = (self.a?, self.b?);
+        if self.unit == "%" {
+            return Some((b - a) * 100.0);
+        }
+        if a == 0.0 {
+            return (b == 0.0).then_some(0.0);
+        }
+        Some((b - a) / a.abs() * 100.0)
+    }
+}
+
+/// The comparison of two runs.
+#[derive(Debug)]
+pub struct Comparison {
+    /// Run A's summary.json.
+    pub a: PathBuf,
+    /// Run B's summary.json.
+    pub b: PathBuf,
+    /// What counted as a regression.
+    pub tolerance: Tolerance,
+    /// One row per metric statistic present in either run.
+    pub rows: Vec<Row>,
+    /// One line describing each run.
+    pub about: [String; 2],
+}
+
+impl Comparison {
+    /// Rows flagged as regressions.
+    pub fn regressions(&self) -> usize {
+        self.rows.iter().filter(|r| r.regression.is_some()).count()
+    }
+}
+
+/// Parses `10%`, `10` (both ten percent) or `0.5%`.
+pub fn parse_tolerance(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
+        _ => Err(format!(
+            "invalid tolerance {text:?}: write a percentage such as 10%"
+        )),
+    }
+}
+
+/// A results folder or a summary.json file → the summary.json path.
+fn summary_path(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("summary.json")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+fn load(path: &Path) -> Result<(PathBuf, Json)> {
+    let file = summary_path(path);
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "cannot read {} (give a results folder or its summary.json)",
+            file.display()
+        )
+    })?;
+    let json: Json = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", file.display()))?;
+    if !json.get("metrics").is_some_and(Json::is_object) {
+        bail!(
+            "{} has no `metrics`: is it a host summary.json?",
+            file.display()
+        );
+    }
+    Ok((file, json))
+}
+
+/// Compares the runs at `a` and `b` (folders or summary.json files).
+pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparison> {
+    let (a_path, a_json) = load(a)?;
+    let (b_path, b_json) = load(b)?;
+    Ok(Comparison {
+        rows: compare(&a_json, &b_json, tolerance),
+        about: [describe(&a_json), describe(&b_json)],
+        a: a_path,
+        b: b_path,
+        tolerance,
+    })
+}
+
+fn describe(summary: &Json) -> String {
+    format!(
+        "{} {}, {:.1} s, {}, started {}",
+        summary["plugin"]["name"].as_str().unwrap_or("?"),
+        summary["plugin"]["version"].as_str().unwrap_or("?"),
+        summary["duration_s"].as_f64().unwrap_or(0.0),
+        summary["status"].as_str().unwrap_or("?"),
+        summary["started_at"].as_str().unwrap_or("?"),
+    )
+}
+
+/// Compares two parsed summary.json documents.
+pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
+    let builtins = Registry::new();
+    let (ma, mb) = (&a["metrics"], &b["metrics"]);
+    let mut names: Vec<&String> = ma
+        .as_object()
+        .into_iter()
+        .chain(mb.as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut rows = Vec::new();
+    for name in names {
+        let (xa, xb) = (&ma[name.as_str()], &mb[name.as_str()]);
+        let kind = xa["type"].as_str().or(xb["type"].as_str()).unwrap_or("");
+        let def = builtins.lookup(name).map(|id| builtins.def(id));
+        let is_time = def.as_ref().is_some_and(|d| d.is_time);
+        let stats: &[(&'static str, &'static str)] = match kind {
+            "trend" => &[
+                ("avg", "avg"),
+                ("p50", "med"),
+                ("p95", "p95"),
+                ("p99", "p99"),
+            ],
+            "counter" | "rate" => &[("rate", "rate")],
+            _ => &[],
+        };
+        let worse = match kind {
+            "trend" if is_time => Worse::Higher,
+            "counter" if WORSE_WHEN_HIGHER.contains(&name.as_str()) => Worse::Higher,
+            "counter" if WORSE_WHEN_LOWER.contains(&name.as_str()) => Worse::Lower,
+            "rate" if name == "http_req_failed" => Worse::Higher,
+            "rate" if name == "checks" => Worse::Lower,
+            _ => Worse::Unknown,
+        };
+        let unit = match kind {
+            "trend" if is_time => "ms",
+            "counter" => "/s",
+            "rate" => "%",
+            _ => "",
+        };
+        // A counter missing from a run counted nothing there (errors, drops).
+        let absent = if kind == "counter" { Some(0.0) } else { None };
+        for (stat, field) in stats {
+            let mut row = Row {
+                metric: name.clone(),
+                stat,
+                a: xa[*field].as_f64().or(absent),
+                b: xb[*field].as_f64().or(absent),
+                unit,
+                regression: None,
+            };
+            row.regression = judge(&row, worse, kind, tolerance);
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+fn judge(row: &Row, worse: Worse, kind: &str, tolerance: Tolerance) -> Option<&'static str> {
+    let (a, b) = (row.a?, row.b?);
+    if kind == "trend" && b - a < tolerance.min_latency_ms {
+        return None;
+    }
+    let tolerance = tolerance.relative;
+    // For rates the bad share is compared: failures of http_req_failed, misses of checks.
+    let (a, b, worse) = if kind == "rate" && worse == Worse::Lower {
+        (1.0 - a, 1.0 - b, Worse::Higher)
+    } else {
+        (a, b, worse)
+    };
+    if kind == "rate" && (b - a).abs() < RATE_NOISE {
+        return None;
+    }
+    let why = match (kind, worse) {
+        ("trend", _) => "latency up",
+        ("rate", _) | ("counter", Worse::Higher) => "errors up",
+        _ => "throughput down",
+    };
+    match worse {
+        Worse::Higher if b > a * (1.0 + tolerance) && b > a => Some(why),
+        Worse::Lower if b < a * (1.0 - tolerance) => Some(why),
+        _ => None,
+    }
+}
+
+/// The table as printed.
+pub fn render(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  A: {} ({})", c.a.display(), c.about[0]);
+    let _ = writeln!(out, "  B: {} ({})", c.b.display(), c.about[1]);
+    let _ = writeln!(
+        out,
+        "  tolerance: {}% (timings also by at least {}ms)\n",
+        fmt_num(c.tolerance.relative * 100.0),
+        fmt_num(c.tolerance.min_latency_ms)
+    );
+    let width = c
+        .rows
+        .iter()
+        .map(|r| r.metric.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}",
+        "metric", "stat", "A", "B", "change"
+    );
+    for r in &c.rows {
+        let value = |v: Option<f64>| match v {
+            None => "-".to_string(),
+            Some(v) if r.unit == "%" => format!("{}%", fmt_num(v * 100.0)),
+            Some(v) if r.unit == "ms" => format!("{v:.3}ms"),
+            Some(v) => format!("{}{}", fmt_num(v), r.unit),
+        };
+        let change = match r.change() {
+            None => "-".to_string(),
+            Some(ch) if r.unit == "%" => format!("{ch:+.2}pp"),
+            Some(ch) => format!("{ch:+.1}%"),
+        };
+        let flag = match r.regression {
+            Some(why) => format!("  ✗ regression ({why})"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}{flag}",
+            r.metric,
+            r.stat,
+            value(r.a),
+            value(r.b),
+            change
+        );
+    }
+    let n = c.regressions();
+    let _ = writeln!(
+        out,
+        "\n  {} beyond {}%",
+        match n {
+            0 => "no regression".to_string(),
+            1 => "1 regression".to_string(),
+            n => format!("{n} regressions"),
+        },
+        fmt_num(c.tolerance.relative * 100.0)
+    );
+    out
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(p95: f64, reqs_rate: f64, failed: f64, checks: f64) -> Json {
+        json!({
+            "metrics": {
+                "http_req_duration": {"type": "trend", "avg": p95 / 2.0, "med": p95 / 2.0, "p95": p95, "p99": p95},
+                "http_reqs": {"type": "counter", "count": 100.0, "rate": reqs_rate},
+                "http_req_failed": {"type": "rate", "rate": failed, "passes": 0, "fails": 0},
+                "checks": {"type": "rate", "rate": checks, "passes": 0, "fails": 0},
+                "my_sizes": {"type": "trend", "avg": 1.0, "med": 1.0, "p95": 1.0, "p99": 1.0},
+                "vus": {"type": "gauge", "value": 1.0, "min": 1.0, "max": 1.0}
+            }
+        })
+    }
+
+    const TEN: Tolerance = Tolerance {
+        relative: 0.1,
+        min_latency_ms: 1.0,
+    };
+
+    fn flagged(rows: &[Row]) -> Vec<(String, &'static str)> {
+        rows.iter()
+            .filter(|r| r.regression.is_some())
+            .map(|r| (r.metric.clone(), r.stat))
+            .collect()
+    }
+
+    #[test]
+    fn same_runs_flag_nothing() {
+        let s = summary(10.0, 100.0, 0.0, 1.0);
+        let rows = compare(&s, &s, TEN);
+        assert!(flagged(&rows).is_empty());
+        assert!(rows.iter().all(|r| r.change() == Some(0.0)));
+        assert!(
+            !rows.iter().any(|r| r.metric == "vus"),
+            "gauges are not compared"
+        );
+    }
+
+    #[test]
+    fn latency_up_errors_up_throughput_down_are_flagged() {
+        let a = summary(10.0, 100.0, 0.0, 1.0);
+        let b = summary(12.0, 85.0, 0.05, 0.9);
+        let got = flagged(&compare(&a, &b, TEN));
+        for want in [
+            ("http_req_duration", "p95"),
+            ("http_req_duration", "avg"),
+            ("http_reqs", "rate"),
+            ("http_req_failed", "rate"),
+            ("checks", "rate"),
+        ] {
+            assert!(
+                got.contains(&(want.0.to_string(), want.1)),
+                "{want:?} in {got:?}"
+            );
+        }
+        assert!(!got.iter().any(|(m, _)| m == "my_sizes"));
+    }
+
+    #[test]
+    fn changes_within_tolerance_or_for_the_better_pass() {
+        let a = summary(10.0, 100.0, 0.02, 0.99);
+        let b = summary(10.9, 95.0, 0.0205, 1.0);
+        assert!(flagged(&compare(&a, &b, TEN)).is_empty());
+        let faster = summary(5.0, 200.0, 0.0, 1.0);
+        assert!(flagged(&compare(&a, &faster, TEN)).is_empty());
+    }
+
+    #[test]
+    fn sub_millisecond_jitter_and_missing_counters() {
+        let a = summary(0.2, 100.0, 0.0, 1.0);
+        let b = summary(0.9, 100.0, 0.0, 1.0);
+        assert!(
+            flagged(&compare(&a, &b, TEN)).is_empty(),
+            "+0.7 ms is jitter"
+        );
+        let mut c = summary(0.2, 100.0, 0.0, 1.0);
+        c["metrics"]["plugin_errors"] = json!({"type": "counter", "count": 3.0, "rate": 0.3});
+        assert_eq!(
+            flagged(&compare(&a, &c, TEN)),
+            vec![("plugin_errors".to_string(), "rate")],
+            "errors where there were none"
+        );
+        assert!(flagged(&compare(&c, &a, TEN)).is_empty(), "errors gone");
+    }
+
+    #[test]
+    fn tolerance_is_a_percentage() {
+        assert_eq!(parse_tolerance("10%"), Ok(0.1));
+        assert_eq!(parse_tolerance("5"), Ok(0.05));
+        assert_eq!(parse_tolerance("0.5 %"), Ok(0.005));
+        assert!(parse_tolerance("ten").is_err());
+        assert!(parse_tolerance("-1%").is_err());
+    }
+}

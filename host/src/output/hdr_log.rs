@@ -1,0 +1,174 @@
+//! `histograms/<metric>.hlog`: each trend's histogram of every second, in HdrHistogram's
+//! interval-log format (the Java `HistogramLogWriter` layout, V2 compressed), so runs and
+//! segments can be merged exactly later and read by HdrHistogram's own tools.
+
+use crate::metrics::{MetricDef, MetricId, Value};
+use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+use hdrhistogram::serialization::V2DeflateSerializer;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// The column header the Java writer puts after the metadata.
+const LEGEND: &str =
+    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
+
+/// One open log per trend metric, made when the metric first has samples.
+pub struct HdrLogs {
+    dir: PathBuf,
+    base_time: SystemTime,
+    logs: BTreeMap<MetricId, BufWriter<File>>,
+    serializer: V2DeflateSerializer,
+}
+
+impl HdrLogs {
+    /// Logs under `dir` (made on first use), timestamps relative to `base_time`.
+    pub fn new(dir: &Path, base_time: SystemTime) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            base_time,
+            logs: BTreeMap::new(),
+            serializer: V2DeflateSerializer::new(),
+        }
+    }
+
+    /// The file a metric's log goes to.
+    pub fn path_of(dir: &Path, metric: &str) -> PathBuf {
+        dir.join(format!("{metric}.hlog"))
+    }
+
+    /// Appends each trend's histogram of the interval `[start, start + length]` (from
+    /// the base time) and flushes.
+    pub fn write_tick(
+        &mut self,
+        start: Duration,
+        length: Duration,
+        metrics: &BTreeMap<MetricId, Value>,
+        defs: &[MetricDef],
+    ) -> std::io::Result<()> {
+        for (id, value) in metrics {
+            let (Value::Trend(h), Some(def)) = (value, defs.get(*id as usize)) else {
+                continue;
+            };
+            if h.is_empty() {
+                continue;
+            }
+            let file = match self.logs.entry(*id) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    std::fs::create_dir_all(&self.dir)?;
+                    let mut file =
+                        BufWriter::new(File::create(Self::path_of(&self.dir, &def.name))?);
+                    write_header(&mut file, def, self.base_time, &mut self.serializer)?;
+                    e.insert(file)
+                }
+            };
+            // A builder with no headers writes nothing but the interval line, so one log
+            // can be continued tick after tick.
+            IntervalLogWriterBuilder::new()
+                .with_max_value_divisor(1000.0)
+                .begin_log_with(file, &mut self.serializer)?
+                .write_histogram(h, start, length, None)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            file.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every log.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        for file in self.logs.values_mut() {
+            file.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn write_header(
+    file: &mut BufWriter<File>,
+    def: &MetricDef,
+    base_time: SystemTime,
+    serializer: &mut V2DeflateSerializer,
+) -> std::io::Result<()> {
+    let unit = if def.is_time {
+        "values in microseconds; Interval_Max in milliseconds"
+    } else {
+        "values in thousandths of the plugin's unit; Interval_Max in the plugin's unit"
+    };
+    IntervalLogWriterBuilder::new()
+        .add_comment(&format!(
+            "[Histogram log of `{}` written by host {}]",
+            def.name,
+            env!("CARGO_PKG_VERSION")
+        ))
+        .add_comment(&format!("[{unit}]"))
+        .with_start_time(base_time)
+        .with_base_time(base_time)
+        .with_max_value_divisor(1000.0)
+        .begin_log_with(file, serializer)?;
+    writeln!(file, "{LEGEND}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{builtin, Registry};
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+
+    #[test]
+    fn logs_read_back_as_the_histograms_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let defs = Registry::new().all();
+        let mut logs = HdrLogs::new(&dir.path().join("histograms"), SystemTime::now());
+        for second in 0..3u64 {
+            let mut value = Value::empty(crate::metrics::MetricKind::Trend);
+            if let Value::Trend(h) = &mut value {
+                for v in 1..=100 {
+                    h.record(v * 1000 * (second + 1)).unwrap();
+                }
+            }
+            let metrics = BTreeMap::from([(builtin::HTTP_REQ_DURATION, value)]);
+            logs.write_tick(
+                Duration::from_secs(second),
+                Duration::from_secs(1),
+                &metrics,
+                &defs,
+            )
+            .unwrap();
+        }
+        let text = std::fs::read(HdrLogs::path_of(
+            &dir.path().join("histograms"),
+            "http_req_duration",
+        ))
+        .unwrap();
+        let mut histograms = Vec::new();
+        let mut saw_base_time = false;
+        for entry in IntervalLogIterator::new(&text) {
+            match entry.unwrap() {
+                LogEntry::BaseTime(_) => saw_base_time = true,
+                LogEntry::Interval(i) => {
+                    let bytes = base64_decode(i.encoded_histogram());
+                    let h: hdrhistogram::Histogram<u64> =
+                        Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+                    histograms.push((i.start_timestamp(), h));
+                }
+                _ => {}
+            }
+        }
+        assert!(saw_base_time);
+        assert_eq!(histograms.len(), 3);
+        assert_eq!(histograms[2].0, Duration::from_secs(2));
+        assert_eq!(histograms[2].1.len(), 100);
+        assert!(histograms[2].1.max() >= 300_000 && histograms[2].1.max() < 301_000);
+    }
+
+    fn base64_decode(text: &str) -> Vec<u8> {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap()
+    }
+}
