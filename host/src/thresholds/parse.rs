@@ -187,6 +187,16 @@ impl fmt::Display for SyntaxError {
 }
 
 fn syntax(text: &str, start: usize, end: usize, message: impl Into<String>) -> SyntaxError {
+    // Offsets found by scanning bytes may fall inside a multi-byte character: widen
+    // them to whole characters so the caret line can be drawn.
+    let mut start = start.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = end.clamp(start, text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
     SyntaxError {
         text: text.to_string(),
         start,
