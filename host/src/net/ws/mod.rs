@@ -12,6 +12,8 @@
 mod driver;
 mod open;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use open::connect;
 
