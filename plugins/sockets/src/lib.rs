@@ -19,7 +19,8 @@
 //! `pushes_received` should equal `pushes_expected`.
 //!
 //! Environment: `BASE_URL` (default `http://127.0.0.1:8080`), `TABS` (20; the demo app
-//! allows 20 sockets per user), `GROUP` (1), `DRAIN_MS` (1000).
+//! allows 20 sockets per user), `GROUP` (1), `DRAIN_MS` (1000: one listener iteration),
+//! `POLL_MS` (200: pause between two passes over a listener's sockets).
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -50,9 +51,6 @@ exec = "writer"
 
 /// How long a tab waits for the application to acknowledge its subscription.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Pause between two passes over a listener's sockets.
-const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// How often the writer changes a note.
 const WRITE_EVERY: Duration = Duration::from_secs(1);
@@ -142,6 +140,7 @@ fn listen() -> Result<(), String> {
     let started = Instant::now();
     let wanted = env_number("TABS", 20) as usize;
     let drain_for = Duration::from_millis(env_number("DRAIN_MS", 1000));
+    let poll_every = Duration::from_millis(env_number("POLL_MS", 200).max(1));
     TABS.with(|tabs| {
         let mut tabs = tabs.borrow_mut();
         let mut opened = Ok(());
@@ -161,7 +160,7 @@ fn listen() -> Result<(), String> {
             if elapsed >= drain_for {
                 break;
             }
-            vu::sleep(POLL_EVERY.min(drain_for - elapsed));
+            vu::sleep(poll_every.min(drain_for - elapsed));
         }
         if pushes > 0 {
             counter("pushes_received", pushes as f64, &[]);
