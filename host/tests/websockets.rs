@@ -3,14 +3,13 @@
 //! servers written here with tokio-tungstenite, all on 127.0.0.1.
 
 use demo_target::{DemoConfig, DemoServer};
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use host::run::{run, RunOutcome, RunRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::Message;
 
 fn plugin(name: &str) -> PathBuf {
     Path::new(host::demo::PLUGINS_DIR).join(format!("{name}.wasm"))
