@@ -26,13 +26,25 @@ PLUGIN=plugins/target/wasm32-wasip2/release/sockets.wasm
 WORK=$(mktemp -d)
 BASE="http://127.0.0.1:$PORT"
 
-taskset -c 0 "$HOST" target --listen "127.0.0.1:$PORT" >"$WORK/target.log" 2>&1 &
-TARGET=$!
-trap 'kill $TARGET 2>/dev/null || true; wait $TARGET 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    curl -fs "$BASE/health" >/dev/null && break
-    sleep 0.1
-done
+TARGET=
+start_target() { # a fresh target per N, so its RSS before the run is its idle RSS
+    stop_target
+    taskset -c 0 "$HOST" target --listen "127.0.0.1:$PORT" >"$WORK/target.log" 2>&1 &
+    TARGET=$!
+    for _ in $(seq 100); do
+        curl -fs "$BASE/health" >/dev/null && return
+        sleep 0.1
+    done
+    echo "the target did not start (see $WORK/target.log)" >&2
+    exit 1
+}
+stop_target() {
+    if [ -n "$TARGET" ]; then
+        kill "$TARGET" 2>/dev/null || true
+        wait "$TARGET" 2>/dev/null || true
+    fi
+}
+trap stop_target EXIT
 
 cpu_seconds() { # user+system CPU seconds of a process so far
     awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
@@ -40,7 +52,7 @@ cpu_seconds() { # user+system CPU seconds of a process so far
 rss_mib() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 metric() { curl -fs "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
-# run NAME TABS LISTEN_S WRITER(0|1): runs the host, leaves summary.json and time.txt.
+# run NAME TABS LISTEN_S WRITER(0|1) VUS: runs the host; leaves NAME.json, .time, .peak.
 run() {
     local name=$1 tabs=$2 listen_s=$3 writer=$4 vus=$5
     local config="$WORK/$name.toml"
@@ -98,6 +110,7 @@ echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for n in "${COUNTS[@]}"; do
     vus=$((n / TABS))
     listen_s=$((HOLD + 20))
+    start_target
     # Baseline: the same VUs, signed in, holding no socket.
     run "base-$n" 0 20 0 "$vus"
     base_rss=$(awk '{ print $4 }' "$WORK/base-$n.time")
