@@ -106,15 +106,13 @@ fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
 fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
     let recorder = Arc::new(Recorder::new(registry));
     let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
-    let net = Arc::new(
-        NetShared::new(
-            allowlist,
-            config.limits.request_timeout,
-            config.limits.max_body_bytes,
-            recorder.clone(),
-        )
-        .with_websocket(config.websocket.clone()),
+    let net = NetShared::new(
+        allowlist,
+        config.limits.request_timeout,
+        config.limits.max_body_bytes,
+        recorder.clone(),
     );
+    let net = Arc::new(net.with_websocket(config.websocket.clone()));
     Ok(Arc::new(HostServices {
         recorder,
         net,
