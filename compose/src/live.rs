@@ -81,7 +81,8 @@ impl LiveConfig {
     /// The live settings of a demo config.
     pub fn from_demo(config: &DemoConfig) -> Self {
         LiveConfig {
-            ping_interval: config.ws_ping_interval,
+            // A zero period would make the ping timer panic.
+            ping_interval: config.ws_ping_interval.max(Duration::from_millis(10)),
             idle_timeout: config.ws_idle_timeout,
             max_per_user: config.ws_max_per_user,
             queue: config.ws_queue.max(1),
