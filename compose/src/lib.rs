@@ -1,10 +1,12 @@
 //! The demo system under test: a small notes application on hyper 1.x.
 //!
-//! It serves sign-in tokens, notes CRUD in groups, a cached static site, Prometheus
-//! metrics and runtime-switchable fault injection (latency, periodic stalls, errors).
+//! It serves sign-in tokens, notes CRUD in groups, a WebSocket that pushes note changes
+//! to subscribers, a cached static site, Prometheus metrics and runtime-switchable
+//! fault injection (latency, periodic stalls, errors).
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
 mod faults;
+mod live;
 mod metrics;
 mod routes;
 mod server;
@@ -13,6 +15,8 @@ mod store;
 
 pub use faults::Faults;
 pub use server::DemoServer;
+
+use std::time::Duration;
 
 /// Everything [`DemoServer::start`] needs; every field has a sensible default.
 #[derive(Clone, Debug)]
@@ -28,6 +32,14 @@ pub struct DemoConfig {
     /// Most sign-in tokens kept; the oldest are forgotten first, so a load test that
     /// signs in on every iteration cannot grow memory without bound.
     pub max_tokens: usize,
+    /// How often the server pings each live-updates WebSocket (`GET /ws`).
+    pub ws_ping_interval: Duration,
+    /// A WebSocket from which nothing (not even a pong) arrived for this long is closed.
+    pub ws_idle_timeout: Duration,
+    /// Most WebSockets one user may hold at once; the next is refused with 429.
+    pub ws_max_per_user: usize,
+    /// Pushes queued per WebSocket; a client that falls this far behind is disconnected.
+    pub ws_queue: usize,
 }
 
 impl Default for DemoConfig {
@@ -38,6 +50,10 @@ impl Default for DemoConfig {
             notes_per_group: 20,
             max_body_bytes: 64 * 1024,
             max_tokens: 100_000,
+            ws_ping_interval: Duration::from_secs(30),
+            ws_idle_timeout: Duration::from_secs(90),
+            ws_max_per_user: 20,
+            ws_queue: 256,
         }
     }
 }

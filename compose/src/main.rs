@@ -29,6 +29,15 @@ struct Args {
     /// Share of requests answered 500, from 0.0 to 1.0.
     #[arg(long, env = "DEMO_ERROR_RATE", default_value_t = 0.0, value_parser = parse_rate)]
     error_rate: f64,
+    /// How often the server pings each live-updates WebSocket (`GET /ws`).
+    #[arg(long, env = "DEMO_WS_PING_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    ws_ping_interval: Duration,
+    /// A WebSocket silent (not even a pong) for this long is closed.
+    #[arg(long, env = "DEMO_WS_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    ws_idle_timeout: Duration,
+    /// Most WebSockets one user may hold at once.
+    #[arg(long, env = "DEMO_WS_MAX_PER_USER", default_value_t = 20)]
+    ws_max_per_user: usize,
 }
 
 /// Parses `250ms`, `2s`, `1.5s`, `1m`, `1h`; a bare `0` is also accepted.
@@ -85,6 +94,9 @@ async fn main() -> anyhow::Result<()> {
             stall_for: args.stall_for,
             error_rate: args.error_rate,
         },
+        ws_ping_interval: args.ws_ping_interval,
+        ws_idle_timeout: args.ws_idle_timeout,
+        ws_max_per_user: args.ws_max_per_user,
         ..DemoConfig::default()
     };
     let server = DemoServer::start(args.listen, config).await?;

@@ -84,6 +84,15 @@ impl DemoServer {
         self.state.metrics.connections()
     }
 
+    /// Live-updates WebSockets (`GET /ws`) open now.
+    pub fn live_sockets(&self) -> u64 {
+        self.state
+            .live
+            .counters
+            .open
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Replaces the injected faults; takes effect for requests arriving afterwards.
     pub fn set_faults(&self, faults: Faults) {
         self.state.faults.set(faults);
@@ -139,7 +148,20 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
         }
     }
     drop(listener);
-    let drained = async { while conns.join_next().await.is_some() {} };
+    // WebSockets outlive their HTTP connection's task: tell them to close, and wait.
+    state.live.shut_down();
+    let drained = async {
+        while conns.join_next().await.is_some() {}
+        while state
+            .live
+            .counters
+            .open
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, drained).await;
     conns.shutdown().await;
 }
@@ -156,7 +178,8 @@ async fn serve(
         let state = Arc::clone(&state);
         async move { Ok::<_, Infallible>(handle(&state, req).await) }
     });
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    // With upgrades, so `GET /ws` can become a WebSocket.
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     tokio::pin!(conn);
     tokio::select! {
         // Connection errors are clients going away mid-request; nothing to do.

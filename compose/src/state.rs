@@ -1,8 +1,10 @@
 //! The state shared by every connection and request of one server.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::faults::FaultInjector;
+use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
 use crate::store::{NoteStore, TokenStore};
 use crate::DemoConfig;
@@ -19,6 +21,8 @@ pub struct AppState {
     pub tokens: TokenStore,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Live-update WebSockets and their subscriptions.
+    pub live: Arc<LiveHub>,
 }
 
 impl AppState {
@@ -30,6 +34,7 @@ impl AppState {
             notes: NoteStore::seeded(config.seed_groups, config.notes_per_group),
             tokens: TokenStore::new(config.max_tokens),
             max_body_bytes: config.max_body_bytes,
+            live: Arc::new(LiveHub::new(LiveConfig::from_demo(config))),
         }
     }
 }

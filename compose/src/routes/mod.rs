@@ -4,6 +4,7 @@ mod admin;
 mod auth;
 mod notes;
 mod static_files;
+mod ws;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -31,7 +32,8 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         },
         ["metrics"] => match *req.method() {
             Method::GET => {
-                let text = state.metrics.render(state.notes.count());
+                let mut text = state.metrics.render(state.notes.count());
+                state.live.counters.render(&mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
                     CONTENT_TYPE,
@@ -42,6 +44,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             _ => method_not_allowed("GET"),
         },
         ["auth", "token"] => auth::token(state, req).await,
+        ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
         ["groups", group, "notes"] => match group.parse() {
             Ok(group) => notes::collection(state, req, group).await,

@@ -1,10 +1,14 @@
-//! Notes CRUD within a group; every route needs a bearer token.
+//! Notes CRUD within a group; every route needs a bearer token. Every change is pushed
+//! to the group's live subscribers (`GET /ws`), and the response's
+//! `X-Live-Recipients` header says to how many sockets.
 
 use hyper::body::Incoming;
+use hyper::header::HeaderValue;
 use hyper::{Method, Request, StatusCode};
 use serde::Deserialize;
 
 use super::{auth, empty, error, json, method_not_allowed, not_found, read_json, Resp};
+use crate::live::Change;
 use crate::state::AppState;
 use crate::store::{NoteUpdate, UpdateError};
 
@@ -24,6 +28,17 @@ struct ChangedNote {
     body: Option<String>,
     /// Optimistic concurrency: when given, a stale version gets 409.
     version: Option<u64>,
+}
+
+/// The header that tells a writer how many live sockets its change was pushed to.
+const LIVE_RECIPIENTS: &str = "x-live-recipients";
+
+/// Pushes `change` to the group's subscribers and says how many there were.
+fn published(state: &AppState, mut resp: Resp, change: Change<'_>) -> Resp {
+    let recipients = state.live.publish(change);
+    resp.headers_mut()
+        .insert(LIVE_RECIPIENTS, HeaderValue::from(recipients));
+    resp
 }
 
 fn valid_title(title: &str) -> bool {
@@ -49,9 +64,11 @@ pub async fn collection(state: &AppState, req: Request<Incoming>, group: u32) ->
     if !valid_title(&new.title) {
         return error(StatusCode::BAD_REQUEST, "title must be 1 to 200 characters");
     }
-    json(
-        StatusCode::CREATED,
-        &state.notes.create(group, new.title, new.body),
+    let note = state.notes.create(group, new.title, new.body);
+    published(
+        state,
+        json(StatusCode::CREATED, &note),
+        Change::Created(&note),
     )
 }
 
@@ -72,7 +89,11 @@ pub async fn item(state: &AppState, req: Request<Incoming>, group: u32, id: u64)
     }
     if method == Method::DELETE {
         return if state.notes.delete(group, id) {
-            empty(StatusCode::NO_CONTENT)
+            published(
+                state,
+                empty(StatusCode::NO_CONTENT),
+                Change::Deleted { group, id },
+            )
         } else {
             not_found()
         };
@@ -90,7 +111,7 @@ pub async fn item(state: &AppState, req: Request<Incoming>, group: u32, id: u64)
         expected_version: change.version,
     };
     match state.notes.update(group, id, update) {
-        Ok(note) => json(StatusCode::OK, &note),
+        Ok(note) => published(state, json(StatusCode::OK, &note), Change::Updated(&note)),
         Err(UpdateError::NotFound) => not_found(),
         Err(UpdateError::Conflict(current)) => json(StatusCode::CONFLICT, &current),
     }

@@ -4,10 +4,12 @@
 pub mod duration;
 pub mod scenario;
 pub mod table;
+pub mod websocket;
 
 pub use duration::{format_duration, parse_duration};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use table::ConfigError;
+pub use websocket::WebSocketOptions;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,6 +24,7 @@ const SECTIONS: &[&str] = &[
     "targets",
     "limits",
     "data",
+    "websocket",
 ];
 
 /// Resource limits applied to every VU and request.
@@ -72,6 +75,8 @@ pub struct RunConfig {
     pub limits: Limits,
     /// Shared data sets: name → file (`[data]`).
     pub data: BTreeMap<String, PathBuf>,
+    /// How the host keeps WebSockets alive (`[websocket]`).
+    pub websocket: WebSocketOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -87,6 +92,7 @@ impl RunConfig {
             allow: Vec::new(),
             limits: Limits::default(),
             data: BTreeMap::new(),
+            websocket: WebSocketOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -223,6 +229,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .into_iter()
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
+    let websocket = websocket::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -231,6 +238,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         allow,
         limits,
         data,
+        websocket,
         source,
     })
 }

@@ -74,6 +74,9 @@ builtins! {
     WS_MSGS_SENT = "ws_msgs_sent": Counter;
     WS_MSGS_RECEIVED = "ws_msgs_received": Counter;
     WS_SESSION_DURATION = "ws_session_duration": Trend, time;
+    WS_PING = "ws_ping": Trend, time;
+    WS_ERRORS = "ws_errors": Counter;
+    WS_SOCKETS_OPEN = "ws_sockets_open": Gauge;
 }
 
 /// Why a custom metric could not be used.

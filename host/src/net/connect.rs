@@ -108,7 +108,8 @@ pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), Ht
     ))
 }
 
-async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
+/// The addresses of `origin`'s host (an IP address is used as it is).
+pub async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
     if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, origin.port)]);
     }

@@ -133,6 +133,12 @@ pub struct NetShared {
     pub max_redirects: u32,
     /// Denied origins already warned about (warned once each).
     pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How WebSockets are kept alive (`[websocket]`).
+    pub websocket: crate::config::WebSocketOptions,
+    /// WebSockets open now, over all VUs.
+    pub ws_open: AtomicI64,
+    /// Whether any WebSocket was opened in this run (its gauge is shown only then).
+    pub ws_used: std::sync::atomic::AtomicBool,
 }
 
 impl NetShared {
@@ -151,7 +157,16 @@ impl NetShared {
             in_flight: AtomicI64::new(0),
             max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
             denied_warned: Default::default(),
+            websocket: Default::default(),
+            ws_open: AtomicI64::new(0),
+            ws_used: Default::default(),
         }
+    }
+
+    /// The same, with the run's WebSocket options.
+    pub fn with_websocket(mut self, options: crate::config::WebSocketOptions) -> Self {
+        self.websocket = options;
+        self
     }
 }
 

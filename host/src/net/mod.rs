@@ -1,11 +1,12 @@
 //! The host side of the plugin's network imports: HTTP over per-VU hyper connection
-//! pools, and the allowlist every request passes first.
+//! pools, WebSockets held by the host, and the allowlist every request passes first.
 
 pub mod allowlist;
 pub mod connect;
 pub mod counting_io;
 pub mod http;
 pub mod redirect;
+pub mod ws;
 
 pub use allowlist::{Allowlist, Origin};
 pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, Timings};

@@ -108,12 +108,13 @@ fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
 fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
     let recorder = Arc::new(Recorder::new(registry));
     let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
-    let net = Arc::new(NetShared::new(
+    let net = NetShared::new(
         allowlist,
         config.limits.request_timeout,
         config.limits.max_body_bytes,
         recorder.clone(),
-    ));
+    );
+    let net = Arc::new(net.with_websocket(config.websocket.clone()));
     Ok(Arc::new(HostServices {
         recorder,
         net,
@@ -423,6 +424,10 @@ fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
         &none,
         services.net.in_flight.load(Ordering::Relaxed).max(0) as f64,
     );
+    if services.net.ws_used.load(Ordering::Relaxed) {
+        let open = services.net.ws_open.load(Ordering::Relaxed).max(0);
+        recorder.gauge(builtin::WS_SOCKETS_OPEN, &none, open as f64);
+    }
 }
 
 fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunControl) {

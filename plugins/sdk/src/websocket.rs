@@ -1,8 +1,16 @@
 //! WebSockets held by the host.
 //!
 //! A [`Socket`] may outlive an iteration (keep it in a `thread_local!`) and dies with
-//! its VU; the host answers pings and records `ws_sessions`, `ws_msgs_sent`,
-//! `ws_msgs_received` and the other WebSocket metrics.
+//! its VU; a VU may hold many. The host reads each socket in the background into a
+//! small buffer (`[websocket] recv_buffer` messages; when it is full the host stops
+//! reading, so the server feels the backpressure), answers pings, sends its own pings
+//! when `[websocket] ping_interval` is set, and records `ws_sessions`, `ws_msgs_sent`,
+//! `ws_msgs_received`, `ws_ping`, `ws_errors` and the other WebSocket metrics.
+//!
+//! [`Socket::recv`] with `Duration::ZERO` takes only what has already arrived, which is
+//! how one VU drains many sockets in turn. Once a socket has ended, its calls return
+//! why ([`WsError::Closed`] with the server's code and reason, or
+//! [`WsError::Protocol`]), after the messages that arrived before the end.
 //!
 //! ```no_run
 //! use std::time::Duration;

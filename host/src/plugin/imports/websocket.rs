@@ -1,55 +1,88 @@
-//! `websocket`: declared by the contract; this host build refuses connections with a
-//! clear error until the socket implementation lands.
+//! `websocket`: converts between the WIT socket resource and the host's sockets
+//! ([`crate::net::ws`]). Sockets live in the VU's resource table, so they outlive
+//! iterations and are closed when the plugin drops them or the VU's store goes away.
 
+use crate::net::ws::{self, WsError, WsMessage};
 use crate::plugin::bindings::loadtest::scenario::websocket as wit;
 use crate::plugin::state::VuState;
+use std::time::Duration;
 use wasmtime::component::Resource;
 
 /// A socket held by the host for a plugin.
-pub struct Socket;
+pub use crate::net::ws::Socket;
 
-const UNSUPPORTED: &str = "WebSockets are not supported by this host build yet";
+fn to_wit(e: WsError) -> wit::WsError {
+    match e {
+        WsError::Denied(m) => wit::WsError::Denied(m),
+        WsError::Invalid(m) => wit::WsError::Invalid(m),
+        WsError::Connect(m) => wit::WsError::Connect(m),
+        WsError::Closed(code, reason) => wit::WsError::Closed((code, reason)),
+        WsError::Protocol(m) => wit::WsError::Protocol(m),
+    }
+}
+
+impl VuState {
+    fn socket(&mut self, handle: &Resource<Socket>) -> Result<&mut Socket, wit::WsError> {
+        self.table()
+            .get_mut(handle)
+            .map_err(|e| wit::WsError::Invalid(format!("not a socket of this VU: {e}")))
+    }
+}
 
 impl wit::HostSocket for VuState {
     async fn connect(
         &mut self,
-        _url: String,
-        _headers: Vec<(String, String)>,
-        _tags: Vec<(String, String)>,
+        url: String,
+        headers: Vec<(String, String)>,
+        tags: Vec<(String, String)>,
     ) -> Result<Resource<Socket>, wit::WsError> {
-        Err(wit::WsError::Connect(UNSUPPORTED.into()))
+        let net = self.services.net.clone();
+        let socket = ws::connect(&net, &url, &headers, &tags, &self.identity.tags)
+            .await
+            .map_err(to_wit)?;
+        self.table()
+            .push(socket)
+            .map_err(|e| wit::WsError::Connect(format!("this VU holds too many sockets: {e}")))
     }
 
-    async fn send_text(&mut self, _s: Resource<Socket>, _text: String) -> Result<(), wit::WsError> {
-        Err(wit::WsError::Protocol(UNSUPPORTED.into()))
+    async fn send_text(&mut self, s: Resource<Socket>, text: String) -> Result<(), wit::WsError> {
+        self.socket(&s)?.send_text(text).await.map_err(to_wit)
     }
 
     async fn send_binary(
         &mut self,
-        _s: Resource<Socket>,
-        _data: Vec<u8>,
+        s: Resource<Socket>,
+        data: Vec<u8>,
     ) -> Result<(), wit::WsError> {
-        Err(wit::WsError::Protocol(UNSUPPORTED.into()))
+        self.socket(&s)?.send_binary(data).await.map_err(to_wit)
     }
 
     async fn recv(
         &mut self,
-        _s: Resource<Socket>,
-        _timeout_ms: u32,
+        s: Resource<Socket>,
+        timeout_ms: u32,
     ) -> Result<Option<wit::Message>, wit::WsError> {
-        Err(wit::WsError::Protocol(UNSUPPORTED.into()))
+        let timeout = Duration::from_millis(u64::from(timeout_ms));
+        match self.socket(&s)?.recv(timeout).await {
+            Ok(m) => Ok(m.map(|m| match m {
+                WsMessage::Text(t) => wit::Message::Text(t),
+                WsMessage::Binary(b) => wit::Message::Binary(b),
+            })),
+            Err(e) => Err(to_wit(e)),
+        }
     }
 
     async fn close(
         &mut self,
-        _s: Resource<Socket>,
-        _code: u16,
-        _reason: String,
+        s: Resource<Socket>,
+        code: u16,
+        reason: String,
     ) -> Result<(), wit::WsError> {
-        Err(wit::WsError::Protocol(UNSUPPORTED.into()))
+        self.socket(&s)?.close(code, reason).await.map_err(to_wit)
     }
 
     fn drop(&mut self, socket: Resource<Socket>) -> wasmtime::Result<()> {
+        // Dropping the socket closes its channels; its task closes the connection.
         let _ = self.table().delete(socket);
         Ok(())
     }

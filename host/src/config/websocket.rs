@@ -1,0 +1,99 @@
+//! The `[websocket]` section: how the host keeps the plugin's sockets alive and how
+//! much it buffers for each of them.
+//!
+//! ```toml
+//! [websocket]
+//! ping_interval = "20s"   # the host pings every open socket this often; "0s" = never
+//! recv_buffer = 64        # messages held per socket before the host stops reading it
+//! ```
+
+use super::table::{ConfigError, TableReader};
+use std::time::Duration;
+
+/// Largest `recv_buffer` accepted: the buffer is per socket and there may be thousands.
+const MAX_RECV_BUFFER: u64 = 65_536;
+
+/// WebSocket settings of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebSocketOptions {
+    /// How often the host pings each open socket and measures the round trip
+    /// (`ws_ping`); a ping still unanswered when the next is due ends the socket with
+    /// an error. `None`: the host never pings (it still answers the server's pings).
+    pub ping_interval: Option<Duration>,
+    /// Messages received and not yet taken by the plugin that the host holds per
+    /// socket; when full, the host stops reading that socket (TCP backpressure).
+    pub recv_buffer: usize,
+}
+
+impl Default for WebSocketOptions {
+    fn default() -> Self {
+        Self {
+            ping_interval: None,
+            recv_buffer: 64,
+        }
+    }
+}
+
+/// Reads `[websocket]` from the run config, or the defaults when it is absent.
+pub fn parse(source: &toml::Table) -> Result<WebSocketOptions, ConfigError> {
+    let mut options = WebSocketOptions::default();
+    let Some(value) = source.get("websocket") else {
+        return Ok(options);
+    };
+    let table = value.as_table().ok_or_else(|| ConfigError {
+        path: "websocket".into(),
+        message: "must be a table: write it as [websocket]".into(),
+    })?;
+    let mut r = TableReader::new("websocket", table);
+    if let Some(interval) = r.duration("ping_interval")? {
+        options.ping_interval = (!interval.is_zero()).then_some(interval);
+    }
+    if let Some(n) = r.uint("recv_buffer")? {
+        if !(1..=MAX_RECV_BUFFER).contains(&n) {
+            return Err(r.error(
+                "recv_buffer",
+                format!("must be between 1 and {MAX_RECV_BUFFER} messages"),
+            ));
+        }
+        options.recv_buffer = n as usize;
+    }
+    r.finish()?;
+    Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<WebSocketOptions, ConfigError> {
+        parse(&toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn defaults_ping_nothing_and_buffer_a_little() {
+        let o = parse_text("").unwrap();
+        assert_eq!(o, WebSocketOptions::default());
+        assert_eq!(o.ping_interval, None);
+    }
+
+    #[test]
+    fn reads_interval_and_buffer() {
+        let o = parse_text("[websocket]\nping_interval = \"250ms\"\nrecv_buffer = 8").unwrap();
+        assert_eq!(o.ping_interval, Some(Duration::from_millis(250)));
+        assert_eq!(o.recv_buffer, 8);
+        let o = parse_text("[websocket]\nping_interval = \"0s\"").unwrap();
+        assert_eq!(o.ping_interval, None);
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        let err = parse_text("[websocket]\nping_intervall = \"1s\"").unwrap_err();
+        assert!(
+            err.message.contains("did you mean `ping_interval`"),
+            "{err}"
+        );
+        let err = parse_text("[websocket]\nrecv_buffer = 0").unwrap_err();
+        assert_eq!(err.path, "websocket.recv_buffer");
+        assert!(parse_text("websocket = 3").is_err());
+    }
+}

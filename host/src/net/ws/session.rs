@@ -1,0 +1,138 @@
+//! One socket's life for the metrics: messages and bytes each way, ping round trips,
+//! how and when it ended (`ws_session_duration`, `ws_errors{error}`), and the reason
+//! the plugin is told once the socket is gone.
+
+use super::WsError;
+use crate::metrics::{builtin, Shard, TagSet};
+use crate::net::counting_io::IoStats;
+use crate::net::NetShared;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a socket ended.
+pub enum Ending {
+    /// Its VU let go of it (the resource was dropped, or the VU's store went away).
+    Dropped,
+    /// The plugin closed it with this code and reason.
+    ClosedByPlugin(u16, String),
+    /// The peer closed it or the connection failed; `kind` is the `error` tag.
+    Failed(WsError, &'static str),
+}
+
+/// Shared by the plugin's [`Socket`](super::Socket) handle and the socket's task.
+pub struct Session {
+    shared: Arc<NetShared>,
+    tags: TagSet,
+    started: Instant,
+    io: Arc<IoStats>,
+    reported_sent: AtomicU64,
+    reported_received: AtomicU64,
+    end: Mutex<Option<WsError>>,
+    finished: AtomicBool,
+}
+
+impl Session {
+    /// A session that started at `started`, counted open from now on.
+    pub fn open(shared: Arc<NetShared>, tags: TagSet, started: Instant, io: Arc<IoStats>) -> Self {
+        shared.ws_open.fetch_add(1, Ordering::Relaxed);
+        shared.ws_used.store(true, Ordering::Relaxed);
+        Self {
+            shared,
+            tags,
+            started,
+            io,
+            reported_sent: AtomicU64::new(0),
+            reported_received: AtomicU64::new(0),
+            end: Mutex::new(None),
+            finished: AtomicBool::new(false),
+        }
+    }
+
+    /// Counts a message received from the peer.
+    pub fn received(&self) {
+        let (sent, received) = self.io_delta();
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::WS_MSGS_RECEIVED, &self.tags, 1.0);
+            add_bytes(s, &self.tags, sent, received);
+        });
+    }
+
+    /// Counts a message sent by the plugin.
+    pub fn sent(&self) {
+        let (sent, received) = self.io_delta();
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::WS_MSGS_SENT, &self.tags, 1.0);
+            add_bytes(s, &self.tags, sent, received);
+        });
+    }
+
+    /// Records a ping's round trip.
+    pub fn ping_answered(&self, round_trip: Duration) {
+        self.shared
+            .recorder
+            .trend(builtin::WS_PING, &self.tags, round_trip.as_micros() as u64);
+    }
+
+    /// Ends the session once: the first call records its duration, its error if it
+    /// failed, and the bytes not yet counted; later calls change nothing.
+    pub fn finish(&self, ending: Ending) {
+        {
+            let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+            if end.is_none() {
+                *end = Some(match &ending {
+                    Ending::Dropped => WsError::Protocol("the socket was dropped".into()),
+                    Ending::ClosedByPlugin(code, reason) => WsError::Closed(*code, reason.clone()),
+                    Ending::Failed(e, _) => e.clone(),
+                });
+            }
+        }
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.shared.ws_open.fetch_sub(1, Ordering::Relaxed);
+        let (sent, received) = self.io_delta();
+        let duration = self.started.elapsed().as_micros() as u64;
+        self.shared.recorder.with_shard(|s| {
+            s.trend(builtin::WS_SESSION_DURATION, &self.tags, duration);
+            add_bytes(s, &self.tags, sent, received);
+            if let Ending::Failed(error, kind) = &ending {
+                let mut tags = vec![("error", kind.to_string())];
+                if let WsError::Closed(code, _) = error {
+                    tags.push(("close_code", code.to_string()));
+                }
+                s.count(builtin::WS_ERRORS, &self.tags.with(tags), 1.0);
+            }
+        });
+    }
+
+    /// Why the socket can no longer be used.
+    pub fn end_error(&self) -> WsError {
+        self.end
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| WsError::Protocol("the socket's task ended unexpectedly".into()))
+    }
+
+    /// Bytes sent and received since the last call.
+    fn io_delta(&self) -> (u64, u64) {
+        let sent = self.io.sent();
+        let received = self.io.received();
+        let sent_before = self.reported_sent.swap(sent, Ordering::Relaxed);
+        let received_before = self.reported_received.swap(received, Ordering::Relaxed);
+        (
+            sent.saturating_sub(sent_before),
+            received.saturating_sub(received_before),
+        )
+    }
+}
+
+fn add_bytes(s: &mut Shard, tags: &TagSet, sent: u64, received: u64) {
+    if sent > 0 {
+        s.count(builtin::DATA_SENT, tags, sent as f64);
+    }
+    if received > 0 {
+        s.count(builtin::DATA_RECEIVED, tags, received as f64);
+    }
+}

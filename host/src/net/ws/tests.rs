@@ -1,0 +1,180 @@
+//! The socket's life against real peers on 127.0.0.1: backpressure when the plugin
+//! does not read, and the close a dropped socket sends.
+
+use super::*;
+use crate::config::WebSocketOptions;
+use crate::metrics::{builtin, Recorder, Registry, TagSet, Value};
+use crate::net::{Allowlist, NetShared};
+use futures::{SinkExt, StreamExt};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message;
+
+fn shared(options: WebSocketOptions) -> Arc<NetShared> {
+    let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
+    Arc::new(
+        NetShared::new(
+            Allowlist::new(&[]).unwrap(),
+            Duration::from_secs(10),
+            1 << 20,
+            recorder,
+        )
+        .with_websocket(options),
+    )
+}
+
+/// A server accepting one socket and handing it to `behave`.
+async fn server<F, Fut>(behave: F) -> String
+where
+    F: FnOnce(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        behave(ws).await;
+    });
+    url
+}
+
+fn counter(shared: &NetShared, id: crate::metrics::MetricId) -> f64 {
+    shared
+        .recorder
+        .drain()
+        .iter()
+        .filter(|((m, _), _)| *m == id)
+        .map(|(_, v)| match v {
+            Value::Counter(c) => *c,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn a_socket_nobody_reads_stops_reading_its_peer() {
+    const MESSAGE: usize = 64 * 1024;
+    const FLOOD: u64 = 2_000; // 125 MiB if nothing held the server back
+    let sent = Arc::new(AtomicU64::new(0));
+    let counted = sent.clone();
+    let url = server(move |mut ws| async move {
+        for _ in 0..FLOOD {
+            if ws.send(Message::binary(vec![7u8; MESSAGE])).await.is_err() {
+                return;
+            }
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+    .await;
+    let shared = shared(WebSocketOptions {
+        ping_interval: None,
+        recv_buffer: 4,
+    });
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    // Give the flood every chance to run while the plugin reads nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stalled_at = sent.load(Ordering::Relaxed);
+    // The host holds 4 messages; the rest is what TCP buffers take (a few MiB).
+    assert!(
+        stalled_at < 300,
+        "the server could send {stalled_at} messages of 64 KiB to a socket nobody read"
+    );
+    // Reading releases the backpressure, and every message arrives whole and in order.
+    for _ in 0..stalled_at + 10 {
+        let message = socket.recv(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(
+            message.map(|m| matches!(m, WsMessage::Binary(b) if b.len() == MESSAGE)),
+            Some(true)
+        );
+    }
+    assert!(sent.load(Ordering::Relaxed) > stalled_at);
+    assert!(counter(&shared, builtin::WS_MSGS_RECEIVED) >= (stalled_at + 10) as f64);
+}
+
+#[tokio::test]
+async fn a_dropped_socket_says_going_away_and_ends_its_session() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let url = server(move |mut ws| async move {
+        let mut close = None;
+        while let Some(Ok(message)) = ws.next().await {
+            if let Message::Close(frame) = message {
+                close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                break;
+            }
+        }
+        let _ = tx.send(close);
+    })
+    .await;
+    let shared = shared(WebSocketOptions::default());
+    let socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    assert_eq!(shared.ws_open.load(Ordering::Relaxed), 1);
+    drop(socket);
+    // The session ends for the metrics at once; the close goes out in the background.
+    assert_eq!(shared.ws_open.load(Ordering::Relaxed), 0);
+    let close = tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(close, Some((1001, "VU finished".to_string())));
+}
+
+#[tokio::test]
+async fn host_pings_are_timed_and_the_plugin_close_is_acknowledged() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let url = server(move |mut ws| async move {
+        // A well-behaved peer: reading answers pings and the close.
+        let mut close = None;
+        while let Some(Ok(message)) = ws.next().await {
+            if let Message::Close(frame) = message {
+                close = frame.map(|f| u16::from(f.code));
+            }
+        }
+        let _ = tx.send(close);
+    })
+    .await;
+    let shared = shared(WebSocketOptions {
+        ping_interval: Some(Duration::from_millis(50)),
+        recv_buffer: 4,
+    });
+    let tags = [("name".to_string(), "probe".to_string())];
+    let mut socket = connect(&shared, &url, &[], &tags, &TagSet::empty())
+        .await
+        .unwrap();
+    assert_eq!(socket.recv(Duration::from_millis(300)).await, Ok(None));
+    socket.close(1000, "done".into()).await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), rx)
+            .await
+            .unwrap()
+            .unwrap(),
+        Some(1000)
+    );
+    // After the close the plugin is told the socket is closed, not left waiting.
+    assert_eq!(
+        socket.recv(Duration::from_secs(1)).await,
+        Err(WsError::Closed(1000, "done".into()))
+    );
+    let totals = shared.recorder.drain();
+    let pings = totals
+        .iter()
+        .filter(|((m, tags), _)| *m == builtin::WS_PING && tags.get("name") == Some("probe"))
+        .map(|(_, v)| match v {
+            Value::Trend(h) => h.len(),
+            _ => 0,
+        })
+        .sum::<u64>();
+    assert!(
+        pings >= 2,
+        "{pings} pings answered in 300 ms at a 50 ms interval"
+    );
+    assert!(socket.close(1000, String::new()).await.is_err());
+    assert!(matches!(
+        socket.close(1006, String::new()).await,
+        Err(WsError::Invalid(_))
+    ));
+}

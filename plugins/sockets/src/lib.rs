@@ -1,0 +1,307 @@
+//! `sockets`: live views. Many users keep many browser tabs open on the demo app's
+//! live-updates WebSocket while one user edits notes; every push each tab receives is
+//! counted and compared with the pushes the application says it sent.
+//!
+//! Scenarios (both sign in once per VU in `init`, as user `vu-<id>`):
+//!
+//! - `listeners`: each VU opens `TABS` sockets to `GET /ws?token=...` in its first
+//!   iteration, subscribes each to group `GROUP` and keeps them across iterations (in a
+//!   `thread_local!`, since the VU's instance lives as long as the VU). Every iteration
+//!   drains all of its sockets for `DRAIN_MS` and adds the note pushes it found to the
+//!   counter `pushes_received`. A socket that fails is counted (`socket stays open`
+//!   check) and reopened in the next iteration.
+//! - `writer`: once a second, creates a note in `GROUP` and deletes it. The application
+//!   answers each change with `X-Live-Recipients: N`, the sockets it pushed that change
+//!   to; their sum is the counter `pushes_expected`.
+//!
+//! The default config holds 1,000 sockets (50 VUs × 20 tabs) for two minutes; the
+//! writer starts 10 s in and stops 5 s before the listeners, so the summary's
+//! `pushes_received` should equal `pushes_expected`.
+//!
+//! Environment: `BASE_URL` (default `http://127.0.0.1:8080`), `TABS` (20; the demo app
+//! allows 20 sockets per user), `GROUP` (1), `DRAIN_MS` (1000: one listener iteration),
+//! `POLL_MS` (200: pause between two passes over a listener's sockets).
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use loadtest::metrics::counter;
+use loadtest::serde::Deserialize;
+use loadtest::websocket::{Message, Socket, WsError};
+use loadtest::{check, http, vu, PluginInfo, Scenario};
+
+/// Used when the run sets no `BASE_URL`.
+const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
+
+/// The run config used when the operator gives none.
+const DEFAULT_CONFIG: &str = r#"[scenarios.listeners]
+executor = "constant-vus"
+vus = 50
+duration = "2m"
+exec = "listeners"
+
+[scenarios.writer]
+executor = "constant-vus"
+vus = 1
+start_time = "10s"
+duration = "1m45s"
+exec = "writer"
+"#;
+
+/// How long a tab waits for the application to acknowledge its subscription.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the writer changes a note.
+const WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// This VU's bearer token, set by `init`.
+static TOKEN: OnceLock<String> = OnceLock::new();
+
+thread_local! {
+    /// A listener's open tabs; they outlive iterations and close when the VU ends.
+    static TABS: RefCell<Vec<Socket>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The answer of `POST /auth/token`.
+#[derive(Deserialize)]
+#[serde(crate = "loadtest::serde")]
+struct TokenResponse {
+    token: String,
+}
+
+/// A message of the live-updates socket (only the field this scenario reads).
+#[derive(Deserialize)]
+#[serde(crate = "loadtest::serde")]
+struct LiveMessage {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// A created note (only its id).
+#[derive(Deserialize)]
+#[serde(crate = "loadtest::serde")]
+struct Created {
+    id: u64,
+}
+
+/// The scenario.
+struct Sockets;
+
+impl Scenario for Sockets {
+    fn describe() -> PluginInfo {
+        PluginInfo::new("sockets")
+            .description(
+                "Live views: users hold many WebSockets across iterations while one user edits notes; pushes received vs expected",
+            )
+            .scenario(
+                "listeners",
+                "open TABS sockets subscribed to GROUP once, then drain them every iteration",
+            )
+            .scenario(
+                "writer",
+                "once a second, create and delete a note in GROUP",
+            )
+            .default_config(DEFAULT_CONFIG)
+    }
+
+    fn init(_data: String) -> Result<(), String> {
+        let user = format!("vu-{}", vu::id());
+        let res = http::post(format!("{}/auth/token", base_url()))
+            .json(&loadtest::serde_json::json!({ "user": user }))
+            .name("/auth/token")
+            .send()?;
+        if !check("sign-in status is 200", res.status() == 200) {
+            return Err(format!(
+                "sign-in as {user} failed with status {}: {}",
+                res.status(),
+                res.text()
+            ));
+        }
+        let TokenResponse { token } = res.json()?;
+        TOKEN
+            .set(token)
+            .map_err(|_| "init ran twice in one VU".to_owned())
+    }
+
+    fn iteration(scenario: String) -> Result<(), String> {
+        match scenario.as_str() {
+            "listeners" | "default" => listen(),
+            "writer" => write(),
+            other => Err(format!(
+                "unknown scenario `{other}`; this plugin has `listeners` and `writer`"
+            )),
+        }
+    }
+}
+
+/// Opens the missing tabs, then drains every tab for `DRAIN_MS`.
+fn listen() -> Result<(), String> {
+    let started = Instant::now();
+    let wanted = env_number("TABS", 20) as usize;
+    let drain_for = Duration::from_millis(env_number("DRAIN_MS", 1000));
+    let poll_every = Duration::from_millis(env_number("POLL_MS", 200).max(1));
+    TABS.with(|tabs| {
+        let mut tabs = tabs.borrow_mut();
+        let mut opened = Ok(());
+        while tabs.len() < wanted {
+            match open_tab() {
+                Ok(tab) => tabs.push(tab),
+                Err(e) => {
+                    opened = Err(e);
+                    break;
+                }
+            }
+        }
+        let mut pushes = 0u64;
+        loop {
+            pushes += drain(&mut tabs);
+            let elapsed = started.elapsed();
+            if elapsed >= drain_for {
+                break;
+            }
+            vu::sleep(poll_every.min(drain_for - elapsed));
+        }
+        if pushes > 0 {
+            counter("pushes_received", pushes as f64, &[]);
+        }
+        for _ in tabs.iter() {
+            check("socket stays open", true);
+        }
+        opened
+    })
+}
+
+/// Opens one tab: connect, subscribe, wait for the acknowledgement.
+fn open_tab() -> Result<Socket, String> {
+    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let url = format!("{}/ws?token={token}", ws_base_url());
+    let socket = Socket::connect_with(&url, &[], &[("name", "/ws")])?;
+    let group = env_number("GROUP", 1);
+    socket.send_text(&format!("{{\"subscribe\": [{group}]}}"))?;
+    let deadline = Instant::now() + SUBSCRIBE_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match socket.recv(left)? {
+            Some(Message::Text(text)) if kind_of(&text) == "subscribed" => return Ok(socket),
+            Some(Message::Text(text)) if kind_of(&text) == "error" => {
+                return Err(format!("subscription refused: {text}"))
+            }
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "no subscription acknowledgement within {SUBSCRIBE_TIMEOUT:?}"
+                ))
+            }
+        }
+    }
+}
+
+/// Takes every message already received on every tab; returns the note pushes.
+/// A tab that failed is dropped (and reopened by the next iteration).
+fn drain(tabs: &mut Vec<Socket>) -> u64 {
+    let mut pushes = 0;
+    tabs.retain(|tab| loop {
+        match tab.recv(Duration::ZERO) {
+            Ok(Some(Message::Text(text))) => {
+                if kind_of(&text).starts_with("note.") {
+                    pushes += 1;
+                }
+            }
+            Ok(Some(Message::Binary(_))) => {}
+            Ok(None) => return true,
+            Err(e) => {
+                check("socket stays open", false);
+                let reason = match &e {
+                    WsError::Closed(..) => "closed",
+                    _ => "broken",
+                };
+                counter("tabs_lost", 1.0, &[("reason", reason)]);
+                return false;
+            }
+        }
+    });
+    pushes
+}
+
+/// One write a second: the pace holds when a write fails, so a failing target is
+/// not hammered in a tight loop.
+fn write() -> Result<(), String> {
+    let started = Instant::now();
+    let result = change_a_note();
+    if let Some(rest) = WRITE_EVERY.checked_sub(started.elapsed()) {
+        vu::sleep(rest);
+    }
+    result
+}
+
+/// Creates a note in `GROUP` and deletes it, counting the pushes the app sent.
+fn change_a_note() -> Result<(), String> {
+    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let group = env_number("GROUP", 1);
+    let base = base_url();
+    let info = vu::info();
+    let res = http::post(format!("{base}/groups/{group}/notes"))
+        .bearer(token)
+        .json(&loadtest::serde_json::json!({
+            "title": format!("live {}", info.iteration),
+            "body": "written by the sockets scenario",
+        }))
+        .name("/groups/{g}/notes")
+        .send()?;
+    if !check("create status is 201", res.status() == 201) {
+        return Err(format!("creating a note answered {}", res.status()));
+    }
+    // Counted at once: the pushes went out even if the delete below fails.
+    counter("pushes_expected", recipients(&res) as f64, &[]);
+    let Created { id } = res.json()?;
+    let res = http::delete(format!("{base}/groups/{group}/notes/{id}"))
+        .bearer(token)
+        .name("/groups/{g}/notes/{id}")
+        .send()?;
+    if !check("delete status is 204", res.status() == 204) {
+        return Err(format!("deleting note {id} answered {}", res.status()));
+    }
+    counter("pushes_expected", recipients(&res) as f64, &[]);
+    Ok(())
+}
+
+/// The application's count of sockets a change was pushed to.
+fn recipients(res: &http::Response) -> u64 {
+    res.header("x-live-recipients")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The `type` of a live message, or "" if it is not one.
+fn kind_of(text: &str) -> String {
+    loadtest::serde_json::from_str::<LiveMessage>(text)
+        .map(|m| m.kind)
+        .unwrap_or_default()
+}
+
+/// A whole number from the environment, or `default`.
+fn env_number(name: &str, default: u64) -> u64 {
+    vu::env(name)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// `BASE_URL` without a trailing slash.
+fn base_url() -> String {
+    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// `BASE_URL` with `ws://` for `http://` (and `wss://` for `https://`).
+fn ws_base_url() -> String {
+    let base = base_url();
+    match base.split_once("://") {
+        Some(("https", rest)) => format!("wss://{rest}"),
+        Some((_, rest)) => format!("ws://{rest}"),
+        None => format!("ws://{base}"),
+    }
+}
+
+loadtest::export!(Sockets);
