@@ -6,6 +6,8 @@ pub mod connect;
 pub mod counting_io;
 pub mod http;
 pub mod redirect;
+pub mod request_tags;
+pub mod targets;
 
 pub use allowlist::{Allowlist, Origin};
 pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, Timings};
