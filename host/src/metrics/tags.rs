@@ -32,10 +32,8 @@ impl TagSet {
 
     fn from_sorted(pairs: Vec<(Arc<str>, Arc<str>)>) -> Self {
         // A fixed-key hasher: the hash must be the same for equal sets in every thread.
-        let mut h = rustc_hash::FxBuildHasher.build_hasher();
-        pairs.hash(&mut h);
         Self(Arc::new(Inner {
-            hash: h.finish(),
+            hash: rustc_hash::FxBuildHasher.hash_one(&pairs),
             pairs: pairs.into_boxed_slice(),
         }))
     }
