@@ -71,11 +71,16 @@ async fn control(
         tick.tick().await;
         let elapsed = Instant::now().saturating_duration_since(ctx.start);
         let active = ctx.stats.active_vus.load(Ordering::Relaxed);
-        reports[stage].peak = reports[stage].peak.max(active);
-        if elapsed >= ends[stage] {
-            reports[stage].at_end = active;
+        // The last sample taken inside a stage is its end: at the schedule's end the
+        // VUs are already leaving.
+        while stage < stages.len() && elapsed >= ends[stage] {
             stage += 1;
         }
+        if stage == stages.len() {
+            break;
+        }
+        reports[stage].peak = reports[stage].peak.max(active);
+        reports[stage].at_end = active;
         tx.send_if_modified(|current| {
             let target = target_at(start_vus, &stages, elapsed);
             let changed = *current != target;

@@ -19,7 +19,7 @@ impl Aggregator {
     pub fn new(recorder: Arc<Recorder>) -> Self {
         Self {
             recorder,
-            totals: SeriesMap::new(),
+            totals: SeriesMap::default(),
             gauge_range: HashMap::new(),
         }
     }

@@ -5,6 +5,7 @@ pub mod aggregator;
 pub mod recorder;
 pub mod registry;
 pub mod summary;
+pub mod tag_cache;
 pub mod tags;
 pub mod value;
 

@@ -5,6 +5,8 @@
 use super::allowlist::{Allowlist, Origin};
 use super::connect::{connect, Connection};
 use super::redirect;
+use super::request_tags::{RequestTags, Slot};
+use super::targets::{PoolKey, Target, Targets};
 use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -173,17 +175,20 @@ impl NetShared {
 /// One VU's HTTP client.
 pub struct HttpClient {
     shared: Arc<NetShared>,
-    idle: HashMap<(String, String, u16), Vec<Connection>>,
+    idle: HashMap<PoolKey, Vec<Connection>>,
+    tags: RequestTags,
+    targets: Targets,
 }
 
 /// A request checked and ready to go on the wire.
 struct Prepared {
-    origin: Origin,
+    target: Arc<Target>,
     request: http::Request<Full<Bytes>>,
     timeout: Duration,
     discard_body: bool,
     expected: Option<Vec<(u16, u16)>>,
     tags: TagSet,
+    slot: Slot,
 }
 
 impl HttpClient {
@@ -192,6 +197,8 @@ impl HttpClient {
         Self {
             shared,
             idle: HashMap::new(),
+            tags: RequestTags::new(),
+            targets: Targets::default(),
         }
     }
 
@@ -221,11 +228,13 @@ impl HttpClient {
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
         let prepared = self.prepare(req, tags)?;
-        let conn = self.checkout(&prepared.origin);
-        let (result, conn) = execute(&self.shared, prepared.clone_meta(), prepared, conn).await;
+        let conn = self.checkout(&prepared.target.pool_key);
+        let meta = prepared.clone_meta();
+        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
+        self.record(&meta, &result, io);
         result
     }
 
@@ -242,7 +251,7 @@ impl HttpClient {
         for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req, tags) {
                 Ok(p) => {
-                    let conn = self.checkout(&p.origin);
+                    let conn = self.checkout(&p.target.pool_key);
                     work.push((i, p, conn));
                     slots.push(None);
                 }
@@ -254,13 +263,15 @@ impl HttpClient {
             let shared = shared.clone();
             async move {
                 let meta = p.clone_meta();
-                (i, execute(&shared, meta, p, conn).await)
+                let outcome = execute(&shared, &meta, p, conn).await;
+                (i, meta, outcome)
             }
         });
-        for (i, (result, conn)) in futures::future::join_all(futures).await {
+        for (i, meta, (result, conn, io)) in futures::future::join_all(futures).await {
             if let Some((key, conn)) = conn {
                 self.checkin(key, conn);
             }
+            self.record(&meta, &result, io);
             slots[i] = Some(result);
         }
         let mut results = Vec::with_capacity(slots.len());
@@ -279,12 +290,15 @@ impl HttpClient {
         results
     }
 
-    fn prepare(&self, req: &HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
-        let origin = Origin::parse(&req.url).map_err(HttpError::Invalid)?;
+    /// The parsed, allowed target of `url`, from the cache after its first request.
+    fn target(&mut self, url: &str, base_tags: &TagSet) -> Result<Arc<Target>, HttpError> {
+        if let Some(target) = self.targets.get(url) {
+            return Ok(target);
+        }
+        let origin = Origin::parse(url).map_err(HttpError::Invalid)?;
         if origin.scheme != "http" && origin.scheme != "https" {
             return Err(HttpError::Invalid(format!(
-                "{}: HTTP requests need an http:// or https:// URL",
-                req.url
+                "{url}: HTTP requests need an http:// or https:// URL"
             )));
         }
         if let Err(why) = self.shared.allowlist.check(&origin) {
@@ -301,21 +315,22 @@ impl HttpClient {
             }
             return Err(HttpError::Denied(why));
         }
-        let method = http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
-            .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
-        let uri: http::Uri = req
-            .url
-            .parse()
-            .map_err(|e| HttpError::Invalid(format!("invalid URL {:?}: {e}", req.url)))?;
-        let path = uri
-            .path_and_query()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| "/".into());
-        let mut builder = http::Request::builder().method(method.clone()).uri(path);
-        let host_header = match (origin.scheme.as_str(), origin.port) {
-            ("http", 80) | ("https", 443) => uri.host().unwrap_or_default().to_string(),
-            _ => format!("{}:{}", uri.host().unwrap_or_default(), origin.port),
-        };
+        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::Invalid)?);
+        self.targets.insert(url, target.clone());
+        Ok(target)
+    }
+
+    fn prepare(&mut self, req: &HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
+        let target = self.target(&req.url, base_tags)?;
+        let method = if req.method.bytes().any(|b| b.is_ascii_lowercase()) {
+            http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
+        } else {
+            http::Method::from_bytes(req.method.as_bytes())
+        }
+        .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
+        let mut builder = http::Request::builder()
+            .method(method.clone())
+            .uri(target.path.clone());
         let mut has_host = false;
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -329,37 +344,28 @@ impl HttpClient {
             builder = builder.header(name, value);
         }
         if !has_host {
-            builder = builder.header(http::header::HOST, host_header);
+            builder = builder.header(http::header::HOST, target.host_header.clone());
         }
         let body = req.body.clone();
         let request = builder
             .body(Full::new(body))
             .map_err(|e| HttpError::Invalid(e.to_string()))?;
-        let name = req
+        let (slot, tags) = self
             .tags
-            .iter()
-            .find(|(k, _)| k == "name")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| req.url.clone());
-        let tags = base_tags.with(
-            req.tags
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .chain([("name", name.as_str()), ("method", method.as_str())]),
-        );
+            .request(base_tags, method.as_str(), &req.url, &req.tags);
         Ok(Prepared {
-            origin,
+            target,
             request,
             timeout: req.timeout.unwrap_or(self.shared.default_timeout),
             discard_body: req.discard_body,
             expected: req.expected_statuses.clone(),
             tags,
+            slot,
         })
     }
 
-    fn checkout(&mut self, origin: &Origin) -> Option<Connection> {
-        let key = (origin.scheme.clone(), origin.host.clone(), origin.port);
-        let idle = self.idle.get_mut(&key)?;
+    fn checkout(&mut self, key: &PoolKey) -> Option<Connection> {
+        let idle = self.idle.get_mut(key)?;
         while let Some(conn) = idle.pop() {
             if conn.is_usable() {
                 return Some(conn);
@@ -368,7 +374,7 @@ impl HttpClient {
         None
     }
 
-    fn checkin(&mut self, key: (String, String, u16), conn: Connection) {
+    fn checkin(&mut self, key: PoolKey, conn: Connection) {
         let idle = self.idle.entry(key).or_default();
         if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
             idle.push(conn);
@@ -379,6 +385,7 @@ impl HttpClient {
 /// What is needed to record a request after it is consumed.
 struct Meta {
     tags: TagSet,
+    slot: Slot,
     expected: Option<Vec<(u16, u16)>>,
 }
 
@@ -386,27 +393,24 @@ impl Prepared {
     fn clone_meta(&self) -> Meta {
         Meta {
             tags: self.tags.clone(),
+            slot: self.slot,
             expected: self.expected.clone(),
         }
     }
 }
 
-type PoolKey = (String, String, u16);
-
+/// Sends a prepared request; the caller records it (it holds the VU's tag cache).
 async fn execute(
     shared: &NetShared,
-    meta: Meta,
+    meta: &Meta,
     prepared: Prepared,
     conn: Option<Connection>,
 ) -> (
     Result<HttpResponse, HttpError>,
     Option<(PoolKey, Connection)>,
+    (u64, u64),
 ) {
-    let key = (
-        prepared.origin.scheme.clone(),
-        prepared.origin.host.clone(),
-        prepared.origin.port,
-    );
+    let key = prepared.target.pool_key.clone();
     let timeout = prepared.timeout;
     shared.in_flight.fetch_add(1, Ordering::Relaxed);
     shared
@@ -425,8 +429,7 @@ async fn execute(
             (0, 0),
         ),
     };
-    record(shared, &meta, &result, io);
-    (result, conn.map(|c| (key, c)))
+    (result, conn.map(|c| (key, c)), io)
 }
 
 /// The exchange itself: connection, request, response, body.
@@ -443,7 +446,7 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(&prepared.origin).await {
+        None => match connect(&prepared.target.origin).await {
             Ok((c, connect_timings)) => {
                 timings.connecting = connect_timings.connecting;
                 timings.tls_handshaking = connect_timings.tls_handshaking;
@@ -536,48 +539,47 @@ fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
     }
 }
 
-fn record(
-    shared: &NetShared,
-    meta: &Meta,
-    result: &Result<HttpResponse, HttpError>,
-    io: (u64, u64),
-) {
-    let us = |d: Duration| d.as_micros() as u64;
-    let (status, expected) = match result {
-        Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
-        Err(_) => (0, false),
-    };
-    let status_text = status.to_string();
-    let tags = meta.tags.with([
-        ("status", status_text.as_str()),
-        ("expected_response", if expected { "true" } else { "false" }),
-    ]);
-    shared.recorder.with_shard(|s| {
-        s.count(builtin::HTTP_REQS, &tags, 1.0);
-        s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
-        s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
-        s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
-        match result {
-            Ok(r) => {
-                let t = &r.timings;
-                s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
-                s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
-                s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
-                s.trend(
-                    builtin::HTTP_REQ_TLS_HANDSHAKING,
-                    &tags,
-                    us(t.tls_handshaking),
-                );
-                s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
-                s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
-                s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
+impl HttpClient {
+    /// Records a finished request under its cached tag sets.
+    fn record(&mut self, meta: &Meta, result: &Result<HttpResponse, HttpError>, io: (u64, u64)) {
+        let us = |d: Duration| d.as_micros() as u64;
+        let (status, expected) = match result {
+            Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
+            Err(_) => (0, false),
+        };
+        let tags = self.tags.outcome(meta.slot, &meta.tags, status, expected);
+        let err_tags = match result {
+            Err(e) => Some(self.tags.error(meta.slot, &meta.tags, e.kind())),
+            Ok(_) => None,
+        };
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::HTTP_REQS, &tags, 1.0);
+            s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
+            s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
+            s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
+            match result {
+                Ok(r) => {
+                    let t = &r.timings;
+                    s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
+                    s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
+                    s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
+                    s.trend(
+                        builtin::HTTP_REQ_TLS_HANDSHAKING,
+                        &tags,
+                        us(t.tls_handshaking),
+                    );
+                    s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
+                    s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
+                    s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
+                }
+                Err(_) => {
+                    if let Some(err_tags) = &err_tags {
+                        s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
+                    }
+                }
             }
-            Err(e) => {
-                let err_tags = meta.tags.with([("error", e.kind())]);
-                s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
-            }
-        }
-    });
+        });
+    }
 }
 
 #[cfg(test)]

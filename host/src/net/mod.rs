@@ -6,6 +6,8 @@ pub mod connect;
 pub mod counting_io;
 pub mod http;
 pub mod redirect;
+pub mod request_tags;
+pub mod targets;
 pub mod ws;
 
 pub use allowlist::{Allowlist, Origin};

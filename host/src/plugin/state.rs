@@ -72,6 +72,8 @@ pub struct VuState {
     pub output: OutputTail,
     /// Limits of the call in progress.
     pub budget: CallBudget,
+    /// Tag sets of this VU's checks and custom metrics, made once each.
+    pub tag_cache: crate::metrics::tag_cache::TagCache,
 }
 
 impl VuState {
@@ -101,6 +103,7 @@ impl VuState {
             panic_message: None,
             output,
             budget: CallBudget::new(services_cpu),
+            tag_cache: Default::default(),
         }
     }
 

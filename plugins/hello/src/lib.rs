@@ -4,6 +4,7 @@
 //! `http://127.0.0.1:8080`, where `host demo` serves the demo application.
 
 use loadtest::{check, http, PluginInfo, Scenario};
+use std::sync::OnceLock;
 
 /// Used when the run sets no `BASE_URL`.
 const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -27,10 +28,13 @@ impl Scenario for Hello {
     }
 
     fn iteration(_scenario: String) -> Result<(), String> {
-        let base = loadtest::vu::env_or("BASE_URL", DEFAULT_BASE_URL);
-        let res = http::get(format!("{}/", base.trim_end_matches('/')))
-            .name("/")
-            .send()?;
+        // The URL is the same for every iteration: ask the host for BASE_URL once.
+        static URL: OnceLock<String> = OnceLock::new();
+        let url = URL.get_or_init(|| {
+            let base = loadtest::vu::env_or("BASE_URL", DEFAULT_BASE_URL);
+            format!("{}/", base.trim_end_matches('/'))
+        });
+        let res = http::get(url.as_str()).name("/").send()?;
         check("status is 200", res.status() == 200);
         Ok(())
     }

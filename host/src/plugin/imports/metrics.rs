@@ -11,11 +11,9 @@ impl wit::Host for VuState {
         ok: bool,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<bool> {
-        let tags = self.identity.tags.with(
-            tags.iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .chain([("check", name.as_str())]),
-        );
+        let tags = self
+            .tag_cache
+            .with(&self.identity.tags, &tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(ok)
     }
@@ -51,10 +49,7 @@ impl wit::Host for VuState {
             );
             return Ok(());
         }
-        let tags = self
-            .identity
-            .tags
-            .with(tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let tags = self.tag_cache.with(&self.identity.tags, &tags, None);
         match kind {
             MetricKind::Counter => recorder.count(id, &tags, value),
             MetricKind::Gauge => recorder.gauge(id, &tags, value),
