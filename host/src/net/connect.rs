@@ -57,6 +57,26 @@ impl Connection {
     }
 }
 
+/// Resolves `origin` and opens a TCP connection to the first address that answers,
+/// with Nagle's algorithm off (latency matters more than packet count here).
+pub async fn connect_tcp(origin: &Origin) -> Result<TcpStream, HttpError> {
+    let addrs = resolve(origin).await?;
+    let mut last_error = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) => last_error = Some(format!("{addr}: {e}")),
+        }
+    }
+    Err(HttpError::Connect(format!(
+        "cannot connect to {origin}: {}",
+        last_error.unwrap_or_else(|| "no address".into())
+    )))
+}
+
 /// Opens a connection to `origin`.
 pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), HttpError> {
     if origin.scheme == "https" {
@@ -64,28 +84,9 @@ pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), Ht
             "{origin}: https is not supported by this build of the host yet; use http://"
         )));
     }
-    let addrs = resolve(origin).await?;
     let start = Instant::now();
-    let mut last_error = None;
-    let mut stream = None;
-    for addr in addrs {
-        match TcpStream::connect(addr).await {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last_error = Some(format!("{addr}: {e}")),
-        }
-    }
-    let stream = stream.ok_or_else(|| {
-        HttpError::Connect(format!(
-            "cannot connect to {origin}: {}",
-            last_error.unwrap_or_else(|| "no address".into())
-        ))
-    })?;
+    let stream = connect_tcp(origin).await?;
     let connecting = start.elapsed();
-    // Latency matters more than packet count for a load generator.
-    let _ = stream.set_nodelay(true);
     let (io, stats) = CountingIo::new(stream);
     let (sender, conn) = hyper::client::conn::http1::Builder::new()
         .handshake(TokioIo::new(io))
@@ -109,7 +110,7 @@ pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), Ht
 }
 
 /// The addresses of `origin`'s host (an IP address is used as it is).
-pub async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
+async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
     if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, origin.port)]);
     }

@@ -6,7 +6,7 @@ use super::session::Session;
 use super::{driver, Socket, WsError};
 use crate::metrics::{builtin, TagSet};
 use crate::net::allowlist::Origin;
-use crate::net::connect::resolve;
+use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::{HttpError, NetShared};
 use http::header::{HeaderName, HeaderValue};
@@ -153,29 +153,10 @@ async fn handshake(
     request: Request,
     shared: &NetShared,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let addrs = resolve(origin).await.map_err(|e| match e {
+    let tcp = connect_tcp(origin).await.map_err(|e| match e {
         HttpError::Connect(m) => WsError::Connect(m),
         other => WsError::Connect(other.to_string()),
     })?;
-    let mut last_error = None;
-    let mut tcp = None;
-    for addr in addrs {
-        match TcpStream::connect(addr).await {
-            Ok(s) => {
-                tcp = Some(s);
-                break;
-            }
-            Err(e) => last_error = Some(format!("{addr}: {e}")),
-        }
-    }
-    let tcp = tcp.ok_or_else(|| {
-        WsError::Connect(format!(
-            "cannot connect to {origin}: {}",
-            last_error.unwrap_or_else(|| "no address".into())
-        ))
-    })?;
-    // Pushes and pings are small; waiting to coalesce them only adds latency.
-    let _ = tcp.set_nodelay(true);
     let (io, stats) = CountingIo::new(tcp);
     let max_message = usize::try_from(shared.max_body).unwrap_or(usize::MAX);
     let config = WebSocketConfig::default()
