@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""Open-model benchmarks, run by hand; writes results/open-model.md.
+
+    cargo build --release -p host
+    apt-get install -y nginx-light        # for the rate table
+    python3 bench/open_model.py [rate] [stall] [overload]   # default: all three
+
+- rate: constant-arrival-rate at 1k, 10k and 50k iterations/s of the `hello` plugin
+  (one GET per iteration) against nginx on loopback: achieved rate and start lag.
+- stall: the demo target stalls every request for 1 s every 5 s; the open model's
+  iteration_latency and http_req_duration next to the stall's known shape, and a
+  closed-model run for contrast (coordinated omission).
+- overload: the demo target answers in 2 s, 500/s offered, max_vus 50, for 2 minutes;
+  the host's RSS sampled every second.
+
+The target is pinned to core 0 and the host to core 1 (taskset). Each section's table
+is written between markers in results/open-model.md, so sections can be rerun alone.
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = ROOT / "target/release/host"
+HELLO = ROOT / "plugins/target/wasm32-wasip2/release/hello.wasm"
+RESULTS = ROOT / "results/open-model.md"
+TARGET_CORE = "0"
+HOST_CORE = "1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def machine():
+    free = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout
+    total = re.search(r"Mem:\s+(\d+)", free).group(1)
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return (
+        f"`nproc` = {os.cpu_count()}, `free -g` total = {total} GiB, "
+        f"`uname -r` = {os.uname().release}, CPU: {cpu}"
+    )
+
+
+def start_nginx(tmp, port):
+    conf = tmp / "nginx.conf"
+    conf.write_text(
+        f"""worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests 10000000;
+    keepalive_timeout 120s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{ return 200 "ok\\n"; }}
+    }}
+}}
+"""
+    )
+    proc = subprocess.Popen(
+        ["taskset", "-c", TARGET_CORE, "nginx", "-c", str(conf), "-p", str(tmp)],
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_port(port)
+    return proc
+
+
+def start_demo_target(port, *flags):
+    proc = subprocess.Popen(
+        ["taskset", "-c", TARGET_CORE, str(HOST), "target", "--listen", f"127.0.0.1:{port}", *flags],
+        stdout=subprocess.DEVNULL,
+    )
+    wait_for_port(port)
+    return proc
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def host_run(tmp, name, config, base_url, sample_rss=False):
+    """Runs `host run hello.wasm` on its core; returns (summary, command, cpu_s, rss)."""
+    cfg = tmp / f"{name}.toml"
+    cfg.write_text(config)
+    out = tmp / f"out-{name}"
+    cmd = [
+        "taskset", "-c", HOST_CORE, str(HOST), "run", str(HELLO),
+        "--config", str(cfg), "--quiet", "--out", str(out), "-e", f"BASE_URL={base_url}",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    rss = []
+    if sample_rss:
+        def sample():
+            status = Path(f"/proc/{proc.pid}/status")
+            while proc.poll() is None:
+                try:
+                    m = re.search(r"VmRSS:\s+(\d+) kB", status.read_text())
+                    if m:
+                        rss.append((time.time(), int(m.group(1))))
+                except OSError:
+                    break
+                time.sleep(1.0)
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if sample_rss:
+        sampler.join()
+    if proc.returncode not in (0, 99):
+        raise RuntimeError(f"host run exited with {proc.returncode}: {' '.join(cmd)}")
+    summary_path = next(out.glob("*/summary.json"))
+    summary = json.loads(summary_path.read_text())
+    shown = " ".join(
+        str(c).replace(str(ROOT) + "/", "").replace(str(tmp), "$TMP") for c in cmd
+    )
+    return summary, shown, usage.ru_utime + usage.ru_stime, rss
+
+
+def ms(x):
+    if x is None:
+        return "–"
+    if x >= 1000:
+        return f"{x / 1000:.2f} s"
+    if x >= 1:
+        return f"{x:.2f} ms"
+    return f"{x * 1000:.0f} µs"
+
+
+def trend(summary, metric):
+    return summary["metrics"].get(metric, {})
+
+
+def write_section(section, text):
+    RESULTS.parent.mkdir(exist_ok=True)
+    doc = RESULTS.read_text() if RESULTS.exists() else (
+        "# Open model: rate accuracy, start lag, stalls and memory under overload\n\n"
+        "Written by `bench/open_model.py` (run by hand). Each section says how it was run.\n\n"
+        "<!-- rate:begin --><!-- rate:end -->\n\n"
+        "<!-- stall:begin --><!-- stall:end -->\n\n"
+        "<!-- overload:begin --><!-- overload:end -->\n"
+    )
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    RESULTS.write_text(head + begin + "\n" + text.strip() + "\n" + end + tail)
+
+
+def rate_section(tmp):
+    port = free_port()
+    nginx = start_nginx(tmp, port)
+    rows, commands = [], []
+    duration = 10
+    try:
+        for rate, pre, mx in [(1000, 200, 1000), (10_000, 500, 2000), (50_000, 1000, 4000)]:
+            config = f"""[scenarios.open]
+executor = "constant-arrival-rate"
+rate = {rate}
+duration = "{duration}s"
+pre_allocated_vus = {pre}
+max_vus = {mx}
+graceful_stop = "5s"
+"""
+            s, cmd, cpu, _ = host_run(tmp, f"rate-{rate}", config, f"http://127.0.0.1:{port}")
+            sc = s["scenarios"]["open"]
+            due = sc["started"] + sc["dropped"]
+            lag = trend(s, "iteration_start_lag")
+            lat = trend(s, "iteration_latency")
+            req = trend(s, "http_req_duration")
+            rows.append(
+                f"| {rate:,}/s | {due:,} | {sc['started']:,} | {sc['dropped']:,} "
+                f"| {100 * sc['started'] / (rate * duration):.2f} % "
+                f"| {ms(lag.get('med'))} | {ms(lag.get('p90'))} | {ms(lag.get('p99'))} | {ms(lag.get('max'))} "
+                f"| {ms(req.get('med'))} | {ms(lat.get('p99'))} "
+                f"| {int(s['metrics']['vus']['max'])} / {sc['vus_allocated']} | {cpu / s['duration_s'] * 100:.0f} % |"
+            )
+            commands.append(f"    {cmd}\n\n    # {config.strip().replace(chr(10), '; ')}")
+    finally:
+        stop(nginx)
+    write_section(
+        "rate",
+        f"""## Rate accuracy and start lag against nginx
+
+Machine: {machine()}. nginx-light 1.22 (`worker_processes 1`, `return 200 "ok"`) pinned to
+core {TARGET_CORE}; the release host pinned to core {HOST_CORE} (so its tokio runtime has one
+worker thread). The `hello` plugin: one `GET /` and one check per iteration; {duration} s
+per rate. *Started* is the share of the schedule's iterations that started (goal: within
+1 % while VUs are available); start lag is start − due; *busy / made* is the peak of the
+`vus` gauge and `vus_allocated`; host CPU is user + system time over the run's length.
+
+| rate | due | started | dropped | started / due | lag p50 | lag p90 | lag p99 | lag max | http_req_duration p50 | iteration_latency p99 | VUs busy / made | host CPU |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+{chr(10).join(rows)}
+
+Commands (`$TMP` is a temporary folder; nginx's config is written by the script):
+
+{chr(10).join(commands)}
+""",
+    )
+
+
+def stall_section(tmp):
+    port = free_port()
+    target = start_demo_target(port, "--stall-every", "5s", "--stall-for", "1s")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        time.sleep(0.5)
+        open_config = """[scenarios.open]
+executor = "constant-arrival-rate"
+rate = 200
+duration = "60s"
+pre_allocated_vus = 300
+max_vus = 600
+graceful_stop = "5s"
+"""
+        s_open, cmd_open, _, _ = host_run(tmp, "stall-open", open_config, base)
+        closed_config = """[scenarios.closed]
+executor = "constant-vus"
+vus = 10
+duration = "60s"
+graceful_stop = "5s"
+"""
+        s_closed, cmd_closed, _, _ = host_run(tmp, "stall-closed", closed_config, base)
+    finally:
+        stop(target)
+
+    def row(label, summary, metric):
+        t = trend(summary, metric)
+        return (
+            f"| {label} | {t.get('count', 0):,} | {ms(t.get('med'))} | {ms(t.get('p90'))} | {ms(t.get('p95'))} "
+            f"| {ms(t.get('p99'))} | {ms(t.get('p99.9'))} | {ms(t.get('max'))} | {ms(t.get('avg'))} |"
+        )
+
+    so = s_open["scenarios"]["open"]
+    write_section(
+        "stall",
+        f"""## A periodic stall, and coordinated omission
+
+Machine: {machine()}. The demo target (`host target --stall-every 5s --stall-for 1s`,
+pinned to core {TARGET_CORE}) holds every request that arrives in a stall window until the
+window closes: windows open every 5 s and last 1 s, so 20 % of the time a request waits
+for the rest of the window — uniformly 0 to 1 s. For arrivals spread evenly in time the
+waiting time therefore has a known shape: nothing up to p80, then p90 = 0.5 s, p95 =
+0.75 s, p99 = 0.95 s, p99.9 = 0.995 s, max = 1 s, mean 0.1 s (plus the target's own
+sub-millisecond service time). A 60 s run spans 12 windows.
+
+| run, metric | samples | p50 | p90 | p95 | p99 | p99.9 | max | mean |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| expected for arrivals at a constant rate | – | ~0 | 500 ms | 750 ms | 950 ms | 995 ms | 1.00 s | 100 ms |
+{row("open model, 200/s: `iteration_latency`", s_open, "iteration_latency")}
+{row("open model, 200/s: `http_req_duration`", s_open, "http_req_duration")}
+{row("open model, 200/s: `iteration_start_lag`", s_open, "iteration_start_lag")}
+{row("closed model, 10 VUs: `http_req_duration`", s_closed, "http_req_duration")}
+{row("closed model, 10 VUs: `iteration_duration`", s_closed, "iteration_duration")}
+
+The open model ran {so['started']:,} of {so['started'] + so['dropped']:,} due iterations
+({so['dropped']} dropped) on up to {int(s_open['metrics']['vus']['max'])} busy VUs
+({so['vus_allocated']} made): during a stall the iterations that keep arriving each take a
+VU of their own, so every one of them is measured with its wait. The closed model's 10 VUs
+each send one request into a stall and then wait with it, so the stall yields 10 slow
+samples among the many thousands sent while the target was quick: its percentiles hide the
+stall — the coordinated omission the open model and `iteration_latency` (end − due) avoid.
+
+Commands:
+
+    {cmd_open}
+    # {open_config.strip().replace(chr(10), '; ')}
+
+    {cmd_closed}
+    # {closed_config.strip().replace(chr(10), '; ')}
+""",
+    )
+
+
+def overload_section(tmp):
+    port = free_port()
+    target = start_demo_target(port, "--latency", "2s")
+    try:
+        time.sleep(0.5)
+        config = """[scenarios.overload]
+executor = "constant-arrival-rate"
+rate = 500
+duration = "2m"
+pre_allocated_vus = 10
+max_vus = 50
+graceful_stop = "3s"
+"""
+        s, cmd, cpu, rss = host_run(
+            tmp, "overload", config, f"http://127.0.0.1:{port}", sample_rss=True
+        )
+    finally:
+        stop(target)
+    sc = s["scenarios"]["overload"]
+    mib = lambda kb: f"{kb / 1024:.1f} MiB"
+    values = [kb for _, kb in rss]
+    t0 = rss[0][0]
+    # After the VUs are made and the first iterations ran (past the first 10 s).
+    steady = [kb for t, kb in rss if t - t0 >= 10]
+    points = " · ".join(
+        f"{int(t - t0)} s: {mib(kb)}" for t, kb in rss if int(t - t0) % 15 == 0
+    )
+    write_section(
+        "overload",
+        f"""## Memory under overload: 500/s offered to a target that answers in 2 s
+
+Machine: {machine()}. The demo target (`host target --latency 2s`, core {TARGET_CORE}) answers
+each request after 2 s; the host (core {HOST_CORE}) is offered 500 iterations/s for 2 minutes
+with `max_vus` 50, so it can start at most 25/s and must drop the rest without queueing
+them. The host's RSS (`VmRSS` of the `host run` process) was sampled every second.
+
+| | value |
+| --- | --- |
+| iterations due | {sc['started'] + sc['dropped']:,} |
+| started / completed / interrupted | {sc['started']:,} / {sc['completed']:,} / {sc['interrupted']:,} |
+| dropped (`dropped_iterations`) | {sc['dropped']:,} |
+| VUs made | {sc['vus_allocated']} |
+| run length (`duration_s`) | {s['duration_s']:.1f} s (schedule 120 s + graceful_stop 3 s at most) |
+| RSS samples | {len(values)} |
+| RSS first / last | {mib(values[0])} / {mib(values[-1])} |
+| RSS min / max (whole run) | {mib(min(values))} / {mib(max(values))} |
+| RSS min / max from 10 s on | {mib(min(steady))} / {mib(max(steady))} |
+| host CPU | {cpu:.1f} s over the run |
+
+RSS every 15 s: {points}.
+
+Warning printed with the summary: {"; ".join(s.get("warnings", [])) or "(none)"}
+
+Command:
+
+    {cmd}
+    # {config.strip().replace(chr(10), '; ')}
+""",
+    )
+
+
+def main():
+    wanted = sys.argv[1:] or ["rate", "stall", "overload"]
+    if not HOST.exists():
+        sys.exit("build the host first: cargo build --release -p host")
+    if "rate" in wanted and shutil.which("nginx") is None:
+        sys.exit("nginx is needed for the rate table: apt-get install -y nginx-light")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for section in wanted:
+            print(f"running {section} ...", flush=True)
+            {"rate": rate_section, "stall": stall_section, "overload": overload_section}[section](tmp)
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+//! The open model shared by `constant-arrival-rate` and `ramping-arrival-rate`.
+//!
+//! One scheduler per scenario, on a thread of its own (tokio's blocking pool): it sleeps
+//! until the next iteration is due with the OS's timer, which is precise to tens of
+//! microseconds where tokio's ticks in whole milliseconds, and is never stuck behind
+//! iteration tasks on a busy worker. When it wakes it starts every iteration whose time
+//! has come, each at once on an idle VU in a task of its own that hands the VU back when
+//! done. If no VU is idle the iteration is dropped and counted, and a VU is made in the
+//! background if `max_vus` allows. Nothing waits in a queue: the scheduler holds only the
+//! number of the next iteration.
+
+use super::arrival_schedule::ArrivalSchedule;
+use super::vu_pool::{Take, VuPool};
+use super::{sleep_until, ExecutorReport, ScenarioCtx, ScenarioStats};
+use crate::metrics::builtin;
+use crate::vu::Vu;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::task::TaskTracker;
+
+/// Longest the scheduler sleeps before looking whether the run was stopped.
+const STOP_CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs.
+pub async fn run(
+    ctx: Arc<ScenarioCtx>,
+    vus: Vec<Vu>,
+    schedule: ArrivalSchedule,
+    max_vus: u64,
+) -> ExecutorReport {
+    ctx.wait_for_start().await;
+    let end = ctx.start + schedule.length();
+    let scheduler = Scheduler {
+        hard: end + ctx.config.graceful_stop,
+        end,
+        ctx: ctx.clone(),
+        pool: Arc::new(VuPool::new(vus, max_vus)),
+        tasks: TaskTracker::new(),
+        schedule,
+    };
+    let tasks = scheduler.tasks.clone();
+    if let Err(e) = tokio::task::spawn_blocking(move || scheduler.run()).await {
+        eprintln!(
+            "error: the scheduler of scenario {} failed: {e}",
+            ctx.config.name
+        );
+    }
+    tasks.close();
+    tasks.wait().await;
+    ExecutorReport::default()
+}
+
+/// Starts a scenario's iterations when they are due.
+struct Scheduler {
+    ctx: Arc<ScenarioCtx>,
+    pool: Arc<VuPool<Vu>>,
+    tasks: TaskTracker,
+    schedule: ArrivalSchedule,
+    /// When the schedule ends.
+    end: Instant,
+    /// When running iterations are interrupted (`end` plus `graceful_stop`).
+    hard: Instant,
+}
+
+impl Scheduler {
+    /// The loop; runs on a blocking-pool thread, inside the runtime's context.
+    fn run(self) {
+        let start = self.ctx.start;
+        let mut next = 0;
+        let mut next_due = self.schedule.due(next).map(|d| start + d);
+        while let Some(due) = next_due {
+            if !self.sleep_until(due) {
+                return;
+            }
+            let now = Instant::now();
+            let mut dropped = 0u64;
+            while let Some(due) = next_due.filter(|d| *d <= now) {
+                match self.pool.take() {
+                    Take::Idle(vu) => self.start_iteration(vu, due),
+                    Take::Make => {
+                        dropped += 1;
+                        self.make_vu();
+                    }
+                    Take::None => dropped += 1,
+                }
+                next += 1;
+                next_due = self.schedule.due(next).map(|d| start + d);
+            }
+            if dropped > 0 {
+                self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
+                self.ctx.factory.recorder().count(
+                    builtin::DROPPED_ITERATIONS,
+                    self.ctx.factory.tags(),
+                    dropped as f64,
+                );
+            }
+        }
+    }
+
+    /// Sleeps until `due`; false if the run was stopped meanwhile.
+    fn sleep_until(&self, due: Instant) -> bool {
+        loop {
+            if self.ctx.control.stop.is_cancelled() {
+                return false;
+            }
+            let now = Instant::now();
+            if due <= now {
+                return true;
+            }
+            std::thread::sleep((due - now).min(STOP_CHECK_EVERY));
+        }
+    }
+
+    /// Starts iteration `due` on `vu` in a task of its own; the VU goes back to the pool
+    /// when the iteration ends (or is interrupted at `hard`).
+    fn start_iteration(&self, mut vu: Vu, due: Instant) {
+        let busy = Busy::new(self.ctx.stats.clone());
+        let (ctx, pool, hard) = (self.ctx.clone(), self.pool.clone(), self.hard);
+        self.tasks.spawn(async move {
+            ctx.run_iteration(&mut vu, Some(due), sleep_until(hard))
+                .await;
+            drop(busy);
+            pool.put(vu);
+        });
+    }
+
+    /// Makes one VU in the background and adds it to the pool; gives up at the
+    /// schedule's end or a stop, since no iteration could use it then.
+    fn make_vu(&self) {
+        let (ctx, pool, end) = (self.ctx.clone(), self.pool.clone(), self.end);
+        self.tasks.spawn(async move {
+            let made = tokio::select! {
+                made = ctx.factory.make() => Some(made),
+                _ = sleep_until(end) => None,
+                _ = ctx.control.stop.cancelled() => None,
+            };
+            match made {
+                Some(Ok(vu)) => {
+                    ctx.stats.allocated_vus.fetch_add(1, Ordering::Relaxed);
+                    pool.made(vu);
+                }
+                Some(Err(e)) => {
+                    ctx.factory.report_failure(&e);
+                    pool.not_made();
+                }
+                None => pool.not_made(),
+            }
+        });
+    }
+}
+
+/// Counts a VU as busy (the `vus` gauge of an arrival-rate scenario) while it lives.
+struct Busy(Arc<ScenarioStats>);
+
+impl Busy {
+    fn new(stats: Arc<ScenarioStats>) -> Self {
+        stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        Self(stats)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+}
