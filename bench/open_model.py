@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "target/release/host"
-HELLO = ROOT / "plugins/target/wasm32-wasip2/release/hello.wasm"
+PLUGINS = ROOT / "plugins/target/wasm32-wasip2/release"
 RESULTS = ROOT / "results/open-model.md"
 TARGET_CORE = "0"
 HOST_CORE = "1"
@@ -62,9 +62,11 @@ def machine():
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
+    load = Path("/proc/loadavg").read_text().split()[0]
     return (
         f"`nproc` = {os.cpu_count()}, `free -g` total = {total} GiB, "
-        f"`uname -r` = {os.uname().release}, CPU: {cpu}"
+        f"`uname -r` = {os.uname().release}, CPU: {cpu}; load average when the "
+        f"section started: {load} (the machine is shared with other work)"
     )
 
 
@@ -118,15 +120,18 @@ def stop(proc):
         proc.wait()
 
 
-def host_run(tmp, name, config, base_url, sample_rss=False):
-    """Runs `host run hello.wasm` on its core; returns (summary, command, cpu_s, rss)."""
+def host_run(tmp, name, config, base_url, sample_rss=False, plugin="hello", env=None):
+    """Runs `host run PLUGIN.wasm` on its core; returns (summary, command, cpu_s, rss)."""
     cfg = tmp / f"{name}.toml"
     cfg.write_text(config)
     out = tmp / f"out-{name}"
+    env = env if env is not None else [f"BASE_URL={base_url}"]
     cmd = [
-        "taskset", "-c", HOST_CORE, str(HOST), "run", str(HELLO),
-        "--config", str(cfg), "--quiet", "--out", str(out), "-e", f"BASE_URL={base_url}",
+        "taskset", "-c", HOST_CORE, str(HOST), "run", str(PLUGINS / f"{plugin}.wasm"),
+        "--config", str(cfg), "--quiet", "--out", str(out),
     ]
+    for e in env:
+        cmd += ["-e", e]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     rss = []
     if sample_rss:
@@ -190,8 +195,13 @@ def rate_section(tmp):
     nginx = start_nginx(tmp, port)
     rows, commands = [], []
     duration = 10
+    runs = [
+        (plugin, rate, pre, mx)
+        for plugin in ["hello", "misbehave"]
+        for rate, pre, mx in [(1000, 200, 1000), (10_000, 500, 2000), (50_000, 1000, 4000)]
+    ]
     try:
-        for rate, pre, mx in [(1000, 200, 1000), (10_000, 500, 2000), (50_000, 1000, 4000)]:
+        for plugin, rate, pre, mx in runs:
             config = f"""[scenarios.open]
 executor = "constant-arrival-rate"
 rate = {rate}
@@ -200,14 +210,19 @@ pre_allocated_vus = {pre}
 max_vus = {mx}
 graceful_stop = "5s"
 """
-            s, cmd, cpu, _ = host_run(tmp, f"rate-{rate}", config, f"http://127.0.0.1:{port}")
+            env = None if plugin == "hello" else ["MODE=ok"]
+            s, cmd, cpu, _ = host_run(
+                tmp, f"rate-{plugin}-{rate}", config, f"http://127.0.0.1:{port}",
+                plugin=plugin, env=env,
+            )
             sc = s["scenarios"]["open"]
             due = sc["started"] + sc["dropped"]
             lag = trend(s, "iteration_start_lag")
             lat = trend(s, "iteration_latency")
             req = trend(s, "http_req_duration")
+            what = "`hello`: GET nginx" if plugin == "hello" else "`misbehave` MODE=ok: no I/O"
             rows.append(
-                f"| {rate:,}/s | {due:,} | {sc['started']:,} | {sc['dropped']:,} "
+                f"| {what} | {rate:,}/s | {due:,} | {sc['started']:,} | {sc['dropped']:,} "
                 f"| {100 * sc['started'] / (rate * duration):.2f} % "
                 f"| {ms(lag.get('med'))} | {ms(lag.get('p90'))} | {ms(lag.get('p99'))} | {ms(lag.get('max'))} "
                 f"| {ms(req.get('med'))} | {ms(lat.get('p99'))} "
@@ -222,13 +237,15 @@ graceful_stop = "5s"
 
 Machine: {machine()}. nginx-light 1.22 (`worker_processes 1`, `return 200 "ok"`) pinned to
 core {TARGET_CORE}; the release host pinned to core {HOST_CORE} (so its tokio runtime has one
-worker thread). The `hello` plugin: one `GET /` and one check per iteration; {duration} s
-per rate. *Started* is the share of the schedule's iterations that started (goal: within
+worker thread, and the scheduler's thread shares that core). Two iterations: the `hello`
+plugin (one `GET /` to nginx and one check), and `misbehave` with `MODE=ok` (returns at
+once: the executor, the VU and the metrics without I/O, i.e. the scheduler's own ceiling);
+{duration} s per rate. *Started* is the share of the schedule's iterations that started (goal: within
 1 % while VUs are available); start lag is start − due; *busy / made* is the peak of the
 `vus` gauge and `vus_allocated`; host CPU is user + system time over the run's length.
 
-| rate | due | started | dropped | started / due | lag p50 | lag p90 | lag p99 | lag max | http_req_duration p50 | iteration_latency p99 | VUs busy / made | host CPU |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| iteration | rate | due | started | dropped | started / due | lag p50 | lag p90 | lag p99 | lag max | http_req_duration p50 | iteration_latency p99 | VUs busy / made | host CPU |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
 
 Commands (`$TMP` is a temporary folder; nginx's config is written by the script):
