@@ -207,6 +207,54 @@ graceful_stop = "3s"
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iterations_still_running_after_graceful_stop_are_interrupted_and_leave_no_request_in_flight(
+) {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let target = target(Faults {
+        latency: Duration::from_secs(5),
+        ..Faults::default()
+    })
+    .await;
+    let (outcome, s) = run_hello(
+        &target,
+        r#"
+[scenarios.stuck]
+executor = "constant-arrival-rate"
+rate = 10
+duration = "2s"
+pre_allocated_vus = 5
+max_vus = 5
+graceful_stop = "1s"
+"#,
+    )
+    .await;
+    target.shutdown().await;
+
+    let count = |key: &str| num(&s, &format!("scenarios/stuck/{key}"));
+    // 5 VUs take the first 5 iterations, which wait 5 s for the target; the other 15
+    // of the 20 due find no idle VU.
+    assert_eq!(count("started"), 5.0, "{}", brief(&s));
+    assert_eq!(count("dropped"), 15.0);
+    assert_eq!(
+        count("interrupted"),
+        5.0,
+        "stopped at 2 s + 1 s of graceful stop"
+    );
+    assert_eq!(count("completed"), 0.0);
+    assert_eq!(num(&s, "metrics/interrupted_iterations/count"), 5.0);
+    assert_eq!(
+        num(&s, "http/in_flight"),
+        0.0,
+        "abandoned requests are not in flight"
+    );
+    assert!(
+        outcome.summary.duration_s < 2.0 + 1.0 + 1.5,
+        "the run took {:.1}s",
+        outcome.summary.duration_s
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ramp_from_0_to_1000_per_second_over_4s_starts_about_2000() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let target = target(Faults::default()).await;
