@@ -328,32 +328,82 @@ Commands:
     )
 
 
-def overload_section(tmp):
+def overload_run(tmp, name, latency, rate, minutes):
+    """One overload run against a target answering after `latency`; RSS sampled."""
     port = free_port()
-    target = start_demo_target(port, "--latency", "2s")
-    try:
-        time.sleep(0.5)
-        config = """[scenarios.overload]
+    target = start_demo_target(port, "--latency", latency)
+    config = f"""[scenarios.overload]
 executor = "constant-arrival-rate"
-rate = 500
-duration = "2m"
+rate = {rate}
+duration = "{minutes}m"
 pre_allocated_vus = 10
 max_vus = 50
 graceful_stop = "3s"
 """
+    try:
+        time.sleep(0.5)
         s, cmd, cpu, rss = host_run(
-            tmp, "overload", config, f"http://127.0.0.1:{port}", sample_rss=True
+            tmp, name, config, f"http://127.0.0.1:{port}", sample_rss=True
         )
     finally:
         stop(target)
-    sc = s["scenarios"]["overload"]
+    return s, cmd, cpu, rss, config
+
+
+def overload_section(tmp):
+    runs = [
+        ("2 s target, 500/s", overload_run(tmp, "overload", "2s", 500, 2)),
+        ("control: 100 ms target, 1,000/s", overload_run(tmp, "overload-control", "100ms", 1000, 2)),
+    ]
     mib = lambda kb: f"{kb / 1024:.1f} MiB"
-    values = [kb for _, kb in rss]
+
+    def column(run):
+        s, _, cpu, rss, _ = run
+        sc = s["scenarios"]["overload"]
+        values = [kb for _, kb in rss]
+        t0 = rss[0][0]
+        # After the VUs are made and the first iterations ran (past the first 10 s).
+        steady = [kb for t, kb in rss if t - t0 >= 10]
+        late = [kb for t, kb in rss if t - t0 >= 60]
+        return [
+            f"{sc['started'] + sc['dropped']:,}",
+            f"{sc['started']:,} / {sc['completed']:,} / {sc['interrupted']:,}",
+            f"{sc['dropped']:,}",
+            f"{sc['vus_allocated']}",
+            f"{s['duration_s']:.1f} s",
+            f"{len(values)}",
+            f"{mib(values[0])} / {mib(values[-1])}",
+            f"{mib(min(values))} / {mib(max(values))}",
+            f"{mib(min(steady))} / {mib(max(steady))}",
+            f"{mib(min(late))} / {mib(max(late))}",
+            f"{cpu:.1f} s",
+        ]
+
+    labels = [
+        "iterations due",
+        "started / completed / interrupted",
+        "dropped (`dropped_iterations`)",
+        "VUs made",
+        "run length (`duration_s`; schedule 120 s + graceful_stop 3 s at most)",
+        "RSS samples (one a second)",
+        "RSS first / last",
+        "RSS min / max, whole run",
+        "RSS min / max from 10 s on",
+        "RSS min / max from 60 s on",
+        "host CPU over the run",
+    ]
+    cols = [column(run) for _, run in runs]
+    table = "\n".join(
+        f"| {label} | " + " | ".join(c[i] for c in cols) + " |" for i, label in enumerate(labels)
+    )
+    s, cmd, _, rss, config = runs[0][1]
     t0 = rss[0][0]
-    # After the VUs are made and the first iterations ran (past the first 10 s).
-    steady = [kb for t, kb in rss if t - t0 >= 10]
     points = " · ".join(
         f"{int(t - t0)} s: {mib(kb)}" for t, kb in rss if int(t - t0) % 15 == 0
+    )
+    commands = "\n\n".join(
+        f"    # {label}\n    {run[1]}\n    # {run[4].strip().replace(chr(10), '; ')}"
+        for label, run in runs
     )
     write_section(
         "overload",
@@ -362,29 +412,22 @@ graceful_stop = "3s"
 Machine: {machine()}. The demo target (`host target --latency 2s`, core {TARGET_CORE}) answers
 each request after 2 s; the host (core {HOST_CORE}) is offered 500 iterations/s for 2 minutes
 with `max_vus` 50, so it can start at most 25/s and must drop the rest without queueing
-them. The host's RSS (`VmRSS` of the `host run` process) was sampled every second.
+them. The host's RSS (`VmRSS` of the `host run` process) was sampled every second. The
+control run does the same against a target answering in 100 ms, so about 20 times as
+many iterations complete: memory that grew with each iteration or each drop would show
+there first.
 
-| | value |
-| --- | --- |
-| iterations due | {sc['started'] + sc['dropped']:,} |
-| started / completed / interrupted | {sc['started']:,} / {sc['completed']:,} / {sc['interrupted']:,} |
-| dropped (`dropped_iterations`) | {sc['dropped']:,} |
-| VUs made | {sc['vus_allocated']} |
-| run length (`duration_s`) | {s['duration_s']:.1f} s (schedule 120 s + graceful_stop 3 s at most) |
-| RSS samples | {len(values)} |
-| RSS first / last | {mib(values[0])} / {mib(values[-1])} |
-| RSS min / max (whole run) | {mib(min(values))} / {mib(max(values))} |
-| RSS min / max from 10 s on | {mib(min(steady))} / {mib(max(steady))} |
-| host CPU | {cpu:.1f} s over the run |
+| | {" | ".join(label for label, _ in runs)} |
+| --- | --- | --- |
+{table}
 
-RSS every 15 s: {points}.
+RSS of the 2 s run every 15 s: {points}.
 
-Warning printed with the summary: {"; ".join(s.get("warnings", [])) or "(none)"}
+Warning printed with the 2 s run's summary: {"; ".join(s.get("warnings", [])) or "(none)"}
 
-Command:
+Commands:
 
-    {cmd}
-    # {config.strip().replace(chr(10), '; ')}
+{commands}
 """,
     )
 
