@@ -75,13 +75,14 @@ impl Scheduler {
         let start = self.ctx.start;
         let mut next = 0;
         let mut next_due = self.schedule.due(next).map(|d| start + d);
-        let mut woke = start;
+        let mut woke: Option<Instant> = None;
         while let Some(due) = next_due {
-            if !self.sleep_until(due.max(woke + MIN_WAKE_GAP)) {
+            let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
+            if !self.sleep_until(wake_at) {
                 return;
             }
             let now = Instant::now();
-            woke = now;
+            woke = Some(now);
             let mut dropped = 0u64;
             while let Some(due) = next_due.filter(|d| *d <= now) {
                 match self.pool.take() {
