@@ -258,15 +258,20 @@ graceful_stop = "1s"
 async fn ramp_from_0_to_1000_per_second_over_4s_starts_about_2000() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let target = target(Faults::default()).await;
-    let (_, s) = run_hello(
-        &target,
+    let env = vec![
+        ("MODE", "request".to_string()),
+        ("URL", format!("{}/health", target.base_url())),
+    ];
+    let (_, s) = run_plugin(
+        "misbehave",
+        env,
         r#"
 [scenarios.ramp]
 executor = "ramping-arrival-rate"
 start_rate = 0
 stages = [{ duration = "4s", target = 1000 }]
-pre_allocated_vus = 200
-max_vus = 400
+pre_allocated_vus = 1000
+max_vus = 2000
 graceful_stop = "5s"
 "#,
     )
@@ -283,4 +288,11 @@ graceful_stop = "5s"
         2000.0,
         "the schedule holds 2,000"
     );
+    // The stage reached its target rate at its end unless iterations were dropped.
+    let stage = &s["scenarios"]["ramp"]["stages"][0];
+    assert_eq!(stage["target"], 1000);
+    if num(&s, "scenarios/ramp/dropped") == 0.0 {
+        assert_eq!(stage["at_end"], 1000, "{stage}");
+    }
+    assert!(stage["peak"].as_u64().unwrap() >= 1, "{stage}");
 }

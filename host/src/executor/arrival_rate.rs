@@ -10,6 +10,7 @@
 //! number of the next iteration.
 
 use super::arrival_schedule::ArrivalSchedule;
+use super::arrival_stages::StageTracker;
 use super::vu_pool::{Take, VuPool};
 use super::{sleep_until, ExecutorReport, ScenarioCtx, ScenarioStats};
 use crate::metrics::builtin;
@@ -28,12 +29,14 @@ const STOP_CHECK_EVERY: Duration = Duration::from_millis(20);
 /// adds at most this much to the start lag.
 const MIN_WAKE_GAP: Duration = Duration::from_micros(100);
 
-/// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs.
+/// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs; `stages` gathers
+/// per-stage figures for ramping schedules.
 pub async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
     schedule: ArrivalSchedule,
     max_vus: u64,
+    stages: Option<StageTracker>,
 ) -> ExecutorReport {
     ctx.wait_for_start().await;
     let end = ctx.start + schedule.length();
@@ -44,17 +47,24 @@ pub async fn run(
         pool: Arc::new(VuPool::new(vus, max_vus)),
         tasks: TaskTracker::new(),
         schedule,
+        stages,
     };
     let tasks = scheduler.tasks.clone();
-    if let Err(e) = tokio::task::spawn_blocking(move || scheduler.run()).await {
-        eprintln!(
-            "error: the scheduler of scenario {} failed: {e}",
-            ctx.config.name
-        );
-    }
+    let stages = match tokio::task::spawn_blocking(move || scheduler.run()).await {
+        Ok(stages) => stages,
+        Err(e) => {
+            eprintln!(
+                "error: the scheduler of scenario {} failed: {e}",
+                ctx.config.name
+            );
+            None
+        }
+    };
     tasks.close();
     tasks.wait().await;
-    ExecutorReport::default()
+    ExecutorReport {
+        stages: stages.map(|s| s.report()).unwrap_or_default(),
+    }
 }
 
 /// Starts a scenario's iterations when they are due.
@@ -67,11 +77,14 @@ struct Scheduler {
     end: Instant,
     /// When running iterations are interrupted (`end` plus `graceful_stop`).
     hard: Instant,
+    /// Per-stage figures (ramping schedules).
+    stages: Option<StageTracker>,
 }
 
 impl Scheduler {
-    /// The loop; runs on a blocking-pool thread, inside the runtime's context.
-    fn run(self) {
+    /// The loop; runs on a blocking-pool thread, inside the runtime's context. Hands
+    /// back the per-stage figures.
+    fn run(mut self) -> Option<StageTracker> {
         let start = self.ctx.start;
         let mut next = 0;
         let mut next_due = self.schedule.due(next).map(|d| start + d);
@@ -79,14 +92,26 @@ impl Scheduler {
         while let Some(due) = next_due {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !self.sleep_until(wake_at) {
-                return;
+                break;
             }
             let now = Instant::now();
             woke = Some(now);
+            if let Some(stages) = &mut self.stages {
+                let busy = self.ctx.stats.active_vus.load(Ordering::Relaxed);
+                stages.busy(now.saturating_duration_since(start), busy);
+            }
             let mut dropped = 0u64;
             while let Some(due) = next_due.filter(|d| *d <= now) {
+                if let Some(stages) = &mut self.stages {
+                    stages.due(due - start);
+                }
                 match self.pool.take() {
-                    Take::Idle(vu) => self.start_iteration(vu, due),
+                    Take::Idle(vu) => {
+                        self.start_iteration(vu, due);
+                        if let Some(stages) = &mut self.stages {
+                            stages.started(due - start);
+                        }
+                    }
                     Take::Make => {
                         dropped += 1;
                         self.make_vu();
@@ -105,6 +130,7 @@ impl Scheduler {
                 );
             }
         }
+        self.stages
     }
 
     /// Sleeps until `due`; false if the run was stopped meanwhile.

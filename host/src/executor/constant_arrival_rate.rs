@@ -18,5 +18,5 @@ pub async fn run(
     max_vus: u64,
 ) -> ExecutorReport {
     let schedule = ArrivalSchedule::constant(rate, time_unit, duration);
-    arrival_rate::run(ctx, vus, schedule, max_vus).await
+    arrival_rate::run(ctx, vus, schedule, max_vus, None).await
 }

@@ -4,6 +4,7 @@
 
 pub mod arrival_rate;
 pub mod arrival_schedule;
+pub mod arrival_stages;
 pub mod constant_arrival_rate;
 pub mod constant_vus;
 pub mod per_vu_iterations;

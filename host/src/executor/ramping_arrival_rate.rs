@@ -4,6 +4,7 @@
 
 use super::arrival_rate;
 use super::arrival_schedule::ArrivalSchedule;
+use super::arrival_stages::StageTracker;
 use super::{ExecutorReport, ScenarioCtx};
 use crate::config::Stage;
 use crate::vu::Vu;
@@ -20,5 +21,6 @@ pub async fn run(
     max_vus: u64,
 ) -> ExecutorReport {
     let schedule = ArrivalSchedule::ramping(start_rate, time_unit, &stages);
-    arrival_rate::run(ctx, vus, schedule, max_vus).await
+    let tracker = StageTracker::new(&stages);
+    arrival_rate::run(ctx, vus, schedule, max_vus, Some(tracker)).await
 }
