@@ -63,7 +63,11 @@ def machine():
             cpu = line.split(":", 1)[1].strip()
             break
     load = Path("/proc/loadavg").read_text().split()[0]
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     return (
+        f"host built in release from commit `{commit}`; "
         f"`nproc` = {os.cpu_count()}, `free -g` total = {total} GiB, "
         f"`uname -r` = {os.uname().release}, CPU: {cpu}; load average when the "
         f"section started: {load} (the machine is shared with other work)"
