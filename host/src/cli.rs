@@ -44,7 +44,38 @@ enum Command {
         /// Address to listen on (loopback only).
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
+        #[command(flatten)]
+        faults: FaultArgs,
     },
+}
+
+/// Faults the demo target injects into every request but /health and /admin/*.
+#[derive(Args, Debug, Clone)]
+struct FaultArgs {
+    /// Latency added to every request (`250ms`, `2s`).
+    #[arg(long, value_parser = duration_arg, default_value = "0")]
+    latency: Duration,
+    /// Stall all requests periodically: a stall window opens every this long after the
+    /// target starts (`5s`); requests arriving inside one wait until it closes.
+    #[arg(long, value_parser = duration_arg)]
+    stall_every: Option<Duration>,
+    /// Length of each stall window (with --stall-every).
+    #[arg(long, value_parser = duration_arg, default_value = "1s")]
+    stall_for: Duration,
+    /// Share of requests answered with an injected 500, from 0.0 to 1.0.
+    #[arg(long, value_parser = share_arg, default_value_t = 0.0)]
+    error_rate: f64,
+}
+
+impl FaultArgs {
+    fn faults(&self) -> demo_target::Faults {
+        demo_target::Faults {
+            latency: self.latency,
+            stall_every: self.stall_every,
+            stall_for: self.stall_for,
+            error_rate: self.error_rate,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -60,6 +91,8 @@ struct DemoArgs {
     /// Run this plugin instead of the bundled `notes` example.
     #[arg(long)]
     plugin: Option<PathBuf>,
+    #[command(flatten)]
+    faults: FaultArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -119,6 +152,13 @@ fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
+fn share_arg(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?} is not a number from 0.0 to 1.0")),
+    }
+}
+
 fn key_value(text: &str) -> Result<(String, String), String> {
     let (k, v) = text
         .split_once('=')
@@ -164,7 +204,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Demo(args) => {
-            crate::demo::run_demo(args.plugin, |plugin| args.common.request(plugin)).await
+            let faults = args.faults.faults();
+            crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin)).await
         }
         Command::Compare {
             a,
@@ -184,11 +225,15 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 run::exit_code::OK
             })
         }
-        Command::Target { listen } => {
+        Command::Target { listen, faults } => {
             if !listen.ip().is_loopback() {
                 anyhow::bail!("the demo target listens on loopback only; use 127.0.0.1:PORT");
             }
-            let server = demo_target::DemoServer::start(listen, Default::default()).await?;
+            let config = demo_target::DemoConfig {
+                faults: faults.faults(),
+                ..Default::default()
+            };
+            let server = demo_target::DemoServer::start(listen, config).await?;
             println!("demo target listening on {}", server.base_url());
             tokio::signal::ctrl_c().await?;
             server.shutdown().await;

@@ -3,7 +3,7 @@
 
 use crate::run::{self, RunRequest};
 use anyhow::{Context, Result};
-use demo_target::{DemoConfig, DemoServer};
+use demo_target::{DemoConfig, DemoServer, Faults};
 use std::path::PathBuf;
 
 /// The `notes` example plugin, built from plugins/notes by build.rs.
@@ -25,12 +25,18 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs the demo; `request` turns the plugin path into the run request.
+/// Runs the demo with the target injecting `faults`; `request` turns the plugin path
+/// into the run request.
 pub async fn run_demo(
     plugin: Option<PathBuf>,
+    faults: Faults,
     request: impl FnOnce(PathBuf) -> RunRequest,
 ) -> Result<i32> {
-    let server = DemoServer::start("127.0.0.1:0".parse()?, DemoConfig::default()).await?;
+    let config = DemoConfig {
+        faults,
+        ..DemoConfig::default()
+    };
+    let server = DemoServer::start("127.0.0.1:0".parse()?, config).await?;
     let base_url = server.base_url();
     println!("demo target listening on {base_url}");
     let plugin = match plugin {

@@ -2,14 +2,21 @@
 //! semantics. This file holds what they share: the scenario's context, its live
 //! counters, and the VU loop helpers; each executor has a file of its own.
 
+pub mod arrival_rate;
+pub mod arrival_schedule;
+pub mod arrival_stages;
+pub mod constant_arrival_rate;
 pub mod constant_vus;
 pub mod per_vu_iterations;
+pub mod ramping_arrival_rate;
 pub mod ramping_vus;
 pub mod shared_iterations;
 pub mod stages;
+pub mod vu_pool;
 
 use crate::config::{ExecutorConfig, ScenarioConfig};
 use crate::run::control::RunControl;
+use crate::run::vu_factory::VuFactory;
 use crate::vu::{Outcome, Vu};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,18 +64,26 @@ pub struct ScenarioCtx {
     pub control: Arc<RunControl>,
     /// Live counters.
     pub stats: Arc<ScenarioStats>,
+    /// Makes more VUs while the scenario runs (arrival-rate executors).
+    pub factory: Arc<VuFactory>,
     /// Next iteration number within the scenario.
     next_iteration: AtomicU64,
 }
 
 impl ScenarioCtx {
     /// A context for a scenario starting at `start`.
-    pub fn new(config: ScenarioConfig, start: Instant, control: Arc<RunControl>) -> Self {
+    pub fn new(
+        config: ScenarioConfig,
+        start: Instant,
+        control: Arc<RunControl>,
+        factory: Arc<VuFactory>,
+    ) -> Self {
         Self {
             config,
             start,
             control,
             stats: Arc::new(ScenarioStats::default()),
+            factory,
             next_iteration: AtomicU64::new(0),
         }
     }
@@ -139,9 +154,20 @@ pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
             max_duration,
             ..
         } => shared_iterations::run(ctx, vus, iterations, max_duration).await,
-        ExecutorConfig::ConstantArrivalRate { .. } | ExecutorConfig::RampingArrivalRate { .. } => {
-            ExecutorReport::default()
-        }
+        ExecutorConfig::ConstantArrivalRate {
+            rate,
+            time_unit,
+            duration,
+            max_vus,
+            ..
+        } => constant_arrival_rate::run(ctx, vus, rate, time_unit, duration, max_vus).await,
+        ExecutorConfig::RampingArrivalRate {
+            start_rate,
+            time_unit,
+            stages,
+            max_vus,
+            ..
+        } => ramping_arrival_rate::run(ctx, vus, start_rate, time_unit, stages, max_vus).await,
     }
 }
 

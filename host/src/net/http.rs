@@ -399,6 +399,23 @@ impl Prepared {
     }
 }
 
+/// Counts a request as in flight until it ends, or until its future is dropped because
+/// its iteration was interrupted (else `http_reqs_in_flight` would keep it forever).
+struct InFlight<'a>(&'a AtomicI64);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a AtomicI64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Sends a prepared request; the caller records it (it holds the VU's tag cache).
 async fn execute(
     shared: &NetShared,
@@ -412,12 +429,12 @@ async fn execute(
 ) {
     let key = prepared.target.pool_key.clone();
     let timeout = prepared.timeout;
-    shared.in_flight.fetch_add(1, Ordering::Relaxed);
+    let in_flight = InFlight::new(&shared.in_flight);
     shared
         .recorder
         .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
     let outcome = tokio::time::timeout(timeout, exchange(shared, prepared, conn)).await;
-    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    drop(in_flight);
     let (result, conn, io) = match outcome {
         Ok(r) => r,
         Err(_) => (

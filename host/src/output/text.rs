@@ -115,6 +115,12 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
+    if !s.warnings.is_empty() {
+        let _ = writeln!(out, "\n  warnings:");
+        for w in &s.warnings {
+            let _ = writeln!(out, "    ! {w}");
+        }
+    }
     out
 }
 

@@ -5,6 +5,8 @@ pub mod control;
 pub mod errors;
 pub mod progress;
 pub mod summary;
+pub mod vu_factory;
+pub mod warnings;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::executor::{self, ScenarioCtx};
@@ -12,17 +14,17 @@ use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
 use crate::net::{Allowlist, NetShared};
 use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
-use crate::vu::{Vu, VuContext};
+use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Context, Result};
 use control::{RunControl, StopReason};
 use errors::ErrorLog;
-use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use summary::Summary;
+use vu_factory::VuFactory;
 
 /// VUs initialised at once before the start.
 const INIT_CONCURRENCY: usize = 64;
@@ -256,35 +258,11 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         errors: errors.clone(),
         iteration_timeout: config.limits.iteration_timeout,
     };
-    let next_vu_id = AtomicU64::new(1);
+    let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let mut scenario_vus = Vec::new();
-    for scenario in &config.scenarios {
-        let mut env = config.env.clone();
-        env.extend(scenario.env.clone());
-        let env = Arc::new(env);
-        let tags = TagSet::from_pairs(
-            scenario
-                .tags
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .chain([("scenario", scenario.name.as_str())]),
-        );
-        let identities: Vec<VuIdentity> = (0..scenario.executor.initial_vus())
-            .map(|i| VuIdentity {
-                vu_id: next_vu_id.fetch_add(1, Ordering::Relaxed),
-                vu_id_in_scenario: i + 1,
-                scenario: Arc::from(scenario.name.as_str()),
-                tags: tags.clone(),
-                env: env.clone(),
-            })
-            .collect();
-        let vus: Vec<Result<Vu>> = futures::stream::iter(identities)
-            .map(|id| Vu::new(vu_ctx.clone(), id))
-            .buffer_unordered(INIT_CONCURRENCY)
-            .collect()
-            .await;
-        let vus = vus.into_iter().collect::<Result<Vec<_>>>()?;
-        scenario_vus.push(vus);
+    for (scenario, factory) in config.scenarios.iter().zip(&factories) {
+        let initial = scenario.executor.initial_vus();
+        scenario_vus.push(factory.make_many(initial, INIT_CONCURRENCY).await?);
     }
 
     if request.handle_signals {
@@ -303,11 +281,12 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let t0 = Instant::now();
     let mut contexts = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
-    for (scenario, vus) in config.scenarios.iter().zip(scenario_vus) {
+    for ((scenario, vus), factory) in config.scenarios.iter().zip(scenario_vus).zip(factories) {
         let ctx = Arc::new(ScenarioCtx::new(
             scenario.clone(),
             t0 + scenario.start_time,
             control.clone(),
+            factory,
         ));
         ctx.stats
             .allocated_vus

@@ -33,6 +33,8 @@ pub struct Summary {
     pub status: String,
     /// Why it stopped early.
     pub stop_reason: Option<StopReason>,
+    /// What makes the figures mean less than they seem (such as dropped iterations).
+    pub warnings: Vec<String>,
     /// The merged run config.
     pub config: serde_json::Value,
     /// Per scenario: iterations by outcome, VUs, stages.
@@ -242,6 +244,7 @@ impl Summary {
             duration_s: input.elapsed.as_secs_f64(),
             status: status.into(),
             stop_reason: input.stop_reason,
+            warnings: super::warnings::dropped_iterations(input.contexts),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),

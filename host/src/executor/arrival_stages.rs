@@ -1,0 +1,136 @@
+//! Per-stage figures of a `ramping-arrival-rate` scenario for the summary: each stage's
+//! target rate, the rate reached at its end (the target scaled by the share of the
+//! iterations due in its last second that started), and the most VUs busy at once.
+
+use super::stages::stage_ends;
+use super::StageReport;
+use crate::config::Stage;
+use std::time::Duration;
+
+/// How far back from a stage's end its achieved rate is measured.
+const END_WINDOW: Duration = Duration::from_secs(1);
+
+/// Gathers the figures while the scheduler runs.
+pub struct StageTracker {
+    ends: Vec<Duration>,
+    targets: Vec<u64>,
+    /// Start of each stage's end window.
+    window_starts: Vec<Duration>,
+    due_in_window: Vec<u64>,
+    started_in_window: Vec<u64>,
+    peak_busy: Vec<u64>,
+}
+
+impl StageTracker {
+    /// A tracker for `stages`.
+    pub fn new(stages: &[Stage]) -> Self {
+        let ends = stage_ends(stages);
+        let window_starts = stages
+            .iter()
+            .zip(&ends)
+            .map(|(stage, end)| *end - stage.duration.min(END_WINDOW))
+            .collect();
+        Self {
+            targets: stages.iter().map(|s| s.target).collect(),
+            window_starts,
+            due_in_window: vec![0; stages.len()],
+            started_in_window: vec![0; stages.len()],
+            peak_busy: vec![0; stages.len()],
+            ends,
+        }
+    }
+
+    /// The stage running at `offset` from the schedule's start (the last one after it).
+    fn stage_at(&self, offset: Duration) -> Option<usize> {
+        let index = self.ends.partition_point(|end| *end <= offset);
+        (index < self.ends.len()).then_some(index)
+    }
+
+    /// The stage whose end window holds `offset`.
+    fn window_at(&self, offset: Duration) -> Option<usize> {
+        self.stage_at(offset)
+            .filter(|&i| offset >= self.window_starts[i])
+    }
+
+    /// Counts an iteration due at `offset`, started or dropped.
+    pub fn due(&mut self, offset: Duration) {
+        if let Some(i) = self.window_at(offset) {
+            self.due_in_window[i] += 1;
+        }
+    }
+
+    /// Counts an iteration due at `offset` that started.
+    pub fn started(&mut self, offset: Duration) {
+        if let Some(i) = self.window_at(offset) {
+            self.started_in_window[i] += 1;
+        }
+    }
+
+    /// Notes that `busy` VUs were busy at `offset`.
+    pub fn busy(&mut self, offset: Duration, busy: u64) {
+        if let Some(i) = self.stage_at(offset) {
+            self.peak_busy[i] = self.peak_busy[i].max(busy);
+        }
+    }
+
+    /// One report per stage: `target` and `at_end` in iterations per time unit, `peak`
+    /// in busy VUs. A stage with no iteration due in its last second (zero length, or
+    /// a rate too low) reports 0 at its end.
+    pub fn report(&self) -> Vec<StageReport> {
+        (0..self.ends.len())
+            .map(|i| {
+                let (due, started) = (self.due_in_window[i], self.started_in_window[i]);
+                let at_end = if due == 0 {
+                    0
+                } else {
+                    (self.targets[i] as f64 * started as f64 / due as f64).round() as u64
+                };
+                StageReport {
+                    target: self.targets[i],
+                    at_end,
+                    peak: self.peak_busy[i],
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(ms: u64, target: u64) -> Stage {
+        Stage {
+            duration: Duration::from_millis(ms),
+            target,
+        }
+    }
+
+    #[test]
+    fn rate_at_each_stages_end_and_peak_busy() {
+        let ms = Duration::from_millis;
+        let mut t = StageTracker::new(&[stage(3000, 100), stage(0, 50), stage(500, 50)]);
+        // Stage 1: 40 due in its last second (2–3 s), 30 of them started; others before.
+        for i in 0..40 {
+            t.due(ms(2000 + i * 25));
+            if i % 4 != 0 {
+                t.started(ms(2000 + i * 25));
+            }
+        }
+        t.due(ms(100));
+        t.started(ms(100));
+        // Stage 3 (0.5 s long): all 20 due started.
+        for i in 0..20 {
+            t.due(ms(3000 + i * 25));
+            t.started(ms(3000 + i * 25));
+        }
+        t.busy(ms(10), 3);
+        t.busy(ms(2999), 7);
+        t.busy(ms(3100), 2);
+        t.busy(ms(9000), 99); // after the schedule: ignored
+        let r = t.report();
+        assert_eq!((r[0].target, r[0].at_end, r[0].peak), (100, 75, 7));
+        assert_eq!((r[1].target, r[1].at_end, r[1].peak), (50, 0, 0));
+        assert_eq!((r[2].target, r[2].at_end, r[2].peak), (50, 50, 2));
+    }
+}

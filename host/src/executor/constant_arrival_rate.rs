@@ -1,0 +1,22 @@
+//! `constant-arrival-rate`: `rate` iterations per `time_unit` start for `duration`,
+//! whether or not earlier ones have finished (open model); see [`super::arrival_rate`].
+
+use super::arrival_rate;
+use super::arrival_schedule::ArrivalSchedule;
+use super::{ExecutorReport, ScenarioCtx};
+use crate::vu::Vu;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs the executor on the pre-allocated `vus`, growing to `max_vus`.
+pub async fn run(
+    ctx: Arc<ScenarioCtx>,
+    vus: Vec<Vu>,
+    rate: f64,
+    time_unit: Duration,
+    duration: Duration,
+    max_vus: u64,
+) -> ExecutorReport {
+    let schedule = ArrivalSchedule::constant(rate, time_unit, duration);
+    arrival_rate::run(ctx, vus, schedule, max_vus, None).await
+}

@@ -1,0 +1,106 @@
+//! Makes VUs: gives each its identity (numbered across the run and within its scenario,
+//! with the scenario's environment and tags) and runs instantiate + `init`. The run
+//! uses it for the VUs made before the start; arrival-rate executors use it to grow
+//! their pool while running.
+
+use crate::config::ScenarioConfig;
+use crate::metrics::{Recorder, TagSet};
+use crate::plugin::state::VuIdentity;
+use crate::vu::{Vu, VuContext};
+use anyhow::Result;
+use futures::StreamExt;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Makes the VUs of one scenario.
+pub struct VuFactory {
+    ctx: VuContext,
+    /// Shared by every scenario's factory, so VU ids are unique in the run.
+    next_vu_id: Arc<AtomicU64>,
+    next_in_scenario: AtomicU64,
+    scenario: Arc<str>,
+    tags: TagSet,
+    env: Arc<BTreeMap<String, String>>,
+}
+
+impl VuFactory {
+    /// Factories for every scenario of a run, in order, sharing one VU numbering.
+    pub fn for_scenarios(
+        ctx: &VuContext,
+        run_env: &BTreeMap<String, String>,
+        scenarios: &[ScenarioConfig],
+    ) -> Vec<Arc<VuFactory>> {
+        let next_vu_id = Arc::new(AtomicU64::new(1));
+        scenarios
+            .iter()
+            .map(|scenario| {
+                let mut env = run_env.clone();
+                env.extend(scenario.env.clone());
+                let tags = TagSet::from_pairs(
+                    scenario
+                        .tags
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .chain([("scenario", scenario.name.as_str())]),
+                );
+                Arc::new(VuFactory {
+                    ctx: ctx.clone(),
+                    next_vu_id: next_vu_id.clone(),
+                    next_in_scenario: AtomicU64::new(1),
+                    scenario: Arc::from(scenario.name.as_str()),
+                    tags,
+                    env: Arc::new(env),
+                })
+            })
+            .collect()
+    }
+
+    /// The tags every sample of this scenario carries (its own plus `scenario`).
+    pub fn tags(&self) -> &TagSet {
+        &self.tags
+    }
+
+    /// Where the scenario's samples go.
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.ctx.services.recorder
+    }
+
+    /// The identity of the next VU; numbers are taken even if making it then fails.
+    fn next_identity(&self) -> VuIdentity {
+        VuIdentity {
+            vu_id: self.next_vu_id.fetch_add(1, Ordering::Relaxed),
+            vu_id_in_scenario: self.next_in_scenario.fetch_add(1, Ordering::Relaxed),
+            scenario: self.scenario.clone(),
+            tags: self.tags.clone(),
+            env: self.env.clone(),
+        }
+    }
+
+    /// Makes one VU (instantiate + `init`).
+    pub async fn make(&self) -> Result<Vu> {
+        Vu::new(self.ctx.clone(), self.next_identity()).await
+    }
+
+    /// Makes `count` VUs, `concurrency` at a time; the first failure is returned.
+    pub async fn make_many(&self, count: u64, concurrency: usize) -> Result<Vec<Vu>> {
+        // Identities are taken up front so VU ids follow the order of the scenarios.
+        let identities: Vec<VuIdentity> = (0..count).map(|_| self.next_identity()).collect();
+        let vus: Vec<Result<Vu>> = futures::stream::iter(identities)
+            .map(|id| Vu::new(self.ctx.clone(), id))
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        vus.into_iter().collect()
+    }
+
+    /// Records a VU that could not be made while the scenario ran, like a failed
+    /// iteration, so it reaches the summary's plugin errors.
+    pub fn report_failure(&self, error: &anyhow::Error) {
+        self.ctx.errors.failure(
+            crate::run::errors::ErrorKind::Error,
+            &self.scenario,
+            &format!("{error:#}"),
+        );
+    }
+}
