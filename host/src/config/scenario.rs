@@ -209,7 +209,7 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
     let tags = r.string_map("tags")?;
     let executor = match executor_name.as_str() {
         "constant-vus" => ExecutorConfig::ConstantVus {
-            vus: required_positive(&mut r, "vus", r_uint_default(1))?,
+            vus: positive_or(&mut r, "vus", 1)?,
             duration: required_duration(&mut r, "duration")?,
         },
         "ramping-vus" => {
@@ -225,8 +225,8 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
             }
         }
         "per-vu-iterations" | "shared-iterations" => {
-            let vus = required_positive(&mut r, "vus", r_uint_default(1))?;
-            let iterations = required_positive(&mut r, "iterations", r_uint_default(1))?;
+            let vus = positive_or(&mut r, "vus", 1)?;
+            let iterations = positive_or(&mut r, "iterations", 1)?;
             let max_duration = r
                 .duration("max_duration")?
                 .unwrap_or(Duration::from_secs(600));
@@ -300,19 +300,9 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
     })
 }
 
-fn r_uint_default(default: u64) -> impl FnOnce() -> Option<u64> {
-    move || Some(default)
-}
-
-fn required_positive(
-    r: &mut TableReader,
-    key: &'static str,
-    default: impl FnOnce() -> Option<u64>,
-) -> Result<u64, ConfigError> {
-    let value = r
-        .uint(key)?
-        .or_else(default)
-        .ok_or_else(|| r.error(key, "missing"))?;
+/// A count that defaults to `default` when absent and must be at least 1.
+fn positive_or(r: &mut TableReader, key: &'static str, default: u64) -> Result<u64, ConfigError> {
+    let value = r.uint(key)?.unwrap_or(default);
     if value == 0 {
         return Err(r.error(key, "must be at least 1"));
     }

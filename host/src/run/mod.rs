@@ -312,7 +312,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
                 sample_gauges(&services, &contexts);
                 let interval = aggregator.tick();
                 results.tick(t0.elapsed(), &interval, &registry);
-                progress.tick(t0.elapsed(), &contexts, &interval, &registry);
+                progress.tick(t0.elapsed(), &contexts, &interval);
                 let view = crate::thresholds::RunView {
                     aggregator: &aggregator,
                     registry: &registry,

@@ -5,7 +5,7 @@
 
 use crate::config::ExecutorConfig;
 use crate::executor::ScenarioCtx;
-use crate::metrics::{builtin, Registry, SeriesMap, Value};
+use crate::metrics::{builtin, SeriesMap, Value};
 use crate::run::control::{RunControl, StopReason};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -92,13 +92,7 @@ impl Progress {
     }
 
     /// Updates the display with the tick that just ended.
-    pub fn tick(
-        &mut self,
-        elapsed: Duration,
-        contexts: &[Arc<ScenarioCtx>],
-        interval: &SeriesMap,
-        _registry: &Registry,
-    ) {
+    pub fn tick(&mut self, elapsed: Duration, contexts: &[Arc<ScenarioCtx>], interval: &SeriesMap) {
         if self.control.is_none() {
             self.control = contexts.first().map(|c| c.control.clone());
         }
