@@ -68,14 +68,54 @@ impl Timings {
 pub struct HttpResponse {
     /// Status code.
     pub status: u16,
-    /// Header fields (values that are not UTF-8 are replaced lossily).
-    pub headers: Vec<(String, String)>,
+    /// Header fields as hyper parsed them: converted for the plugin only if it asks.
+    pub headers: http::HeaderMap,
     /// The body, empty when discarded.
     pub body: Vec<u8>,
     /// Body bytes received.
     pub body_size: u64,
     /// Phases.
     pub timings: Timings,
+}
+
+impl HttpResponse {
+    /// Splits off the header fields and body, which the plugin reads only on request.
+    pub fn take_content(&mut self) -> ResponseContent {
+        ResponseContent {
+            headers: std::mem::take(&mut self.headers),
+            body: std::mem::take(&mut self.body),
+        }
+    }
+}
+
+/// A response's header fields and body, held in the VU's resource table until the
+/// plugin asks for them (the WIT `response-content`), so a plugin that reads only the
+/// status pays for no conversion and no copy into its memory.
+#[derive(Debug, Default)]
+pub struct ResponseContent {
+    /// Header fields as hyper parsed them.
+    pub headers: http::HeaderMap,
+    /// The body, empty when discarded.
+    pub body: Vec<u8>,
+}
+
+impl ResponseContent {
+    /// The first value of `name` (any case), lossily decoded.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.get(name).map(|v| lossy(v))
+    }
+
+    /// Every field in hyper's order: names grouped in the order first received.
+    pub fn fields(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), lossy(v)))
+            .collect()
+    }
+}
+
+fn lossy(value: &http::HeaderValue) -> String {
+    String::from_utf8_lossy(value.as_bytes()).into_owned()
 }
 
 /// Why a request failed; mirrors the WIT `http-error`.
@@ -494,17 +534,8 @@ async fn exchange(
     timings.waiting = head_at.duration_since(written_at);
 
     let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let mut body_stream = response.into_body();
+    let (head, mut body_stream) = response.into_parts();
+    let headers = head.headers;
     let mut body = Vec::new();
     let mut body_size = 0u64;
     while let Some(frame) = body_stream.frame().await {

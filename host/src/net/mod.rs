@@ -11,4 +11,6 @@ pub mod targets;
 pub mod ws;
 
 pub use allowlist::{Allowlist, Origin};
-pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, Timings};
+pub use http::{
+    HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, ResponseContent, Timings,
+};

@@ -17,9 +17,8 @@ pub fn next_hop(
     }
     let location = response
         .headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("location"))
-        .map(|(_, v)| v.as_str())?;
+        .get(http::header::LOCATION)
+        .and_then(|v| v.to_str().ok())?;
     let base = match url::Url::parse(&req.url) {
         Ok(u) => u,
         Err(e) => {
@@ -67,7 +66,12 @@ mod tests {
     fn response(status: u16, location: &str) -> HttpResponse {
         HttpResponse {
             status,
-            headers: vec![("location".into(), location.into())],
+            headers: [(
+                http::header::LOCATION,
+                http::HeaderValue::from_str(location).unwrap(),
+            )]
+            .into_iter()
+            .collect(),
             body: Vec::new(),
             body_size: 0,
             timings: Timings::default(),

@@ -19,10 +19,11 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     with: {
         "loadtest:scenario/websocket.socket": crate::plugin::imports::websocket::Socket,
+        "loadtest:scenario/http.response-content": crate::net::ResponseContent,
     },
 });
 
 /// The WIT package and version this host implements.
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";

@@ -68,6 +68,8 @@ pub struct VuState {
     pub iteration_in_scenario: u64,
     /// The message the plugin's panic hook reported, if it panicked.
     pub panic_message: Option<String>,
+    /// HTTP responses the plugin holds (`response-content` resources not yet dropped).
+    pub live_responses: u64,
     /// What the plugin last printed.
     pub output: OutputTail,
     /// Limits of the call in progress.
@@ -101,6 +103,7 @@ impl VuState {
             iteration: 0,
             iteration_in_scenario: 0,
             panic_message: None,
+            live_responses: 0,
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),

@@ -26,7 +26,9 @@
 //! [`RequestBuilder::expect_status`] (200–399 by default).
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt;
+use std::rc::Rc;
 use std::ops::{Bound, Range, RangeBounds, RangeFrom, RangeInclusive, RangeTo, RangeToInclusive};
 use std::time::Duration;
 
@@ -287,73 +289,93 @@ expected_status_for_ranges!(
 );
 
 /// A response: status, headers, body and timings.
+///
+/// The header fields and body stay on the host until first read: a scenario that
+/// checks only the status pays for no copies. Each is fetched once and kept.
 #[derive(Debug, Clone)]
 pub struct Response {
-    inner: wit::Response,
+    status: u16,
+    body_size: u64,
+    timings: wit::Timings,
+    /// The host's copy of the headers and body; `None` only in unit tests.
+    content: Option<Rc<wit::ResponseContent>>,
+    headers: OnceCell<Vec<(String, String)>>,
+    body: OnceCell<Vec<u8>>,
 }
 
 impl Response {
     fn from_wit(inner: wit::Response) -> Self {
-        Response { inner }
+        Response {
+            status: inner.status,
+            body_size: inner.body_size,
+            timings: inner.timings,
+            content: Some(Rc::new(inner.content)),
+            headers: OnceCell::new(),
+            body: OnceCell::new(),
+        }
     }
 
     /// The status code.
     pub fn status(&self) -> u16 {
-        self.inner.status
+        self.status
     }
 
     /// Whether the status is 2xx.
     pub fn is_success(&self) -> bool {
-        (200..300).contains(&self.inner.status)
+        (200..300).contains(&self.status)
     }
 
     /// The first header field called `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.inner
-            .headers
+        self.headers()
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    /// All header fields, in order.
+    /// All header fields (names in lower case), grouped by name in the order received.
     pub fn headers(&self) -> &[(String, String)] {
-        &self.inner.headers
+        self.headers
+            .get_or_init(|| self.content.as_ref().map_or_else(Vec::new, |c| c.headers()))
     }
 
     /// The body; empty when the request set [`discard_body`](RequestBuilder::discard_body).
     pub fn body(&self) -> &[u8] {
-        &self.inner.body
+        self.body
+            .get_or_init(|| self.content.as_ref().map_or_else(Vec::new, |c| c.body()))
     }
 
     /// The body, taken out of the response.
     pub fn into_body(self) -> Vec<u8> {
-        self.inner.body
+        match self.body.into_inner() {
+            Some(body) => body,
+            None => self.content.map_or_else(Vec::new, |c| c.body()),
+        }
     }
 
     /// The body's size in bytes as received, also when it was discarded.
     pub fn body_size(&self) -> u64 {
-        self.inner.body_size
+        self.body_size
     }
 
     /// The body as text; invalid UTF-8 is replaced by U+FFFD.
     pub fn text(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.inner.body)
+        String::from_utf8_lossy(self.body())
     }
 
     /// The body parsed as JSON into `T`.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, String> {
-        serde_json::from_slice(&self.inner.body).map_err(|e| {
+        serde_json::from_slice(self.body()).map_err(|e| {
             format!(
                 "response (status {}) is not the expected JSON: {e}",
-                self.inner.status
+                self.status
             )
         })
     }
 
     /// How long each phase of the request took.
     pub fn timings(&self) -> Timings {
-        let t = &self.inner.timings;
+        let t = &self.timings;
         Timings {
             blocked: Duration::from_micros(t.blocked_us),
             connecting: Duration::from_micros(t.connecting_us),
@@ -529,10 +551,8 @@ mod tests {
 
     #[test]
     fn response_helpers() {
-        let res = Response::from_wit(wit::Response {
+        let res = Response {
             status: 201,
-            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
-            body: br#"{"id":7}"#.to_vec(),
             body_size: 8,
             timings: wit::Timings {
                 blocked_us: 1,
@@ -543,7 +563,13 @@ mod tests {
                 receiving_us: 6,
                 duration_us: 15,
             },
-        });
+            content: None,
+            headers: OnceCell::from(vec![(
+                "content-type".to_owned(),
+                "application/json".to_owned(),
+            )]),
+            body: OnceCell::from(br#"{"id":7}"#.to_vec()),
+        };
         assert!(res.is_success());
         assert_eq!(res.header("content-type"), Some("application/json"));
         assert_eq!(res.header("etag"), None);

@@ -1,9 +1,17 @@
-//! `http`: converts between the WIT records and the host's HTTP client.
+//! `http`: converts between the WIT records and the host's HTTP client. A response's
+//! header fields and body stay on the host side (the `response-content` resource in
+//! the VU's table) until the plugin asks for them.
 
-use crate::net::{HttpError, HttpRequest, HttpResponse};
+use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::state::VuState;
 use std::time::Duration;
+use wasmtime::component::Resource;
+
+/// Responses one VU may hold at once before requests are refused: a plugin that keeps
+/// every response would otherwise grow the host's memory without bound, outside its
+/// own `memory_mb`.
+pub const MAX_LIVE_RESPONSES: u64 = 10_000;
 
 fn to_host(req: wit::Request) -> HttpRequest {
     HttpRequest {
@@ -24,13 +32,45 @@ fn to_host(req: wit::Request) -> HttpRequest {
     }
 }
 
-fn to_wit(result: Result<HttpResponse, HttpError>) -> Result<wit::Response, wit::HttpError> {
-    let us = |d: Duration| d.as_micros() as u64;
-    match result {
-        Ok(r) => Ok(wit::Response {
+fn error_to_wit(e: HttpError) -> wit::HttpError {
+    match e {
+        HttpError::Denied(m) => wit::HttpError::Denied(m),
+        HttpError::Invalid(m) => wit::HttpError::Invalid(m),
+        HttpError::Connect(m) => wit::HttpError::Connect(m),
+        HttpError::Timeout(m) => wit::HttpError::Timeout(m),
+        HttpError::Tls(m) => wit::HttpError::Tls(m),
+        HttpError::Protocol(m) => wit::HttpError::Protocol(m),
+        HttpError::BodyTooLarge(n) => wit::HttpError::BodyTooLarge(n),
+    }
+}
+
+impl VuState {
+    /// Refuses `n` more requests when their responses would pass the VU's cap.
+    fn room_for_responses(&self, n: usize) -> Result<(), wit::HttpError> {
+        if self.live_responses + n as u64 > MAX_LIVE_RESPONSES {
+            return Err(wit::HttpError::Invalid(format!(
+                "this VU holds {} responses (the most is {MAX_LIVE_RESPONSES}); \
+                 drop responses once read instead of keeping them",
+                self.live_responses
+            )));
+        }
+        Ok(())
+    }
+
+    /// The WIT response: status and timings by value, the rest in the resource table.
+    fn response_to_wit(
+        &mut self,
+        result: Result<HttpResponse, HttpError>,
+    ) -> Result<wit::Response, wit::HttpError> {
+        let us = |d: Duration| d.as_micros() as u64;
+        let mut r = result.map_err(error_to_wit)?;
+        let content = self
+            .table()
+            .push(r.take_content())
+            .map_err(|e| wit::HttpError::Invalid(format!("cannot hold the response: {e}")))?;
+        self.live_responses += 1;
+        Ok(wit::Response {
             status: r.status,
-            headers: r.headers,
-            body: r.body,
             body_size: r.body_size,
             timings: wit::Timings {
                 blocked_us: us(r.timings.blocked),
@@ -41,36 +81,59 @@ fn to_wit(result: Result<HttpResponse, HttpError>) -> Result<wit::Response, wit:
                 receiving_us: us(r.timings.receiving),
                 duration_us: us(r.timings.duration()),
             },
-        }),
-        Err(e) => Err(match e {
-            HttpError::Denied(m) => wit::HttpError::Denied(m),
-            HttpError::Invalid(m) => wit::HttpError::Invalid(m),
-            HttpError::Connect(m) => wit::HttpError::Connect(m),
-            HttpError::Timeout(m) => wit::HttpError::Timeout(m),
-            HttpError::Tls(m) => wit::HttpError::Tls(m),
-            HttpError::Protocol(m) => wit::HttpError::Protocol(m),
-            HttpError::BodyTooLarge(n) => wit::HttpError::BodyTooLarge(n),
-        }),
+            content,
+        })
     }
 }
 
 impl wit::Host for VuState {
     async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
+        self.room_for_responses(1)?;
         let tags = self.identity.tags.clone();
-        to_wit(self.http.send(to_host(req), &tags).await)
+        let result = self.http.send(to_host(req), &tags).await;
+        self.response_to_wit(result)
     }
 
     async fn send_batch(
         &mut self,
         reqs: Vec<wit::Request>,
     ) -> Vec<Result<wit::Response, wit::HttpError>> {
+        if let Err(e) = self.room_for_responses(reqs.len()) {
+            return reqs.iter().map(|_| Err(e.clone())).collect();
+        }
         let tags = self.identity.tags.clone();
         let reqs = reqs.into_iter().map(to_host).collect();
-        self.http
-            .send_batch(reqs, &tags)
-            .await
+        let results = self.http.send_batch(reqs, &tags).await;
+        results
             .into_iter()
-            .map(to_wit)
+            .map(|r| self.response_to_wit(r))
             .collect()
+    }
+}
+
+impl wit::HostResponseContent for VuState {
+    fn header(
+        &mut self,
+        content: Resource<ResponseContent>,
+        name: String,
+    ) -> wasmtime::Result<Option<String>> {
+        Ok(self.table().get(&content)?.header(&name))
+    }
+
+    fn headers(
+        &mut self,
+        content: Resource<ResponseContent>,
+    ) -> wasmtime::Result<Vec<(String, String)>> {
+        Ok(self.table().get(&content)?.fields())
+    }
+
+    fn body(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<Vec<u8>> {
+        Ok(self.table().get(&content)?.body.clone())
+    }
+
+    fn drop(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<()> {
+        self.table().delete(content)?;
+        self.live_responses = self.live_responses.saturating_sub(1);
+        Ok(())
     }
 }
