@@ -28,8 +28,8 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
-use std::rc::Rc;
 use std::ops::{Bound, Range, RangeBounds, RangeFrom, RangeInclusive, RangeTo, RangeToInclusive};
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
