@@ -102,7 +102,7 @@ pub struct ResponseContent {
 impl ResponseContent {
     /// The first value of `name` (any case), lossily decoded.
     pub fn header(&self, name: &str) -> Option<String> {
-        self.headers.get(name).map(|v| lossy(v))
+        self.headers.get(name).map(lossy)
     }
 
     /// Every field in hyper's order: names grouped in the order first received.
