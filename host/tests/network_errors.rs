@@ -196,3 +196,29 @@ async fn each_network_failure_has_its_own_message() {
         assert_eq!(run.scenario(name, "completed"), 2, "{name}");
     }
 }
+
+/// Responses stay on the host until the plugin reads or drops them, so a plugin that
+/// keeps every one is stopped at the cap with a clear error, not by the host's memory;
+/// the request past the cap is not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_keeps_every_response_is_stopped_at_the_cap() {
+    let server = common::demo_target(Duration::ZERO).await;
+    let url = format!("http://{}/health", server.addr());
+    let run = common::run("misbehave", &scenario("hoard", "hoard", &url), &[])
+        .await
+        .unwrap();
+    assert_eq!(run.scenario("hoard", "failed"), 2);
+    let messages = errors_of(&run, "hoard");
+    assert!(!messages.is_empty());
+    for m in &messages {
+        assert!(m.contains("this VU holds 10000 responses"), "{m}");
+        assert!(
+            m.contains("kept 10000; the first is application/json"),
+            "{m}"
+        );
+    }
+    // The first iteration's responses were dropped with it, so the second could
+    // send as many again.
+    assert_eq!(run.metric("http_reqs", "count"), 20_000.0);
+    assert_eq!(server.requests_served(), 20_000);
+}

@@ -301,6 +301,13 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let mut reports = BTreeMap::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
+    // Gauges (VUs, in flight) are sampled half-way through each second: stages and
+    // start times usually fall on whole seconds, and a sample taken at the same instant
+    // as a VU starting or stopping would show either count.
+    let mut gauge_tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_millis(500),
+        Duration::from_secs(1),
+    );
     loop {
         tokio::select! {
             joined = tasks.join_next() => match joined {
@@ -308,8 +315,8 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
                 Some(Err(e)) => bail!("an executor failed: {e}"),
                 None => break,
             },
+            _ = gauge_tick.tick() => sample_gauges(&services, &contexts),
             _ = tick.tick() => {
-                sample_gauges(&services, &contexts);
                 let interval = aggregator.tick();
                 results.tick(t0.elapsed(), &interval, &registry);
                 progress.tick(t0.elapsed(), &contexts, &interval);
