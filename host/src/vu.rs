@@ -8,6 +8,7 @@ use crate::plugin::{classify_trap, Plugin, TrapCause};
 use crate::run::errors::{ErrorKind, ErrorLog};
 use anyhow::{anyhow, Result};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
@@ -64,6 +65,10 @@ pub struct Vu {
     identity: VuIdentity,
     live: Option<(Store<VuState>, Scenario)>,
     iterations: u64,
+    /// The iteration timeout's timer, moved forward for each iteration rather than
+    /// made anew: one timer-wheel update per iteration instead of an insert and a
+    /// removal. Out of the struct while an iteration runs.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Vu {
@@ -74,6 +79,7 @@ impl Vu {
             identity,
             live: None,
             iterations: 0,
+            deadline: None,
         };
         vu.ensure_live().await?;
         Ok(vu)
@@ -136,6 +142,14 @@ impl Vu {
         let iteration = self.iterations;
         self.iterations += 1;
         let timeout = self.ctx.iteration_timeout;
+        let deadline_at = tokio::time::Instant::from_std(started + timeout);
+        let mut deadline = match self.deadline.take() {
+            Some(mut d) => {
+                d.as_mut().reset(deadline_at);
+                d
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline_at)),
+        };
 
         let outcome = match self.ensure_live().await {
             Err(e) => Outcome::Failed(format!("{e:#}")),
@@ -149,12 +163,13 @@ impl Vu {
                     .loadtest_scenario_plugin()
                     .call_iteration(&mut *store, exec);
                 let result = tokio::select! {
-                    r = tokio::time::timeout(timeout, call) => Some(r),
+                    r = call => Some(Ok(r)),
+                    _ = deadline.as_mut() => Some(Err(())),
                     _ = interrupt => None,
                 };
                 match result {
                     None => Outcome::Interrupted,
-                    Some(Err(_elapsed)) => Outcome::TimedOut,
+                    Some(Err(())) => Outcome::TimedOut,
                     Some(Ok(Ok(Ok(())))) => Outcome::Completed,
                     Some(Ok(Ok(Err(message)))) => Outcome::Failed(message),
                     Some(Ok(Err(trap))) => {
@@ -167,6 +182,7 @@ impl Vu {
                 }
             }
         };
+        self.deadline = Some(deadline);
         // An instance left mid-call (trap, timeout, interruption) cannot be entered again.
         if !matches!(outcome, Outcome::Completed | Outcome::Failed(_)) {
             self.live = None;

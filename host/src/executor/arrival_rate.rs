@@ -15,6 +15,7 @@ use super::vu_pool::{Take, VuPool};
 use super::{sleep_until, ExecutorReport, ScenarioCtx, ScenarioStats};
 use crate::metrics::builtin;
 use crate::vu::Vu;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -154,7 +155,8 @@ impl Scheduler {
         let busy = Busy::new(self.ctx.stats.clone());
         let (ctx, pool, hard) = (self.ctx.clone(), self.pool.clone(), self.hard);
         self.tasks.spawn(async move {
-            ctx.run_iteration(&mut vu, Some(due), sleep_until(hard))
+            let mut interrupt = ctx.interrupt_at(hard);
+            ctx.run_iteration(&mut vu, Some(due), Pin::new(&mut interrupt))
                 .await;
             drop(busy);
             pool.put(vu);

@@ -19,8 +19,10 @@ use crate::run::control::RunControl;
 use crate::run::vu_factory::VuFactory;
 use crate::vu::{Outcome, Vu};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::time::Instant as TokioInstant;
 
@@ -93,17 +95,10 @@ impl ScenarioCtx {
         &self,
         vu: &mut Vu,
         due: Option<Instant>,
-        interrupt: impl Future<Output = ()>,
+        interrupt: Pin<&mut impl Future<Output = ()>>,
     ) -> Outcome {
         let n = self.next_iteration.fetch_add(1, Ordering::Relaxed);
         self.stats.started.fetch_add(1, Ordering::Relaxed);
-        let control = self.control.clone();
-        let interrupt = async move {
-            tokio::select! {
-                _ = interrupt => {}
-                _ = control.hard_stop.cancelled() => {}
-            }
-        };
         let outcome = vu.iterate(&self.config.exec, n, due, interrupt).await;
         let counter = match &outcome {
             Outcome::Interrupted => &self.stats.interrupted,
@@ -122,9 +117,45 @@ impl ScenarioCtx {
         Instant::now() < end && !self.control.stop.is_cancelled()
     }
 
+    /// Resolves at `hard` or on a hard stop of the run: what interrupts an iteration.
+    /// A VU loop makes it once and lends it to each iteration, so an iteration does not
+    /// register a timer and a cancellation waiter of its own.
+    pub fn interrupt_at(&self, hard: Instant) -> Interrupt {
+        Interrupt {
+            at: Box::pin(tokio::time::sleep_until(TokioInstant::from_std(hard))),
+            hard_stop: Box::pin(self.control.hard_stop.clone().cancelled_owned()),
+            fired: false,
+        }
+    }
+
     /// Waits until the scenario's start time.
     pub async fn wait_for_start(&self) {
         tokio::time::sleep_until(TokioInstant::from_std(self.start)).await;
+    }
+}
+
+/// What interrupts the iterations of a VU loop (see [`ScenarioCtx::interrupt_at`]).
+/// Once fired it stays fired, so it can be lent to iteration after iteration.
+pub struct Interrupt {
+    at: Pin<Box<tokio::time::Sleep>>,
+    hard_stop: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    fired: bool,
+}
+
+impl Future for Interrupt {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.fired
+            && (self.at.as_mut().poll(cx).is_ready() || self.hard_stop.as_mut().poll(cx).is_ready())
+        {
+            self.fired = true;
+        }
+        if self.fired {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

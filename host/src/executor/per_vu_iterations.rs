@@ -1,8 +1,9 @@
 //! `per-vu-iterations`: each VU runs exactly `iterations` iterations, unless
 //! `max_duration` runs out first.
 
-use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx};
+use super::{run_vu_loops, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,11 +20,13 @@ pub async fn run(
     let hard = end + ctx.config.graceful_stop;
     run_vu_loops(&ctx, vus, move |ctx, mut vu, _| async move {
         ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        let mut interrupt = ctx.interrupt_at(hard);
         for _ in 0..iterations {
             if !ctx.may_start(end) {
                 break;
             }
-            ctx.run_iteration(&mut vu, None, sleep_until(hard)).await;
+            ctx.run_iteration(&mut vu, None, Pin::new(&mut interrupt))
+                .await;
         }
         ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
     })

@@ -6,6 +6,7 @@ use super::stages::{stage_ends, value_at};
 use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx, StageReport};
 use crate::config::Stage;
 use crate::vu::Vu;
+use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,15 +119,15 @@ async fn vu_loop(
         ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
         while ctx.may_start(end) && *rx.borrow() > index {
             let interrupt = {
-                let rx = rx.clone();
+                let (rx, stop) = (rx.clone(), ctx.interrupt_at(hard));
                 async move {
                     tokio::select! {
-                        _ = sleep_until(hard) => {}
+                        _ = stop => {}
                         _ = ramped_down(rx, index, grace) => {}
                     }
                 }
             };
-            ctx.run_iteration(&mut vu, None, interrupt).await;
+            ctx.run_iteration(&mut vu, None, pin!(interrupt)).await;
         }
         ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
     }

@@ -1,8 +1,9 @@
 //! `shared-iterations`: VUs take iterations from a shared pool until `iterations` have
 //! been started, or `max_duration` runs out.
 
-use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx};
+use super::{run_vu_loops, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +23,10 @@ pub async fn run(
         let remaining = remaining.clone();
         async move {
             ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+            let mut interrupt = ctx.interrupt_at(hard);
             while ctx.may_start(end) && take_one(&remaining) {
-                ctx.run_iteration(&mut vu, None, sleep_until(hard)).await;
+                ctx.run_iteration(&mut vu, None, Pin::new(&mut interrupt))
+                    .await;
             }
             ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
         }

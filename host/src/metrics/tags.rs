@@ -238,7 +238,10 @@ mod tests {
         assert!(!Arc::ptr_eq(&a.0, &c.0));
         let weak = Arc::downgrade(&a.0);
         drop((a, b));
-        assert!(weak.upgrade().is_none(), "the intern table keeps no set alive");
+        assert!(
+            weak.upgrade().is_none(),
+            "the intern table keeps no set alive"
+        );
         let again = TagSet::from_pairs([("intern-test", "x"), ("b", "2")]);
         assert_eq!(again.get("intern-test"), Some("x"));
     }

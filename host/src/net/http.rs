@@ -11,9 +11,11 @@ use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use std::collections::HashMap;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::time::{Instant as TokioInstant, Sleep};
 
 /// Idle connections kept per origin and VU (browsers keep six).
 const MAX_IDLE_PER_ORIGIN: usize = 6;
@@ -218,6 +220,9 @@ pub struct HttpClient {
     idle: HashMap<PoolKey, Vec<Connection>>,
     tags: RequestTags,
     targets: Targets,
+    /// The timeout timer of single requests, moved forward for each one rather than
+    /// made anew (a batch's requests each get their own).
+    deadline: Option<Pin<Box<Sleep>>>,
 }
 
 /// A request checked and ready to go on the wire.
@@ -239,6 +244,7 @@ impl HttpClient {
             idle: HashMap::new(),
             tags: RequestTags::new(),
             targets: Targets::default(),
+            deadline: None,
         }
     }
 
@@ -270,7 +276,17 @@ impl HttpClient {
         let prepared = self.prepare(req, tags)?;
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
-        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn).await;
+        let at = TokioInstant::now() + prepared.timeout;
+        let deadline = match &mut self.deadline {
+            Some(d) => {
+                d.as_mut().reset(at);
+                d
+            }
+            // Made on first use: a timer needs the runtime, a client does not.
+            none => none.insert(Box::pin(tokio::time::sleep_until(at))),
+        };
+        let (result, conn, io) =
+            execute(&self.shared, &meta, prepared, conn, deadline.as_mut()).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
@@ -303,7 +319,8 @@ impl HttpClient {
             let shared = shared.clone();
             async move {
                 let meta = p.clone_meta();
-                let outcome = execute(&shared, &meta, p, conn).await;
+                let deadline = pin!(tokio::time::sleep(p.timeout));
+                let outcome = execute(&shared, &meta, p, conn, deadline).await;
                 (i, meta, outcome)
             }
         });
@@ -462,6 +479,7 @@ async fn execute(
     meta: &Meta,
     prepared: Prepared,
     conn: Option<Connection>,
+    deadline: Pin<&mut Sleep>,
 ) -> (
     Result<HttpResponse, HttpError>,
     Option<(PoolKey, Connection)>,
@@ -473,11 +491,15 @@ async fn execute(
     shared
         .recorder
         .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
-    let outcome = tokio::time::timeout(timeout, exchange(shared, prepared, conn)).await;
+    let outcome = tokio::select! {
+        biased;
+        r = exchange(shared, prepared, conn) => Some(r),
+        _ = deadline => None,
+    };
     drop(in_flight);
     let (result, conn, io) = match outcome {
-        Ok(r) => r,
-        Err(_) => (
+        Some(r) => r,
+        None => (
             Err(HttpError::Timeout(format!(
                 "no complete response within {}",
                 crate::config::format_duration(timeout)
