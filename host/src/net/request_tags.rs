@@ -68,8 +68,8 @@ impl RequestTags {
             .into_iter()
             .chain(tags.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
         {
-            use std::fmt::Write;
-            let _ = write!(key, "{}:", part.len());
+            // The length as raw bytes, not formatted: this runs for every request.
+            key.extend((part.len() as u32).to_le_bytes().map(char::from));
             key.push_str(part);
         }
         let index = match self.index.get(key.as_str()) {
