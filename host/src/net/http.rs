@@ -10,7 +10,7 @@ use super::targets::{PoolKey, Target, Targets};
 use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -217,7 +217,7 @@ impl NetShared {
 /// One VU's HTTP client.
 pub struct HttpClient {
     shared: Arc<NetShared>,
-    idle: HashMap<PoolKey, Vec<Connection>>,
+    idle: FxHashMap<PoolKey, Vec<Connection>>,
     tags: RequestTags,
     targets: Targets,
     /// The timeout timer of single requests, moved forward for each one rather than
@@ -241,7 +241,7 @@ impl HttpClient {
     pub fn new(shared: Arc<NetShared>) -> Self {
         Self {
             shared,
-            idle: HashMap::new(),
+            idle: FxHashMap::default(),
             tags: RequestTags::new(),
             targets: Targets::default(),
             deadline: None,
