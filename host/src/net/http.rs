@@ -659,6 +659,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn response_content_reads_headers_in_any_case_and_lossily() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("content-type", "text/plain".parse().unwrap());
+        headers.append("set-cookie", "a=1".parse().unwrap());
+        headers.append("set-cookie", "b=2".parse().unwrap());
+        headers.insert("x-raw", http::HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        let content = ResponseContent {
+            headers,
+            body: b"hi".to_vec(),
+        };
+        assert_eq!(
+            content.header("Content-Type").as_deref(),
+            Some("text/plain")
+        );
+        assert_eq!(content.header("SET-COOKIE").as_deref(), Some("a=1"));
+        assert_eq!(content.header("x-raw").as_deref(), Some("caf\u{fffd}"));
+        assert_eq!(content.header("etag"), None);
+        assert_eq!(content.header("not a header name"), None);
+        let fields = content.fields();
+        assert_eq!(fields.len(), 4);
+        assert_eq!(fields[0], ("content-type".into(), "text/plain".into()));
+        assert_eq!(fields[1], ("set-cookie".into(), "a=1".into()));
+        assert_eq!(fields[2], ("set-cookie".into(), "b=2".into()));
+    }
+
+    #[test]
     fn expected_statuses_default_to_2xx_3xx() {
         assert!(is_expected(200, &None));
         assert!(is_expected(304, &None));
