@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod deadline;
 pub mod demo;
 pub mod executor;
 pub mod metrics;

@@ -1,6 +1,7 @@
 //! A virtual user: one plugin instance in its own store, running iterations. A trap,
 //! panic or timeout is recorded with its message, and the VU gets a fresh instance.
 
+use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
@@ -8,7 +9,6 @@ use crate::plugin::{classify_trap, Plugin, TrapCause};
 use crate::run::errors::{ErrorKind, ErrorLog};
 use anyhow::{anyhow, Result};
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
@@ -65,10 +65,8 @@ pub struct Vu {
     identity: VuIdentity,
     live: Option<(Store<VuState>, Scenario)>,
     iterations: u64,
-    /// The iteration timeout's timer, moved forward for each iteration rather than
-    /// made anew: one timer-wheel update per iteration instead of an insert and a
-    /// removal. Out of the struct while an iteration runs.
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The iteration timeout's timer (taken out while an iteration runs).
+    deadline: Deadline,
 }
 
 impl Vu {
@@ -79,7 +77,7 @@ impl Vu {
             identity,
             live: None,
             iterations: 0,
-            deadline: None,
+            deadline: Deadline::default(),
         };
         vu.ensure_live().await?;
         Ok(vu)
@@ -142,14 +140,8 @@ impl Vu {
         let iteration = self.iterations;
         self.iterations += 1;
         let timeout = self.ctx.iteration_timeout;
-        let deadline_at = tokio::time::Instant::from_std(started + timeout);
-        let mut deadline = match self.deadline.take() {
-            Some(mut d) => {
-                d.as_mut().reset(deadline_at);
-                d
-            }
-            None => Box::pin(tokio::time::sleep_until(deadline_at)),
-        };
+        let mut deadline = std::mem::take(&mut self.deadline);
+        let mut timer = deadline.at(started + timeout);
 
         let outcome = match self.ensure_live().await {
             Err(e) => Outcome::Failed(format!("{e:#}")),
@@ -164,7 +156,7 @@ impl Vu {
                     .call_iteration(&mut *store, exec);
                 let result = tokio::select! {
                     r = call => Some(Ok(r)),
-                    _ = deadline.as_mut() => Some(Err(())),
+                    _ = timer.as_mut() => Some(Err(())),
                     _ = interrupt => None,
                 };
                 match result {
@@ -182,7 +174,7 @@ impl Vu {
                 }
             }
         };
-        self.deadline = Some(deadline);
+        self.deadline = deadline;
         // An instance left mid-call (trap, timeout, interruption) cannot be entered again.
         if !matches!(outcome, Outcome::Completed | Outcome::Failed(_)) {
             self.live = None;

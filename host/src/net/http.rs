@@ -7,6 +7,7 @@ use super::connect::{connect, Connection};
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
 use super::targets::{PoolKey, Target, Targets};
+use crate::deadline::Deadline;
 use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -15,7 +16,7 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::time::{Instant as TokioInstant, Sleep};
+use tokio::time::Sleep;
 
 /// Idle connections kept per origin and VU (browsers keep six).
 const MAX_IDLE_PER_ORIGIN: usize = 6;
@@ -220,9 +221,8 @@ pub struct HttpClient {
     idle: FxHashMap<PoolKey, Vec<Connection>>,
     tags: RequestTags,
     targets: Targets,
-    /// The timeout timer of single requests, moved forward for each one rather than
-    /// made anew (a batch's requests each get their own).
-    deadline: Option<Pin<Box<Sleep>>>,
+    /// The timeout timer of single requests (a batch's requests each get their own).
+    deadline: Deadline,
 }
 
 /// A request checked and ready to go on the wire.
@@ -244,7 +244,7 @@ impl HttpClient {
             idle: FxHashMap::default(),
             tags: RequestTags::new(),
             targets: Targets::default(),
-            deadline: None,
+            deadline: Deadline::default(),
         }
     }
 
@@ -276,17 +276,8 @@ impl HttpClient {
         let prepared = self.prepare(req, tags)?;
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
-        let at = TokioInstant::now() + prepared.timeout;
-        let deadline = match &mut self.deadline {
-            Some(d) => {
-                d.as_mut().reset(at);
-                d
-            }
-            // Made on first use: a timer needs the runtime, a client does not.
-            none => none.insert(Box::pin(tokio::time::sleep_until(at))),
-        };
-        let (result, conn, io) =
-            execute(&self.shared, &meta, prepared, conn, deadline.as_mut()).await;
+        let deadline = self.deadline.at(Instant::now() + prepared.timeout);
+        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
