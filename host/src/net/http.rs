@@ -71,30 +71,18 @@ impl Timings {
 pub struct HttpResponse {
     /// Status code.
     pub status: u16,
-    /// Header fields as hyper parsed them: converted for the plugin only if it asks.
-    pub headers: http::HeaderMap,
-    /// The body, empty when discarded.
-    pub body: Vec<u8>,
+    /// Header fields and body, converted for the plugin only if it asks.
+    pub content: ResponseContent,
     /// Body bytes received.
     pub body_size: u64,
     /// Phases.
     pub timings: Timings,
 }
 
-impl HttpResponse {
-    /// Splits off the header fields and body, which the plugin reads only on request.
-    pub fn take_content(&mut self) -> ResponseContent {
-        ResponseContent {
-            headers: std::mem::take(&mut self.headers),
-            body: std::mem::take(&mut self.body),
-        }
-    }
-}
-
 /// A response's header fields and body, held in the VU's resource table until the
 /// plugin asks for them (the WIT `response-content`), so a plugin that reads only the
 /// status pays for no conversion and no copy into its memory.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ResponseContent {
     /// Header fields as hyper parsed them.
     pub headers: http::HeaderMap,
@@ -576,8 +564,7 @@ async fn exchange(
     let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
     let response = HttpResponse {
         status,
-        headers,
-        body,
+        content: ResponseContent { headers, body },
         body_size,
         timings,
     };

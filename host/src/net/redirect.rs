@@ -16,6 +16,7 @@ pub fn next_hop(
         return None;
     }
     let location = response
+        .content
         .headers
         .get(http::header::LOCATION)
         .and_then(|v| v.to_str().ok())?;
@@ -61,18 +62,20 @@ pub fn next_hop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::Timings;
+    use crate::net::{ResponseContent, Timings};
 
     fn response(status: u16, location: &str) -> HttpResponse {
         HttpResponse {
             status,
-            headers: [(
-                http::header::LOCATION,
-                http::HeaderValue::from_str(location).unwrap(),
-            )]
-            .into_iter()
-            .collect(),
-            body: Vec::new(),
+            content: ResponseContent {
+                headers: [(
+                    http::header::LOCATION,
+                    http::HeaderValue::from_str(location).unwrap(),
+                )]
+                .into_iter()
+                .collect(),
+                body: Vec::new(),
+            },
             body_size: 0,
             timings: Timings::default(),
         }

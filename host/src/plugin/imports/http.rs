@@ -63,10 +63,10 @@ impl VuState {
         result: Result<HttpResponse, HttpError>,
     ) -> Result<wit::Response, wit::HttpError> {
         let us = |d: Duration| d.as_micros() as u64;
-        let mut r = result.map_err(error_to_wit)?;
+        let r = result.map_err(error_to_wit)?;
         let content = self
             .table()
-            .push(r.take_content())
+            .push(r.content)
             .map_err(|e| wit::HttpError::Invalid(format!("cannot hold the response: {e}")))?;
         self.live_responses += 1;
         Ok(wit::Response {
