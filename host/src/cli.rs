@@ -182,19 +182,25 @@ pub fn main() -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(dispatch(cli.command)) {
+    let code = match runtime.block_on(dispatch(cli.command)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::stderr::line(format_args!("error: {e:#}"));
             1
         }
-    }
+    };
+    // What is queued for stderr is written before exiting, unless nobody reads it.
+    crate::stderr::writer().flush(STDERR_DRAIN);
+    code
 }
+
+/// Longest the process waits at exit for its queued stderr lines to be written.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Run(args) => {
-            let outcome = run::run(args.common.request(args.plugin)).await?;
+            let outcome = run::run_then(args.common.request(args.plugin), print_summary).await?;
             Ok(finish(outcome))
         }
         Command::Inspect { plugin } => {
@@ -242,9 +248,34 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
     }
 }
 
-/// Prints the summary and where the results are; returns the exit code.
+/// Prints a run's summary (before its results files are written).
+pub fn print_summary(summary: &run::summary::Summary) {
+    print!("{}", crate::output::text::render(summary));
+}
+
+/// Prints where the results are and each file that could not be written; returns
+/// the exit code: the run's own, or 1 when it passed but its results were not all
+/// written (the run's own code is named beside the failure).
 pub fn finish(outcome: run::RunOutcome) -> i32 {
-    print!("{}", crate::output::text::render(&outcome.summary));
     println!("\n  results: {}", outcome.results_dir.display());
-    outcome.exit_code
+    if outcome.write_failures.is_empty() {
+        return outcome.exit_code;
+    }
+    for f in &outcome.write_failures {
+        crate::stderr::line(format_args!("error: cannot write {}: {}", f.file, f.error));
+    }
+    let run_said = match outcome.exit_code {
+        run::exit_code::OK => "completed (exit code 0)".to_string(),
+        code => format!("ended with exit code {code} ({})", run::exit_code::meaning(code)),
+    };
+    crate::stderr::line(format_args!(
+        "error: {} of the results files could not be written to {}; the summary above is complete. The run itself {run_said}.",
+        outcome.write_failures.len(),
+        outcome.results_dir.display()
+    ));
+    if outcome.exit_code == run::exit_code::OK {
+        1
+    } else {
+        outcome.exit_code
+    }
 }

@@ -45,7 +45,7 @@ pub async fn run_demo(
     };
     let mut req = request(plugin);
     req.overrides.env.insert(0, ("BASE_URL".into(), base_url));
-    let outcome = run::run(req).await;
+    let outcome = run::run_then(req, crate::cli::print_summary).await;
     let served = server.requests_served();
     server.shutdown().await;
     let outcome = outcome?;

@@ -15,5 +15,6 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod stderr;
 pub mod thresholds;
 pub mod vu;

@@ -44,6 +44,8 @@ pub struct Limits {
     pub cpu_per_call: Duration,
     /// Wall-clock limit of `setup()` and `teardown()`.
     pub setup_timeout: Duration,
+    /// How much each VU may write with `log()`.
+    pub log: crate::plugin::log::LogLimits,
 }
 
 impl Default for Limits {
@@ -56,6 +58,7 @@ impl Default for Limits {
             abort_after_failures: 0,
             cpu_per_call: Duration::from_secs(10),
             setup_timeout: Duration::from_secs(60),
+            log: Default::default(),
         }
     }
 }
@@ -326,10 +329,10 @@ fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
         }
         limits.memory_bytes = mb << 20;
     }
-    if let Some(d) = r.duration("iteration_timeout")? {
+    if let Some(d) = positive_duration(&mut r, "iteration_timeout")? {
         limits.iteration_timeout = d;
     }
-    if let Some(d) = r.duration("request_timeout")? {
+    if let Some(d) = positive_duration(&mut r, "request_timeout")? {
         limits.request_timeout = d;
     }
     if let Some(mb) = r.uint("max_body_mb")? {
@@ -338,14 +341,55 @@ fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
     if let Some(n) = r.uint("abort_after_failures")? {
         limits.abort_after_failures = n;
     }
-    if let Some(d) = r.duration("cpu_per_call")? {
+    if let Some(d) = positive_duration(&mut r, "cpu_per_call")? {
         limits.cpu_per_call = d;
     }
-    if let Some(d) = r.duration("setup_timeout")? {
+    if let Some(d) = positive_duration(&mut r, "setup_timeout")? {
         limits.setup_timeout = d;
+    }
+    if let Some(n) = r.number("log_lines_per_s")? {
+        limits.log.lines_per_s = n;
+    }
+    if let Some(n) = r.size("log_line_bytes")? {
+        if n == 0 {
+            return Err(r.error(
+                "log_line_bytes",
+                "must be at least 1; to write no lines set log_lines_per_s = 0",
+            ));
+        }
+        limits.log.line_bytes = usize::try_from(n).unwrap_or(usize::MAX);
     }
     r.finish()?;
     Ok(limits)
+}
+
+/// A limit that must be longer than zero: a zero timeout would fail every request or
+/// call at random (whichever the timer beats), never "no limit".
+fn positive_duration(
+    r: &mut TableReader<'_>,
+    key: &'static str,
+) -> Result<Option<Duration>, ConfigError> {
+    match r.duration(key)? {
+        Some(d) if d.is_zero() => Err(r.error(
+            key,
+            format!(
+                "must be longer than 0s (a zero limit would stop everything at once); \
+                 leave it out for the default of {}",
+                format_duration(default_limit(key))
+            ),
+        )),
+        other => Ok(other),
+    }
+}
+
+fn default_limit(key: &str) -> Duration {
+    let d = Limits::default();
+    match key {
+        "iteration_timeout" => d.iteration_timeout,
+        "request_timeout" => d.request_timeout,
+        "cpu_per_call" => d.cpu_per_call,
+        _ => d.setup_timeout,
+    }
 }
 
 fn section_map(source: &toml::Table, name: &str) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -427,6 +471,27 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn zero_timeouts_are_refused_with_the_default_named() {
+        for key in [
+            "iteration_timeout",
+            "request_timeout",
+            "cpu_per_call",
+            "setup_timeout",
+        ] {
+            let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+            let over = parse_toml(&format!("[limits]\n{key} = \"0s\""), "run.toml").unwrap();
+            let err = build(merge(base, over), &Overrides::default()).unwrap_err();
+            assert_eq!(err.path, format!("limits.{key}"));
+            assert!(err.message.contains("must be longer than 0s"), "{err}");
+            assert!(err.message.contains("default of"), "{err}");
+        }
+        let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
+        let over = parse_toml("[limits]\nrequest_timeout = \"1ms\"", "run.toml").unwrap();
+        let config = build(merge(base, over), &Overrides::default()).unwrap();
+        assert_eq!(config.limits.request_timeout, Duration::from_millis(1));
     }
 
     #[test]

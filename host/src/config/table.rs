@@ -107,6 +107,22 @@ impl<'a> TableReader<'a> {
         }
     }
 
+    /// An optional size in bytes: a whole number of bytes, or a string with a unit
+    /// (`"1MiB"`, `"512KiB"`, `"2MB"`).
+    pub fn size(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
+        const HINT: &str = "sizes are a number of bytes or a string such as \"1MiB\" or \"512KiB\"";
+        match self.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(toml::Value::String(s)) => s
+                .trim()
+                .parse::<bytesize::ByteSize>()
+                .map(|b| Some(b.as_u64()))
+                .map_err(|_| self.error(key, format!("{s:?} is not a size; {HINT}"))),
+            Some(other) => Err(self.error(key, format!("{} ({HINT})", expected("a size", other)))),
+        }
+    }
+
     /// An optional array of tables.
     pub fn tables(
         &mut self,

@@ -55,10 +55,10 @@ pub async fn run(
     let stages = match tokio::task::spawn_blocking(move || scheduler.run()).await {
         Ok(stages) => stages,
         Err(e) => {
-            eprintln!(
+            crate::stderr::line(format_args!(
                 "error: the scheduler of scenario {} failed: {e}",
                 ctx.config.name
-            );
+            ));
             None
         }
     };

@@ -220,10 +220,10 @@ where
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
             if e.is_panic() {
-                eprintln!(
+                crate::stderr::line(format_args!(
                     "error: a VU task of scenario {} panicked: {e}",
                     ctx.config.name
-                );
+                ));
             }
         }
     }

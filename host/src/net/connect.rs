@@ -68,6 +68,12 @@ pub async fn connect_tcp(origin: &Origin) -> Result<TcpStream, HttpError> {
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
             }
+            Err(e) if super::descriptors::check(&e) => {
+                return Err(HttpError::Connect(format!(
+                    "cannot connect to {origin}: {e}: {}",
+                    super::descriptors::advice()
+                )));
+            }
             Err(e) => last_error = Some(format!("{addr}: {e}")),
         }
     }

@@ -130,8 +130,8 @@ pub enum HttpError {
     /// The peer broke the protocol or the connection.
     #[error("protocol: {0}")]
     Protocol(String),
-    /// The body was larger than the cap.
-    #[error("response body larger than {0} bytes")]
+    /// The body was larger than the cap (`[limits] max_body_mb`), in bytes.
+    #[error("response body larger than {0} bytes, the cap set by [limits] max_body_mb; raise it to accept larger bodies")]
     BodyTooLarge(u64),
 }
 
@@ -347,7 +347,7 @@ impl HttpClient {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if warned.insert(origin.to_string()) {
-                eprintln!("warning: plugin tried to reach {origin}: denied ({why})");
+                crate::stderr::warn(format_args!("plugin tried to reach {origin}: denied ({why})"));
             }
             return Err(HttpError::Denied(why));
         }
@@ -539,6 +539,11 @@ async fn exchange(
     let status = response.status().as_u16();
     let (head, mut body_stream) = response.into_parts();
     let headers = head.headers;
+    // A body announced beyond the cap is refused from the header, not downloaded first.
+    if announced_length(&headers).is_some_and(|n| n > shared.max_body) {
+        let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+        return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+    }
     let mut body = Vec::new();
     let mut body_size = 0u64;
     while let Some(frame) = body_stream.frame().await {
@@ -569,6 +574,17 @@ async fn exchange(
         timings,
     };
     (Ok(response), Some(conn), io)
+}
+
+/// The body length a response's `Content-Length` announces, if it has a valid one.
+fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn classify(e: &hyper::Error) -> HttpError {

@@ -4,6 +4,7 @@
 pub mod allowlist;
 pub mod connect;
 pub mod counting_io;
+pub mod descriptors;
 pub mod http;
 pub mod redirect;
 pub mod request_tags;

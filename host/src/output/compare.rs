@@ -1,7 +1,10 @@
 //! `host compare A B`: two runs' summary.json side by side, with the change of each
-//! metric and the regressions beyond a tolerance flagged (latency up, errors up,
-//! throughput down), so CI can hold a run against a baseline.
+//! metric and the regressions flagged (latency up, errors up, throughput down), so CI
+//! can hold a run against a baseline. A change is flagged only when it is beyond the
+//! tolerance and also significant: larger than the run-to-run and second-to-second
+//! noise of the machine, judged from each run's per-second data ([`significance`]).
 
+use super::significance::{self, Significance, Stat};
 use crate::metrics::Registry;
 use anyhow::{bail, Context, Result};
 use serde_json::Value as Json;
@@ -66,6 +69,8 @@ pub struct Row {
     pub unit: &'static str,
     /// Why B is a regression, if it is.
     pub regression: Option<&'static str>,
+    /// Whether the change is beyond noise; `None` for metrics never flagged.
+    pub significance: Option<Significance>,
 }
 
 impl Row {
@@ -95,6 +100,8 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// One line describing each run.
     pub about: [String; 2],
+    /// Whole seconds of per-second data of each run (`None`: only summary.json).
+    pub seconds: [Option<usize>; 2],
 }
 
 impl Comparison {
@@ -124,6 +131,14 @@ fn summary_path(path: &Path) -> PathBuf {
     }
 }
 
+/// The per-second data beside a summary.json, if its folder has any.
+fn load_series(summary: &Path) -> Result<Option<significance::Series>> {
+    match summary.parent() {
+        Some(dir) => significance::load(dir),
+        None => Ok(None),
+    }
+}
+
 fn load(path: &Path) -> Result<(PathBuf, Json)> {
     let file = summary_path(path);
     let text = std::fs::read_to_string(&file).with_context(|| {
@@ -147,9 +162,14 @@ fn load(path: &Path) -> Result<(PathBuf, Json)> {
 pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparison> {
     let (a_path, a_json) = load(a)?;
     let (b_path, b_json) = load(b)?;
+    let series = [load_series(&a_path)?, load_series(&b_path)?];
     Ok(Comparison {
-        rows: compare(&a_json, &b_json, tolerance),
+        rows: compare_with(&a_json, &b_json, [series[0].as_ref(), series[1].as_ref()], tolerance),
         about: [describe(&a_json), describe(&b_json)],
+        seconds: [
+            series[0].as_ref().map(|s| s.seconds),
+            series[1].as_ref().map(|s| s.seconds),
+        ],
         a: a_path,
         b: b_path,
         tolerance,
@@ -167,8 +187,20 @@ fn describe(summary: &Json) -> String {
     )
 }
 
-/// Compares two parsed summary.json documents.
+/// Compares two parsed summary.json documents without per-second data: changes are
+/// judged on their size alone.
 pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
+    compare_with(a, b, [None, None], tolerance)
+}
+
+/// Compares two parsed summary.json documents, judging the significance of each
+/// change from the runs' per-second data where both have it.
+pub fn compare_with(
+    a: &Json,
+    b: &Json,
+    series: [Option<&significance::Series>; 2],
+    tolerance: Tolerance,
+) -> Vec<Row> {
     let builtins = Registry::new();
     let (ma, mb) = (&a["metrics"], &b["metrics"]);
     let mut names: Vec<&String> = ma
@@ -211,7 +243,15 @@ pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
         };
         // A counter missing from a run counted nothing there (errors, drops).
         let absent = if kind == "counter" { Some(0.0) } else { None };
-        for (stat, field) in stats {
+        let judged = if worse == Worse::Unknown {
+            vec![None; stats.len()]
+        } else {
+            significance_of(name, kind, stats, series)
+                .into_iter()
+                .map(Some)
+                .collect()
+        };
+        for ((stat, field), significance) in stats.iter().zip(judged) {
             let mut row = Row {
                 metric: name.clone(),
                 stat,
@@ -219,12 +259,72 @@ pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
                 b: xb[*field].as_f64().or(absent),
                 unit,
                 regression: None,
+                significance,
             };
-            row.regression = judge(&row, worse, kind, tolerance);
+            row.regression = judge(&row, worse, kind, tolerance)
+                .filter(|_| row.significance.and_then(|s| s.significant()) != Some(false));
             rows.push(row);
         }
     }
     rows
+}
+
+/// The significance of each of `stats` of metric `name`, from both runs' seconds.
+fn significance_of(
+    name: &str,
+    kind: &str,
+    stats: &[(&'static str, &'static str)],
+    series: [Option<&significance::Series>; 2],
+) -> Vec<Significance> {
+    let [Some(sa), Some(sb)] = series else {
+        return vec![Significance::NoData; stats.len()];
+    };
+    let shorter = sa.seconds.min(sb.seconds);
+    if shorter < significance::MIN_SECONDS {
+        return vec![Significance::TooShort { seconds: shorter }; stats.len()];
+    }
+    match kind {
+        "trend" => {
+            let (Some(ta), Some(tb)) = (sa.trends.get(name), sb.trends.get(name)) else {
+                return vec![Significance::NoData; stats.len()];
+            };
+            if ta.len().min(tb.len()) < significance::MIN_SECONDS {
+                let seconds = ta.len().min(tb.len());
+                return vec![Significance::TooShort { seconds }; stats.len()];
+            }
+            let wanted: Vec<Stat> = stats
+                .iter()
+                .map(|(stat, _)| match *stat {
+                    "avg" => Stat::Avg,
+                    "p50" => Stat::Quantile(0.5),
+                    "p95" => Stat::Quantile(0.95),
+                    _ => Stat::Quantile(0.99),
+                })
+                .collect();
+            significance::bootstrap(ta, tb, &wanted)
+                .into_iter()
+                .map(|(low, high)| Significance::Interval { low, high })
+                .collect()
+        }
+        _ => {
+            // A counter absent from a run's seconds was 0 in each of them.
+            let zeros = |n: usize| vec![0.0; n];
+            let values = |s: &significance::Series| {
+                s.values.get(name).cloned().unwrap_or_else(|| {
+                    if kind == "counter" {
+                        zeros(s.seconds)
+                    } else {
+                        Vec::new()
+                    }
+                })
+            };
+            let judged = match significance::welch(&values(sa), &values(sb)) {
+                Some(p) => Significance::Welch { p },
+                None => Significance::NoData,
+            };
+            vec![judged; stats.len()]
+        }
+    }
 }
 
 fn judge(row: &Row, worse: Worse, kind: &str, tolerance: Tolerance) -> Option<&'static str> {
@@ -261,10 +361,32 @@ pub fn render(c: &Comparison) -> String {
     let _ = writeln!(out, "  B: {} ({})", c.b.display(), c.about[1]);
     let _ = writeln!(
         out,
-        "  tolerance: {}% (timings also by at least {}ms)\n",
+        "  tolerance: {}% (timings also by at least {}ms), and significant: p < {} \
+         (Welch's t-test on per-second rates) or a 95% interval of B - A that leaves out 0 \
+         (bootstrap over seconds of the HDR logs, for timings)",
         fmt_num(c.tolerance.relative * 100.0),
-        fmt_num(c.tolerance.min_latency_ms)
+        fmt_num(c.tolerance.min_latency_ms),
+        significance::ALPHA
     );
+    match c.seconds {
+        [Some(a), Some(b)] if a.min(b) < significance::MIN_SECONDS => {
+            let _ = writeln!(
+                out,
+                "  too short to judge significance: A has {a} whole seconds, B {b}; at least {} \
+                 are needed, so changes are judged on their size alone",
+                significance::MIN_SECONDS
+            );
+        }
+        [Some(_), Some(_)] => {}
+        _ => {
+            let _ = writeln!(
+                out,
+                "  no per-second data (timeseries.jsonl, histograms/) beside a summary.json, so \
+                 changes are judged on their size alone"
+            );
+        }
+    }
+    let _ = writeln!(out);
     let width = c
         .rows
         .iter()
@@ -274,8 +396,8 @@ pub fn render(c: &Comparison) -> String {
         .max(6);
     let _ = writeln!(
         out,
-        "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}",
-        "metric", "stat", "A", "B", "change"
+        "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}  {:<24}",
+        "metric", "stat", "A", "B", "change", "significance"
     );
     for r in &c.rows {
         let value = |v: Option<f64>| match v {
@@ -293,14 +415,24 @@ pub fn render(c: &Comparison) -> String {
             Some(why) => format!("  ✗ regression ({why})"),
             None => String::new(),
         };
+        let judged = match r.significance {
+            None | Some(Significance::NoData) => "-".to_string(),
+            Some(Significance::TooShort { .. }) => "too short".to_string(),
+            Some(Significance::Welch { p }) if p < 0.001 => "p<0.001".to_string(),
+            Some(Significance::Welch { p }) => format!("p={p:.3}"),
+            Some(Significance::Interval { low, high }) => {
+                format!("95% CI {low:+.3}..{high:+.3}{}", r.unit)
+            }
+        };
         let _ = writeln!(
             out,
-            "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}{flag}",
+            "  {:<width$}  {:<4}  {:>14}  {:>14}  {:>10}  {:<24}{flag}",
             r.metric,
             r.stat,
             value(r.a),
             value(r.b),
-            change
+            change,
+            judged
         );
     }
     let n = c.regressions();
@@ -414,6 +546,69 @@ mod tests {
             "errors where there were none"
         );
         assert!(flagged(&compare(&c, &a, TEN)).is_empty(), "errors gone");
+    }
+
+    fn series(rates: &[f64]) -> significance::Series {
+        significance::Series {
+            seconds: rates.len(),
+            values: [("http_reqs".to_string(), rates.to_vec())].into(),
+            trends: Default::default(),
+        }
+    }
+
+    #[test]
+    fn only_significant_changes_beyond_the_tolerance_are_flagged() {
+        let a = summary(10.0, 100.0, 0.0, 1.0);
+        let b = summary(10.0, 85.0, 0.0, 1.0);
+        let reqs = |rows: &[Row]| {
+            rows.iter()
+                .find(|r| r.metric == "http_reqs")
+                .cloned()
+                .unwrap()
+        };
+        // -15 %, but the seconds of each run scatter more than that: noise.
+        let noisy_a = series(&[60.0, 140.0, 90.0, 120.0, 90.0]);
+        let noisy_b = series(&[100.0, 50.0, 130.0, 60.0, 85.0]);
+        let row = reqs(&compare_with(&a, &b, [Some(&noisy_a), Some(&noisy_b)], TEN));
+        assert_eq!(row.regression, None);
+        assert!(matches!(row.significance, Some(Significance::Welch { p }) if p > significance::ALPHA));
+        // -15 % with steady seconds: a real drop.
+        let steady_a = series(&[99.0, 101.0, 100.0, 100.0, 100.0]);
+        let steady_b = series(&[84.0, 86.0, 85.0, 85.0, 85.0]);
+        let row = reqs(&compare_with(&a, &b, [Some(&steady_a), Some(&steady_b)], TEN));
+        assert_eq!(row.regression, Some("throughput down"));
+        assert!(matches!(row.significance, Some(Significance::Welch { p }) if p < 0.001));
+        // Significant but within the tolerance: not flagged either.
+        let b5 = summary(10.0, 95.0, 0.0, 1.0);
+        let steady_b5 = series(&[94.0, 96.0, 95.0, 95.0, 95.0]);
+        let row = reqs(&compare_with(&a, &b5, [Some(&steady_a), Some(&steady_b5)], TEN));
+        assert_eq!(row.regression, None);
+    }
+
+    #[test]
+    fn a_run_too_short_to_judge_says_so_and_is_judged_on_size() {
+        let a = summary(10.0, 100.0, 0.0, 1.0);
+        let b = summary(10.0, 85.0, 0.0, 1.0);
+        let short = series(&[100.0, 100.0]);
+        let long = series(&[100.0, 90.0, 110.0, 100.0]);
+        let rows = compare_with(&a, &b, [Some(&long), Some(&short)], TEN);
+        let row = rows.iter().find(|r| r.metric == "http_reqs").unwrap();
+        assert_eq!(
+            row.significance,
+            Some(Significance::TooShort { seconds: 2 })
+        );
+        assert_eq!(row.regression, Some("throughput down"));
+        let c = Comparison {
+            a: "a".into(),
+            b: "b".into(),
+            tolerance: TEN,
+            rows,
+            about: [String::new(), String::new()],
+            seconds: [Some(4), Some(2)],
+        };
+        let text = render(&c);
+        assert!(text.contains("too short to judge significance"), "{text}");
+        assert!(text.contains("B 2"), "{text}");
     }
 
     #[test]

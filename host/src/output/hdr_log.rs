@@ -5,7 +5,8 @@
 use crate::metrics::{MetricDef, MetricId, Value};
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use hdrhistogram::serialization::V2DeflateSerializer;
-use std::collections::BTreeMap;
+use hdrhistogram::Histogram;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -15,12 +16,27 @@ use std::time::{Duration, SystemTime};
 const LEGEND: &str =
     "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
 
-/// One open log per trend metric, made when the metric first has samples.
+/// Intervals kept for a log that could not be opened, to be written on a later tick.
+const MAX_PENDING: usize = 60;
+
+/// An interval whose log could not be opened yet.
+struct Pending {
+    def: MetricDef,
+    start: Duration,
+    length: Duration,
+    histogram: Histogram<u64>,
+}
+
+/// One open log per trend metric, made when the metric first has samples. A log that
+/// cannot be opened (too many open files, a full disk) is tried again on the next
+/// tick with the intervals kept meanwhile, so a passing error loses nothing.
 pub struct HdrLogs {
     dir: PathBuf,
     base_time: SystemTime,
     logs: BTreeMap<MetricId, BufWriter<File>>,
     serializer: V2DeflateSerializer,
+    pending: VecDeque<(MetricId, Pending)>,
+    lost: u64,
 }
 
 impl HdrLogs {
@@ -31,7 +47,19 @@ impl HdrLogs {
             base_time,
             logs: BTreeMap::new(),
             serializer: V2DeflateSerializer::new(),
+            pending: VecDeque::new(),
+            lost: 0,
         }
+    }
+
+    /// Intervals given up after waiting too long for their log to open.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Intervals waiting for their log to open.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
     }
 
     /// The file a metric's log goes to.
@@ -40,7 +68,8 @@ impl HdrLogs {
     }
 
     /// Appends each trend's histogram of the interval `[start, start + length]` (from
-    /// the base time) and flushes.
+    /// the base time) and flushes; first retries intervals kept from earlier ticks.
+    /// Returns the first error; what could not be written is kept for the next tick.
     pub fn write_tick(
         &mut self,
         start: Duration,
@@ -48,6 +77,7 @@ impl HdrLogs {
         metrics: &BTreeMap<MetricId, Value>,
         defs: &[MetricDef],
     ) -> std::io::Result<()> {
+        let mut first_error = self.retry_pending();
         for (id, value) in metrics {
             let (Value::Trend(h), Some(def)) = (value, defs.get(*id as usize)) else {
                 continue;
@@ -55,26 +85,107 @@ impl HdrLogs {
             if h.is_empty() {
                 continue;
             }
-            let file = match self.logs.entry(*id) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    std::fs::create_dir_all(&self.dir)?;
-                    let mut file =
-                        BufWriter::new(File::create(Self::path_of(&self.dir, &def.name))?);
-                    write_header(&mut file, def, self.base_time, &mut self.serializer)?;
-                    e.insert(file)
+            // A log's intervals stay in order: behind those still waiting.
+            if self.pending.iter().any(|(p, _)| p == id) {
+                self.keep(*id, def, h, start, length);
+                continue;
+            }
+            match self.append(*id, def, h, start, length) {
+                Appended::Written => {}
+                Appended::Unflushed(e) => {
+                    first_error.get_or_insert(e);
                 }
-            };
-            // A builder with no headers writes nothing but the interval line, so one log
-            // can be continued tick after tick.
-            IntervalLogWriterBuilder::new()
-                .with_max_value_divisor(1000.0)
-                .begin_log_with(file, &mut self.serializer)?
-                .write_histogram(h, start, length, None)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            file.flush()?;
+                Appended::NotOpened(e) => {
+                    self.keep(*id, def, h, start, length);
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Writes the intervals kept from earlier ticks, oldest first; the first error.
+    fn retry_pending(&mut self) -> Option<std::io::Error> {
+        let mut still = VecDeque::new();
+        let mut first_error = None;
+        while let Some((id, p)) = self.pending.pop_front() {
+            if still.iter().any(|(k, _): &(MetricId, Pending)| *k == id) {
+                still.push_back((id, p));
+                continue;
+            }
+            match self.append(id, &p.def, &p.histogram, p.start, p.length) {
+                Appended::Written => {}
+                Appended::Unflushed(e) => {
+                    first_error.get_or_insert(e);
+                }
+                Appended::NotOpened(e) => {
+                    first_error.get_or_insert(e);
+                    still.push_back((id, p));
+                }
+            }
+        }
+        self.pending = still;
+        first_error
+    }
+
+    /// Keeps an interval for a later tick; past [`MAX_PENDING`] the oldest is lost.
+    fn keep(
+        &mut self,
+        id: MetricId,
+        def: &MetricDef,
+        h: &Histogram<u64>,
+        start: Duration,
+        length: Duration,
+    ) {
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.pop_front();
+            self.lost += 1;
+        }
+        self.pending.push_back((
+            id,
+            Pending {
+                def: def.clone(),
+                start,
+                length,
+                histogram: h.clone(),
+            },
+        ));
+    }
+
+    /// Appends one interval to its log, opening the log first if needed.
+    fn append(
+        &mut self,
+        id: MetricId,
+        def: &MetricDef,
+        h: &Histogram<u64>,
+        start: Duration,
+        length: Duration,
+    ) -> Appended {
+        let file = match self.logs.entry(id) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let opened = open_log(&self.dir, def, self.base_time, &mut self.serializer);
+                match opened {
+                    Ok(file) => e.insert(file),
+                    Err(error) => return Appended::NotOpened(error),
+                }
+            }
+        };
+        // A builder with no headers writes nothing but the interval line, so one log
+        // can be continued tick after tick. The line goes into the log's buffer; a
+        // failed flush leaves it there for the next flush.
+        let written = IntervalLogWriterBuilder::new()
+            .with_max_value_divisor(1000.0)
+            .begin_log_with(file, &mut self.serializer)
+            .and_then(|mut w| {
+                w.write_histogram(h, start, length, None)
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            })
+            .and_then(|()| file.flush());
+        match written {
+            Ok(()) => Appended::Written,
+            Err(e) => Appended::Unflushed(e),
+        }
     }
 
     /// Flushes every log.
@@ -84,6 +195,28 @@ impl HdrLogs {
         }
         Ok(())
     }
+}
+
+/// What became of one interval.
+enum Appended {
+    /// In the log, flushed.
+    Written,
+    /// In the log's buffer; the flush failed and is tried again with the next one.
+    Unflushed(std::io::Error),
+    /// The log could not be opened; the interval is to be kept.
+    NotOpened(std::io::Error),
+}
+
+fn open_log(
+    dir: &Path,
+    def: &MetricDef,
+    base_time: SystemTime,
+    serializer: &mut V2DeflateSerializer,
+) -> std::io::Result<BufWriter<File>> {
+    std::fs::create_dir_all(dir)?;
+    let mut file = BufWriter::new(File::create(HdrLogs::path_of(dir, &def.name))?);
+    write_header(&mut file, def, base_time, serializer)?;
+    Ok(file)
 }
 
 fn write_header(

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod hdr_log;
 pub mod junit;
 pub mod report;
+pub mod significance;
 pub mod text;
 pub mod timeseries;
 
@@ -25,9 +26,36 @@ pub struct ResultsWriter {
     dir: PathBuf,
     start: SystemTime,
     last_tick: Duration,
-    timeseries: Option<TimeseriesWriter>,
-    histograms: Option<HdrLogs>,
+    timeseries: TimeseriesWriter,
+    histograms: HdrLogs,
     charts: ChartData,
+    trouble: Trouble,
+}
+
+/// Writes that failed while the run went on, for the summary's warnings.
+#[derive(Default)]
+struct Trouble {
+    /// Seconds of timeseries.jsonl that failed to be written, and the first error.
+    timeseries: (u64, Option<String>),
+    /// Ticks on which a histogram log failed to be written, and the first error.
+    histograms: (u64, Option<String>),
+}
+
+/// A results file that could not be written, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// The file (`summary.json`, `histograms/`).
+    pub file: String,
+    /// The error, with what to do when it is a known limit.
+    pub error: String,
+}
+
+/// What [`ResultsWriter::finish`] wrote.
+pub struct Written {
+    /// The folder.
+    pub dir: PathBuf,
+    /// Each file that could not be written.
+    pub failures: Vec<WriteFailure>,
 }
 
 impl ResultsWriter {
@@ -39,12 +67,13 @@ impl ResultsWriter {
             .with_context(|| format!("cannot write {}", dir.join("timeseries.jsonl").display()))?;
         let start = SystemTime::now();
         Ok(Self {
-            histograms: Some(HdrLogs::new(&dir.join("histograms"), start)),
+            histograms: HdrLogs::new(&dir.join("histograms"), start),
             dir,
             start,
             last_tick: Duration::ZERO,
-            timeseries: Some(timeseries),
+            timeseries,
             charts: ChartData::default(),
+            trouble: Trouble::default(),
         })
     }
 
@@ -55,8 +84,9 @@ impl ResultsWriter {
 
     /// Records the interval that ended `elapsed` after the start: a line per metric in
     /// timeseries.jsonl, a histogram per trend in its log, a point for the charts. A
-    /// file that cannot be written is reported once and then left alone, so a full disk
-    /// does not stop the run.
+    /// write that fails is counted and tried again on the next tick (a histogram log
+    /// that cannot be opened keeps its intervals until it can), so neither a full disk
+    /// nor a passing lack of descriptors stops the run or turns a file off for good.
     pub fn tick(&mut self, elapsed: Duration, interval: &SeriesMap, registry: &Registry) {
         let length = elapsed.saturating_sub(self.last_tick);
         let start = self.last_tick;
@@ -71,40 +101,159 @@ impl ResultsWriter {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs_f64();
-        if let Some(w) = &mut self.timeseries {
-            if let Err(e) = w.write_tick(elapsed, unix_end, secs, &metrics, &defs) {
-                eprintln!("warning: timeseries.jsonl is no longer written: {e}");
-                self.timeseries = None;
-            }
+        if let Err(e) = self
+            .timeseries
+            .write_tick(elapsed, unix_end, secs, &metrics, &defs)
+        {
+            note(&mut self.trouble.timeseries, "timeseries.jsonl", &e);
         }
-        if let Some(h) = &mut self.histograms {
-            if let Err(e) = h.write_tick(start, length, &metrics, &defs) {
-                eprintln!("warning: histogram logs are no longer written: {e}");
-                self.histograms = None;
-            }
+        if let Err(e) = self.histograms.write_tick(start, length, &metrics, &defs) {
+            note(&mut self.trouble.histograms, "a histogram log", &e);
         }
         self.charts.push(elapsed.as_secs_f64(), secs, &metrics);
     }
 
-    /// Writes summary.json, summary.txt, junit.xml and report.html; returns the folder.
-    pub fn finish(mut self, summary: &Summary) -> Result<PathBuf> {
-        if let Some(h) = &mut self.histograms {
-            h.flush().context("cannot write the histogram logs")?;
+    /// Warnings for the summary about writes that failed during the run.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (n @ 1.., Some(e)) = &self.trouble.timeseries {
+            out.push(format!(
+                "timeseries.jsonl: writing failed on {n} ticks, so seconds may be missing (first error: {e})"
+            ));
         }
-        let dir = self.dir;
-        let write = |name: &str, text: String| {
-            let path = dir.join(name);
-            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-        };
-        write(
-            "summary.json",
-            serde_json::to_string_pretty(summary)? + "\n",
-        )?;
-        write("summary.txt", text::render(summary))?;
-        write("junit.xml", junit::render(summary))?;
-        write("report.html", report::render(summary, &self.charts)?)?;
-        Ok(dir)
+        if let (n @ 1.., Some(e)) = &self.trouble.histograms {
+            let lost = self.histograms.lost() + self.histograms.pending() as u64;
+            let outcome = if lost == 0 {
+                "retried on later ticks: every interval was written".to_string()
+            } else {
+                format!("retried on later ticks, but {lost} intervals could not be written")
+            };
+            out.push(format!(
+                "histograms/: writing failed on {n} ticks; {outcome} (first error: {e})"
+            ));
+        }
+        out
     }
+
+    /// Writes summary.json, summary.txt, junit.xml and report.html, each to a
+    /// temporary name then renamed, so a file is either whole or absent; a file that
+    /// cannot be written does not stop the others. Returns the folder and what failed.
+    pub fn finish(mut self, summary: &Summary) -> Written {
+        let mut failures = Vec::new();
+        let _ = self
+            .histograms
+            .write_tick(self.last_tick, Duration::ZERO, &Default::default(), &[]);
+        if let Err(e) = self.histograms.flush() {
+            failures.push(failure("histograms/", &e));
+        }
+        if self.histograms.pending() > 0 {
+            failures.push(WriteFailure {
+                file: "histograms/".into(),
+                error: format!(
+                    "{} intervals could not be written",
+                    self.histograms.pending()
+                ),
+            });
+        }
+        let files: [(&str, Result<String>); 4] = [
+            (
+                "summary.json",
+                serde_json::to_string_pretty(summary)
+                    .map(|t| t + "\n")
+                    .map_err(Into::into),
+            ),
+            ("summary.txt", Ok(text::render(summary))),
+            ("junit.xml", Ok(junit::render(summary))),
+            ("report.html", report::render(summary, &self.charts)),
+        ];
+        for (name, text) in files {
+            let written = match text {
+                Ok(text) => write_whole(&self.dir, name, text.as_bytes())
+                    .map_err(|e| failure(name, &e)),
+                Err(e) => Err(WriteFailure {
+                    file: name.into(),
+                    error: format!("cannot be rendered: {e:#}"),
+                }),
+            };
+            if let Err(f) = written {
+                failures.push(f);
+            }
+        }
+        Written {
+            dir: self.dir,
+            failures,
+        }
+    }
+}
+
+/// Counts a failed write; the first error is kept, and said once on stderr.
+fn note(trouble: &mut (u64, Option<String>), what: &str, e: &std::io::Error) {
+    trouble.0 += 1;
+    if trouble.1.is_none() {
+        let text = describe(e);
+        crate::stderr::warn(format_args!(
+            "cannot write {what}: {text}; trying again every second"
+        ));
+        trouble.1 = Some(text);
+    }
+}
+
+fn failure(file: &str, e: &std::io::Error) -> WriteFailure {
+    WriteFailure {
+        file: file.into(),
+        error: describe(e),
+    }
+}
+
+/// An I/O error, with what to do when it is running out of descriptors.
+fn describe(e: &std::io::Error) -> String {
+    if crate::net::descriptors::check(e) {
+        format!("{e}: {}", crate::net::descriptors::advice())
+    } else {
+        e.to_string()
+    }
+}
+
+/// Writes `dir/name` whole or not at all: to a temporary name first, then renamed
+/// over. Running out of descriptors is waited out briefly (the VUs' connections are
+/// closing as the run ends).
+fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = dir.join(format!(".{name}.tmp"));
+    let path = dir.join(name);
+    let mut attempt = 0;
+    loop {
+        let result = (|| {
+            let mut file = std::fs::File::create(&temp)?;
+            std::io::Write::write_all(&mut file, bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temp, &path)
+        })();
+        match result {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                let transient = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                attempt += 1;
+                if !transient || attempt >= 5 {
+                    return Err(e);
+                }
+                std::thread::sleep(Duration::from_millis(100 * attempt));
+            }
+        }
+    }
+}
+
+/// Checks that results can be written under `out` (making it if needed), so a folder
+/// that cannot take them is refused before any load is sent, not after the run.
+pub fn check_writable(out: &Path) -> Result<()> {
+    let hint = "pick a writable folder with --out";
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create {}; {hint}", out.display()))?;
+    let probe = out.join(format!(".host-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("cannot create files in {}; {hint}", out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// A new folder named after the current UTC time and the plugin.
@@ -125,7 +274,8 @@ fn results_dir(out: &Path, plugin_name: &str) -> Result<PathBuf> {
             }
         })
         .collect();
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create {}; pick another with --out", out.display()))?;
     for n in 0..1000 {
         let name = if n == 0 {
             format!("{stamp}-{safe}")
@@ -136,7 +286,11 @@ fn results_dir(out: &Path, plugin_name: &str) -> Result<PathBuf> {
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("cannot create {}; pick another folder with --out", dir.display())
+                })
+            }
         }
     }
     anyhow::bail!(

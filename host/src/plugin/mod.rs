@@ -6,6 +6,7 @@ pub mod budget;
 pub mod cache;
 pub mod engine;
 pub mod imports;
+pub mod log;
 pub mod output;
 pub mod state;
 pub mod validate;

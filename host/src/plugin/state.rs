@@ -25,6 +25,8 @@ pub struct HostServices {
     pub cpu_per_call: std::time::Duration,
     /// Custom metric problems already reported (each is reported once).
     pub warned: Mutex<HashSet<String>>,
+    /// Where the plugin's `log()` lines go.
+    pub log: super::log::LogSink,
 }
 
 impl HostServices {
@@ -32,7 +34,7 @@ impl HostServices {
     pub fn warn_once(&self, key: &str, message: &str) {
         let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
         if warned.insert(key.to_string()) {
-            eprintln!("warning: {message}");
+            crate::stderr::warn(message);
         }
     }
 }
@@ -76,6 +78,8 @@ pub struct VuState {
     pub budget: CallBudget,
     /// Tag sets of this VU's checks and custom metrics, made once each.
     pub tag_cache: crate::metrics::tag_cache::TagCache,
+    /// What is left of this VU's log lines for the current second.
+    pub log_budget: super::log::LogBudget,
 }
 
 impl VuState {
@@ -107,6 +111,7 @@ impl VuState {
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),
+            log_budget: Default::default(),
         }
     }
 

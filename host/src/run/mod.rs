@@ -2,6 +2,7 @@
 //! started together, metrics folded every second, results out.
 
 pub mod control;
+pub mod data;
 pub mod errors;
 pub mod progress;
 pub mod summary;
@@ -12,7 +13,7 @@ use crate::config::{self, Overrides, RunConfig};
 use crate::executor::{self, ScenarioCtx};
 use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
 use crate::net::{Allowlist, NetShared};
-use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
+use crate::plugin::state::{HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Context, Result};
@@ -52,8 +53,11 @@ pub struct RunOutcome {
     pub summary: Summary,
     /// Where the results were written.
     pub results_dir: PathBuf,
-    /// The process exit code this outcome calls for.
+    /// The run's own exit code (thresholds, interruption, abort); results files that
+    /// could not be written are in `write_failures`, not in this code.
     pub exit_code: i32,
+    /// Results files that could not be written.
+    pub write_failures: Vec<crate::output::WriteFailure>,
 }
 
 /// Exit codes, documented in the README.
@@ -68,6 +72,18 @@ pub mod exit_code {
     pub const INTERRUPTED: i32 = 105;
     /// The plugin aborted the run.
     pub const PLUGIN_ABORT: i32 = 107;
+
+    /// What a code means, in a few words.
+    pub fn meaning(code: i32) -> &'static str {
+        match code {
+            OK => "completed",
+            REGRESSION => "a regression",
+            THRESHOLDS => "a threshold was crossed",
+            INTERRUPTED => "interrupted",
+            PLUGIN_ABORT => "the plugin aborted the run",
+            _ => "an error",
+        }
+    }
 }
 
 /// A plugin file loaded into an engine, with what `describe()` said of itself.
@@ -90,6 +106,7 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
     let services = services_for(
         &RunConfig::default_for_inspection(),
         Arc::new(Registry::new()),
+        false,
     )?;
     let info = plugin
         .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
@@ -107,7 +124,11 @@ fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
     }
 }
 
-fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
+fn services_for(
+    config: &RunConfig,
+    registry: Arc<Registry>,
+    quiet: bool,
+) -> Result<Arc<HostServices>> {
     let recorder = Arc::new(Recorder::new(registry));
     let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
     let net = NetShared::new(
@@ -120,54 +141,11 @@ fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostS
     Ok(Arc::new(HostServices {
         recorder,
         net,
-        data: Arc::new(load_data(&config.data)?),
+        data: Arc::new(data::load(&config.data)?),
         cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
+        log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
     }))
-}
-
-fn load_data(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
-    let mut sets = DataSets::new();
-    for (name, path) in files {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("[data] {name}: cannot read {}", path.display()))?;
-        let records = if path.extension().is_some_and(|e| e == "csv") {
-            csv_records(&text)
-        } else {
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("[data] {name}: {} is not valid JSON", path.display()))?;
-            match value {
-                serde_json::Value::Array(items) => items.iter().map(|v| v.to_string()).collect(),
-                _ => bail!("[data] {name}: {} must hold a JSON array", path.display()),
-            }
-        };
-        sets.insert(name.clone(), records);
-    }
-    Ok(sets)
-}
-
-/// CSV with a header row → one JSON object per row (no quoting of commas).
-fn csv_records(text: &str) -> Vec<String> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Vec<&str> = lines
-        .next()
-        .map(|h| h.split(',').map(str::trim).collect())
-        .unwrap_or_default();
-    lines
-        .map(|line| {
-            let obj: serde_json::Map<String, serde_json::Value> = header
-                .iter()
-                .zip(line.split(','))
-                .map(|(k, v)| {
-                    (
-                        k.to_string(),
-                        serde_json::Value::String(v.trim().to_string()),
-                    )
-                })
-                .collect();
-            serde_json::Value::Object(obj).to_string()
-        })
-        .collect()
 }
 
 /// Resolves the run config: plugin defaults ← run.toml ← CLI.
@@ -179,8 +157,11 @@ pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConf
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config {}", path.display()))?;
-            let over = config::parse_toml(&text, &path.display().to_string())
+            let mut over = config::parse_toml(&text, &path.display().to_string())
                 .map_err(|e| anyhow!("{e}"))?;
+            if let Some(dir) = path.parent() {
+                data::resolve_paths(&mut over, dir);
+            }
             config::merge(base, over)
         }
     };
@@ -189,12 +170,26 @@ pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConf
 
 /// Runs a plugin and writes its results.
 pub async fn run(request: RunRequest) -> Result<RunOutcome> {
+    run_then(request, |_| {}).await
+}
+
+/// Runs a plugin; `before_writing` gets the summary before the results files are
+/// written (the command line prints it there, so a full disk cannot lose it), then
+/// the results are written.
+pub async fn run_then(
+    request: RunRequest,
+    before_writing: impl FnOnce(&Summary),
+) -> Result<RunOutcome> {
+    // Every VU's connections take descriptors: the soft limit goes up to the hard one.
+    crate::net::descriptors::raise_limit();
+    let descriptors_exhausted = crate::net::descriptors::exhausted_count();
     let inspected = inspect(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
     )
     .await?;
     let config = resolve_config(&inspected.info, &request)?;
+    crate::output::check_writable(&request.out)?;
     let mut thresholds = crate::thresholds::Evaluator::new(
         crate::thresholds::parse_thresholds(&config.thresholds)
             .map_err(|e| anyhow!("config error: {e}"))?,
@@ -225,7 +220,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let services = services_for(&config, registry.clone())?;
+    let services = services_for(&config, registry.clone(), request.quiet)?;
     let control = Arc::new(RunControl::default());
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
@@ -344,11 +339,11 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         .await
     {
         Ok(Ok(())) => {}
-        Ok(Err(message)) => eprintln!("warning: teardown() failed: {message}"),
-        Err(trap) => eprintln!(
-            "warning: teardown() trapped: {}",
+        Ok(Err(message)) => crate::stderr::warn(format_args!("teardown() failed: {message}")),
+        Err(trap) => crate::stderr::warn(format_args!(
+            "teardown() trapped: {}",
             plugin::classify_trap(&trap, setup_store.data()).1
-        ),
+        )),
     }
     sample_gauges(&services, &contexts);
     results.tick(t0.elapsed(), &aggregator.tick(), &registry);
@@ -374,10 +369,17 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         elapsed,
     };
     summary.thresholds = thresholds.finish(&view);
+    summary.log = services.log.counts();
+    summary.warnings.extend(crate::net::descriptors::warning(
+        crate::net::descriptors::exhausted_count() - descriptors_exhausted,
+    ));
+    summary.warnings.extend(summary.log.warning(&config.limits.log));
     for warning in crate::thresholds::warnings(&summary.thresholds) {
-        eprintln!("warning: {warning}");
+        crate::stderr::warn(warning);
     }
-    let results_dir = results.finish(&summary)?;
+    summary.warnings.extend(results.warnings());
+    before_writing(&summary);
+    let written = results.finish(&summary);
     let exit_code = match stop_reason {
         None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
         None => exit_code::THRESHOLDS,
@@ -387,8 +389,9 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     };
     Ok(RunOutcome {
         summary,
-        results_dir,
+        results_dir: written.dir,
         exit_code,
+        write_failures: written.failures,
     })
 }
 
@@ -439,10 +442,10 @@ fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).ok();
         wait_for_signal(&mut term).await;
-        eprintln!(
+        crate::stderr::line(format_args!(
             "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
             crate::config::format_duration(graceful_stop)
-        );
+        ));
         control.stop_with(StopReason::Interrupted);
         tokio::select! {
             _ = wait_for_signal(&mut term) => {}

@@ -140,7 +140,8 @@ impl Progress {
             };
             match &mut self.display {
                 Display::Quiet => {}
-                Display::Lines => eprintln!("{name}: {}", figures.text()),
+                // Never blocks: a stderr nobody reads must not stall the run loop.
+                Display::Lines => crate::stderr::line(format_args!("{name}: {}", figures.text())),
                 Display::Bars { multi, bars } => {
                     while bars.len() <= i {
                         bars.push(new_bar(multi, contexts[bars.len()].config.name.as_str()));

@@ -51,6 +51,8 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// What became of the plugin's `log()` lines.
+    pub log: crate::plugin::log::LogCounts,
 }
 
 /// The host.
@@ -253,6 +255,7 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            log: Default::default(),
         }
     }
 }

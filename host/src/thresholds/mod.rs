@@ -34,7 +34,7 @@ pub fn abort_if_crossed(
     control: &crate::run::control::RunControl,
 ) {
     if let Some(why) = evaluator.check_abort(view) {
-        eprintln!("stopping: threshold {why}");
+        crate::stderr::line(format_args!("stopping: threshold {why}"));
         control.stop_with(crate::run::control::StopReason::Threshold(why));
         control.hard_stop.cancel();
     }

@@ -452,7 +452,10 @@ impl fmt::Display for HttpError {
             HttpError::Tls(m) => write!(f, "TLS handshake failed: {m}"),
             HttpError::Protocol(m) => write!(f, "protocol error: {m}"),
             HttpError::BodyTooLarge(cap) => {
-                write!(f, "response body larger than the host's cap of {cap} bytes")
+                write!(
+                    f,
+                    "response body larger than the host's cap of {cap} bytes; raise [limits] max_body_mb to accept it"
+                )
             }
         }
     }

@@ -1,9 +1,10 @@
 //! The task that owns one socket: it reads frames into the plugin's bounded channel
-//! (and stops reading while that channel is full), answers the peer's pings, sends the
+//! (and stops reading while that channel is full or holds its byte budget), answers the peer's pings, sends the
 //! host's own pings and times their pongs, writes what the plugin sends, and ends the
 //! session when the peer closes, the connection breaks, a pong is overdue, or the
 //! plugin lets go of the socket.
 
+use super::held::Held;
 use super::open::Stream;
 use super::session::{Ending, Session};
 use super::{Command, WsError, WsMessage};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::{Error as TError, Message};
 
 /// How long a closing socket waits for the peer's close frame before dropping the
@@ -38,6 +40,7 @@ pub async fn run(
     mut ws: Stream,
     mut commands: mpsc::Receiver<Command>,
     incoming: mpsc::Sender<WsMessage>,
+    held: Arc<Held>,
     session: Arc<Session>,
     timing: Timing,
 ) {
@@ -52,6 +55,8 @@ pub async fn run(
     // hold it, which is the backpressure.
     let mut room = None;
     let ending = loop {
+        // Read only with a slot in the channel and the held bytes under budget.
+        let reading = room.is_some() && held.has_room();
         tokio::select! {
             command = commands.recv() => match command {
                 Some(Command::Send(message, reply)) => {
@@ -82,16 +87,19 @@ pub async fn run(
                     break Ending::Dropped;
                 }
             },
-            frame = ws.next(), if room.is_some() => match frame {
+            _ = held.freed(), if room.is_some() && !reading => {}
+            frame = ws.next(), if reading => match frame {
                 Some(Ok(Message::Text(text))) => {
                     session.received();
                     if let Some(permit) = room.take() {
+                        held.add(text.len());
                         permit.send(WsMessage::Text(text.as_str().to_owned()));
                     }
                 }
                 Some(Ok(Message::Binary(data))) => {
                     session.received();
                     if let Some(permit) = room.take() {
+                        held.add(data.len());
                         permit.send(WsMessage::Binary(data.to_vec()));
                     }
                 }
@@ -128,7 +136,7 @@ pub async fn run(
                 if pending_ping.is_some() {
                     // A peer we are not reading (the plugin is behind) cannot be blamed
                     // for a pong we have not read; only a reading socket times out.
-                    if room.is_some() {
+                    if reading {
                         break Ending::Failed(
                             WsError::Protocol(format!(
                                 "no pong within {}; the peer stopped answering",
@@ -224,6 +232,14 @@ fn describe(e: TError) -> WsError {
         }
         TError::Io(io) => WsError::Protocol(format!("connection broken: {io}")),
         TError::Protocol(p) => WsError::Protocol(p.to_string()),
+        TError::Capacity(CapacityError::MessageTooLong { size, max_size }) => {
+            WsError::Protocol(format!(
+                "the peer sent a message of {} (or a frame announcing it), larger than \
+                 [websocket] max_message = {}; raise max_message to receive it",
+                super::format_size(size),
+                super::format_size(max_size)
+            ))
+        }
         TError::Capacity(c) => WsError::Protocol(format!("message too large: {c}")),
         other => WsError::Protocol(other.to_string()),
     }

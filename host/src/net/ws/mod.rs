@@ -3,13 +3,14 @@
 //! A VU may hold many sockets, and a socket may live across iterations (the plugin
 //! keeps the resource). Each socket is owned by one small tokio task ([`driver`]) that
 //! reads frames into a bounded channel, answers pings, sends the host's own pings and
-//! writes what the plugin sends. When the channel is full the task stops reading the
-//! TCP stream, so a plugin that never reads applies backpressure to the server instead
+//! writes what the plugin sends. When the channel is full, or holds the socket's byte
+//! budget ([`held`]), the task stops reading the TCP stream, so a plugin that never reads applies backpressure to the server instead
 //! of making the host buffer without bound. Dropping the [`Socket`] (the plugin drops
 //! the resource, or the VU's store goes away) closes the channel, and the task closes
 //! the socket and ends.
 
 mod driver;
+mod held;
 mod open;
 mod session;
 #[cfg(test)]
@@ -78,7 +79,29 @@ type Reply = oneshot::Sender<Result<(), WsError>>;
 pub struct Socket {
     commands: mpsc::Sender<Command>,
     incoming: mpsc::Receiver<WsMessage>,
+    held: Arc<held::Held>,
     session: Arc<Session>,
+}
+
+impl WsMessage {
+    /// Payload bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Text(t) => t.len(),
+            Self::Binary(b) => b.len(),
+        }
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A byte count for messages: `16 MiB`, `512 KiB`, `100 B`.
+pub fn format_size(bytes: usize) -> String {
+    let text = format!("{:.1}", bytesize::ByteSize(bytes as u64).display().iec());
+    text.replace(".0 ", " ")
 }
 
 impl Socket {
@@ -110,6 +133,9 @@ impl Socket {
                 Err(_elapsed) => return Ok(None),
             }
         };
+        if let Some(message) = &next {
+            self.held.take(message.len());
+        }
         next.map(Some).ok_or_else(|| self.session.end_error())
     }
 

@@ -2,6 +2,7 @@
 //! headers, TCP connect and handshake (timed as `ws_connecting`), then the socket's
 //! task is started.
 
+use super::held::Held;
 use super::session::Session;
 use super::{driver, Socket, WsError};
 use crate::metrics::{builtin, TagSet};
@@ -94,10 +95,12 @@ async fn open(
     let session = Arc::new(Session::open(shared.clone(), tags.clone(), started, io));
     let (commands, command_rx) = mpsc::channel(COMMAND_QUEUE);
     let (incoming_tx, incoming) = mpsc::channel(shared.websocket.recv_buffer);
+    let held = Arc::new(Held::new(shared.websocket.recv_buffer_bytes));
     tokio::spawn(driver::run(
         stream,
         command_rx,
         incoming_tx,
+        held.clone(),
         session.clone(),
         driver::Timing {
             ping_interval: shared.websocket.ping_interval,
@@ -107,6 +110,7 @@ async fn open(
     Ok(Socket {
         commands,
         incoming,
+        held,
         session,
     })
 }
@@ -118,7 +122,9 @@ fn check_allowed(shared: &NetShared, origin: &Origin) -> Result<(), WsError> {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if warned.insert(origin.to_string()) {
-            eprintln!("warning: plugin tried to open a WebSocket to {origin}: denied ({why})");
+            crate::stderr::warn(format_args!(
+                "plugin tried to open a WebSocket to {origin}: denied ({why})"
+            ));
         }
         WsError::Denied(why)
     })
@@ -158,7 +164,9 @@ async fn handshake(
         other => WsError::Connect(other.to_string()),
     })?;
     let (io, stats) = CountingIo::new(tcp);
-    let max_message = usize::try_from(shared.max_body).unwrap_or(usize::MAX);
+    // A frame's header announces its length: past the cap the read fails there,
+    // before its payload is buffered.
+    let max_message = shared.websocket.max_message;
     let config = WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)

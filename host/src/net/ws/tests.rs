@@ -70,6 +70,7 @@ async fn a_socket_nobody_reads_stops_reading_its_peer() {
     let shared = shared(WebSocketOptions {
         ping_interval: None,
         recv_buffer: 4,
+        ..WebSocketOptions::default()
     });
     let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
         .await
@@ -92,6 +93,81 @@ async fn a_socket_nobody_reads_stops_reading_its_peer() {
     }
     assert!(sent.load(Ordering::Relaxed) > stalled_at);
     assert!(counter(&shared, builtin::WS_MSGS_RECEIVED) >= (stalled_at + 10) as f64);
+}
+
+#[tokio::test]
+async fn the_buffer_is_bounded_in_bytes_whatever_the_message_count() {
+    const MESSAGE: usize = 256 * 1024;
+    let sent = Arc::new(AtomicU64::new(0));
+    let counted = sent.clone();
+    let url = server(move |mut ws| async move {
+        let payload = bytes::Bytes::from(vec![7u8; MESSAGE]);
+        while ws.send(Message::Binary(payload.clone())).await.is_ok() {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+    .await;
+    // Room for 10,000 messages (2.4 GiB of these), but only 1 MiB of bytes.
+    let shared = shared(WebSocketOptions {
+        recv_buffer: 10_000,
+        recv_buffer_bytes: 1 << 20,
+        max_message: 1 << 20,
+        ..WebSocketOptions::default()
+    });
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = socket.held.bytes();
+    assert!(
+        (1 << 20..(1 << 20) + MESSAGE).contains(&held),
+        "the host holds {held} bytes for a socket with a 1 MiB budget"
+    );
+    let stalled_at = sent.load(Ordering::Relaxed);
+    assert!(
+        stalled_at < 100,
+        "the server could send {stalled_at} messages of 256 KiB to a socket nobody read"
+    );
+    // Taking messages frees the budget and reading resumes.
+    for _ in 0..stalled_at + 4 {
+        let message = socket.recv(Duration::from_secs(5)).await.unwrap().unwrap();
+        assert_eq!(message.len(), MESSAGE);
+    }
+    assert!(sent.load(Ordering::Relaxed) > stalled_at);
+}
+
+#[tokio::test]
+async fn a_message_past_max_message_ends_the_socket_from_its_header() {
+    let url = server(move |mut ws| async move {
+        let _ = ws.send(Message::text("small")).await;
+        // 16 MiB announced: the host must refuse it from the frame header.
+        let _ = ws.send(Message::binary(vec![1u8; 16 << 20])).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    })
+    .await;
+    let shared = shared(WebSocketOptions::default());
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    assert_eq!(
+        socket.recv(Duration::from_secs(5)).await,
+        Ok(Some(WsMessage::Text("small".into())))
+    );
+    let err = socket.recv(Duration::from_secs(5)).await.unwrap_err();
+    let WsError::Protocol(text) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        text.contains("16 MiB") && text.contains("[websocket] max_message = 1 MiB"),
+        "{text}"
+    );
+    let errors = shared
+        .recorder
+        .drain()
+        .iter()
+        .filter(|((m, tags), _)| *m == builtin::WS_ERRORS && tags.get("error") == Some("protocol"))
+        .count();
+    assert_eq!(errors, 1);
 }
 
 #[tokio::test]
@@ -140,6 +216,7 @@ async fn host_pings_are_timed_and_the_plugin_close_is_acknowledged() {
     let shared = shared(WebSocketOptions {
         ping_interval: Some(Duration::from_millis(50)),
         recv_buffer: 4,
+        ..WebSocketOptions::default()
     });
     let tags = [("name".to_string(), "probe".to_string())];
     let mut socket = connect(&shared, &url, &[], &tags, &TagSet::empty())

@@ -1,6 +1,7 @@
 //! `vu`: identity, think time, environment, logging, shared data and panic reports.
 
 use crate::plugin::bindings::loadtest::scenario::vu as wit;
+use crate::plugin::log::Level;
 use crate::plugin::state::VuState;
 use std::time::Duration;
 
@@ -28,15 +29,18 @@ impl wit::Host for VuState {
 
     fn log(&mut self, level: wit::LogLevel, message: String) -> wasmtime::Result<()> {
         let level = match level {
-            wit::LogLevel::Trace => "trace",
-            wit::LogLevel::Debug => "debug",
-            wit::LogLevel::Info => "info",
-            wit::LogLevel::Warn => "warn",
-            wit::LogLevel::Error => "error",
+            wit::LogLevel::Trace => Level::Trace,
+            wit::LogLevel::Debug => Level::Debug,
+            wit::LogLevel::Info => Level::Info,
+            wit::LogLevel::Warn => Level::Warn,
+            wit::LogLevel::Error => Level::Error,
         };
-        eprintln!(
-            "[{} vu {}] {level}: {message}",
-            self.identity.scenario, self.identity.vu_id
+        self.services.log.write(
+            &mut self.log_budget,
+            &self.identity.scenario,
+            self.identity.vu_id,
+            level,
+            &message,
         );
         Ok(())
     }

@@ -1,0 +1,307 @@
+//! The plugin's `log()` lines: a budget per VU (lines per second, bytes per line), and
+//! stderr written through [`crate::stderr`], so no VU ever waits on it: when stderr is
+//! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
+//! the VU that wrote them. With `--quiet` only warnings and errors are written.
+
+use crate::stderr::LineWriter;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// How much a VU may log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogLimits {
+    /// Lines per second per VU (a second's worth may come at once); 0 = none.
+    pub lines_per_s: f64,
+    /// Longest line written; longer ones are cut and marked.
+    pub line_bytes: usize,
+}
+
+impl Default for LogLimits {
+    fn default() -> Self {
+        Self {
+            lines_per_s: 10.0,
+            line_bytes: 4096,
+        }
+    }
+}
+
+/// What became of the plugin's log lines, for `summary.json` (`log`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LogCounts {
+    /// Lines handed to the writer.
+    pub written: u64,
+    /// Lines cut to `log_line_bytes`.
+    pub truncated: u64,
+    /// Lines dropped because their VU was over `log_lines_per_s`.
+    pub dropped_over_budget: u64,
+    /// Lines dropped because stderr did not keep up (a full pipe nobody reads).
+    pub dropped_stderr_blocked: u64,
+    /// Lines below `warn` not written because of `--quiet`.
+    pub hidden_by_quiet: u64,
+}
+
+impl LogCounts {
+    /// A warning for the summary when lines were lost or cut.
+    pub fn warning(&self, limits: &LogLimits) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.dropped_over_budget > 0 {
+            parts.push(format!(
+                "{} dropped over the budget of {} lines/s per VU (raise [limits] log_lines_per_s)",
+                self.dropped_over_budget, limits.lines_per_s
+            ));
+        }
+        if self.dropped_stderr_blocked > 0 {
+            parts.push(format!(
+                "{} dropped because stderr was not being read fast enough",
+                self.dropped_stderr_blocked
+            ));
+        }
+        if self.truncated > 0 {
+            parts.push(format!(
+                "{} cut to {} bytes (raise [limits] log_line_bytes)",
+                self.truncated, limits.line_bytes
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("plugin log lines: {}", parts.join("; ")))
+    }
+}
+
+/// The run's log writer, shared by every VU.
+pub struct LogSink {
+    out: &'static LineWriter,
+    limits: LogLimits,
+    quiet: bool,
+    written: AtomicU64,
+    truncated: AtomicU64,
+    over_budget: AtomicU64,
+    blocked: AtomicU64,
+    hidden: AtomicU64,
+}
+
+/// Severity of a line, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `trace`.
+    Trace,
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `warn`.
+    Warn,
+    /// `error`.
+    Error,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Trace => "trace",
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl LogSink {
+    /// Lines to the process's stderr.
+    pub fn stderr(limits: LogLimits, quiet: bool) -> Self {
+        Self::new(limits, quiet, crate::stderr::writer())
+    }
+
+    /// Lines to `out`.
+    pub fn new(limits: LogLimits, quiet: bool, out: &'static LineWriter) -> Self {
+        Self {
+            out,
+            limits,
+            quiet,
+            written: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
+            over_budget: AtomicU64::new(0),
+            blocked: AtomicU64::new(0),
+            hidden: AtomicU64::new(0),
+        }
+    }
+
+    /// The limits each VU's [`LogBudget`] applies.
+    pub fn limits(&self) -> LogLimits {
+        self.limits
+    }
+
+    /// Writes one line of VU `vu` of `scenario` if its budget allows; never blocks.
+    pub fn write(
+        &self,
+        budget: &mut LogBudget,
+        scenario: &str,
+        vu: u64,
+        level: Level,
+        message: &str,
+    ) {
+        if self.quiet && level < Level::Warn {
+            self.hidden.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if !budget.take(self.limits.lines_per_s, Instant::now()) {
+            self.over_budget.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let (text, cut) = cut_at(message, self.limits.line_bytes);
+        let line = if cut > 0 {
+            self.truncated.fetch_add(1, Ordering::Relaxed);
+            format!(
+                "[{scenario} vu {vu}] {}: {text}… ({cut} more bytes not shown)\n",
+                level.name()
+            )
+        } else {
+            format!("[{scenario} vu {vu}] {}: {text}\n", level.name())
+        };
+        if self.out.try_line(line) {
+            self.written.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.blocked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> LogCounts {
+        LogCounts {
+            written: self.written.load(Ordering::Relaxed),
+            truncated: self.truncated.load(Ordering::Relaxed),
+            dropped_over_budget: self.over_budget.load(Ordering::Relaxed),
+            dropped_stderr_blocked: self.blocked.load(Ordering::Relaxed),
+            hidden_by_quiet: self.hidden.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// `message` cut to at most `max` bytes on a character boundary, and the bytes cut.
+fn cut_at(message: &str, max: usize) -> (&str, usize) {
+    if message.len() <= max {
+        return (message, 0);
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&message[..end], message.len() - end)
+}
+
+/// One VU's token bucket: `lines_per_s` tokens a second, at most a second's worth kept.
+#[derive(Debug, Clone)]
+pub struct LogBudget {
+    tokens: f64,
+    last: Option<Instant>,
+}
+
+impl Default for LogBudget {
+    fn default() -> Self {
+        Self {
+            tokens: f64::INFINITY,
+            last: None,
+        }
+    }
+}
+
+impl LogBudget {
+    /// Takes a token if one is left at `now`.
+    fn take(&mut self, lines_per_s: f64, now: Instant) -> bool {
+        let burst = lines_per_s.max(1.0);
+        self.tokens = match self.last {
+            None => burst,
+            Some(last) => {
+                (self.tokens + now.duration_since(last).as_secs_f64() * lines_per_s).min(burst)
+            }
+        };
+        self.last = Some(now);
+        if lines_per_s > 0.0 && self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    fn leaked(out: impl Write + Send + 'static) -> &'static LineWriter {
+        Box::leak(Box::new(LineWriter::start(256, out)))
+    }
+
+    #[test]
+    fn the_budget_refills_at_its_rate_and_keeps_one_second() {
+        let mut b = LogBudget::default();
+        let t0 = Instant::now();
+        let taken = (0..100).filter(|_| b.take(10.0, t0)).count();
+        assert_eq!(taken, 10, "a second's worth at once");
+        assert!(!b.take(10.0, t0 + Duration::from_millis(50)));
+        assert!(b.take(10.0, t0 + Duration::from_millis(110)));
+        let later = t0 + Duration::from_secs(60);
+        let taken = (0..100).filter(|_| b.take(10.0, later)).count();
+        assert_eq!(taken, 10, "idle time does not bank more than a second");
+        let mut off = LogBudget::default();
+        assert!(!off.take(0.0, t0));
+    }
+
+    #[test]
+    fn long_lines_are_cut_on_a_character_boundary() {
+        assert_eq!(cut_at("héllo", 2), ("h", 5));
+        assert_eq!(cut_at("hello", 10), ("hello", 0));
+    }
+
+    /// A writer that blocks until released, like a pipe nobody reads.
+    struct Stuck(Arc<Mutex<()>>);
+
+    impl Write for Stuck {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            drop(self.0.lock().unwrap());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_writer_drops_lines_instead_of_blocking() {
+        let gate = Arc::new(Mutex::new(()));
+        let held = gate.lock().unwrap();
+        let sink = LogSink::new(
+            LogLimits {
+                lines_per_s: 1e9,
+                line_bytes: 16,
+            },
+            false,
+            leaked(Stuck(gate.clone())),
+        );
+        let mut budget = LogBudget::default();
+        let started = Instant::now();
+        for _ in 0..10_000 {
+            sink.write(&mut budget, "s", 1, Level::Info, "a line much longer than sixteen bytes");
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let counts = sink.counts();
+        assert_eq!(counts.written + counts.dropped_stderr_blocked, 10_000);
+        assert!(counts.written <= 257, "{counts:?}");
+        assert_eq!(counts.truncated, 10_000);
+        drop(held);
+    }
+
+    #[test]
+    fn quiet_writes_only_warnings_and_errors() {
+        let sink = LogSink::new(LogLimits::default(), true, leaked(std::io::sink()));
+        let mut budget = LogBudget::default();
+        sink.write(&mut budget, "s", 1, Level::Info, "hidden");
+        sink.write(&mut budget, "s", 1, Level::Error, "shown");
+        let counts = sink.counts();
+        assert_eq!((counts.hidden_by_quiet, counts.written), (1, 1));
+    }
+}
