@@ -301,11 +301,12 @@ mod tests {
 
     #[test]
     fn welch_matches_a_worked_example() {
-        // Two samples with unequal variances; R's t.test(a, b) gives p = 0.01083.
+        // Two samples with unequal variances: t = 2.4554 on 24.99 degrees of freedom,
+        // p = 0.021378 (the t density integrated numerically, independently of statrs).
         let a = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4];
         let b = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4];
         let p = welch(&a, &b).unwrap();
-        assert!((p - 0.01083).abs() < 0.0005, "p = {p}");
+        assert!((p - 0.021378).abs() < 0.00001, "p = {p}");
         assert_eq!(welch(&[1.0], &[2.0, 3.0]), None);
         assert_eq!(welch(&[5.0, 5.0], &[5.0, 5.0]), Some(1.0));
         assert_eq!(welch(&[5.0, 5.0], &[6.0, 6.0]), Some(0.0));
