@@ -211,7 +211,12 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => {
             let faults = args.faults.faults();
-            crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin)).await
+            let demo =
+                crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin))
+                    .await?;
+            let code = finish(demo.outcome);
+            println!("  the demo target served {} requests", demo.served);
+            Ok(code)
         }
         Command::Compare {
             a,
@@ -249,7 +254,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
 }
 
 /// Prints a run's summary (before its results files are written).
-pub fn print_summary(summary: &run::summary::Summary) {
+pub fn print_summary(summary: &crate::summary::Summary) {
     print!("{}", crate::output::text::render(summary));
 }
 
