@@ -212,8 +212,13 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Demo(args) => {
             let faults = args.faults.faults();
             let demo =
-                crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin))
-                    .await?;
+                crate::demo::run_demo(
+                    args.plugin,
+                    faults,
+                    |plugin| args.common.request(plugin),
+                    print_summary,
+                )
+                .await?;
             let code = finish(demo.outcome);
             println!("  the demo target served {} requests", demo.served);
             Ok(code)

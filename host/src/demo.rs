@@ -34,11 +34,13 @@ pub struct DemoRun {
 }
 
 /// Runs the demo with the target injecting `faults`; `request` turns the plugin path
-/// into the run request.
+/// into the run request; `before_writing` gets the summary before the results files
+/// are written.
 pub async fn run_demo(
     plugin: Option<PathBuf>,
     faults: Faults,
     request: impl FnOnce(PathBuf) -> RunRequest,
+    before_writing: impl FnOnce(&crate::summary::Summary),
 ) -> Result<DemoRun> {
     let config = DemoConfig {
         faults,
@@ -53,7 +55,7 @@ pub async fn run_demo(
     };
     let mut req = request(plugin);
     req.overrides.env.insert(0, ("BASE_URL".into(), base_url));
-    let outcome = run::run_then(req, crate::cli::print_summary).await;
+    let outcome = run::run_then(req, before_writing).await;
     let served = server.requests_served();
     server.shutdown().await;
     Ok(DemoRun {
