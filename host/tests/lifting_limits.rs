@@ -115,7 +115,7 @@ fn run_under_ulimit(soft: u64, hard: u64, url: &str) -> (Option<i32>, serde_json
     );
     let out = dir.path().join("results");
     let script = format!(
-        "ulimit -Hn {hard} && ulimit -Sn {soft} && exec \"$0\" \"$@\"",
+        "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\"",
     );
     let status = Command::new("bash")
         .args(["-c", &script])
