@@ -211,14 +211,13 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => {
             let faults = args.faults.faults();
-            let demo =
-                crate::demo::run_demo(
-                    args.plugin,
-                    faults,
-                    |plugin| args.common.request(plugin),
-                    print_summary,
-                )
-                .await?;
+            let demo = crate::demo::run_demo(
+                args.plugin,
+                faults,
+                |plugin| args.common.request(plugin),
+                print_summary,
+            )
+            .await?;
             let code = finish(demo.outcome);
             println!("  the demo target served {} requests", demo.served);
             Ok(code)
@@ -276,7 +275,10 @@ pub fn finish(outcome: run::RunOutcome) -> i32 {
     }
     let run_said = match outcome.exit_code {
         run::exit_code::OK => "completed (exit code 0)".to_string(),
-        code => format!("ended with exit code {code} ({})", run::exit_code::meaning(code)),
+        code => format!(
+            "ended with exit code {code} ({})",
+            run::exit_code::meaning(code)
+        ),
     };
     crate::stderr::line(format_args!(
         "error: {} of the results files could not be written to {}; the summary above is complete. The run itself {run_said}.",

@@ -116,7 +116,9 @@ mod tests {
         let gate = out.lock().unwrap();
         let writer = LineWriter::start(8, Stuck(out.clone()));
         let started = Instant::now();
-        let kept = (0..1000).filter(|i| writer.try_line(format!("{i}\n"))).count();
+        let kept = (0..1000)
+            .filter(|i| writer.try_line(format!("{i}\n")))
+            .count();
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!((8..=9).contains(&kept), "{kept} kept");
         assert_eq!(writer.dropped(), 1000 - kept as u64);
@@ -124,7 +126,9 @@ mod tests {
         drop(gate);
         assert!(writer.flush(Duration::from_secs(5)));
         assert_eq!(
-            String::from_utf8_lossy(&out.lock().unwrap()).lines().count(),
+            String::from_utf8_lossy(&out.lock().unwrap())
+                .lines()
+                .count(),
             kept
         );
     }

@@ -26,9 +26,7 @@ const TEN_PERCENT: Tolerance = Tolerance {
 };
 
 fn closed(vus: u32) -> String {
-    format!(
-        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = {vus}\nduration = \"5s\"\n"
-    )
+    format!("[scenarios.default]\nexecutor = \"constant-vus\"\nvus = {vus}\nduration = \"5s\"\n")
 }
 
 fn open(rate: u32) -> String {

@@ -196,7 +196,11 @@ fn logging_into_a_pipe_nobody_reads_neither_freezes_nor_floods() {
     // Budget: 10 lines/s per VU, a second's worth at once: at most 2 × (10 + 3 × 10).
     assert!(n("written") <= 80, "{log}");
     assert!(n("written") >= 2, "{log}");
-    assert_eq!(n("truncated"), n("written"), "every 10 KB line is cut to 4 KiB");
+    assert_eq!(
+        n("truncated"),
+        n("written"),
+        "every 10 KB line is cut to 4 KiB"
+    );
     assert_eq!(
         n("written") + n("dropped_over_budget") + n("dropped_stderr_blocked"),
         iterations as u64,

@@ -114,9 +114,7 @@ fn run_under_ulimit(soft: u64, hard: u64, url: &str) -> (Option<i32>, serde_json
         "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 100\nduration = \"2s\"\n",
     );
     let out = dir.path().join("results");
-    let script = format!(
-        "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\"",
-    );
+    let script = format!("ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\"",);
     let status = Command::new("bash")
         .args(["-c", &script])
         .arg(env!("CARGO_BIN_EXE_host"))
@@ -141,7 +139,11 @@ async fn the_descriptor_limit_is_raised_and_named_when_still_too_low() {
     // A soft limit of 64 under a hard one of 4096: raised at start, so 100 VUs connect.
     let (code, summary) = tokio::task::block_in_place(|| run_under_ulimit(64, 4096, &url));
     assert_eq!(code, Some(0), "{summary}");
-    assert_eq!(summary["http"]["errors"], serde_json::json!({}), "{summary}");
+    assert_eq!(
+        summary["http"]["errors"],
+        serde_json::json!({}),
+        "{summary}"
+    );
     assert!(summary["http"]["succeeded"].as_u64() > Some(100));
     assert!(!summary["warnings"].to_string().contains("ulimit"));
 
@@ -154,7 +156,8 @@ async fn the_descriptor_limit_is_raised_and_named_when_still_too_low() {
     assert!(errors.contains("ulimit -n"), "{errors}");
     let warnings = summary["warnings"].to_string();
     assert!(
-        warnings.contains("could not be opened: too many open files") && warnings.contains("ulimit -n"),
+        warnings.contains("could not be opened: too many open files")
+            && warnings.contains("ulimit -n"),
         "{warnings}"
     );
     target.shutdown().await;

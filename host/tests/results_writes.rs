@@ -57,7 +57,11 @@ fn run_folder(out: &Path) -> PathBuf {
         {
             return dir;
         }
-        assert!(Instant::now() < until, "no run folder under {}", out.display());
+        assert!(
+            Instant::now() < until,
+            "no run folder under {}",
+            out.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -79,7 +83,15 @@ fn a_disk_that_fills_up_loses_no_summary_and_keeps_the_exit_code() {
          [thresholds]\niterations = [\"count<1\"]\n",
     );
     let child = host()
-        .args(["run", "-e", "MODE=sleep", "-e", "SLEEP_MS=5", "--quiet", "--config"])
+        .args([
+            "run",
+            "-e",
+            "MODE=sleep",
+            "-e",
+            "SLEEP_MS=5",
+            "--quiet",
+            "--config",
+        ])
         .arg(&config)
         .arg("--out")
         .arg(&out)
@@ -164,6 +176,8 @@ fn a_read_only_results_folder_is_refused_before_the_run() {
     assert!(stderr.contains(&out.display().to_string()), "{stderr}");
     assert!(stderr.contains("--out"), "{stderr}");
     // No iteration ran: nothing was printed as a summary.
-    assert!(result.stdout.is_empty() || !String::from_utf8_lossy(&result.stdout).contains("iterations"));
+    assert!(
+        result.stdout.is_empty() || !String::from_utf8_lossy(&result.stdout).contains("iterations")
+    );
     drop(tmpfs);
 }

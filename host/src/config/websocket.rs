@@ -107,8 +107,8 @@ mod tests {
         assert_eq!(o.ping_interval, Some(Duration::from_millis(250)));
         assert_eq!(o.recv_buffer, 8);
         assert_eq!(o.max_message, 1 << 20);
-        let o = parse_text("[websocket]\nmax_message = \"16MiB\"\nrecv_buffer_bytes = 4096")
-            .unwrap();
+        let o =
+            parse_text("[websocket]\nmax_message = \"16MiB\"\nrecv_buffer_bytes = 4096").unwrap();
         assert_eq!(o.max_message, 16 << 20);
         assert_eq!(o.recv_buffer_bytes, 4096);
         let o = parse_text("[websocket]\nping_interval = \"0s\"").unwrap();

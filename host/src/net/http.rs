@@ -174,7 +174,9 @@ impl HttpClient {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if warned.insert(origin.to_string()) {
-                crate::stderr::warn(format_args!("plugin tried to reach {origin}: denied ({why})"));
+                crate::stderr::warn(format_args!(
+                    "plugin tried to reach {origin}: denied ({why})"
+                ));
             }
             return Err(HttpError::Denied(why));
         }

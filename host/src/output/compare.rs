@@ -164,7 +164,12 @@ pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparis
     let (b_path, b_json) = load(b)?;
     let series = [load_series(&a_path)?, load_series(&b_path)?];
     Ok(Comparison {
-        rows: compare_with(&a_json, &b_json, [series[0].as_ref(), series[1].as_ref()], tolerance),
+        rows: compare_with(
+            &a_json,
+            &b_json,
+            [series[0].as_ref(), series[1].as_ref()],
+            tolerance,
+        ),
         about: [describe(&a_json), describe(&b_json)],
         seconds: [
             series[0].as_ref().map(|s| s.seconds),
@@ -571,17 +576,29 @@ mod tests {
         let noisy_b = series(&[100.0, 50.0, 130.0, 60.0, 85.0]);
         let row = reqs(&compare_with(&a, &b, [Some(&noisy_a), Some(&noisy_b)], TEN));
         assert_eq!(row.regression, None);
-        assert!(matches!(row.significance, Some(Significance::Welch { p }) if p > significance::ALPHA));
+        assert!(
+            matches!(row.significance, Some(Significance::Welch { p }) if p > significance::ALPHA)
+        );
         // -15 % with steady seconds: a real drop.
         let steady_a = series(&[99.0, 101.0, 100.0, 100.0, 100.0]);
         let steady_b = series(&[84.0, 86.0, 85.0, 85.0, 85.0]);
-        let row = reqs(&compare_with(&a, &b, [Some(&steady_a), Some(&steady_b)], TEN));
+        let row = reqs(&compare_with(
+            &a,
+            &b,
+            [Some(&steady_a), Some(&steady_b)],
+            TEN,
+        ));
         assert_eq!(row.regression, Some("throughput down"));
         assert!(matches!(row.significance, Some(Significance::Welch { p }) if p < 0.001));
         // Significant but within the tolerance: not flagged either.
         let b5 = summary(10.0, 95.0, 0.0, 1.0);
         let steady_b5 = series(&[94.0, 96.0, 95.0, 95.0, 95.0]);
-        let row = reqs(&compare_with(&a, &b5, [Some(&steady_a), Some(&steady_b5)], TEN));
+        let row = reqs(&compare_with(
+            &a,
+            &b5,
+            [Some(&steady_a), Some(&steady_b5)],
+            TEN,
+        ));
         assert_eq!(row.regression, None);
     }
 

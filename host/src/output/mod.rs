@@ -140,9 +140,9 @@ impl ResultsWriter {
     /// cannot be written does not stop the others. Returns the folder and what failed.
     pub fn finish(mut self, summary: &Summary) -> Written {
         let mut failures = Vec::new();
-        let _ = self
-            .histograms
-            .write_tick(self.last_tick, Duration::ZERO, &Default::default(), &[]);
+        let _ =
+            self.histograms
+                .write_tick(self.last_tick, Duration::ZERO, &Default::default(), &[]);
         if let Err(e) = self.histograms.flush() {
             failures.push(failure("histograms/", &e));
         }
@@ -168,8 +168,9 @@ impl ResultsWriter {
         ];
         for (name, text) in files {
             let written = match text {
-                Ok(text) => write_whole(&self.dir, name, text.as_bytes())
-                    .map_err(|e| failure(name, &e)),
+                Ok(text) => {
+                    write_whole(&self.dir, name, text.as_bytes()).map_err(|e| failure(name, &e))
+                }
                 Err(e) => Err(WriteFailure {
                     file: name.into(),
                     error: format!("cannot be rendered: {e:#}"),
@@ -288,7 +289,10 @@ fn results_dir(out: &Path, plugin_name: &str) -> Result<PathBuf> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 return Err(e).with_context(|| {
-                    format!("cannot create {}; pick another folder with --out", dir.display())
+                    format!(
+                        "cannot create {}; pick another folder with --out",
+                        dir.display()
+                    )
                 })
             }
         }

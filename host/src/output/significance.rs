@@ -76,8 +76,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
         return Some(if ma == mb { 1.0 } else { 0.0 });
     }
     let t = (mb - ma) / se2.sqrt();
-    let df = se2 * se2
-        / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
+    let df = se2 * se2 / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     Some((2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0_f64, 1.0))
 }
@@ -283,9 +282,10 @@ fn read_hlog(path: &Path) -> Result<Vec<Second>> {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
             .with_context(|| format!("{}: an interval is not base64", path.display()))?;
-        let h: hdrhistogram::Histogram<u64> = deserializer
-            .deserialize(&mut &raw[..])
-            .map_err(|e| anyhow::anyhow!("{}: an interval does not decode: {e:?}", path.display()))?;
+        let h: hdrhistogram::Histogram<u64> =
+            deserializer.deserialize(&mut &raw[..]).map_err(|e| {
+                anyhow::anyhow!("{}: an interval does not decode: {e:?}", path.display())
+            })?;
         seconds.push(
             h.iter_recorded()
                 .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.count_at_value()))
@@ -303,8 +303,14 @@ mod tests {
     fn welch_matches_a_worked_example() {
         // Two samples with unequal variances: t = 2.4554 on 24.99 degrees of freedom,
         // p = 0.021378 (the t density integrated numerically, independently of statrs).
-        let a = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4];
-        let b = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4];
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
         let p = welch(&a, &b).unwrap();
         assert!((p - 0.021378).abs() < 0.00001, "p = {p}");
         assert_eq!(welch(&[1.0], &[2.0, 3.0]), None);

@@ -285,7 +285,13 @@ mod tests {
         let mut budget = LogBudget::default();
         let started = Instant::now();
         for _ in 0..10_000 {
-            sink.write(&mut budget, "s", 1, Level::Info, "a line much longer than sixteen bytes");
+            sink.write(
+                &mut budget,
+                "s",
+                1,
+                Level::Info,
+                "a line much longer than sixteen bytes",
+            );
         }
         assert!(started.elapsed() < Duration::from_secs(5));
         let counts = sink.counts();

@@ -14,8 +14,12 @@ pub fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
     for (name, path) in files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("[data] {name}: cannot read {}", path.display()))?;
-        let records = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) {
-            csv_records(&text).map_err(|e| anyhow::anyhow!("[data] {name}: {}: {e}", path.display()))?
+        let records = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            csv_records(&text)
+                .map_err(|e| anyhow::anyhow!("[data] {name}: {}: {e}", path.display()))?
         } else {
             let value: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("[data] {name}: {} is not valid JSON", path.display()))?;
@@ -132,9 +136,15 @@ mod tests {
     #[test]
     fn a_ragged_row_is_an_error_naming_its_line() {
         let err = csv_records("name,city\nalice,Paris\nbob,Lyon,extra\n").unwrap_err();
-        assert!(err.contains("line 3 has 3 fields but the header has 2"), "{err}");
+        assert!(
+            err.contains("line 3 has 3 fields but the header has 2"),
+            "{err}"
+        );
         let err = csv_records("name,city\nalice\n").unwrap_err();
-        assert!(err.contains("line 2 has 1 field but the header has 2"), "{err}");
+        assert!(
+            err.contains("line 2 has 1 field but the header has 2"),
+            "{err}"
+        );
         // A line break inside quotes does not shift the count.
         let err = csv_records("a,b\n1,\"x\ny\"\n2\n").unwrap_err();
         assert!(err.contains("line 4"), "{err}");
@@ -151,7 +161,10 @@ mod tests {
         let mut table: toml::Table =
             toml::from_str("[data]\nusers = \"users.csv\"\nabs = \"/srv/x.json\"").unwrap();
         resolve_paths(&mut table, Path::new("/work/tests"));
-        assert_eq!(table["data"]["users"].as_str(), Some("/work/tests/users.csv"));
+        assert_eq!(
+            table["data"]["users"].as_str(),
+            Some("/work/tests/users.csv")
+        );
         assert_eq!(table["data"]["abs"].as_str(), Some("/srv/x.json"));
     }
 }
