@@ -248,26 +248,36 @@ pub fn compare_with(
         };
         // A counter missing from a run counted nothing there (errors, drops).
         let absent = if kind == "counter" { Some(0.0) } else { None };
-        let judged = if worse == Worse::Unknown {
-            vec![None; stats.len()]
-        } else {
-            significance_of(name, kind, stats, series)
-                .into_iter()
-                .map(Some)
-                .collect()
-        };
-        for ((stat, field), significance) in stats.iter().zip(judged) {
-            let mut row = Row {
+        let mut metric_rows: Vec<Row> = stats
+            .iter()
+            .map(|(stat, field)| Row {
                 metric: name.clone(),
                 stat,
                 a: xa[*field].as_f64().or(absent),
                 b: xb[*field].as_f64().or(absent),
                 unit,
                 regression: None,
-                significance,
+                significance: None,
+            })
+            .collect();
+        let by_size: Vec<Option<&'static str>> = metric_rows
+            .iter()
+            .map(|r| judge(r, worse, kind, tolerance))
+            .collect();
+        if worse != Worse::Unknown {
+            // A bootstrap is worth its time only where the size alone would flag.
+            let judged = if kind == "trend" && by_size.iter().all(Option::is_none) {
+                vec![Significance::NotTested; stats.len()]
+            } else {
+                significance_of(name, kind, stats, series)
             };
-            row.regression = judge(&row, worse, kind, tolerance)
-                .filter(|_| row.significance.and_then(|s| s.significant()) != Some(false));
+            for (row, judged) in metric_rows.iter_mut().zip(judged) {
+                row.significance = Some(judged);
+            }
+        }
+        for (mut row, size) in metric_rows.into_iter().zip(by_size) {
+            row.regression =
+                size.filter(|_| row.significance.and_then(|s| s.significant()) != Some(false));
             rows.push(row);
         }
     }
@@ -422,6 +432,7 @@ pub fn render(c: &Comparison) -> String {
         };
         let judged = match r.significance {
             None | Some(Significance::NoData) => "-".to_string(),
+            Some(Significance::NotTested) => "within tolerance".to_string(),
             Some(Significance::TooShort { .. }) => "too short".to_string(),
             Some(Significance::Welch { p }) if p < 0.001 => "p<0.001".to_string(),
             Some(Significance::Welch { p }) => format!("p={p:.3}"),

@@ -48,6 +48,9 @@ pub enum Significance {
     },
     /// No per-second data for this metric in one of the runs (only summary.json).
     NoData,
+    /// Within the tolerance, so not tested (a bootstrap costs time, and could not
+    /// make the change a regression).
+    NotTested,
 }
 
 impl Significance {
@@ -56,7 +59,7 @@ impl Significance {
         match *self {
             Self::Welch { p } => Some(p < ALPHA),
             Self::Interval { low, high } => Some(low > 0.0 || high < 0.0),
-            Self::TooShort { .. } | Self::NoData => None,
+            Self::TooShort { .. } | Self::NoData | Self::NotTested => None,
         }
     }
 }
@@ -104,38 +107,13 @@ pub type Second = Vec<(f64, u64)>;
 /// with replacement from each run (the draws are seeded, so a comparison prints the
 /// same figures every time).
 pub fn bootstrap(a: &[Second], b: &[Second], stats: &[Stat]) -> Vec<(f64, f64)> {
-    // Values as indices into one sorted list, so a draw is summed into a dense array.
-    let mut values: Vec<f64> = a.iter().chain(b).flatten().map(|(v, _)| *v).collect();
-    values.sort_by(f64::total_cmp);
-    values.dedup();
-    let index = |seconds: &[Second]| -> Vec<Vec<(usize, u64)>> {
-        seconds
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|(v, c)| (values.partition_point(|x| x < v), *c))
-                    .collect()
-            })
-            .collect()
-    };
-    let (ia, ib) = (index(a), index(b));
+    let (mut da, mut db) = (Draws::new(a), Draws::new(b));
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
-    let mut counts = vec![0u64; values.len()];
     let mut diffs: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); stats.len()];
-    let mut draw = |run: &[Vec<(usize, u64)>], rng: &mut rand::rngs::StdRng, out: &mut Vec<f64>| {
-        counts.iter_mut().for_each(|c| *c = 0);
-        for _ in 0..run.len() {
-            for (i, c) in &run[rng.random_range(0..run.len())] {
-                counts[*i] += c;
-            }
-        }
-        out.clear();
-        out.extend(stats.iter().map(|s| statistic(&values, &counts, *s)));
-    };
     let (mut sa, mut sb) = (Vec::new(), Vec::new());
     for _ in 0..RESAMPLES {
-        draw(&ia, &mut rng, &mut sa);
-        draw(&ib, &mut rng, &mut sb);
+        da.draw(&mut rng, stats, &mut sa);
+        db.draw(&mut rng, stats, &mut sb);
         for (k, d) in diffs.iter_mut().enumerate() {
             d.push(sb[k] - sa[k]);
         }
@@ -150,34 +128,86 @@ pub fn bootstrap(a: &[Second], b: &[Second], stats: &[Stat]) -> Vec<(f64, f64)> 
         .collect()
 }
 
-/// A statistic of the distribution `counts` over `values`.
-fn statistic(values: &[f64], counts: &[u64], stat: Stat) -> f64 {
+/// One run's seconds, ready to be drawn from: values as indices into the run's sorted
+/// distinct values, so a draw is summed into a dense array and read in one pass.
+struct Draws {
+    values: Vec<f64>,
+    seconds: Vec<Vec<(usize, u64)>>,
+    counts: Vec<u64>,
+}
+
+impl Draws {
+    fn new(seconds: &[Second]) -> Self {
+        let mut values: Vec<f64> = seconds.iter().flatten().map(|(v, _)| *v).collect();
+        values.sort_by(f64::total_cmp);
+        values.dedup();
+        let seconds = seconds
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|(v, c)| (values.partition_point(|x| x < v), *c))
+                    .collect()
+            })
+            .collect();
+        Self {
+            counts: vec![0; values.len()],
+            values,
+            seconds,
+        }
+    }
+
+    /// Draws as many seconds as the run has, with replacement; `out` gets `stats`.
+    fn draw(&mut self, rng: &mut rand::rngs::StdRng, stats: &[Stat], out: &mut Vec<f64>) {
+        self.counts.iter_mut().for_each(|c| *c = 0);
+        let n = self.seconds.len();
+        for _ in 0..n {
+            for (i, c) in &self.seconds[rng.random_range(0..n)] {
+                self.counts[*i] += c;
+            }
+        }
+        out.clear();
+        out.extend(statistics(&self.values, &self.counts, stats));
+    }
+}
+
+/// `stats` of the distribution `counts` over `values`, in one pass.
+fn statistics(values: &[f64], counts: &[u64], stats: &[Stat]) -> Vec<f64> {
     let total: u64 = counts.iter().sum();
     if total == 0 {
-        return 0.0;
+        return vec![0.0; stats.len()];
     }
-    match stat {
-        Stat::Avg => {
-            values
-                .iter()
-                .zip(counts)
-                .map(|(v, c)| v * *c as f64)
-                .sum::<f64>()
-                / total as f64
+    // As HdrHistogram: a quantile is the smallest value with at least q of the samples
+    // at or below it.
+    let ranks: Vec<Option<u64>> = stats
+        .iter()
+        .map(|s| match s {
+            Stat::Avg => None,
+            Stat::Quantile(q) => Some(((q * total as f64).ceil() as u64).max(1)),
+        })
+        .collect();
+    let mut out = vec![f64::NAN; stats.len()];
+    let (mut seen, mut sum) = (0u64, 0.0);
+    for (v, c) in values.iter().zip(counts) {
+        if *c == 0 {
+            continue;
         }
-        Stat::Quantile(q) => {
-            // As HdrHistogram: the smallest value with at least q of the samples at or below.
-            let rank = ((q * total as f64).ceil() as u64).max(1);
-            let mut seen = 0;
-            for (v, c) in values.iter().zip(counts) {
-                seen += c;
-                if seen >= rank {
-                    return *v;
+        let before = seen;
+        seen += c;
+        sum += v * *c as f64;
+        for (k, rank) in ranks.iter().enumerate() {
+            if let Some(rank) = rank {
+                if before < *rank && seen >= *rank {
+                    out[k] = *v;
                 }
             }
-            values.last().copied().unwrap_or(0.0)
         }
     }
+    for (k, s) in stats.iter().enumerate() {
+        if *s == Stat::Avg {
+            out[k] = sum / total as f64;
+        }
+    }
+    out
 }
 
 /// A run's per-second data: what its results folder holds besides summary.json.
@@ -344,9 +374,8 @@ mod tests {
     #[test]
     fn statistics_follow_hdr_conventions() {
         let values = [1.0, 2.0, 3.0, 4.0];
-        let counts = [1, 1, 1, 1];
-        assert_eq!(statistic(&values, &counts, Stat::Quantile(0.5)), 2.0);
-        assert_eq!(statistic(&values, &counts, Stat::Quantile(0.95)), 4.0);
-        assert_eq!(statistic(&values, &counts, Stat::Avg), 2.5);
+        let counts = [1, 1, 0, 2];
+        let stats = [Stat::Quantile(0.5), Stat::Quantile(0.95), Stat::Avg, Stat::Quantile(0.0)];
+        assert_eq!(statistics(&values, &counts, &stats), vec![2.0, 4.0, 2.75, 1.0]);
     }
 }
