@@ -375,7 +375,15 @@ mod tests {
     fn statistics_follow_hdr_conventions() {
         let values = [1.0, 2.0, 3.0, 4.0];
         let counts = [1, 1, 0, 2];
-        let stats = [Stat::Quantile(0.5), Stat::Quantile(0.95), Stat::Avg, Stat::Quantile(0.0)];
-        assert_eq!(statistics(&values, &counts, &stats), vec![2.0, 4.0, 2.75, 1.0]);
+        let stats = [
+            Stat::Quantile(0.5),
+            Stat::Quantile(0.95),
+            Stat::Avg,
+            Stat::Quantile(0.0),
+        ];
+        assert_eq!(
+            statistics(&values, &counts, &stats),
+            vec![2.0, 4.0, 2.75, 1.0]
+        );
     }
 }
