@@ -15,5 +15,6 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod stack;
 pub mod thresholds;
 pub mod vu;
