@@ -10,12 +10,12 @@ mod commands;
 mod faults;
 mod live;
 mod metrics;
+pub mod probe;
 mod routes;
 mod server;
 mod state;
 mod store;
 pub mod worker;
-pub mod probe;
 
 pub use faults::Faults;
 pub use server::DemoServer;

@@ -90,11 +90,16 @@ async fn claim_and_work(
 
 /// An `export`: counts the group's notes, words and bytes.
 fn work(job: &Value) -> Value {
-    let notes = job["notes"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let notes = job["notes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let text = |note: &Value, field: &str| note[field].as_str().unwrap_or("").to_string();
     let words: usize = notes
         .iter()
-        .map(|n| text(n, "title").split_whitespace().count() + text(n, "body").split_whitespace().count())
+        .map(|n| {
+            text(n, "title").split_whitespace().count() + text(n, "body").split_whitespace().count()
+        })
         .sum();
     let bytes: usize = notes
         .iter()

@@ -40,7 +40,10 @@ pub fn check_project_name(name: &str) -> Result<()> {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
     if !ok {
         bail!(
             "project name {name:?}: use lowercase letters, digits, - and _, starting with a letter or digit"
@@ -101,8 +104,8 @@ impl ComposeFile {
             );
         }
         let text = String::from_utf8_lossy(&output.stdout);
-        let services = parse_services(&text)
-            .with_context(|| format!("compose file {}", path.display()))?;
+        let services =
+            parse_services(&text).with_context(|| format!("compose file {}", path.display()))?;
         if services.is_empty() {
             bail!("compose file {} has no services", path.display());
         }
@@ -221,8 +224,7 @@ pub async fn up(file: &Path, override_file: &Path, project: &str) -> Result<()> 
         return Ok(());
     }
     let message = stderr_of(&output);
-    if message.contains("port is already allocated") || message.contains("address already in use")
-    {
+    if message.contains("port is already allocated") || message.contains("address already in use") {
         bail!(
             "a port the stack publishes is already in use on this machine; stop what holds it \
              (`ss -ltnp` shows it) or publish another port in {}:\n{message}",

@@ -23,7 +23,9 @@ impl CpuSet {
                     let first: usize = first.trim().parse().map_err(|_| bad())?;
                     let last: usize = last.trim().parse().map_err(|_| bad())?;
                     if last < first {
-                        return Err(format!("{item:?} in {text:?} runs backwards; write {last}-{first}"));
+                        return Err(format!(
+                            "{item:?} in {text:?} runs backwards; write {last}-{first}"
+                        ));
                     }
                     cores.extend(first..=last);
                 }
@@ -123,7 +125,10 @@ mod tests {
     fn bad_lists_say_how_to_write_one() {
         for bad in ["", "a", "1-", "3-1", "1,,2"] {
             let err = CpuSet::parse(bad).unwrap_err();
-            assert!(err.contains(bad) || err.contains("core list"), "{bad}: {err}");
+            assert!(
+                err.contains(bad) || err.contains("core list"),
+                "{bad}: {err}"
+            );
         }
         assert!(CpuSet::parse("3-1").unwrap_err().contains("1-3"));
     }
@@ -132,7 +137,10 @@ mod tests {
     fn cores_the_machine_lacks_are_named() {
         let online = CpuSet::parse("0-1").unwrap();
         assert!(CpuSet::parse("1").unwrap().check_within(&online).is_ok());
-        let err = CpuSet::parse("1,7").unwrap().check_within(&online).unwrap_err();
+        let err = CpuSet::parse("1,7")
+            .unwrap()
+            .check_within(&online)
+            .unwrap_err();
         assert_eq!(err, "this machine has no core 7; its cores are 0-1");
     }
 }

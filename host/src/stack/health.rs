@@ -56,10 +56,7 @@ pub async fn wait_ready(
             return Ok(containers);
         }
         if started.elapsed() >= timeout {
-            let mut message = format!(
-                "the stack was not ready within {}s:",
-                timeout.as_secs_f64()
-            );
+            let mut message = format!("the stack was not ready within {}s:", timeout.as_secs_f64());
             for (service, container) in waiting {
                 match container {
                     Some(c) => {

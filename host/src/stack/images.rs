@@ -106,8 +106,9 @@ fn rootfs_tar(name: &str, binary: &Path, bytes: &[u8]) -> Result<Vec<u8>> {
     dir(&mut tar, "tmp/", 0o1777)?;
     file(&mut tar, &format!("{}/{name}", &BIN_DIR[1..]), bytes, 0o755)?;
     for library in shared_libraries(binary)? {
-        let content = std::fs::read(&library)
-            .with_context(|| format!("cannot read {}, a library {name} needs", library.display()))?;
+        let content = std::fs::read(&library).with_context(|| {
+            format!("cannot read {}, a library {name} needs", library.display())
+        })?;
         let inside = library.to_string_lossy();
         file(&mut tar, inside.trim_start_matches('/'), &content, 0o755)?;
     }
@@ -204,8 +205,14 @@ mod tests {
 
     #[test]
     fn only_loadtest_images_name_a_binary() {
-        assert_eq!(binary_for_image("loadtest/demo-target"), Some("demo-target"));
-        assert_eq!(binary_for_image("loadtest/demo-target:abc"), Some("demo-target"));
+        assert_eq!(
+            binary_for_image("loadtest/demo-target"),
+            Some("demo-target")
+        );
+        assert_eq!(
+            binary_for_image("loadtest/demo-target:abc"),
+            Some("demo-target")
+        );
         assert_eq!(binary_for_image("nginx:1.25"), None);
         assert_eq!(binary_for_image("loadtest/"), None);
     }

@@ -83,12 +83,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?} in {text:?}; use b, k, m or g")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use b, k, m or g"
+            ))
+        }
     };
     let bytes = (number * scale as f64) as u64;
     // Docker refuses limits under 6 MiB; say so before it does.
     if bytes < 6 << 20 {
-        return Err(format!("{text:?} is below Docker's minimum memory limit of 6m"));
+        return Err(format!(
+            "{text:?} is below Docker's minimum memory limit of 6m"
+        ));
     }
     Ok(bytes)
 }
@@ -120,6 +126,10 @@ mod tests {
         r.add_cpus("api=0,5").unwrap();
         let err = r.check(&["api", "worker"], &online).unwrap_err();
         assert!(err.to_string().contains("no core 5"), "{err}");
-        assert!(r.add_cpus("api").unwrap_err().to_string().contains("SERVICE=VALUE"));
+        assert!(r
+            .add_cpus("api")
+            .unwrap_err()
+            .to_string()
+            .contains("SERVICE=VALUE"));
     }
 }

@@ -155,7 +155,10 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
         Err(e) => {
             // Nothing half-started stays behind; the cause is what the user needs.
             if let Err(cleanup) = remove_project(&docker, &options.project).await {
-                eprintln!("warning: could not remove project {}: {cleanup:#}", options.project);
+                eprintln!(
+                    "warning: could not remove project {}: {cleanup:#}",
+                    options.project
+                );
             }
             return Err(e);
         }

@@ -95,7 +95,10 @@ pub async fn done(state: &AppState, req: Request<Incoming>, id: u64) -> Resp {
         Err(resp) => return resp,
     };
     if state.commands.complete(id, result) {
-        json(StatusCode::OK, &serde_json::json!({ "id": id, "status": "done" }))
+        json(
+            StatusCode::OK,
+            &serde_json::json!({ "id": id, "status": "done" }),
+        )
     } else {
         not_found()
     }
