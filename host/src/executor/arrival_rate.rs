@@ -91,7 +91,7 @@ impl Scheduler {
         let mut next = 0;
         let mut next_due = self.schedule.due(next).map(|d| start + d);
         let mut woke: Option<Instant> = None;
-        while let Some(due) = next_due {
+        'wake: while let Some(due) = next_due {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !self.sleep_until(wake_at) {
                 break;
@@ -104,8 +104,10 @@ impl Scheduler {
             }
             let mut dropped = 0u64;
             while let Some(due) = next_due.filter(|d| *d <= now) {
-                if let Some(stages) = &mut self.stages {
-                    stages.due(due - start);
+                // A stop must be seen even while catching up on a long backlog.
+                if self.ctx.control.stop.is_cancelled() {
+                    self.count_dropped(dropped);
+                    break 'wake;
                 }
                 match self.pool.take() {
                     Take::Idle(vu) => {
@@ -113,26 +115,45 @@ impl Scheduler {
                         if let Some(stages) = &mut self.stages {
                             stages.started(due - start);
                         }
+                        next += 1;
                     }
                     Take::Make => {
                         dropped += 1;
                         self.make_vu();
+                        next += 1;
                     }
-                    Take::None => dropped += 1,
+                    Take::None => {
+                        // No VU now and none can be made before the next wake-up: every
+                        // iteration due by now is dropped, counted in one step (at a
+                        // very high rate there are millions).
+                        let missed = self
+                            .schedule
+                            .due_before(now.saturating_duration_since(start))
+                            .max(next + 1);
+                        dropped += missed - next;
+                        next = missed;
+                    }
                 }
-                next += 1;
                 next_due = self.schedule.due(next).map(|d| start + d);
             }
-            if dropped > 0 {
-                self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
-                self.ctx.factory.recorder().count(
-                    builtin::DROPPED_ITERATIONS,
-                    self.ctx.factory.tags(),
-                    dropped as f64,
-                );
-            }
+            self.count_dropped(dropped);
+        }
+        if let Some(stages) = &mut self.stages {
+            stages.reached(next, |offset| self.schedule.due_before(offset));
         }
         self.stages
+    }
+
+    /// Adds `dropped` iterations to the scenario's count and `dropped_iterations`.
+    fn count_dropped(&self, dropped: u64) {
+        if dropped > 0 {
+            self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
+            self.ctx.factory.recorder().count(
+                builtin::DROPPED_ITERATIONS,
+                self.ctx.factory.tags(),
+                dropped as f64,
+            );
+        }
     }
 
     /// Sleeps until `due`; false if the run was stopped meanwhile.
@@ -153,12 +174,13 @@ impl Scheduler {
     /// when the iteration ends (or is interrupted at `hard`).
     fn start_iteration(&self, mut vu: Vu, due: Instant) {
         let busy = Busy::new(self.ctx.stats.clone());
-        let (ctx, pool, hard) = (self.ctx.clone(), self.pool.clone(), self.hard);
+        let (ctx, pool, hard, end) = (self.ctx.clone(), self.pool.clone(), self.hard, self.end);
         self.tasks.spawn(async move {
             let mut interrupt = ctx.interrupt_at(hard);
             ctx.run_iteration(&mut vu, Some(due), Pin::new(&mut interrupt))
                 .await;
             drop(busy);
+            rest_after_init_failure(&ctx, vu.retry_at(), end).await;
             pool.put(vu);
         });
     }
@@ -176,6 +198,7 @@ impl Scheduler {
             match made {
                 Some(Ok(vu)) => {
                     ctx.stats.allocated_vus.fetch_add(1, Ordering::Relaxed);
+                    rest_after_init_failure(&ctx, vu.retry_at(), end).await;
                     pool.made(vu);
                 }
                 Some(Err(e)) => {
@@ -185,6 +208,18 @@ impl Scheduler {
                 None => pool.not_made(),
             }
         });
+    }
+}
+
+/// Keeps a VU whose `init` failed out of the pool until it may try again, so due
+/// iterations go to VUs that can run them instead of waiting on this one; gives up at
+/// the schedule's end or a stop.
+async fn rest_after_init_failure(ctx: &ScenarioCtx, retry_at: Option<Instant>, end: Instant) {
+    if let Some(retry_at) = retry_at {
+        tokio::select! {
+            _ = sleep_until(retry_at.min(end)) => {}
+            _ = ctx.control.stop.cancelled() => {}
+        }
     }
 }
 

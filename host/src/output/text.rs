@@ -17,11 +17,10 @@ pub fn render(s: &Summary) -> String {
     );
     let _ = writeln!(out, "  status: {} after {:.1}s", s.status, s.duration_s);
     if let Some(reason) = &s.stop_reason {
-        let _ = writeln!(
-            out,
-            "  stopped by: {}",
-            serde_json::to_string(reason).unwrap_or_default()
-        );
+        let _ = writeln!(out, "  stopped by: {reason}");
+    }
+    if let Some(failure) = &s.failure {
+        let _ = writeln!(out, "  measured nothing: {failure}");
     }
     let _ = writeln!(out, "\n  scenarios:");
     for (name, sc) in &s.scenarios {

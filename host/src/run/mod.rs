@@ -5,6 +5,7 @@ pub mod control;
 pub mod errors;
 pub mod progress;
 pub mod summary;
+pub mod verdict;
 pub mod vu_factory;
 pub mod warnings;
 
@@ -68,6 +69,8 @@ pub mod exit_code {
     pub const INTERRUPTED: i32 = 105;
     /// The plugin aborted the run.
     pub const PLUGIN_ABORT: i32 = 107;
+    /// The run measured nothing: no iteration succeeded, or every request was denied.
+    pub const MEASURED_NOTHING: i32 = 110;
 }
 
 /// A plugin file loaded into an engine, with what `describe()` said of itself.
@@ -198,7 +201,8 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let mut thresholds = crate::thresholds::Evaluator::new(
         crate::thresholds::parse_thresholds(&config.thresholds)
             .map_err(|e| anyhow!("config error: {e}"))?,
-    );
+    )
+    .allow_missing(config.allow_missing_thresholds);
     let known: Vec<&str> = inspected
         .info
         .scenarios
@@ -257,6 +261,8 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         setup_data: setup_data.clone(),
         errors: errors.clone(),
         iteration_timeout: config.limits.iteration_timeout,
+        init_failures: config.limits.init_failures,
+        control: control.clone(),
     };
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let mut scenario_vus = Vec::new();
@@ -377,14 +383,11 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }
+    let exit_code = verdict::judge(&mut summary);
+    if let Some(failure) = &summary.failure {
+        eprintln!("error: the run measured nothing: {failure}");
+    }
     let results_dir = results.finish(&summary)?;
-    let exit_code = match stop_reason {
-        None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
-        None => exit_code::THRESHOLDS,
-        Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
-        Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
-        Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
-    };
     Ok(RunOutcome {
         summary,
         results_dir,

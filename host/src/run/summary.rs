@@ -29,10 +29,13 @@ pub struct Summary {
     pub started_at: String,
     /// Seconds from the first scenario's start to the end.
     pub duration_s: f64,
-    /// `completed`, `interrupted` or `aborted`.
+    /// `completed`, `failed` (it went to its end but measured nothing), `interrupted`
+    /// or `aborted`.
     pub status: String,
     /// Why it stopped early.
     pub stop_reason: Option<StopReason>,
+    /// Why the run measured nothing (no iteration succeeded, every request denied).
+    pub failure: Option<String>,
     /// What makes the figures mean less than they seem (such as dropped iterations).
     pub warnings: Vec<String>,
     /// The merged run config.
@@ -244,6 +247,7 @@ impl Summary {
             duration_s: input.elapsed.as_secs_f64(),
             status: status.into(),
             stop_reason: input.stop_reason,
+            failure: None,
             warnings: super::warnings::dropped_iterations(input.contexts),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
