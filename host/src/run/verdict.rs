@@ -30,8 +30,15 @@ pub fn judge(summary: &mut Summary) -> i32 {
 /// Why the run measured nothing, or `None` when some iteration succeeded and some
 /// request was allowed.
 pub fn failure(summary: &Summary) -> Option<String> {
-    iterations_failure(&summary.scenarios, &summary.plugin_errors)
-        .or_else(|| requests_failure(summary))
+    // A denial is usually why the iterations failed, so it comes first.
+    let reasons: Vec<String> = [
+        requests_failure(summary),
+        iterations_failure(&summary.scenarios, &summary.plugin_errors),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; and "))
 }
 
 /// No iteration succeeded: each failed, was interrupted, was dropped, or never started
