@@ -287,7 +287,10 @@ impl Vu {
     /// either sets when the VU may try again or, under `init_failures = "abort"`,
     /// stops the run.
     fn init_failed(&mut self, message: &str) {
-        let tags = self.identity.tags.with([("kind", ErrorKind::Init.as_str())]);
+        let tags = self
+            .identity
+            .tags
+            .with([("kind", ErrorKind::Init.as_str())]);
         self.ctx
             .services
             .recorder

@@ -37,10 +37,18 @@ async fn a_threshold_that_got_no_sample_fails_unless_allow_missing() {
 
     let allowed = format!("{config}\n        allow_missing = true\n");
     let run = common::run("misbehave", &allowed, &[]).await.unwrap();
-    assert_eq!(run.outcome.exit_code, exit_code::OK, "{}", run.json["thresholds"]);
+    assert_eq!(
+        run.outcome.exit_code,
+        exit_code::OK,
+        "{}",
+        run.json["thresholds"]
+    );
     let t = &run.json["thresholds"];
     assert_eq!(t[0]["ok"], true);
-    assert!(t[0]["note"].as_str().unwrap().contains("allow_missing = true"));
+    assert!(t[0]["note"]
+        .as_str()
+        .unwrap()
+        .contains("allow_missing = true"));
     assert!(summary_txt(&run).contains("✓ checks{check:signed in}"));
 
     let bad = format!("{config}\n        allow_missing = \"yes\"\n");
@@ -60,10 +68,18 @@ async fn every_iteration_failing_exits_110_with_or_without_thresholds() {
         iterations = 5
     "#;
     for thresholds in ["", "[thresholds]\niterations = [\"count==5\"]\n"] {
-        let run = common::run("misbehave", &format!("{config}{thresholds}"), &[("MODE", "fail")])
-            .await
-            .unwrap();
-        assert_eq!(run.outcome.exit_code, exit_code::MEASURED_NOTHING, "{thresholds}");
+        let run = common::run(
+            "misbehave",
+            &format!("{config}{thresholds}"),
+            &[("MODE", "fail")],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            run.outcome.exit_code,
+            exit_code::MEASURED_NOTHING,
+            "{thresholds}"
+        );
         assert_eq!(run.json["status"], "failed");
         assert_eq!(
             run.json["failure"],
@@ -71,9 +87,15 @@ async fn every_iteration_failing_exits_110_with_or_without_thresholds() {
         );
         let text = summary_txt(&run);
         assert!(text.contains("status: failed"), "{text}");
-        assert!(text.contains("measured nothing: every iteration failed (5 of 5)"), "{text}");
+        assert!(
+            text.contains("measured nothing: every iteration failed (5 of 5)"),
+            "{text}"
+        );
         if !thresholds.is_empty() {
-            assert_eq!(run.json["thresholds"][0]["ok"], true, "thresholds alone would pass");
+            assert_eq!(
+                run.json["thresholds"][0]["ok"], true,
+                "thresholds alone would pass"
+            );
         }
     }
     // One success is enough for the run to have measured something.

@@ -47,13 +47,20 @@ async fn one_vu_failing_init_leaves_the_others_running() {
     assert!((3..=8).contains(count), "{count} tries of init in 2 s");
     // Each try during the run took a turn of VU 2, counted as a failed iteration.
     assert_eq!(run.scenario("s", "failed"), count - 1);
-    assert!(run.scenario("s", "completed") > 100, "{}", run.json["scenarios"]);
+    assert!(
+        run.scenario("s", "completed") > 100,
+        "{}",
+        run.json["scenarios"]
+    );
     assert_eq!(
         run.json["metrics"]["plugin_errors"]["count"].as_f64(),
         Some(*count as f64)
     );
     let text = std::fs::read_to_string(run.outcome.results_dir.join("summary.txt")).unwrap();
-    assert!(text.contains("init in s: init() of VU 2 failed: init refused"), "{text}");
+    assert!(
+        text.contains("init in s: init() of VU 2 failed: init refused"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,9 +83,13 @@ async fn init_is_retried_until_the_target_lets_the_vu_in() {
         duration = "3s"
     "#;
     let url = format!("{}/signin", server.base_url());
-    let run = common::run("misbehave", config, &[("INIT", "request"), ("INIT_URL", &url)])
-        .await
-        .unwrap();
+    let run = common::run(
+        "misbehave",
+        config,
+        &[("INIT", "request"), ("INIT_URL", &url)],
+    )
+    .await
+    .unwrap();
     assert_eq!(run.outcome.exit_code, 0, "{}", run.json);
     let errors = init_errors(&run.json);
     assert_eq!(
@@ -88,7 +99,11 @@ async fn init_is_retried_until_the_target_lets_the_vu_in() {
     assert_eq!(calls.load(Ordering::Relaxed), 4, "no more sign-ins once in");
     // The first try was before the start; the two retries were turns of the VU.
     assert_eq!(run.scenario("s", "failed"), 2);
-    assert!(run.scenario("s", "completed") > 100, "{}", run.json["scenarios"]);
+    assert!(
+        run.scenario("s", "completed") > 100,
+        "{}",
+        run.json["scenarios"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,7 +158,10 @@ async fn every_vu_failing_init_is_a_run_that_measured_nothing() {
     let run = common::run("misbehave", config, &[("INIT", "panic")])
         .await
         .unwrap();
-    assert_eq!(run.outcome.exit_code, host::run::exit_code::MEASURED_NOTHING);
+    assert_eq!(
+        run.outcome.exit_code,
+        host::run::exit_code::MEASURED_NOTHING
+    );
     assert_eq!(run.json["status"], "failed");
     let failure = run.json["failure"].as_str().unwrap();
     assert!(failure.starts_with("every iteration failed"), "{failure}");

@@ -179,7 +179,10 @@ async fn thresholds_on_custom_metrics_and_tagged_sub_metrics() {
     assert_eq!(never["ok"], false);
     assert!(never["observed"].is_null());
     let note = never["note"].as_str().unwrap();
-    assert!(note.contains("got no samples") && note.contains("allow_missing"), "{note}");
+    assert!(
+        note.contains("got no samples") && note.contains("allow_missing"),
+        "{note}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -527,8 +527,12 @@ mod tests {
         let scenario = |name: &str, rate: &str| {
             format!("[scenarios.{name}]\nexecutor = \"constant-arrival-rate\"\nrate = {rate}\nduration = \"2s\"\npre_allocated_vus = 1\n")
         };
-        let build_text = |text: &str| build(parse_toml(text, "run.toml").unwrap(), &Overrides::default());
-        assert!(build_text(&scenario("a", "1000000")).is_ok(), "the limit itself is allowed");
+        let build_text =
+            |text: &str| build(parse_toml(text, "run.toml").unwrap(), &Overrides::default());
+        assert!(
+            build_text(&scenario("a", "1000000")).is_ok(),
+            "the limit itself is allowed"
+        );
         let err = build_text(&scenario("a", "1e9")).unwrap_err();
         assert_eq!(err.path, "scenarios.a.rate");
         assert!(err.message.contains("1000000000 iterations/s"), "{err}");

@@ -316,10 +316,16 @@ mod tests {
                 let n = s.due_before(t);
                 if n > 0 {
                     let last = s.due(n - 1).unwrap();
-                    assert!(last <= t + Duration::from_nanos(1), "{n} due by {t:?}: {last:?}");
+                    assert!(
+                        last <= t + Duration::from_nanos(1),
+                        "{n} due by {t:?}: {last:?}"
+                    );
                 }
                 if let Some(next) = s.due(n) {
-                    assert!(next + Duration::from_nanos(1) >= t, "{n} is due at {next:?}, before {t:?}");
+                    assert!(
+                        next + Duration::from_nanos(1) >= t,
+                        "{n} is due at {next:?}, before {t:?}"
+                    );
                 }
             }
         }

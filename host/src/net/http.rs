@@ -172,6 +172,8 @@ pub struct NetShared {
     pub ws_open: AtomicI64,
     /// Whether any WebSocket was opened in this run (its gauge is shown only then).
     pub ws_used: std::sync::atomic::AtomicBool,
+    /// Requests that stopped at the redirect limit, and the first URL that did.
+    redirect_limit: std::sync::Mutex<(u64, Option<String>)>,
 }
 
 impl NetShared {
@@ -193,6 +195,41 @@ impl NetShared {
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
+            redirect_limit: Default::default(),
+        }
+    }
+
+    /// Notes a request that was still redirected after `max_redirects` hops; warns
+    /// the first time.
+    fn redirect_limit_reached(&self, url: &str, status: u16) {
+        let mut seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        seen.0 += 1;
+        if seen.1.is_none() {
+            eprintln!(
+                "warning: {url} still redirected ({status}) after {} redirects; the last redirect \
+                 was returned (a redirect loop?)",
+                self.max_redirects
+            );
+            seen.1 = Some(url.to_owned());
+        }
+    }
+
+    /// Warnings about the run's requests for the summary.
+    pub fn warnings(&self) -> Vec<String> {
+        let seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &seen.1 {
+            Some(url) => vec![format!(
+                "{} requests were still redirected after {} redirects and returned the last \
+                 redirect (first: {url}); a redirect loop?",
+                seen.0, self.max_redirects
+            )],
+            None => Vec::new(),
         }
     }
 
@@ -236,7 +273,8 @@ impl HttpClient {
         }
     }
 
-    /// Sends one request; `tags` are the VU's base tags (scenario, ...).
+    /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
+    /// followed hop by hop, each hop a request of its own.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
@@ -244,33 +282,78 @@ impl HttpClient {
     ) -> Result<HttpResponse, HttpError> {
         let mut hops = 0;
         loop {
-            let response = self.send_once(&req, tags).await?;
-            match redirect::next_hop(&req, &response) {
-                Some(next) if hops < self.shared.max_redirects => {
-                    req = next?;
+            let (result, ended) = self.send_once(&req, tags).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
+            };
+            match self.follow(&req, &response, hops, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    req = next;
                     hops += 1;
                 }
-                _ => return Ok(response),
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    return Ok(response);
+                }
+                Err(e) => {
+                    // The plugin gets an error, so the hop that led to it is no success.
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Sends one request without following redirects.
+    /// The next hop if `response` redirects and it may be followed; an error if its
+    /// target is invalid or denied. Past the redirect limit the redirect itself is the
+    /// answer, with a warning (as k6 does): a loop would otherwise pass unnoticed.
+    fn follow(
+        &mut self,
+        req: &HttpRequest,
+        response: &HttpResponse,
+        hops: u32,
+        tags: &TagSet,
+    ) -> Result<Option<HttpRequest>, HttpError> {
+        let Some(next) = redirect::next_hop(req, response) else {
+            return Ok(None);
+        };
+        if hops >= self.shared.max_redirects {
+            // A limit of 0 means "do not follow", not a loop.
+            if self.shared.max_redirects > 0 {
+                self.shared
+                    .redirect_limit_reached(&req.url, response.status);
+            }
+            return Ok(None);
+        }
+        let next = next?;
+        self.target(&next.url, tags)?;
+        Ok(Some(next))
+    }
+
+    /// Sends one request without following redirects; the caller records it.
     async fn send_once(
         &mut self,
         req: &HttpRequest,
         tags: &TagSet,
-    ) -> Result<HttpResponse, HttpError> {
-        let prepared = self.prepare(req, tags)?;
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
+        let prepared = match self.prepare(req, tags) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), Ended::NotRecorded),
+        };
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
-        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn, deadline).await;
+        let (result, conn, io, sent_at) =
+            execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
-        self.record(&meta, &result, io);
-        result
+        (result, Ended::Request { meta, io, sent_at })
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
@@ -280,7 +363,7 @@ impl HttpClient {
         reqs: Vec<HttpRequest>,
         tags: &TagSet,
     ) -> Vec<Result<HttpResponse, HttpError>> {
-        let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
+        let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
             Vec::with_capacity(reqs.len());
         let mut work = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
@@ -290,7 +373,7 @@ impl HttpClient {
                     work.push((i, p, conn));
                     slots.push(None);
                 }
-                Err(e) => slots.push(Some(Err(e))),
+                Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
             }
         }
         let shared = self.shared.clone();
@@ -303,24 +386,36 @@ impl HttpClient {
                 (i, meta, outcome)
             }
         });
-        for (i, meta, (result, conn, io)) in futures::future::join_all(futures).await {
+        for (i, meta, (result, conn, io, sent_at)) in futures::future::join_all(futures).await {
             if let Some((key, conn)) = conn {
                 self.checkin(key, conn);
             }
-            self.record(&meta, &result, io);
-            slots[i] = Some(result);
+            slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
         }
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
-            let result = slot.expect("every slot filled");
-            let next = match &result {
-                Ok(response) => redirect::next_hop(&req, response),
-                Err(_) => None,
+            let (result, ended) = slot.expect("every slot filled");
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    results.push(Err(e));
+                    continue;
+                }
             };
-            results.push(match next {
-                Some(Ok(next)) if self.shared.max_redirects > 0 => self.send(next, tags).await,
-                Some(Err(e)) => Err(e),
-                _ => result,
+            results.push(match self.follow(&req, &response, 0, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    self.send(next, tags).await
+                }
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    Ok(response)
+                }
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    Err(e)
+                }
             });
         }
         results
@@ -435,22 +530,84 @@ impl Prepared {
     }
 }
 
-/// Counts a request as in flight until it ends, or until its future is dropped because
-/// its iteration was interrupted (else `http_reqs_in_flight` would keep it forever).
-struct InFlight<'a>(&'a AtomicI64);
+/// Follows one request from its start to its end. It is `sent` once written to a
+/// connection (counted in `http_reqs_sent` and in flight from then on). If its future is
+/// dropped before the end, because its iteration was interrupted (iteration timeout,
+/// graceful stop, a stop of the run), the drop records it as a failed request of kind
+/// `interrupted`, with its duration so far: else it would vanish from the counts, and
+/// `sent = received + failed + in flight` would not hold.
+struct Tracker<'a> {
+    shared: &'a NetShared,
+    meta: &'a Meta,
+    sent_at: std::sync::OnceLock<Instant>,
+    ended: bool,
+}
 
-impl<'a> InFlight<'a> {
-    fn new(counter: &'a AtomicI64) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
+impl<'a> Tracker<'a> {
+    fn new(shared: &'a NetShared, meta: &'a Meta) -> Self {
+        Self {
+            shared,
+            meta,
+            sent_at: std::sync::OnceLock::new(),
+            ended: false,
+        }
+    }
+
+    /// The request is about to be written to a ready connection.
+    fn sent(&self) {
+        if self.sent_at.set(Instant::now()).is_ok() {
+            self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .recorder
+                .count(builtin::HTTP_REQS_SENT, &self.meta.tags, 1.0);
+        }
+    }
+
+    /// The request ended (the caller records it); when it was sent, if it was.
+    fn end(mut self) -> Option<Instant> {
+        self.ended = true;
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent_at
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for Tracker<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        if self.ended {
+            return;
+        }
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
+        // held.
+        let tags = self
+            .meta
+            .tags
+            .with([("status", "0"), ("expected_response", "false")]);
+        let err_tags = self.meta.tags.with([("error", INTERRUPTED)]);
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::HTTP_REQS, &tags, 1.0);
+            s.rate(builtin::HTTP_REQ_FAILED, &tags, true);
+            s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
+            match sent_at {
+                Some(at) => s.trend(
+                    builtin::HTTP_REQ_DURATION,
+                    &tags,
+                    at.elapsed().as_micros() as u64,
+                ),
+                None => s.count(builtin::HTTP_REQS_UNSENT, &err_tags, 1.0),
+            }
+        });
     }
 }
+
+/// The error kind of a request cut short by the end of its iteration.
+const INTERRUPTED: &str = "interrupted";
 
 /// Sends a prepared request; the caller records it (it holds the VU's tag cache).
 async fn execute(
@@ -463,21 +620,19 @@ async fn execute(
     Result<HttpResponse, HttpError>,
     Option<(PoolKey, Connection)>,
     (u64, u64),
+    Option<Instant>,
 ) {
     let key = prepared.target.pool_key.clone();
     let timeout = prepared.timeout;
-    let in_flight = InFlight::new(&shared.in_flight);
-    shared
-        .recorder
-        .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
+    let tracker = Tracker::new(shared, meta);
     // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
     // layer above it would copy it again when it starts (memmove was 5 % of CPU).
     let outcome = tokio::select! {
         biased;
-        r = Box::pin(exchange(shared, prepared, conn)) => Some(r),
+        r = Box::pin(exchange(shared, prepared, conn, &tracker)) => Some(r),
         _ = deadline => None,
     };
-    drop(in_flight);
+    let sent_at = tracker.end();
     let (result, conn, io) = match outcome {
         Some(r) => r,
         None => (
@@ -489,7 +644,7 @@ async fn execute(
             (0, 0),
         ),
     };
-    (result, conn.map(|c| (key, c)), io)
+    (result, conn.map(|c| (key, c)), io, sent_at)
 }
 
 /// The exchange itself: connection, request, response, body.
@@ -497,6 +652,7 @@ async fn exchange(
     shared: &NetShared,
     prepared: Prepared,
     conn: Option<Connection>,
+    tracker: &Tracker<'_>,
 ) -> (
     Result<HttpResponse, HttpError>,
     Option<Connection>,
@@ -517,6 +673,7 @@ async fn exchange(
     };
     let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
     let ready = Instant::now();
+    tracker.sent();
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);
@@ -589,9 +746,26 @@ fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
     }
 }
 
+/// What is left of a request once it ended, for recording it.
+enum Ended {
+    /// Refused before it was made (denied, invalid): counted where it was refused.
+    NotRecorded,
+    /// It was made: its tags, bytes (sent, received) and when it was sent, if it was.
+    Request {
+        meta: Meta,
+        io: (u64, u64),
+        sent_at: Option<Instant>,
+    },
+}
+
 impl HttpClient {
-    /// Records a finished request under its cached tag sets.
-    fn record(&mut self, meta: &Meta, result: &Result<HttpResponse, HttpError>, io: (u64, u64)) {
+    /// Records a finished request under its cached tag sets. A request that failed
+    /// before it was sent (no connection) is counted in `http_reqs_unsent` too; one that
+    /// failed after gets its duration so far, like a response.
+    fn record(&mut self, ended: &Ended, result: Result<&HttpResponse, &HttpError>) {
+        let Ended::Request { meta, io, sent_at } = ended else {
+            return;
+        };
         let us = |d: Duration| d.as_micros() as u64;
         let (status, expected) = match result {
             Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
@@ -625,6 +799,12 @@ impl HttpClient {
                 Err(_) => {
                     if let Some(err_tags) = &err_tags {
                         s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
+                        match sent_at {
+                            Some(at) => {
+                                s.trend(builtin::HTTP_REQ_DURATION, &tags, us(at.elapsed()))
+                            }
+                            None => s.count(builtin::HTTP_REQS_UNSENT, err_tags, 1.0),
+                        }
                     }
                 }
             }

@@ -67,7 +67,10 @@ mod tests {
             "the operator (Ctrl-C or SIGTERM)"
         );
         let abort = StopReason::PluginAbort("20 iterations failed in a row".into());
-        assert_eq!(abort.to_string(), "the plugin: 20 iterations failed in a row");
+        assert_eq!(
+            abort.to_string(),
+            "the plugin: 20 iterations failed in a row"
+        );
         let threshold = StopReason::Threshold("http_req_failed: rate<0.01 crossed".into());
         assert!(!threshold.to_string().contains('{'));
         assert!(threshold.to_string().ends_with("rate<0.01 crossed"));

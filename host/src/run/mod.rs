@@ -373,6 +373,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         errors: &errors,
         stop_reason: stop_reason.clone(),
         in_flight: services.net.in_flight.load(Ordering::Relaxed),
+        net_warnings: services.net.warnings(),
     });
     let view = crate::thresholds::RunView {
         aggregator: &aggregator,

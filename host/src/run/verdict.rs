@@ -48,7 +48,8 @@ fn iterations_failure(
     errors: &[ErrorEntry],
 ) -> Option<String> {
     let sum = |f: fn(&ScenarioSummary) -> u64| scenarios.values().map(f).sum::<u64>();
-    let (started, completed, failed) = (sum(|s| s.started), sum(|s| s.completed), sum(|s| s.failed));
+    let (started, completed, failed) =
+        (sum(|s| s.started), sum(|s| s.completed), sum(|s| s.failed));
     let (interrupted, dropped) = (sum(|s| s.interrupted), sum(|s| s.dropped));
     let init_failures: u64 = errors
         .iter()
@@ -73,7 +74,14 @@ fn iterations_failure(
     };
     let last = errors
         .first()
-        .map(|e| format!("; most frequent error ({} × {}): {}", e.count, e.kind.as_str(), e.message))
+        .map(|e| {
+            format!(
+                "; most frequent error ({} × {}): {}",
+                e.count,
+                e.kind.as_str(),
+                e.message
+            )
+        })
         .unwrap_or_default();
     Some(format!("{what}{last}"))
 }

@@ -333,17 +333,25 @@ mod tests {
         assert!(!missing.ok, "a threshold that tested nothing fails");
         assert!(missing.observed.is_none());
         let note = missing.note.unwrap();
-        assert!(note.contains("got no samples") && note.contains("allow_missing = true"), "{note}");
+        assert!(
+            note.contains("got no samples") && note.contains("allow_missing = true"),
+            "{note}"
+        );
         // With allow_missing, k6's behaviour: it passes, with a note.
-        let e = evaluator(r#"missing_metric = ["count>0"]
-            "http_req_duration{name:nowhere}" = ["p(95)<500"]"#)
+        let e = evaluator(
+            r#"missing_metric = ["count>0"]
+            "http_req_duration{name:nowhere}" = ["p(95)<500"]"#,
+        )
         .allow_missing(true);
         for outcome in e.finish(&view(&totals, &registry)) {
             assert!(outcome.ok && outcome.observed.is_none(), "{outcome:?}");
             assert!(outcome.note.unwrap().contains("allow_missing"));
         }
         let e = evaluator(r#""http_req_duration{name:nowhere}" = ["p(95)<500"]"#);
-        assert!(!e.finish(&view(&totals, &registry))[0].ok, "a sub-metric with no sample fails");
+        assert!(
+            !e.finish(&view(&totals, &registry))[0].ok,
+            "a sub-metric with no sample fails"
+        );
     }
 
     #[test]

@@ -119,7 +119,10 @@ pub async fn canned(respond: impl Fn(&str) -> String + Send + Sync + 'static) ->
 }
 
 fn find_head_end(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4)
 }
 
 /// A response with `status`, extra header lines (each ending in CRLF) and `body`.
