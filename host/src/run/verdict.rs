@@ -2,11 +2,11 @@
 //! succeeded, or every request was refused by the allowlist, tested nothing, and must
 //! not pass whatever its thresholds say (exit code 110, with the reason).
 
-use super::control::StopReason;
-use super::errors::ErrorEntry;
 use super::exit_code;
-use super::summary::{ScenarioSummary, Summary};
+use crate::control::StopReason;
 use crate::metrics::summary::Stats;
+use crate::summary::{ScenarioSummary, Summary};
+use crate::vu::errors::{ErrorEntry, ErrorKind};
 use std::collections::BTreeMap;
 
 /// Judges a finished run: sets `failure` (and the status `failed` for a run that went to
@@ -53,7 +53,7 @@ fn iterations_failure(
     let (interrupted, dropped) = (sum(|s| s.interrupted), sum(|s| s.dropped));
     let init_failures: u64 = errors
         .iter()
-        .filter(|e| e.kind == super::errors::ErrorKind::Init)
+        .filter(|e| e.kind == ErrorKind::Init)
         .map(|e| e.count)
         .sum();
     if completed > failed {

@@ -3,16 +3,20 @@
 //! An `init` that fails is recorded too; the VU stays without an instance and tries
 //! again on a later turn, waiting longer after each failure in a row (or the run stops,
 //! with `[limits] init_failures = "abort"`).
+//! `factory` makes VUs; `errors` gathers their failures over the run.
+
+pub mod errors;
+pub mod factory;
 
 use crate::config::InitFailures;
+use crate::control::{RunControl, StopReason};
 use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
 use crate::plugin::{classify_trap, Plugin, TrapCause};
-use crate::run::control::{RunControl, StopReason};
-use crate::run::errors::{ErrorKind, ErrorLog};
 use anyhow::Result;
+use errors::{ErrorKind, ErrorLog};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
