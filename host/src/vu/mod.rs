@@ -3,6 +3,7 @@
 //! An `init` that fails is recorded too; the VU stays without an instance and tries
 //! again on a later turn, waiting longer after each failure in a row (or the run stops,
 //! with `[limits] init_failures = "abort"`).
+//!
 //! `factory` makes VUs; `errors` gathers their failures over the run.
 
 pub mod errors;
