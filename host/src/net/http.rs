@@ -1,207 +1,35 @@
 //! The host side of `http.send`: a per-VU keep-alive connection pool on hyper's
 //! connection API (each VU owns its connections, as each k6 VU does, so no lock is
 //! shared between VUs), per-request timeout, bounded bodies, and k6's timing phases.
+//!
+//! This file is the client and its pool; `message` holds what goes in and out,
+//! `exchange` one request on the wire, `record` its metrics.
 
-use super::allowlist::{Allowlist, Origin};
-use super::connect::{connect, Connection};
+mod exchange;
+mod message;
+mod record;
+
+pub use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
+
+use super::allowlist::Origin;
+use super::connect::Connection;
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
 use super::targets::{PoolKey, Target, Targets};
+use super::NetShared;
 use crate::deadline::Deadline;
-use crate::metrics::{builtin, Recorder, TagSet};
+use crate::metrics::{builtin, TagSet};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use exchange::execute;
+use http_body_util::Full;
+use record::Ended;
 use rustc_hash::FxHashMap;
-use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::time::Sleep;
 
 /// Idle connections kept per origin and VU (browsers keep six).
 const MAX_IDLE_PER_ORIGIN: usize = 6;
-
-/// An HTTP request as the plugin asked for it.
-#[derive(Debug, Clone, Default)]
-pub struct HttpRequest {
-    /// Method, upper case.
-    pub method: String,
-    /// Absolute URL.
-    pub url: String,
-    /// Header fields.
-    pub headers: Vec<(String, String)>,
-    /// Body (empty for none); `Bytes` so redirects and retries share it without copies.
-    pub body: Bytes,
-    /// Timeout; the run's default when `None`.
-    pub timeout: Option<Duration>,
-    /// Tags for the request's metrics.
-    pub tags: Vec<(String, String)>,
-    /// Count but do not keep the body.
-    pub discard_body: bool,
-    /// Inclusive status ranges that count as expected; 200-399 when `None`.
-    pub expected_statuses: Option<Vec<(u16, u16)>>,
-}
-
-/// Phases of a request, as k6 names them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Timings {
-    /// Waiting for a connection (pool, name resolution).
-    pub blocked: Duration,
-    /// TCP connect.
-    pub connecting: Duration,
-    /// TLS handshake.
-    pub tls_handshaking: Duration,
-    /// Writing the request.
-    pub sending: Duration,
-    /// From the end of writing to the response head.
-    pub waiting: Duration,
-    /// Reading the body.
-    pub receiving: Duration,
-}
-
-impl Timings {
-    /// sending + waiting + receiving (k6's `http_req_duration`).
-    pub fn duration(&self) -> Duration {
-        self.sending + self.waiting + self.receiving
-    }
-}
-
-/// A response.
-#[derive(Debug, Clone)]
-pub struct HttpResponse {
-    /// Status code.
-    pub status: u16,
-    /// Header fields and body, converted for the plugin only if it asks.
-    pub content: ResponseContent,
-    /// Body bytes received.
-    pub body_size: u64,
-    /// Phases.
-    pub timings: Timings,
-}
-
-/// A response's header fields and body, held in the VU's resource table until the
-/// plugin asks for them (the WIT `response-content`), so a plugin that reads only the
-/// status pays for no conversion and no copy into its memory.
-#[derive(Debug, Clone, Default)]
-pub struct ResponseContent {
-    /// Header fields as hyper parsed them.
-    pub headers: http::HeaderMap,
-    /// The body, empty when discarded.
-    pub body: Vec<u8>,
-}
-
-impl ResponseContent {
-    /// The first value of `name` (any case), lossily decoded.
-    pub fn header(&self, name: &str) -> Option<String> {
-        self.headers.get(name).map(lossy)
-    }
-
-    /// Every field in hyper's order: names grouped in the order first received.
-    pub fn fields(&self) -> Vec<(String, String)> {
-        self.headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), lossy(v)))
-            .collect()
-    }
-}
-
-fn lossy(value: &http::HeaderValue) -> String {
-    String::from_utf8_lossy(value.as_bytes()).into_owned()
-}
-
-/// Why a request failed; mirrors the WIT `http-error`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HttpError {
-    /// Not allowed by the run's allowlist; nothing was sent.
-    #[error("denied: {0}")]
-    Denied(String),
-    /// Bad URL, method or header.
-    #[error("invalid request: {0}")]
-    Invalid(String),
-    /// Connection could not be made.
-    #[error("connect: {0}")]
-    Connect(String),
-    /// The request took longer than its timeout.
-    #[error("timeout: {0}")]
-    Timeout(String),
-    /// TLS failed.
-    #[error("tls: {0}")]
-    Tls(String),
-    /// The peer broke the protocol or the connection.
-    #[error("protocol: {0}")]
-    Protocol(String),
-    /// The body was larger than the cap.
-    #[error("response body larger than {0} bytes")]
-    BodyTooLarge(u64),
-}
-
-impl HttpError {
-    /// A short name for the `error` tag.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Denied(_) => "denied",
-            Self::Invalid(_) => "invalid",
-            Self::Connect(_) => "connect",
-            Self::Timeout(_) => "timeout",
-            Self::Tls(_) => "tls",
-            Self::Protocol(_) => "protocol",
-            Self::BodyTooLarge(_) => "body_too_large",
-        }
-    }
-}
-
-/// What all VUs' clients share: policy, limits and counters. Read-only or atomic.
-pub struct NetShared {
-    /// Targets that may be reached.
-    pub allowlist: Allowlist,
-    /// Default request timeout.
-    pub default_timeout: Duration,
-    /// Body cap in bytes.
-    pub max_body: u64,
-    /// Where samples go.
-    pub recorder: Arc<Recorder>,
-    /// Requests sent and not yet completed.
-    pub in_flight: AtomicI64,
-    /// Redirects followed per request.
-    pub max_redirects: u32,
-    /// Denied origins already warned about (warned once each).
-    pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// How WebSockets are kept alive (`[websocket]`).
-    pub websocket: crate::config::WebSocketOptions,
-    /// WebSockets open now, over all VUs.
-    pub ws_open: AtomicI64,
-    /// Whether any WebSocket was opened in this run (its gauge is shown only then).
-    pub ws_used: std::sync::atomic::AtomicBool,
-}
-
-impl NetShared {
-    /// Shared state for a run.
-    pub fn new(
-        allowlist: Allowlist,
-        default_timeout: Duration,
-        max_body: u64,
-        recorder: Arc<Recorder>,
-    ) -> Self {
-        Self {
-            allowlist,
-            default_timeout,
-            max_body,
-            recorder,
-            in_flight: AtomicI64::new(0),
-            max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
-            denied_warned: Default::default(),
-            websocket: Default::default(),
-            ws_open: AtomicI64::new(0),
-            ws_used: Default::default(),
-        }
-    }
-
-    /// The same, with the run's WebSocket options.
-    pub fn with_websocket(mut self, options: crate::config::WebSocketOptions) -> Self {
-        self.websocket = options;
-        self
-    }
-}
 
 /// One VU's HTTP client.
 pub struct HttpClient {
@@ -236,7 +64,8 @@ impl HttpClient {
         }
     }
 
-    /// Sends one request; `tags` are the VU's base tags (scenario, ...).
+    /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
+    /// followed hop by hop, each hop a request of its own.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
@@ -244,33 +73,78 @@ impl HttpClient {
     ) -> Result<HttpResponse, HttpError> {
         let mut hops = 0;
         loop {
-            let response = self.send_once(&req, tags).await?;
-            match redirect::next_hop(&req, &response) {
-                Some(next) if hops < self.shared.max_redirects => {
-                    req = next?;
+            let (result, ended) = self.send_once(&req, tags).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
+            };
+            match self.follow(&req, &response, hops, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    req = next;
                     hops += 1;
                 }
-                _ => return Ok(response),
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    return Ok(response);
+                }
+                Err(e) => {
+                    // The plugin gets an error, so the hop that led to it is no success.
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Sends one request without following redirects.
+    /// The next hop if `response` redirects and it may be followed; an error if its
+    /// target is invalid or denied. Past the redirect limit the redirect itself is the
+    /// answer, with a warning (as k6 does): a loop would otherwise pass unnoticed.
+    fn follow(
+        &mut self,
+        req: &HttpRequest,
+        response: &HttpResponse,
+        hops: u32,
+        tags: &TagSet,
+    ) -> Result<Option<HttpRequest>, HttpError> {
+        let Some(next) = redirect::next_hop(req, response) else {
+            return Ok(None);
+        };
+        if hops >= self.shared.max_redirects {
+            // A limit of 0 means "do not follow", not a loop.
+            if self.shared.max_redirects > 0 {
+                self.shared
+                    .redirect_limit_reached(&req.url, response.status);
+            }
+            return Ok(None);
+        }
+        let next = next?;
+        self.target(&next.url, tags)?;
+        Ok(Some(next))
+    }
+
+    /// Sends one request without following redirects; the caller records it.
     async fn send_once(
         &mut self,
         req: &HttpRequest,
         tags: &TagSet,
-    ) -> Result<HttpResponse, HttpError> {
-        let prepared = self.prepare(req, tags)?;
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
+        let prepared = match self.prepare(req, tags) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), Ended::NotRecorded),
+        };
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
-        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn, deadline).await;
+        let (result, conn, io, sent_at) =
+            execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
-        self.record(&meta, &result, io);
-        result
+        (result, Ended::Request { meta, io, sent_at })
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
@@ -280,7 +154,7 @@ impl HttpClient {
         reqs: Vec<HttpRequest>,
         tags: &TagSet,
     ) -> Vec<Result<HttpResponse, HttpError>> {
-        let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
+        let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
             Vec::with_capacity(reqs.len());
         let mut work = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
@@ -290,7 +164,7 @@ impl HttpClient {
                     work.push((i, p, conn));
                     slots.push(None);
                 }
-                Err(e) => slots.push(Some(Err(e))),
+                Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
             }
         }
         let shared = self.shared.clone();
@@ -303,24 +177,36 @@ impl HttpClient {
                 (i, meta, outcome)
             }
         });
-        for (i, meta, (result, conn, io)) in futures::future::join_all(futures).await {
+        for (i, meta, (result, conn, io, sent_at)) in futures::future::join_all(futures).await {
             if let Some((key, conn)) = conn {
                 self.checkin(key, conn);
             }
-            self.record(&meta, &result, io);
-            slots[i] = Some(result);
+            slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
         }
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
-            let result = slot.expect("every slot filled");
-            let next = match &result {
-                Ok(response) => redirect::next_hop(&req, response),
-                Err(_) => None,
+            let (result, ended) = slot.expect("every slot filled");
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    results.push(Err(e));
+                    continue;
+                }
             };
-            results.push(match next {
-                Some(Ok(next)) if self.shared.max_redirects > 0 => self.send(next, tags).await,
-                Some(Err(e)) => Err(e),
-                _ => result,
+            results.push(match self.follow(&req, &response, 0, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    self.send(next, tags).await
+                }
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    Ok(response)
+                }
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    Err(e)
+                }
             });
         }
         results
@@ -432,242 +318,5 @@ impl Prepared {
             slot: self.slot,
             expected: self.expected.clone(),
         }
-    }
-}
-
-/// Counts a request as in flight until it ends, or until its future is dropped because
-/// its iteration was interrupted (else `http_reqs_in_flight` would keep it forever).
-struct InFlight<'a>(&'a AtomicI64);
-
-impl<'a> InFlight<'a> {
-    fn new(counter: &'a AtomicI64) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Sends a prepared request; the caller records it (it holds the VU's tag cache).
-async fn execute(
-    shared: &NetShared,
-    meta: &Meta,
-    prepared: Prepared,
-    conn: Option<Connection>,
-    deadline: Pin<&mut Sleep>,
-) -> (
-    Result<HttpResponse, HttpError>,
-    Option<(PoolKey, Connection)>,
-    (u64, u64),
-) {
-    let key = prepared.target.pool_key.clone();
-    let timeout = prepared.timeout;
-    let in_flight = InFlight::new(&shared.in_flight);
-    shared
-        .recorder
-        .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
-    // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
-    // layer above it would copy it again when it starts (memmove was 5 % of CPU).
-    let outcome = tokio::select! {
-        biased;
-        r = Box::pin(exchange(shared, prepared, conn)) => Some(r),
-        _ = deadline => None,
-    };
-    drop(in_flight);
-    let (result, conn, io) = match outcome {
-        Some(r) => r,
-        None => (
-            Err(HttpError::Timeout(format!(
-                "no complete response within {}",
-                crate::config::format_duration(timeout)
-            ))),
-            None,
-            (0, 0),
-        ),
-    };
-    (result, conn.map(|c| (key, c)), io)
-}
-
-/// The exchange itself: connection, request, response, body.
-async fn exchange(
-    shared: &NetShared,
-    prepared: Prepared,
-    conn: Option<Connection>,
-) -> (
-    Result<HttpResponse, HttpError>,
-    Option<Connection>,
-    (u64, u64),
-) {
-    let start = Instant::now();
-    let mut timings = Timings::default();
-    let mut conn = match conn {
-        Some(c) => c,
-        None => match connect(&prepared.target.origin).await {
-            Ok((c, connect_timings)) => {
-                timings.connecting = connect_timings.connecting;
-                timings.tls_handshaking = connect_timings.tls_handshaking;
-                c
-            }
-            Err(e) => return (Err(e), None, (0, 0)),
-        },
-    };
-    let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
-    let ready = Instant::now();
-    timings.blocked = ready
-        .duration_since(start)
-        .saturating_sub(timings.connecting + timings.tls_handshaking);
-    let response = match conn.send(prepared.request).await {
-        Ok(r) => r,
-        Err(e) => {
-            let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-            return (Err(classify(&e)), None, io);
-        }
-    };
-    let head_at = Instant::now();
-    let written_at = conn
-        .stats
-        .last_write()
-        .filter(|t| *t >= ready && *t <= head_at)
-        .unwrap_or(ready);
-    timings.sending = written_at.duration_since(ready);
-    timings.waiting = head_at.duration_since(written_at);
-
-    let status = response.status().as_u16();
-    let (head, mut body_stream) = response.into_parts();
-    let headers = head.headers;
-    let mut body = Vec::new();
-    let mut body_size = 0u64;
-    while let Some(frame) = body_stream.frame().await {
-        let frame = match frame {
-            Ok(f) => f,
-            Err(e) => {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-                return (Err(classify(&e)), None, io);
-            }
-        };
-        if let Ok(data) = frame.into_data() {
-            body_size += data.len() as u64;
-            if body_size > shared.max_body {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-                return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
-            }
-            if !prepared.discard_body {
-                body.extend_from_slice(&data);
-            }
-        }
-    }
-    timings.receiving = head_at.elapsed();
-    let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-    let response = HttpResponse {
-        status,
-        content: ResponseContent { headers, body },
-        body_size,
-        timings,
-    };
-    (Ok(response), Some(conn), io)
-}
-
-fn classify(e: &hyper::Error) -> HttpError {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    HttpError::Protocol(text)
-}
-
-fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
-    match expected {
-        None => (200..=399).contains(&status),
-        Some(ranges) => ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&status)),
-    }
-}
-
-impl HttpClient {
-    /// Records a finished request under its cached tag sets.
-    fn record(&mut self, meta: &Meta, result: &Result<HttpResponse, HttpError>, io: (u64, u64)) {
-        let us = |d: Duration| d.as_micros() as u64;
-        let (status, expected) = match result {
-            Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
-            Err(_) => (0, false),
-        };
-        let tags = self.tags.outcome(meta.slot, &meta.tags, status, expected);
-        let err_tags = match result {
-            Err(e) => Some(self.tags.error(meta.slot, &meta.tags, e.kind())),
-            Ok(_) => None,
-        };
-        self.shared.recorder.with_shard(|s| {
-            s.count(builtin::HTTP_REQS, &tags, 1.0);
-            s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
-            s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
-            s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
-            match result {
-                Ok(r) => {
-                    let t = &r.timings;
-                    s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
-                    s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
-                    s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
-                    s.trend(
-                        builtin::HTTP_REQ_TLS_HANDSHAKING,
-                        &tags,
-                        us(t.tls_handshaking),
-                    );
-                    s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
-                    s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
-                    s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
-                }
-                Err(_) => {
-                    if let Some(err_tags) = &err_tags {
-                        s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
-                    }
-                }
-            }
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn response_content_reads_headers_in_any_case_and_lossily() {
-        let mut headers = http::HeaderMap::new();
-        headers.insert("content-type", "text/plain".parse().unwrap());
-        headers.append("set-cookie", "a=1".parse().unwrap());
-        headers.append("set-cookie", "b=2".parse().unwrap());
-        headers.insert("x-raw", http::HeaderValue::from_bytes(b"caf\xe9").unwrap());
-        let content = ResponseContent {
-            headers,
-            body: b"hi".to_vec(),
-        };
-        assert_eq!(
-            content.header("Content-Type").as_deref(),
-            Some("text/plain")
-        );
-        assert_eq!(content.header("SET-COOKIE").as_deref(), Some("a=1"));
-        assert_eq!(content.header("x-raw").as_deref(), Some("caf\u{fffd}"));
-        assert_eq!(content.header("etag"), None);
-        assert_eq!(content.header("not a header name"), None);
-        let fields = content.fields();
-        assert_eq!(fields.len(), 4);
-        assert_eq!(fields[0], ("content-type".into(), "text/plain".into()));
-        assert_eq!(fields[1], ("set-cookie".into(), "a=1".into()));
-        assert_eq!(fields[2], ("set-cookie".into(), "b=2".into()));
-    }
-
-    #[test]
-    fn expected_statuses_default_to_2xx_3xx() {
-        assert!(is_expected(200, &None));
-        assert!(is_expected(304, &None));
-        assert!(!is_expected(404, &None));
-        assert!(is_expected(404, &Some(vec![(404, 404)])));
-        assert!(!is_expected(200, &Some(vec![(404, 404)])));
     }
 }

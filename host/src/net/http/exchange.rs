@@ -1,0 +1,223 @@
+//! One request on the wire: a connection from the pool or a new one, the request, the
+//! response head and a bounded body, timed in k6's phases and cut off at the deadline;
+//! a request dropped with its iteration is still counted, as `interrupted`.
+
+use super::{HttpError, HttpResponse, Meta, Prepared, ResponseContent, Timings};
+use crate::metrics::builtin;
+use crate::net::connect::{connect, Connection};
+use crate::net::targets::PoolKey;
+use crate::net::NetShared;
+use http_body_util::BodyExt;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tokio::time::Sleep;
+
+/// Follows one request from its start to its end. It is `sent` once written to a
+/// connection (counted in `http_reqs_sent` and in flight from then on). If its future is
+/// dropped before the end, because its iteration was interrupted (iteration timeout,
+/// graceful stop, a stop of the run), the drop records it as a failed request of kind
+/// `interrupted`, with its duration so far: else it would vanish from the counts, and
+/// `sent = received + failed + in flight` would not hold.
+struct Tracker<'a> {
+    shared: &'a NetShared,
+    meta: &'a Meta,
+    sent_at: std::sync::OnceLock<Instant>,
+    ended: bool,
+}
+
+impl<'a> Tracker<'a> {
+    fn new(shared: &'a NetShared, meta: &'a Meta) -> Self {
+        Self {
+            shared,
+            meta,
+            sent_at: std::sync::OnceLock::new(),
+            ended: false,
+        }
+    }
+
+    /// The request is about to be written to a ready connection.
+    fn sent(&self) {
+        if self.sent_at.set(Instant::now()).is_ok() {
+            self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .recorder
+                .count(builtin::HTTP_REQS_SENT, &self.meta.tags, 1.0);
+        }
+    }
+
+    /// The request ended (the caller records it); when it was sent, if it was.
+    fn end(mut self) -> Option<Instant> {
+        self.ended = true;
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent_at
+    }
+}
+
+impl Drop for Tracker<'_> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
+        // held.
+        let tags = self
+            .meta
+            .tags
+            .with([("status", "0"), ("expected_response", "false")]);
+        let err_tags = self.meta.tags.with([("error", INTERRUPTED)]);
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::HTTP_REQS, &tags, 1.0);
+            s.rate(builtin::HTTP_REQ_FAILED, &tags, true);
+            s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
+            match sent_at {
+                Some(at) => s.trend(
+                    builtin::HTTP_REQ_DURATION,
+                    &tags,
+                    at.elapsed().as_micros() as u64,
+                ),
+                None => s.count(builtin::HTTP_REQS_UNSENT, &err_tags, 1.0),
+            }
+        });
+    }
+}
+
+/// The error kind of a request cut short by the end of its iteration.
+const INTERRUPTED: &str = "interrupted";
+
+/// Sends a prepared request; the caller records it (it holds the VU's tag cache).
+pub(super) async fn execute(
+    shared: &NetShared,
+    meta: &Meta,
+    prepared: Prepared,
+    conn: Option<Connection>,
+    deadline: Pin<&mut Sleep>,
+) -> (
+    Result<HttpResponse, HttpError>,
+    Option<(PoolKey, Connection)>,
+    (u64, u64),
+    Option<Instant>,
+) {
+    let key = prepared.target.pool_key.clone();
+    let timeout = prepared.timeout;
+    let tracker = Tracker::new(shared, meta);
+    // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
+    // layer above it would copy it again when it starts (memmove was 5 % of CPU).
+    let outcome = tokio::select! {
+        biased;
+        r = Box::pin(exchange(shared, prepared, conn, &tracker)) => Some(r),
+        _ = deadline => None,
+    };
+    let sent_at = tracker.end();
+    let (result, conn, io) = match outcome {
+        Some(r) => r,
+        None => (
+            Err(HttpError::Timeout(format!(
+                "no complete response within {}",
+                crate::config::format_duration(timeout)
+            ))),
+            None,
+            (0, 0),
+        ),
+    };
+    (result, conn.map(|c| (key, c)), io, sent_at)
+}
+
+/// The exchange itself: connection, request, response, body.
+async fn exchange(
+    shared: &NetShared,
+    prepared: Prepared,
+    conn: Option<Connection>,
+    tracker: &Tracker<'_>,
+) -> (
+    Result<HttpResponse, HttpError>,
+    Option<Connection>,
+    (u64, u64),
+) {
+    let start = Instant::now();
+    let mut timings = Timings::default();
+    let mut conn = match conn {
+        Some(c) => c,
+        None => match connect(&prepared.target.origin).await {
+            Ok((c, connect_timings)) => {
+                timings.connecting = connect_timings.connecting;
+                timings.tls_handshaking = connect_timings.tls_handshaking;
+                c
+            }
+            Err(e) => return (Err(e), None, (0, 0)),
+        },
+    };
+    let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
+    let ready = Instant::now();
+    tracker.sent();
+    timings.blocked = ready
+        .duration_since(start)
+        .saturating_sub(timings.connecting + timings.tls_handshaking);
+    let response = match conn.send(prepared.request).await {
+        Ok(r) => r,
+        Err(e) => {
+            let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+            return (Err(classify(&e)), None, io);
+        }
+    };
+    let head_at = Instant::now();
+    let written_at = conn
+        .stats
+        .last_write()
+        .filter(|t| *t >= ready && *t <= head_at)
+        .unwrap_or(ready);
+    timings.sending = written_at.duration_since(ready);
+    timings.waiting = head_at.duration_since(written_at);
+
+    let status = response.status().as_u16();
+    let (head, mut body_stream) = response.into_parts();
+    let headers = head.headers;
+    let mut body = Vec::new();
+    let mut body_size = 0u64;
+    while let Some(frame) = body_stream.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => {
+                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                return (Err(classify(&e)), None, io);
+            }
+        };
+        if let Ok(data) = frame.into_data() {
+            body_size += data.len() as u64;
+            if body_size > shared.max_body {
+                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+            }
+            if !prepared.discard_body {
+                body.extend_from_slice(&data);
+            }
+        }
+    }
+    timings.receiving = head_at.elapsed();
+    let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+    let response = HttpResponse {
+        status,
+        content: ResponseContent { headers, body },
+        body_size,
+        timings,
+    };
+    (Ok(response), Some(conn), io)
+}
+
+fn classify(e: &hyper::Error) -> HttpError {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    HttpError::Protocol(text)
+}
