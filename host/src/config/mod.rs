@@ -1,12 +1,14 @@
 //! The run configuration: the plugin's defaults, overlaid by `run.toml`, overlaid by CLI
 //! flags, checked and turned into a [`RunConfig`] the executors can trust.
 
+pub mod cpuset;
 pub mod duration;
 pub mod scenario;
 pub mod stack;
 pub mod table;
 pub mod websocket;
 
+pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};

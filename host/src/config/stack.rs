@@ -13,9 +13,8 @@
 //! stats_interval = "1s"             # how often each container is sampled
 //! ```
 
+use super::cpuset::CpuSet;
 use super::table::{ConfigError, TableReader};
-use crate::stack::resources::parse_size;
-use crate::stack::CpuSet;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -111,9 +110,52 @@ pub fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     Ok(config)
 }
 
+/// Parses a memory size as Docker does: a number with an optional binary unit
+/// `b`, `k`, `m`, `g` (also `kb`, `mib`, ...): `256m` is 256 MiB.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 256m or 1g"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use b, k, m or g"
+            ))
+        }
+    };
+    let bytes = (number * scale as f64) as u64;
+    // Docker refuses limits under 6 MiB; say so before it does.
+    if bytes < 6 << 20 {
+        return Err(format!(
+            "{text:?} is below Docker's minimum memory limit of 6m"
+        ));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_use_binary_units() {
+        assert_eq!(parse_size("256m"), Ok(256 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("1.5g"), Ok(3 << 29));
+        assert_eq!(parse_size("8388608"), Ok(8 << 20));
+        assert!(parse_size("1m").unwrap_err().contains("minimum"));
+        assert!(parse_size("12 parsecs").unwrap_err().contains("unit"));
+        assert!(parse_size("lots").is_err());
+    }
 
     fn parse_text(text: &str) -> Result<StackConfig, ConfigError> {
         parse(&toml::from_str(text).unwrap())

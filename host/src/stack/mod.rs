@@ -3,15 +3,14 @@
 //! asked for, readiness through the Engine API, and teardown by the project's label.
 //!
 //! Each file has one job: [`engine`] connects to the Docker Engine, [`containers`]
-//! lists a project's containers with their limits (what the samplers read), [`cpuset`]
-//! parses core lists, [`resources`] checks the cores and memory asked for,
+//! lists a project's containers with their limits (what the samplers read),
+//! [`resources`] checks the cores and memory asked for,
 //! [`compose`] drives `docker-compose` and writes the override file, [`images`] wraps a
 //! built binary into an image, [`health`] waits until the services are ready,
 //! [`render`] prints a stack, [`teardown`] removes what a project left behind, and [`up`] puts them in order.
 
 pub mod compose;
 pub mod containers;
-pub mod cpuset;
 pub mod engine;
 pub mod health;
 pub mod images;
@@ -20,8 +19,8 @@ pub mod resources;
 pub mod teardown;
 pub mod up;
 
+pub use crate::config::CpuSet;
 pub use containers::{project_containers, PublishedPort, ServiceContainer};
-pub use cpuset::CpuSet;
 pub use engine::connect;
 pub use resources::Resources;
 pub use up::{down, up, Stack, UpOptions};

@@ -2,7 +2,8 @@
 //! `--memory SERVICE=SIZE` (or the run config's `[stack]` tables), checked against the
 //! compose file's services and the machine's cores before anything starts.
 
-use super::CpuSet;
+pub use crate::config::stack::parse_size;
+use crate::config::CpuSet;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 
@@ -67,52 +68,9 @@ fn split<'a>(spec: &'a str, flag: &str, example: &str) -> Result<(&'a str, &'a s
     }
 }
 
-/// Parses a memory size as Docker does: a number with an optional binary unit
-/// `b`, `k`, `m`, `g` (also `kb`, `mib`, ...): `256m` is 256 MiB.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim().to_ascii_lowercase();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 256m or 1g"))?;
-    let scale: u64 = match unit.trim() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}; use b, k, m or g"
-            ))
-        }
-    };
-    let bytes = (number * scale as f64) as u64;
-    // Docker refuses limits under 6 MiB; say so before it does.
-    if bytes < 6 << 20 {
-        return Err(format!(
-            "{text:?} is below Docker's minimum memory limit of 6m"
-        ));
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_use_binary_units() {
-        assert_eq!(parse_size("256m"), Ok(256 << 20));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert_eq!(parse_size("1.5g"), Ok(3 << 29));
-        assert_eq!(parse_size("8388608"), Ok(8 << 20));
-        assert!(parse_size("1m").unwrap_err().contains("minimum"));
-        assert!(parse_size("12 parsecs").unwrap_err().contains("unit"));
-        assert!(parse_size("lots").is_err());
-    }
 
     #[test]
     fn flags_name_a_known_service_and_real_cores() {

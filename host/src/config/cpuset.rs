@@ -1,5 +1,5 @@
 //! Core lists as Linux and Docker write them (`0-2,4`): parsed, checked against the
-//! cores this machine has, and written back.
+//! cores this machine has, and written back. Used by `[stack] cpus` and the stack.
 
 use std::fmt;
 
