@@ -87,6 +87,13 @@ async fn every_iteration_failing_exits_110_with_or_without_thresholds() {
         );
         let text = summary_txt(&run);
         assert!(text.contains("status: failed"), "{text}");
+        // A CI job that reads only junit.xml sees the failure too.
+        let junit = std::fs::read_to_string(run.outcome.results_dir.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains("<testcase classname=\"run\" name=\"measured something\">"),
+            "{junit}"
+        );
+        assert!(junit.contains("failures=\"1\""), "{junit}");
         assert!(
             text.contains("measured nothing: every iteration failed (5 of 5)"),
             "{text}"

@@ -89,6 +89,29 @@ async fn requests_cut_by_the_graceful_stop_are_failed_and_interrupted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_request_is_failed_with_its_duration() {
+    let server = servers::silent().await;
+    let config = r#"
+        [scenarios.default]
+        executor = "shared-iterations"
+        vus = 1
+        iterations = 2
+        [limits]
+        request_timeout = "300ms"
+    "#;
+    let run = common::run("hello", config, &[("BASE_URL", &server.base_url())])
+        .await
+        .unwrap();
+    let h = &run.json["http"];
+    assert_eq!(h["sent"], 2, "{h}");
+    assert_eq!(h["failed"], 2);
+    assert_eq!(h["errors"]["timeout"], 2);
+    assert_eq!(run.metric("http_req_duration", "count"), 2.0);
+    let med = run.metric("http_req_duration", "med");
+    assert!((250.0..600.0).contains(&med), "cut at 300 ms: {med} ms");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_is_not_sent() {
     let dead = servers::dead_port();
     let config = r#"

@@ -59,6 +59,37 @@ async fn a_million_per_second_against_a_silent_server_ends_on_time_with_exact_co
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramp_to_a_million_per_second_counts_every_due_iteration_per_stage() {
+    let server = servers::silent().await;
+    let config = r#"
+        [scenarios.ramp]
+        executor = "ramping-arrival-rate"
+        start_rate = 0
+        stages = [{ duration = "1s", target = 1000000 }, { duration = "1s", target = 1000000 }]
+        pre_allocated_vus = 2
+        graceful_stop = "500ms"
+    "#;
+    let run = common::run("hello", config, &[("BASE_URL", &server.base_url())])
+        .await
+        .unwrap();
+    // 0 → 1,000,000/s over 1 s, then 1 s flat: 500,000 + 1,000,000 due.
+    let started = run.scenario("ramp", "started");
+    let dropped = run.scenario("ramp", "dropped");
+    assert_eq!(started + dropped, 1_500_000, "{}", run.json["scenarios"]);
+    assert_eq!(started, 2);
+    let ran = run.json["duration_s"].as_f64().unwrap();
+    assert!((2.4..4.0).contains(&ran), "ran {ran} s for 2 s + 0.5 s");
+    // Each stage reached next to nothing of its target: the rate at its end is the
+    // target scaled by the share started, and all but 2 of 1.5 million were dropped.
+    let stages = run.json["scenarios"]["ramp"]["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    for stage in stages {
+        assert_eq!(stage["target"], 1_000_000);
+        assert!(stage["at_end"].as_u64().unwrap() <= 4, "{stage}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_per_second_obeys_sigterm() {
     let server = servers::silent().await;
     let dir = tempfile::tempdir().unwrap();
