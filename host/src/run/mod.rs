@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod progress;
+pub mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::control::{RunControl, StopReason};
@@ -72,6 +73,8 @@ pub mod exit_code {
     pub const INTERRUPTED: i32 = 105;
     /// The plugin aborted the run.
     pub const PLUGIN_ABORT: i32 = 107;
+    /// The run measured nothing: no iteration succeeded, or every request was denied.
+    pub const MEASURED_NOTHING: i32 = 110;
 
     /// What a code means, in a few words.
     pub fn meaning(code: i32) -> &'static str {
@@ -81,6 +84,7 @@ pub mod exit_code {
             THRESHOLDS => "a threshold was crossed",
             INTERRUPTED => "interrupted",
             PLUGIN_ABORT => "the plugin aborted the run",
+            MEASURED_NOTHING => "the run measured nothing",
             _ => "an error",
         }
     }
@@ -238,7 +242,8 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
     let thresholds = Evaluator::new(
         crate::thresholds::parse_thresholds(&config.thresholds)
             .map_err(|e| anyhow!("config error: {e}"))?,
-    );
+    )
+    .allow_missing(config.allow_missing_thresholds);
     let known: Vec<&str> = inspected
         .info
         .scenarios
@@ -323,6 +328,8 @@ async fn start(request: &RunRequest, plan: &Plan, setup: &Setup) -> Result<Start
         setup_data: setup.data.clone(),
         errors: setup.errors.clone(),
         iteration_timeout: config.limits.iteration_timeout,
+        init_failures: config.limits.init_failures,
+        control: setup.control.clone(),
     };
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let mut scenario_vus = Vec::new();
@@ -489,6 +496,7 @@ fn finish(
         errors: &setup.errors,
         stop_reason: stop_reason.clone(),
         in_flight: setup.services.net.in_flight.load(Ordering::Relaxed),
+        net_warnings: setup.services.net.warnings(),
     });
     let view = RunView {
         aggregator: &aggregator,
@@ -507,15 +515,12 @@ fn finish(
         crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
     ));
     summary.warnings.extend(results.warnings());
+    let exit_code = verdict::judge(&mut summary);
+    if let Some(failure) = &summary.failure {
+        crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
+    }
     before_writing(&summary);
     let written = results.finish(&summary);
-    let exit_code = match stop_reason {
-        None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
-        None => exit_code::THRESHOLDS,
-        Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
-        Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
-        Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
-    };
     RunOutcome {
         summary,
         results_dir: written.dir,
