@@ -101,7 +101,8 @@ impl Vu {
                 .call_init(&mut store, &self.ctx.setup_data)
                 .await;
             match init {
-                Ok(Ok(())) => {}
+                // Each iteration starts from the cookies `init` left (k6's jar reset).
+                Ok(Ok(())) => store.data_mut().http.jar_mut().init_done(),
                 Ok(Err(message)) => {
                     return Err(anyhow!(
                         "init() of VU {} failed: {message}",
@@ -150,6 +151,7 @@ impl Vu {
                 state.iteration = iteration;
                 state.iteration_in_scenario = iteration_in_scenario;
                 state.panic_message = None;
+                state.http.jar_mut().start_iteration();
                 state.budget.start_call(timeout);
                 let call = instance
                     .loadtest_scenario_plugin()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use demo_target::{DemoConfig, DemoServer, Faults};
+use demo_target::{Cidr, DemoConfig, DemoServer, Faults};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
@@ -38,6 +38,12 @@ struct Args {
     /// Most WebSockets one user may hold at once.
     #[arg(long, env = "DEMO_WS_MAX_PER_USER", default_value_t = 20)]
     ws_max_per_user: usize,
+    /// Requests per second each client address may make; past it, 429 with Retry-After.
+    #[arg(long, env = "DEMO_RATE_LIMIT")]
+    rate_limit: Option<u32>,
+    /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
+    #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
+    trusted_proxies: Vec<Cidr>,
 }
 
 /// Parses `250ms`, `2s`, `1.5s`, `1m`, `1h`; a bare `0` is also accepted.
@@ -97,6 +103,8 @@ async fn main() -> anyhow::Result<()> {
         ws_ping_interval: args.ws_ping_interval,
         ws_idle_timeout: args.ws_idle_timeout,
         ws_max_per_user: args.ws_max_per_user,
+        rate_limit: args.rate_limit,
+        trusted_proxies: args.trusted_proxies,
         ..DemoConfig::default()
     };
     let server = DemoServer::start(args.listen, config).await?;

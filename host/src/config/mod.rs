@@ -2,11 +2,13 @@
 //! flags, checked and turned into a [`RunConfig`] the executors can trust.
 
 pub mod duration;
+pub mod http;
 pub mod scenario;
 pub mod table;
 pub mod websocket;
 
 pub use duration::{format_duration, parse_duration};
+pub use http::HttpOptions;
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use table::ConfigError;
 pub use websocket::WebSocketOptions;
@@ -25,6 +27,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "http",
 ];
 
 /// Resource limits applied to every VU and request.
@@ -77,6 +80,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// Redirects, cookies, source addresses, setup counting (`[http]`).
+    pub http: HttpOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -93,6 +98,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            http: HttpOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -230,6 +236,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = websocket::parse(&source)?;
+    let http = http::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -239,6 +246,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        http,
         source,
     })
 }

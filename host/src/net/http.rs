@@ -4,6 +4,7 @@
 
 use super::allowlist::{Allowlist, Origin};
 use super::connect::{connect, Connection};
+use super::cookies::CookieJar;
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
 use super::targets::{PoolKey, Target, Targets};
@@ -12,6 +13,7 @@ use crate::metrics::{builtin, Recorder, TagSet};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use rustc_hash::FxHashMap;
+use std::net::IpAddr;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -40,6 +42,10 @@ pub struct HttpRequest {
     pub discard_body: bool,
     /// Inclusive status ranges that count as expected; 200-399 when `None`.
     pub expected_statuses: Option<Vec<(u16, u16)>>,
+    /// Redirects to follow; the run's `max_redirects` when `None`.
+    pub redirects: Option<u32>,
+    /// Leave the VU's cookie jar out of this request.
+    pub no_cookie_jar: bool,
 }
 
 /// Phases of a request, as k6 names them.
@@ -77,6 +83,8 @@ pub struct HttpResponse {
     pub body_size: u64,
     /// Phases.
     pub timings: Timings,
+    /// The URL it came from (the last hop's after redirects).
+    pub url: String,
 }
 
 /// A response's header fields and body, held in the VU's resource table until the
@@ -172,6 +180,8 @@ pub struct NetShared {
     pub ws_open: AtomicI64,
     /// Whether any WebSocket was opened in this run (its gauge is shown only then).
     pub ws_used: std::sync::atomic::AtomicBool,
+    /// Redirects, cookies and source addresses (`[http]`).
+    pub http: crate::config::HttpOptions,
 }
 
 impl NetShared {
@@ -193,7 +203,15 @@ impl NetShared {
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
+            http: Default::default(),
         }
+    }
+
+    /// The same, with the run's `[http]` options.
+    pub fn with_http(mut self, options: crate::config::HttpOptions) -> Self {
+        self.max_redirects = options.max_redirects;
+        self.http = options;
+        self
     }
 
     /// The same, with the run's WebSocket options.
@@ -211,11 +229,16 @@ pub struct HttpClient {
     targets: Targets,
     /// The timeout timer of single requests (a batch's requests each get their own).
     deadline: Deadline,
+    /// The VU's cookies.
+    jar: CookieJar,
+    /// The source address of the VU's connections (`[http] local_ips`).
+    local_ip: Option<IpAddr>,
 }
 
 /// A request checked and ready to go on the wire.
 struct Prepared {
     target: Arc<Target>,
+    local_ip: Option<IpAddr>,
     request: http::Request<Full<Bytes>>,
     timeout: Duration,
     discard_body: bool,
@@ -227,30 +250,54 @@ struct Prepared {
 impl HttpClient {
     /// A client with no connections yet.
     pub fn new(shared: Arc<NetShared>) -> Self {
+        let jar = CookieJar::new(!shared.http.no_cookies_reset);
         Self {
             shared,
             idle: FxHashMap::default(),
             tags: RequestTags::new(),
             targets: Targets::default(),
             deadline: Deadline::default(),
+            jar,
+            local_ip: None,
         }
     }
 
-    /// Sends one request; `tags` are the VU's base tags (scenario, ...).
+    /// Binds the client's connections to the source address of VU `vu_id` when the run
+    /// sets `[http] local_ips`.
+    pub fn for_vu(mut self, vu_id: u64) -> Self {
+        self.local_ip = self.shared.http.local_ip(vu_id);
+        self
+    }
+
+    /// The VU's cookie jar.
+    pub fn jar(&self) -> &CookieJar {
+        &self.jar
+    }
+
+    /// The VU's cookie jar, to change.
+    pub fn jar_mut(&mut self) -> &mut CookieJar {
+        &mut self.jar
+    }
+
+    /// Sends one request, following redirects; `tags` are the VU's base tags.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
+        let limit = req.redirects.unwrap_or(self.shared.max_redirects);
         let mut hops = 0;
         loop {
-            let response = self.send_once(&req, tags).await?;
+            let mut response = self.send_once(&req, tags).await?;
             match redirect::next_hop(&req, &response) {
-                Some(next) if hops < self.shared.max_redirects => {
+                Some(next) if hops < limit => {
                     req = next?;
                     hops += 1;
                 }
-                _ => return Ok(response),
+                _ => {
+                    response.url = req.url;
+                    return Ok(response);
+                }
             }
         }
     }
@@ -270,7 +317,17 @@ impl HttpClient {
             self.checkin(key, conn);
         }
         self.record(&meta, &result, io);
+        if let Ok(response) = &result {
+            self.keep_cookies(req, response);
+        }
         result
+    }
+
+    /// Stores the response's cookies, unless the request left the jar out.
+    fn keep_cookies(&mut self, req: &HttpRequest, response: &HttpResponse) {
+        if !req.no_cookie_jar {
+            self.jar.store_response(&req.url, &response.content.headers);
+        }
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
@@ -308,19 +365,30 @@ impl HttpClient {
                 self.checkin(key, conn);
             }
             self.record(&meta, &result, io);
+            if let Ok(response) = &result {
+                self.keep_cookies(&reqs[i], response);
+            }
             slots[i] = Some(result);
         }
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
             let result = slot.expect("every slot filled");
+            let limit = req.redirects.unwrap_or(self.shared.max_redirects);
             let next = match &result {
-                Ok(response) => redirect::next_hop(&req, response),
-                Err(_) => None,
+                Ok(response) if limit > 0 => redirect::next_hop(&req, response),
+                _ => None,
             };
             results.push(match next {
-                Some(Ok(next)) if self.shared.max_redirects > 0 => self.send(next, tags).await,
+                Some(Ok(mut next)) => {
+                    // The first hop was the batch's own request.
+                    next.redirects = Some(limit - 1);
+                    self.send(next, tags).await
+                }
                 Some(Err(e)) => Err(e),
-                _ => result,
+                None => result.map(|mut r| {
+                    r.url = req.url;
+                    r
+                }),
             });
         }
         results
@@ -382,6 +450,11 @@ impl HttpClient {
         if !has_host {
             builder = builder.header(http::header::HOST, target.host_header.clone());
         }
+        if !req.no_cookie_jar {
+            if let Some(jar_cookies) = self.jar.header_for(&req.url) {
+                builder = with_jar_cookies(builder, jar_cookies)?;
+            }
+        }
         let body = req.body.clone();
         let request = builder
             .body(Full::new(body))
@@ -391,6 +464,7 @@ impl HttpClient {
             .request(base_tags, method.as_str(), &req.url, &req.tags);
         Ok(Prepared {
             target,
+            local_ip: self.local_ip,
             request,
             timeout: req.timeout.unwrap_or(self.shared.default_timeout),
             discard_body: req.discard_body,
@@ -506,7 +580,7 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(&prepared.target.origin).await {
+        None => match connect(&prepared.target.origin, prepared.local_ip).await {
             Ok((c, connect_timings)) => {
                 timings.connecting = connect_timings.connecting;
                 timings.tls_handshaking = connect_timings.tls_handshaking;
@@ -567,8 +641,44 @@ async fn exchange(
         content: ResponseContent { headers, body },
         body_size,
         timings,
+        // Set by the client, which owns the request's URL.
+        url: String::new(),
     };
     (Ok(response), Some(conn), io)
+}
+
+/// Adds the jar's cookies to a request: into the plugin's own `Cookie` field if it set
+/// one (its cookies win over the jar's of the same name, as in k6), else as the field.
+fn with_jar_cookies(
+    mut builder: http::request::Builder,
+    jar_cookies: String,
+) -> Result<http::request::Builder, HttpError> {
+    let Some(headers) = builder.headers_mut() else {
+        return Ok(builder);
+    };
+    let value = match headers.get(http::header::COOKIE) {
+        None => jar_cookies,
+        Some(own) => {
+            let own = own.to_str().unwrap_or_default().to_owned();
+            let names: Vec<&str> = own
+                .split(';')
+                .filter_map(|p| p.trim().split_once('=').map(|(n, _)| n))
+                .collect();
+            let mut merged = own.clone();
+            for pair in jar_cookies.split("; ") {
+                let name = pair.split_once('=').map_or(pair, |(n, _)| n);
+                if !names.contains(&name) {
+                    merged.push_str("; ");
+                    merged.push_str(pair);
+                }
+            }
+            merged
+        }
+    };
+    let value = http::HeaderValue::from_str(&value)
+        .map_err(|_| HttpError::Invalid(format!("invalid Cookie value {value:?}")))?;
+    headers.insert(http::header::COOKIE, value);
+    Ok(builder)
 }
 
 fn classify(e: &hyper::Error) -> HttpError {

@@ -116,7 +116,10 @@ fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostS
         config.limits.max_body_bytes,
         recorder.clone(),
     );
-    let net = Arc::new(net.with_websocket(config.websocket.clone()));
+    let net = Arc::new(
+        net.with_websocket(config.websocket.clone())
+            .with_http(config.http.clone()),
+    );
     Ok(Arc::new(HostServices {
         recorder,
         net,

@@ -4,6 +4,7 @@ mod admin;
 mod auth;
 mod notes;
 mod static_files;
+mod survey;
 mod ws;
 
 use bytes::Bytes;
@@ -44,6 +45,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             _ => method_not_allowed("GET"),
         },
         ["auth", "token"] => auth::token(state, req).await,
+        ["survey", ..] | ["cookies", ..] => survey::dispatch(state, req, &segments).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
         ["groups", group, "notes"] => match group.parse() {
