@@ -58,7 +58,10 @@ async fn survey_flow_sees_the_302_keeps_the_session_and_tokens_are_single_use() 
     assert_eq!(counts.logins, check(&run, "login answers 302 to /survey").0);
     assert_eq!(counts.pages, check(&run, "tokens found in the page").0);
     assert_eq!(counts.accepted, check(&run, "answer accepted").0);
-    assert_eq!(counts.token_refused, check(&run, "replayed token refused").0);
+    assert_eq!(
+        counts.token_refused,
+        check(&run, "replayed token refused").0
+    );
     assert_eq!(counts.csrf_refused, 0);
     // redirects(0): the 302 was not followed, so four requests per iteration.
     assert_eq!(served, 40);
@@ -97,7 +100,10 @@ async fn the_jar_starts_each_iteration_from_init_and_sends_cookies_only_where_th
     assert_eq!(run.metric("init_cookie_seen", "count"), 6.0);
     assert_eq!(run.metric("previous_iteration_cookie_seen", "count"), 0.0);
     assert_eq!(run.metric("foreign_cookie_seen", "count"), 0.0);
-    assert_eq!(check(&run, "the redirect hop sent the cookie its 302 set"), (2, 0));
+    assert_eq!(
+        check(&run, "the redirect hop sent the cookie its 302 set"),
+        (2, 0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,8 +189,14 @@ async fn fake_ips_count_as_clients_only_behind_a_trusted_proxy() {
     paced_run(&server, "", true).await;
     let untrusted_refused = server.responses(429);
     server.shutdown().await;
-    assert_eq!(trusted_refused, 0, "X-Forwarded-For from the trusted proxy was not honoured");
-    assert!(untrusted_refused > 0, "X-Forwarded-For from an untrusted peer was believed");
+    assert_eq!(
+        trusted_refused, 0,
+        "X-Forwarded-For from the trusted proxy was not honoured"
+    );
+    assert!(
+        untrusted_refused > 0,
+        "X-Forwarded-For from an untrusted peer was believed"
+    );
 }
 
 async fn setup_run(extra: &str) -> (common::Finished, u64) {
@@ -216,7 +228,12 @@ async fn setup_requests_are_kept_out_of_the_totals_unless_counted() {
     // Two requests in setup, one in teardown, three in iterations.
     assert_eq!(served, 6);
     assert_eq!(run.metric("http_reqs", "count"), 3.0);
-    assert_eq!(run.json["setup"]["http_reqs"]["setup"].as_u64(), Some(2), "{}", run.json["setup"]);
+    assert_eq!(
+        run.json["setup"]["http_reqs"]["setup"].as_u64(),
+        Some(2),
+        "{}",
+        run.json["setup"]
+    );
     assert_eq!(run.json["setup"]["http_reqs"]["teardown"].as_u64(), Some(1));
 
     let (run, served) = setup_run("[http]\ncount_setup = true").await;

@@ -40,7 +40,11 @@ impl Cidr {
         let bits = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => bits,
-            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= bits).ok_or_else(bad)?,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= bits)
+                .ok_or_else(bad)?,
         };
         Ok(Cidr { addr, prefix })
     }
@@ -49,11 +53,15 @@ impl Cidr {
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -93,7 +101,10 @@ impl Clients {
 
     /// Distinct peer addresses that connected so far.
     pub fn distinct_peers(&self) -> usize {
-        self.peers.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// The client behind a request from `peer` with `headers`.
@@ -179,22 +190,34 @@ mod tests {
         assert!(!Cidr::parse("127.0.0.1").unwrap().contains(ip("127.0.0.2")));
         assert!(Cidr::parse("0.0.0.0/0").unwrap().contains(ip("8.8.8.8")));
         assert!(Cidr::parse("::1/128").unwrap().contains(ip("::1")));
-        assert!(Cidr::parse("127.0.0.0/8").unwrap().contains(ip("::ffff:127.0.0.5")));
+        assert!(Cidr::parse("127.0.0.0/8")
+            .unwrap()
+            .contains(ip("::ffff:127.0.0.5")));
         for bad in ["10.0.0.0/33", "x/8", "10.0.0.0/", ""] {
-            assert!(Cidr::parse(bad).unwrap_err().contains("10.0.0.0/8"), "{bad}");
+            assert!(
+                Cidr::parse(bad).unwrap_err().contains("10.0.0.0/8"),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn forwarded_for_counts_only_from_trusted_proxies() {
-        let clients = Clients::new(vec![Cidr::parse("127.0.0.1/32").unwrap()], None, Instant::now());
+        let clients = Clients::new(
+            vec![Cidr::parse("127.0.0.1/32").unwrap()],
+            None,
+            Instant::now(),
+        );
         // From the proxy: the right-most untrusted address.
         assert_eq!(
             clients.client(ip("127.0.0.1"), &headers(&["1.2.3.4, 5.6.7.8"])),
             ip("5.6.7.8")
         );
         assert_eq!(
-            clients.client(ip("127.0.0.1"), &headers(&["1.2.3.4", "5.6.7.8, 127.0.0.1"])),
+            clients.client(
+                ip("127.0.0.1"),
+                &headers(&["1.2.3.4", "5.6.7.8, 127.0.0.1"])
+            ),
             ip("5.6.7.8")
         );
         // Not from the proxy: the header is the client's own claim and is ignored.
@@ -202,7 +225,10 @@ mod tests {
             clients.client(ip("127.0.0.2"), &headers(&["1.2.3.4"])),
             ip("127.0.0.2")
         );
-        assert_eq!(clients.client(ip("127.0.0.1"), &headers(&[])), ip("127.0.0.1"));
+        assert_eq!(
+            clients.client(ip("127.0.0.1"), &headers(&[])),
+            ip("127.0.0.1")
+        );
         assert_eq!(
             clients.client(ip("127.0.0.1"), &headers(&["garbage, 9.9.9.9"])),
             ip("9.9.9.9")

@@ -88,9 +88,9 @@ pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             )
         })?;
         for item in items {
-            let text = item.as_str().ok_or_else(|| {
-                r.error("local_ips", format!("expected a string, got `{item}`"))
-            })?;
+            let text = item
+                .as_str()
+                .ok_or_else(|| r.error("local_ips", format!("expected a string, got `{item}`")))?;
             let range = parse_range(text).map_err(|e| r.error("local_ips", e))?;
             if options.local_ips.len() as u128 + range.len() > MAX_LOCAL_IPS {
                 return Err(r.error(
@@ -194,7 +194,14 @@ mod tests {
         let shown: Vec<String> = o.local_ips.iter().map(|a| a.to_string()).collect();
         assert_eq!(
             shown,
-            ["127.0.0.10", "127.0.0.11", "127.0.0.12", "127.0.1.0", "127.0.1.1", "::1"]
+            [
+                "127.0.0.10",
+                "127.0.0.11",
+                "127.0.0.12",
+                "127.0.1.0",
+                "127.0.1.1",
+                "::1"
+            ]
         );
         assert_eq!(o.local_ip(1).unwrap().to_string(), "127.0.0.10");
         assert_eq!(o.local_ip(7).unwrap().to_string(), "127.0.0.10");
@@ -218,7 +225,10 @@ mod tests {
         let err = parse_text("[http]\nlocal_ips = \"127.0.0.1\"").unwrap_err();
         assert!(err.message.contains("must be an array"), "{err}");
         let err = parse_text("[http]\nmax_redirect = 3").unwrap_err();
-        assert!(err.message.contains("did you mean `max_redirects`"), "{err}");
+        assert!(
+            err.message.contains("did you mean `max_redirects`"),
+            "{err}"
+        );
         assert!(parse_text("[http]\nmax_redirects = 1000").is_err());
     }
 }

@@ -180,7 +180,15 @@ mod tests {
     use super::*;
     use crate::metrics::TagSet;
 
-    fn series(totals: &mut SeriesMap, method: &str, name: &str, status: &str, n: u32, ms: u64, failed: bool) {
+    fn series(
+        totals: &mut SeriesMap,
+        method: &str,
+        name: &str,
+        status: &str,
+        n: u32,
+        ms: u64,
+        failed: bool,
+    ) {
         let tags = TagSet::from_pairs([("method", method), ("name", name), ("status", status)]);
         totals.insert((builtin::HTTP_REQS, tags.clone()), Value::Counter(n as f64));
         let mut h = new_histogram();
@@ -191,7 +199,10 @@ mod tests {
         let hits = if failed { n as u64 } else { 0 };
         totals.insert(
             (builtin::HTTP_REQ_FAILED, tags),
-            Value::Rate { hits, total: n as u64 },
+            Value::Rate {
+                hits,
+                total: n as u64,
+            },
         );
     }
 
@@ -205,7 +216,10 @@ mod tests {
         assert_eq!(e.folded, 0);
         assert_eq!(e.rows.len(), 2);
         let get = &e.rows[0];
-        assert_eq!((get.method.as_str(), get.name.as_str(), get.count), ("GET", "/a", 100));
+        assert_eq!(
+            (get.method.as_str(), get.name.as_str(), get.count),
+            ("GET", "/a", 100)
+        );
         assert!((get.rate - 10.0).abs() < 1e-9);
         assert!((get.error_rate - 0.1).abs() < 1e-9);
         assert!((get.p50 - 10.0).abs() < 0.1, "{get:?}");
@@ -219,7 +233,15 @@ mod tests {
     fn past_the_limit_names_fold_into_other_and_counts_still_add_up() {
         let mut totals = SeriesMap::default();
         for i in 0..10 {
-            series(&mut totals, "GET", &format!("/n/{i}"), "200", 10 + i, 1, false);
+            series(
+                &mut totals,
+                "GET",
+                &format!("/n/{i}"),
+                "200",
+                10 + i,
+                1,
+                false,
+            );
         }
         let e = endpoints(&totals, Duration::from_secs(1), 3);
         assert_eq!(e.folded, 7);

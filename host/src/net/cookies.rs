@@ -128,9 +128,9 @@ impl CookieJar {
         let parsed = parse_url(url)?;
         let bad = |what: &str, text: &str| {
             text.is_empty() && what == "name"
-                || text
-                    .chars()
-                    .any(|c| c.is_control() || c == ';' || (what == "name" && (c == '=' || c == ' ')))
+                || text.chars().any(|c| {
+                    c.is_control() || c == ';' || (what == "name" && (c == '=' || c == ' '))
+                })
         };
         if bad("name", name) {
             return Err(format!(
@@ -209,13 +209,26 @@ mod tests {
         assert_eq!(jar.header_for("http://127.0.0.1:1/"), None);
         jar.store_response(
             "http://127.0.0.1:1/survey/login",
-            &set_cookie(&["s=1; Path=/survey; HttpOnly", "all=2; Path=/", "sec=3; Secure"]),
+            &set_cookie(&[
+                "s=1; Path=/survey; HttpOnly",
+                "all=2; Path=/",
+                "sec=3; Secure",
+            ]),
         );
-        assert_eq!(jar.header_for("http://127.0.0.1:1/survey").as_deref(), Some("all=2; s=1"));
-        assert_eq!(jar.header_for("http://127.0.0.1:1/other").as_deref(), Some("all=2"));
+        assert_eq!(
+            jar.header_for("http://127.0.0.1:1/survey").as_deref(),
+            Some("all=2; s=1")
+        );
+        assert_eq!(
+            jar.header_for("http://127.0.0.1:1/other").as_deref(),
+            Some("all=2")
+        );
         // Another host (even on the same machine) gets nothing; ports do not matter.
         assert_eq!(jar.header_for("http://localhost:1/survey"), None);
-        assert_eq!(jar.header_for("http://127.0.0.1:2/").as_deref(), Some("all=2"));
+        assert_eq!(
+            jar.header_for("http://127.0.0.1:2/").as_deref(),
+            Some("all=2")
+        );
         // Secure cookies only over https.
         assert!(jar.cookies_for("https://127.0.0.1:1/survey").unwrap().len() == 3);
     }
@@ -234,7 +247,10 @@ mod tests {
         jar.store_response("http://h/", &set_cookie(&["login=1; Path=/"]));
         jar.init_done();
         jar.store_response("http://h/", &set_cookie(&["cart=2; Path=/"]));
-        assert_eq!(jar.header_for("http://h/").as_deref(), Some("cart=2; login=1"));
+        assert_eq!(
+            jar.header_for("http://h/").as_deref(),
+            Some("cart=2; login=1")
+        );
         jar.start_iteration();
         assert_eq!(jar.header_for("http://h/").as_deref(), Some("login=1"));
         // Without the reset, cookies stay.
@@ -248,7 +264,8 @@ mod tests {
     #[test]
     fn the_plugin_can_set_read_and_clear() {
         let mut jar = CookieJar::new(true);
-        jar.set("http://h/a/b", "x", "1", &CookieOptions::default()).unwrap();
+        jar.set("http://h/a/b", "x", "1", &CookieOptions::default())
+            .unwrap();
         jar.set(
             "http://h/",
             "y",
@@ -261,14 +278,28 @@ mod tests {
         .unwrap();
         // Default path: the URL's directory.
         assert_eq!(jar.cookies_for("http://h/a/c").unwrap().len(), 2);
-        assert_eq!(jar.cookies_for("http://h/").unwrap(), vec![("y".into(), "2".into())]);
+        assert_eq!(
+            jar.cookies_for("http://h/").unwrap(),
+            vec![("y".into(), "2".into())]
+        );
         jar.remove("http://h/a/c", Some("y")).unwrap();
-        assert_eq!(jar.cookies_for("http://h/a/c").unwrap(), vec![("x".into(), "1".into())]);
+        assert_eq!(
+            jar.cookies_for("http://h/a/c").unwrap(),
+            vec![("x".into(), "1".into())]
+        );
         jar.remove("http://h/a/c", None).unwrap();
         assert!(jar.cookies_for("http://h/a/c").unwrap().is_empty());
-        assert!(jar.set("http://h/", "a b", "1", &Default::default()).unwrap_err().contains("invalid cookie name"));
-        assert!(jar.set("http://h/", "a", "1;x", &Default::default()).is_err());
-        assert!(jar.cookies_for("not a url").unwrap_err().contains("invalid URL"));
+        assert!(jar
+            .set("http://h/", "a b", "1", &Default::default())
+            .unwrap_err()
+            .contains("invalid cookie name"));
+        assert!(jar
+            .set("http://h/", "a", "1;x", &Default::default())
+            .is_err());
+        assert!(jar
+            .cookies_for("not a url")
+            .unwrap_err()
+            .contains("invalid URL"));
         // A domain the URL is not in is refused.
         let other = CookieOptions {
             domain: Some("example.org".into()),

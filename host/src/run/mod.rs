@@ -4,6 +4,7 @@
 pub mod control;
 pub mod errors;
 pub mod progress;
+pub mod stage;
 pub mod summary;
 pub mod vu_factory;
 pub mod warnings;
@@ -98,13 +99,7 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
 }
 
 fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
-    VuIdentity {
-        vu_id: 0,
-        vu_id_in_scenario: 0,
-        scenario: Arc::from("setup"),
-        tags: TagSet::from_pairs([("scenario", "setup")]),
-        env: Arc::new(env.clone()),
-    }
+    stage::identity(env, "setup")
 }
 
 fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
@@ -234,7 +229,8 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let started_at = SystemTime::now();
 
     // setup() runs once in an instance of its own; its result goes to every VU.
-    let setup_state = VuState::new(services.clone(), setup_identity(&config.env));
+    let (setup_services, setup_recorder) = stage::services(&config, &services);
+    let setup_state = VuState::new(setup_services, setup_identity(&config.env));
     let (mut setup_store, setup_instance) = plugin.instantiate(setup_state).await?;
     let config_json = serde_json::to_string(&config.source).unwrap_or_default();
     setup_store
@@ -337,6 +333,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     progress.finish();
 
     // teardown() gets the setup data, as in k6, even after an interrupted run.
+    setup_store.data_mut().identity = stage::identity(&config.env, "teardown");
     setup_store
         .data_mut()
         .budget
@@ -377,6 +374,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         elapsed,
     };
     summary.thresholds = thresholds.finish(&view);
+    summary.setup = match &setup_recorder {
+        Some(apart) => stage::summarize(&apart.drain(), false),
+        None => stage::summarize(aggregator.totals(), true),
+    };
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }

@@ -51,6 +51,8 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Requests of `setup()` and `teardown()`, and whether the totals count them.
+    pub setup: super::stage::SetupSummary,
 }
 
 /// The host.
@@ -253,6 +255,7 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            setup: Default::default(),
         }
     }
 }

@@ -2,8 +2,8 @@
 //! `<script>`, a value after a marker.
 //!
 //! [`between`] costs nothing extra. HTML and regular expressions are behind cargo
-//! features, so a plugin that does not use them does not carry their code (about
-//! 300 KB for `html`, 500 KB for `regex` in a release component):
+//! features, so a plugin that does not use them does not carry their code (`html`
+//! makes the `survey` example 766 KB, against 150 KB for `notes` without it):
 //!
 //! ```toml
 //! loadtest-sdk = { path = "../sdk", features = ["html", "regex"] }
@@ -79,7 +79,11 @@ mod html {
         /// The first element matching `css`.
         pub fn first(&self, css: &str) -> Result<Option<Element<'_>>, String> {
             let selector = selector(css)?;
-            Ok(self.html.select(&selector).next().map(|inner| Element { inner }))
+            Ok(self
+                .html
+                .select(&selector)
+                .next()
+                .map(|inner| Element { inner }))
         }
 
         /// Attribute `name` of the first element matching `css`.
@@ -97,9 +101,9 @@ mod html {
         /// The JSON in `<script type="application/json" id="ID">`, parsed into `T`.
         pub fn json_script<T: DeserializeOwned>(&self, id: &str) -> Result<T, String> {
             let css = format!("script[type=\"application/json\"][id=\"{id}\"]");
-            let text = self
-                .text(&css)?
-                .ok_or_else(|| format!("no <script type=\"application/json\" id={id:?}> in the page"))?;
+            let text = self.text(&css)?.ok_or_else(|| {
+                format!("no <script type=\"application/json\" id={id:?}> in the page")
+            })?;
             serde_json::from_str(&text)
                 .map_err(|e| format!("<script id={id:?}> is not the expected JSON: {e}"))
         }
@@ -172,11 +176,8 @@ mod re {
     /// match when the pattern has no group).
     pub fn capture(pattern: &str, text: &str) -> Result<Option<String>, String> {
         with_regex(pattern, |re| {
-            re.captures(text).and_then(|c| {
-                c.get(1)
-                    .or_else(|| c.get(0))
-                    .map(|m| m.as_str().to_owned())
-            })
+            re.captures(text)
+                .and_then(|c| c.get(1).or_else(|| c.get(0)).map(|m| m.as_str().to_owned()))
         })
     }
 
@@ -211,24 +212,44 @@ mod tests {
                <script type="application/json" id="data">{"token": "t9"}</script>
                <script type="application/json" id="other">nope</script>"#,
         );
-        assert_eq!(page.attr("input[name=csrf]", "value").unwrap().as_deref(), Some("c1"));
+        assert_eq!(
+            page.attr("input[name=csrf]", "value").unwrap().as_deref(),
+            Some("c1")
+        );
         assert_eq!(page.text("p.q").unwrap().as_deref(), Some("How good?"));
         assert_eq!(page.select("p.q").unwrap().len(), 2);
         assert_eq!(page.attr("input[name=nope]", "value").unwrap(), None);
         let v: serde_json::Value = page.json_script("data").unwrap();
         assert_eq!(v["token"], "t9");
-        assert!(page.json_script::<serde_json::Value>("other").unwrap_err().contains("not the expected JSON"));
-        assert!(page.json_script::<serde_json::Value>("gone").unwrap_err().contains("no <script"));
-        assert!(page.select("p[").unwrap_err().contains("invalid CSS selector"));
+        assert!(page
+            .json_script::<serde_json::Value>("other")
+            .unwrap_err()
+            .contains("not the expected JSON"));
+        assert!(page
+            .json_script::<serde_json::Value>("gone")
+            .unwrap_err()
+            .contains("no <script"));
+        assert!(page
+            .select("p[")
+            .unwrap_err()
+            .contains("invalid CSS selector"));
     }
 
     #[cfg(feature = "regex")]
     #[test]
     fn regex_captures_the_first_group() {
         let text = "token=a1; token=b2";
-        assert_eq!(capture(r"token=(\w+)", text).unwrap().as_deref(), Some("a1"));
-        assert_eq!(capture(r"token=\w+", text).unwrap().as_deref(), Some("token=a1"));
+        assert_eq!(
+            capture(r"token=(\w+)", text).unwrap().as_deref(),
+            Some("a1")
+        );
+        assert_eq!(
+            capture(r"token=\w+", text).unwrap().as_deref(),
+            Some("token=a1")
+        );
         assert_eq!(capture_all(r"token=(\w+)", text).unwrap(), vec!["a1", "b2"]);
-        assert!(capture("(", text).unwrap_err().contains("invalid regular expression"));
+        assert!(capture("(", text)
+            .unwrap_err()
+            .contains("invalid regular expression"));
     }
 }

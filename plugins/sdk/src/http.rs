@@ -223,7 +223,12 @@ impl RequestBuilder {
     pub fn multipart(mut self, form: Multipart) -> Self {
         let (content_type, body) = form.finish();
         self.body = Some(body);
-        tags::set(&mut self.headers, "Content-Type".to_owned(), content_type, true);
+        tags::set(
+            &mut self.headers,
+            "Content-Type".to_owned(),
+            content_type,
+            true,
+        );
         self
     }
 
@@ -829,16 +834,22 @@ mod tests {
             url(get("http://h/s?x=1#top").query(&[("y", "é")])),
             "http://h/s?x=1&y=%C3%A9#top"
         );
-        assert_eq!(url(get("http://h/s?").query(&[("y", "2")])), "http://h/s?y=2");
+        assert_eq!(
+            url(get("http://h/s?").query(&[("y", "2")])),
+            "http://h/s?y=2"
+        );
         let none: &[(&str, &str)] = &[];
         assert_eq!(url(get("http://h/s").query(none)), "http://h/s");
     }
 
     #[test]
     fn multipart_has_fields_files_and_a_safe_boundary() {
-        let form = Multipart::new()
-            .text("title", "a \"report\"")
-            .file("upload", "r.csv", "text/csv", b"----loadtest-boundary".to_vec());
+        let form = Multipart::new().text("title", "a \"report\"").file(
+            "upload",
+            "r.csv",
+            "text/csv",
+            b"----loadtest-boundary".to_vec(),
+        );
         let req = post("http://h/u").multipart(form).into_wit().unwrap();
         let content_type = &req.headers[0].1;
         let boundary = content_type
@@ -859,7 +870,11 @@ mod tests {
 
     #[test]
     fn redirects_and_jar_opt_out_reach_the_host() {
-        let req = get("http://h/").redirects(0).no_cookie_jar().into_wit().unwrap();
+        let req = get("http://h/")
+            .redirects(0)
+            .no_cookie_jar()
+            .into_wit()
+            .unwrap();
         assert_eq!(req.options.redirects, Some(0));
         assert!(req.options.no_cookie_jar);
         let req = get("http://h/").into_wit().unwrap();

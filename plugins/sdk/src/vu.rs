@@ -63,7 +63,9 @@ pub fn fake_ip(cidr: &str) -> Result<std::net::IpAddr, String> {
 /// [`fake_ip`] for VU `vu_id`.
 fn fake_ip_for(cidr: &str, vu_id: u64) -> Result<std::net::IpAddr, String> {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let bad = |why: &str| format!("fake_ip: {cidr:?} is not a CIDR range ({why}); write it as \"10.0.0.0/8\"");
+    let bad = |why: &str| {
+        format!("fake_ip: {cidr:?} is not a CIDR range ({why}); write it as \"10.0.0.0/8\"")
+    };
     let (addr, prefix) = cidr.split_once('/').ok_or_else(|| bad("no /prefix"))?;
     let addr: IpAddr = addr.trim().parse().map_err(|_| bad("bad address"))?;
     let prefix: u32 = prefix.trim().parse().map_err(|_| bad("bad prefix"))?;
@@ -75,7 +77,11 @@ fn fake_ip_for(cidr: &str, vu_id: u64) -> Result<std::net::IpAddr, String> {
     // Usable host numbers: 1 ..= size-2 for IPv4 ranges of 4 or more addresses (no
     // network or broadcast address), 1 ..= size-1 for IPv6, the address itself for /32
     // and /128 (or /31 pairs).
-    let size: u128 = if host_bits >= 128 { u128::MAX } else { 1u128 << host_bits };
+    let size: u128 = if host_bits >= 128 {
+        u128::MAX
+    } else {
+        1u128 << host_bits
+    };
     let (first, count) = match (addr.is_ipv4(), size) {
         (_, 1) => (0, 1),
         (true, 2) => (0, 2),
@@ -85,11 +91,19 @@ fn fake_ip_for(cidr: &str, vu_id: u64) -> Result<std::net::IpAddr, String> {
     let host = first + (vu_id.saturating_sub(1) as u128) % count;
     Ok(match addr {
         IpAddr::V4(a) => {
-            let mask = if prefix == 0 { 0 } else { u32::MAX << host_bits };
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u32::MAX << host_bits
+            };
             IpAddr::V4(Ipv4Addr::from((u32::from(a) & mask) | host as u32))
         }
         IpAddr::V6(a) => {
-            let mask = if prefix == 0 { 0 } else { u128::MAX << host_bits };
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u128::MAX << host_bits
+            };
             IpAddr::V6(Ipv6Addr::from((u128::from(a) & mask) | host))
         }
     })

@@ -59,8 +59,14 @@ impl Scenario for Survey {
             .name("/survey/login")
             .send()?;
         let cookie = login.header("set-cookie").unwrap_or_default().to_owned();
-        check("login answers 302 to /survey", login.status() == 302 && login.header("location") == Some("/survey"));
-        check("login sets the session cookie", cookie.starts_with("survey_session="));
+        check(
+            "login answers 302 to /survey",
+            login.status() == 302 && login.header("location") == Some("/survey"),
+        );
+        check(
+            "login sets the session cookie",
+            cookie.starts_with("survey_session="),
+        );
         drop(login);
         check(
             "the jar holds the session",
@@ -73,14 +79,21 @@ impl Scenario for Survey {
         let page = http::get(format!("{base}/survey")).name("/survey").send()?;
         let signed_in = page.status() == 200 && page.url().ends_with("/survey");
         if !check("the jar sends the session cookie", signed_in) {
-            return Err(format!("survey page: status {} at {}", page.status(), page.url()));
+            return Err(format!(
+                "survey page: status {} at {}",
+                page.status(),
+                page.url()
+            ));
         }
 
         // 3. The tokens: CSRF in a hidden field, the answer token in a JSON island.
         let doc = page.html();
         let csrf = doc.attr("input[name=csrf]", "value")?.unwrap_or_default();
         let data: SurveyData = doc.json_script("survey-data")?;
-        check("tokens found in the page", !csrf.is_empty() && !data.token.is_empty());
+        check(
+            "tokens found in the page",
+            !csrf.is_empty() && !data.token.is_empty(),
+        );
 
         // 4. The answer, then the same answer again: the token is single-use.
         let answer = (vu::iteration() % 5 + 1).to_string();

@@ -111,12 +111,17 @@ fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
 }
 
 fn session(headers: &HeaderMap) -> Option<&str> {
-    cookies(headers).find(|(k, _)| *k == SESSION).map(|(_, v)| v)
+    cookies(headers)
+        .find(|(k, _)| *k == SESSION)
+        .map(|(_, v)| v)
 }
 
 async fn login(state: &AppState, req: Request<Incoming>) -> Resp {
     let Some(form) = read_form(state, req).await else {
-        return html(StatusCode::BAD_REQUEST, &login_form("could not read the form"));
+        return html(
+            StatusCode::BAD_REQUEST,
+            &login_form("could not read the form"),
+        );
     };
     let user = field(&form, "user").trim();
     if user.is_empty() || user.len() > MAX_USER_LEN || field(&form, "password") != PASSWORD {
@@ -127,9 +132,9 @@ async fn login(state: &AppState, req: Request<Incoming>) -> Resp {
     }
     let id = state.survey.login(user);
     let mut resp = redirect("/survey");
-    if let Ok(cookie) =
-        HeaderValue::from_str(&format!("{SESSION}={id}; Path=/survey; HttpOnly; SameSite=Lax"))
-    {
+    if let Ok(cookie) = HeaderValue::from_str(&format!(
+        "{SESSION}={id}; Path=/survey; HttpOnly; SameSite=Lax"
+    )) {
         resp.headers_mut().insert(SET_COOKIE, cookie);
     }
     resp
@@ -139,7 +144,8 @@ fn page(state: &AppState, headers: &HeaderMap) -> Resp {
     let Some((user, csrf, token)) = session(headers).and_then(|s| state.survey.page(s)) else {
         return redirect("/survey/login");
     };
-    let data = serde_json::json!({ "token": token, "question": "How likely are you to recommend us?" });
+    let data =
+        serde_json::json!({ "token": token, "question": "How likely are you to recommend us?" });
     html(
         StatusCode::OK,
         &format!(
@@ -161,23 +167,33 @@ fn page(state: &AppState, headers: &HeaderMap) -> Resp {
 async fn answer(state: &AppState, req: Request<Incoming>) -> Resp {
     let session = session(req.headers()).map(str::to_owned);
     let Some(form) = read_form(state, req).await else {
-        return json(StatusCode::BAD_REQUEST, &serde_json::json!({ "error": "could not read the form" }));
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": "could not read the form" }),
+        );
     };
     let Some(session) = session else {
-        return json(StatusCode::UNAUTHORIZED, &serde_json::json!({ "error": "sign in first" }));
+        return json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({ "error": "sign in first" }),
+        );
     };
     if !matches!(field(&form, "answer"), "1" | "2" | "3" | "4" | "5") {
-        return json(StatusCode::BAD_REQUEST, &serde_json::json!({ "error": "answer must be 1 to 5" }));
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": "answer must be 1 to 5" }),
+        );
     }
-    let (status, message) = match state
-        .survey
-        .answer(&session, field(&form, "csrf"), field(&form, "token"))
-    {
-        Verdict::Accepted => (StatusCode::OK, "thank you"),
-        Verdict::NoSession => (StatusCode::UNAUTHORIZED, "sign in first"),
-        Verdict::BadCsrf => (StatusCode::FORBIDDEN, "wrong CSRF token"),
-        Verdict::TokenRefused => (StatusCode::CONFLICT, "answer token already used or unknown"),
-    };
+    let (status, message) =
+        match state
+            .survey
+            .answer(&session, field(&form, "csrf"), field(&form, "token"))
+        {
+            Verdict::Accepted => (StatusCode::OK, "thank you"),
+            Verdict::NoSession => (StatusCode::UNAUTHORIZED, "sign in first"),
+            Verdict::BadCsrf => (StatusCode::FORBIDDEN, "wrong CSRF token"),
+            Verdict::TokenRefused => (StatusCode::CONFLICT, "answer token already used or unknown"),
+        };
     json(status, &serde_json::json!({ "result": message }))
 }
 
@@ -210,6 +226,9 @@ mod tests {
         h.append(COOKIE, "b=2".parse().unwrap());
         assert_eq!(session(&h), Some("s9"));
         assert_eq!(cookies(&h).count(), 3);
-        assert_eq!(escape("<a href=\"x\">&"), "&lt;a href=&quot;x&quot;&gt;&amp;");
+        assert_eq!(
+            escape("<a href=\"x\">&"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;"
+        );
     }
 }
