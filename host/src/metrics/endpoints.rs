@@ -195,7 +195,10 @@ mod tests {
         for _ in 0..n {
             h.record(ms * 1000).unwrap();
         }
-        totals.insert((builtin::HTTP_REQ_DURATION, tags.clone()), Value::Trend(h));
+        totals.insert(
+            (builtin::HTTP_REQ_DURATION, tags.clone()),
+            Value::Trend(Box::new(h)),
+        );
         let hits = if failed { n as u64 } else { 0 };
         totals.insert(
             (builtin::HTTP_REQ_FAILED, tags),

@@ -44,12 +44,13 @@ mod html {
     use serde::de::DeserializeOwned;
 
     /// A parsed HTML page, queried with CSS selectors.
+    #[derive(Debug)]
     pub struct Document {
         html: scraper::Html,
     }
 
     /// One element of a [`Document`].
-    #[derive(Clone, Copy)]
+    #[derive(Debug, Clone, Copy)]
     pub struct Element<'a> {
         inner: scraper::ElementRef<'a>,
     }
