@@ -59,14 +59,22 @@ impl CookieJar {
             return None;
         }
         let url = Url::parse(url).ok()?;
+        let mut cookies = self.store.matches(&url);
+        // RFC 6265 5.4: longer paths first; then by name, so the order is stable.
+        cookies.sort_by(|a, b| {
+            b.path
+                .len()
+                .cmp(&a.path.len())
+                .then_with(|| a.name().cmp(b.name()))
+        });
         let mut header = String::new();
-        for (name, value) in self.store.get_request_values(&url) {
+        for cookie in cookies {
             if !header.is_empty() {
                 header.push_str("; ");
             }
-            header.push_str(name);
+            header.push_str(cookie.name());
             header.push('=');
-            header.push_str(value);
+            header.push_str(cookie.value());
         }
         (!header.is_empty()).then_some(header)
     }
@@ -209,15 +217,12 @@ mod tests {
         assert_eq!(jar.header_for("http://127.0.0.1:1/"), None);
         jar.store_response(
             "http://127.0.0.1:1/survey/login",
-            &set_cookie(&[
-                "s=1; Path=/survey; HttpOnly",
-                "all=2; Path=/",
-                "sec=3; Secure",
-            ]),
+            &set_cookie(&["s=1; Path=/survey; HttpOnly", "all=2; Path=/"]),
         );
+        // Longer paths first.
         assert_eq!(
             jar.header_for("http://127.0.0.1:1/survey").as_deref(),
-            Some("all=2; s=1")
+            Some("s=1; all=2")
         );
         assert_eq!(
             jar.header_for("http://127.0.0.1:1/other").as_deref(),
@@ -229,8 +234,11 @@ mod tests {
             jar.header_for("http://127.0.0.1:2/").as_deref(),
             Some("all=2")
         );
-        // Secure cookies only over https.
-        assert!(jar.cookies_for("https://127.0.0.1:1/survey").unwrap().len() == 3);
+        // Secure cookies only over https (and to loopback, which browsers count as a
+        // secure context).
+        jar.store_response("http://h/", &set_cookie(&["sec=3; Secure; Path=/"]));
+        assert_eq!(jar.header_for("http://h/"), None);
+        assert_eq!(jar.header_for("https://h/").as_deref(), Some("sec=3"));
     }
 
     #[test]
