@@ -205,7 +205,12 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => {
             let faults = args.faults.faults();
-            crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin)).await
+            let demo =
+                crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin))
+                    .await?;
+            let code = finish(demo.outcome);
+            println!("  the demo target served {} requests", demo.served);
+            Ok(code)
         }
         Command::Compare {
             a,

@@ -1,7 +1,7 @@
 //! `host demo`: the embedded demo target on a free loopback port and the bundled
 //! `notes` plugin run against it, so a fresh clone shows a real run with no set-up.
 
-use crate::run::{self, RunRequest};
+use crate::run::{self, RunOutcome, RunRequest};
 use anyhow::{Context, Result};
 use demo_target::{DemoConfig, DemoServer, Faults};
 use std::path::PathBuf;
@@ -25,13 +25,21 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
     Ok(path)
 }
 
+/// A finished demo: the run, and how many requests the target served.
+pub struct DemoRun {
+    /// The run against the target.
+    pub outcome: RunOutcome,
+    /// Requests the demo target answered.
+    pub served: u64,
+}
+
 /// Runs the demo with the target injecting `faults`; `request` turns the plugin path
 /// into the run request.
 pub async fn run_demo(
     plugin: Option<PathBuf>,
     faults: Faults,
     request: impl FnOnce(PathBuf) -> RunRequest,
-) -> Result<i32> {
+) -> Result<DemoRun> {
     let config = DemoConfig {
         faults,
         ..DemoConfig::default()
@@ -48,8 +56,8 @@ pub async fn run_demo(
     let outcome = run::run(req).await;
     let served = server.requests_served();
     server.shutdown().await;
-    let outcome = outcome?;
-    let code = crate::cli::finish(outcome);
-    println!("  the demo target served {served} requests");
-    Ok(code)
+    Ok(DemoRun {
+        outcome: outcome?,
+        served,
+    })
 }

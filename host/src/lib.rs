@@ -4,9 +4,30 @@
 //!
 //! Data flows one way: config → executors → VUs → imports → metric samples →
 //! aggregator → outputs.
+//!
+//! # Module graph
+//!
+//! Each module imports only from the modules listed below it (its lower layers), never
+//! from one above; a module that two layers need lives below both.
+//!
+//! ```text
+//! cli         → demo, run, output, config
+//! demo        → run, plugin
+//! run         → summary, output, executor, thresholds, vu, plugin, net, metrics,
+//!               control, config
+//! output      → summary, plugin, metrics
+//! summary     → executor, thresholds, vu, plugin, metrics, control, config
+//! executor    → vu, metrics, control, config
+//! thresholds  → metrics, control, config
+//! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
+//! plugin      → net, metrics, config
+//! net         → metrics, deadline, config
+//! metrics, control, deadline, config: leaves
+//! ```
 
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod deadline;
 pub mod demo;
 pub mod executor;
@@ -15,5 +36,6 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod summary;
 pub mod thresholds;
 pub mod vu;

@@ -1,13 +1,16 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
-use super::control::StopReason;
-use super::errors::{ErrorEntry, ErrorLog};
+pub mod setup;
+mod warnings;
+
 use crate::config::RunConfig;
+use crate::control::StopReason;
 use crate::executor::{ExecutorReport, ScenarioCtx};
 use crate::metrics::summary::{checks, summarize, MetricSummary};
 use crate::metrics::{builtin, Aggregator, Registry, Value};
 use crate::plugin::{PluginFile, PluginInfo};
+use crate::vu::errors::{ErrorEntry, ErrorLog};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -52,7 +55,7 @@ pub struct Summary {
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
-    pub setup: super::stage::SetupSummary,
+    pub setup: setup::SetupSummary,
 }
 
 /// The host.
@@ -246,7 +249,7 @@ impl Summary {
             duration_s: input.elapsed.as_secs_f64(),
             status: status.into(),
             stop_reason: input.stop_reason,
-            warnings: super::warnings::dropped_iterations(input.contexts),
+            warnings: warnings::dropped_iterations(input.contexts),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
