@@ -4,18 +4,23 @@
 //! to subscribers, a cached static site, a survey behind a form sign-in (session
 //! cookie, CSRF and single-use tokens), per-address rate limits that trust
 //! `X-Forwarded-For` only from configured proxies, Prometheus metrics and
-//! runtime-switchable fault injection (latency, periodic stalls, errors).
+//! runtime-switchable fault injection (latency, periodic stalls, errors), and
+//! asynchronous commands that a worker process ([`worker`]) claims from an outbox and
+//! completes off the request path.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
 mod clients;
+mod commands;
 mod faults;
 mod live;
 mod metrics;
+pub mod probe;
 mod routes;
 mod server;
 mod state;
 mod store;
 mod survey;
+pub mod worker;
 
 pub use clients::Cidr;
 pub use faults::Faults;

@@ -212,6 +212,9 @@ async fn serve(
 /// response status.
 async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp {
     state.metrics.request_received();
+    if !faults::applies_to(req.uri().path()) || req.uri().path() == "/metrics" {
+        state.metrics.internal_received();
+    }
     let limited = state.clients.limited()
         && faults::applies_to(req.uri().path())
         && req.uri().path() != "/metrics"

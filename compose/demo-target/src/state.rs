@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::clients::Clients;
+use crate::commands::Commands;
 use crate::faults::FaultInjector;
 use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
@@ -29,6 +30,8 @@ pub struct AppState {
     pub survey: Survey,
     /// Client addresses (trusted proxies) and per-address rate limits.
     pub clients: Clients,
+    /// Asynchronous commands and the outbox the worker claims them from.
+    pub commands: Commands,
 }
 
 impl AppState {
@@ -43,6 +46,7 @@ impl AppState {
             live: Arc::new(LiveHub::new(LiveConfig::from_demo(config))),
             survey: Survey::default(),
             clients: Clients::new(config.trusted_proxies.clone(), config.rate_limit, started),
+            commands: Commands::new(config.max_tokens),
         }
     }
 }

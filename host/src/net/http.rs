@@ -23,6 +23,7 @@ use crate::metrics::{builtin, TagSet};
 use bytes::Bytes;
 use exchange::execute;
 use http_body_util::Full;
+use record::Ended;
 use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 use std::pin::pin;
@@ -90,7 +91,16 @@ impl HttpClient {
         &mut self.jar
     }
 
-    /// Sends one request, following redirects; `tags` are the VU's base tags.
+    /// Stores the response's cookies, unless the request left the jar out.
+    fn keep_cookies(&mut self, req: &HttpRequest, response: &HttpResponse) {
+        if !req.no_cookie_jar {
+            self.jar.store_response(&req.url, &response.content.headers);
+        }
+    }
+
+    /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
+    /// followed hop by hop (up to the request's limit, else the run's), each hop a
+    /// request of its own, and the cookies each hop sets are stored before the next.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
@@ -99,46 +109,81 @@ impl HttpClient {
         let limit = req.redirects.unwrap_or(self.shared.max_redirects);
         let mut hops = 0;
         loop {
-            let mut response = self.send_once(&req, tags).await?;
-            match redirect::next_hop(&req, &response) {
-                Some(next) if hops < limit => {
-                    req = next?;
+            let (result, ended) = self.send_once(&req, tags).await;
+            let mut response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
+            };
+            self.keep_cookies(&req, &response);
+            match self.follow(&req, &response, hops, limit, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    req = next;
                     hops += 1;
                 }
-                _ => {
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
                     response.url = req.url;
                     return Ok(response);
+                }
+                Err(e) => {
+                    // The plugin gets an error, so the hop that led to it is no success.
+                    self.record(&ended, Err(&e));
+                    return Err(e);
                 }
             }
         }
     }
 
-    /// Sends one request without following redirects.
+    /// The next hop if `response` redirects and it may be followed; an error if its
+    /// target is invalid or denied. Past the redirect limit the redirect itself is the
+    /// answer, with a warning (as k6 does): a loop would otherwise pass unnoticed.
+    fn follow(
+        &mut self,
+        req: &HttpRequest,
+        response: &HttpResponse,
+        hops: u32,
+        limit: u32,
+        tags: &TagSet,
+    ) -> Result<Option<HttpRequest>, HttpError> {
+        let Some(next) = redirect::next_hop(req, response) else {
+            return Ok(None);
+        };
+        if hops >= limit {
+            // A limit of 0 means "do not follow", not a loop.
+            if limit > 0 {
+                self.shared
+                    .redirect_limit_reached(&req.url, response.status, limit);
+            }
+            return Ok(None);
+        }
+        let next = next?;
+        self.target(&next.url, tags)?;
+        Ok(Some(next))
+    }
+
+    /// Sends one request without following redirects; the caller records it.
     async fn send_once(
         &mut self,
         req: &HttpRequest,
         tags: &TagSet,
-    ) -> Result<HttpResponse, HttpError> {
-        let prepared = self.prepare(req, tags)?;
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
+        let prepared = match self.prepare(req, tags) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), Ended::NotRecorded),
+        };
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
-        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn, deadline).await;
+        let (result, conn, io, sent_at) =
+            execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
-        self.record(&meta, &result, io);
-        if let Ok(response) = &result {
-            self.keep_cookies(req, response);
-        }
-        result
-    }
-
-    /// Stores the response's cookies, unless the request left the jar out.
-    fn keep_cookies(&mut self, req: &HttpRequest, response: &HttpResponse) {
-        if !req.no_cookie_jar {
-            self.jar.store_response(&req.url, &response.content.headers);
-        }
+        (result, Ended::Request { meta, io, sent_at })
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
@@ -148,7 +193,7 @@ impl HttpClient {
         reqs: Vec<HttpRequest>,
         tags: &TagSet,
     ) -> Vec<Result<HttpResponse, HttpError>> {
-        let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
+        let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
             Vec::with_capacity(reqs.len());
         let mut work = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
@@ -158,7 +203,7 @@ impl HttpClient {
                     work.push((i, p, conn));
                     slots.push(None);
                 }
-                Err(e) => slots.push(Some(Err(e))),
+                Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
             }
         }
         let shared = self.shared.clone();
@@ -171,35 +216,41 @@ impl HttpClient {
                 (i, meta, outcome)
             }
         });
-        for (i, meta, (result, conn, io)) in futures::future::join_all(futures).await {
+        for (i, meta, (result, conn, io, sent_at)) in futures::future::join_all(futures).await {
             if let Some((key, conn)) = conn {
                 self.checkin(key, conn);
             }
-            self.record(&meta, &result, io);
-            if let Ok(response) = &result {
-                self.keep_cookies(&reqs[i], response);
-            }
-            slots[i] = Some(result);
+            slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
         }
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
-            let result = slot.expect("every slot filled");
-            let limit = req.redirects.unwrap_or(self.shared.max_redirects);
-            let next = match &result {
-                Ok(response) if limit > 0 => redirect::next_hop(&req, response),
-                _ => None,
+            let (result, ended) = slot.expect("every slot filled");
+            let mut response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    results.push(Err(e));
+                    continue;
+                }
             };
-            results.push(match next {
-                Some(Ok(mut next)) => {
+            self.keep_cookies(&req, &response);
+            let limit = req.redirects.unwrap_or(self.shared.max_redirects);
+            results.push(match self.follow(&req, &response, 0, limit, tags) {
+                Ok(Some(mut next)) => {
+                    self.record(&ended, Ok(&response));
                     // The first hop was the batch's own request.
                     next.redirects = Some(limit - 1);
                     self.send(next, tags).await
                 }
-                Some(Err(e)) => Err(e),
-                None => result.map(|mut r| {
-                    r.url = req.url;
-                    r
-                }),
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    response.url = req.url;
+                    Ok(response)
+                }
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    Err(e)
+                }
             });
         }
         results

@@ -31,6 +31,9 @@ pub struct NetShared {
     pub ws_used: std::sync::atomic::AtomicBool,
     /// Redirects, cookies and source addresses (`[http]`).
     pub http: crate::config::HttpOptions,
+    /// Requests that stopped at the redirect limit, and the first URL that did with
+    /// its limit.
+    redirect_limit: std::sync::Mutex<(u64, Option<(String, u32)>)>,
 }
 
 impl NetShared {
@@ -53,6 +56,40 @@ impl NetShared {
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
             http: Default::default(),
+            redirect_limit: Default::default(),
+        }
+    }
+
+    /// Notes a request that was still redirected after `limit` hops (its own, or
+    /// `max_redirects`); warns the first time.
+    pub(crate) fn redirect_limit_reached(&self, url: &str, status: u16, limit: u32) {
+        let mut seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        seen.0 += 1;
+        if seen.1.is_none() {
+            eprintln!(
+                "warning: {url} still redirected ({status}) after {limit} redirects; the last \
+                 redirect was returned (a redirect loop?)"
+            );
+            seen.1 = Some((url.to_owned(), limit));
+        }
+    }
+
+    /// Warnings about the run's requests for the summary.
+    pub fn warnings(&self) -> Vec<String> {
+        let seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &seen.1 {
+            Some((url, limit)) => vec![format!(
+                "{} requests were still redirected after {limit} redirects and returned the last \
+                 redirect (first: {url}); a redirect loop?",
+                seen.0
+            )],
+            None => Vec::new(),
         }
     }
 
