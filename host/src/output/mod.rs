@@ -155,7 +155,7 @@ impl ResultsWriter {
                 ),
             });
         }
-        let files: [(&str, Result<String>); 4] = [
+        let files: [(&str, Result<String>); 5] = [
             (
                 "summary.json",
                 serde_json::to_string_pretty(summary)
@@ -163,6 +163,10 @@ impl ResultsWriter {
                     .map_err(Into::into),
             ),
             ("summary.txt", Ok(text::render(summary))),
+            (
+                "endpoints.md",
+                Ok(crate::metrics::endpoints::markdown(&summary.endpoints)),
+            ),
             ("junit.xml", Ok(junit::render(summary))),
             ("report.html", report::render(summary, &self.charts)),
         ];

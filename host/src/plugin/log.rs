@@ -126,6 +126,11 @@ impl LogSink {
         }
     }
 
+    /// Whether only warnings and errors are written (`--quiet`).
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// The limits each VU's [`LogBudget`] applies.
     pub fn limits(&self) -> LogLimits {
         self.limits

@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod setup;
 mod warnings;
 
 use crate::config::RunConfig;
@@ -58,6 +59,10 @@ pub struct Summary {
     pub plugin_errors_unlisted: u64,
     /// What became of the plugin's `log()` lines.
     pub log: crate::plugin::log::LogCounts,
+    /// Requests of `setup()` and `teardown()`, and whether the totals count them.
+    pub setup: setup::SetupSummary,
+    /// Figures per method + `name`, busiest first (at most 200, then `other`).
+    pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
 }
 
 /// The host.
@@ -227,6 +232,13 @@ impl Summary {
                 (name, summary)
             })
             .collect();
+        let endpoints = crate::metrics::endpoints::endpoints(
+            totals,
+            input.elapsed,
+            crate::metrics::endpoints::MAX_ENDPOINTS,
+        );
+        let folded = (endpoints.folded > 0)
+            .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
             None => "completed",
@@ -262,6 +274,7 @@ impl Summary {
             warnings: warnings::dropped_iterations(input.contexts)
                 .into_iter()
                 .chain(input.net_warnings)
+                .chain(folded)
                 .collect(),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
@@ -272,6 +285,8 @@ impl Summary {
             plugin_errors,
             plugin_errors_unlisted: unlisted,
             log: Default::default(),
+            setup: Default::default(),
+            endpoints: endpoints.rows,
         }
     }
 }
