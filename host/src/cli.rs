@@ -39,6 +39,19 @@ enum Command {
         #[arg(long, default_value = "1ms", value_parser = duration_arg)]
         min_latency_change: Duration,
     },
+    /// A live table of a Compose project's containers (every running container without
+    /// --project): CPU, memory, network, block I/O and pids, as `docker stats` shows.
+    Stats {
+        /// The Compose project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Time between two tables (`1s`, `5s`).
+        #[arg(long, default_value = "1s", value_parser = duration_arg)]
+        interval: Duration,
+        /// Stop after this many tables (default: until Ctrl-C).
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -68,6 +81,26 @@ struct FaultArgs {
 }
 
 impl FaultArgs {
+    /// The same faults as `host target` flags, for the demo's child target. Every field
+    /// is named, so a new fault flag does not compile until it is passed on here too.
+    fn flags(&self) -> Vec<String> {
+        let FaultArgs {
+            latency,
+            stall_every,
+            stall_for,
+            error_rate,
+        } = self;
+        let mut flags = vec![
+            format!("--latency={}ms", latency.as_millis()),
+            format!("--stall-for={}ms", stall_for.as_millis()),
+            format!("--error-rate={error_rate}"),
+        ];
+        if let Some(every) = stall_every {
+            flags.push(format!("--stall-every={}ms", every.as_millis()));
+        }
+        flags
+    }
+
     fn faults(&self) -> demo_target::Faults {
         demo_target::Faults {
             latency: self.latency,
@@ -126,6 +159,17 @@ struct CommonArgs {
     /// No progress lines.
     #[arg(short, long)]
     quiet: bool,
+    /// Sample this container's CPU, memory, network and block I/O during the run
+    /// (name or id; repeatable).
+    #[arg(long = "sample-container", value_name = "NAME")]
+    sample_container: Vec<String>,
+    /// Sample this process's CPU, memory and block I/O during the run: PID or NAME=PID
+    /// (repeatable).
+    #[arg(long = "sample-pid", value_name = "[NAME=]PID", value_parser = pid_arg)]
+    sample_pid: Vec<String>,
+    /// Time between two samples of each service (default 1s; at least 1s).
+    #[arg(long, value_parser = duration_arg)]
+    stats_interval: Option<Duration>,
 }
 
 impl CommonArgs {
@@ -140,6 +184,9 @@ impl CommonArgs {
                 rate: self.rate,
                 env: self.env,
                 allow: self.allow,
+                sample_containers: self.sample_container,
+                sample_pids: self.sample_pid,
+                stats_interval: self.stats_interval,
             },
             out: self.out,
             quiet: self.quiet,
@@ -150,6 +197,10 @@ impl CommonArgs {
 
 fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn pid_arg(text: &str) -> Result<String, String> {
+    crate::config::sampling::parse_pid_target(text).map(|_| text.to_string())
 }
 
 fn share_arg(text: &str) -> Result<f64, String> {
@@ -204,8 +255,25 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Demo(args) => {
-            let faults = args.faults.faults();
-            crate::demo::run_demo(args.plugin, faults, |plugin| args.common.request(plugin)).await
+            let flags = args.faults.flags();
+            crate::demo::run_demo(args.plugin, flags, |plugin| args.common.request(plugin)).await
+        }
+        Command::Stats {
+            project,
+            interval,
+            count,
+        } => {
+            if interval < Duration::from_secs(1) {
+                anyhow::bail!(
+                    "--interval must be 1s or more: the Docker engine reports stats once a second"
+                );
+            }
+            crate::sampling::live::run(crate::sampling::live::LiveOptions {
+                project,
+                interval,
+                count,
+            })
+            .await
         }
         Command::Compare {
             a,
@@ -234,9 +302,16 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             let server = demo_target::DemoServer::start(listen, config).await?;
-            println!("demo target listening on {}", server.base_url());
-            tokio::signal::ctrl_c().await?;
+            println!("{}{}", crate::target_process::LISTENING, server.base_url());
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = term.recv() => {}
+            }
+            let served = server.requests_served();
             server.shutdown().await;
+            println!("{}{served} requests", crate::target_process::SERVED);
             Ok(0)
         }
     }

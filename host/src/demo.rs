@@ -2,8 +2,8 @@
 //! `notes` plugin run against it, so a fresh clone shows a real run with no set-up.
 
 use crate::run::{self, RunRequest};
+use crate::target_process::TargetProcess;
 use anyhow::{Context, Result};
-use demo_target::{DemoConfig, DemoServer, Faults};
 use std::path::PathBuf;
 
 /// The `notes` example plugin, built from plugins/notes by build.rs.
@@ -25,31 +25,33 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs the demo with the target injecting `faults`; `request` turns the plugin path
-/// into the run request.
+/// Runs the demo with the target (a child process, see [`crate::target_process`])
+/// started with `fault_flags`; `request` turns the plugin path into the run request.
+/// The target is sampled as the service `demo-target`.
 pub async fn run_demo(
     plugin: Option<PathBuf>,
-    faults: Faults,
+    fault_flags: Vec<String>,
     request: impl FnOnce(PathBuf) -> RunRequest,
 ) -> Result<i32> {
-    let config = DemoConfig {
-        faults,
-        ..DemoConfig::default()
-    };
-    let server = DemoServer::start("127.0.0.1:0".parse()?, config).await?;
-    let base_url = server.base_url();
-    println!("demo target listening on {base_url}");
+    let target = TargetProcess::start(&fault_flags).await?;
+    let base_url = target.base_url.clone();
+    println!("demo target listening on {base_url} (pid {})", target.pid);
     let plugin = match plugin {
         Some(p) => p,
         None => bundled_notes_path()?,
     };
     let mut req = request(plugin);
     req.overrides.env.insert(0, ("BASE_URL".into(), base_url));
+    req.overrides
+        .sample_pids
+        .push(format!("demo-target={}", target.pid));
     let outcome = run::run(req).await;
-    let served = server.requests_served();
-    server.shutdown().await;
+    let served = target.stop().await;
     let outcome = outcome?;
     let code = crate::cli::finish(outcome);
-    println!("  the demo target served {served} requests");
+    match served {
+        Some(n) => println!("  the demo target served {n} requests"),
+        None => println!("  the demo target did not say how many requests it served"),
+    }
     Ok(code)
 }

@@ -15,5 +15,7 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod sampling;
+pub mod target_process;
 pub mod thresholds;
 pub mod vu;

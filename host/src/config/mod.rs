@@ -2,11 +2,13 @@
 //! flags, checked and turned into a [`RunConfig`] the executors can trust.
 
 pub mod duration;
+pub mod sampling;
 pub mod scenario;
 pub mod table;
 pub mod websocket;
 
 pub use duration::{format_duration, parse_duration};
+pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use table::ConfigError;
 pub use websocket::WebSocketOptions;
@@ -25,6 +27,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "sampling",
 ];
 
 /// Resource limits applied to every VU and request.
@@ -77,6 +80,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// What is sampled besides the generator, and how often (`[sampling]`).
+    pub sampling: SamplingOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -93,6 +98,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            sampling: SamplingOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -137,6 +143,12 @@ pub struct Overrides {
     pub env: Vec<(String, String)>,
     /// `--allow URL`.
     pub allow: Vec<String>,
+    /// `--sample-container NAME`.
+    pub sample_containers: Vec<String>,
+    /// `--sample-pid [NAME=]PID`.
+    pub sample_pids: Vec<String>,
+    /// `--stats-interval`.
+    pub stats_interval: Option<Duration>,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -230,6 +242,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = websocket::parse(&source)?;
+    let sampling = sampling::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -239,11 +252,13 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        sampling,
         source,
     })
 }
 
 fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
+    sampling::apply_overrides(source, o);
     if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
         for (_, value) in scenarios.iter_mut() {
             let Some(s) = value.as_table_mut() else {

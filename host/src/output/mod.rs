@@ -86,6 +86,11 @@ impl ResultsWriter {
         self.charts.push(elapsed.as_secs_f64(), secs, &metrics);
     }
 
+    /// Hands over the sampled services' chart points (CPU and memory over time).
+    pub fn set_services(&mut self, services: Vec<(String, crate::sampling::book::Series)>) {
+        self.charts.services = services;
+    }
+
     /// Writes summary.json, summary.txt, junit.xml and report.html; returns the folder.
     pub fn finish(mut self, summary: &Summary) -> Result<PathBuf> {
         if let Some(h) = &mut self.histograms {

@@ -216,6 +216,9 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         }
     }
 
+    // Sampling targets are checked before anything starts: a typo fails at once.
+    let sampling = crate::sampling::prepare(&config.sampling).await?;
+
     let max_vus = config.max_vus();
     let engine = build_engine(EngineOptions {
         max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
@@ -279,6 +282,12 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
 
     let mut results = crate::output::ResultsWriter::create(&request.out, &inspected.info.name)?;
     let t0 = Instant::now();
+    let mut resources = crate::sampling::ResourceWatch::start(
+        sampling,
+        config.sampling.stats_interval,
+        t0,
+        results.dir(),
+    )?;
     let mut contexts = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
     for ((scenario, vus), factory) in config.scenarios.iter().zip(scenario_vus).zip(factories) {
@@ -320,6 +329,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
                 let interval = aggregator.tick();
                 results.tick(t0.elapsed(), &interval, &registry);
                 progress.tick(t0.elapsed(), &contexts, &interval);
+                resources.tick(&contexts);
                 let view = crate::thresholds::RunView {
                     aggregator: &aggregator,
                     registry: &registry,
@@ -377,6 +387,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }
+    results.set_services(resources.finish(&contexts, &mut summary)?);
     let results_dir = results.finish(&summary)?;
     let exit_code = match stop_reason {
         None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,

@@ -51,6 +51,12 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Whether the generator was the bottleneck, and the evidence: when it was, the
+    /// figures are a lower bound of the target's capacity, not its ceiling.
+    pub generator_saturated: crate::sampling::GeneratorVerdict,
+    /// Resource figures of every sampled service, the generator included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::sampling::StackSummary>,
 }
 
 /// The host.
@@ -253,6 +259,8 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            generator_saturated: Default::default(),
+            stack: None,
         }
     }
 }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod containers;
+
 use demo_target::{DemoConfig, DemoServer, Faults};
 use host::config::Overrides;
 use host::run::{RunOutcome, RunRequest};
