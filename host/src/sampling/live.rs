@@ -49,6 +49,7 @@ pub async fn run(options: LiveOptions) -> Result<i32> {
     let tty = std::io::stdout().is_terminal();
     let mut rows: BTreeMap<(String, String), Row> = BTreeMap::new();
     let mut shown = 0u64;
+    let mut waited = 0u32;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut tick = tokio::time::interval(options.interval);
@@ -76,8 +77,10 @@ pub async fn run(options: LiveOptions) -> Result<i32> {
                 }
             }
         }
-        if !fresh {
-            // The first frames are baselines: nothing to show for a second or two.
+        waited += 1;
+        // The first frames are baselines: nothing to show for a second or two, and a
+        // table waits (a few intervals at most) until every container is in it.
+        if !fresh || (rows.len() < targets.len() && waited < 4) {
             continue;
         }
         let table = render(&targets, &rows);
