@@ -256,7 +256,15 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => {
             let flags = args.faults.flags();
-            crate::demo::run_demo(args.plugin, flags, |plugin| args.common.request(plugin)).await
+            let demo =
+                crate::demo::run_demo(args.plugin, flags, |plugin| args.common.request(plugin))
+                    .await?;
+            let code = finish(demo.outcome);
+            match demo.served {
+                Some(n) => println!("  the demo target served {n} requests"),
+                None => println!("  the demo target did not say how many requests it served"),
+            }
+            Ok(code)
         }
         Command::Stats {
             project,

@@ -1,7 +1,7 @@
-//! `host demo`: the embedded demo target on a free loopback port and the bundled
+//! `host demo`: the demo target (a child process) on a free loopback port and the bundled
 //! `notes` plugin run against it, so a fresh clone shows a real run with no set-up.
 
-use crate::run::{self, RunRequest};
+use crate::run::{self, RunOutcome, RunRequest};
 use crate::target_process::TargetProcess;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -25,6 +25,15 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
     Ok(path)
 }
 
+/// A finished demo: the run, and how many requests the target served.
+pub struct DemoRun {
+    /// The run against the target.
+    pub outcome: RunOutcome,
+    /// Requests the demo target answered, as it said when it stopped (`None` if it
+    /// did not say).
+    pub served: Option<u64>,
+}
+
 /// Runs the demo with the target (a child process, see [`crate::target_process`])
 /// started with `fault_flags`; `request` turns the plugin path into the run request.
 /// The target is sampled as the service `demo-target`.
@@ -32,7 +41,7 @@ pub async fn run_demo(
     plugin: Option<PathBuf>,
     fault_flags: Vec<String>,
     request: impl FnOnce(PathBuf) -> RunRequest,
-) -> Result<i32> {
+) -> Result<DemoRun> {
     let target = TargetProcess::start(&fault_flags).await?;
     let base_url = target.base_url.clone();
     println!("demo target listening on {base_url} (pid {})", target.pid);
@@ -47,11 +56,8 @@ pub async fn run_demo(
         .push(format!("demo-target={}", target.pid));
     let outcome = run::run(req).await;
     let served = target.stop().await;
-    let outcome = outcome?;
-    let code = crate::cli::finish(outcome);
-    match served {
-        Some(n) => println!("  the demo target served {n} requests"),
-        None => println!("  the demo target did not say how many requests it served"),
-    }
-    Ok(code)
+    Ok(DemoRun {
+        outcome: outcome?,
+        served,
+    })
 }

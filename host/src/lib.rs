@@ -4,9 +4,31 @@
 //!
 //! Data flows one way: config → executors → VUs → imports → metric samples →
 //! aggregator → outputs.
+//!
+//! # Module graph
+//!
+//! Each module imports only from the modules listed below it (its lower layers), never
+//! from one above; a module that two layers need lives below both.
+//!
+//! ```text
+//! cli         → demo, run, output, sampling, target_process, config
+//! demo        → run, plugin, target_process
+//! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
+//!               metrics, control, config
+//! output      → summary, sampling, plugin, metrics
+//! summary     → sampling, executor, thresholds, vu, plugin, metrics, control, config
+//! sampling    → executor, config   (resource samples of the target and the generator)
+//! executor    → vu, metrics, control, config
+//! thresholds  → metrics, control, config
+//! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
+//! plugin      → net, metrics, config
+//! net         → metrics, deadline, config
+//! metrics, control, deadline, config, target_process: leaves
+//! ```
 
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod deadline;
 pub mod demo;
 pub mod executor;
@@ -16,6 +38,7 @@ pub mod output;
 pub mod plugin;
 pub mod run;
 pub mod sampling;
+pub mod summary;
 pub mod target_process;
 pub mod thresholds;
 pub mod vu;

@@ -161,7 +161,9 @@ fn config_table() -> impl Strategy<Value = toml::Table> {
 
 mod thresholds {
     use host::metrics::summary::Aggregation;
-    use host::thresholds::parse::{parse_expression, parse_metric_key, parse_thresholds};
+    use host::thresholds::expression::parse_expression;
+    use host::thresholds::metric_key::parse_metric_key;
+    use host::thresholds::parse::parse_thresholds;
     use proptest::prelude::*;
 
     proptest! {

@@ -15,8 +15,8 @@ pub mod stages;
 pub mod vu_pool;
 
 use crate::config::{ExecutorConfig, ScenarioConfig};
-use crate::run::control::RunControl;
-use crate::run::vu_factory::VuFactory;
+use crate::control::RunControl;
+use crate::vu::factory::VuFactory;
 use crate::vu::{Outcome, Vu};
 use std::future::Future;
 use std::pin::Pin;

@@ -7,10 +7,10 @@ pub mod counting_io;
 pub mod http;
 pub mod redirect;
 pub mod request_tags;
+pub mod shared;
 pub mod targets;
 pub mod ws;
 
 pub use allowlist::{Allowlist, Origin};
-pub use http::{
-    HttpClient, HttpError, HttpRequest, HttpResponse, NetShared, ResponseContent, Timings,
-};
+pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
+pub use shared::NetShared;

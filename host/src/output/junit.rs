@@ -2,7 +2,7 @@
 //! failed threshold carries a `<failure>` with the observed value, and one whose metric
 //! got no samples is `<skipped>`.
 
-use crate::run::summary::Summary;
+use crate::summary::Summary;
 use quick_xml::escape::escape;
 use std::fmt::Write;
 

@@ -12,7 +12,7 @@ pub mod text;
 pub mod timeseries;
 
 use crate::metrics::{Registry, SeriesMap};
-use crate::run::summary::Summary;
+use crate::summary::Summary;
 use anyhow::{Context, Result};
 use chart_data::ChartData;
 use hdr_log::HdrLogs;

@@ -4,7 +4,7 @@
 use super::chart_data::ChartData;
 use super::charts::{self, colors, Chart, Line};
 use crate::metrics::summary::Stats;
-use crate::run::summary::Summary;
+use crate::summary::Summary;
 use anyhow::Result;
 use quick_xml::escape::escape;
 use std::fmt::Write;

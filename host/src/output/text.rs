@@ -2,7 +2,7 @@
 //! like k6's: scenarios, checks, then one line per metric.
 
 use crate::metrics::summary::{MetricSummary, Stats};
-use crate::run::summary::Summary;
+use crate::summary::Summary;
 use std::fmt::Write;
 
 /// Renders the summary.
@@ -227,7 +227,7 @@ fn number(v: f64) -> String {
 }
 
 /// `host inspect`: what a plugin says of itself.
-pub fn render_inspection(i: &crate::run::Inspected) -> String {
+pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let mut out = String::new();
     let info = &i.info;
     let _ = writeln!(out, "name:        {}", info.name);

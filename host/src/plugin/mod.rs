@@ -48,6 +48,14 @@ pub struct PluginFile {
     pub load_ms: f64,
 }
 
+/// A plugin file loaded into an engine, with what `describe()` said of itself.
+pub struct Inspected {
+    /// The compiled plugin.
+    pub plugin: Plugin,
+    /// Its self-description.
+    pub info: PluginInfo,
+}
+
 /// Reads a plugin file, refusing anything that is not a component.
 pub fn read_plugin(path: &Path) -> Result<(Vec<u8>, String)> {
     let bytes =

@@ -1,30 +1,31 @@
 //! A run from start to end: plugin and config in, VUs made and initialised, executors
 //! started together, metrics folded every second, results out.
 
-pub mod control;
-pub mod errors;
 pub mod progress;
-pub mod summary;
-pub mod vu_factory;
-pub mod warnings;
 
 use crate::config::{self, Overrides, RunConfig};
-use crate::executor::{self, ScenarioCtx};
+use crate::control::{RunControl, StopReason};
+use crate::executor::{self, ExecutorReport, ScenarioCtx};
 use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
 use crate::net::{Allowlist, NetShared};
+use crate::output::ResultsWriter;
+use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
+use crate::sampling::ResourceWatch;
+use crate::summary::{self, Summary};
+use crate::thresholds::{Evaluator, RunView};
+use crate::vu::errors::ErrorLog;
+use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Context, Result};
-use control::{RunControl, StopReason};
-use errors::ErrorLog;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use summary::Summary;
-use vu_factory::VuFactory;
+use tokio::task::JoinSet;
+use wasmtime::Store;
 
 /// VUs initialised at once before the start.
 const INIT_CONCURRENCY: usize = 64;
@@ -70,13 +71,7 @@ pub mod exit_code {
     pub const PLUGIN_ABORT: i32 = 107;
 }
 
-/// A plugin file loaded into an engine, with what `describe()` said of itself.
-pub struct Inspected {
-    /// The compiled plugin.
-    pub plugin: Plugin,
-    /// Its self-description.
-    pub info: PluginInfo,
-}
+pub use crate::plugin::Inspected;
 
 /// Loads a plugin in a small engine and calls `describe()`.
 pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
@@ -189,13 +184,67 @@ pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConf
 
 /// Runs a plugin and writes its results.
 pub async fn run(request: RunRequest) -> Result<RunOutcome> {
+    let mut plan = plan(&request).await?;
+    // Sampling targets are checked before anything starts: a typo fails at once.
+    let sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    let mut setup = setup(&request, &plan.config).await?;
+    let mut started = start(&request, &plan, &setup, sampling).await?;
+    let driven = drive(&request, &mut plan, &setup, &mut started).await?;
+    teardown(&plan.config, &mut setup).await;
+    finish(plan, &setup, started, driven)
+}
+
+/// What is settled before anything runs: the plugin's self-description, the resolved
+/// config and its thresholds.
+struct Plan {
+    info: PluginInfo,
+    config: RunConfig,
+    thresholds: Evaluator,
+}
+
+/// The plugin loaded for the run, the run's shared parts, and `setup()` done.
+struct Setup {
+    /// Held for the whole run: dropping it stops the epochs that bound guest calls.
+    _ticker: EpochTicker,
+    plugin: Plugin,
+    registry: Arc<Registry>,
+    services: Arc<HostServices>,
+    control: Arc<RunControl>,
+    errors: Arc<ErrorLog>,
+    started_at: SystemTime,
+    /// The instance `setup()` ran in; `teardown()` runs in it too.
+    store: Store<VuState>,
+    instance: Scenario,
+    data: Arc<str>,
+}
+
+/// The executors running, and where results go.
+struct Started {
+    results: ResultsWriter,
+    /// The target's and the generator's resources, sampled off the hot path.
+    resources: ResourceWatch,
+    t0: Instant,
+    contexts: Vec<Arc<ScenarioCtx>>,
+    tasks: JoinSet<(String, ExecutorReport)>,
+}
+
+/// What the drive loop leaves when every executor is done.
+struct Driven {
+    aggregator: Aggregator,
+    reports: BTreeMap<String, ExecutorReport>,
+    elapsed: Duration,
+}
+
+/// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
+/// every scenario runs something the plugin has.
+async fn plan(request: &RunRequest) -> Result<Plan> {
     let inspected = inspect(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
     )
     .await?;
-    let config = resolve_config(&inspected.info, &request)?;
-    let mut thresholds = crate::thresholds::Evaluator::new(
+    let config = resolve_config(&inspected.info, request)?;
+    let thresholds = Evaluator::new(
         crate::thresholds::parse_thresholds(&config.thresholds)
             .map_err(|e| anyhow!("config error: {e}"))?,
     );
@@ -215,50 +264,77 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
             );
         }
     }
+    Ok(Plan {
+        info: inspected.info,
+        config,
+        thresholds,
+    })
+}
 
-    // Sampling targets are checked before anything starts: a typo fails at once.
-    let sampling = crate::sampling::prepare(&config.sampling).await?;
-
+/// Setup: an engine sized for the run, the plugin, the shared services, and `setup()`,
+/// which runs once in an instance of its own; its result goes to every VU.
+async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let max_vus = config.max_vus();
     let engine = build_engine(EngineOptions {
         max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
         memory_bytes: config.limits.memory_bytes,
     })?;
-    let _ticker = EpochTicker::start(&engine)?;
+    let ticker = EpochTicker::start(&engine)?;
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let services = services_for(&config, registry.clone())?;
+    let services = services_for(config, registry.clone())?;
     let control = Arc::new(RunControl::default());
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
 
-    // setup() runs once in an instance of its own; its result goes to every VU.
     let setup_state = VuState::new(services.clone(), setup_identity(&config.env));
-    let (mut setup_store, setup_instance) = plugin.instantiate(setup_state).await?;
+    let (mut store, instance) = plugin.instantiate(setup_state).await?;
     let config_json = serde_json::to_string(&config.source).unwrap_or_default();
-    setup_store
+    store
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    let setup_data: Arc<str> = match setup_instance
+    let data: Arc<str> = match instance
         .loadtest_scenario_plugin()
-        .call_setup(&mut setup_store, &config_json)
+        .call_setup(&mut store, &config_json)
         .await
     {
         Ok(Ok(data)) => data.into(),
         Ok(Err(message)) => bail!("setup() failed: {message}"),
         Err(trap) => bail!(
             "setup() trapped: {}",
-            plugin::classify_trap(&trap, setup_store.data()).1
+            plugin::classify_trap(&trap, store.data()).1
         ),
     };
+    Ok(Setup {
+        _ticker: ticker,
+        plugin,
+        registry,
+        services,
+        control,
+        errors,
+        started_at,
+        store,
+        instance,
+        data,
+    })
+}
 
+/// Start: every scenario's initial VUs made and initialised, the signal handler, the
+/// results folder, and the executors spawned together.
+async fn start(
+    request: &RunRequest,
+    plan: &Plan,
+    setup: &Setup,
+    sampling: crate::sampling::Prepared,
+) -> Result<Started> {
+    let config = &plan.config;
     let vu_ctx = VuContext {
-        plugin: plugin.clone(),
-        services: services.clone(),
-        setup_data: setup_data.clone(),
-        errors: errors.clone(),
+        plugin: setup.plugin.clone(),
+        services: setup.services.clone(),
+        setup_data: setup.data.clone(),
+        errors: setup.errors.clone(),
         iteration_timeout: config.limits.iteration_timeout,
     };
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
@@ -270,7 +346,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
 
     if request.handle_signals {
         spawn_signal_handler(
-            control.clone(),
+            setup.control.clone(),
             config
                 .scenarios
                 .iter()
@@ -280,21 +356,17 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         );
     }
 
-    let mut results = crate::output::ResultsWriter::create(&request.out, &inspected.info.name)?;
+    let results = ResultsWriter::create(&request.out, &plan.info.name)?;
     let t0 = Instant::now();
-    let mut resources = crate::sampling::ResourceWatch::start(
-        sampling,
-        config.sampling.stats_interval,
-        t0,
-        results.dir(),
-    )?;
+    let resources =
+        ResourceWatch::start(sampling, config.sampling.stats_interval, t0, results.dir())?;
     let mut contexts = Vec::new();
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut tasks = JoinSet::new();
     for ((scenario, vus), factory) in config.scenarios.iter().zip(scenario_vus).zip(factories) {
         let ctx = Arc::new(ScenarioCtx::new(
             scenario.clone(),
             t0 + scenario.start_time,
-            control.clone(),
+            setup.control.clone(),
             factory,
         ));
         ctx.stats
@@ -304,9 +376,34 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         let name = scenario.name.clone();
         tasks.spawn(async move { (name, executor::run(ctx, vus).await) });
     }
+    Ok(Started {
+        results,
+        resources,
+        t0,
+        contexts,
+        tasks,
+    })
+}
 
-    let mut aggregator = Aggregator::new(services.recorder.clone());
-    let mut progress = progress::Progress::new(request.quiet, config.scheduled_end());
+/// Drive: until every executor is done, fold metrics every second into the results and
+/// the progress line, sample gauges, and stop the run on a crossed threshold or a
+/// streak of failures.
+async fn drive(
+    request: &RunRequest,
+    plan: &mut Plan,
+    setup: &Setup,
+    started: &mut Started,
+) -> Result<Driven> {
+    let Started {
+        results,
+        resources,
+        t0,
+        contexts,
+        tasks,
+    } = started;
+    let t0 = *t0;
+    let mut aggregator = Aggregator::new(setup.services.recorder.clone());
+    let mut progress = progress::Progress::new(request.quiet, plan.config.scheduled_end());
     let mut reports = BTreeMap::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
@@ -324,70 +421,108 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
                 Some(Err(e)) => bail!("an executor failed: {e}"),
                 None => break,
             },
-            _ = gauge_tick.tick() => sample_gauges(&services, &contexts),
+            _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
             _ = tick.tick() => {
                 let interval = aggregator.tick();
-                results.tick(t0.elapsed(), &interval, &registry);
-                progress.tick(t0.elapsed(), &contexts, &interval);
-                resources.tick(&contexts);
-                let view = crate::thresholds::RunView {
+                results.tick(t0.elapsed(), &interval, &setup.registry);
+                progress.tick(t0.elapsed(), contexts, &interval);
+                resources.tick(contexts);
+                let view = RunView {
                     aggregator: &aggregator,
-                    registry: &registry,
+                    registry: &setup.registry,
                     elapsed: t0.elapsed(),
                 };
-                crate::thresholds::abort_if_crossed(&mut thresholds, &view, &control);
-                check_failure_streak(&config, &errors, &control);
+                crate::thresholds::abort_if_crossed(&mut plan.thresholds, &view, &setup.control);
+                check_failure_streak(&plan.config, &setup.errors, &setup.control);
             }
         }
     }
     let elapsed = t0.elapsed();
     progress.finish();
+    Ok(Driven {
+        aggregator,
+        reports,
+        elapsed,
+    })
+}
 
-    // teardown() gets the setup data, as in k6, even after an interrupted run.
-    setup_store
+/// Teardown: `teardown()` gets the setup data, as in k6, even after an interrupted run;
+/// its failure is a warning, since the results are already gathered.
+async fn teardown(config: &RunConfig, setup: &mut Setup) {
+    setup
+        .store
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    match setup_instance
+    match setup
+        .instance
         .loadtest_scenario_plugin()
-        .call_teardown(&mut setup_store, &setup_data)
+        .call_teardown(&mut setup.store, &setup.data)
         .await
     {
         Ok(Ok(())) => {}
         Ok(Err(message)) => eprintln!("warning: teardown() failed: {message}"),
         Err(trap) => eprintln!(
             "warning: teardown() trapped: {}",
-            plugin::classify_trap(&trap, setup_store.data()).1
+            plugin::classify_trap(&trap, setup.store.data()).1
         ),
     }
-    sample_gauges(&services, &contexts);
-    results.tick(t0.elapsed(), &aggregator.tick(), &registry);
+}
 
-    let stop_reason = control.reason();
+/// Finish: the last gauges and interval, the summary with its threshold verdicts and
+/// warnings, the results files, and the exit code.
+fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result<RunOutcome> {
+    let Driven {
+        mut aggregator,
+        reports,
+        elapsed,
+    } = driven;
+    let Started {
+        mut results,
+        resources,
+        t0,
+        contexts,
+        ..
+    } = started;
+    let registry = &setup.registry;
+    sample_gauges(&setup.services, &contexts);
+    results.tick(t0.elapsed(), &aggregator.tick(), registry);
+
+    let stop_reason = setup.control.reason();
     let mut summary = Summary::build(summary::SummaryInput {
-        info: &inspected.info,
-        plugin: &plugin.meta,
-        config: &config,
-        started_at,
+        info: &plan.info,
+        plugin: &setup.plugin.meta,
+        config: &plan.config,
+        started_at: setup.started_at,
         elapsed,
         aggregator: &aggregator,
-        registry: &registry,
+        registry,
         contexts: &contexts,
         reports: &reports,
-        errors: &errors,
+        errors: &setup.errors,
         stop_reason: stop_reason.clone(),
-        in_flight: services.net.in_flight.load(Ordering::Relaxed),
+        in_flight: setup.services.net.in_flight.load(Ordering::Relaxed),
     });
-    let view = crate::thresholds::RunView {
+    let view = RunView {
         aggregator: &aggregator,
-        registry: &registry,
+        registry,
         elapsed,
     };
-    summary.thresholds = thresholds.finish(&view);
+    summary.thresholds = plan.thresholds.finish(&view);
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }
-    results.set_services(resources.finish(&contexts, &mut summary)?);
+    let title = format!(
+        "{} {}, started {}",
+        summary.plugin.name, summary.plugin.version, summary.started_at
+    );
+    let sampled = resources.finish(&contexts, &title, start_lag_p99(&summary))?;
+    if let Some(warning) = sampled.verdict.warning() {
+        summary.warnings.push(warning);
+    }
+    summary.stack = Some(sampled.stack);
+    summary.generator_saturated = sampled.verdict;
+    results.set_services(sampled.series);
     let results_dir = results.finish(&summary)?;
     let exit_code = match stop_reason {
         None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
@@ -401,6 +536,15 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
         results_dir,
         exit_code,
     })
+}
+
+/// The run's `iteration_start_lag` p99 in milliseconds, if an open-model scenario
+/// measured one.
+fn start_lag_p99(summary: &Summary) -> Option<f64> {
+    match &summary.metrics.get("iteration_start_lag")?.stats {
+        crate::metrics::summary::Stats::Trend(t) if t.count > 0 => Some(t.p99),
+        _ => None,
+    }
 }
 
 fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {

@@ -4,9 +4,9 @@
 //! `--quiet`.
 
 use crate::config::ExecutorConfig;
+use crate::control::{RunControl, StopReason};
 use crate::executor::ScenarioCtx;
 use crate::metrics::{builtin, SeriesMap, Value};
-use crate::run::control::{RunControl, StopReason};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;

@@ -21,4 +21,4 @@ pub mod watch;
 
 pub use book::StackSummary;
 pub use saturation::GeneratorVerdict;
-pub use watch::{prepare, Prepared, ResourceWatch};
+pub use watch::{prepare, Prepared, ResourceWatch, Sampled};

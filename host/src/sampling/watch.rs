@@ -1,18 +1,17 @@
 //! A run's resource watch: checks what to sample before the run, starts the sampler
 //! with the run's clock, folds its samples at each aggregator tick (stats.jsonl, the
 //! per-service figures, the saturation signals), and at the end writes stats.md and
-//! fills summary.json's `stack` and `generator_saturated`.
+//! hands back what summary.json's `stack` and `generator_saturated` hold.
 
-use super::book::{Series, StatsBook};
+use super::book::{Series, StackSummary, StatsBook};
 use super::docker::{self, ContainerTarget};
 use super::files::{render_md, StatsJsonl};
 use super::process::ProcessSource;
 use super::sampler::{Message, Sampler, Sources};
+use super::saturation::GeneratorVerdict;
 use super::saturation::SaturationWatch;
 use crate::config::SamplingOptions;
 use crate::executor::ScenarioCtx;
-use crate::metrics::summary::Stats;
-use crate::run::summary::Summary;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -117,40 +116,40 @@ impl ResourceWatch {
         }
     }
 
-    /// Stops sampling, then fills `summary` (`stack`, `generator_saturated`, and a
-    /// warning when the generator was the bottleneck) and writes stats.md. Returns the
-    /// per-service chart points for the report.
+    /// Stops sampling, writes stats.md (headed `title`) and returns the figures for
+    /// summary.json and the report; `start_lag_p99_ms` is the run's
+    /// `iteration_start_lag` p99, one of the saturation signals.
     pub fn finish(
         mut self,
         contexts: &[Arc<ScenarioCtx>],
-        summary: &mut Summary,
-    ) -> Result<Vec<(String, Series)>> {
+        title: &str,
+        start_lag_p99_ms: Option<f64>,
+    ) -> Result<Sampled> {
         let rest = self.sampler.stop();
         self.fold(rest);
         self.saturation.tick(contexts);
-        let start_lag_p99 =
-            summary
-                .metrics
-                .get("iteration_start_lag")
-                .and_then(|m| match &m.stats {
-                    Stats::Trend(t) if t.count > 0 => Some(t.p99),
-                    _ => None,
-                });
-        let verdict = self.saturation.verdict(start_lag_p99);
-        let warning = verdict.warning();
+        let verdict = self.saturation.verdict(start_lag_p99_ms);
         let stack = self.book.summary(self.interval_s);
-        let title = format!(
-            "{} {}, started {}",
-            summary.plugin.name, summary.plugin.version, summary.started_at
-        );
         let path = self.dir.join("stats.md");
-        std::fs::write(&path, render_md(&title, &stack, warning.as_deref()))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        if let Some(w) = warning {
-            summary.warnings.push(w);
-        }
-        summary.stack = Some(stack);
-        summary.generator_saturated = verdict;
-        Ok(self.book.series())
+        std::fs::write(
+            path.as_path(),
+            render_md(title, &stack, verdict.warning().as_deref()),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Sampled {
+            stack,
+            verdict,
+            series: self.book.series(),
+        })
     }
+}
+
+/// What a run's sampling found.
+pub struct Sampled {
+    /// summary.json's `stack` section.
+    pub stack: StackSummary,
+    /// Whether the generator was the bottleneck.
+    pub verdict: GeneratorVerdict,
+    /// Per-service chart points for the report.
+    pub series: Vec<(String, Series)>,
 }

@@ -1,7 +1,8 @@
 //! Evaluates thresholds against the aggregator's totals: every tick for those that may
 //! abort the run, and once at the end for the verdict, the summary and junit.xml.
 
-use super::parse::{aggregation_name, aggregations_of, applies_to, kind_name, Threshold};
+use super::expression::{aggregation_name, aggregations_of, applies_to, kind_name};
+use super::parse::Threshold;
 use crate::metrics::summary::{merged_value, stats_of, Aggregation};
 use crate::metrics::{Aggregator, Registry};
 use serde::Serialize;

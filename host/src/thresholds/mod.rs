@@ -3,7 +3,10 @@
 //! threshold makes the run's exit code 99.
 
 pub mod eval;
+pub mod expression;
+pub mod metric_key;
 pub mod parse;
+pub mod syntax_error;
 
 pub use eval::{Evaluator, RunView, ThresholdOutcome};
 pub use parse::{parse_thresholds, Threshold};
@@ -31,11 +34,11 @@ pub fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
 pub fn abort_if_crossed(
     evaluator: &mut Evaluator,
     view: &RunView<'_>,
-    control: &crate::run::control::RunControl,
+    control: &crate::control::RunControl,
 ) {
     if let Some(why) = evaluator.check_abort(view) {
         eprintln!("stopping: threshold {why}");
-        control.stop_with(crate::run::control::StopReason::Threshold(why));
+        control.stop_with(crate::control::StopReason::Threshold(why));
         control.hard_stop.cancel();
     }
 }

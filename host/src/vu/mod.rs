@@ -1,13 +1,17 @@
 //! A virtual user: one plugin instance in its own store, running iterations. A trap,
 //! panic or timeout is recorded with its message, and the VU gets a fresh instance.
+//! `factory` makes VUs; `errors` gathers their failures over the run.
+
+pub mod errors;
+pub mod factory;
 
 use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
 use crate::plugin::{classify_trap, Plugin, TrapCause};
-use crate::run::errors::{ErrorKind, ErrorLog};
 use anyhow::{anyhow, Result};
+use errors::{ErrorKind, ErrorLog};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

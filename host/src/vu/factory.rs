@@ -98,7 +98,7 @@ impl VuFactory {
     /// iteration, so it reaches the summary's plugin errors.
     pub fn report_failure(&self, error: &anyhow::Error) {
         self.ctx.errors.failure(
-            crate::run::errors::ErrorKind::Error,
+            crate::vu::errors::ErrorKind::Error,
             &self.scenario,
             &format!("{error:#}"),
         );

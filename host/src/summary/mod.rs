@@ -1,13 +1,15 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
-use super::control::StopReason;
-use super::errors::{ErrorEntry, ErrorLog};
+mod warnings;
+
 use crate::config::RunConfig;
+use crate::control::StopReason;
 use crate::executor::{ExecutorReport, ScenarioCtx};
 use crate::metrics::summary::{checks, summarize, MetricSummary};
 use crate::metrics::{builtin, Aggregator, Registry, Value};
 use crate::plugin::{PluginFile, PluginInfo};
+use crate::vu::errors::{ErrorEntry, ErrorLog};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -250,7 +252,7 @@ impl Summary {
             duration_s: input.elapsed.as_secs_f64(),
             status: status.into(),
             stop_reason: input.stop_reason,
-            warnings: super::warnings::dropped_iterations(input.contexts),
+            warnings: warnings::dropped_iterations(input.contexts),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),

@@ -1,0 +1,165 @@
+//! What goes into and comes out of an HTTP exchange: the request as the plugin asked
+//! for it, the response with its timing phases, and why a request failed.
+
+use bytes::Bytes;
+use std::time::Duration;
+
+/// An HTTP request as the plugin asked for it.
+#[derive(Debug, Clone, Default)]
+pub struct HttpRequest {
+    /// Method, upper case.
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    /// Header fields.
+    pub headers: Vec<(String, String)>,
+    /// Body (empty for none); `Bytes` so redirects and retries share it without copies.
+    pub body: Bytes,
+    /// Timeout; the run's default when `None`.
+    pub timeout: Option<Duration>,
+    /// Tags for the request's metrics.
+    pub tags: Vec<(String, String)>,
+    /// Count but do not keep the body.
+    pub discard_body: bool,
+    /// Inclusive status ranges that count as expected; 200-399 when `None`.
+    pub expected_statuses: Option<Vec<(u16, u16)>>,
+}
+
+/// Phases of a request, as k6 names them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Waiting for a connection (pool, name resolution).
+    pub blocked: Duration,
+    /// TCP connect.
+    pub connecting: Duration,
+    /// TLS handshake.
+    pub tls_handshaking: Duration,
+    /// Writing the request.
+    pub sending: Duration,
+    /// From the end of writing to the response head.
+    pub waiting: Duration,
+    /// Reading the body.
+    pub receiving: Duration,
+}
+
+impl Timings {
+    /// sending + waiting + receiving (k6's `http_req_duration`).
+    pub fn duration(&self) -> Duration {
+        self.sending + self.waiting + self.receiving
+    }
+}
+
+/// A response.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Header fields and body, converted for the plugin only if it asks.
+    pub content: ResponseContent,
+    /// Body bytes received.
+    pub body_size: u64,
+    /// Phases.
+    pub timings: Timings,
+}
+
+/// A response's header fields and body, held in the VU's resource table until the
+/// plugin asks for them (the WIT `response-content`), so a plugin that reads only the
+/// status pays for no conversion and no copy into its memory.
+#[derive(Debug, Clone, Default)]
+pub struct ResponseContent {
+    /// Header fields as hyper parsed them.
+    pub headers: http::HeaderMap,
+    /// The body, empty when discarded.
+    pub body: Vec<u8>,
+}
+
+impl ResponseContent {
+    /// The first value of `name` (any case), lossily decoded.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.get(name).map(lossy)
+    }
+
+    /// Every field in hyper's order: names grouped in the order first received.
+    pub fn fields(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), lossy(v)))
+            .collect()
+    }
+}
+
+fn lossy(value: &http::HeaderValue) -> String {
+    String::from_utf8_lossy(value.as_bytes()).into_owned()
+}
+
+/// Why a request failed; mirrors the WIT `http-error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// Not allowed by the run's allowlist; nothing was sent.
+    #[error("denied: {0}")]
+    Denied(String),
+    /// Bad URL, method or header.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// Connection could not be made.
+    #[error("connect: {0}")]
+    Connect(String),
+    /// The request took longer than its timeout.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// TLS failed.
+    #[error("tls: {0}")]
+    Tls(String),
+    /// The peer broke the protocol or the connection.
+    #[error("protocol: {0}")]
+    Protocol(String),
+    /// The body was larger than the cap.
+    #[error("response body larger than {0} bytes")]
+    BodyTooLarge(u64),
+}
+
+impl HttpError {
+    /// A short name for the `error` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Denied(_) => "denied",
+            Self::Invalid(_) => "invalid",
+            Self::Connect(_) => "connect",
+            Self::Timeout(_) => "timeout",
+            Self::Tls(_) => "tls",
+            Self::Protocol(_) => "protocol",
+            Self::BodyTooLarge(_) => "body_too_large",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_content_reads_headers_in_any_case_and_lossily() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("content-type", "text/plain".parse().unwrap());
+        headers.append("set-cookie", "a=1".parse().unwrap());
+        headers.append("set-cookie", "b=2".parse().unwrap());
+        headers.insert("x-raw", http::HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        let content = ResponseContent {
+            headers,
+            body: b"hi".to_vec(),
+        };
+        assert_eq!(
+            content.header("Content-Type").as_deref(),
+            Some("text/plain")
+        );
+        assert_eq!(content.header("SET-COOKIE").as_deref(), Some("a=1"));
+        assert_eq!(content.header("x-raw").as_deref(), Some("caf\u{fffd}"));
+        assert_eq!(content.header("etag"), None);
+        assert_eq!(content.header("not a header name"), None);
+        let fields = content.fields();
+        assert_eq!(fields.len(), 4);
+        assert_eq!(fields[0], ("content-type".into(), "text/plain".into()));
+        assert_eq!(fields[1], ("set-cookie".into(), "a=1".into()));
+        assert_eq!(fields[2], ("set-cookie".into(), "b=2".into()));
+    }
+}

@@ -1,0 +1,75 @@
+//! The metrics of a finished request: counts, the failure rate, bytes and timing
+//! phases, under the VU's cached tag sets.
+
+use super::{HttpClient, HttpError, HttpResponse, Meta};
+use crate::metrics::builtin;
+use std::time::Duration;
+
+fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
+    match expected {
+        None => (200..=399).contains(&status),
+        Some(ranges) => ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&status)),
+    }
+}
+
+impl HttpClient {
+    /// Records a finished request under its cached tag sets.
+    pub(super) fn record(
+        &mut self,
+        meta: &Meta,
+        result: &Result<HttpResponse, HttpError>,
+        io: (u64, u64),
+    ) {
+        let us = |d: Duration| d.as_micros() as u64;
+        let (status, expected) = match result {
+            Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
+            Err(_) => (0, false),
+        };
+        let tags = self.tags.outcome(meta.slot, &meta.tags, status, expected);
+        let err_tags = match result {
+            Err(e) => Some(self.tags.error(meta.slot, &meta.tags, e.kind())),
+            Ok(_) => None,
+        };
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::HTTP_REQS, &tags, 1.0);
+            s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
+            s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
+            s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
+            match result {
+                Ok(r) => {
+                    let t = &r.timings;
+                    s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
+                    s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
+                    s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
+                    s.trend(
+                        builtin::HTTP_REQ_TLS_HANDSHAKING,
+                        &tags,
+                        us(t.tls_handshaking),
+                    );
+                    s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
+                    s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
+                    s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
+                }
+                Err(_) => {
+                    if let Some(err_tags) = &err_tags {
+                        s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
+                    }
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_statuses_default_to_2xx_3xx() {
+        assert!(is_expected(200, &None));
+        assert!(is_expected(304, &None));
+        assert!(!is_expected(404, &None));
+        assert!(is_expected(404, &Some(vec![(404, 404)])));
+        assert!(!is_expected(200, &Some(vec![(404, 404)])));
+    }
+}

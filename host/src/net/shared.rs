@@ -1,0 +1,61 @@
+//! What every VU's HTTP client and WebSocket share over a run: the allowlist, limits
+//! and counters.
+
+use super::allowlist::Allowlist;
+use crate::metrics::Recorder;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What all VUs' clients share: policy, limits and counters. Read-only or atomic.
+pub struct NetShared {
+    /// Targets that may be reached.
+    pub allowlist: Allowlist,
+    /// Default request timeout.
+    pub default_timeout: Duration,
+    /// Body cap in bytes.
+    pub max_body: u64,
+    /// Where samples go.
+    pub recorder: Arc<Recorder>,
+    /// Requests sent and not yet completed.
+    pub in_flight: AtomicI64,
+    /// Redirects followed per request.
+    pub max_redirects: u32,
+    /// Denied origins already warned about (warned once each).
+    pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How WebSockets are kept alive (`[websocket]`).
+    pub websocket: crate::config::WebSocketOptions,
+    /// WebSockets open now, over all VUs.
+    pub ws_open: AtomicI64,
+    /// Whether any WebSocket was opened in this run (its gauge is shown only then).
+    pub ws_used: std::sync::atomic::AtomicBool,
+}
+
+impl NetShared {
+    /// Shared state for a run.
+    pub fn new(
+        allowlist: Allowlist,
+        default_timeout: Duration,
+        max_body: u64,
+        recorder: Arc<Recorder>,
+    ) -> Self {
+        Self {
+            allowlist,
+            default_timeout,
+            max_body,
+            recorder,
+            in_flight: AtomicI64::new(0),
+            max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
+            denied_warned: Default::default(),
+            websocket: Default::default(),
+            ws_open: AtomicI64::new(0),
+            ws_used: Default::default(),
+        }
+    }
+
+    /// The same, with the run's WebSocket options.
+    pub fn with_websocket(mut self, options: crate::config::WebSocketOptions) -> Self {
+        self.websocket = options;
+        self
+    }
+}
