@@ -361,7 +361,11 @@ fn host_stats_shows_a_live_table_of_a_project() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(stdout.matches("CPU %").count(), 2, "two tables: {stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("SERVICE ")).count(),
+        2,
+        "two tables: {stdout}"
+    );
     let api_row = stdout
         .lines()
         .find(|l| l.contains(&api.name))
