@@ -16,6 +16,17 @@ pub enum StopReason {
     Threshold(String),
 }
 
+impl std::fmt::Display for StopReason {
+    /// In words, for the printed summary (`summary.json` keeps the tagged form).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Interrupted => f.write_str("the operator (Ctrl-C or SIGTERM)"),
+            Self::PluginAbort(why) => write!(f, "the plugin: {why}"),
+            Self::Threshold(why) => write!(f, "a threshold with abort_on_fail: {why}"),
+        }
+    }
+}
+
 /// The run's stop signals.
 #[derive(Default)]
 pub struct RunControl {
@@ -42,5 +53,31 @@ impl RunControl {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_read_as_words() {
+        assert_eq!(
+            StopReason::Interrupted.to_string(),
+            "the operator (Ctrl-C or SIGTERM)"
+        );
+        let abort = StopReason::PluginAbort("20 iterations failed in a row".into());
+        assert_eq!(
+            abort.to_string(),
+            "the plugin: 20 iterations failed in a row"
+        );
+        let threshold = StopReason::Threshold("http_req_failed: rate<0.01 crossed".into());
+        assert!(!threshold.to_string().contains('{'));
+        assert!(threshold.to_string().ends_with("rate<0.01 crossed"));
+        // summary.json keeps the tagged form.
+        assert_eq!(
+            serde_json::to_value(&abort).unwrap(),
+            serde_json::json!({"by": "plugin_abort", "reason": "20 iterations failed in a row"})
+        );
     }
 }

@@ -156,8 +156,13 @@ async fn sigint_stops_gracefully_and_writes_every_file() {
     assert!(stdout.contains("status: interrupted"), "{stdout}");
     assert_all_results(&results, &["http_req_duration", "iteration_duration"]);
     let summary = common::summary_json(&results);
+    common::assert_http_counts_add_up(&summary);
     assert_eq!(summary["status"], "interrupted");
     assert_eq!(summary["stop_reason"]["by"], "interrupted");
+    assert!(
+        stdout.contains("stopped by: the operator (Ctrl-C or SIGTERM)"),
+        "in words: {stdout}"
+    );
     assert!(summary["duration_s"].as_f64().unwrap() < 60.0);
     assert!(summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() > 0.0);
     assert_eq!(

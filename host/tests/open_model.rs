@@ -2,6 +2,8 @@
 //! process against the embedded demo target, judged by counts in `summary.json` (how
 //! many iterations were due, started, completed, interrupted, dropped), not by timing.
 
+mod common;
+
 use demo_target::{DemoConfig, DemoServer, Faults};
 use host::config::Overrides;
 use host::run::{run, RunOutcome, RunRequest};
@@ -40,6 +42,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
     let json = std::fs::read_to_string(outcome.results_dir.join("summary.json"))
         .expect("summary.json written");
     let summary: Value = serde_json::from_str(&json).expect("summary.json is JSON");
+    common::assert_http_counts_add_up(&summary);
     (outcome, summary)
 }
 

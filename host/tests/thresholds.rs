@@ -174,10 +174,15 @@ async fn thresholds_on_custom_metrics_and_tagged_sub_metrics() {
         max.get("unit").is_none(),
         "custom trends keep the plugin's unit"
     );
+    // A threshold that tested nothing fails (k6 passes it; allow_missing = true does).
     let never = verdict("never_recorded", "count>0");
-    assert_eq!(never["ok"], true);
+    assert_eq!(never["ok"], false);
     assert!(never["observed"].is_null());
-    assert!(never["note"].as_str().unwrap().contains("no samples"));
+    let note = never["note"].as_str().unwrap();
+    assert!(
+        note.contains("got no samples") && note.contains("allow_missing"),
+        "{note}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

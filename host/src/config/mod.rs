@@ -30,6 +30,10 @@ const SECTIONS: &[&str] = &[
     "sampling",
 ];
 
+/// The most iterations per second the arrival-rate scenarios of one run may ask for, in
+/// total at their peaks.
+pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
+
 /// Resource limits applied to every VU and request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
@@ -47,6 +51,18 @@ pub struct Limits {
     pub cpu_per_call: Duration,
     /// Wall-clock limit of `setup()` and `teardown()`.
     pub setup_timeout: Duration,
+    /// What a VU's failed `init` does to the run.
+    pub init_failures: InitFailures,
+}
+
+/// What a VU's failed `init` does to the run (`[limits] init_failures`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitFailures {
+    /// The run goes on; the VU tries `init` again later, waiting longer each time.
+    #[default]
+    Retry,
+    /// The run stops (exit code 107), still writing every results file.
+    Abort,
 }
 
 impl Default for Limits {
@@ -59,6 +75,7 @@ impl Default for Limits {
             abort_after_failures: 0,
             cpu_per_call: Duration::from_secs(10),
             setup_timeout: Duration::from_secs(60),
+            init_failures: InitFailures::Retry,
         }
     }
 }
@@ -68,8 +85,12 @@ impl Default for Limits {
 pub struct RunConfig {
     /// Scenarios, in name order; they run at once (each from its `start_time`).
     pub scenarios: Vec<ScenarioConfig>,
-    /// `[thresholds]` as written, checked by the thresholds module.
+    /// `[thresholds]` as written, checked by the thresholds module (without
+    /// `allow_missing`).
     pub thresholds: toml::Table,
+    /// `[thresholds] allow_missing`: a threshold whose metric got no sample passes, as
+    /// in k6, instead of failing.
+    pub allow_missing_thresholds: bool,
     /// Environment for every VU (`[env]`, then `-e`).
     pub env: BTreeMap<String, String>,
     /// Targets the plugin may reach besides loopback (`[targets] allow`).
@@ -93,6 +114,7 @@ impl RunConfig {
         Self {
             scenarios: Vec::new(),
             thresholds: toml::Table::new(),
+            allow_missing_thresholds: false,
             env: BTreeMap::new(),
             allow: Vec::new(),
             limits: Limits::default(),
@@ -212,11 +234,23 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         scenarios.push(scenario::parse_scenario(name, table)?);
     }
 
+    check_arrival_rates(&scenarios)?;
+
     let env = section_map(&source, "env")?;
-    let thresholds = match source.get("thresholds") {
+    let mut thresholds = match source.get("thresholds") {
         None => toml::Table::new(),
         Some(toml::Value::Table(t)) => t.clone(),
         Some(_) => return Err(not_a_table("thresholds")),
+    };
+    let allow_missing_thresholds = match thresholds.remove("allow_missing") {
+        None => false,
+        Some(toml::Value::Boolean(b)) => b,
+        Some(other) => {
+            return Err(ConfigError {
+                path: "thresholds.allow_missing".into(),
+                message: format!("must be true or false, got `{other}`"),
+            })
+        }
     };
     let mut allow = Vec::new();
     if let Some(value) = source.get("targets") {
@@ -247,6 +281,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     Ok(RunConfig {
         scenarios,
         thresholds,
+        allow_missing_thresholds,
         env,
         allow,
         limits,
@@ -254,6 +289,42 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         websocket,
         sampling,
         source,
+    })
+}
+
+/// Refuses open-model rates beyond what one host process can start. An iteration with
+/// one request costs the host tens of µs of CPU (results/floor.md), so even a large
+/// machine starts a few hundred thousand a second; past this limit a run would only
+/// count drops.
+fn check_arrival_rates(scenarios: &[ScenarioConfig]) -> Result<(), ConfigError> {
+    let peaks: Vec<(&ScenarioConfig, f64)> = scenarios
+        .iter()
+        .filter_map(|s| s.executor.peak_rate().map(|r| (s, r)))
+        .collect();
+    let total: f64 = peaks.iter().map(|(_, r)| r).sum();
+    // Written so that NaN and infinity are refused too.
+    if total <= MAX_ARRIVAL_RATE {
+        return Ok(());
+    }
+    let (worst, rate) = peaks
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a total above the limit has a scenario");
+    let key = match worst.executor {
+        ExecutorConfig::ConstantArrivalRate { .. } => "rate",
+        _ => "stages",
+    };
+    let over_all = if peaks.len() > 1 {
+        format!(" ({total:.0}/s over all arrival-rate scenarios)")
+    } else {
+        String::new()
+    };
+    Err(ConfigError {
+        path: format!("scenarios.{}.{key}", worst.name),
+        message: format!(
+            "a peak of {rate:.0} iterations/s{over_all} is beyond the {MAX_ARRIVAL_RATE:.0}/s \
+             one host process can start; lower the rate, or split the load over several host processes"
+        ),
     })
 }
 
@@ -359,6 +430,16 @@ fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
     if let Some(d) = r.duration("setup_timeout")? {
         limits.setup_timeout = d;
     }
+    limits.init_failures = match r.string("init_failures")?.as_deref() {
+        None | Some("retry") => InitFailures::Retry,
+        Some("abort") => InitFailures::Abort,
+        Some(other) => {
+            return Err(r.error(
+                "init_failures",
+                format!("`{other}` is not a policy; use \"retry\" (the default) or \"abort\""),
+            ))
+        }
+    };
     r.finish()?;
     Ok(limits)
 }
@@ -454,5 +535,34 @@ mod tests {
         assert!(err.message.contains("did you mean `thresholds`"), "{err}");
         let err = build(toml::Table::new(), &Overrides::default()).unwrap_err();
         assert!(err.message.contains("no scenario"), "{err}");
+    }
+
+    #[test]
+    fn arrival_rates_beyond_one_process_are_refused_with_the_limit() {
+        let scenario = |name: &str, rate: &str| {
+            format!("[scenarios.{name}]\nexecutor = \"constant-arrival-rate\"\nrate = {rate}\nduration = \"2s\"\npre_allocated_vus = 1\n")
+        };
+        let build_text =
+            |text: &str| build(parse_toml(text, "run.toml").unwrap(), &Overrides::default());
+        assert!(
+            build_text(&scenario("a", "1000000")).is_ok(),
+            "the limit itself is allowed"
+        );
+        let err = build_text(&scenario("a", "1e9")).unwrap_err();
+        assert_eq!(err.path, "scenarios.a.rate");
+        assert!(err.message.contains("1000000000 iterations/s"), "{err}");
+        assert!(err.message.contains("beyond the 1000000/s"), "{err}");
+        for bad in ["inf", "nan"] {
+            assert!(build_text(&scenario("a", bad)).is_err(), "rate = {bad}");
+        }
+        // Per minute, the same figure is 60 times smaller.
+        let per_minute = scenario("a", "6e7").replace("duration", "time_unit = \"1m\"\nduration");
+        assert!(build_text(&per_minute).is_ok());
+        // Two scenarios under the limit each but over it together.
+        let err = build_text(&(scenario("a", "6e5") + &scenario("b", "5e5"))).unwrap_err();
+        assert!(err.message.contains("1100000/s over all"), "{err}");
+        assert_eq!(err.path, "scenarios.a.rate");
+        let ramp = "[scenarios.r]\nexecutor = \"ramping-arrival-rate\"\npre_allocated_vus = 1\nstages = [{ duration = \"1s\", target = 2000000 }]\n";
+        assert_eq!(build_text(ramp).unwrap_err().path, "scenarios.r.stages");
     }
 }

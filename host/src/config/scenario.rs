@@ -142,6 +142,28 @@ impl ExecutorConfig {
         }
     }
 
+    /// The highest arrival rate of an open-model executor, in iterations per second.
+    pub fn peak_rate(&self) -> Option<f64> {
+        match self {
+            Self::ConstantArrivalRate {
+                rate, time_unit, ..
+            } => Some(rate / time_unit.as_secs_f64()),
+            Self::RampingArrivalRate {
+                start_rate,
+                time_unit,
+                stages,
+                ..
+            } => {
+                let peak = stages
+                    .iter()
+                    .map(|s| s.target as f64)
+                    .fold(*start_rate, f64::max);
+                Some(peak / time_unit.as_secs_f64())
+            }
+            _ => None,
+        }
+    }
+
     /// How long the executor schedules work, without `graceful_stop`.
     pub fn duration(&self) -> Duration {
         match self {
@@ -254,8 +276,9 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
             let rate = r
                 .number("rate")?
                 .ok_or_else(|| r.error("rate", "missing; how many iterations per time_unit?"))?;
-            if rate <= 0.0 {
-                return Err(r.error("rate", "must be greater than 0"));
+            // Written so that NaN is refused too.
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err(r.error("rate", "must be a number greater than 0"));
             }
             let time_unit = time_unit(&mut r)?;
             let duration = required_duration(&mut r, "duration")?;
@@ -270,6 +293,9 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
         }
         "ramping-arrival-rate" => {
             let start_rate = r.number("start_rate")?.unwrap_or(0.0);
+            if !(start_rate >= 0.0 && start_rate.is_finite()) {
+                return Err(r.error("start_rate", "must be a number of at least 0"));
+            }
             let time_unit = time_unit(&mut r)?;
             let stages = stages(&mut r, true)?;
             let (pre_allocated_vus, max_vus) = vu_bounds(&mut r)?;

@@ -88,51 +88,59 @@ impl Scheduler {
     /// back the per-stage figures.
     fn run(mut self) -> Option<StageTracker> {
         let start = self.ctx.start;
+        let mut stages = self.stages.take();
         let mut next = 0;
-        let mut next_due = self.schedule.due(next).map(|d| start + d);
         let mut woke: Option<Instant> = None;
-        while let Some(due) = next_due {
+        while let Some(due) = self.schedule.due(next).map(|d| start + d) {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !self.sleep_until(wake_at) {
                 break;
             }
             let now = Instant::now();
             woke = Some(now);
-            if let Some(stages) = &mut self.stages {
+            if let Some(stages) = &mut stages {
                 let busy = self.ctx.stats.active_vus.load(Ordering::Relaxed);
                 stages.busy(now.saturating_duration_since(start), busy);
             }
-            let mut dropped = 0u64;
-            while let Some(due) = next_due.filter(|d| *d <= now) {
-                if let Some(stages) = &mut self.stages {
-                    stages.due(due - start);
-                }
+            let stop = || self.ctx.control.stop.is_cancelled();
+            let caught_up = catch_up(&self.schedule, start, now, next, stop, |due| {
                 match self.pool.take() {
                     Take::Idle(vu) => {
                         self.start_iteration(vu, due);
-                        if let Some(stages) = &mut self.stages {
+                        if let Some(stages) = &mut stages {
                             stages.started(due - start);
                         }
+                        Turn::Started
                     }
                     Take::Make => {
-                        dropped += 1;
                         self.make_vu();
+                        Turn::Dropped
                     }
-                    Take::None => dropped += 1,
+                    Take::None => Turn::NoVu,
                 }
-                next += 1;
-                next_due = self.schedule.due(next).map(|d| start + d);
-            }
-            if dropped > 0 {
-                self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
-                self.ctx.factory.recorder().count(
-                    builtin::DROPPED_ITERATIONS,
-                    self.ctx.factory.tags(),
-                    dropped as f64,
-                );
+            });
+            next = caught_up.next;
+            self.count_dropped(caught_up.dropped);
+            if caught_up.stopped {
+                break;
             }
         }
-        self.stages
+        if let Some(stages) = &mut stages {
+            stages.reached(next, |offset| self.schedule.due_before(offset));
+        }
+        stages
+    }
+
+    /// Adds `dropped` iterations to the scenario's count and `dropped_iterations`.
+    fn count_dropped(&self, dropped: u64) {
+        if dropped > 0 {
+            self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
+            self.ctx.factory.recorder().count(
+                builtin::DROPPED_ITERATIONS,
+                self.ctx.factory.tags(),
+                dropped as f64,
+            );
+        }
     }
 
     /// Sleeps until `due`; false if the run was stopped meanwhile.
@@ -153,12 +161,13 @@ impl Scheduler {
     /// when the iteration ends (or is interrupted at `hard`).
     fn start_iteration(&self, mut vu: Vu, due: Instant) {
         let busy = Busy::new(self.ctx.stats.clone());
-        let (ctx, pool, hard) = (self.ctx.clone(), self.pool.clone(), self.hard);
+        let (ctx, pool, hard, end) = (self.ctx.clone(), self.pool.clone(), self.hard, self.end);
         self.tasks.spawn(async move {
             let mut interrupt = ctx.interrupt_at(hard);
             ctx.run_iteration(&mut vu, Some(due), Pin::new(&mut interrupt))
                 .await;
             drop(busy);
+            rest_after_init_failure(&ctx, vu.retry_at(), end).await;
             pool.put(vu);
         });
     }
@@ -176,6 +185,7 @@ impl Scheduler {
             match made {
                 Some(Ok(vu)) => {
                     ctx.stats.allocated_vus.fetch_add(1, Ordering::Relaxed);
+                    rest_after_init_failure(&ctx, vu.retry_at(), end).await;
                     pool.made(vu);
                 }
                 Some(Err(e)) => {
@@ -185,6 +195,83 @@ impl Scheduler {
                 None => pool.not_made(),
             }
         });
+    }
+}
+
+/// What became of a due iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// It started on an idle VU.
+    Started,
+    /// It was dropped (a VU is being made for later ones).
+    Dropped,
+    /// It was dropped, and no VU can be had before the next wake-up.
+    NoVu,
+}
+
+/// What one wake-up of the scheduler did.
+#[derive(Debug, PartialEq, Eq)]
+struct CaughtUp {
+    /// The first iteration not yet due.
+    next: u64,
+    /// Iterations dropped.
+    dropped: u64,
+    /// Whether it saw a stop of the run.
+    stopped: bool,
+}
+
+/// Hands every iteration due by `now`, from `next` on, to `take`, which starts or drops
+/// it. Once no VU can be had, the rest due by now are dropped in one step, so even a
+/// backlog of millions (a very high rate, or a long pause of the thread) costs no more
+/// than a few iterations; a stop of the run is seen between any two of them.
+fn catch_up(
+    schedule: &ArrivalSchedule,
+    start: Instant,
+    now: Instant,
+    mut next: u64,
+    stop: impl Fn() -> bool,
+    mut take: impl FnMut(Instant) -> Turn,
+) -> CaughtUp {
+    let mut dropped = 0;
+    while let Some(due) = schedule.due(next).map(|d| start + d).filter(|d| *d <= now) {
+        if stop() {
+            return CaughtUp {
+                next,
+                dropped,
+                stopped: true,
+            };
+        }
+        match take(due) {
+            Turn::Started => next += 1,
+            Turn::Dropped => {
+                dropped += 1;
+                next += 1;
+            }
+            Turn::NoVu => {
+                let missed = schedule
+                    .due_before(now.saturating_duration_since(start))
+                    .max(next + 1);
+                dropped += missed - next;
+                next = missed;
+            }
+        }
+    }
+    CaughtUp {
+        next,
+        dropped,
+        stopped: false,
+    }
+}
+
+/// Keeps a VU whose `init` failed out of the pool until it may try again, so due
+/// iterations go to VUs that can run them instead of waiting on this one; gives up at
+/// the schedule's end or a stop.
+async fn rest_after_init_failure(ctx: &ScenarioCtx, retry_at: Option<Instant>, end: Instant) {
+    if let Some(retry_at) = retry_at {
+        tokio::select! {
+            _ = sleep_until(retry_at.min(end)) => {}
+            _ = ctx.control.stop.cancelled() => {}
+        }
     }
 }
 
@@ -201,5 +288,106 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_backlog_of_a_billion_is_counted_in_a_few_steps() {
+        // 1e9/s for 2 s, 2 VUs: a wake-up 0.5 s in starts 2 and drops the rest.
+        let schedule =
+            ArrivalSchedule::constant(1e9, Duration::from_secs(1), Duration::from_secs(2));
+        let start = Instant::now();
+        let calls = Cell::new(0u64);
+        let out = catch_up(
+            &schedule,
+            start,
+            start + Duration::from_millis(500),
+            0,
+            || false,
+            |_| {
+                calls.set(calls.get() + 1);
+                if calls.get() <= 2 {
+                    Turn::Started
+                } else {
+                    Turn::NoVu
+                }
+            },
+        );
+        // Two started, then one step for the rest (and one more for the iteration due
+        // at the very instant, which float rounding may leave to itself).
+        assert!((3..=4).contains(&calls.get()), "{} calls", calls.get());
+        assert_eq!(
+            out.next, 500_000_001,
+            "due before 0.5 s, and the one due at it"
+        );
+        assert_eq!(out.next, 2 + out.dropped);
+        assert!(!out.stopped);
+        // The next wake-up, at the end: every due iteration was started or dropped.
+        let rest = catch_up(
+            &schedule,
+            start,
+            start + Duration::from_secs(2),
+            out.next,
+            || false,
+            |_| Turn::NoVu,
+        );
+        assert_eq!(rest.next, 2_000_000_000);
+        assert_eq!(2 + out.dropped + rest.dropped, 2_000_000_000);
+    }
+
+    #[test]
+    fn a_stop_is_seen_inside_the_catch_up() {
+        let schedule =
+            ArrivalSchedule::constant(1e6, Duration::from_secs(1), Duration::from_secs(10));
+        let start = Instant::now();
+        let calls = Cell::new(0u64);
+        // Every due iteration finds a VU (as many as there are): stopped after 1,000.
+        let out = catch_up(
+            &schedule,
+            start,
+            start + Duration::from_secs(5),
+            0,
+            || calls.get() >= 1000,
+            |_| {
+                calls.set(calls.get() + 1);
+                Turn::Started
+            },
+        );
+        assert!(out.stopped);
+        assert_eq!(out.next, 1000);
+        assert_eq!(out.dropped, 0);
+    }
+
+    #[test]
+    fn drops_while_a_vu_is_made_are_counted_one_by_one() {
+        let schedule =
+            ArrivalSchedule::constant(10.0, Duration::from_secs(1), Duration::from_secs(1));
+        let start = Instant::now();
+        let turns = [Turn::Started, Turn::Dropped, Turn::Started, Turn::Dropped];
+        let calls = Cell::new(0usize);
+        let out = catch_up(
+            &schedule,
+            start,
+            start + Duration::from_millis(350),
+            0,
+            || false,
+            |_| {
+                calls.set(calls.get() + 1);
+                turns[calls.get() - 1]
+            },
+        );
+        assert_eq!(
+            out,
+            CaughtUp {
+                next: 4,
+                dropped: 2,
+                stopped: false
+            }
+        );
     }
 }

@@ -90,13 +90,27 @@ impl ScenarioCtx {
         }
     }
 
-    /// Runs one iteration on `vu`, counting it; `interrupt_at` is the hard deadline.
+    /// Runs one iteration on `vu`, counting it; `interrupt` is the hard deadline. In
+    /// the closed model (no `due`) a VU whose `init` failed first waits until it may
+    /// try again; `None` when the scenario ended or the run stopped meanwhile, and no
+    /// iteration started.
     pub async fn run_iteration(
         &self,
         vu: &mut Vu,
         due: Option<Instant>,
-        interrupt: Pin<&mut impl Future<Output = ()>>,
-    ) -> Outcome {
+        mut interrupt: Pin<&mut impl Future<Output = ()>>,
+    ) -> Option<Outcome> {
+        if let (Some(retry_at), None) = (vu.retry_at(), due) {
+            let end = self.start + self.config.executor.duration();
+            tokio::select! {
+                _ = sleep_until(retry_at.min(end)) => {}
+                _ = self.control.stop.cancelled() => return None,
+                _ = interrupt.as_mut() => return None,
+            }
+            if !self.may_start(end) {
+                return None;
+            }
+        }
         let n = self.next_iteration.fetch_add(1, Ordering::Relaxed);
         self.stats.started.fetch_add(1, Ordering::Relaxed);
         let outcome = vu.iterate(&self.config.exec, n, due, interrupt).await;
@@ -109,7 +123,7 @@ impl ScenarioCtx {
             _ => &self.stats.completed,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        outcome
+        Some(outcome)
     }
 
     /// Whether new iterations may start at `now` given the schedule's end.

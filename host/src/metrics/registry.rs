@@ -77,6 +77,7 @@ builtins! {
     WS_PING = "ws_ping": Trend, time;
     WS_ERRORS = "ws_errors": Counter;
     WS_SOCKETS_OPEN = "ws_sockets_open": Gauge;
+    HTTP_REQS_UNSENT = "http_reqs_unsent": Counter;
 }
 
 /// Why a custom metric could not be used.

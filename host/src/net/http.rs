@@ -22,6 +22,7 @@ use crate::metrics::{builtin, TagSet};
 use bytes::Bytes;
 use exchange::execute;
 use http_body_util::Full;
+use record::Ended;
 use rustc_hash::FxHashMap;
 use std::pin::pin;
 use std::sync::Arc;
@@ -63,7 +64,8 @@ impl HttpClient {
         }
     }
 
-    /// Sends one request; `tags` are the VU's base tags (scenario, ...).
+    /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
+    /// followed hop by hop, each hop a request of its own.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
@@ -71,33 +73,78 @@ impl HttpClient {
     ) -> Result<HttpResponse, HttpError> {
         let mut hops = 0;
         loop {
-            let response = self.send_once(&req, tags).await?;
-            match redirect::next_hop(&req, &response) {
-                Some(next) if hops < self.shared.max_redirects => {
-                    req = next?;
+            let (result, ended) = self.send_once(&req, tags).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
+            };
+            match self.follow(&req, &response, hops, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    req = next;
                     hops += 1;
                 }
-                _ => return Ok(response),
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    return Ok(response);
+                }
+                Err(e) => {
+                    // The plugin gets an error, so the hop that led to it is no success.
+                    self.record(&ended, Err(&e));
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Sends one request without following redirects.
+    /// The next hop if `response` redirects and it may be followed; an error if its
+    /// target is invalid or denied. Past the redirect limit the redirect itself is the
+    /// answer, with a warning (as k6 does): a loop would otherwise pass unnoticed.
+    fn follow(
+        &mut self,
+        req: &HttpRequest,
+        response: &HttpResponse,
+        hops: u32,
+        tags: &TagSet,
+    ) -> Result<Option<HttpRequest>, HttpError> {
+        let Some(next) = redirect::next_hop(req, response) else {
+            return Ok(None);
+        };
+        if hops >= self.shared.max_redirects {
+            // A limit of 0 means "do not follow", not a loop.
+            if self.shared.max_redirects > 0 {
+                self.shared
+                    .redirect_limit_reached(&req.url, response.status);
+            }
+            return Ok(None);
+        }
+        let next = next?;
+        self.target(&next.url, tags)?;
+        Ok(Some(next))
+    }
+
+    /// Sends one request without following redirects; the caller records it.
     async fn send_once(
         &mut self,
         req: &HttpRequest,
         tags: &TagSet,
-    ) -> Result<HttpResponse, HttpError> {
-        let prepared = self.prepare(req, tags)?;
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
+        let prepared = match self.prepare(req, tags) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), Ended::NotRecorded),
+        };
         let conn = self.checkout(&prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
-        let (result, conn, io) = execute(&self.shared, &meta, prepared, conn, deadline).await;
+        let (result, conn, io, sent_at) =
+            execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
             self.checkin(key, conn);
         }
-        self.record(&meta, &result, io);
-        result
+        (result, Ended::Request { meta, io, sent_at })
     }
 
     /// Sends requests in parallel, each on its own connection; results in order.
@@ -107,7 +154,7 @@ impl HttpClient {
         reqs: Vec<HttpRequest>,
         tags: &TagSet,
     ) -> Vec<Result<HttpResponse, HttpError>> {
-        let mut slots: Vec<Option<Result<HttpResponse, HttpError>>> =
+        let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
             Vec::with_capacity(reqs.len());
         let mut work = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
@@ -117,7 +164,7 @@ impl HttpClient {
                     work.push((i, p, conn));
                     slots.push(None);
                 }
-                Err(e) => slots.push(Some(Err(e))),
+                Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
             }
         }
         let shared = self.shared.clone();
@@ -130,24 +177,36 @@ impl HttpClient {
                 (i, meta, outcome)
             }
         });
-        for (i, meta, (result, conn, io)) in futures::future::join_all(futures).await {
+        for (i, meta, (result, conn, io, sent_at)) in futures::future::join_all(futures).await {
             if let Some((key, conn)) = conn {
                 self.checkin(key, conn);
             }
-            self.record(&meta, &result, io);
-            slots[i] = Some(result);
+            slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
         }
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
-            let result = slot.expect("every slot filled");
-            let next = match &result {
-                Ok(response) => redirect::next_hop(&req, response),
-                Err(_) => None,
+            let (result, ended) = slot.expect("every slot filled");
+            let response = match result {
+                Ok(response) => response,
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    results.push(Err(e));
+                    continue;
+                }
             };
-            results.push(match next {
-                Some(Ok(next)) if self.shared.max_redirects > 0 => self.send(next, tags).await,
-                Some(Err(e)) => Err(e),
-                _ => result,
+            results.push(match self.follow(&req, &response, 0, tags) {
+                Ok(Some(next)) => {
+                    self.record(&ended, Ok(&response));
+                    self.send(next, tags).await
+                }
+                Ok(None) => {
+                    self.record(&ended, Ok(&response));
+                    Ok(response)
+                }
+                Err(e) => {
+                    self.record(&ended, Err(&e));
+                    Err(e)
+                }
             });
         }
         results

@@ -29,6 +29,8 @@ pub struct NetShared {
     pub ws_open: AtomicI64,
     /// Whether any WebSocket was opened in this run (its gauge is shown only then).
     pub ws_used: std::sync::atomic::AtomicBool,
+    /// Requests that stopped at the redirect limit, and the first URL that did.
+    redirect_limit: std::sync::Mutex<(u64, Option<String>)>,
 }
 
 impl NetShared {
@@ -50,6 +52,41 @@ impl NetShared {
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
+            redirect_limit: Default::default(),
+        }
+    }
+
+    /// Notes a request that was still redirected after `max_redirects` hops; warns
+    /// the first time.
+    pub(crate) fn redirect_limit_reached(&self, url: &str, status: u16) {
+        let mut seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        seen.0 += 1;
+        if seen.1.is_none() {
+            eprintln!(
+                "warning: {url} still redirected ({status}) after {} redirects; the last redirect \
+                 was returned (a redirect loop?)",
+                self.max_redirects
+            );
+            seen.1 = Some(url.to_owned());
+        }
+    }
+
+    /// Warnings about the run's requests for the summary.
+    pub fn warnings(&self) -> Vec<String> {
+        let seen = self
+            .redirect_limit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &seen.1 {
+            Some(url) => vec![format!(
+                "{} requests were still redirected after {} redirects and returned the last \
+                 redirect (first: {url}); a redirect loop?",
+                seen.0, self.max_redirects
+            )],
+            None => Vec::new(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! `junit.xml`: one test case per threshold, so CI systems show which ones failed; a
 //! failed threshold carries a `<failure>` with the observed value, and one whose metric
-//! got no samples is `<skipped>`.
+//! got no samples is `<skipped>` when it passed (`allow_missing`). A run that measured
+//! nothing adds a failed test case of its own, so a CI job that reads only this file
+//! does not pass it.
 
 use crate::summary::Summary;
 use quick_xml::escape::escape;
@@ -9,8 +11,9 @@ use std::fmt::Write;
 /// Renders the file.
 pub fn render(summary: &Summary) -> String {
     let e = |s: &str| escape(s).into_owned();
-    let tests = summary.thresholds.len();
-    let failures = summary.thresholds.iter().filter(|t| !t.ok).count();
+    let measured_nothing = usize::from(summary.failure.is_some());
+    let tests = summary.thresholds.len() + measured_nothing;
+    let failures = summary.thresholds.iter().filter(|t| !t.ok).count() + measured_nothing;
     let skipped = summary
         .thresholds
         .iter()
@@ -30,6 +33,14 @@ pub fn render(summary: &Summary) -> String {
         summary.duration_s,
         e(&summary.started_at)
     );
+    if let Some(failure) = &summary.failure {
+        let _ = writeln!(
+            xml,
+            "    <testcase classname=\"run\" name=\"measured something\">\n      <failure type=\"run\" message=\"{}\">the run measured nothing: {}</failure>\n    </testcase>",
+            e(failure),
+            e(failure)
+        );
+    }
     for t in &summary.thresholds {
         let _ = write!(
             xml,

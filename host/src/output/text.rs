@@ -17,11 +17,10 @@ pub fn render(s: &Summary) -> String {
     );
     let _ = writeln!(out, "  status: {} after {:.1}s", s.status, s.duration_s);
     if let Some(reason) = &s.stop_reason {
-        let _ = writeln!(
-            out,
-            "  stopped by: {}",
-            serde_json::to_string(reason).unwrap_or_default()
-        );
+        let _ = writeln!(out, "  stopped by: {reason}");
+    }
+    if let Some(failure) = &s.failure {
+        let _ = writeln!(out, "  measured nothing: {failure}");
     }
     let _ = writeln!(out, "\n  scenarios:");
     for (name, sc) in &s.scenarios {
@@ -60,19 +59,27 @@ pub fn render(s: &Summary) -> String {
         }
     }
     let h = &s.http;
-    if h.sent + h.denied > 0 {
-        let errors: Vec<String> = h.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(
+    let not_sent: u64 = h.not_sent.values().sum();
+    if h.sent + not_sent + h.denied > 0 {
+        let kinds = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = write!(
             out,
-            "\n  http: sent {}, received {}, succeeded {}, failed {}, denied {}, in flight at end {}{}",
-            h.sent,
-            h.received,
-            h.succeeded,
-            h.failed,
-            h.denied,
-            h.in_flight,
-            if errors.is_empty() { String::new() } else { format!(" (no response: {})", errors.join(", ")) }
+            "\n  http: sent {}, received {} (succeeded {}), failed {}",
+            h.sent, h.received, h.succeeded, h.failed
         );
+        if !h.errors.is_empty() {
+            let _ = write!(out, " ({})", kinds(&h.errors));
+        }
+        let _ = write!(out, ", in flight at end {}", h.in_flight);
+        if not_sent > 0 {
+            let _ = write!(out, "; not sent {not_sent} ({})", kinds(&h.not_sent));
+        }
+        let _ = writeln!(out, "; denied {}", h.denied);
     }
     let _ = writeln!(out);
     for m in s.metrics.values() {

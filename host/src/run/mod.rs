@@ -2,6 +2,7 @@
 //! started together, metrics folded every second, results out.
 
 pub mod progress;
+pub mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::control::{RunControl, StopReason};
@@ -69,6 +70,8 @@ pub mod exit_code {
     pub const INTERRUPTED: i32 = 105;
     /// The plugin aborted the run.
     pub const PLUGIN_ABORT: i32 = 107;
+    /// The run measured nothing: no iteration succeeded, or every request was denied.
+    pub const MEASURED_NOTHING: i32 = 110;
 }
 
 pub use crate::plugin::Inspected;
@@ -247,7 +250,8 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
     let thresholds = Evaluator::new(
         crate::thresholds::parse_thresholds(&config.thresholds)
             .map_err(|e| anyhow!("config error: {e}"))?,
-    );
+    )
+    .allow_missing(config.allow_missing_thresholds);
     let known: Vec<&str> = inspected
         .info
         .scenarios
@@ -336,6 +340,8 @@ async fn start(
         setup_data: setup.data.clone(),
         errors: setup.errors.clone(),
         iteration_timeout: config.limits.iteration_timeout,
+        init_failures: config.limits.init_failures,
+        control: setup.control.clone(),
     };
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let mut scenario_vus = Vec::new();
@@ -502,6 +508,7 @@ fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result
         errors: &setup.errors,
         stop_reason: stop_reason.clone(),
         in_flight: setup.services.net.in_flight.load(Ordering::Relaxed),
+        net_warnings: setup.services.net.warnings(),
     });
     let view = RunView {
         aggregator: &aggregator,
@@ -523,14 +530,11 @@ fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result
     summary.stack = Some(sampled.stack);
     summary.generator_saturated = sampled.verdict;
     results.set_services(sampled.series);
+    let exit_code = verdict::judge(&mut summary);
+    if let Some(failure) = &summary.failure {
+        eprintln!("error: the run measured nothing: {failure}");
+    }
     let results_dir = results.finish(&summary)?;
-    let exit_code = match stop_reason {
-        None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
-        None => exit_code::THRESHOLDS,
-        Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
-        Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
-        Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
-    };
     Ok(RunOutcome {
         summary,
         results_dir,

@@ -31,10 +31,13 @@ pub struct Summary {
     pub started_at: String,
     /// Seconds from the first scenario's start to the end.
     pub duration_s: f64,
-    /// `completed`, `interrupted` or `aborted`.
+    /// `completed`, `failed` (it went to its end but measured nothing), `interrupted`
+    /// or `aborted`.
     pub status: String,
     /// Why it stopped early.
     pub stop_reason: Option<StopReason>,
+    /// Why the run measured nothing (no iteration succeeded, every request denied).
+    pub failure: Option<String>,
     /// What makes the figures mean less than they seem (such as dropped iterations).
     pub warnings: Vec<String>,
     /// The merged run config.
@@ -123,19 +126,24 @@ pub struct ScenarioSummary {
     pub stages: Vec<crate::executor::StageReport>,
 }
 
-/// Requests by fate: sent, received, failed, timed out, still in flight.
+/// Requests by fate. Every request written to a connection was answered, failed, or
+/// is still in flight: `sent = received + failed + in_flight`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct HttpCounts {
-    /// Requests handed to a connection.
+    /// Requests written to a connection.
     pub sent: u64,
-    /// Responses received (any status).
+    /// Of those, the ones answered (any status).
     pub received: u64,
-    /// Responses with an expected status.
+    /// Of those answered, the ones with an expected status.
     pub succeeded: u64,
-    /// Responses with an unexpected status, plus requests that got no response.
+    /// Sent requests that ended without a response the plugin got: timed out, broken
+    /// off, interrupted with their iteration, or redirected where it may not go.
     pub failed: u64,
-    /// Requests that got no response, by error kind (`timeout`, `connect`, ...).
+    /// `failed` by error kind (`timeout`, `protocol`, `interrupted`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// Requests that failed before they were sent (no connection), by error kind
+    /// (`connect`, `timeout`, `interrupted`, ...).
+    pub not_sent: BTreeMap<String, u64>,
     /// Requests refused by the allowlist (never sent).
     pub denied: u64,
     /// Requests still in flight when the run ended.
@@ -179,6 +187,8 @@ pub struct SummaryInput<'a> {
     pub stop_reason: Option<StopReason>,
     /// Requests in flight at the end.
     pub in_flight: i64,
+    /// Warnings from the network layer (redirect loops).
+    pub net_warnings: Vec<String>,
 }
 
 impl Summary {
@@ -252,7 +262,11 @@ impl Summary {
             duration_s: input.elapsed.as_secs_f64(),
             status: status.into(),
             stop_reason: input.stop_reason,
-            warnings: warnings::dropped_iterations(input.contexts),
+            failure: None,
+            warnings: warnings::dropped_iterations(input.contexts)
+                .into_iter()
+                .chain(input.net_warnings)
+                .collect(),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
@@ -272,28 +286,31 @@ fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts
         in_flight: in_flight.max(0) as u64,
         ..Default::default()
     };
+    let kind = |tags: &crate::metrics::TagSet| tags.get("error").unwrap_or("other").to_string();
+    // Every failure by kind, then the ones never sent taken out of it.
+    let mut failures: BTreeMap<String, u64> = BTreeMap::new();
     for ((id, tags), value) in totals {
         let Value::Counter(n) = value else { continue };
         let n = *n as u64;
         match *id {
             builtin::HTTP_REQS_SENT => c.sent += n,
             builtin::HTTP_REQS_DENIED => c.denied += n,
-            builtin::HTTP_REQ_ERRORS => {
-                *c.errors
-                    .entry(tags.get("error").unwrap_or("other").to_string())
-                    .or_default() += n;
-            }
-            builtin::HTTP_REQS => {
-                if tags.get("status") != Some("0") {
-                    c.received += n;
-                }
+            builtin::HTTP_REQ_ERRORS => *failures.entry(kind(tags)).or_default() += n,
+            builtin::HTTP_REQS_UNSENT => *c.not_sent.entry(kind(tags)).or_default() += n,
+            builtin::HTTP_REQS if tags.get("status") != Some("0") => {
+                c.received += n;
                 if tags.get("expected_response") == Some("true") {
                     c.succeeded += n;
-                } else {
-                    c.failed += n;
                 }
             }
             _ => {}
+        }
+    }
+    for (kind, n) in failures {
+        let sent = n.saturating_sub(c.not_sent.get(&kind).copied().unwrap_or(0));
+        if sent > 0 {
+            c.failed += sent;
+            c.errors.insert(kind, sent);
         }
     }
     c

@@ -15,7 +15,8 @@ pub struct ThresholdOutcome {
     pub metric: String,
     /// The expression as written (`p(95)<500`).
     pub threshold: String,
-    /// Whether it held (a metric without samples holds, as in k6, with a note).
+    /// Whether it held. A metric without samples fails, with a note, unless the run
+    /// allows missing metrics (`[thresholds] allow_missing`, k6's behaviour).
     pub ok: bool,
     /// The value the expression tested; `null` when there was none.
     pub observed: Option<f64>,
@@ -79,6 +80,8 @@ pub struct RunView<'a> {
 #[derive(Debug, Default)]
 pub struct Evaluator {
     thresholds: Vec<Threshold>,
+    /// Whether a threshold whose metric got no sample passes (k6) instead of failing.
+    allow_missing: bool,
     /// The threshold that stopped the run, what it observed and when.
     aborted_by: Option<(usize, f64, Duration)>,
 }
@@ -88,8 +91,15 @@ impl Evaluator {
     pub fn new(thresholds: Vec<Threshold>) -> Self {
         Self {
             thresholds,
+            allow_missing: false,
             aborted_by: None,
         }
+    }
+
+    /// Lets thresholds whose metric got no sample pass, as k6 does.
+    pub fn allow_missing(mut self, allow: bool) -> Self {
+        self.allow_missing = allow;
+        self
     }
 
     /// Whether there is anything to evaluate.
@@ -115,7 +125,7 @@ impl Evaluator {
             if let Observation::Value(v) = observe(t, view) {
                 if !t.expression.operator.holds(v, t.expression.bound) {
                     self.aborted_by = Some((i, v, view.elapsed));
-                    let outcome = outcome_of(t, Observation::Value(v), false);
+                    let outcome = outcome_of(t, Observation::Value(v), false, false);
                     return Some(format!(
                         "{}: {} crossed ({})",
                         t.metric.text,
@@ -140,15 +150,20 @@ impl Evaluator {
                         "crossed {:.1} s into the run, which it stopped",
                         at.as_secs_f64()
                     )),
-                    ..outcome_of(t, Observation::Value(value), true)
+                    ..outcome_of(t, Observation::Value(value), true, false)
                 },
-                _ => outcome_of(t, observe(t, view), false),
+                _ => outcome_of(t, observe(t, view), false, self.allow_missing),
             })
             .collect()
     }
 }
 
-fn outcome_of(t: &Threshold, observation: Observation, aborted_run: bool) -> ThresholdOutcome {
+fn outcome_of(
+    t: &Threshold,
+    observation: Observation,
+    aborted_run: bool,
+    allow_missing: bool,
+) -> ThresholdOutcome {
     let is_time_value = !matches!(t.expression.aggregation, Aggregation::Count);
     let (ok, observed, note) = match observation {
         Observation::Value(v) => (
@@ -156,10 +171,23 @@ fn outcome_of(t: &Threshold, observation: Observation, aborted_run: bool) -> Thr
             Some(v),
             None,
         ),
-        Observation::NoSamples => (
+        // A threshold that tested nothing must not pass a broken run.
+        Observation::NoSamples if allow_missing => (
             true,
             None,
-            Some(format!("metric `{}` got no samples", t.metric.text)),
+            Some(format!(
+                "metric `{}` got no samples; passed because allow_missing = true",
+                t.metric.text
+            )),
+        ),
+        Observation::NoSamples => (
+            false,
+            None,
+            Some(format!(
+                "metric `{}` got no samples, so nothing was tested; make the plugin record it, \
+                 or set [thresholds] allow_missing = true to let it pass (as k6 does)",
+                t.metric.text
+            )),
         ),
         Observation::WrongKind(why) => (false, None, Some(why)),
     };
@@ -303,8 +331,28 @@ mod tests {
         assert!(by("orders", "count>2").ok);
         assert!(!by("queue", "value<5").ok);
         let missing = by("missing_metric", "count>0");
-        assert!(missing.ok && missing.observed.is_none());
-        assert!(missing.note.unwrap().contains("no samples"));
+        assert!(!missing.ok, "a threshold that tested nothing fails");
+        assert!(missing.observed.is_none());
+        let note = missing.note.unwrap();
+        assert!(
+            note.contains("got no samples") && note.contains("allow_missing = true"),
+            "{note}"
+        );
+        // With allow_missing, k6's behaviour: it passes, with a note.
+        let e = evaluator(
+            r#"missing_metric = ["count>0"]
+            "http_req_duration{name:nowhere}" = ["p(95)<500"]"#,
+        )
+        .allow_missing(true);
+        for outcome in e.finish(&view(&totals, &registry)) {
+            assert!(outcome.ok && outcome.observed.is_none(), "{outcome:?}");
+            assert!(outcome.note.unwrap().contains("allow_missing"));
+        }
+        let e = evaluator(r#""http_req_duration{name:nowhere}" = ["p(95)<500"]"#);
+        assert!(
+            !e.finish(&view(&totals, &registry))[0].ok,
+            "a sub-metric with no sample fails"
+        );
     }
 
     #[test]

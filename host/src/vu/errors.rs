@@ -26,6 +26,8 @@ pub enum ErrorKind {
     MemoryLimit,
     /// The plugin overflowed its stack (unbounded recursion).
     StackOverflow,
+    /// A VU's `init` failed (error, trap or timeout); the VU retries it later.
+    Init,
 }
 
 impl From<crate::plugin::TrapCause> for ErrorKind {
@@ -53,6 +55,7 @@ impl ErrorKind {
             Self::CpuLimit => "cpu_limit",
             Self::MemoryLimit => "memory_limit",
             Self::StackOverflow => "stack_overflow",
+            Self::Init => "init",
         }
     }
 }

@@ -1,16 +1,22 @@
 //! A virtual user: one plugin instance in its own store, running iterations. A trap,
 //! panic or timeout is recorded with its message, and the VU gets a fresh instance.
+//! An `init` that fails is recorded too; the VU stays without an instance and tries
+//! again on a later turn, waiting longer after each failure in a row (or the run stops,
+//! with `[limits] init_failures = "abort"`).
+//!
 //! `factory` makes VUs; `errors` gathers their failures over the run.
 
 pub mod errors;
 pub mod factory;
 
+use crate::config::InitFailures;
+use crate::control::{RunControl, StopReason};
 use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
 use crate::plugin::{classify_trap, Plugin, TrapCause};
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use errors::{ErrorKind, ErrorLog};
 use std::future::Future;
 use std::sync::Arc;
@@ -29,6 +35,8 @@ pub enum Outcome {
     Trapped(TrapCause, String),
     /// Ran longer than the iteration timeout and was stopped.
     TimedOut,
+    /// The VU had no instance and its `init` failed again (the message says how).
+    InitFailed(String),
     /// Stopped by the executor (end of graceful stop or ramp-down).
     Interrupted,
 }
@@ -43,7 +51,7 @@ impl Outcome {
     pub fn is_failure(&self) -> bool {
         matches!(
             self,
-            Outcome::Failed(_) | Outcome::Trapped(..) | Outcome::TimedOut
+            Outcome::Failed(_) | Outcome::Trapped(..) | Outcome::TimedOut | Outcome::InitFailed(_)
         )
     }
 }
@@ -61,6 +69,26 @@ pub struct VuContext {
     pub errors: Arc<ErrorLog>,
     /// Longest an iteration may run.
     pub iteration_timeout: Duration,
+    /// What a failed `init` does to the run.
+    pub init_failures: InitFailures,
+    /// The run's stop signals (a failed `init` stops the run under `abort`).
+    pub control: Arc<RunControl>,
+}
+
+/// The wait before a VU's first retry of a failed `init`; it doubles with each failure
+/// in a row, up to [`INIT_BACKOFF_MAX`], so a target that refuses sign-ins is not
+/// hammered by every VU at once.
+const INIT_BACKOFF_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries of a VU's `init`.
+const INIT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Why a VU has no instance.
+enum NotLive {
+    /// The instance could not be made (host resources): an error of the run.
+    Instantiate(anyhow::Error),
+    /// `init` failed; already recorded.
+    Init(String),
 }
 
 /// A virtual user.
@@ -71,10 +99,15 @@ pub struct Vu {
     iterations: u64,
     /// The iteration timeout's timer (taken out while an iteration runs).
     deadline: Deadline,
+    /// `init` failures in a row, and when the next try may start.
+    init_streak: u32,
+    retry_at: Option<Instant>,
 }
 
 impl Vu {
-    /// Makes the VU's instance and runs the plugin's `init`.
+    /// Makes the VU's instance and runs the plugin's `init`. Only a failure to make
+    /// the instance is an error: a failed `init` is recorded, and the VU, made without
+    /// an instance, tries again on a later turn.
     pub async fn new(ctx: VuContext, identity: VuIdentity) -> Result<Vu> {
         let mut vu = Vu {
             ctx,
@@ -82,9 +115,19 @@ impl Vu {
             live: None,
             iterations: 0,
             deadline: Deadline::default(),
+            init_streak: 0,
+            retry_at: None,
         };
-        vu.ensure_live().await?;
-        Ok(vu)
+        match vu.ensure_live().await {
+            Ok(_) | Err(NotLive::Init(_)) => Ok(vu),
+            Err(NotLive::Instantiate(e)) => Err(e),
+        }
+    }
+
+    /// When this VU, whose `init` failed, may try it again (`None` if it has an
+    /// instance or may try at once).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at.filter(|_| self.live.is_none())
     }
 
     /// The VU's identity.
@@ -92,10 +135,15 @@ impl Vu {
         &self.identity
     }
 
-    async fn ensure_live(&mut self) -> Result<&mut (Store<VuState>, Scenario)> {
+    async fn ensure_live(&mut self) -> Result<&mut (Store<VuState>, Scenario), NotLive> {
         if self.live.is_none() {
             let state = VuState::new(self.ctx.services.clone(), self.identity.clone());
-            let (mut store, instance) = self.ctx.plugin.instantiate(state).await?;
+            let (mut store, instance) = self
+                .ctx
+                .plugin
+                .instantiate(state)
+                .await
+                .map_err(NotLive::Instantiate)?;
             store
                 .data_mut()
                 .budget
@@ -104,22 +152,24 @@ impl Vu {
                 .loadtest_scenario_plugin()
                 .call_init(&mut store, &self.ctx.setup_data)
                 .await;
-            match init {
-                Ok(Ok(())) => {}
-                Ok(Err(message)) => {
-                    return Err(anyhow!(
-                        "init() of VU {} failed: {message}",
-                        self.identity.vu_id
-                    ))
-                }
-                Err(trap) => {
-                    return Err(anyhow!(
-                        "init() of VU {} trapped: {}",
-                        self.identity.vu_id,
-                        classify_trap(&trap, store.data()).1
-                    ))
-                }
+            let failure = match init {
+                Ok(Ok(())) => None,
+                Ok(Err(message)) => Some(format!(
+                    "init() of VU {} failed: {message}",
+                    self.identity.vu_id
+                )),
+                Err(trap) => Some(format!(
+                    "init() of VU {} trapped: {}",
+                    self.identity.vu_id,
+                    classify_trap(&trap, store.data()).1
+                )),
+            };
+            if let Some(message) = failure {
+                self.init_failed(&message);
+                return Err(NotLive::Init(message));
             }
+            self.init_streak = 0;
+            self.retry_at = None;
             self.live = Some((store, instance));
         }
         Ok(self.live.as_mut().expect("just made live"))
@@ -148,7 +198,8 @@ impl Vu {
         let mut timer = deadline.at(started + timeout);
 
         let outcome = match self.ensure_live().await {
-            Err(e) => Outcome::Failed(format!("{e:#}")),
+            Err(NotLive::Instantiate(e)) => Outcome::Failed(format!("{e:#}")),
+            Err(NotLive::Init(message)) => Outcome::InitFailed(message),
             Ok((store, instance)) => {
                 let state = store.data_mut();
                 state.iteration = iteration;
@@ -216,6 +267,8 @@ impl Vu {
         let (kind, message) = match outcome {
             Outcome::Failed(m) => (ErrorKind::Error, m.clone()),
             Outcome::Trapped(cause, m) => (ErrorKind::from(*cause), m.clone()),
+            // Recorded when it happened (a VU's first `init` is no iteration).
+            Outcome::InitFailed(_) => return,
             Outcome::TimedOut => (
                 ErrorKind::Timeout,
                 format!(
@@ -233,5 +286,34 @@ impl Vu {
         self.ctx
             .errors
             .failure(kind, &self.identity.scenario, &message);
+    }
+
+    /// Records a failed `init`: in `plugin_errors` (kind `init`) with its message, and
+    /// either sets when the VU may try again or, under `init_failures = "abort"`,
+    /// stops the run.
+    fn init_failed(&mut self, message: &str) {
+        let tags = self
+            .identity
+            .tags
+            .with([("kind", ErrorKind::Init.as_str())]);
+        self.ctx
+            .services
+            .recorder
+            .count(builtin::PLUGIN_ERRORS, &tags, 1.0);
+        self.ctx
+            .errors
+            .failure(ErrorKind::Init, &self.identity.scenario, message);
+        self.init_streak = self.init_streak.saturating_add(1);
+        let backoff = INIT_BACKOFF_FIRST
+            .saturating_mul(1 << (self.init_streak - 1).min(16))
+            .min(INIT_BACKOFF_MAX);
+        self.retry_at = Some(Instant::now() + backoff);
+        if self.ctx.init_failures == InitFailures::Abort {
+            let control = &self.ctx.control;
+            control.stop_with(StopReason::PluginAbort(format!(
+                "{message} ([limits] init_failures = \"abort\")"
+            )));
+            control.hard_stop.cancel();
+        }
     }
 }

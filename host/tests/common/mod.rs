@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod containers;
+pub mod servers;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
 use host::config::Overrides;
@@ -66,7 +67,43 @@ pub async fn run(plugin_name: &str, toml: &str, env: &[(&str, &str)]) -> anyhow:
     let outcome = host::run::run(request).await?;
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json"))?;
     let json = serde_json::from_str(&text)?;
+    assert_http_counts_add_up(&json);
     Ok(Finished { outcome, json, dir })
+}
+
+/// Every request written to a connection was answered, failed, or is still in flight
+/// (`sent = received + failed + in_flight`), and the failures by kind add up.
+pub fn assert_http_counts_add_up(summary: &serde_json::Value) {
+    let h = &summary["http"];
+    let n = |key: &str| {
+        h[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no http.{key} in {h}"))
+    };
+    let sum = |key: &str| -> u64 {
+        h[key]
+            .as_object()
+            .unwrap_or_else(|| panic!("no http.{key} in {h}"))
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        n("sent"),
+        n("received") + n("failed") + n("in_flight"),
+        "sent = received + failed + in flight: {h}"
+    );
+    assert_eq!(n("failed"), sum("errors"), "failed by kind: {h}");
+    assert!(n("succeeded") <= n("received"), "{h}");
+    // Every request made (sent or not) has its http_reqs sample.
+    let http_reqs = summary["metrics"]["http_reqs"]["count"]
+        .as_f64()
+        .unwrap_or(0.0) as u64;
+    assert_eq!(
+        http_reqs,
+        n("received") + n("failed") + sum("not_sent"),
+        "http_reqs = received + failed + not sent: {h}"
+    );
 }
 
 /// The demo target on a free loopback port, with `latency` added to every request.
@@ -109,7 +146,10 @@ pub async fn run_at(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    host::run::run(request).await.expect("the run completes")
+    let outcome = host::run::run(request).await.expect("the run completes");
+    let json = summary_json(&outcome.results_dir);
+    assert_http_counts_add_up(&json);
+    outcome
 }
 
 /// The only run folder under `out`.

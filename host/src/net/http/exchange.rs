@@ -1,5 +1,6 @@
 //! One request on the wire: a connection from the pool or a new one, the request, the
-//! response head and a bounded body, timed in k6's phases and cut off at the deadline.
+//! response head and a bounded body, timed in k6's phases and cut off at the deadline;
+//! a request dropped with its iteration is still counted, as `interrupted`.
 
 use super::{HttpError, HttpResponse, Meta, Prepared, ResponseContent, Timings};
 use crate::metrics::builtin;
@@ -8,26 +9,88 @@ use crate::net::targets::PoolKey;
 use crate::net::NetShared;
 use http_body_util::BodyExt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio::time::Sleep;
 
-/// Counts a request as in flight until it ends, or until its future is dropped because
-/// its iteration was interrupted (else `http_reqs_in_flight` would keep it forever).
-struct InFlight<'a>(&'a AtomicI64);
+/// Follows one request from its start to its end. It is `sent` once written to a
+/// connection (counted in `http_reqs_sent` and in flight from then on). If its future is
+/// dropped before the end, because its iteration was interrupted (iteration timeout,
+/// graceful stop, a stop of the run), the drop records it as a failed request of kind
+/// `interrupted`, with its duration so far: else it would vanish from the counts, and
+/// `sent = received + failed + in flight` would not hold.
+struct Tracker<'a> {
+    shared: &'a NetShared,
+    meta: &'a Meta,
+    sent_at: std::sync::OnceLock<Instant>,
+    ended: bool,
+}
 
-impl<'a> InFlight<'a> {
-    fn new(counter: &'a AtomicI64) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
+impl<'a> Tracker<'a> {
+    fn new(shared: &'a NetShared, meta: &'a Meta) -> Self {
+        Self {
+            shared,
+            meta,
+            sent_at: std::sync::OnceLock::new(),
+            ended: false,
+        }
+    }
+
+    /// The request is about to be written to a ready connection.
+    fn sent(&self) {
+        if self.sent_at.set(Instant::now()).is_ok() {
+            self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .recorder
+                .count(builtin::HTTP_REQS_SENT, &self.meta.tags, 1.0);
+        }
+    }
+
+    /// The request ended (the caller records it); when it was sent, if it was.
+    fn end(mut self) -> Option<Instant> {
+        self.ended = true;
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent_at
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for Tracker<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        if self.ended {
+            return;
+        }
+        let sent_at = self.sent_at.get().copied();
+        if sent_at.is_some() {
+            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
+        // held.
+        let tags = self
+            .meta
+            .tags
+            .with([("status", "0"), ("expected_response", "false")]);
+        let err_tags = self.meta.tags.with([("error", INTERRUPTED)]);
+        self.shared.recorder.with_shard(|s| {
+            s.count(builtin::HTTP_REQS, &tags, 1.0);
+            s.rate(builtin::HTTP_REQ_FAILED, &tags, true);
+            s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
+            match sent_at {
+                Some(at) => s.trend(
+                    builtin::HTTP_REQ_DURATION,
+                    &tags,
+                    at.elapsed().as_micros() as u64,
+                ),
+                None => s.count(builtin::HTTP_REQS_UNSENT, &err_tags, 1.0),
+            }
+        });
     }
 }
+
+/// The error kind of a request cut short by the end of its iteration.
+const INTERRUPTED: &str = "interrupted";
 
 /// Sends a prepared request; the caller records it (it holds the VU's tag cache).
 pub(super) async fn execute(
@@ -40,21 +103,19 @@ pub(super) async fn execute(
     Result<HttpResponse, HttpError>,
     Option<(PoolKey, Connection)>,
     (u64, u64),
+    Option<Instant>,
 ) {
     let key = prepared.target.pool_key.clone();
     let timeout = prepared.timeout;
-    let in_flight = InFlight::new(&shared.in_flight);
-    shared
-        .recorder
-        .count(builtin::HTTP_REQS_SENT, &meta.tags, 1.0);
+    let tracker = Tracker::new(shared, meta);
     // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
     // layer above it would copy it again when it starts (memmove was 5 % of CPU).
     let outcome = tokio::select! {
         biased;
-        r = Box::pin(exchange(shared, prepared, conn)) => Some(r),
+        r = Box::pin(exchange(shared, prepared, conn, &tracker)) => Some(r),
         _ = deadline => None,
     };
-    drop(in_flight);
+    let sent_at = tracker.end();
     let (result, conn, io) = match outcome {
         Some(r) => r,
         None => (
@@ -66,7 +127,7 @@ pub(super) async fn execute(
             (0, 0),
         ),
     };
-    (result, conn.map(|c| (key, c)), io)
+    (result, conn.map(|c| (key, c)), io, sent_at)
 }
 
 /// The exchange itself: connection, request, response, body.
@@ -74,6 +135,7 @@ async fn exchange(
     shared: &NetShared,
     prepared: Prepared,
     conn: Option<Connection>,
+    tracker: &Tracker<'_>,
 ) -> (
     Result<HttpResponse, HttpError>,
     Option<Connection>,
@@ -94,6 +156,7 @@ async fn exchange(
     };
     let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
     let ready = Instant::now();
+    tracker.sent();
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);

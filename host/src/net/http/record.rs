@@ -1,9 +1,10 @@
 //! The metrics of a finished request: counts, the failure rate, bytes and timing
-//! phases, under the VU's cached tag sets.
+//! phases, under the VU's cached tag sets; a request that failed before it was sent
+//! is counted apart (`http_reqs_unsent`), so `sent = received + failed + in flight`.
 
 use super::{HttpClient, HttpError, HttpResponse, Meta};
 use crate::metrics::builtin;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
     match expected {
@@ -12,14 +13,26 @@ fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
     }
 }
 
-impl HttpClient {
-    /// Records a finished request under its cached tag sets.
-    pub(super) fn record(
-        &mut self,
-        meta: &Meta,
-        result: &Result<HttpResponse, HttpError>,
+/// What is left of a request once it ended, for recording it.
+pub(super) enum Ended {
+    /// Refused before it was made (denied, invalid): counted where it was refused.
+    NotRecorded,
+    /// It was made: its tags, bytes (sent, received) and when it was sent, if it was.
+    Request {
+        meta: Meta,
         io: (u64, u64),
-    ) {
+        sent_at: Option<Instant>,
+    },
+}
+
+impl HttpClient {
+    /// Records a finished request under its cached tag sets. A request that failed
+    /// before it was sent (no connection) is counted in `http_reqs_unsent` too; one that
+    /// failed after gets its duration so far, like a response.
+    pub(super) fn record(&mut self, ended: &Ended, result: Result<&HttpResponse, &HttpError>) {
+        let Ended::Request { meta, io, sent_at } = ended else {
+            return;
+        };
         let us = |d: Duration| d.as_micros() as u64;
         let (status, expected) = match result {
             Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
@@ -53,6 +66,12 @@ impl HttpClient {
                 Err(_) => {
                     if let Some(err_tags) = &err_tags {
                         s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
+                        match sent_at {
+                            Some(at) => {
+                                s.trend(builtin::HTTP_REQ_DURATION, &tags, us(at.elapsed()))
+                            }
+                            None => s.count(builtin::HTTP_REQS_UNSENT, err_tags, 1.0),
+                        }
                     }
                 }
             }

@@ -1,0 +1,104 @@
+//! Whether a run that went to its end measured anything: a run in which no iteration
+//! succeeded, or every request was refused by the allowlist, tested nothing, and must
+//! not pass whatever its thresholds say (exit code 110, with the reason).
+
+use super::exit_code;
+use crate::control::StopReason;
+use crate::metrics::summary::Stats;
+use crate::summary::{ScenarioSummary, Summary};
+use crate::vu::errors::{ErrorEntry, ErrorKind};
+use std::collections::BTreeMap;
+
+/// Judges a finished run: sets `failure` (and the status `failed` for a run that went to
+/// its end) and returns the exit code. An early stop keeps its own code; a run that
+/// measured nothing fails before its thresholds are looked at.
+pub fn judge(summary: &mut Summary) -> i32 {
+    summary.failure = failure(summary);
+    match &summary.stop_reason {
+        Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
+        Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
+        Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
+        None if summary.failure.is_some() => {
+            summary.status = "failed".into();
+            exit_code::MEASURED_NOTHING
+        }
+        None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,
+        None => exit_code::THRESHOLDS,
+    }
+}
+
+/// Why the run measured nothing, or `None` when some iteration succeeded and some
+/// request was allowed.
+pub fn failure(summary: &Summary) -> Option<String> {
+    // A denial is usually why the iterations failed, so it comes first.
+    let reasons: Vec<String> = [
+        requests_failure(summary),
+        iterations_failure(&summary.scenarios, &summary.plugin_errors),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; and "))
+}
+
+/// No iteration succeeded: each failed, was interrupted, was dropped, or never started
+/// because no VU could run `init`.
+fn iterations_failure(
+    scenarios: &BTreeMap<String, ScenarioSummary>,
+    errors: &[ErrorEntry],
+) -> Option<String> {
+    let sum = |f: fn(&ScenarioSummary) -> u64| scenarios.values().map(f).sum::<u64>();
+    let (started, completed, failed) =
+        (sum(|s| s.started), sum(|s| s.completed), sum(|s| s.failed));
+    let (interrupted, dropped) = (sum(|s| s.interrupted), sum(|s| s.dropped));
+    let init_failures: u64 = errors
+        .iter()
+        .filter(|e| e.kind == ErrorKind::Init)
+        .map(|e| e.count)
+        .sum();
+    if completed > failed {
+        return None;
+    }
+    let what = if completed > 0 && interrupted == 0 {
+        format!("every iteration failed ({failed} of {completed})")
+    } else if started > 0 {
+        format!(
+            "no iteration succeeded: {failed} failed and {interrupted} were interrupted of {started} started"
+        )
+    } else if dropped > 0 {
+        format!("no iteration started: all {dropped} due were dropped for want of a VU")
+    } else if init_failures > 0 {
+        format!("no iteration started: init() failed {init_failures} times")
+    } else {
+        return None;
+    };
+    let last = errors
+        .first()
+        .map(|e| {
+            format!(
+                "; most frequent error ({} × {}): {}",
+                e.count,
+                e.kind.as_str(),
+                e.message
+            )
+        })
+        .unwrap_or_default();
+    Some(format!("{what}{last}"))
+}
+
+/// Every request the plugin made was refused by the allowlist.
+fn requests_failure(summary: &Summary) -> Option<String> {
+    let requests = match summary.metrics.get("http_reqs") {
+        Some(m) => match m.stats {
+            Stats::Counter { count, .. } => count as u64,
+            _ => 0,
+        },
+        None => 0,
+    };
+    let denied = summary.http.denied;
+    (denied > 0 && requests == 0).then(|| {
+        format!(
+            "every request was denied by the allowlist ({denied}); allow the target with [targets] allow or --allow URL"
+        )
+    })
+}
