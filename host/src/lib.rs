@@ -11,8 +11,9 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → demo, run, output, sampling, target_process, config
+//! cli         → demo, run, stack, output, sampling, target_process, config
 //! demo        → run, plugin, target_process
+//! stack       → config   (Compose stacks through the Docker Engine API)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
 //!               metrics, control, config
 //! output      → summary, sampling, plugin, metrics
@@ -38,6 +39,7 @@ pub mod output;
 pub mod plugin;
 pub mod run;
 pub mod sampling;
+pub mod stack;
 pub mod summary;
 pub mod target_process;
 pub mod thresholds;

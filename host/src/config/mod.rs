@@ -1,15 +1,19 @@
 //! The run configuration: the plugin's defaults, overlaid by `run.toml`, overlaid by CLI
 //! flags, checked and turned into a [`RunConfig`] the executors can trust.
 
+pub mod cpuset;
 pub mod duration;
 pub mod sampling;
 pub mod scenario;
+pub mod stack;
 pub mod table;
 pub mod websocket;
 
+pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub use stack::{OnServiceExit, StackConfig};
 pub use table::ConfigError;
 pub use websocket::WebSocketOptions;
 
@@ -28,6 +32,7 @@ const SECTIONS: &[&str] = &[
     "data",
     "websocket",
     "sampling",
+    "stack",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -103,6 +108,8 @@ pub struct RunConfig {
     pub websocket: WebSocketOptions,
     /// What is sampled besides the generator, and how often (`[sampling]`).
     pub sampling: SamplingOptions,
+    /// The Compose stack of `run --stack` (`[stack]`).
+    pub stack: StackConfig,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -121,6 +128,7 @@ impl RunConfig {
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
             sampling: SamplingOptions::default(),
+            stack: StackConfig::default(),
             source: toml::Table::new(),
         }
     }
@@ -277,6 +285,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .collect();
     let websocket = websocket::parse(&source)?;
     let sampling = sampling::parse(&source)?;
+    let stack = stack::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -288,6 +297,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         data,
         websocket,
         sampling,
+        stack,
         source,
     })
 }

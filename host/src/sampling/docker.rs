@@ -2,22 +2,19 @@
 //! memory limit) from `inspect`, and one streaming `stats` call per container, turned
 //! into [`Sample`]s as `docker stats` computes them.
 
-use super::sample::{cpu_percent, memory_without_cache, parse_cpuset, CpuReading, Sample};
+use super::sample::{cpu_percent, memory_without_cache, CpuReading, Sample};
 use super::sampler::Message;
+use crate::config::CpuSet;
+use crate::stack::{ServiceContainer, SERVICE_LABEL};
 use anyhow::{bail, Context, Result};
 use bollard::models::ContainerStatsResponse;
-use bollard::query_parameters::{ListContainersOptions, StatsOptions};
+use bollard::query_parameters::StatsOptions;
 use bollard::Docker;
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::Sender;
-
-/// The Compose label that names a container's service.
-pub const SERVICE_LABEL: &str = "com.docker.compose.service";
-/// The Compose label that names a container's project.
-pub const PROJECT_LABEL: &str = "com.docker.compose.project";
 
 /// A container to sample and what it may use.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,25 +26,12 @@ pub struct ContainerTarget {
     /// Its Compose service, else its name.
     pub service: String,
     /// The cores its cpuset names; `None` when it may run on any.
-    pub cpuset: Option<Vec<u32>>,
+    pub cpuset: Option<CpuSet>,
     /// Its memory limit in bytes; `None` when it has none.
     pub memory_limit: Option<u64>,
 }
 
-/// Connects to the engine `DOCKER_HOST` names (default: the local socket) and agrees on
-/// an API version, with a message that says what to do when there is no engine.
-pub async fn connect() -> Result<Docker> {
-    let where_ =
-        std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
-    let hint = || {
-        format!(
-            "cannot reach the Docker engine at {where_} (DOCKER_HOST): is it running? \
-             Start it (`sudo systemctl start docker`, or `sudo dockerd &`) or point DOCKER_HOST at one"
-        )
-    };
-    let docker = Docker::connect_with_defaults().with_context(hint)?;
-    docker.negotiate_version().await.with_context(hint)
-}
+pub use crate::stack::connect;
 
 /// Looks a container up by name or id.
 pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
@@ -76,45 +60,39 @@ pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
             .cloned()
             .unwrap_or_else(|| name_.clone()),
         name: name_,
-        cpuset: host.cpuset_cpus.as_deref().and_then(parse_cpuset),
+        cpuset: host
+            .cpuset_cpus
+            .filter(|s| !s.trim().is_empty())
+            .and_then(|s| CpuSet::parse(&s).ok()),
         memory_limit: host.memory.filter(|m| *m > 0).map(|m| m as u64),
     })
 }
 
-/// The running containers of a Compose project, by its label, sorted by service.
+/// The running containers of a Compose project (as `host up` made them), sorted by
+/// service.
 pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<ContainerTarget>> {
-    let options = ListContainersOptions {
-        filters: Some(HashMap::from([(
-            "label".to_string(),
-            vec![format!("{PROJECT_LABEL}={project}")],
-        )])),
-        ..Default::default()
-    };
-    list(docker, options, project).await
+    Ok(crate::stack::project_containers(docker, project)
+        .await?
+        .into_iter()
+        .filter(|c| c.state == "running")
+        .map(ContainerTarget::from)
+        .collect())
 }
 
-/// Every running container, sorted by service.
-pub async fn running_containers(docker: &Docker) -> Result<Vec<ContainerTarget>> {
-    list(docker, ListContainersOptions::default(), "the engine").await
-}
-
-async fn list(
-    docker: &Docker,
-    options: ListContainersOptions,
-    project: &str,
-) -> Result<Vec<ContainerTarget>> {
-    let listed = docker
-        .list_containers(Some(options))
-        .await
-        .with_context(|| format!("cannot list the containers of project {project}"))?;
-    let mut targets = Vec::new();
-    for c in listed {
-        if let Some(id) = c.id {
-            targets.push(inspect(docker, &id).await?);
+impl From<ServiceContainer> for ContainerTarget {
+    fn from(c: ServiceContainer) -> Self {
+        ContainerTarget {
+            service: if c.service.is_empty() {
+                c.name.clone()
+            } else {
+                c.service
+            },
+            id: c.id,
+            name: c.name,
+            cpuset: c.cpuset,
+            memory_limit: c.memory_limit,
         }
     }
-    targets.sort_by(|a, b| (&a.service, &a.name).cmp(&(&b.service, &b.name)));
-    Ok(targets)
 }
 
 /// Cumulative figures of one stats frame.

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 /// What `host stats` was asked.
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
-    /// The Compose project; `None`: every running container.
-    pub project: Option<String>,
+    /// The Compose project.
+    pub project: String,
     /// Time between two tables.
     pub interval: Duration,
     /// Tables to print before stopping; `None`: until Ctrl-C.
@@ -25,18 +25,13 @@ pub struct LiveOptions {
 /// Prints the table every interval until `count` tables or Ctrl-C; returns the exit code.
 pub async fn run(options: LiveOptions) -> Result<i32> {
     let client = docker::connect().await?;
-    let targets = match &options.project {
-        Some(project) => docker::project_containers(&client, project).await?,
-        None => docker::running_containers(&client).await?,
-    };
+    let targets = docker::project_containers(&client, &options.project).await?;
     if targets.is_empty() {
-        match &options.project {
-            Some(p) => bail!(
-                "Compose project {p} has no running container; start it with `host up --project {p}` \
-                 (`docker ps --filter label=com.docker.compose.project={p}` lists them)"
-            ),
-            None => bail!("no container is running (`docker ps` lists them)"),
-        }
+        let p = &options.project;
+        bail!(
+            "Compose project {p} has no running container; start it with `host up --project {p}` \
+             (`docker ps --filter label=com.docker.compose.project={p}` lists them)"
+        );
     }
     let mut sampler = Sampler::start(
         Sources {
@@ -126,7 +121,7 @@ fn render(targets: &[ContainerTarget], rows: &BTreeMap<(String, String), Row>) -
             .iter()
             .find(|t| &t.name == source)
             .and_then(|t| t.cpuset.as_ref())
-            .map_or_else(|| "all".to_string(), |c| cpuset_text(c));
+            .map_or_else(|| "all".to_string(), |c| c.to_string());
         match row {
             Row::Sample(s) => {
                 let limit = s.memory_limit_bytes;
@@ -168,35 +163,4 @@ fn render(targets: &[ContainerTarget], rows: &BTreeMap<(String, String), Row>) -
         "(network and block I/O count from the start of `host stats`; CPU % of one core)\n",
     );
     out
-}
-
-fn cpuset_text(cores: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cores.len() {
-        let start = cores[i];
-        let mut end = start;
-        while i + 1 < cores.len() && cores[i + 1] == end + 1 {
-            i += 1;
-            end += 1;
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpusets_print_as_ranges() {
-        assert_eq!(cpuset_text(&[0, 1, 2, 5]), "0-2,5");
-        assert_eq!(cpuset_text(&[1]), "1");
-    }
 }

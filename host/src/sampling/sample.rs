@@ -84,26 +84,6 @@ pub fn memory_without_cache(usage: u64, stats: &HashMap<String, u64>) -> u64 {
     }
 }
 
-/// The cores a cpuset such as `0-2,5` names, in order; `None` for an empty or bad set.
-pub fn parse_cpuset(text: &str) -> Option<Vec<u32>> {
-    let mut cores = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b {
-                    return None;
-                }
-                cores.extend(a..=b);
-            }
-            None => cores.push(part.parse().ok()?),
-        }
-    }
-    cores.sort_unstable();
-    cores.dedup();
-    (!cores.is_empty()).then_some(cores)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,15 +136,5 @@ mod tests {
         assert_eq!(memory_without_cache(1000, &HashMap::new()), 1000);
         let odd = HashMap::from([("cache".to_string(), 5000)]);
         assert_eq!(memory_without_cache(1000, &odd), 0, "never below zero");
-    }
-
-    #[test]
-    fn cpusets_parse_ranges_and_lists() {
-        assert_eq!(parse_cpuset("0"), Some(vec![0]));
-        assert_eq!(parse_cpuset("0-2,5"), Some(vec![0, 1, 2, 5]));
-        assert_eq!(parse_cpuset(" 3 , 1-1,3"), Some(vec![1, 3]));
-        assert_eq!(parse_cpuset(""), None);
-        assert_eq!(parse_cpuset("2-1"), None);
-        assert_eq!(parse_cpuset("a"), None);
     }
 }
