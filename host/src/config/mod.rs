@@ -3,6 +3,7 @@
 
 pub mod cpuset;
 pub mod duration;
+pub mod http;
 pub mod sampling;
 pub mod scenario;
 pub mod stack;
@@ -11,6 +12,7 @@ pub mod websocket;
 
 pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
+pub use http::HttpOptions;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};
@@ -31,6 +33,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "http",
     "sampling",
     "stack",
 ];
@@ -106,6 +109,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// Redirects, cookies, source addresses, setup counting (`[http]`).
+    pub http: HttpOptions,
     /// What is sampled besides the generator, and how often (`[sampling]`).
     pub sampling: SamplingOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
@@ -127,6 +132,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            http: HttpOptions::default(),
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
             source: toml::Table::new(),
@@ -284,6 +290,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = websocket::parse(&source)?;
+    let http = http::parse(&source)?;
     let sampling = sampling::parse(&source)?;
     let stack = stack::parse(&source)?;
 
@@ -296,6 +303,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        http,
         sampling,
         stack,
         source,

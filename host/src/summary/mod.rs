@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod setup;
 mod warnings;
 
 use crate::config::RunConfig;
@@ -56,6 +57,8 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Requests of `setup()` and `teardown()`, and whether the totals count them.
+    pub setup: setup::SetupSummary,
     /// Whether the generator was the bottleneck, and the evidence: when it was, the
     /// figures are a lower bound of the target's capacity, not its ceiling.
     pub generator_saturated: crate::sampling::GeneratorVerdict,
@@ -275,6 +278,7 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            setup: Default::default(),
             generator_saturated: Default::default(),
             stack: None,
         }
