@@ -59,6 +59,8 @@ pub struct Summary {
     pub plugin_errors_unlisted: u64,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
+    /// Figures per method + `name`, busiest first (at most 200, then `other`).
+    pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
     /// Whether the generator was the bottleneck, and the evidence: when it was, the
     /// figures are a lower bound of the target's capacity, not its ceiling.
     pub generator_saturated: crate::sampling::GeneratorVerdict,
@@ -234,6 +236,13 @@ impl Summary {
                 (name, summary)
             })
             .collect();
+        let endpoints = crate::metrics::endpoints::endpoints(
+            totals,
+            input.elapsed,
+            crate::metrics::endpoints::MAX_ENDPOINTS,
+        );
+        let folded = (endpoints.folded > 0)
+            .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
             None => "completed",
@@ -269,6 +278,7 @@ impl Summary {
             warnings: warnings::dropped_iterations(input.contexts)
                 .into_iter()
                 .chain(input.net_warnings)
+                .chain(folded)
                 .collect(),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
@@ -279,6 +289,7 @@ impl Summary {
             plugin_errors,
             plugin_errors_unlisted: unlisted,
             setup: Default::default(),
+            endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             stack: None,
         }
