@@ -13,7 +13,7 @@
 //! ```text
 //! cli         → demo, run, stack, output, config
 //! demo        → run, plugin
-//! stack       → config   (Compose stacks through the Docker Engine API)
+//! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
 //! run         → summary, output, executor, thresholds, vu, plugin, net, metrics,
 //!               control, config
 //! output      → summary, plugin, metrics

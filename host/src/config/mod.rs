@@ -167,6 +167,9 @@ pub struct Overrides {
     pub env: Vec<(String, String)>,
     /// `--allow URL`.
     pub allow: Vec<String>,
+    /// `allow` replaces the config's `[targets] allow` instead of adding to it
+    /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
+    pub allow_only: bool,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -388,6 +391,9 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
                 .entry("allow")
                 .or_insert_with(|| toml::Value::Array(Vec::new()));
             if let Some(list) = allow.as_array_mut() {
+                if o.allow_only {
+                    list.clear();
+                }
                 list.extend(o.allow.iter().map(|u| toml::Value::from(u.clone())));
             }
         }

@@ -45,6 +45,8 @@ pub struct RunRequest {
     pub quiet: bool,
     /// Handle SIGINT/SIGTERM (off in tests that run several runs in one process).
     pub handle_signals: bool,
+    /// Watches the run from beside it (the stack's service watcher, `run --stack`).
+    pub watch: Option<crate::control::Watch>,
 }
 
 /// How a run ended.
@@ -61,6 +63,9 @@ pub struct RunOutcome {
 pub mod exit_code {
     /// The run completed.
     pub const OK: i32 = 0;
+    /// An error before or during the run, or a service of its stack died
+    /// (`[stack] on_service_exit = "abort"`).
+    pub const ERROR: i32 = 1;
     /// `host compare` flagged a regression.
     pub const REGRESSION: i32 = 98;
     /// A threshold was crossed.
@@ -191,7 +196,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let mut started = start(&request, &plan, &setup).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
     teardown(&plan.config, &mut setup).await;
-    finish(plan, &setup, started, driven)
+    finish(&request, plan, &setup, started, driven)
 }
 
 /// What is settled before anything runs: the plugin's self-description, the resolved
@@ -231,6 +236,9 @@ struct Driven {
     aggregator: Aggregator,
     reports: BTreeMap<String, ExecutorReport>,
     elapsed: Duration,
+    /// With a watch: the failed requests so far at each second, to count those after
+    /// an event the watch saw.
+    failed_by_second: Vec<(Duration, u64)>,
 }
 
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
@@ -406,6 +414,10 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_millis(500),
         Duration::from_secs(1),
     );
+    if let Some(watch) = &request.watch {
+        watch.0.started(t0, setup.control.clone());
+    }
+    let mut failed_by_second = Vec::new();
     loop {
         tokio::select! {
             joined = tasks.join_next() => match joined {
@@ -416,6 +428,10 @@ async fn drive(
             _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
             _ = tick.tick() => {
                 let interval = aggregator.tick();
+                if request.watch.is_some() {
+                    let failed = summary::http_counts(aggregator.totals(), 0).failed;
+                    failed_by_second.push((t0.elapsed(), failed));
+                }
                 results.tick(t0.elapsed(), &interval, &setup.registry);
                 progress.tick(t0.elapsed(), contexts, &interval);
                 let view = RunView {
@@ -434,6 +450,7 @@ async fn drive(
         aggregator,
         reports,
         elapsed,
+        failed_by_second,
     })
 }
 
@@ -462,11 +479,18 @@ async fn teardown(config: &RunConfig, setup: &mut Setup) {
 
 /// Finish: the last gauges and interval, the summary with its threshold verdicts and
 /// warnings, the results files, and the exit code.
-fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result<RunOutcome> {
+fn finish(
+    request: &RunRequest,
+    plan: Plan,
+    setup: &Setup,
+    started: Started,
+    driven: Driven,
+) -> Result<RunOutcome> {
     let Driven {
         mut aggregator,
         reports,
         elapsed,
+        failed_by_second,
     } = driven;
     let Started {
         mut results,
@@ -500,6 +524,9 @@ fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result
         elapsed,
     };
     summary.thresholds = plan.thresholds.finish(&view);
+    if let Some(watch) = &request.watch {
+        summary.note_service_events(&watch.0.events(), t0, &failed_by_second);
+    }
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }

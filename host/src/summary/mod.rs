@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod service_events;
 mod warnings;
 
 use crate::config::RunConfig;
@@ -56,6 +57,9 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Services of the run's stack that died during the run (`run --stack`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_events: Vec<service_events::ServiceEvent>,
 }
 
 /// The host.
@@ -269,11 +273,13 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            service_events: Vec::new(),
         }
     }
 }
 
-fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
+/// Requests by fate from the aggregator's totals.
+pub fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
     let mut c = HttpCounts {
         in_flight: in_flight.max(0) as u64,
         ..Default::default()
