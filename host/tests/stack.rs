@@ -389,13 +389,11 @@ async fn wait_for_load(name: &str) -> Vec<host::stack::ServiceContainer> {
         let api = containers.iter().find(|c| c.service == "api");
         if let Some(port) = api.and_then(|a| a.published.first()) {
             let url = format!("http://127.0.0.1:{}/metrics", port.host_port);
-            if demo_target::probe::check(&url, Duration::from_secs(2))
+            let answers = demo_target::probe::check(&url, Duration::from_secs(2))
                 .await
-                .is_ok()
-            {
-                if user_requests(&url).await > 0 {
-                    return containers;
-                }
+                .is_ok();
+            if answers && user_requests(&url).await > 0 {
+                return containers;
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
