@@ -2,6 +2,7 @@
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
 pub mod service_events;
+pub mod setup;
 mod warnings;
 
 use crate::config::RunConfig;
@@ -60,6 +61,8 @@ pub struct Summary {
     /// Services of the run's stack that died during the run (`run --stack`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub service_events: Vec<service_events::ServiceEvent>,
+    /// Requests of `setup()` and `teardown()`, and whether the totals count them.
+    pub setup: setup::SetupSummary,
 }
 
 /// The host.
@@ -274,6 +277,7 @@ impl Summary {
             plugin_errors,
             plugin_errors_unlisted: unlisted,
             service_events: Vec::new(),
+            setup: Default::default(),
         }
     }
 }
