@@ -240,3 +240,79 @@ async fn setup_requests_are_kept_out_of_the_totals_unless_counted() {
     assert_eq!(served, 6);
     assert_eq!(run.metric("http_reqs", "count"), 6.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_list_each_name_of_the_notes_plugin_and_add_up_to_http_reqs() {
+    let server = target(DemoConfig::default()).await;
+    let config = r#"
+        [scenarios.browse]
+        executor = "constant-vus"
+        vus = 3
+        duration = "2s"
+        exec = "browse"
+        graceful_stop = "10s"
+    "#;
+    let run = common::run("notes", config, &[("BASE_URL", &server.base_url())])
+        .await
+        .unwrap();
+    server.shutdown().await;
+    let http_reqs = run.metric("http_reqs", "count") as u64;
+    assert!(http_reqs > 0);
+
+    let rows = run.json["endpoints"].as_array().expect("endpoints");
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["method"].as_str().unwrap(),
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for expected in [
+        "POST /auth/token",
+        "GET /groups/{g}/notes",
+        "GET /groups/{g}/notes/{id}",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert_eq!(rows.len(), 3, "{names:?}");
+    let sum: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(sum, http_reqs);
+    for r in rows {
+        let p50 = r["p50"].as_f64().unwrap();
+        let p99 = r["p99"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 <= p99, "{r}");
+        assert_eq!(r["error_rate"].as_f64(), Some(0.0), "{r}");
+    }
+
+    // endpoints.md has the same rows, and so do summary.txt and report.html.
+    let dir = &run.outcome.results_dir;
+    let md = std::fs::read_to_string(dir.join("endpoints.md")).unwrap();
+    let mut md_sum = 0;
+    for name in ["/auth/token", "/groups/{g}/notes", "/groups/{g}/notes/{id}"] {
+        let line = md
+            .lines()
+            .find(|l| l.split('|').nth(2).map(str::trim) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name} in\n{md}"));
+        md_sum += line
+            .split('|')
+            .nth(3)
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+    }
+    assert_eq!(md_sum, http_reqs, "{md}");
+    let txt = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(
+        txt.contains("endpoints:") && txt.contains("GET /groups/{g}/notes/{id}"),
+        "{txt}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Endpoints</h2>") && html.contains("/groups/{g}/notes/{id}"));
+}

@@ -151,12 +151,12 @@ pub fn folded_warning(folded: usize) -> String {
 }
 
 /// `endpoints.md`: one row per endpoint.
-pub fn markdown(e: &Endpoints) -> String {
+pub fn markdown(rows: &[Endpoint]) -> String {
     let mut out = String::from(
         "# Endpoints\n\n| method | name | count | rate/s | errors | p50 ms | p95 ms | p99 ms |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for r in &e.rows {
+    for r in rows {
         out.push_str(&format!(
             "| {} | {} | {} | {:.2} | {:.2} % | {:.2} | {:.2} | {:.2} |\n",
             r.method,
@@ -169,8 +169,11 @@ pub fn markdown(e: &Endpoints) -> String {
             r.p99
         ));
     }
-    if e.folded > 0 {
-        out.push_str(&format!("\n{}\n", folded_warning(e.folded)));
+    if rows.iter().any(|r| r.method.is_empty() && r.name == OTHER) {
+        out.push_str(&format!(
+            "\n`{OTHER}` gathers the names past the first {MAX_ENDPOINTS}; URLs with ids need a \
+             `name` tag to be grouped.\n"
+        ));
     }
     out
 }
@@ -228,7 +231,7 @@ mod tests {
         assert!((get.p50 - 10.0).abs() < 0.1, "{get:?}");
         assert!((get.p99 - 100.0).abs() < 0.1, "{get:?}");
         assert_eq!(e.rows[1].count, 5);
-        let md = markdown(&e);
+        let md = markdown(&e.rows);
         assert!(md.contains("| GET | /a | 100 | 10.00 | 10.00 % |"), "{md}");
     }
 
@@ -253,6 +256,6 @@ mod tests {
         assert_eq!(e.rows[3].name, OTHER);
         let sum: u64 = e.rows.iter().map(|r| r.count).sum();
         assert_eq!(sum, (10..20).sum::<u32>() as u64);
-        assert!(markdown(&e).contains("need a `name`"));
+        assert!(markdown(&e.rows).contains("need a `name`"));
     }
 }

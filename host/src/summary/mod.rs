@@ -63,6 +63,8 @@ pub struct Summary {
     pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
+    /// Figures per method + `name`, busiest first (at most 200, then `other`).
+    pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
 }
 
 /// The host.
@@ -232,6 +234,13 @@ impl Summary {
                 (name, summary)
             })
             .collect();
+        let endpoints = crate::metrics::endpoints::endpoints(
+            totals,
+            input.elapsed,
+            crate::metrics::endpoints::MAX_ENDPOINTS,
+        );
+        let folded = (endpoints.folded > 0)
+            .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
             None => "completed",
@@ -267,6 +276,7 @@ impl Summary {
             warnings: warnings::dropped_iterations(input.contexts)
                 .into_iter()
                 .chain(input.net_warnings)
+                .chain(folded)
                 .collect(),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
@@ -278,6 +288,7 @@ impl Summary {
             plugin_errors_unlisted: unlisted,
             service_events: Vec::new(),
             setup: Default::default(),
+            endpoints: endpoints.rows,
         }
     }
 }
