@@ -1,4 +1,5 @@
-//! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`.
+//! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
+//! `host up`, `host down`.
 
 use crate::config::{parse_duration, Overrides};
 use crate::run::{self, RunRequest};
@@ -39,6 +40,18 @@ enum Command {
         #[arg(long, default_value = "1ms", value_parser = duration_arg)]
         min_latency_change: Duration,
     },
+    /// Start a Compose stack (images built from this project's binaries), pinned to
+    /// cores with memory limits, wait until every service is ready, print its URLs.
+    Up(UpArgs),
+    /// Remove a Compose project's containers, networks and volumes (by its label).
+    Down {
+        /// The Compose project name.
+        #[arg(long, short = 'p')]
+        project: Option<String>,
+        /// Run config whose `[stack]` names the project.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+    },
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -76,6 +89,60 @@ impl FaultArgs {
             error_rate: self.error_rate,
         }
     }
+}
+
+/// Where the stack is and what it gets: shared by `host up` and `host run --stack`.
+#[derive(Args, Debug, Clone, Default)]
+struct StackArgs {
+    /// The Compose project name (default: [stack] project, else `loadtest`).
+    #[arg(long, short = 'p')]
+    project: Option<String>,
+    /// Pin a service to cores: SERVICE=LIST, e.g. api=0 or api=0-1 (repeatable).
+    #[arg(long, value_name = "SERVICE=LIST")]
+    cpus: Vec<String>,
+    /// Limit a service's memory: SERVICE=SIZE, e.g. api=256m (repeatable).
+    #[arg(long, value_name = "SERVICE=SIZE")]
+    memory: Vec<String>,
+    /// How long to wait until every service is ready (default 120s).
+    #[arg(long, value_parser = duration_arg)]
+    timeout: Option<Duration>,
+}
+
+#[derive(Args, Debug)]
+struct UpArgs {
+    /// The compose file (default: [stack] file, else compose/docker-compose.yml).
+    #[arg(short, long)]
+    file: Option<PathBuf>,
+    /// Run config whose `[stack]` section gives the file, project, cpus and memory.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    stack: StackArgs,
+}
+
+impl StackArgs {
+    fn flags(&self, file: Option<PathBuf>, quiet: bool) -> crate::stack::up::StackFlags {
+        crate::stack::up::StackFlags {
+            file,
+            project: self.project.clone(),
+            cpus: self.cpus.clone(),
+            memory: self.memory.clone(),
+            timeout: self.timeout,
+            quiet,
+        }
+    }
+}
+
+/// The `[stack]` section of a run config file (the rest of the file is not checked).
+fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config::StackConfig> {
+    let Some(path) = path else {
+        return Ok(Default::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
+    let table = crate::config::parse_toml(&text, &path.display().to_string())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    crate::config::stack::parse(&table).map_err(|e| anyhow::anyhow!("config error: {e}"))
 }
 
 #[derive(Args, Debug)]
@@ -229,6 +296,36 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             } else {
                 run::exit_code::OK
             })
+        }
+        Command::Up(args) => {
+            let config = stack_section(args.config.as_deref())?;
+            let options =
+                crate::stack::UpOptions::resolve(&args.stack.flags(args.file, false), &config)?;
+            let up = crate::stack::up(&options);
+            // Ctrl-C while starting: remove what was started, as after any failure.
+            let stack = tokio::select! {
+                stack = up => stack?,
+                _ = tokio::signal::ctrl_c() => {
+                    eprintln!("interrupted: removing project {}", options.project);
+                    crate::stack::up::down_quietly(&options.project).await;
+                    return Ok(run::exit_code::INTERRUPTED);
+                }
+            };
+            print!("{}", crate::stack::render::render(&stack));
+            println!("stop it with: host down --project {}", stack.project);
+            Ok(0)
+        }
+        Command::Down { project, config } => {
+            let config = stack_section(config.as_deref())?;
+            let project = project
+                .or(config.project)
+                .unwrap_or_else(|| crate::stack::up::DEFAULT_PROJECT.to_string());
+            let removed = crate::stack::down(&project).await?;
+            println!(
+                "project {project}: removed {}",
+                crate::stack::up::describe_removed(&removed)
+            );
+            Ok(0)
         }
         Command::Target { listen, faults } => {
             if !listen.ip().is_loopback() {

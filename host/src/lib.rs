@@ -11,8 +11,9 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → demo, run, output, config
+//! cli         → demo, run, stack, output, config
 //! demo        → run, plugin
+//! stack       → config   (Compose stacks through the Docker Engine API)
 //! run         → summary, output, executor, thresholds, vu, plugin, net, metrics,
 //!               control, config
 //! output      → summary, plugin, metrics
@@ -36,6 +37,7 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod stack;
 pub mod summary;
 pub mod thresholds;
 pub mod vu;

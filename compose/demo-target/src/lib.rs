@@ -2,16 +2,20 @@
 //!
 //! It serves sign-in tokens, notes CRUD in groups, a WebSocket that pushes note changes
 //! to subscribers, a cached static site, Prometheus metrics and runtime-switchable
-//! fault injection (latency, periodic stalls, errors).
+//! fault injection (latency, periodic stalls, errors), and asynchronous commands that a
+//! worker process ([`worker`]) claims from an outbox and completes off the request path.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
+mod commands;
 mod faults;
 mod live;
 mod metrics;
+pub mod probe;
 mod routes;
 mod server;
 mod state;
 mod store;
+pub mod worker;
 
 pub use faults::Faults;
 pub use server::DemoServer;

@@ -1,16 +1,20 @@
-//! The `demo-target` binary: runs the demo notes application until Ctrl-C.
+//! The `demo-target` binary: runs the demo notes application until Ctrl-C; with
+//! `worker`, the worker that completes its asynchronous commands; with `health URL`, a
+//! healthcheck for images that have no shell or curl.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, Parser, Subcommand};
 use demo_target::{DemoConfig, DemoServer, Faults};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
 struct Args {
+    #[command(subcommand)]
+    role: Option<Role>,
     /// Address to listen on.
     #[arg(long, env = "DEMO_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -38,6 +42,28 @@ struct Args {
     /// Most WebSockets one user may hold at once.
     #[arg(long, env = "DEMO_WS_MAX_PER_USER", default_value_t = 20)]
     ws_max_per_user: usize,
+}
+
+/// The other roles of the binary; without one it serves the API.
+#[derive(Subcommand, Debug)]
+enum Role {
+    /// Claim queued commands from the API's outbox and complete them, until stopped.
+    Worker {
+        /// The API to claim from.
+        #[arg(long, env = "DEMO_API", default_value = "http://127.0.0.1:8080")]
+        api: String,
+        /// Where the worker serves its own /health and /metrics.
+        #[arg(long, env = "DEMO_WORKER_LISTEN", default_value = "127.0.0.1:8081")]
+        listen: SocketAddr,
+    },
+    /// GET a URL; exit 0 on a 2xx answer, 1 otherwise (a container healthcheck).
+    Health {
+        /// What to check, e.g. http://127.0.0.1:8080/health.
+        url: String,
+        /// How long to wait for the answer.
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
 }
 
 /// Parses `250ms`, `2s`, `1.5s`, `1m`, `1h`; a bare `0` is also accepted.
@@ -77,6 +103,25 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    match args.role {
+        Some(Role::Health { url, timeout }) => {
+            match demo_target::probe::check(&url, timeout).await {
+                Ok(line) => println!("{line}"),
+                Err(e) => {
+                    println!("{e:#}");
+                    std::process::exit(1);
+                }
+            }
+            return Ok(());
+        }
+        Some(Role::Worker { api, listen }) => {
+            tokio::select! {
+                result = demo_target::worker::run(api, listen) => return result,
+                result = shutdown_signal() => return result,
+            }
+        }
+        None => {}
+    }
     if !args.listen.ip().is_loopback() && !args.allow_remote {
         // A fault-injecting target should not end up on a shared network by accident.
         let message = format!(

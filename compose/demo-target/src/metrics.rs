@@ -11,6 +11,7 @@ const FIRST_STATUS: usize = 100;
 /// Counters updated on every request; atomics so the hot path takes no lock.
 pub struct Metrics {
     requests: AtomicU64,
+    internal: AtomicU64,
     connections: AtomicU64,
     by_status: Box<[AtomicU64]>,
 }
@@ -19,6 +20,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             requests: AtomicU64::new(0),
+            internal: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             by_status: (FIRST_STATUS..1000).map(|_| AtomicU64::new(0)).collect(),
         }
@@ -29,6 +31,12 @@ impl Metrics {
     /// Counts a request as soon as it arrives, before any fault or routing.
     pub fn request_received(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request of the stack's own (health checks, metric scrapes, the
+    /// worker's outbox calls under `/admin/`), so user traffic can be told apart.
+    pub fn internal_received(&self) {
+        self.internal.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts an accepted connection.
@@ -60,6 +68,16 @@ impl Metrics {
         let _ = writeln!(out, "demo_requests_total {}", self.requests());
         let _ = writeln!(
             out,
+            "# HELP demo_internal_requests_total Requests to /health, /metrics and /admin/* (probes, scrapes, the worker), also counted in demo_requests_total."
+        );
+        let _ = writeln!(out, "# TYPE demo_internal_requests_total counter");
+        let _ = writeln!(
+            out,
+            "demo_internal_requests_total {}",
+            self.internal.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
             "# HELP demo_requests_by_status HTTP responses sent, by status code."
         );
         let _ = writeln!(out, "# TYPE demo_requests_by_status counter");
@@ -84,6 +102,11 @@ impl Metrics {
         let _ = writeln!(out, "demo_notes {notes}");
         out
     }
+}
+
+/// One gauge in the Prometheus text format.
+pub fn render_gauge(name: &str, help: &str, value: usize) -> String {
+    format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n")
 }
 
 #[cfg(test)]

@@ -193,6 +193,9 @@ async fn serve(
 /// Counts the request, applies faults, routes it, and counts the response status.
 async fn handle(state: &AppState, req: Request<Incoming>) -> Resp {
     state.metrics.request_received();
+    if !faults::applies_to(req.uri().path()) || req.uri().path() == "/metrics" {
+        state.metrics.internal_received();
+    }
     let resp = if faults::applies_to(req.uri().path()) && state.faults.inject().await {
         // Consume the body so HTTP/1.1 keep-alive survives the injected error.
         let _ = Limited::new(req.into_body(), state.max_body_bytes)

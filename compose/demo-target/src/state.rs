@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::commands::Commands;
 use crate::faults::FaultInjector;
 use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
@@ -23,6 +24,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Live-update WebSockets and their subscriptions.
     pub live: Arc<LiveHub>,
+    /// Asynchronous commands and the outbox the worker claims them from.
+    pub commands: Commands,
 }
 
 impl AppState {
@@ -35,6 +38,7 @@ impl AppState {
             tokens: TokenStore::new(config.max_tokens),
             max_body_bytes: config.max_body_bytes,
             live: Arc::new(LiveHub::new(LiveConfig::from_demo(config))),
+            commands: Commands::new(config.max_tokens),
         }
     }
 }

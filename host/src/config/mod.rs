@@ -1,13 +1,17 @@
 //! The run configuration: the plugin's defaults, overlaid by `run.toml`, overlaid by CLI
 //! flags, checked and turned into a [`RunConfig`] the executors can trust.
 
+pub mod cpuset;
 pub mod duration;
 pub mod scenario;
+pub mod stack;
 pub mod table;
 pub mod websocket;
 
+pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub use stack::{OnServiceExit, StackConfig};
 pub use table::ConfigError;
 pub use websocket::WebSocketOptions;
 
@@ -25,6 +29,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "stack",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -98,6 +103,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// The Compose stack of `run --stack` (`[stack]`).
+    pub stack: StackConfig,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -115,6 +122,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            stack: StackConfig::default(),
             source: toml::Table::new(),
         }
     }
@@ -264,6 +272,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = websocket::parse(&source)?;
+    let stack = stack::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -274,6 +283,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        stack,
         source,
     })
 }

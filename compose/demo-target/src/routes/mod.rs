@@ -2,6 +2,7 @@
 
 mod admin;
 mod auth;
+mod commands;
 mod notes;
 mod static_files;
 mod ws;
@@ -33,6 +34,11 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         ["metrics"] => match *req.method() {
             Method::GET => {
                 let mut text = state.metrics.render(state.notes.count());
+                text.push_str(&crate::metrics::render_gauge(
+                    "demo_commands_queued",
+                    "Commands waiting in the outbox for a worker.",
+                    state.commands.queued(),
+                ));
                 state.live.counters.render(&mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
@@ -46,6 +52,16 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         ["auth", "token"] => auth::token(state, req).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
+        ["admin", "outbox", "claim"] => commands::claim(state, req).await,
+        ["admin", "outbox", id, "done"] => match id.parse() {
+            Ok(id) => commands::done(state, req, id).await,
+            Err(_) => not_found(),
+        },
+        ["commands"] => commands::submit(state, req).await,
+        ["commands", id] => match id.parse() {
+            Ok(id) => commands::show(state, &req, id),
+            Err(_) => not_found(),
+        },
         ["groups", group, "notes"] => match group.parse() {
             Ok(group) => notes::collection(state, req, group).await,
             Err(_) => not_found(),

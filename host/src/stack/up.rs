@@ -1,0 +1,276 @@
+//! `host up` and `host down` from start to end: check the input, clear what an earlier
+//! run left behind, build the images, write the override, `docker-compose up -d`, wait
+//! until ready; and on any failure remove what was started.
+
+use super::compose::{self, ComposeFile};
+use super::containers::ServiceContainer;
+use super::resources::Resources;
+use super::teardown::{remove_project, Removed};
+use super::{engine, health, images, CpuSet};
+use crate::config::StackConfig;
+use anyhow::{Context, Result};
+use bollard::Docker;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The compose file used when none is given.
+pub const DEFAULT_FILE: &str = "compose/docker-compose.yml";
+
+/// The Compose project name used when none is given.
+pub const DEFAULT_PROJECT: &str = "loadtest";
+
+/// How long `up` waits for the services when not told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What `host up` was asked for.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// The compose file.
+    pub file: PathBuf,
+    /// The Compose project name (the label everything is found by).
+    pub project: String,
+    /// Cores and memory per service.
+    pub resources: Resources,
+    /// How long to wait until every service is ready.
+    pub timeout: Duration,
+    /// No progress lines on stderr.
+    pub quiet: bool,
+}
+
+impl UpOptions {
+    /// Flags over the run config's `[stack]` over the defaults.
+    pub fn resolve(flags: &StackFlags, config: &StackConfig) -> Result<UpOptions> {
+        let mut from_config = Resources::default();
+        for (service, list) in &config.cpus {
+            from_config.add_cpus(&format!("{service}={list}"))?;
+        }
+        for (service, size) in &config.memory {
+            from_config.add_memory(&format!("{service}={size}"))?;
+        }
+        let mut from_flags = Resources::default();
+        for spec in &flags.cpus {
+            from_flags.add_cpus(spec)?;
+        }
+        for spec in &flags.memory {
+            from_flags.add_memory(spec)?;
+        }
+        Ok(UpOptions {
+            file: flags
+                .file
+                .clone()
+                .or_else(|| config.file.clone())
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_FILE)),
+            project: flags
+                .project
+                .clone()
+                .or_else(|| config.project.clone())
+                .unwrap_or_else(|| DEFAULT_PROJECT.to_string()),
+            resources: from_config.overlaid(from_flags),
+            timeout: flags.timeout.or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
+            quiet: flags.quiet,
+        })
+    }
+}
+
+/// The stack options given on the command line (`host up`, `host run --stack`).
+#[derive(Debug, Clone, Default)]
+pub struct StackFlags {
+    /// `-f FILE` / `--stack FILE`.
+    pub file: Option<PathBuf>,
+    /// `--project NAME`.
+    pub project: Option<String>,
+    /// `--cpus SERVICE=LIST`, in order.
+    pub cpus: Vec<String>,
+    /// `--memory SERVICE=SIZE`, in order.
+    pub memory: Vec<String>,
+    /// `--timeout D`.
+    pub timeout: Option<Duration>,
+    /// No progress lines.
+    pub quiet: bool,
+}
+
+/// A published port of an entry service, as a URL the host can reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryUrl {
+    /// The service that publishes it.
+    pub service: String,
+    /// The port inside the container.
+    pub container_port: u16,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+/// A stack that is up and ready.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// Its Compose project name.
+    pub project: String,
+    /// Its containers when it became ready.
+    pub containers: Vec<ServiceContainer>,
+    /// The URLs of its published ports.
+    pub entry_urls: Vec<EntryUrl>,
+    /// How long `up` took, from the first check to every service ready.
+    pub took: Duration,
+}
+
+/// Brings the stack up and waits until it is ready; on failure nothing is left running.
+pub async fn up(options: &UpOptions) -> Result<Stack> {
+    let begun = Instant::now();
+    compose::check_project_name(&options.project)?;
+    let online = CpuSet::online();
+    for (service, set) in &options.resources.cpus {
+        set.check_within(&online)
+            .map_err(|e| anyhow::anyhow!("--cpus {service}={set}: {e}"))?;
+    }
+    let file = ComposeFile::load(&options.file, &options.project).await?;
+    let names: Vec<&str> = file.services.keys().map(String::as_str).collect();
+    options.resources.check(&names, &online)?;
+    let docker = engine::connect().await?;
+
+    let left = remove_project(&docker, &options.project).await?;
+    if !left.is_empty() && !options.quiet {
+        eprintln!(
+            "removed what an earlier run of project {} left behind: {}",
+            options.project,
+            describe_removed(&left)
+        );
+    }
+    let images = build_images(&docker, &file, options.quiet).await?;
+    let override_file = write_override(&options.project, &images, &options.resources)?;
+    if !options.quiet {
+        eprintln!(
+            "starting project {} from {}",
+            options.project,
+            options.file.display()
+        );
+    }
+    let started = async {
+        compose::up(&options.file, &override_file, &options.project).await?;
+        health::wait_ready(&docker, &options.project, &names, options.timeout).await
+    }
+    .await;
+    let containers = match started {
+        Ok(containers) => containers,
+        Err(e) => {
+            // Nothing half-started stays behind; the cause is what the user needs.
+            if let Err(cleanup) = remove_project(&docker, &options.project).await {
+                eprintln!(
+                    "warning: could not remove project {}: {cleanup:#}",
+                    options.project
+                );
+            }
+            return Err(e);
+        }
+    };
+    let entry_urls = entry_urls(&containers);
+    Ok(Stack {
+        project: options.project.clone(),
+        containers,
+        entry_urls,
+        took: begun.elapsed(),
+    })
+}
+
+/// Removes the project's containers, networks and volumes (and the override file).
+pub async fn down(project: &str) -> Result<Removed> {
+    compose::check_project_name(project)?;
+    let docker = engine::connect().await?;
+    let removed = remove_project(&docker, project).await?;
+    let _ = std::fs::remove_dir_all(override_dir(project));
+    Ok(removed)
+}
+
+/// Removes the project with a connection of its own, for cleanup after errors.
+pub async fn down_quietly(project: &str) {
+    if let Err(e) = down(project).await {
+        eprintln!("warning: could not remove the stack {project}: {e:#}");
+    }
+}
+
+/// `2 containers, 1 network, 0 volumes`.
+pub fn describe_removed(r: &Removed) -> String {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    format!(
+        "{}, {}, {}",
+        plural(r.containers, "container"),
+        plural(r.networks, "network"),
+        plural(r.volumes, "volume")
+    )
+}
+
+async fn build_images(
+    docker: &Docker,
+    file: &ComposeFile,
+    quiet: bool,
+) -> Result<BTreeMap<String, String>> {
+    let mut by_binary: BTreeMap<String, String> = BTreeMap::new();
+    let mut images = BTreeMap::new();
+    for (service, binary) in compose::project_binaries(file) {
+        if !by_binary.contains_key(&binary) {
+            let path = images::find_binary(&binary)?;
+            let t = Instant::now();
+            let image = images::ensure_image(docker, &binary, &path).await?;
+            if image.imported && !quiet {
+                eprintln!(
+                    "imported image {} from {} in {:.1}s",
+                    image.reference,
+                    path.display(),
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            by_binary.insert(binary.clone(), image.reference);
+        }
+        images.insert(service, by_binary[&binary].clone());
+    }
+    Ok(images)
+}
+
+fn override_dir(project: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("host-stack-{project}"))
+}
+
+fn write_override(
+    project: &str,
+    images: &BTreeMap<String, String>,
+    resources: &Resources,
+) -> Result<PathBuf> {
+    let dir = override_dir(project);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("docker-compose.override.yml");
+    let text = format!(
+        "# Written by `host up` for project {project}: images built from this project's\n\
+         # binaries, and the cores and memory asked for.\n{}",
+        compose::override_yaml(images, resources)?
+    );
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// One URL per published port; a port bound to every interface is still reached
+/// through loopback, since the host only ever aims at loopback.
+fn entry_urls(containers: &[ServiceContainer]) -> Vec<EntryUrl> {
+    let mut urls = Vec::new();
+    for c in containers {
+        for port in &c.published {
+            if !matches!(port.host_ip.as_str(), "127.0.0.1" | "" | "0.0.0.0") {
+                continue;
+            }
+            if port.host_ip != "127.0.0.1" {
+                eprintln!(
+                    "warning: {} publishes port {} on every interface; bind it to 127.0.0.1 in the compose file",
+                    c.service, port.container_port
+                );
+            }
+            let url = format!("http://127.0.0.1:{}", port.host_port);
+            if !urls.iter().any(|u: &EntryUrl| u.url == url) {
+                urls.push(EntryUrl {
+                    service: c.service.clone(),
+                    container_port: port.container_port,
+                    url,
+                });
+            }
+        }
+    }
+    urls
+}

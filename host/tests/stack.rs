@@ -1,0 +1,336 @@
+//! The Compose stack on the real Docker engine: `host up` / `host down`, images built
+//! from this repository's binaries, readiness, limits as the Engine reports them, and
+//! the faults `up` must explain. Every test names its project uniquely and removes it
+//! even when it fails.
+
+use host::stack::teardown::remove_project;
+use host::stack::{project_containers, CpuSet, Resources, UpOptions};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The demo stack of this repository.
+fn demo_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/docker-compose.yml")
+}
+
+/// A project name no other test (or test run) uses.
+fn project(name: &str) -> String {
+    format!("t{}-{name}", std::process::id())
+}
+
+/// Removes the project when dropped, so a failing test leaves nothing behind.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let project = self.0.clone();
+        // Tests run inside a runtime; removal needs one of its own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                if let Ok(docker) = host::stack::connect().await {
+                    let _ = remove_project(&docker, &project).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn options(project: &str, file: PathBuf, resources: Resources, timeout: Duration) -> UpOptions {
+    UpOptions {
+        file,
+        project: project.to_string(),
+        resources,
+        timeout,
+        quiet: true,
+    }
+}
+
+/// Containers, networks and volumes still labelled with the project.
+async fn leftovers(project: &str) -> (usize, usize, usize) {
+    let docker = host::stack::connect().await.unwrap();
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![format!("{}={project}", host::stack::PROJECT_LABEL)],
+    )]);
+    let containers = docker
+        .list_containers(Some(
+            bollard::query_parameters::ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    let networks = docker
+        .list_networks(Some(
+            bollard::query_parameters::ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    let volumes = docker
+        .list_volumes(Some(
+            bollard::query_parameters::ListVolumesOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    (
+        containers.len(),
+        networks.len(),
+        volumes.volumes.unwrap_or_default().len(),
+    )
+}
+
+fn host_cmd(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host"));
+    command
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    command
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
+    let name = project("updown");
+    let _cleanup = Cleanup(name.clone());
+    let mut resources = Resources::default();
+    resources.add_cpus("api=0").unwrap();
+    resources.add_memory("api=96m").unwrap();
+    resources.add_memory("worker=64m").unwrap();
+    let stack = host::stack::up(&options(
+        &name,
+        demo_file(),
+        resources,
+        Duration::from_secs(90),
+    ))
+    .await
+    .unwrap();
+
+    // What the Engine reports is what was asked for.
+    let docker = host::stack::connect().await.unwrap();
+    let containers = project_containers(&docker, &name).await.unwrap();
+    let services: Vec<&str> = containers.iter().map(|c| c.service.as_str()).collect();
+    assert_eq!(services, ["api", "worker"]);
+    let api = &containers[0];
+    assert_eq!(api.cpuset, Some(CpuSet::parse("0").unwrap()));
+    assert_eq!(api.memory_limit, Some(96 << 20));
+    assert_eq!(containers[1].cpuset, None);
+    assert_eq!(containers[1].memory_limit, Some(64 << 20));
+    assert!(containers
+        .iter()
+        .all(|c| c.state == "running" && c.health.as_deref() == Some("healthy")));
+
+    // Only the API publishes, on loopback, and it answers there.
+    assert_eq!(stack.entry_urls.len(), 1, "{:?}", stack.entry_urls);
+    assert_eq!(stack.entry_urls[0].service, "api");
+    assert!(containers[1].published.is_empty());
+    let url = format!("{}/health", stack.entry_urls[0].url);
+    let check = demo_target::probe::check(&url, Duration::from_secs(5)).await;
+    assert!(check.is_ok(), "{check:?}");
+
+    let output = host_cmd(&["down", "--project", &name]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("removed 2 containers, 1 network"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_up_recovers_what_a_killed_host_left_behind() {
+    let name = project("again");
+    let _cleanup = Cleanup(name.clone());
+    let up = options(
+        &name,
+        demo_file(),
+        Resources::default(),
+        Duration::from_secs(90),
+    );
+    let first = host::stack::up(&up).await.unwrap();
+    // A host killed mid-run never calls down: its containers stay, one of them dead.
+    let docker = host::stack::connect().await.unwrap();
+    let api = first
+        .containers
+        .iter()
+        .find(|c| c.service == "api")
+        .unwrap();
+    docker
+        .kill_container(
+            &api.id,
+            None::<bollard::query_parameters::KillContainerOptions>,
+        )
+        .await
+        .unwrap();
+
+    let output = host_cmd(&["up", "--project", &name]).output().unwrap();
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("left behind: 2 containers, 1 network"),
+        "{said}"
+    );
+    let containers = project_containers(&docker, &name).await.unwrap();
+    assert_eq!(containers.len(), 2);
+    assert!(containers
+        .iter()
+        .all(|c| c.health.as_deref() == Some("healthy")));
+    assert!(!containers.iter().any(|c| c.id == api.id));
+    host::stack::down(&name).await.unwrap();
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_that_never_becomes_healthy_fails_up_in_time_with_its_check_output() {
+    let name = project("sick");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sick.yml");
+    // The check asks a port nothing listens on.
+    std::fs::write(
+        &file,
+        r#"services:
+  api:
+    image: loadtest/demo-target
+    command: ["--listen", "0.0.0.0:8080", "--allow-remote"]
+    healthcheck:
+      test: ["CMD", "/usr/local/bin/demo-target", "health", "http://127.0.0.1:9/health"]
+      interval: 1s
+      retries: 1000
+"#,
+    )
+    .unwrap();
+    let timeout = Duration::from_secs(8);
+    let started = Instant::now();
+    let err = host::stack::up(&options(&name, file, Resources::default(), timeout))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    let message = format!("{err:#}");
+    assert!(message.contains("not ready within 8s"), "{message}");
+    assert!(message.contains("api"), "{message}");
+    assert!(
+        message.contains("last healthcheck: exit 1: GET http://127.0.0.1:9/health"),
+        "{message}"
+    );
+    assert!(message.contains("last log lines"), "{message}");
+    // The timeout counts from the start of up; image import and compose come first.
+    assert!(took < timeout + Duration::from_secs(30), "took {took:?}");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_in_use_is_named_and_nothing_is_left() {
+    let name = project("port");
+    let _cleanup = Cleanup(name.clone());
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("port.yml");
+    std::fs::write(
+        &file,
+        format!(
+            "services:\n  api:\n    image: loadtest/demo-target\n    \
+             command: [\"--listen\", \"0.0.0.0:8080\", \"--allow-remote\"]\n    \
+             ports:\n      - \"127.0.0.1:{port}:8080\"\n"
+        ),
+    )
+    .unwrap();
+    let err = host::stack::up(&options(
+        &name,
+        file,
+        Resources::default(),
+        Duration::from_secs(60),
+    ))
+    .await
+    .unwrap_err();
+    let message = format!("{err:#}");
+    assert!(message.contains("already in use"), "{message}");
+    assert!(message.contains(&port.to_string()), "{message}");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+    drop(held);
+}
+
+#[test]
+fn bad_input_gets_a_message_that_says_what_to_fix() {
+    let name = project("bad");
+    let dir = tempfile::tempdir().unwrap();
+
+    // No Docker daemon: DOCKER_HOST is named, and how to start one.
+    let output = host_cmd(&["down", "--project", &name])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("DOCKER_HOST=unix:///nonexistent/docker.sock"),
+        "{said}"
+    );
+    assert!(said.contains("systemctl start docker"), "{said}");
+
+    // No docker-compose on PATH.
+    let output = host_cmd(&["up", "--project", &name])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("`docker-compose` is not installed"), "{said}");
+    assert!(said.contains("apt-get install docker-compose"), "{said}");
+
+    // A compose file that does not exist, and one that does not parse.
+    let output = host_cmd(&["up", "--project", &name, "-f", "no/such.yml"])
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert!(
+        said.contains("compose file no/such.yml does not exist"),
+        "{said}"
+    );
+    let broken = dir.path().join("broken.yml");
+    std::fs::write(&broken, "services:\n  api:\n    image: [unclosed\n").unwrap();
+    let output = host_cmd(&["up", "--project", &name, "-f", broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("broken.yml does not parse"), "{said}");
+
+    // A core the machine lacks, a service the file lacks, a bad size.
+    let output = host_cmd(&["up", "--project", &name, "--cpus", "api=0,4096"])
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert!(said.contains("this machine has no core 4096"), "{said}");
+    let output = host_cmd(&["up", "--project", &name, "--memory", "apj=64m"])
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert!(
+        said.contains("no service `apj` in the compose file; its services are api, worker"),
+        "{said}"
+    );
+    let output = host_cmd(&["up", "--project", "Bad Name"]).output().unwrap();
+    assert!(
+        text(&output).contains("lowercase letters"),
+        "{}",
+        text(&output)
+    );
+}
