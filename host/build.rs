@@ -11,7 +11,7 @@ fn main() {
         .expect("host/ is inside the workspace")
         .to_path_buf();
     let plugins = root.join("plugins");
-    for dir in ["sdk", "hello", "notes", "sockets", "fixtures"] {
+    for dir in ["sdk", "hello", "notes", "sockets", "survey", "fixtures"] {
         watch(&plugins.join(dir));
     }
     for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {

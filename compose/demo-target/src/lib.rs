@@ -1,11 +1,15 @@
 //! The demo system under test: a small notes application on hyper 1.x.
 //!
 //! It serves sign-in tokens, notes CRUD in groups, a WebSocket that pushes note changes
-//! to subscribers, a cached static site, Prometheus metrics and runtime-switchable
-//! fault injection (latency, periodic stalls, errors), and asynchronous commands that a
-//! worker process ([`worker`]) claims from an outbox and completes off the request path.
+//! to subscribers, a cached static site, a survey behind a form sign-in (session
+//! cookie, CSRF and single-use tokens), per-address rate limits that trust
+//! `X-Forwarded-For` only from configured proxies, Prometheus metrics and
+//! runtime-switchable fault injection (latency, periodic stalls, errors), and
+//! asynchronous commands that a worker process ([`worker`]) claims from an outbox and
+//! completes off the request path.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
+mod clients;
 mod commands;
 mod faults;
 mod live;
@@ -15,10 +19,13 @@ mod routes;
 mod server;
 mod state;
 mod store;
+mod survey;
 pub mod worker;
 
+pub use clients::Cidr;
 pub use faults::Faults;
 pub use server::DemoServer;
+pub use survey::SurveyCounts;
 
 use std::time::Duration;
 
@@ -44,6 +51,12 @@ pub struct DemoConfig {
     pub ws_max_per_user: usize,
     /// Pushes queued per WebSocket; a client that falls this far behind is disconnected.
     pub ws_queue: usize,
+    /// Peers whose `X-Forwarded-For` is believed (a proxy in front of the target);
+    /// from anyone else the header is ignored.
+    pub trusted_proxies: Vec<Cidr>,
+    /// Requests per second each client address may make (except `/health`,
+    /// `/metrics` and `/admin/*`); past it the answer is 429 with `Retry-After`.
+    pub rate_limit: Option<u32>,
 }
 
 impl Default for DemoConfig {
@@ -58,6 +71,8 @@ impl Default for DemoConfig {
             ws_idle_timeout: Duration::from_secs(90),
             ws_max_per_user: 20,
             ws_queue: 256,
+            trusted_proxies: Vec::new(),
+            rate_limit: None,
         }
     }
 }

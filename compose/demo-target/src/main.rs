@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
-use demo_target::{DemoConfig, DemoServer, Faults};
+use demo_target::{Cidr, DemoConfig, DemoServer, Faults};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
@@ -42,6 +42,12 @@ struct Args {
     /// Most WebSockets one user may hold at once.
     #[arg(long, env = "DEMO_WS_MAX_PER_USER", default_value_t = 20)]
     ws_max_per_user: usize,
+    /// Requests per second each client address may make; past it, 429 with Retry-After.
+    #[arg(long, env = "DEMO_RATE_LIMIT")]
+    rate_limit: Option<u32>,
+    /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
+    #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
+    trusted_proxies: Vec<Cidr>,
 }
 
 /// The other roles of the binary; without one it serves the API.
@@ -142,6 +148,8 @@ async fn main() -> anyhow::Result<()> {
         ws_ping_interval: args.ws_ping_interval,
         ws_idle_timeout: args.ws_idle_timeout,
         ws_max_per_user: args.ws_max_per_user,
+        rate_limit: args.rate_limit,
+        trusted_proxies: args.trusted_proxies,
         ..DemoConfig::default()
     };
     let server = DemoServer::start(args.listen, config).await?;

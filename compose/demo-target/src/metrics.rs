@@ -50,6 +50,14 @@ impl Metrics {
         self.by_status[index].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Responses sent so far with `status`.
+    pub fn responses(&self, status: u16) -> u64 {
+        usize::from(status)
+            .checked_sub(FIRST_STATUS)
+            .and_then(|i| self.by_status.get(i))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
     /// Requests received so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
@@ -122,6 +130,9 @@ mod tests {
         m.response_sent(StatusCode::OK);
         m.response_sent(StatusCode::NOT_FOUND);
         m.response_sent(StatusCode::NOT_FOUND);
+        assert_eq!(m.responses(404), 2);
+        assert_eq!(m.responses(429), 0);
+        assert_eq!(m.responses(42), 0);
         let text = m.render(7);
         assert!(text.contains("\ndemo_requests_total 2\n"), "{text}");
         assert!(text.contains("demo_requests_by_status{status=\"200\"} 1\n"));

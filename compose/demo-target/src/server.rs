@@ -2,13 +2,14 @@
 //! and shutting down.
 
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use hyper::header::RETRY_AFTER;
 use hyper::service::service_fn;
 use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -79,6 +80,11 @@ impl DemoServer {
         self.state.metrics.requests()
     }
 
+    /// Responses sent so far with `status` (429 for rate-limited requests, ...).
+    pub fn responses(&self, status: u16) -> u64 {
+        self.state.metrics.responses(status)
+    }
+
     /// TCP connections accepted so far.
     pub fn connections_accepted(&self) -> u64 {
         self.state.metrics.connections()
@@ -91,6 +97,16 @@ impl DemoServer {
             .counters
             .open
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The survey's counters: sign-ins, pages, answers accepted and refused.
+    pub fn survey_counts(&self) -> crate::SurveyCounts {
+        self.state.survey.counts()
+    }
+
+    /// Distinct peer (source) addresses that connected so far.
+    pub fn distinct_peers(&self) -> usize {
+        self.state.clients.distinct_peers()
     }
 
     /// Replaces the injected faults; takes effect for requests arriving afterwards.
@@ -131,9 +147,10 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
         tokio::select! {
             () = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
+                Ok((stream, peer)) => {
                     state.metrics.connection_accepted();
-                    let task = serve(stream, Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
+                    state.clients.connected(peer.ip());
+                    let task = serve(stream, peer.ip(), Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
                     conns.spawn(task);
                 }
                 Err(e) => {
@@ -168,6 +185,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
 
 async fn serve(
     stream: TcpStream,
+    peer: IpAddr,
     state: Arc<AppState>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     mut stop: watch::Receiver<bool>,
@@ -176,7 +194,7 @@ async fn serve(
     let _ = stream.set_nodelay(true);
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+        async move { Ok::<_, Infallible>(handle(&state, peer, req).await) }
     });
     // With upgrades, so `GET /ws` can become a WebSocket.
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
@@ -190,13 +208,30 @@ async fn serve(
     let _ = conn.await;
 }
 
-/// Counts the request, applies faults, routes it, and counts the response status.
-async fn handle(state: &AppState, req: Request<Incoming>) -> Resp {
+/// Counts the request, applies rate limits and faults, routes it, and counts the
+/// response status.
+async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp {
     state.metrics.request_received();
     if !faults::applies_to(req.uri().path()) || req.uri().path() == "/metrics" {
         state.metrics.internal_received();
     }
-    let resp = if faults::applies_to(req.uri().path()) && state.faults.inject().await {
+    let limited = state.clients.limited()
+        && faults::applies_to(req.uri().path())
+        && req.uri().path() != "/metrics"
+        && state
+            .clients
+            .admit(state.clients.client(peer, req.headers()))
+            .is_err();
+    let resp = if limited {
+        let _ = Limited::new(req.into_body(), state.max_body_bytes)
+            .collect()
+            .await;
+        let mut resp = routes::error(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
+        // The window is one second; the next one starts within a second.
+        resp.headers_mut()
+            .insert(RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+        resp
+    } else if faults::applies_to(req.uri().path()) && state.faults.inject().await {
         // Consume the body so HTTP/1.1 keep-alive survives the injected error.
         let _ = Limited::new(req.into_body(), state.max_body_bytes)
             .collect()

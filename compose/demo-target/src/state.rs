@@ -3,11 +3,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::clients::Clients;
 use crate::commands::Commands;
 use crate::faults::FaultInjector;
 use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
 use crate::store::{NoteStore, TokenStore};
+use crate::survey::Survey;
 use crate::DemoConfig;
 
 /// Shared application state, held in an `Arc` by the server and each connection.
@@ -24,6 +26,10 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Live-update WebSockets and their subscriptions.
     pub live: Arc<LiveHub>,
+    /// The survey's sessions and single-use tokens.
+    pub survey: Survey,
+    /// Client addresses (trusted proxies) and per-address rate limits.
+    pub clients: Clients,
     /// Asynchronous commands and the outbox the worker claims them from.
     pub commands: Commands,
 }
@@ -38,6 +44,8 @@ impl AppState {
             tokens: TokenStore::new(config.max_tokens),
             max_body_bytes: config.max_body_bytes,
             live: Arc::new(LiveHub::new(LiveConfig::from_demo(config))),
+            survey: Survey::default(),
+            clients: Clients::new(config.trusted_proxies.clone(), config.rate_limit, started),
             commands: Commands::new(config.max_tokens),
         }
     }

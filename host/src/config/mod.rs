@@ -3,6 +3,7 @@
 
 pub mod cpuset;
 pub mod duration;
+pub mod http;
 pub mod scenario;
 pub mod stack;
 pub mod table;
@@ -10,6 +11,7 @@ pub mod websocket;
 
 pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
+pub use http::HttpOptions;
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};
 pub use table::ConfigError;
@@ -29,6 +31,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "http",
     "stack",
 ];
 
@@ -103,6 +106,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// Redirects, cookies, source addresses, setup counting (`[http]`).
+    pub http: HttpOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
     pub stack: StackConfig,
     /// The merged TOML this was read from, kept for the results.
@@ -122,6 +127,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            http: HttpOptions::default(),
             stack: StackConfig::default(),
             source: toml::Table::new(),
         }
@@ -272,6 +278,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = websocket::parse(&source)?;
+    let http = http::parse(&source)?;
     let stack = stack::parse(&source)?;
 
     Ok(RunConfig {
@@ -283,6 +290,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        http,
         stack,
         source,
     })

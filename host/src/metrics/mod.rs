@@ -2,6 +2,7 @@
 //! summaries computed from HDR histograms (never from averaged percentiles).
 
 pub mod aggregator;
+pub mod endpoints;
 pub mod recorder;
 pub mod registry;
 pub mod summary;

@@ -9,10 +9,10 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// Time spent opening a connection.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,12 +58,22 @@ impl Connection {
 }
 
 /// Resolves `origin` and opens a TCP connection to the first address that answers,
-/// with Nagle's algorithm off (latency matters more than packet count here).
-pub async fn connect_tcp(origin: &Origin) -> Result<TcpStream, HttpError> {
+/// with Nagle's algorithm off (latency matters more than packet count here). With
+/// `local`, the connection leaves from that source address (`[http] local_ips`);
+/// addresses of the other family are skipped.
+pub async fn connect_tcp(origin: &Origin, local: Option<IpAddr>) -> Result<TcpStream, HttpError> {
     let addrs = resolve(origin).await?;
     let mut last_error = None;
     for addr in addrs {
-        match TcpStream::connect(addr).await {
+        let attempt = match local {
+            None => TcpStream::connect(addr).await,
+            Some(ip) if ip.is_ipv4() != addr.is_ipv4() => {
+                last_error = Some(format!("{addr}: not reachable from source address {ip}"));
+                continue;
+            }
+            Some(ip) => connect_from(ip, addr).await,
+        };
+        match attempt {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
@@ -77,15 +87,34 @@ pub async fn connect_tcp(origin: &Origin) -> Result<TcpStream, HttpError> {
     )))
 }
 
-/// Opens a connection to `origin`.
-pub async fn connect(origin: &Origin) -> Result<(Connection, ConnectTimings), HttpError> {
+/// Connects to `addr` from the source address `ip` (any free port).
+async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = if ip.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.bind(SocketAddr::new(ip, 0)).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot bind source address {ip} ([http] local_ips): {e}"),
+        )
+    })?;
+    socket.connect(addr).await
+}
+
+/// Opens a connection to `origin`, from `local` when given.
+pub async fn connect(
+    origin: &Origin,
+    local: Option<IpAddr>,
+) -> Result<(Connection, ConnectTimings), HttpError> {
     if origin.scheme == "https" {
         return Err(HttpError::Tls(format!(
             "{origin}: https is not supported by this build of the host yet; use http://"
         )));
     }
     let start = Instant::now();
-    let stream = connect_tcp(origin).await?;
+    let stream = connect_tcp(origin, local).await?;
     let connecting = start.elapsed();
     let (io, stats) = CountingIo::new(stream);
     let (sender, conn) = hyper::client::conn::http1::Builder::new()

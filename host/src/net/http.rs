@@ -13,6 +13,7 @@ pub use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings
 
 use super::allowlist::Origin;
 use super::connect::Connection;
+use super::cookies::CookieJar;
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
 use super::targets::{PoolKey, Target, Targets};
@@ -24,6 +25,7 @@ use exchange::execute;
 use http_body_util::Full;
 use record::Ended;
 use rustc_hash::FxHashMap;
+use std::net::IpAddr;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,11 +41,16 @@ pub struct HttpClient {
     targets: Targets,
     /// The timeout timer of single requests (a batch's requests each get their own).
     deadline: Deadline,
+    /// The VU's cookies.
+    jar: CookieJar,
+    /// The source address of the VU's connections (`[http] local_ips`).
+    local_ip: Option<IpAddr>,
 }
 
 /// A request checked and ready to go on the wire.
 struct Prepared {
     target: Arc<Target>,
+    local_ip: Option<IpAddr>,
     request: http::Request<Full<Bytes>>,
     timeout: Duration,
     discard_body: bool,
@@ -55,33 +62,63 @@ struct Prepared {
 impl HttpClient {
     /// A client with no connections yet.
     pub fn new(shared: Arc<NetShared>) -> Self {
+        let jar = CookieJar::new(!shared.http.no_cookies_reset);
         Self {
             shared,
             idle: FxHashMap::default(),
             tags: RequestTags::new(),
             targets: Targets::default(),
             deadline: Deadline::default(),
+            jar,
+            local_ip: None,
+        }
+    }
+
+    /// Binds the client's connections to the source address of VU `vu_id` when the run
+    /// sets `[http] local_ips`.
+    pub fn for_vu(mut self, vu_id: u64) -> Self {
+        self.local_ip = self.shared.http.local_ip(vu_id);
+        self
+    }
+
+    /// The VU's cookie jar.
+    pub fn jar(&self) -> &CookieJar {
+        &self.jar
+    }
+
+    /// The VU's cookie jar, to change.
+    pub fn jar_mut(&mut self) -> &mut CookieJar {
+        &mut self.jar
+    }
+
+    /// Stores the response's cookies, unless the request left the jar out.
+    fn keep_cookies(&mut self, req: &HttpRequest, response: &HttpResponse) {
+        if !req.no_cookie_jar {
+            self.jar.store_response(&req.url, &response.content.headers);
         }
     }
 
     /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
-    /// followed hop by hop, each hop a request of its own.
+    /// followed hop by hop (up to the request's limit, else the run's), each hop a
+    /// request of its own, and the cookies each hop sets are stored before the next.
     pub async fn send(
         &mut self,
         mut req: HttpRequest,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
+        let limit = req.redirects.unwrap_or(self.shared.max_redirects);
         let mut hops = 0;
         loop {
             let (result, ended) = self.send_once(&req, tags).await;
-            let response = match result {
+            let mut response = match result {
                 Ok(response) => response,
                 Err(e) => {
                     self.record(&ended, Err(&e));
                     return Err(e);
                 }
             };
-            match self.follow(&req, &response, hops, tags) {
+            self.keep_cookies(&req, &response);
+            match self.follow(&req, &response, hops, limit, tags) {
                 Ok(Some(next)) => {
                     self.record(&ended, Ok(&response));
                     req = next;
@@ -89,6 +126,7 @@ impl HttpClient {
                 }
                 Ok(None) => {
                     self.record(&ended, Ok(&response));
+                    response.url = req.url;
                     return Ok(response);
                 }
                 Err(e) => {
@@ -108,16 +146,17 @@ impl HttpClient {
         req: &HttpRequest,
         response: &HttpResponse,
         hops: u32,
+        limit: u32,
         tags: &TagSet,
     ) -> Result<Option<HttpRequest>, HttpError> {
         let Some(next) = redirect::next_hop(req, response) else {
             return Ok(None);
         };
-        if hops >= self.shared.max_redirects {
+        if hops >= limit {
             // A limit of 0 means "do not follow", not a loop.
-            if self.shared.max_redirects > 0 {
+            if limit > 0 {
                 self.shared
-                    .redirect_limit_reached(&req.url, response.status);
+                    .redirect_limit_reached(&req.url, response.status, limit);
             }
             return Ok(None);
         }
@@ -186,7 +225,7 @@ impl HttpClient {
         let mut results = Vec::with_capacity(slots.len());
         for (slot, req) in slots.into_iter().zip(reqs) {
             let (result, ended) = slot.expect("every slot filled");
-            let response = match result {
+            let mut response = match result {
                 Ok(response) => response,
                 Err(e) => {
                     self.record(&ended, Err(&e));
@@ -194,13 +233,18 @@ impl HttpClient {
                     continue;
                 }
             };
-            results.push(match self.follow(&req, &response, 0, tags) {
-                Ok(Some(next)) => {
+            self.keep_cookies(&req, &response);
+            let limit = req.redirects.unwrap_or(self.shared.max_redirects);
+            results.push(match self.follow(&req, &response, 0, limit, tags) {
+                Ok(Some(mut next)) => {
                     self.record(&ended, Ok(&response));
+                    // The first hop was the batch's own request.
+                    next.redirects = Some(limit - 1);
                     self.send(next, tags).await
                 }
                 Ok(None) => {
                     self.record(&ended, Ok(&response));
+                    response.url = req.url;
                     Ok(response)
                 }
                 Err(e) => {
@@ -268,6 +312,11 @@ impl HttpClient {
         if !has_host {
             builder = builder.header(http::header::HOST, target.host_header.clone());
         }
+        if !req.no_cookie_jar {
+            if let Some(jar_cookies) = self.jar.header_for(&req.url) {
+                builder = with_jar_cookies(builder, jar_cookies)?;
+            }
+        }
         let body = req.body.clone();
         let request = builder
             .body(Full::new(body))
@@ -277,6 +326,7 @@ impl HttpClient {
             .request(base_tags, method.as_str(), &req.url, &req.tags);
         Ok(Prepared {
             target,
+            local_ip: self.local_ip,
             request,
             timeout: req.timeout.unwrap_or(self.shared.default_timeout),
             discard_body: req.discard_body,
@@ -319,4 +369,38 @@ impl Prepared {
             expected: self.expected.clone(),
         }
     }
+}
+
+/// Adds the jar's cookies to a request: into the plugin's own `Cookie` field if it set
+/// one (its cookies win over the jar's of the same name, as in k6), else as the field.
+fn with_jar_cookies(
+    mut builder: http::request::Builder,
+    jar_cookies: String,
+) -> Result<http::request::Builder, HttpError> {
+    let Some(headers) = builder.headers_mut() else {
+        return Ok(builder);
+    };
+    let value = match headers.get(http::header::COOKIE) {
+        None => jar_cookies,
+        Some(own) => {
+            let own = own.to_str().unwrap_or_default().to_owned();
+            let names: Vec<&str> = own
+                .split(';')
+                .filter_map(|p| p.trim().split_once('=').map(|(n, _)| n))
+                .collect();
+            let mut merged = own.clone();
+            for pair in jar_cookies.split("; ") {
+                let name = pair.split_once('=').map_or(pair, |(n, _)| n);
+                if !names.contains(&name) {
+                    merged.push_str("; ");
+                    merged.push_str(pair);
+                }
+            }
+            merged
+        }
+    };
+    let value = http::HeaderValue::from_str(&value)
+        .map_err(|_| HttpError::Invalid(format!("invalid Cookie value {value:?}")))?;
+    headers.insert(http::header::COOKIE, value);
+    Ok(builder)
 }

@@ -3,6 +3,7 @@
 
 pub mod allowlist;
 pub mod connect;
+pub mod cookies;
 pub mod counting_io;
 pub mod http;
 pub mod redirect;

@@ -40,6 +40,9 @@ pub fn next_hop(
     };
     let mut next = req.clone();
     next.url = target.to_string();
+    // Each hop is a request of its own: named by its own URL, as in k6, not counted
+    // under the first request's `name`.
+    next.tags.retain(|(k, _)| k != "name");
     let keeps_method =
         matches!(response.status, 307 | 308) || req.method == "GET" || req.method == "HEAD";
     if !keeps_method {
@@ -78,6 +81,7 @@ mod tests {
             },
             body_size: 0,
             timings: Timings::default(),
+            url: String::new(),
         }
     }
 
@@ -90,6 +94,7 @@ mod tests {
                 ("content-type".into(), "application/json".into()),
             ],
             body: bytes::Bytes::from_static(b"{}"),
+            tags: vec![("name".into(), "/a".into()), ("group".into(), "1".into())],
             ..Default::default()
         }
     }
@@ -103,6 +108,8 @@ mod tests {
         assert_eq!(next.method, "GET");
         assert!(next.body.is_empty());
         assert!(next.headers.iter().any(|(k, _)| k == "authorization"));
+        // The hop is named by its own URL; the other tags stay.
+        assert_eq!(next.tags, vec![("group".to_string(), "1".to_string())]);
     }
 
     #[test]

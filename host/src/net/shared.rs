@@ -29,8 +29,11 @@ pub struct NetShared {
     pub ws_open: AtomicI64,
     /// Whether any WebSocket was opened in this run (its gauge is shown only then).
     pub ws_used: std::sync::atomic::AtomicBool,
-    /// Requests that stopped at the redirect limit, and the first URL that did.
-    redirect_limit: std::sync::Mutex<(u64, Option<String>)>,
+    /// Redirects, cookies and source addresses (`[http]`).
+    pub http: crate::config::HttpOptions,
+    /// Requests that stopped at the redirect limit, and the first URL that did with
+    /// its limit.
+    redirect_limit: std::sync::Mutex<(u64, Option<(String, u32)>)>,
 }
 
 impl NetShared {
@@ -52,13 +55,14 @@ impl NetShared {
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
+            http: Default::default(),
             redirect_limit: Default::default(),
         }
     }
 
-    /// Notes a request that was still redirected after `max_redirects` hops; warns
-    /// the first time.
-    pub(crate) fn redirect_limit_reached(&self, url: &str, status: u16) {
+    /// Notes a request that was still redirected after `limit` hops (its own, or
+    /// `max_redirects`); warns the first time.
+    pub(crate) fn redirect_limit_reached(&self, url: &str, status: u16, limit: u32) {
         let mut seen = self
             .redirect_limit
             .lock()
@@ -66,11 +70,10 @@ impl NetShared {
         seen.0 += 1;
         if seen.1.is_none() {
             eprintln!(
-                "warning: {url} still redirected ({status}) after {} redirects; the last redirect \
-                 was returned (a redirect loop?)",
-                self.max_redirects
+                "warning: {url} still redirected ({status}) after {limit} redirects; the last \
+                 redirect was returned (a redirect loop?)"
             );
-            seen.1 = Some(url.to_owned());
+            seen.1 = Some((url.to_owned(), limit));
         }
     }
 
@@ -81,13 +84,20 @@ impl NetShared {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         match &seen.1 {
-            Some(url) => vec![format!(
-                "{} requests were still redirected after {} redirects and returned the last \
+            Some((url, limit)) => vec![format!(
+                "{} requests were still redirected after {limit} redirects and returned the last \
                  redirect (first: {url}); a redirect loop?",
-                seen.0, self.max_redirects
+                seen.0
             )],
             None => Vec::new(),
         }
+    }
+
+    /// The same, with the run's `[http]` options.
+    pub fn with_http(mut self, options: crate::config::HttpOptions) -> Self {
+        self.max_redirects = options.max_redirects;
+        self.http = options;
+        self
     }
 
     /// The same, with the run's WebSocket options.

@@ -101,6 +101,10 @@ impl ResultsWriter {
             serde_json::to_string_pretty(summary)? + "\n",
         )?;
         write("summary.txt", text::render(summary))?;
+        write(
+            "endpoints.md",
+            crate::metrics::endpoints::markdown(&summary.endpoints),
+        )?;
         write("junit.xml", junit::render(summary))?;
         write("report.html", report::render(summary, &self.charts)?)?;
         Ok(dir)

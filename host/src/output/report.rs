@@ -191,6 +191,25 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
         html.push_str("</table>\n");
     }
 
+    if !summary.endpoints.is_empty() {
+        html.push_str("<h2>Endpoints</h2>\n<table>\n<tr><th>method</th><th>name</th><th>count</th><th>rate/s</th><th>errors</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th></tr>\n");
+        for r in &summary.endpoints {
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.2} %</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.2}</td></tr>",
+                e(&r.method),
+                e(&r.name),
+                r.count,
+                r.rate,
+                r.error_rate * 100.0,
+                r.p50,
+                r.p95,
+                r.p99
+            );
+        }
+        html.push_str("</table>\n");
+    }
+
     html.push_str(
         "<h2>Metrics</h2>\n<table>\n<tr><th>metric</th><th>type</th><th>values</th></tr>\n",
     );

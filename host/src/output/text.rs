@@ -85,6 +85,34 @@ pub fn render(s: &Summary) -> String {
     for m in s.metrics.values() {
         let _ = writeln!(out, "     {}", metric_line(m));
     }
+    if !s.endpoints.is_empty() {
+        let width = s
+            .endpoints
+            .iter()
+            .map(|e| e.method.len() + e.name.len() + 1)
+            .max()
+            .unwrap_or(0)
+            .min(60);
+        let _ = writeln!(
+            out,
+            "\n  endpoints:{:pad$}  count     rate   errors      p50      p95      p99",
+            "",
+            pad = width.saturating_sub(6)
+        );
+        for e in &s.endpoints {
+            let label = format!("{} {}", e.method, e.name);
+            let _ = writeln!(
+                out,
+                "    {label:<width$}  {:>7} {:>6.1}/s {:>7.2}% {:>8} {:>8} {:>8}",
+                e.count,
+                e.rate,
+                e.error_rate * 100.0,
+                time(e.p50),
+                time(e.p95),
+                time(e.p99)
+            );
+        }
+    }
     if !s.thresholds.is_empty() {
         let _ = writeln!(out, "\n  thresholds:");
         for t in &s.thresholds {

@@ -26,4 +26,4 @@ wasmtime::component::bindgen!({
 /// The WIT package and version this host implements.
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";

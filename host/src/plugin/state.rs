@@ -92,7 +92,7 @@ impl VuState {
         for (k, v) in identity.env.iter() {
             builder.env(k, v);
         }
-        let http = HttpClient::new(services.net.clone());
+        let http = HttpClient::new(services.net.clone()).for_vu(identity.vu_id);
         let services_cpu = services.cpu_per_call;
         Self {
             wasi: builder.build(),

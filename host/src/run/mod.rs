@@ -2,6 +2,7 @@
 //! started together, metrics folded every second, results out.
 
 pub mod progress;
+pub mod stage;
 pub mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
@@ -95,13 +96,7 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
 }
 
 fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
-    VuIdentity {
-        vu_id: 0,
-        vu_id_in_scenario: 0,
-        scenario: Arc::from("setup"),
-        tags: TagSet::from_pairs([("scenario", "setup")]),
-        env: Arc::new(env.clone()),
-    }
+    stage::identity(env, "setup")
 }
 
 fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostServices>> {
@@ -113,7 +108,10 @@ fn services_for(config: &RunConfig, registry: Arc<Registry>) -> Result<Arc<HostS
         config.limits.max_body_bytes,
         recorder.clone(),
     );
-    let net = Arc::new(net.with_websocket(config.websocket.clone()));
+    let net = Arc::new(
+        net.with_websocket(config.websocket.clone())
+            .with_http(config.http.clone()),
+    );
     Ok(Arc::new(HostServices {
         recorder,
         net,
@@ -216,6 +214,9 @@ struct Setup {
     store: Store<VuState>,
     instance: Scenario,
     data: Arc<str>,
+    /// Where the setup instance's requests are recorded when they are not counted
+    /// with the run's (`[http] count_setup = false`).
+    apart: Option<Arc<Recorder>>,
 }
 
 /// The executors running, and where results go.
@@ -287,7 +288,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
 
-    let setup_state = VuState::new(services.clone(), setup_identity(&config.env));
+    let (setup_services, apart) = stage::services(config, &services);
+    let setup_state = VuState::new(setup_services, setup_identity(&config.env));
     let (mut store, instance) = plugin.instantiate(setup_state).await?;
     let config_json = serde_json::to_string(&config.source).unwrap_or_default();
     store
@@ -317,6 +319,7 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
         store,
         instance,
         data,
+        apart,
     })
 }
 
@@ -440,6 +443,7 @@ async fn drive(
 /// Teardown: `teardown()` gets the setup data, as in k6, even after an interrupted run;
 /// its failure is a warning, since the results are already gathered.
 async fn teardown(config: &RunConfig, setup: &mut Setup) {
+    setup.store.data_mut().identity = stage::identity(&config.env, "teardown");
     setup
         .store
         .data_mut()
@@ -500,6 +504,10 @@ fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result
         elapsed,
     };
     summary.thresholds = plan.thresholds.finish(&view);
+    summary.setup = match &setup.apart {
+        Some(apart) => summary::setup::summarize(&apart.drain(), false),
+        None => summary::setup::summarize(aggregator.totals(), true),
+    };
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         eprintln!("warning: {warning}");
     }

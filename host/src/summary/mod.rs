@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod setup;
 mod warnings;
 
 use crate::config::RunConfig;
@@ -56,6 +57,10 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Requests of `setup()` and `teardown()`, and whether the totals count them.
+    pub setup: setup::SetupSummary,
+    /// Figures per method + `name`, busiest first (at most 200, then `other`).
+    pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
 }
 
 /// The host.
@@ -225,6 +230,13 @@ impl Summary {
                 (name, summary)
             })
             .collect();
+        let endpoints = crate::metrics::endpoints::endpoints(
+            totals,
+            input.elapsed,
+            crate::metrics::endpoints::MAX_ENDPOINTS,
+        );
+        let folded = (endpoints.folded > 0)
+            .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
             None => "completed",
@@ -260,6 +272,7 @@ impl Summary {
             warnings: warnings::dropped_iterations(input.contexts)
                 .into_iter()
                 .chain(input.net_warnings)
+                .chain(folded)
                 .collect(),
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
@@ -269,6 +282,8 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            setup: Default::default(),
+            endpoints: endpoints.rows,
         }
     }
 }

@@ -24,6 +24,28 @@
 //! the allowlist, connection refused, timeout, ...); any status, 500 included, is a
 //! [`Response`]. Which statuses count as failed in `http_req_failed` is set with
 //! [`RequestBuilder::expect_status`] (200–399 by default).
+//!
+//! Bodies: [`RequestBuilder::json`], [`RequestBuilder::form`] (form-encoded, as an HTML
+//! form posts) and [`RequestBuilder::multipart`] (with file parts, see [`Multipart`]);
+//! [`RequestBuilder::query`] appends percent-encoded query parameters to the URL.
+//!
+//! Cookies and redirects work as in a browser (and k6): the host keeps a cookie jar per
+//! VU (see [`crate::cookies`]) and follows up to 10 redirects (`[http] max_redirects`);
+//! each hop is a request of its own in the metrics. [`RequestBuilder::redirects`] sets
+//! the limit of one request (`0` returns a 3xx itself, with its `Set-Cookie`), and
+//! [`Response::url`] tells where the response finally came from.
+//!
+//! ```no_run
+//! use loadtest::http;
+//! # fn f(base: &str) -> Result<(), String> {
+//! let res = http::post(format!("{base}/survey/login"))
+//!     .form(&[("user", "ann"), ("password", "secret")])
+//!     .redirects(0)                   // see the 302 and its Set-Cookie
+//!     .send()?;
+//! assert_eq!(res.status(), 302);
+//! let page = http::get(format!("{base}/survey")).query(&[("page", "1")]).send()?;
+//! # Ok(()) }
+//! ```
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -50,6 +72,8 @@ pub fn request(method: impl Into<String>, url: impl Into<String>) -> RequestBuil
         tags: Vec::new(),
         discard_body: false,
         expected: None,
+        redirects: None,
+        no_cookie_jar: false,
         error: None,
     }
 }
@@ -129,6 +153,8 @@ pub struct RequestBuilder {
     tags: Pairs,
     discard_body: bool,
     expected: Option<Vec<wit::StatusRange>>,
+    redirects: Option<u32>,
+    no_cookie_jar: bool,
     /// An error met while building (a body that did not serialize), reported on send.
     error: Option<String>,
 }
@@ -172,6 +198,78 @@ impl RequestBuilder {
             "application/json".to_owned(),
             true,
         );
+        self
+    }
+
+    /// Sets the body to `fields` form-encoded (`a=1&b=x+y`, as an HTML form posts it)
+    /// and `Content-Type: application/x-www-form-urlencoded`.
+    pub fn form<K: AsRef<str>, V: AsRef<str>>(mut self, fields: &[(K, V)]) -> Self {
+        let mut encoder = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in fields {
+            encoder.append_pair(k.as_ref(), v.as_ref());
+        }
+        self.body = Some(encoder.finish().into_bytes());
+        tags::set(
+            &mut self.headers,
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+            true,
+        );
+        self
+    }
+
+    /// Sets the body to a `multipart/form-data` form (fields and files) and its
+    /// `Content-Type` with the form's boundary.
+    pub fn multipart(mut self, form: Multipart) -> Self {
+        let (content_type, body) = form.finish();
+        self.body = Some(body);
+        tags::set(
+            &mut self.headers,
+            "Content-Type".to_owned(),
+            content_type,
+            true,
+        );
+        self
+    }
+
+    /// Appends query parameters to the URL, percent-encoded (a space becomes `+`, as
+    /// browsers encode forms sent with GET), after any query the URL already has and
+    /// before its `#fragment`.
+    pub fn query<K: AsRef<str>, V: AsRef<str>>(mut self, params: &[(K, V)]) -> Self {
+        if params.is_empty() {
+            return self;
+        }
+        let (base, fragment) = match self.url.find('#') {
+            Some(i) => (self.url[..i].to_owned(), self.url[i..].to_owned()),
+            None => (std::mem::take(&mut self.url), String::new()),
+        };
+        let mut encoder = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in params {
+            encoder.append_pair(k.as_ref(), v.as_ref());
+        }
+        let separator = match base.find('?') {
+            None => "?",
+            Some(i) if i + 1 == base.len() || base.ends_with('&') => "",
+            Some(_) => "&",
+        };
+        self.url = format!("{base}{separator}{}{fragment}", encoder.finish());
+        self
+    }
+
+    /// Follows at most `n` redirects for this request (the run's `[http]
+    /// max_redirects`, 10 by default, otherwise). With `0` a 3xx is returned as it
+    /// is, with its headers: how a scenario sees the `Set-Cookie` and `Location` of a
+    /// login's 302.
+    pub fn redirects(mut self, n: u32) -> Self {
+        self.redirects = Some(n);
+        self
+    }
+
+    /// Leaves the VU's cookie jar out of this request: no cookie from the jar is sent
+    /// and the response's `Set-Cookie` fields are not stored (a `Cookie` header set
+    /// with [`header`](RequestBuilder::header) is still sent).
+    pub fn no_cookie_jar(mut self) -> Self {
+        self.no_cookie_jar = true;
         self
     }
 
@@ -235,6 +333,8 @@ impl RequestBuilder {
                 tags: self.tags,
                 discard_body: self.discard_body,
                 expected_statuses: self.expected,
+                redirects: self.redirects,
+                no_cookie_jar: self.no_cookie_jar,
             },
         })
     }
@@ -295,6 +395,7 @@ expected_status_for_ranges!(
 #[derive(Debug, Clone)]
 pub struct Response {
     status: u16,
+    url: String,
     body_size: u64,
     timings: wit::Timings,
     /// The host's copy of the headers and body; `None` only in unit tests.
@@ -307,6 +408,7 @@ impl Response {
     fn from_wit(inner: wit::Response) -> Self {
         Response {
             status: inner.status,
+            url: inner.url,
             body_size: inner.body_size,
             timings: inner.timings,
             content: Some(Rc::new(inner.content)),
@@ -318,6 +420,11 @@ impl Response {
     /// The status code.
     pub fn status(&self) -> u16 {
         self.status
+    }
+
+    /// The URL this response came from: after redirects, the last hop's.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// Whether the status is 2xx.
@@ -373,6 +480,12 @@ impl Response {
         })
     }
 
+    /// The body parsed as an HTML page, for CSS-selector lookups (cargo feature `html`).
+    #[cfg(feature = "html")]
+    pub fn html(&self) -> crate::extract::Document {
+        crate::extract::Document::parse(&self.text())
+    }
+
     /// How long each phase of the request took.
     pub fn timings(&self) -> Timings {
         let t = &self.timings;
@@ -386,6 +499,115 @@ impl Response {
             duration: Duration::from_micros(t.duration_us),
         }
     }
+}
+
+/// A `multipart/form-data` body: text fields and files, in order, for
+/// [`RequestBuilder::multipart`].
+///
+/// ```no_run
+/// use loadtest::http::{self, Multipart};
+/// # fn f(base: &str) -> Result<(), String> {
+/// let form = Multipart::new()
+///     .text("title", "report")
+///     .file("upload", "report.csv", "text/csv", b"a,b\n1,2\n".to_vec());
+/// http::post(format!("{base}/upload")).multipart(form).send()?;
+/// # Ok(()) }
+/// ```
+///
+/// Written here rather than taken from a crate: the format is a few lines
+/// (RFC 7578), and the crates that build it bring an async stack a plugin has no use for.
+#[derive(Debug, Clone, Default)]
+pub struct Multipart {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+struct Part {
+    name: String,
+    file: Option<(String, String)>,
+    data: Vec<u8>,
+}
+
+impl Multipart {
+    /// An empty form.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a text field.
+    pub fn text(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.parts.push(Part {
+            name: name.into(),
+            file: None,
+            data: value.into().into_bytes(),
+        });
+        self
+    }
+
+    /// Adds a file: its field name, file name, content type and bytes.
+    pub fn file(
+        mut self,
+        name: impl Into<String>,
+        filename: impl Into<String>,
+        content_type: impl Into<String>,
+        data: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.parts.push(Part {
+            name: name.into(),
+            file: Some((filename.into(), content_type.into())),
+            data: data.into(),
+        });
+        self
+    }
+
+    /// The `Content-Type` value and the body. The boundary is chosen so that it
+    /// occurs in no part.
+    fn finish(self) -> (String, Vec<u8>) {
+        let mut boundary = String::from("----loadtest-boundary");
+        let mut n = 0u32;
+        while self
+            .parts
+            .iter()
+            .any(|p| contains(&p.data, boundary.as_bytes()))
+        {
+            n += 1;
+            boundary = format!("----loadtest-boundary-{n:x}");
+        }
+        let mut body = Vec::new();
+        for part in &self.parts {
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            let name = quote(&part.name);
+            match &part.file {
+                None => body.extend_from_slice(
+                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+                ),
+                Some((filename, content_type)) => body.extend_from_slice(
+                    format!(
+                        "Content-Disposition: form-data; name=\"{name}\"; filename=\"{}\"\r\n\
+                         Content-Type: {content_type}\r\n\r\n",
+                        quote(filename)
+                    )
+                    .as_bytes(),
+                ),
+            }
+            body.extend_from_slice(&part.data);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        (format!("multipart/form-data; boundary={boundary}"), body)
+    }
+}
+
+/// Escapes a name for a quoted `Content-Disposition` parameter as browsers do
+/// (the WHATWG HTML form encoding: `"` → `%22`, CR and LF → `%0D`, `%0A`).
+fn quote(name: &str) -> String {
+    name.replace('"', "%22")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Phases of a request, with the meanings k6 gives them.
@@ -553,6 +775,7 @@ mod tests {
     fn response_helpers() {
         let res = Response {
             status: 201,
+            url: "http://127.0.0.1/x".to_owned(),
             body_size: 8,
             timings: wit::Timings {
                 blocked_us: 1,
@@ -579,6 +802,84 @@ mod tests {
         assert!(res.json::<Vec<u8>>().unwrap_err().contains("status 201"));
         assert_eq!(res.timings().duration, Duration::from_micros(15));
         assert_eq!(res.timings().tls_handshaking, Duration::from_micros(3));
+    }
+
+    #[test]
+    fn forms_are_encoded_as_browsers_do() {
+        let req = post("http://127.0.0.1/login")
+            .form(&[("user", "ann lee"), ("pass", "a&b=c/é")])
+            .into_wit()
+            .unwrap();
+        assert_eq!(
+            req.body.as_deref(),
+            Some(&b"user=ann+lee&pass=a%26b%3Dc%2F%C3%A9"[..])
+        );
+        assert_eq!(
+            req.headers,
+            vec![(
+                "Content-Type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn query_parameters_are_appended_and_encoded() {
+        let url = |b: RequestBuilder| b.into_wit().unwrap().url;
+        assert_eq!(
+            url(get("http://h/s").query(&[("q", "a b&c"), ("n", "1")])),
+            "http://h/s?q=a+b%26c&n=1"
+        );
+        assert_eq!(
+            url(get("http://h/s?x=1#top").query(&[("y", "é")])),
+            "http://h/s?x=1&y=%C3%A9#top"
+        );
+        assert_eq!(
+            url(get("http://h/s?").query(&[("y", "2")])),
+            "http://h/s?y=2"
+        );
+        let none: &[(&str, &str)] = &[];
+        assert_eq!(url(get("http://h/s").query(none)), "http://h/s");
+    }
+
+    #[test]
+    fn multipart_has_fields_files_and_a_safe_boundary() {
+        let form = Multipart::new().text("title", "a \"report\"").file(
+            "upload",
+            "r.csv",
+            "text/csv",
+            b"----loadtest-boundary".to_vec(),
+        );
+        let req = post("http://h/u").multipart(form).into_wit().unwrap();
+        let content_type = &req.headers[0].1;
+        let boundary = content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap();
+        assert_eq!(boundary, "----loadtest-boundary-1");
+        let body = String::from_utf8(req.body.unwrap()).unwrap();
+        assert_eq!(
+            body,
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\n\
+                 a \"report\"\r\n--{boundary}\r\nContent-Disposition: form-data; \
+                 name=\"upload\"; filename=\"r.csv\"\r\nContent-Type: text/csv\r\n\r\n\
+                 ----loadtest-boundary\r\n--{boundary}--\r\n"
+            )
+        );
+    }
+
+    #[test]
+    fn redirects_and_jar_opt_out_reach_the_host() {
+        let req = get("http://h/")
+            .redirects(0)
+            .no_cookie_jar()
+            .into_wit()
+            .unwrap();
+        assert_eq!(req.options.redirects, Some(0));
+        assert!(req.options.no_cookie_jar);
+        let req = get("http://h/").into_wit().unwrap();
+        assert_eq!(req.options.redirects, None);
+        assert!(!req.options.no_cookie_jar);
     }
 
     #[test]

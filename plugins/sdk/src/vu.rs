@@ -41,3 +41,101 @@ pub fn env(name: &str) -> Option<String> {
 pub fn env_or(name: &str, default: &str) -> String {
     wit::env(name).unwrap_or_else(|| default.to_owned())
 }
+
+/// A stable address for this VU out of `cidr` (`"10.0.0.0/8"`, `"2001:db8::/32"`), to
+/// send as `X-Forwarded-For` when the target sits behind a proxy it trusts: each VU
+/// looks like a client of its own, and the same VU always gets the same address.
+/// VU `n` gets the `n`-th host address of the range (the network address itself and,
+/// for IPv4, the broadcast address are skipped), wrapping round when the range has
+/// fewer addresses than there are VUs.
+///
+/// ```no_run
+/// use loadtest::{http, vu};
+/// # fn f(base: &str) -> Result<(), String> {
+/// let ip = vu::fake_ip("10.0.0.0/8")?;
+/// http::get(format!("{base}/")).header("X-Forwarded-For", ip.to_string()).send()?;
+/// # Ok(()) }
+/// ```
+pub fn fake_ip(cidr: &str) -> Result<std::net::IpAddr, String> {
+    fake_ip_for(cidr, id())
+}
+
+/// [`fake_ip`] for VU `vu_id`.
+fn fake_ip_for(cidr: &str, vu_id: u64) -> Result<std::net::IpAddr, String> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let bad = |why: &str| {
+        format!("fake_ip: {cidr:?} is not a CIDR range ({why}); write it as \"10.0.0.0/8\"")
+    };
+    let (addr, prefix) = cidr.split_once('/').ok_or_else(|| bad("no /prefix"))?;
+    let addr: IpAddr = addr.trim().parse().map_err(|_| bad("bad address"))?;
+    let prefix: u32 = prefix.trim().parse().map_err(|_| bad("bad prefix"))?;
+    let bits = if addr.is_ipv4() { 32 } else { 128 };
+    if prefix > bits {
+        return Err(bad("prefix longer than the address"));
+    }
+    let host_bits = bits - prefix;
+    // Usable host numbers: 1 ..= size-2 for IPv4 ranges of 4 or more addresses (no
+    // network or broadcast address), 1 ..= size-1 for IPv6, the address itself for /32
+    // and /128 (or /31 pairs).
+    let size: u128 = if host_bits >= 128 {
+        u128::MAX
+    } else {
+        1u128 << host_bits
+    };
+    let (first, count) = match (addr.is_ipv4(), size) {
+        (_, 1) => (0, 1),
+        (true, 2) => (0, 2),
+        (true, n) => (1, n - 2),
+        (false, n) => (1, n - 1),
+    };
+    let host = first + (vu_id.saturating_sub(1) as u128) % count;
+    Ok(match addr {
+        IpAddr::V4(a) => {
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u32::MAX << host_bits
+            };
+            IpAddr::V4(Ipv4Addr::from((u32::from(a) & mask) | host as u32))
+        }
+        IpAddr::V6(a) => {
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u128::MAX << host_bits
+            };
+            IpAddr::V6(Ipv6Addr::from((u128::from(a) & mask) | host))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fake_ips_are_stable_distinct_and_inside_the_range() {
+        let ip = |c, n| fake_ip_for(c, n).unwrap().to_string();
+        assert_eq!(ip("10.0.0.0/8", 1), "10.0.0.1");
+        assert_eq!(ip("10.0.0.0/8", 300), "10.0.1.44");
+        assert_eq!(ip("10.1.2.3/24", 2), "10.1.2.2");
+        // A /30 has two host addresses: VUs take turns.
+        assert_eq!(ip("192.0.2.0/30", 1), "192.0.2.1");
+        assert_eq!(ip("192.0.2.0/30", 2), "192.0.2.2");
+        assert_eq!(ip("192.0.2.0/30", 3), "192.0.2.1");
+        assert_eq!(ip("192.0.2.9/32", 7), "192.0.2.9");
+        assert_eq!(ip("2001:db8::/32", 5), "2001:db8::5");
+        assert_eq!(ip("0.0.0.0/0", 1), "0.0.0.1");
+        let distinct: std::collections::HashSet<_> =
+            (1..=1000).map(|n| ip("10.0.0.0/16", n)).collect();
+        assert_eq!(distinct.len(), 1000);
+    }
+
+    #[test]
+    fn bad_ranges_say_how_to_write_one() {
+        for bad in ["10.0.0.0", "10.0.0.0/33", "ten/8", "10.0.0.0/x"] {
+            let err = fake_ip_for(bad, 1).unwrap_err();
+            assert!(err.contains("\"10.0.0.0/8\""), "{err}");
+        }
+    }
+}

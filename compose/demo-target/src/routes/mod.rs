@@ -5,6 +5,7 @@ mod auth;
 mod commands;
 mod notes;
 mod static_files;
+mod survey;
 mod ws;
 
 use bytes::Bytes;
@@ -50,6 +51,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             _ => method_not_allowed("GET"),
         },
         ["auth", "token"] => auth::token(state, req).await,
+        ["survey", ..] | ["cookies", ..] => survey::dispatch(state, req, &segments).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
         ["admin", "outbox", "claim"] => commands::claim(state, req).await,

@@ -145,7 +145,7 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(&prepared.target.origin).await {
+        None => match connect(&prepared.target.origin, prepared.local_ip).await {
             Ok((c, connect_timings)) => {
                 timings.connecting = connect_timings.connecting;
                 timings.tls_handshaking = connect_timings.tls_handshaking;
@@ -207,6 +207,8 @@ async fn exchange(
         content: ResponseContent { headers, body },
         body_size,
         timings,
+        // Set by the client, which owns the request's URL.
+        url: String::new(),
     };
     (Ok(response), Some(conn), io)
 }

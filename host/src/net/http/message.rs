@@ -23,6 +23,10 @@ pub struct HttpRequest {
     pub discard_body: bool,
     /// Inclusive status ranges that count as expected; 200-399 when `None`.
     pub expected_statuses: Option<Vec<(u16, u16)>>,
+    /// Redirects to follow; the run's `max_redirects` when `None`.
+    pub redirects: Option<u32>,
+    /// Leave the VU's cookie jar out of this request.
+    pub no_cookie_jar: bool,
 }
 
 /// Phases of a request, as k6 names them.
@@ -60,6 +64,8 @@ pub struct HttpResponse {
     pub body_size: u64,
     /// Phases.
     pub timings: Timings,
+    /// The URL it came from (the last hop's after redirects).
+    pub url: String,
 }
 
 /// A response's header fields and body, held in the VU's resource table until the

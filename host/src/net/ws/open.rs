@@ -153,7 +153,7 @@ async fn handshake(
     request: Request,
     shared: &NetShared,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let tcp = connect_tcp(origin).await.map_err(|e| match e {
+    let tcp = connect_tcp(origin, None).await.map_err(|e| match e {
         HttpError::Connect(m) => WsError::Connect(m),
         other => WsError::Connect(other.to_string()),
     })?;

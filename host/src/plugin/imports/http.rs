@@ -29,6 +29,8 @@ fn to_host(req: wit::Request) -> HttpRequest {
             .options
             .expected_statuses
             .map(|r| r.into_iter().map(|s| (s.min, s.max)).collect()),
+        redirects: req.options.redirects,
+        no_cookie_jar: req.options.no_cookie_jar,
     }
 }
 
@@ -82,6 +84,7 @@ impl VuState {
                 duration_us: us(r.timings.duration()),
             },
             content,
+            url: r.url,
         })
     }
 }

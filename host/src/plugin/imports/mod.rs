@@ -1,5 +1,6 @@
 //! The host's implementations of the plugin's imports, one file per WIT interface.
 
+pub mod cookies;
 pub mod http;
 pub mod metrics;
 pub mod vu;

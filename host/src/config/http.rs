@@ -1,0 +1,234 @@
+//! The `[http]` section: how the VUs' HTTP clients behave as browsers and k6 do.
+//!
+//! ```toml
+//! [http]
+//! max_redirects = 10                      # redirects followed per request (0 = none)
+//! no_cookies_reset = false                # keep each VU's cookies across iterations
+//! local_ips = ["127.0.0.10-127.0.0.200"]  # source addresses, one per VU, round-robin
+//! count_setup = false                     # count setup()/teardown() requests in the totals
+//! ```
+
+use super::table::{ConfigError, TableReader};
+use std::net::IpAddr;
+
+/// Most source addresses `local_ips` may list (a VU takes one each).
+const MAX_LOCAL_IPS: u128 = 65_536;
+/// Most redirects a request may follow.
+const MAX_REDIRECTS: u64 = 100;
+
+/// HTTP settings of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Redirects followed per request unless the request says otherwise.
+    pub max_redirects: u32,
+    /// Keep cookies across iterations instead of starting each from the jar as
+    /// `init` left it.
+    pub no_cookies_reset: bool,
+    /// Source addresses VUs bind their connections to: VU `n` takes entry
+    /// `(n - 1) % len` (k6's `--local-ips`). Empty: the system picks.
+    pub local_ips: Vec<IpAddr>,
+    /// Count `setup()` and `teardown()` requests in the run's totals and thresholds.
+    pub count_setup: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            max_redirects: crate::net::redirect::DEFAULT_MAX_REDIRECTS,
+            no_cookies_reset: false,
+            local_ips: Vec::new(),
+            count_setup: false,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The source address of VU `vu_id` (from 1), if `local_ips` is set.
+    pub fn local_ip(&self, vu_id: u64) -> Option<IpAddr> {
+        if self.local_ips.is_empty() {
+            return None;
+        }
+        let i = (vu_id.saturating_sub(1) % self.local_ips.len() as u64) as usize;
+        Some(self.local_ips[i])
+    }
+}
+
+/// Reads `[http]` from the run config, or the defaults when it is absent.
+pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
+    let mut options = HttpOptions::default();
+    let Some(value) = source.get("http") else {
+        return Ok(options);
+    };
+    let table = value.as_table().ok_or_else(|| ConfigError {
+        path: "http".into(),
+        message: "must be a table: write it as [http]".into(),
+    })?;
+    let mut r = TableReader::new("http", table);
+    if let Some(n) = r.uint("max_redirects")? {
+        if n > MAX_REDIRECTS {
+            return Err(r.error(
+                "max_redirects",
+                format!("must be at most {MAX_REDIRECTS}, got {n}"),
+            ));
+        }
+        options.max_redirects = n as u32;
+    }
+    if let Some(b) = r.boolean("no_cookies_reset")? {
+        options.no_cookies_reset = b;
+    }
+    if let Some(b) = r.boolean("count_setup")? {
+        options.count_setup = b;
+    }
+    if let Some(list) = table.get("local_ips") {
+        r.string("local_ips").ok();
+        let items = list.as_array().ok_or_else(|| {
+            r.error(
+                "local_ips",
+                "must be an array of addresses or ranges, such as [\"127.0.0.10-127.0.0.200\"]",
+            )
+        })?;
+        for item in items {
+            let text = item
+                .as_str()
+                .ok_or_else(|| r.error("local_ips", format!("expected a string, got `{item}`")))?;
+            let range = parse_range(text).map_err(|e| r.error("local_ips", e))?;
+            if options.local_ips.len() as u128 + range.len() > MAX_LOCAL_IPS {
+                return Err(r.error(
+                    "local_ips",
+                    format!("lists more than {MAX_LOCAL_IPS} addresses; a VU uses one"),
+                ));
+            }
+            options.local_ips.extend(range.iter());
+        }
+    }
+    r.finish()?;
+    Ok(options)
+}
+
+/// A range of addresses, as `first..=last`.
+struct Range(u128, u128, bool);
+
+impl Range {
+    fn len(&self) -> u128 {
+        self.1 - self.0 + 1
+    }
+
+    fn iter(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        (self.0..=self.1).map(|n| {
+            if self.2 {
+                IpAddr::from(std::net::Ipv4Addr::from(n as u32))
+            } else {
+                IpAddr::from(std::net::Ipv6Addr::from(n))
+            }
+        })
+    }
+}
+
+/// `A`, `A-B` (inclusive) or `A/PREFIX` (every address of the block).
+fn parse_range(text: &str) -> Result<Range, String> {
+    let bad = |why: &str| {
+        format!(
+            "{text:?} is not an address, a range or a block ({why}); write \"127.0.0.10\", \
+             \"127.0.0.10-127.0.0.200\" or \"127.0.0.0/24\""
+        )
+    };
+    let addr = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad("bad address"));
+    let num = |ip: IpAddr| match ip {
+        IpAddr::V4(a) => (u32::from(a) as u128, true),
+        IpAddr::V6(a) => (u128::from(a), false),
+    };
+    if let Some((a, b)) = text.split_once('-') {
+        let ((a, v4), (b, w4)) = (num(addr(a)?), num(addr(b)?));
+        if v4 != w4 {
+            return Err(bad("both ends must be IPv4 or both IPv6"));
+        }
+        if b < a {
+            return Err(bad("the range ends before it starts"));
+        }
+        return Ok(Range(a, b, v4));
+    }
+    if let Some((a, prefix)) = text.split_once('/') {
+        let (a, v4) = num(addr(a)?);
+        let bits = if v4 { 32 } else { 128 };
+        let prefix: u32 = prefix
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p| *p <= bits)
+            .ok_or_else(|| bad("bad prefix"))?;
+        let host_bits = bits - prefix;
+        if host_bits > 20 {
+            return Err(bad("a block that large is not a list of source addresses"));
+        }
+        let size = 1u128 << host_bits;
+        let first = a & !(size - 1);
+        return Ok(Range(first, first + size - 1, v4));
+    }
+    let (a, v4) = num(addr(text)?);
+    Ok(Range(a, a, v4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<HttpOptions, ConfigError> {
+        parse(&toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn defaults_follow_ten_redirects_and_reset_cookies() {
+        let o = parse_text("").unwrap();
+        assert_eq!(o, HttpOptions::default());
+        assert_eq!(o.max_redirects, 10);
+        assert!(!o.no_cookies_reset && !o.count_setup);
+        assert_eq!(o.local_ip(1), None);
+    }
+
+    #[test]
+    fn local_ips_take_ranges_blocks_and_addresses_round_robin() {
+        let o = parse_text(
+            "[http]\nlocal_ips = [\"127.0.0.10-127.0.0.12\", \"127.0.1.0/31\", \"::1\"]\nmax_redirects = 0\ncount_setup = true",
+        )
+        .unwrap();
+        let shown: Vec<String> = o.local_ips.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "127.0.0.10",
+                "127.0.0.11",
+                "127.0.0.12",
+                "127.0.1.0",
+                "127.0.1.1",
+                "::1"
+            ]
+        );
+        assert_eq!(o.local_ip(1).unwrap().to_string(), "127.0.0.10");
+        assert_eq!(o.local_ip(7).unwrap().to_string(), "127.0.0.10");
+        assert_eq!(o.local_ip(8).unwrap().to_string(), "127.0.0.11");
+        assert_eq!(o.max_redirects, 0);
+        assert!(o.count_setup);
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        for bad in [
+            "local_ips = [\"127.0.0.200-127.0.0.10\"]",
+            "local_ips = [\"127.0.0.1-::1\"]",
+            "local_ips = [\"localhost\"]",
+            "local_ips = [\"10.0.0.0/8\"]",
+        ] {
+            let err = parse_text(&format!("[http]\n{bad}")).unwrap_err();
+            assert_eq!(err.path, "http.local_ips", "{bad}");
+            assert!(err.message.contains("127.0.0.10-127.0.0.200"), "{err}");
+        }
+        let err = parse_text("[http]\nlocal_ips = \"127.0.0.1\"").unwrap_err();
+        assert!(err.message.contains("must be an array"), "{err}");
+        let err = parse_text("[http]\nmax_redirect = 3").unwrap_err();
+        assert!(
+            err.message.contains("did you mean `max_redirects`"),
+            "{err}"
+        );
+        assert!(parse_text("[http]\nmax_redirects = 1000").is_err());
+    }
+}
