@@ -140,13 +140,13 @@ struct StackArgs {
     /// Limit a service's memory: SERVICE=SIZE, e.g. api=256m (repeatable).
     #[arg(long, value_name = "SERVICE=SIZE")]
     memory: Vec<String>,
-    /// How long to wait until every service is ready (default 120s).
-    #[arg(long, value_parser = duration_arg)]
-    timeout: Option<Duration>,
 }
 
 #[derive(Args, Debug)]
 struct UpArgs {
+    /// How long to wait until every service is ready (default 120s).
+    #[arg(long, value_parser = duration_arg)]
+    timeout: Option<Duration>,
     /// The compose file (default: [stack] file, else compose/docker-compose.yml).
     #[arg(short, long)]
     file: Option<PathBuf>,
@@ -158,13 +158,18 @@ struct UpArgs {
 }
 
 impl StackArgs {
-    fn flags(&self, file: Option<PathBuf>, quiet: bool) -> crate::stack::up::StackFlags {
+    fn flags(
+        &self,
+        file: Option<PathBuf>,
+        timeout: Option<Duration>,
+        quiet: bool,
+    ) -> crate::stack::up::StackFlags {
         crate::stack::up::StackFlags {
             file,
             project: self.project.clone(),
             cpus: self.cpus.clone(),
             memory: self.memory.clone(),
-            timeout: self.timeout,
+            timeout,
             quiet,
         }
     }
@@ -172,20 +177,27 @@ impl StackArgs {
 
 /// The `[stack]` section of a run config file (the rest of the file is not checked).
 fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config::StackConfig> {
-    let Some(path) = path else {
-        return Ok(Default::default());
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
-    let table = crate::config::parse_toml(&text, &path.display().to_string())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    crate::config::stack::parse(&table).map_err(|e| anyhow::anyhow!("config error: {e}"))
+    match path {
+        None => Ok(Default::default()),
+        Some(path) => {
+            crate::config::stack::from_file(path).map_err(|e| anyhow::anyhow!("config error: {e}"))
+        }
+    }
 }
 
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The plugin component (.wasm).
     plugin: PathBuf,
+    /// Start a Compose stack first (default: [stack] file, else
+    /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    stack: Option<Option<PathBuf>>,
+    /// With --stack: leave the stack running after the run.
+    #[arg(long, requires = "stack")]
+    keep: bool,
+    #[command(flatten)]
+    stack_args: StackArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -258,10 +270,12 @@ impl CommonArgs {
                 sample_containers: self.sample_container,
                 sample_pids: self.sample_pid,
                 stats_interval: self.stats_interval,
+                allow_only: false,
             },
             out: self.out,
             quiet: self.quiet,
             handle_signals: true,
+            watch: None,
         }
     }
 }
@@ -316,7 +330,18 @@ pub fn main() -> i32 {
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Run(args) => {
-            let outcome = run::run(args.common.request(args.plugin)).await?;
+            let quiet = args.common.quiet;
+            let request = args.common.request(args.plugin);
+            let outcome = match args.stack {
+                None => run::run(request).await?,
+                Some(file) => {
+                    let stack_run = crate::stack::cycle::StackRun {
+                        flags: args.stack_args.flags(file, None, quiet),
+                        keep: args.keep,
+                    };
+                    crate::stack::cycle::run_with_stack(request, stack_run).await?
+                }
+            };
             Ok(finish(outcome))
         }
         Command::Inspect { plugin } => {
@@ -379,8 +404,10 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Up(args) => {
             let config = stack_section(args.config.as_deref())?;
-            let options =
-                crate::stack::UpOptions::resolve(&args.stack.flags(args.file, false), &config)?;
+            let options = crate::stack::UpOptions::resolve(
+                &args.stack.flags(args.file, args.timeout, false),
+                &config,
+            )?;
             let up = crate::stack::up(&options);
             // Ctrl-C while starting: remove what was started, as after any failure.
             let stack = tokio::select! {

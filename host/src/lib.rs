@@ -13,12 +13,13 @@
 //! ```text
 //! cli         → demo, run, stack, output, sampling, target_process, config
 //! demo        → run, plugin, target_process
-//! stack       → config   (Compose stacks through the Docker Engine API)
+//! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
 //!               metrics, control, config
 //! output      → summary, sampling, plugin, metrics
 //! summary     → sampling, executor, thresholds, vu, plugin, metrics, control, config
-//! sampling    → executor, config   (resource samples of the target and the generator)
+//! sampling    → executor, config, and stack's leaf files engine and containers
+//!               (resource samples of the target and the generator)
 //! executor    → vu, metrics, control, config
 //! thresholds  → metrics, control, config
 //! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)

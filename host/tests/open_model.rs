@@ -36,6 +36,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
         out: dir.path().join("results"),
         quiet: true,
         handle_signals: false,
+        watch: None,
     })
     .await
     .expect("the run completes");

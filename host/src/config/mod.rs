@@ -185,6 +185,9 @@ pub struct Overrides {
     pub sample_pids: Vec<String>,
     /// `--stats-interval`.
     pub stats_interval: Option<Duration>,
+    /// `allow` replaces the config's `[targets] allow` instead of adding to it
+    /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
+    pub allow_only: bool,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -411,6 +414,9 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
                 .entry("allow")
                 .or_insert_with(|| toml::Value::Array(Vec::new()));
             if let Some(list) = allow.as_array_mut() {
+                if o.allow_only {
+                    list.clear();
+                }
                 list.extend(o.allow.iter().map(|u| toml::Value::from(u.clone())));
             }
         }

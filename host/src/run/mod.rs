@@ -47,6 +47,8 @@ pub struct RunRequest {
     pub quiet: bool,
     /// Handle SIGINT/SIGTERM (off in tests that run several runs in one process).
     pub handle_signals: bool,
+    /// Watches the run from beside it (the stack's service watcher, `run --stack`).
+    pub watch: Option<crate::control::Watch>,
 }
 
 /// How a run ended.
@@ -63,6 +65,9 @@ pub struct RunOutcome {
 pub mod exit_code {
     /// The run completed.
     pub const OK: i32 = 0;
+    /// An error before or during the run, or a service of its stack died
+    /// (`[stack] on_service_exit = "abort"`).
+    pub const ERROR: i32 = 1;
     /// `host compare` flagged a regression.
     pub const REGRESSION: i32 = 98;
     /// A threshold was crossed.
@@ -192,7 +197,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
     teardown(&plan.config, &mut setup).await;
-    finish(plan, &setup, started, driven)
+    finish(&request, plan, &setup, started, driven)
 }
 
 /// What is settled before anything runs: the plugin's self-description, the resolved
@@ -237,6 +242,9 @@ struct Driven {
     aggregator: Aggregator,
     reports: BTreeMap<String, ExecutorReport>,
     elapsed: Duration,
+    /// With a watch: the failed requests so far at each second, to count those after
+    /// an event the watch saw.
+    failed_by_second: Vec<(Duration, u64)>,
 }
 
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
@@ -423,6 +431,10 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_millis(500),
         Duration::from_secs(1),
     );
+    if let Some(watch) = &request.watch {
+        watch.0.started(t0, setup.control.clone());
+    }
+    let mut failed_by_second = Vec::new();
     loop {
         tokio::select! {
             joined = tasks.join_next() => match joined {
@@ -433,6 +445,10 @@ async fn drive(
             _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
             _ = tick.tick() => {
                 let interval = aggregator.tick();
+                if request.watch.is_some() {
+                    let failed = summary::http_counts(aggregator.totals(), 0).failed;
+                    failed_by_second.push((t0.elapsed(), failed));
+                }
                 results.tick(t0.elapsed(), &interval, &setup.registry);
                 progress.tick(t0.elapsed(), contexts, &interval);
                 resources.tick(contexts);
@@ -452,6 +468,7 @@ async fn drive(
         aggregator,
         reports,
         elapsed,
+        failed_by_second,
     })
 }
 
@@ -481,11 +498,18 @@ async fn teardown(config: &RunConfig, setup: &mut Setup) {
 
 /// Finish: the last gauges and interval, the summary with its threshold verdicts and
 /// warnings, the results files, and the exit code.
-fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result<RunOutcome> {
+fn finish(
+    request: &RunRequest,
+    plan: Plan,
+    setup: &Setup,
+    started: Started,
+    driven: Driven,
+) -> Result<RunOutcome> {
     let Driven {
         mut aggregator,
         reports,
         elapsed,
+        failed_by_second,
     } = driven;
     let Started {
         mut results,
@@ -520,6 +544,9 @@ fn finish(plan: Plan, setup: &Setup, started: Started, driven: Driven) -> Result
         elapsed,
     };
     summary.thresholds = plan.thresholds.finish(&view);
+    if let Some(watch) = &request.watch {
+        summary.note_service_events(&watch.0.events(), t0, &failed_by_second);
+    }
     summary.setup = match &setup.apart {
         Some(apart) => summary::setup::summarize(&apart.drain(), false),
         None => summary::setup::summarize(aggregator.totals(), true),

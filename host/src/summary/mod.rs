@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod service_events;
 pub mod setup;
 mod warnings;
 
@@ -57,6 +58,9 @@ pub struct Summary {
     pub plugin_errors: Vec<ErrorEntry>,
     /// Failures beyond the distinct ones listed.
     pub plugin_errors_unlisted: u64,
+    /// Services of the run's stack that died during the run (`run --stack`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
     /// Figures per method + `name`, busiest first (at most 200, then `other`).
@@ -288,6 +292,7 @@ impl Summary {
             thresholds: Vec::new(),
             plugin_errors,
             plugin_errors_unlisted: unlisted,
+            service_events: Vec::new(),
             setup: Default::default(),
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
@@ -296,7 +301,8 @@ impl Summary {
     }
 }
 
-fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
+/// Requests by fate from the aggregator's totals.
+pub fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
     let mut c = HttpCounts {
         in_flight: in_flight.max(0) as u64,
         ..Default::default()
