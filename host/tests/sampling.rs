@@ -140,6 +140,7 @@ async fn run_hello(overrides: Overrides, seconds: u32) -> (tempfile::TempDir, st
         out: dir.path().join("results"),
         quiet: true,
         handle_signals: false,
+        ..RunRequest::default()
     };
     let outcome = host::run::run(request).await.expect("the run completes");
     server.shutdown().await;
@@ -297,6 +298,7 @@ async fn unknown_targets_fail_before_the_run_with_what_to_do() {
         out: dir.path().join("results"),
         quiet: true,
         handle_signals: false,
+        ..RunRequest::default()
     };
     let err = host::run::run(request(Overrides {
         sample_containers: vec![unique("no-such-container")],
