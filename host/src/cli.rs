@@ -40,6 +40,23 @@ enum Command {
         #[arg(long, default_value = "1ms", value_parser = duration_arg)]
         min_latency_change: Duration,
     },
+    /// A live table of a Compose project's containers: CPU, cpuset, memory and limit,
+    /// network, block I/O and pids, as `docker stats` shows them.
+    Stats {
+        /// The Compose project (default: the run config's `[stack] project`, else
+        /// `loadtest`, as `host up`).
+        #[arg(long, short = 'p')]
+        project: Option<String>,
+        /// Run config whose `[stack]` names the project.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// Time between two tables (`1s`, `5s`).
+        #[arg(long, default_value = "1s", value_parser = duration_arg)]
+        interval: Duration,
+        /// Stop after this many tables (default: until Ctrl-C).
+        #[arg(long)]
+        count: Option<u64>,
+    },
     /// Start a Compose stack (images built from this project's binaries), pinned to
     /// cores with memory limits, wait until every service is ready, print its URLs.
     Up(UpArgs),
@@ -81,6 +98,26 @@ struct FaultArgs {
 }
 
 impl FaultArgs {
+    /// The same faults as `host target` flags, for the demo's child target. Every field
+    /// is named, so a new fault flag does not compile until it is passed on here too.
+    fn flags(&self) -> Vec<String> {
+        let FaultArgs {
+            latency,
+            stall_every,
+            stall_for,
+            error_rate,
+        } = self;
+        let mut flags = vec![
+            format!("--latency={}ms", latency.as_millis()),
+            format!("--stall-for={}ms", stall_for.as_millis()),
+            format!("--error-rate={error_rate}"),
+        ];
+        if let Some(every) = stall_every {
+            flags.push(format!("--stall-every={}ms", every.as_millis()));
+        }
+        flags
+    }
+
     fn faults(&self) -> demo_target::Faults {
         demo_target::Faults {
             latency: self.latency,
@@ -103,13 +140,13 @@ struct StackArgs {
     /// Limit a service's memory: SERVICE=SIZE, e.g. api=256m (repeatable).
     #[arg(long, value_name = "SERVICE=SIZE")]
     memory: Vec<String>,
-    /// How long to wait until every service is ready (default 120s).
-    #[arg(long, value_parser = duration_arg)]
-    timeout: Option<Duration>,
 }
 
 #[derive(Args, Debug)]
 struct UpArgs {
+    /// How long to wait until every service is ready (default 120s).
+    #[arg(long, value_parser = duration_arg)]
+    timeout: Option<Duration>,
     /// The compose file (default: [stack] file, else compose/docker-compose.yml).
     #[arg(short, long)]
     file: Option<PathBuf>,
@@ -121,13 +158,18 @@ struct UpArgs {
 }
 
 impl StackArgs {
-    fn flags(&self, file: Option<PathBuf>, quiet: bool) -> crate::stack::up::StackFlags {
+    fn flags(
+        &self,
+        file: Option<PathBuf>,
+        timeout: Option<Duration>,
+        quiet: bool,
+    ) -> crate::stack::up::StackFlags {
         crate::stack::up::StackFlags {
             file,
             project: self.project.clone(),
             cpus: self.cpus.clone(),
             memory: self.memory.clone(),
-            timeout: self.timeout,
+            timeout,
             quiet,
         }
     }
@@ -135,20 +177,27 @@ impl StackArgs {
 
 /// The `[stack]` section of a run config file (the rest of the file is not checked).
 fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config::StackConfig> {
-    let Some(path) = path else {
-        return Ok(Default::default());
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config {}: {e}", path.display()))?;
-    let table = crate::config::parse_toml(&text, &path.display().to_string())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    crate::config::stack::parse(&table).map_err(|e| anyhow::anyhow!("config error: {e}"))
+    match path {
+        None => Ok(Default::default()),
+        Some(path) => {
+            crate::config::stack::from_file(path).map_err(|e| anyhow::anyhow!("config error: {e}"))
+        }
+    }
 }
 
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The plugin component (.wasm).
     plugin: PathBuf,
+    /// Start a Compose stack first (default: [stack] file, else
+    /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    stack: Option<Option<PathBuf>>,
+    /// With --stack: leave the stack running after the run.
+    #[arg(long, requires = "stack")]
+    keep: bool,
+    #[command(flatten)]
+    stack_args: StackArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -193,6 +242,17 @@ struct CommonArgs {
     /// No progress lines.
     #[arg(short, long)]
     quiet: bool,
+    /// Sample this container's CPU, memory, network and block I/O during the run
+    /// (name or id; repeatable).
+    #[arg(long = "sample-container", value_name = "NAME")]
+    sample_container: Vec<String>,
+    /// Sample this process's CPU, memory and block I/O during the run: PID or NAME=PID
+    /// (repeatable).
+    #[arg(long = "sample-pid", value_name = "[NAME=]PID", value_parser = pid_arg)]
+    sample_pid: Vec<String>,
+    /// Time between two samples of each service (default 1s; at least 1s).
+    #[arg(long, value_parser = duration_arg)]
+    stats_interval: Option<Duration>,
 }
 
 impl CommonArgs {
@@ -207,16 +267,25 @@ impl CommonArgs {
                 rate: self.rate,
                 env: self.env,
                 allow: self.allow,
+                sample_containers: self.sample_container,
+                sample_pids: self.sample_pid,
+                stats_interval: self.stats_interval,
+                allow_only: false,
             },
             out: self.out,
             quiet: self.quiet,
             handle_signals: true,
+            watch: None,
         }
     }
 }
 
 fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn pid_arg(text: &str) -> Result<String, String> {
+    crate::config::sampling::parse_pid_target(text).map(|_| text.to_string())
 }
 
 fn share_arg(text: &str) -> Result<f64, String> {
@@ -267,7 +336,20 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Run(args) => {
-            let outcome = run::run_then(args.common.request(args.plugin), print_summary).await?;
+            let quiet = args.common.quiet;
+            let request = args.common.request(args.plugin);
+            let outcome = match args.stack {
+                None => run::run_then(request, print_summary).await?,
+                Some(file) => {
+                    let stack_run = crate::stack::cycle::StackRun {
+                        flags: args.stack_args.flags(file, None, quiet),
+                        keep: args.keep,
+                    };
+                    let outcome = crate::stack::cycle::run_with_stack(request, stack_run).await?;
+                    print_summary(&outcome.summary);
+                    outcome
+                }
+            };
             Ok(finish(outcome))
         }
         Command::Inspect { plugin } => {
@@ -277,17 +359,42 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Demo(args) => {
-            let faults = args.faults.faults();
+            let flags = args.faults.flags();
             let demo = crate::demo::run_demo(
                 args.plugin,
-                faults,
+                flags,
                 |plugin| args.common.request(plugin),
                 print_summary,
             )
             .await?;
             let code = finish(demo.outcome);
-            println!("  the demo target served {} requests", demo.served);
+            match demo.served {
+                Some(n) => println!("  the demo target served {n} requests"),
+                None => println!("  the demo target did not say how many requests it served"),
+            }
             Ok(code)
+        }
+        Command::Stats {
+            project,
+            config,
+            interval,
+            count,
+        } => {
+            let config = stack_section(config.as_deref())?;
+            let project = project
+                .or(config.project)
+                .unwrap_or_else(|| crate::stack::up::DEFAULT_PROJECT.to_string());
+            if interval < Duration::from_secs(1) {
+                anyhow::bail!(
+                    "--interval must be 1s or more: the Docker engine reports stats once a second"
+                );
+            }
+            crate::sampling::live::run(crate::sampling::live::LiveOptions {
+                project,
+                interval,
+                count,
+            })
+            .await
         }
         Command::Compare {
             a,
@@ -309,8 +416,10 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Up(args) => {
             let config = stack_section(args.config.as_deref())?;
-            let options =
-                crate::stack::UpOptions::resolve(&args.stack.flags(args.file, false), &config)?;
+            let options = crate::stack::UpOptions::resolve(
+                &args.stack.flags(args.file, args.timeout, false),
+                &config,
+            )?;
             let up = crate::stack::up(&options);
             // Ctrl-C while starting: remove what was started, as after any failure.
             let stack = tokio::select! {
@@ -346,9 +455,16 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             let server = demo_target::DemoServer::start(listen, config).await?;
-            println!("demo target listening on {}", server.base_url());
-            tokio::signal::ctrl_c().await?;
+            println!("{}{}", crate::target_process::LISTENING, server.base_url());
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = term.recv() => {}
+            }
+            let served = server.requests_served();
             server.shutdown().await;
+            println!("{}{served} requests", crate::target_process::SERVED);
             Ok(0)
         }
     }

@@ -1,7 +1,8 @@
 //! Stop signals shared by every part of a run: a graceful stop (no new iterations), a
 //! hard stop (interrupt running ones), and why the run stopped early.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Why a run ended before its schedule did.
@@ -14,6 +15,9 @@ pub enum StopReason {
     PluginAbort(String),
     /// A threshold with `abort_on_fail` was crossed.
     Threshold(String),
+    /// A service of the run's stack exited or was OOM-killed (`[stack] on_service_exit
+    /// = "abort"`).
+    ServiceExit(String),
 }
 
 impl std::fmt::Display for StopReason {
@@ -23,6 +27,7 @@ impl std::fmt::Display for StopReason {
             Self::Interrupted => f.write_str("the operator (Ctrl-C or SIGTERM)"),
             Self::PluginAbort(why) => write!(f, "the plugin: {why}"),
             Self::Threshold(why) => write!(f, "a threshold with abort_on_fail: {why}"),
+            Self::ServiceExit(why) => write!(f, "the stack: {why}"),
         }
     }
 }
@@ -79,5 +84,36 @@ mod tests {
             serde_json::to_value(&abort).unwrap(),
             serde_json::json!({"by": "plugin_abort", "reason": "20 iterations failed in a row"})
         );
+    }
+}
+
+/// Something that watches a run from beside it (the stack's service watcher): it is
+/// handed the run's clock and control when the executors start, may stop the run, and
+/// is asked at the end what it saw.
+pub trait RunWatch: Send + Sync {
+    /// The executors started at `t0`; `control` stops the run.
+    fn started(&self, t0: Instant, control: Arc<RunControl>);
+    /// What it saw during the run, oldest first.
+    fn events(&self) -> Vec<WatchEvent>;
+}
+
+/// One thing a [`RunWatch`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchEvent {
+    /// When.
+    pub at: Instant,
+    /// Which service.
+    pub service: String,
+    /// What happened, in words (`exited with code 137 (killed)`).
+    pub what: String,
+}
+
+/// A shared [`RunWatch`], so a run request can carry one and still be cloned.
+#[derive(Clone)]
+pub struct Watch(pub Arc<dyn RunWatch>);
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
     }
 }

@@ -1,9 +1,9 @@
-//! `host demo`: the embedded demo target on a free loopback port and the bundled
+//! `host demo`: the demo target (a child process) on a free loopback port and the bundled
 //! `notes` plugin run against it, so a fresh clone shows a real run with no set-up.
 
 use crate::run::{self, RunOutcome, RunRequest};
+use crate::target_process::TargetProcess;
 use anyhow::{Context, Result};
-use demo_target::{DemoConfig, DemoServer, Faults};
 use std::path::PathBuf;
 
 /// The `notes` example plugin, built from plugins/notes by build.rs.
@@ -29,35 +29,35 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
 pub struct DemoRun {
     /// The run against the target.
     pub outcome: RunOutcome,
-    /// Requests the demo target answered.
-    pub served: u64,
+    /// Requests the demo target answered, as it said when it stopped (`None` if it
+    /// did not say).
+    pub served: Option<u64>,
 }
 
-/// Runs the demo with the target injecting `faults`; `request` turns the plugin path
-/// into the run request; `before_writing` gets the summary before the results files
-/// are written.
+/// Runs the demo with the target (a child process, see [`crate::target_process`])
+/// started with `fault_flags`; `request` turns the plugin path into the run request;
+/// `before_writing` gets the summary before the results files are written. The
+/// target is sampled as the service `demo-target`.
 pub async fn run_demo(
     plugin: Option<PathBuf>,
-    faults: Faults,
+    fault_flags: Vec<String>,
     request: impl FnOnce(PathBuf) -> RunRequest,
     before_writing: impl FnOnce(&crate::summary::Summary),
 ) -> Result<DemoRun> {
-    let config = DemoConfig {
-        faults,
-        ..DemoConfig::default()
-    };
-    let server = DemoServer::start("127.0.0.1:0".parse()?, config).await?;
-    let base_url = server.base_url();
-    println!("demo target listening on {base_url}");
+    let target = TargetProcess::start(&fault_flags).await?;
+    let base_url = target.base_url.clone();
+    println!("demo target listening on {base_url} (pid {})", target.pid);
     let plugin = match plugin {
         Some(p) => p,
         None => bundled_notes_path()?,
     };
     let mut req = request(plugin);
     req.overrides.env.insert(0, ("BASE_URL".into(), base_url));
+    req.overrides
+        .sample_pids
+        .push(format!("demo-target={}", target.pid));
     let outcome = run::run_then(req, before_writing).await;
-    let served = server.requests_served();
-    server.shutdown().await;
+    let served = target.stop().await;
     Ok(DemoRun {
         outcome: outcome?,
         served,

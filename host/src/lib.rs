@@ -11,19 +11,21 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → demo, run, stack, output, config
-//! demo        → run, plugin
-//! stack       → config   (Compose stacks through the Docker Engine API)
-//! run         → summary, output, executor, thresholds, vu, plugin, net, metrics,
-//!               control, config
-//! output      → summary, plugin, metrics
-//! summary     → executor, thresholds, vu, plugin, metrics, control, config
+//! cli         → demo, run, stack, output, sampling, target_process, config
+//! demo        → run, plugin, target_process
+//! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
+//! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
+//!               metrics, control, config
+//! output      → summary, sampling, plugin, metrics
+//! summary     → sampling, executor, thresholds, vu, plugin, metrics, control, config
+//! sampling    → executor, config, and stack's leaf files engine and containers
+//!               (resource samples of the target and the generator)
 //! executor    → vu, metrics, control, config
 //! thresholds  → metrics, control, config
 //! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
 //! plugin      → net, metrics, config
 //! net         → metrics, deadline, config
-//! metrics, control, deadline, config: leaves
+//! metrics, control, deadline, config, target_process: leaves
 //! ```
 
 pub mod cli;
@@ -37,8 +39,10 @@ pub mod net;
 pub mod output;
 pub mod plugin;
 pub mod run;
+pub mod sampling;
 pub mod stack;
 pub mod stderr;
 pub mod summary;
+pub mod target_process;
 pub mod thresholds;
 pub mod vu;

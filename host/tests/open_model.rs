@@ -36,6 +36,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
         out: dir.path().join("results"),
         quiet: true,
         handle_signals: false,
+        watch: None,
     })
     .await
     .expect("the run completes");
@@ -192,13 +193,20 @@ graceful_stop = "3s"
         s["metrics"]["iteration_latency"],
         s["metrics"]["http_req_duration"]
     );
+    // Two warnings: the drops, and the generator's verdict that it ran out of VUs, so
+    // the throughput is a lower bound of what the target could do.
     let warnings = s["warnings"].as_array().expect("warnings list");
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
     let warning = warnings[0].as_str().unwrap();
     assert!(
         warning.contains("overload") && warning.contains(&format!("{dropped} of 5000")),
         "{warning}"
     );
+    assert_eq!(s["generator_saturated"]["saturated"], true);
+    let evidence = &s["generator_saturated"]["evidence"][0];
+    assert_eq!(evidence["signal"], "vus_exhausted", "{evidence}");
+    assert!(evidence["observed"].as_f64().unwrap() > 0.0, "{evidence}");
+    assert!(warnings[1].as_str().unwrap().contains("lower bound"));
     // The schedule ends at 10 s and running iterations get 3 s more, not a queue's worth.
     assert!(
         outcome.summary.duration_s < 10.0 + 3.0 + 2.0,

@@ -97,9 +97,11 @@ async fn the_report_renders_its_charts_in_chromium() {
     let html = std::fs::read_to_string(results.join("report.html")).unwrap();
     let charts = html.matches("<div class=\"chart\">").count();
     assert_eq!(
-        charts, 5,
-        "throughput, http latency, VUs, errors, drops (no iteration latency in a closed model)"
+        charts, 7,
+        "throughput, http latency, VUs, errors, drops (no iteration latency in a closed \
+         model), and CPU and memory by service (the generator is always sampled)"
     );
+    assert!(html.contains("CPU by service") && html.contains("Memory by service"));
     assert_eq!(html.matches("<svg").count(), charts, "one <svg> per chart");
     assert!(!html.contains("<script"), "no scripts");
     for fetch in ["<link", " src=", "href=", "url(", "@import"] {

@@ -3,7 +3,12 @@
 //! the faults `up` must explain. Every test names its project uniquely and removes it
 //! even when it fails.
 
+mod common;
+
+use host::run::RunRequest;
+use host::stack::cycle::{run_with_stack, StackRun};
 use host::stack::teardown::remove_project;
+use host::stack::up::StackFlags;
 use host::stack::{project_containers, CpuSet, Resources, UpOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -154,30 +159,52 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_up_recovers_what_a_killed_host_left_behind() {
+async fn a_second_up_recovers_what_a_host_killed_mid_run_left_behind() {
     let name = project("again");
     let _cleanup = Cleanup(name.clone());
-    let up = options(
+    let hello = common::plugin("hello");
+    let out = tempfile::tempdir().unwrap();
+    let mut child = host_cmd(&[
+        "run",
+        hello.to_str().unwrap(),
+        "--stack",
+        "--project",
         &name,
-        demo_file(),
-        Resources::default(),
-        Duration::from_secs(90),
-    );
-    let first = host::stack::up(&up).await.unwrap();
-    // A host killed mid-run never calls down: its containers stay, one of them dead.
+        "--vus",
+        "1",
+        "--duration",
+        "60s",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Killed (SIGKILL: no cleanup at all) once its stack is up and the run has begun.
     let docker = host::stack::connect().await.unwrap();
-    let api = first
-        .containers
-        .iter()
-        .find(|c| c.service == "api")
-        .unwrap();
-    docker
-        .kill_container(
-            &api.id,
-            None::<bollard::query_parameters::KillContainerOptions>,
-        )
-        .await
-        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let containers = project_containers(&docker, &name).await.unwrap();
+        if containers.len() == 2
+            && containers
+                .iter()
+                .all(|c| c.health.as_deref() == Some("healthy"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stack never came up: {containers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = project_containers(&docker, &name).await.unwrap();
+    assert_eq!(left.len(), 2, "the killed host left its stack: {left:?}");
 
     let output = host_cmd(&["up", "--project", &name]).output().unwrap();
     let said = text(&output);
@@ -191,7 +218,7 @@ async fn a_second_up_recovers_what_a_killed_host_left_behind() {
     assert!(containers
         .iter()
         .all(|c| c.health.as_deref() == Some("healthy")));
-    assert!(!containers.iter().any(|c| c.id == api.id));
+    assert!(!containers.iter().any(|c| left.iter().any(|l| l.id == c.id)));
     host::stack::down(&name).await.unwrap();
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
@@ -333,4 +360,221 @@ fn bad_input_gets_a_message_that_says_what_to_fix() {
         "{}",
         text(&output)
     );
+}
+
+/// A `run --stack` request for `plugin` with the run config `toml`, results in `out`.
+fn stack_request(plugin: &str, toml: &str, out: &Path) -> RunRequest {
+    let config = common::write_config(out, toml);
+    RunRequest {
+        plugin: common::plugin(plugin),
+        config: Some(config),
+        out: out.join("results"),
+        quiet: true,
+        handle_signals: false,
+        ..RunRequest::default()
+    }
+}
+
+/// Waits until the run against project `name` has begun (the API has served user
+/// requests), then returns its containers.
+async fn wait_for_load(name: &str) -> Vec<host::stack::ServiceContainer> {
+    let docker = host::stack::connect().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the run against {name} never began"
+        );
+        let containers = project_containers(&docker, name).await.unwrap();
+        let api = containers.iter().find(|c| c.service == "api");
+        if let Some(port) = api.and_then(|a| a.published.first()) {
+            let url = format!("http://127.0.0.1:{}/metrics", port.host_port);
+            let answers = demo_target::probe::check(&url, Duration::from_secs(2))
+                .await
+                .is_ok();
+            if answers && user_requests(&url).await > 0 {
+                return containers;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The API's user requests so far, from one scrape of its `/metrics`: all requests
+/// less its internal ones (health checks, scrapes, the worker).
+async fn user_requests(metrics_url: &str) -> u64 {
+    let text = demo_target::probe::check(metrics_url, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let counter = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    counter("demo_requests_total") - counter("demo_internal_requests_total")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
+    let name = project("notes");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.browse]\nexecutor = \"constant-vus\"\nvus = 4\nduration = \"4s\"\nexec = \"browse\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\ncpus = {{ api = \"1\" }}\nmemory = {{ api = \"128m\" }}\n",
+        demo_file().display()
+    );
+    let request = stack_request("notes", &toml, dir.path());
+    let stack_run = StackRun {
+        flags: StackFlags {
+            memory: vec!["worker=48m".into()],
+            ..StackFlags::default()
+        },
+        keep: true,
+    };
+    let outcome = run_with_stack(request, stack_run).await.unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    let summary = common::summary_json(&outcome.results_dir);
+
+    // Kept: the Engine reports the limits asked for, from [stack] and from the flags.
+    let docker = host::stack::connect().await.unwrap();
+    let containers = project_containers(&docker, &name).await.unwrap();
+    assert_eq!(containers.len(), 2, "{containers:?}");
+    assert_eq!(containers[0].service, "api");
+    assert_eq!(containers[0].cpuset, Some(CpuSet::parse("1").unwrap()));
+    assert_eq!(containers[0].memory_limit, Some(128 << 20));
+    assert_eq!(containers[1].memory_limit, Some(48 << 20));
+
+    // The plugin reached the stack's API and nothing else, and every request it made
+    // arrived: the server's user requests are the run's http_reqs.
+    let port = containers[0].published[0].host_port;
+    let base = format!("http://127.0.0.1:{port}");
+    assert_eq!(summary["config"]["env"]["BASE_URL"], base.as_str());
+    assert_eq!(
+        summary["config"]["targets"]["allow"],
+        serde_json::json!([base])
+    );
+    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert!(http_reqs > 10, "{http_reqs}");
+    let metrics = format!("{base}/metrics");
+    assert_eq!(user_requests(&metrics).await, http_reqs);
+
+    host::stack::down(&name).await.unwrap();
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_api_mid_run_is_reported_with_its_time_and_the_failures_after_it() {
+    let name = project("kill");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 2\nduration = \"8s\"\n\
+         [limits]\nrequest_timeout = \"2s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\non_service_exit = \"continue\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let killer = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let containers = wait_for_load(&name).await;
+            // Give the run about two seconds of load, then kill the API.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let api = containers.iter().find(|c| c.service == "api").unwrap();
+            let docker = host::stack::connect().await.unwrap();
+            docker
+                .kill_container(
+                    &api.id,
+                    None::<bollard::query_parameters::KillContainerOptions>,
+                )
+                .await
+                .unwrap();
+            Instant::now()
+        })
+    };
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    let killed_at = killer.await.unwrap();
+    let summary = common::summary_json(&outcome.results_dir);
+    let events = summary["service_events"]
+        .as_array()
+        .expect("service_events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event["service"], "api");
+    assert_eq!(event["what"], "exited with code 137 (killed)");
+    // It died about two seconds after the load began.
+    let at = event["at_s"].as_f64().unwrap();
+    assert!((1.5..6.0).contains(&at), "at {at}s");
+    let failed_after = event["failed_requests_after"].as_u64().unwrap();
+    let failed = summary["http"]["failed"].as_u64().unwrap();
+    assert!(
+        failed_after > 0 && failed_after <= failed,
+        "{failed_after} of {failed}"
+    );
+    let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
+        let w = w.as_str().unwrap();
+        w.starts_with("service api exited with code 137 (killed) at ")
+            && w.ends_with(&format!("; {failed_after} requests failed after it"))
+    });
+    assert!(warned, "{}", summary["warnings"]);
+    let printed = std::fs::read_to_string(outcome.results_dir.join("summary.txt")).unwrap();
+    assert!(
+        printed.contains("service api exited with code 137"),
+        "{printed}"
+    );
+    // The run went on ("continue") to its end, and the stack is gone.
+    assert!(killed_at.elapsed() < Duration::from_secs(60));
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_service_aborts_the_run_by_default_and_results_are_still_written() {
+    let name = project("abort");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"60s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let killer = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let containers = wait_for_load(&name).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let worker = containers.iter().find(|c| c.service == "worker").unwrap();
+            let docker = host::stack::connect().await.unwrap();
+            docker
+                .kill_container(
+                    &worker.id,
+                    None::<bollard::query_parameters::KillContainerOptions>,
+                )
+                .await
+                .unwrap();
+        })
+    };
+    let started = Instant::now();
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    killer.await.unwrap();
+    assert_eq!(outcome.exit_code, 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(summary["status"], "aborted");
+    assert_eq!(summary["stop_reason"]["by"], "service_exit");
+    assert_eq!(
+        summary["stop_reason"]["reason"],
+        "service worker exited with code 137 (killed)"
+    );
+    assert!(summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64 > 0);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
 }

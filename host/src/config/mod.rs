@@ -4,6 +4,7 @@
 pub mod cpuset;
 pub mod duration;
 pub mod http;
+pub mod sampling;
 pub mod scenario;
 pub mod stack;
 pub mod table;
@@ -12,6 +13,7 @@ pub mod websocket;
 pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use http::HttpOptions;
+pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};
 pub use table::ConfigError;
@@ -32,6 +34,7 @@ const SECTIONS: &[&str] = &[
     "data",
     "websocket",
     "http",
+    "sampling",
     "stack",
 ];
 
@@ -111,6 +114,8 @@ pub struct RunConfig {
     pub websocket: WebSocketOptions,
     /// Redirects, cookies, source addresses, setup counting (`[http]`).
     pub http: HttpOptions,
+    /// What is sampled besides the generator, and how often (`[sampling]`).
+    pub sampling: SamplingOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
     pub stack: StackConfig,
     /// The merged TOML this was read from, kept for the results.
@@ -131,6 +136,7 @@ impl RunConfig {
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
             http: HttpOptions::default(),
+            sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
             source: toml::Table::new(),
         }
@@ -176,6 +182,15 @@ pub struct Overrides {
     pub env: Vec<(String, String)>,
     /// `--allow URL`.
     pub allow: Vec<String>,
+    /// `--sample-container NAME`.
+    pub sample_containers: Vec<String>,
+    /// `--sample-pid [NAME=]PID`.
+    pub sample_pids: Vec<String>,
+    /// `--stats-interval`.
+    pub stats_interval: Option<Duration>,
+    /// `allow` replaces the config's `[targets] allow` instead of adding to it
+    /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
+    pub allow_only: bool,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -282,6 +297,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .collect();
     let websocket = websocket::parse(&source)?;
     let http = http::parse(&source)?;
+    let sampling = sampling::parse(&source)?;
     let stack = stack::parse(&source)?;
 
     Ok(RunConfig {
@@ -294,6 +310,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         data,
         websocket,
         http,
+        sampling,
         stack,
         source,
     })
@@ -336,6 +353,7 @@ fn check_arrival_rates(scenarios: &[ScenarioConfig]) -> Result<(), ConfigError> 
 }
 
 fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
+    sampling::apply_overrides(source, o);
     if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
         for (_, value) in scenarios.iter_mut() {
             let Some(s) = value.as_table_mut() else {
@@ -399,6 +417,9 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
                 .entry("allow")
                 .or_insert_with(|| toml::Value::Array(Vec::new()));
             if let Some(list) = allow.as_array_mut() {
+                if o.allow_only {
+                    list.clear();
+                }
                 list.extend(o.allow.iter().map(|u| toml::Value::from(u.clone())));
             }
         }

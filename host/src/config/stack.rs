@@ -65,6 +65,16 @@ impl Default for StackConfig {
     }
 }
 
+/// Reads only the `[stack]` section of the run config file at `path` (`host up
+/// --config`, `run --stack`), before the rest of the run is planned.
+pub fn from_file(path: &std::path::Path) -> Result<StackConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        path: path.display().to_string(),
+        message: format!("cannot read it: {e}"),
+    })?;
+    parse(&super::parse_toml(&text, &path.display().to_string())?)
+}
+
 /// Reads `[stack]` from a run config, or the defaults when it is absent.
 pub fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     let mut config = StackConfig::default();

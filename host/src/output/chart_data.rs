@@ -37,6 +37,8 @@ pub struct Second {
 pub struct ChartData {
     /// In time order.
     pub seconds: Vec<Second>,
+    /// Each sampled service's CPU and memory, on the same time axis.
+    pub services: Vec<(String, crate::sampling::book::Series)>,
 }
 
 impl ChartData {

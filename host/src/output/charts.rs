@@ -20,12 +20,24 @@ pub mod colors {
     pub const GREEN: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
     /// Extra series.
     pub const PURPLE: RGBColor = RGBColor(0x94, 0x67, 0xbd);
+    /// More series (one line per sampled service).
+    pub const BROWN: RGBColor = RGBColor(0x8c, 0x56, 0x4b);
+    /// More series.
+    pub const PINK: RGBColor = RGBColor(0xe3, 0x77, 0xc2);
+    /// More series.
+    pub const OLIVE: RGBColor = RGBColor(0xbc, 0xbd, 0x22);
+    /// More series.
+    pub const CYAN: RGBColor = RGBColor(0x17, 0xbe, 0xcf);
+    /// The generator's line: grey, as it is not the target.
+    pub const GREY: RGBColor = RGBColor(0x7f, 0x7f, 0x7f);
+    /// Colours given to services in turn.
+    pub const CYCLE: [RGBColor; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, CYAN];
 }
 
 /// One line of a chart.
 pub struct Line {
     /// Legend text.
-    pub label: &'static str,
+    pub label: String,
     /// Its colour.
     pub color: RGBColor,
     /// `(seconds, value)` points in time order.
@@ -93,7 +105,7 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
             };
             drawn
                 .map_err(|e| err(&e))?
-                .label(line.label)
+                .label(line.label.as_str())
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
                 });
@@ -141,7 +153,7 @@ mod tests {
             title: "Requests per second",
             y_label: "requests/s",
             lines: vec![Line {
-                label: "http_reqs",
+                label: "http_reqs".into(),
                 color: colors::BLUE,
                 points: vec![(1.0, 10.0), (2.0, 12.0), (3.0, 11.0)],
                 dashed: false,
@@ -160,7 +172,7 @@ mod tests {
             title: "Dropped iterations",
             y_label: "per second",
             lines: vec![Line {
-                label: "dropped_iterations",
+                label: "dropped_iterations".into(),
                 color: colors::RED,
                 points: vec![],
                 dashed: true,

@@ -31,6 +31,7 @@ const WORSE_WHEN_HIGHER: &[&str] = &[
     "http_req_errors",
     "interrupted_iterations",
     "http_reqs_denied",
+    "http_reqs_unsent",
 ];
 
 /// Counters where fewer per second is worse (throughput).

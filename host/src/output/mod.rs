@@ -113,6 +113,11 @@ impl ResultsWriter {
         self.charts.push(elapsed.as_secs_f64(), secs, &metrics);
     }
 
+    /// Hands over the sampled services' chart points (CPU and memory over time).
+    pub fn set_services(&mut self, services: Vec<(String, crate::sampling::book::Series)>) {
+        self.charts.services = services;
+    }
+
     /// Warnings for the summary about writes that failed during the run.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -84,7 +84,43 @@ pub fn charts(data: &ChartData) -> Vec<Chart> {
             lines: vec![line("dropped/s", colors::RED, data, |s| s.dropped)],
         },
     ]);
+    if !data.services.is_empty() {
+        out.push(Chart {
+            title: "CPU by service (100% = one core)",
+            y_label: "% of one core",
+            lines: service_lines(data, |p| p.1),
+        });
+        out.push(Chart {
+            title: "Memory by service",
+            y_label: "MiB",
+            lines: service_lines(data, |p| p.2),
+        });
+    }
     out
+}
+
+/// A line per sampled service; the generator is grey and dashed, so the target's lines
+/// stand out.
+fn service_lines(data: &ChartData, field: impl Fn(&(f32, f32, f32)) -> f32) -> Vec<Line> {
+    let mut next = 0;
+    data.services
+        .iter()
+        .map(|(label, series)| {
+            let generator = label == "generator";
+            let color = if generator {
+                colors::GREY
+            } else {
+                next += 1;
+                colors::CYCLE[(next - 1) % colors::CYCLE.len()]
+            };
+            Line {
+                label: label.clone(),
+                color,
+                points: series.points.iter().map(|p| (p.0, field(p))).collect(),
+                dashed: generator,
+            }
+        })
+        .collect()
 }
 
 fn line(
@@ -94,7 +130,7 @@ fn line(
     field: impl Fn(&super::chart_data::Second) -> f32,
 ) -> Line {
     Line {
-        label,
+        label: label.into(),
         color,
         points: data.points(field),
         dashed: false,
@@ -130,6 +166,14 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
         );
     }
 
+    if !summary.warnings.is_empty() {
+        html.push_str("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
+        for w in &summary.warnings {
+            let _ = writeln!(html, "<li class=\"fail\">{}</li>", e(w));
+        }
+        html.push_str("</ul>\n");
+    }
+
     if !summary.thresholds.is_empty() {
         html.push_str("<h2>Thresholds</h2>\n<table>\n<tr><th></th><th>metric</th><th>threshold</th><th>observed</th></tr>\n");
         for t in &summary.thresholds {
@@ -150,10 +194,20 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
     }
 
     html.push_str("<h2>Over time</h2>\n");
-    let x_max = data.seconds.last().map(|s| s.t).unwrap_or(0.0);
+    // One axis for every chart, so a CPU peak lines up with the latency it caused.
+    let x_max = data
+        .services
+        .iter()
+        .filter_map(|(_, s)| s.points.last().map(|p| p.0))
+        .chain(data.seconds.last().map(|s| s.t))
+        .fold(0.0, f32::max);
     for chart in charts(data) {
         let svg = charts::draw(&chart, x_max)?;
         let _ = writeln!(html, "<div class=\"chart\">{svg}</div>");
+    }
+
+    if let Some(stack) = &summary.stack {
+        html.push_str(&resources_table(stack));
     }
 
     html.push_str("<h2>Scenarios</h2>\n<table>\n<tr><th>scenario</th><th>executor</th><th>completed</th><th>failed</th><th>interrupted</th><th>dropped</th><th>VUs</th></tr>\n");
@@ -238,4 +292,40 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
     }
     html.push_str("</table>\n<p class=\"meta\">Trend values of timings are in milliseconds.</p>\n</body>\n</html>\n");
     Ok(html)
+}
+
+/// The sampled services' figures, as stats.md has them.
+fn resources_table(stack: &crate::sampling::StackSummary) -> String {
+    use crate::sampling::files::bytes;
+    let e = |s: &str| escape(s).into_owned();
+    let mut html = String::from("<h2>Resources</h2>\n<table>\n<tr><th>service</th><th>source</th><th>CPU avg</th><th>CPU peak</th><th>peak of cpuset</th><th>memory peak</th><th>of limit</th><th>net rx / tx</th><th>block read / write</th></tr>\n");
+    let opt = |n: Option<u64>| n.map_or_else(|| "—".to_string(), bytes);
+    for s in &stack.services {
+        let limit = match (s.memory_peak_share, s.memory_limit_bytes) {
+            (Some(share), Some(limit)) => format!("{:.0}% of {}", share * 100.0, bytes(limit)),
+            _ => "no limit".into(),
+        };
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{:.1}%</td><td class=\"num\">{:.1}%</td><td class=\"num\">{:.0}% of {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{} / {}</td></tr>",
+            e(&s.service),
+            e(&s.source),
+            s.cpu_avg_percent,
+            s.cpu_peak_percent,
+            s.cpu_peak_share * 100.0,
+            s.cpus,
+            bytes(s.memory_peak_bytes),
+            limit,
+            opt(s.net_rx_bytes),
+            opt(s.net_tx_bytes),
+            opt(s.blk_read_bytes),
+            opt(s.blk_write_bytes),
+        );
+    }
+    let _ = writeln!(
+        html,
+        "</table>\n<p class=\"meta\">Sampled every {} s; CPU in % of one core, peak also as a share of the cores the service may use; memory without page cache (containers) or resident (processes).</p>",
+        stack.stats_interval_s
+    );
+    html
 }

@@ -150,6 +150,35 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
+    if let Some(stack) = &s.stack {
+        let _ = writeln!(
+            out,
+            "\n  resources (every {} s; CPU in % of one core):",
+            stack.stats_interval_s
+        );
+        for r in &stack.services {
+            let limit = match (r.memory_peak_share, r.memory_limit_bytes) {
+                (Some(share), Some(limit)) => format!(
+                    " ({:.0}% of {})",
+                    share * 100.0,
+                    crate::sampling::files::bytes(limit)
+                ),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "    {} ({}): CPU avg {:.1}%, peak {:.1}% ({:.0}% of {} core{}); memory peak {}{limit}",
+                r.service,
+                r.source,
+                r.cpu_avg_percent,
+                r.cpu_peak_percent,
+                r.cpu_peak_share * 100.0,
+                r.cpus,
+                if r.cpus == 1.0 { "" } else { "s" },
+                crate::sampling::files::bytes(r.memory_peak_bytes),
+            );
+        }
+    }
     if !s.warnings.is_empty() {
         let _ = writeln!(out, "\n  warnings:");
         for w in &s.warnings {

@@ -15,6 +15,7 @@ use crate::output::ResultsWriter;
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
+use crate::sampling::ResourceWatch;
 use crate::summary::{self, Summary};
 use crate::thresholds::{Evaluator, RunView};
 use crate::vu::errors::ErrorLog;
@@ -47,6 +48,8 @@ pub struct RunRequest {
     pub quiet: bool,
     /// Handle SIGINT/SIGTERM (off in tests that run several runs in one process).
     pub handle_signals: bool,
+    /// Watches the run from beside it (the stack's service watcher, `run --stack`).
+    pub watch: Option<crate::control::Watch>,
 }
 
 /// How a run ended.
@@ -66,6 +69,9 @@ pub struct RunOutcome {
 pub mod exit_code {
     /// The run completed.
     pub const OK: i32 = 0;
+    /// An error before or during the run, or a service of its stack died
+    /// (`[stack] on_service_exit = "abort"`).
+    pub const ERROR: i32 = 1;
     /// `host compare` flagged a regression.
     pub const REGRESSION: i32 = 98;
     /// A threshold was crossed.
@@ -177,11 +183,13 @@ pub async fn run_then(
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {
     let mut plan = plan(&request).await?;
+    // Sampling targets are checked before anything starts: a typo fails at once.
+    let sampling = crate::sampling::prepare(&plan.config.sampling).await?;
     let mut setup = setup(&request, &plan.config).await?;
-    let mut started = start(&request, &plan, &setup).await?;
+    let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
     teardown(&plan.config, &mut setup).await;
-    Ok(finish(plan, &setup, started, driven, before_writing))
+    finish(&request, plan, &setup, started, driven, before_writing)
 }
 
 /// What is settled before anything runs: the plugin's self-description, the resolved
@@ -216,6 +224,8 @@ struct Setup {
 /// The executors running, and where results go.
 struct Started {
     results: ResultsWriter,
+    /// The target's and the generator's resources, sampled off the hot path.
+    resources: ResourceWatch,
     t0: Instant,
     contexts: Vec<Arc<ScenarioCtx>>,
     tasks: JoinSet<(String, ExecutorReport)>,
@@ -226,6 +236,9 @@ struct Driven {
     aggregator: Aggregator,
     reports: BTreeMap<String, ExecutorReport>,
     elapsed: Duration,
+    /// With a watch: the failed requests so far at each second, to count those after
+    /// an event the watch saw.
+    failed_by_second: Vec<(Duration, u64)>,
 }
 
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
@@ -323,7 +336,12 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
 
 /// Start: every scenario's initial VUs made and initialised, the signal handler, the
 /// results folder, and the executors spawned together.
-async fn start(request: &RunRequest, plan: &Plan, setup: &Setup) -> Result<Started> {
+async fn start(
+    request: &RunRequest,
+    plan: &Plan,
+    setup: &Setup,
+    sampling: crate::sampling::Prepared,
+) -> Result<Started> {
     let config = &plan.config;
     let vu_ctx = VuContext {
         plugin: setup.plugin.clone(),
@@ -355,6 +373,8 @@ async fn start(request: &RunRequest, plan: &Plan, setup: &Setup) -> Result<Start
 
     let results = ResultsWriter::create(&request.out, &plan.info.name)?;
     let t0 = Instant::now();
+    let resources =
+        ResourceWatch::start(sampling, config.sampling.stats_interval, t0, results.dir())?;
     let mut contexts = Vec::new();
     let mut tasks = JoinSet::new();
     for ((scenario, vus), factory) in config.scenarios.iter().zip(scenario_vus).zip(factories) {
@@ -373,6 +393,7 @@ async fn start(request: &RunRequest, plan: &Plan, setup: &Setup) -> Result<Start
     }
     Ok(Started {
         results,
+        resources,
         t0,
         contexts,
         tasks,
@@ -390,6 +411,7 @@ async fn drive(
 ) -> Result<Driven> {
     let Started {
         results,
+        resources,
         t0,
         contexts,
         tasks,
@@ -407,6 +429,10 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_millis(500),
         Duration::from_secs(1),
     );
+    if let Some(watch) = &request.watch {
+        watch.0.started(t0, setup.control.clone());
+    }
+    let mut failed_by_second = Vec::new();
     loop {
         tokio::select! {
             joined = tasks.join_next() => match joined {
@@ -417,8 +443,13 @@ async fn drive(
             _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
             _ = tick.tick() => {
                 let interval = aggregator.tick();
+                if request.watch.is_some() {
+                    let failed = summary::http_counts(aggregator.totals(), 0).failed;
+                    failed_by_second.push((t0.elapsed(), failed));
+                }
                 results.tick(t0.elapsed(), &interval, &setup.registry);
                 progress.tick(t0.elapsed(), contexts, &interval);
+                resources.tick(contexts);
                 let view = RunView {
                     aggregator: &aggregator,
                     registry: &setup.registry,
@@ -435,6 +466,7 @@ async fn drive(
         aggregator,
         reports,
         elapsed,
+        failed_by_second,
     })
 }
 
@@ -465,19 +497,22 @@ async fn teardown(config: &RunConfig, setup: &mut Setup) {
 /// Finish: the last gauges and interval, the summary with its threshold verdicts and
 /// warnings, the results files, and the exit code.
 fn finish(
+    request: &RunRequest,
     plan: Plan,
     setup: &Setup,
     started: Started,
     driven: Driven,
     before_writing: impl FnOnce(&Summary),
-) -> RunOutcome {
+) -> Result<RunOutcome> {
     let Driven {
         mut aggregator,
         reports,
         elapsed,
+        failed_by_second,
     } = driven;
     let Started {
         mut results,
+        resources,
         t0,
         contexts,
         ..
@@ -508,6 +543,9 @@ fn finish(
         elapsed,
     };
     summary.thresholds = plan.thresholds.finish(&view);
+    if let Some(watch) = &request.watch {
+        summary.note_service_events(&watch.0.events(), t0, &failed_by_second);
+    }
     summary.setup = match &setup.apart {
         Some(apart) => summary::setup::summarize(&apart.drain(), false),
         None => summary::setup::summarize(aggregator.totals(), true),
@@ -515,6 +553,17 @@ fn finish(
     for warning in crate::thresholds::warnings(&summary.thresholds) {
         crate::stderr::warn(warning);
     }
+    let title = format!(
+        "{} {}, started {}",
+        summary.plugin.name, summary.plugin.version, summary.started_at
+    );
+    let sampled = resources.finish(&contexts, &title, start_lag_p99(&summary))?;
+    if let Some(warning) = sampled.verdict.warning() {
+        summary.warnings.push(warning);
+    }
+    summary.stack = Some(sampled.stack);
+    summary.generator_saturated = sampled.verdict;
+    results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
     summary
         .warnings
@@ -529,11 +578,20 @@ fn finish(
     }
     before_writing(&summary);
     let written = results.finish(&summary);
-    RunOutcome {
+    Ok(RunOutcome {
         summary,
         results_dir: written.dir,
         exit_code,
         write_failures: written.failures,
+    })
+}
+
+/// The run's `iteration_start_lag` p99 in milliseconds, if an open-model scenario
+/// measured one.
+fn start_lag_p99(summary: &Summary) -> Option<f64> {
+    match &summary.metrics.get("iteration_start_lag")?.stats {
+        crate::metrics::summary::Stats::Trend(t) if t.count > 0 => Some(t.p99),
+        _ => None,
     }
 }
 

@@ -175,6 +175,7 @@ impl Progress {
             }
             StopReason::Threshold(why) => format!("stopping: threshold {why}"),
             StopReason::PluginAbort(why) => format!("stopping: {why}"),
+            StopReason::ServiceExit(why) => format!("stopping: {why}"),
         };
         let _ = multi.println(text);
     }

@@ -18,6 +18,7 @@ pub fn judge(summary: &mut Summary) -> i32 {
         Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
         Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
         Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
+        Some(StopReason::ServiceExit(_)) => exit_code::ERROR,
         None if summary.failure.is_some() => {
             summary.status = "failed".into();
             exit_code::MEASURED_NOTHING

@@ -7,10 +7,13 @@
 //! [`resources`] checks the cores and memory asked for,
 //! [`compose`] drives `docker-compose` and writes the override file, [`images`] wraps a
 //! built binary into an image, [`health`] waits until the services are ready,
-//! [`render`] prints a stack, [`teardown`] removes what a project left behind, and [`up`] puts them in order.
+//! [`render`] prints a stack, [`teardown`] removes what a project left behind, [`up`]
+//! puts them in order, [`watch`] notes services that die during a run, and [`cycle`] is
+//! `run --stack`: up, run, down.
 
 pub mod compose;
 pub mod containers;
+pub mod cycle;
 pub mod engine;
 pub mod health;
 pub mod images;
@@ -18,6 +21,7 @@ pub mod render;
 pub mod resources;
 pub mod teardown;
 pub mod up;
+pub mod watch;
 
 pub use crate::config::CpuSet;
 pub use containers::{project_containers, PublishedPort, ServiceContainer};

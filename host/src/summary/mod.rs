@@ -1,6 +1,7 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
+pub mod service_events;
 pub mod setup;
 mod warnings;
 
@@ -59,10 +60,19 @@ pub struct Summary {
     pub plugin_errors_unlisted: u64,
     /// What became of the plugin's `log()` lines.
     pub log: crate::plugin::log::LogCounts,
+    /// Services of the run's stack that died during the run (`run --stack`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
     /// Figures per method + `name`, busiest first (at most 200, then `other`).
     pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
+    /// Whether the generator was the bottleneck, and the evidence: when it was, the
+    /// figures are a lower bound of the target's capacity, not its ceiling.
+    pub generator_saturated: crate::sampling::GeneratorVerdict,
+    /// Resource figures of every sampled service, the generator included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::sampling::StackSummary>,
 }
 
 /// The host.
@@ -285,13 +295,17 @@ impl Summary {
             plugin_errors,
             plugin_errors_unlisted: unlisted,
             log: Default::default(),
+            service_events: Vec::new(),
             setup: Default::default(),
             endpoints: endpoints.rows,
+            generator_saturated: Default::default(),
+            stack: None,
         }
     }
 }
 
-fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
+/// Requests by fate from the aggregator's totals.
+pub fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
     let mut c = HttpCounts {
         in_flight: in_flight.max(0) as u64,
         ..Default::default()

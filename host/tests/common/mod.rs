@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod containers;
 pub mod servers;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
@@ -62,6 +63,7 @@ pub async fn run(plugin_name: &str, toml: &str, env: &[(&str, &str)]) -> anyhow:
         out: dir.path().join("results"),
         quiet: true,
         handle_signals: false,
+        watch: None,
     };
     let outcome = host::run::run(request).await?;
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json"))?;

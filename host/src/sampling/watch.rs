@@ -1,0 +1,155 @@
+//! A run's resource watch: checks what to sample before the run, starts the sampler
+//! with the run's clock, folds its samples at each aggregator tick (stats.jsonl, the
+//! per-service figures, the saturation signals), and at the end writes stats.md and
+//! hands back what summary.json's `stack` and `generator_saturated` hold.
+
+use super::book::{Series, StackSummary, StatsBook};
+use super::docker::{self, ContainerTarget};
+use super::files::{render_md, StatsJsonl};
+use super::process::ProcessSource;
+use super::sampler::{Message, Sampler, Sources};
+use super::saturation::GeneratorVerdict;
+use super::saturation::SaturationWatch;
+use crate::config::SamplingOptions;
+use crate::executor::ScenarioCtx;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a run will sample, checked before it starts.
+pub struct Prepared {
+    sources: Sources,
+}
+
+impl Prepared {
+    /// Adds containers found another way (the stack a run started).
+    pub fn add_containers(&mut self, containers: impl IntoIterator<Item = ContainerTarget>) {
+        self.sources.containers.extend(containers);
+    }
+}
+
+/// Checks every target of `options` (containers running, processes alive) so a typo
+/// fails before the run, not after it; the generator is always sampled.
+pub async fn prepare(options: &SamplingOptions) -> Result<Prepared> {
+    let mut sources = Sources::default();
+    sources.processes.push(ProcessSource::generator()?);
+    for p in &options.pids {
+        sources
+            .processes
+            .push(ProcessSource::pid(p.pid, p.service.clone())?);
+    }
+    if !options.containers.is_empty() {
+        let client = docker::connect().await?;
+        for name in &options.containers {
+            sources
+                .containers
+                .push(docker::inspect(&client, name).await?);
+        }
+    }
+    Ok(Prepared { sources })
+}
+
+/// The sampler of a running run and what it gathered so far.
+pub struct ResourceWatch {
+    sampler: Sampler,
+    book: StatsBook,
+    jsonl: Option<StatsJsonl>,
+    saturation: SaturationWatch,
+    interval_s: f64,
+    dir: PathBuf,
+}
+
+impl ResourceWatch {
+    /// Starts sampling; sample times count from `t0` (the run's start) and the files go
+    /// to the results folder `dir`.
+    pub fn start(prepared: Prepared, interval: Duration, t0: Instant, dir: &Path) -> Result<Self> {
+        let path = dir.join("stats.jsonl");
+        let jsonl = StatsJsonl::create(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Self {
+            sampler: Sampler::start(prepared.sources, interval, t0)?,
+            book: StatsBook::default(),
+            jsonl: Some(jsonl),
+            saturation: SaturationWatch::new(interval.as_secs_f64()),
+            interval_s: interval.as_secs_f64(),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Folds what was sampled since the last tick, and looks at the scenarios' drops.
+    pub fn tick(&mut self, contexts: &[Arc<ScenarioCtx>]) {
+        let messages = self.sampler.drain();
+        self.fold(messages);
+        self.saturation.tick(contexts);
+    }
+
+    fn fold(&mut self, messages: Vec<Message>) {
+        let mut samples = Vec::new();
+        for m in &messages {
+            match m {
+                Message::Sample(s) => {
+                    if s.service == "generator" && s.source == "self" {
+                        self.saturation.generator(s);
+                    }
+                    self.book.add(s);
+                    samples.push(s);
+                }
+                Message::Ended {
+                    service,
+                    source,
+                    t,
+                    why,
+                } => {
+                    eprintln!(
+                        "warning: sampling of {service} ({source}) stopped at {t:.1} s: {why}"
+                    );
+                    self.book.ended(service, source, *t, why);
+                }
+            }
+        }
+        if let Some(w) = &mut self.jsonl {
+            if let Err(e) = w.write(&samples) {
+                eprintln!("warning: stats.jsonl is no longer written: {e}");
+                self.jsonl = None;
+            }
+        }
+    }
+
+    /// Stops sampling, writes stats.md (headed `title`) and returns the figures for
+    /// summary.json and the report; `start_lag_p99_ms` is the run's
+    /// `iteration_start_lag` p99, one of the saturation signals.
+    pub fn finish(
+        mut self,
+        contexts: &[Arc<ScenarioCtx>],
+        title: &str,
+        start_lag_p99_ms: Option<f64>,
+    ) -> Result<Sampled> {
+        let rest = self.sampler.stop();
+        self.fold(rest);
+        self.saturation.tick(contexts);
+        let verdict = self.saturation.verdict(start_lag_p99_ms);
+        let stack = self.book.summary(self.interval_s);
+        let path = self.dir.join("stats.md");
+        std::fs::write(
+            path.as_path(),
+            render_md(title, &stack, verdict.warning().as_deref()),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Sampled {
+            stack,
+            verdict,
+            series: self.book.series(),
+        })
+    }
+}
+
+/// What a run's sampling found.
+pub struct Sampled {
+    /// summary.json's `stack` section.
+    pub stack: StackSummary,
+    /// Whether the generator was the bottleneck.
+    pub verdict: GeneratorVerdict,
+    /// Per-service chart points for the report.
+    pub series: Vec<(String, Series)>,
+}

@@ -1,0 +1,101 @@
+//! `host run PLUGIN --stack [FILE]`: the whole cycle. Up, wait until ready, run with
+//! `BASE_URL` and the allowlist set to the stack's entry URLs only, then down (unless
+//! kept) whatever happened: a finished run, Ctrl-C, a crossed threshold, a plugin
+//! abort, a dead service or a host error.
+
+use super::up::{self, StackFlags, UpOptions};
+use super::watch::ServiceWatch;
+use crate::config::{stack as stack_config, StackConfig};
+use crate::control::Watch;
+use crate::run::{self, RunOutcome, RunRequest};
+use anyhow::{anyhow, Result};
+use std::sync::Arc;
+
+/// What `run --stack` adds to a run.
+#[derive(Debug, Clone, Default)]
+pub struct StackRun {
+    /// File, project, cores and memory from the command line.
+    pub flags: StackFlags,
+    /// `--keep`: leave the stack running afterwards.
+    pub keep: bool,
+}
+
+/// Brings the stack up, runs `request` against it, and takes it down.
+pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Result<RunOutcome> {
+    let config = match &request.config {
+        Some(path) => stack_config::from_file(path).map_err(|e| anyhow!("config error: {e}"))?,
+        None => StackConfig::default(),
+    };
+    let options = UpOptions::resolve(&stack_run.flags, &config)?;
+    let keep = stack_run.keep || config.keep;
+    let stack = tokio::select! {
+        stack = up::up(&options) => stack?,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted while starting: removing project {}", options.project);
+            up::down_quietly(&options.project).await;
+            return Err(anyhow!("interrupted before the run started; nothing was measured"));
+        }
+    };
+    let Some(entry) = stack.entry_urls.first() else {
+        up::down_quietly(&stack.project).await;
+        return Err(anyhow!(
+            "no service of {} publishes a port, so the plugin could reach nothing; \
+             publish the entry service's port on 127.0.0.1 (ports: [\"127.0.0.1::8080\"])",
+            options.file.display()
+        ));
+    };
+    if !request.quiet {
+        eprintln!(
+            "stack {} ready in {:.1}s; BASE_URL={}",
+            stack.project,
+            stack.took.as_secs_f64(),
+            entry.url
+        );
+    }
+    // The plugin runs against this stack and nothing else.
+    request
+        .overrides
+        .env
+        .push(("BASE_URL".into(), entry.url.clone()));
+    for url in &stack.entry_urls {
+        let key = format!("BASE_URL_{}", url.service.to_uppercase().replace('-', "_"));
+        request.overrides.env.push((key, url.url.clone()));
+    }
+    request.overrides.allow = stack.entry_urls.iter().map(|u| u.url.clone()).collect();
+    request.overrides.allow_only = true;
+
+    let watch = match super::engine::connect().await {
+        Ok(docker) => Arc::new(ServiceWatch::new(
+            docker,
+            &stack.project,
+            config.on_service_exit,
+        )),
+        Err(e) => {
+            up::down_quietly(&stack.project).await;
+            return Err(e);
+        }
+    };
+    request.watch = Some(Watch(watch.clone()));
+    let outcome = run::run(request).await;
+    // Stopped first, so the teardown is not taken for services dying.
+    watch.stop();
+    if keep {
+        eprintln!(
+            "stack {} kept running; remove it with: host down --project {}",
+            stack.project, stack.project
+        );
+    } else {
+        match up::down(&stack.project).await {
+            Ok(removed) => eprintln!(
+                "stack {} removed ({})",
+                stack.project,
+                up::describe_removed(&removed)
+            ),
+            Err(e) => eprintln!(
+                "warning: could not remove the stack {}: {e:#}",
+                stack.project
+            ),
+        }
+    }
+    outcome
+}

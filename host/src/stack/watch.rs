@@ -1,0 +1,137 @@
+//! Watches a stack's containers while a run goes on (Docker events, filtered by the
+//! project's label): a service that exits or is OOM-killed is noted with its time,
+//! and with `[stack] on_service_exit = "abort"` stops the run.
+
+use super::{PROJECT_LABEL, SERVICE_LABEL};
+use crate::config::OnServiceExit;
+use crate::control::{RunControl, RunWatch, StopReason, WatchEvent};
+use bollard::query_parameters::EventsOptionsBuilder;
+use bollard::Docker;
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+use tokio::task::JoinHandle;
+
+/// The watcher of one stack; stop it (or drop it) before the stack is taken down, or
+/// the teardown would be noted as deaths.
+pub struct ServiceWatch {
+    docker: Docker,
+    project: String,
+    on_exit: OnServiceExit,
+    /// Unix seconds when the watch was made: events from then on are delivered, even
+    /// those between making it and the run's start.
+    since: i64,
+    seen: Arc<Mutex<Vec<WatchEvent>>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl ServiceWatch {
+    /// A watch of `project`, not started yet.
+    pub fn new(docker: Docker, project: &str, on_exit: OnServiceExit) -> ServiceWatch {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        ServiceWatch {
+            docker,
+            project: project.to_string(),
+            on_exit,
+            since,
+            seen: Arc::default(),
+            task: Mutex::default(),
+        }
+    }
+
+    /// Stops watching.
+    pub fn stop(&self) {
+        if let Some(task) = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for ServiceWatch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl RunWatch for ServiceWatch {
+    fn started(&self, t0: Instant, control: Arc<RunControl>) {
+        let filters = HashMap::from([
+            ("type".to_string(), vec!["container".to_string()]),
+            (
+                "label".to_string(),
+                vec![format!("{PROJECT_LABEL}={}", self.project)],
+            ),
+            (
+                "event".to_string(),
+                vec!["die".to_string(), "oom".to_string()],
+            ),
+        ]);
+        let options = EventsOptionsBuilder::default()
+            .since(&self.since.to_string())
+            .filters(&filters)
+            .build();
+        let mut events = self.docker.events(Some(options));
+        let seen = self.seen.clone();
+        let on_exit = self.on_exit;
+        let task = tokio::spawn(async move {
+            let mut oom = HashSet::new();
+            while let Some(Ok(event)) = events.next().await {
+                let actor = event.actor.unwrap_or_default();
+                let id = actor.id.unwrap_or_default();
+                let attributes = actor.attributes.unwrap_or_default();
+                let service = attributes
+                    .get(SERVICE_LABEL)
+                    .cloned()
+                    .unwrap_or_else(|| id.chars().take(12).collect());
+                match event.action.as_deref() {
+                    Some("oom") => {
+                        oom.insert(id);
+                    }
+                    Some("die") => {
+                        let code = attributes.get("exitCode").cloned().unwrap_or_default();
+                        let what = if oom.contains(&id) {
+                            format!("was OOM-killed (exit code {code})")
+                        } else if code == "137" {
+                            "exited with code 137 (killed)".to_string()
+                        } else {
+                            format!("exited with code {code}")
+                        };
+                        // An event from before the run (`since` has second
+                        // resolution) counts as at its start.
+                        let at = Instant::now().max(t0);
+                        let description = format!("service {service} {what}");
+                        seen.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(WatchEvent { at, service, what });
+                        if on_exit == OnServiceExit::Abort {
+                            eprintln!(
+                                "stopping: {description} ([stack] on_service_exit = \"abort\")"
+                            );
+                            control.stop_with(StopReason::ServiceExit(description));
+                            control.hard_stop.cancel();
+                        } else {
+                            eprintln!("warning: {description}; the run goes on ([stack] on_service_exit = \"continue\")");
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+    }
+
+    fn events(&self) -> Vec<WatchEvent> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
