@@ -227,7 +227,7 @@ fn describe(e: &std::io::Error) -> String {
 /// Writes `dir/name` whole or not at all: to a temporary name first, then renamed
 /// over. Running out of descriptors is waited out briefly (the VUs' connections are
 /// closing as the run ends).
-fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let temp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let mut attempt = 0;

@@ -557,7 +557,8 @@ fn finish(
         "{} {}, started {}",
         summary.plugin.name, summary.plugin.version, summary.started_at
     );
-    let sampled = resources.finish(&contexts, &title, start_lag_p99(&summary))?;
+    let mut sampled = resources.finish(&contexts, &title, start_lag_p99(&summary));
+    let stats_failure = sampled.write_failure.take();
     if let Some(warning) = sampled.verdict.warning() {
         summary.warnings.push(warning);
     }
@@ -577,7 +578,8 @@ fn finish(
         crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
     }
     before_writing(&summary);
-    let written = results.finish(&summary);
+    let mut written = results.finish(&summary);
+    written.failures.extend(stats_failure);
     Ok(RunOutcome {
         summary,
         results_dir: written.dir,

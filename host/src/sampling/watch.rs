@@ -118,29 +118,32 @@ impl ResourceWatch {
 
     /// Stops sampling, writes stats.md (headed `title`) and returns the figures for
     /// summary.json and the report; `start_lag_p99_ms` is the run's
-    /// `iteration_start_lag` p99, one of the saturation signals.
+    /// `iteration_start_lag` p99, one of the saturation signals. A stats.md that cannot
+    /// be written is returned as a write failure, so a full disk loses no other file.
     pub fn finish(
         mut self,
         contexts: &[Arc<ScenarioCtx>],
         title: &str,
         start_lag_p99_ms: Option<f64>,
-    ) -> Result<Sampled> {
+    ) -> Sampled {
         let rest = self.sampler.stop();
         self.fold(rest);
         self.saturation.tick(contexts);
         let verdict = self.saturation.verdict(start_lag_p99_ms);
         let stack = self.book.summary(self.interval_s);
-        let path = self.dir.join("stats.md");
-        std::fs::write(
-            path.as_path(),
-            render_md(title, &stack, verdict.warning().as_deref()),
-        )
-        .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(Sampled {
+        let text = render_md(title, &stack, verdict.warning().as_deref());
+        let write_failure = crate::output::write_whole(&self.dir, "stats.md", text.as_bytes())
+            .err()
+            .map(|e| crate::output::WriteFailure {
+                file: "stats.md".into(),
+                error: e.to_string(),
+            });
+        Sampled {
             stack,
             verdict,
             series: self.book.series(),
-        })
+            write_failure,
+        }
     }
 }
 
@@ -152,4 +155,6 @@ pub struct Sampled {
     pub verdict: GeneratorVerdict,
     /// Per-service chart points for the report.
     pub series: Vec<(String, Series)>,
+    /// stats.md, when it could not be written.
+    pub write_failure: Option<crate::output::WriteFailure>,
 }
