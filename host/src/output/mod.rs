@@ -253,15 +253,28 @@ pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> 
     }
 }
 
-/// Checks that results can be written under `out` (making it if needed), so a folder
+/// Checks that results can be written under `out` (without making it), so a folder
 /// that cannot take them is refused before any load is sent, not after the run.
 pub fn check_writable(out: &Path) -> Result<()> {
     let hint = "pick a writable folder with --out";
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create {}; {hint}", out.display()))?;
-    let probe = out.join(format!(".host-write-check-{}", std::process::id()));
+    // Nothing is created before the run starts: the probe goes into `out` if it
+    // exists, else into its nearest existing ancestor (where `out` would be made).
+    let mut existing = out;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => existing = parent,
+            _ => {
+                existing = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !existing.is_dir() {
+        anyhow::bail!("{} is not a folder; {hint}", existing.display());
+    }
+    let probe = existing.join(format!(".host-write-check-{}", std::process::id()));
     std::fs::write(&probe, b"")
-        .with_context(|| format!("cannot create files in {}; {hint}", out.display()))?;
+        .with_context(|| format!("cannot create files in {}; {hint}", existing.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }

@@ -893,7 +893,7 @@ mod tests {
         );
         assert_eq!(
             HttpError::BodyTooLarge(1024).to_string(),
-            "response body larger than the host's cap of 1024 bytes"
+            "response body larger than the host's cap of 1024 bytes; raise [limits] max_body_mb to accept it"
         );
     }
 }
