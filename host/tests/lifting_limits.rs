@@ -7,35 +7,7 @@ mod common;
 
 use std::process::Command;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A raw TCP server on loopback that answers each connection with `behave`.
-async fn raw_server<F, Fut>(behave: F) -> String
-where
-    F: Fn(TcpStream) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(behave(stream));
-        }
-    });
-    url
-}
-
-async fn read_head(stream: &mut TcpStream) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
+use tokio::io::AsyncWriteExt;
 
 fn scenario(name: &str, url: &str) -> String {
     format!(
@@ -48,8 +20,8 @@ fn scenario(name: &str, url: &str) -> String {
 async fn the_body_cap_names_max_body_mb_and_a_long_content_length_is_refused_at_once() {
     // Announces 17 MiB, sends 1 KiB, then nothing: waiting for the body would take
     // the whole request_timeout (10 s) per request.
-    let announced = raw_server(|mut s| async move {
-        read_head(&mut s).await;
+    let announced = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
         let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", 17 << 20);
         let _ = s.write_all(head.as_bytes()).await;
         let _ = s.write_all(&[b'x'; 1024]).await;
@@ -57,8 +29,8 @@ async fn the_body_cap_names_max_body_mb_and_a_long_content_length_is_refused_at_
     })
     .await;
     // No length announced: 17 MiB in chunks, found too large while reading.
-    let chunked = raw_server(|mut s| async move {
-        read_head(&mut s).await;
+    let chunked = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
             .await;

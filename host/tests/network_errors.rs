@@ -5,35 +5,8 @@ mod common;
 
 use demo_target::{DemoConfig, DemoServer};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A raw TCP server on loopback that answers each connection with `behave`.
-async fn raw_server<F, Fut>(behave: F) -> String
-where
-    F: Fn(TcpStream) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(behave(stream));
-        }
-    });
-    url
-}
-
-async fn read_head(stream: &mut TcpStream) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 
 fn errors_of(run: &common::Finished, scenario: &str) -> Vec<String> {
     run.json["plugin_errors"]
@@ -67,10 +40,10 @@ async fn only_allowed_targets_are_reached() {
         .unwrap();
     // A redirect from an allowed origin to the other one is denied too.
     let other_url = format!("{}/health", other.base_url());
-    let redirector = raw_server(move |mut s| {
+    let redirector = common::servers::raw_server(move |mut s| {
         let location = other_url.clone();
         async move {
-            read_head(&mut s).await;
+            common::servers::read_head(&mut s).await;
             let reply =
                 format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n");
             let _ = s.write_all(reply.as_bytes()).await;
@@ -123,8 +96,8 @@ async fn each_network_failure_has_its_own_message() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         format!("http://{}/", l.local_addr().unwrap())
     };
-    let reset = raw_server(|mut s| async move {
-        read_head(&mut s).await;
+    let reset = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
         let _ = s
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\npartial body")
             .await;
@@ -132,13 +105,13 @@ async fn each_network_failure_has_its_own_message() {
         let _ = s.set_zero_linger();
     })
     .await;
-    let silent = raw_server(|mut s| async move {
-        read_head(&mut s).await;
+    let silent = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
         tokio::time::sleep(Duration::from_secs(30)).await;
     })
     .await;
-    let huge = raw_server(|mut s| async move {
-        read_head(&mut s).await;
+    let huge = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
         let size = 3 << 20;
         let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {size}\r\n\r\n");
         let _ = s.write_all(head.as_bytes()).await;

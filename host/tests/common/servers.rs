@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 /// A server task, stopped when dropped.
@@ -131,4 +131,32 @@ pub fn response(status: &str, headers: &str, body: &str) -> String {
         "HTTP/1.1 {status}\r\ncontent-length: {}\r\n{headers}\r\n{body}",
         body.len()
     )
+}
+
+/// A raw TCP server on loopback that answers each connection with `behave`.
+pub async fn raw_server<F, Fut>(behave: F) -> String
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(behave(stream));
+        }
+    });
+    url
+}
+
+/// Reads a request's head (up to the blank line), so the server can answer it.
+pub async fn read_head(stream: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
