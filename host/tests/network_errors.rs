@@ -45,7 +45,7 @@ async fn only_allowed_targets_are_reached() {
         async move {
             common::servers::read_head(&mut s).await;
             let reply =
-                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n");
+                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
             let _ = s.write_all(reply.as_bytes()).await;
         }
     })
