@@ -109,10 +109,12 @@ async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream
     socket.connect(addr).await
 }
 
-/// Opens a connection to `origin`, from `local` when given.
+/// Opens a connection to `origin`, from `local` when given, accepting responses of
+/// up to `max_headers` header fields (`[http] max_headers`).
 pub async fn connect(
     origin: &Origin,
     local: Option<IpAddr>,
+    max_headers: usize,
 ) -> Result<(Connection, ConnectTimings), HttpError> {
     if origin.scheme == "https" {
         return Err(HttpError::Tls(format!(
@@ -123,7 +125,13 @@ pub async fn connect(
     let stream = connect_tcp(origin, local).await?;
     let connecting = start.elapsed();
     let (io, stats) = CountingIo::new(stream);
-    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+    let mut builder = hyper::client::conn::http1::Builder::new();
+    // Only a limit other than hyper's default is set: setting any moves hyper's
+    // header parse buffer from the stack to the heap for every response.
+    if max_headers != crate::config::http::DEFAULT_MAX_HEADERS {
+        builder.max_headers(max_headers);
+    }
+    let (sender, conn) = builder
         .handshake(TokioIo::new(io))
         .await
         .map_err(|e| HttpError::Connect(format!("{origin}: handshake failed: {e}")))?;

@@ -145,7 +145,13 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(&prepared.target.origin, prepared.local_ip).await {
+        None => match connect(
+            &prepared.target.origin,
+            prepared.local_ip,
+            shared.http.max_headers,
+        )
+        .await
+        {
             Ok((c, connect_timings)) => {
                 timings.connecting = connect_timings.connecting;
                 timings.tls_handshaking = connect_timings.tls_handshaking;
@@ -164,7 +170,7 @@ async fn exchange(
         Ok(r) => r,
         Err(e) => {
             let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-            return (Err(classify(&e)), None, io);
+            return (Err(classify(&e, shared.http.max_headers)), None, io);
         }
     };
     let head_at = Instant::now();
@@ -191,7 +197,7 @@ async fn exchange(
             Ok(f) => f,
             Err(e) => {
                 let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-                return (Err(classify(&e)), None, io);
+                return (Err(classify(&e, shared.http.max_headers)), None, io);
             }
         };
         if let Ok(data) = frame.into_data() {
@@ -229,13 +235,21 @@ fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
         .ok()
 }
 
-fn classify(e: &hyper::Error) -> HttpError {
+/// A protocol error with its chain of causes; a response head too large for the
+/// parser names the setting that lifts the limit.
+fn classify(e: &hyper::Error, max_headers: usize) -> HttpError {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());
         source = s.source();
+    }
+    if e.is_parse_too_large() {
+        text.push_str(&format!(
+            " (more than {max_headers} header fields, or a head over hyper's buffer of \
+             about 400 KiB; raise [http] max_headers to accept more fields)"
+        ));
     }
     HttpError::Protocol(text)
 }
