@@ -271,16 +271,7 @@ impl HttpClient {
             self.shared
                 .recorder
                 .count(builtin::HTTP_REQS_DENIED, base_tags, 1.0);
-            let mut warned = self
-                .shared
-                .denied_warned
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if warned.insert(origin.to_string()) {
-                crate::stderr::warn(format_args!(
-                    "plugin tried to reach {origin}: denied ({why})"
-                ));
-            }
+            self.shared.warn_denied_once(&origin, "reach", &why);
             return Err(HttpError::Denied(why));
         }
         let target = Arc::new(Target::parse(url, origin).map_err(HttpError::Invalid)?);

@@ -93,6 +93,17 @@ impl NetShared {
         }
     }
 
+    /// Warns on stderr that the plugin tried to reach a denied `origin`, once per
+    /// origin for the run: a plugin looping on a denied URL would flood it otherwise.
+    pub fn warn_denied_once(&self, origin: &impl std::fmt::Display, what: &str, why: &str) {
+        let mut warned = self.denied_warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(origin.to_string()) {
+            crate::stderr::warn(format_args!(
+                "plugin tried to {what} {origin}: denied ({why})"
+            ));
+        }
+    }
+
     /// The same, with the run's `[http]` options.
     pub fn with_http(mut self, options: crate::config::HttpOptions) -> Self {
         self.max_redirects = options.max_redirects;

@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod budget;
 pub mod cache;
+pub mod call;
 pub mod engine;
 pub mod imports;
 pub mod log;
@@ -21,6 +22,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 pub use bindings::exports::loadtest::scenario::plugin::{PluginInfo, ScenarioInfo};
+pub use call::{outcome, GuestCallError};
 pub use engine::{build_engine, EngineOptions, EpochTicker};
 
 /// A plugin ready to be instantiated for VUs.

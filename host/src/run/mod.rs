@@ -307,17 +307,13 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    let data: Arc<str> = match instance
+    let result = instance
         .loadtest_scenario_plugin()
         .call_setup(&mut store, &config_json)
-        .await
-    {
-        Ok(Ok(data)) => data.into(),
-        Ok(Err(message)) => bail!("setup() failed: {message}"),
-        Err(trap) => bail!(
-            "setup() trapped: {}",
-            plugin::classify_trap(&trap, store.data()).1
-        ),
+        .await;
+    let data: Arc<str> = match plugin::outcome(result, store.data()) {
+        Ok(data) => data.into(),
+        Err(e) => bail!("setup() {e}"),
     };
     Ok(Setup {
         _ticker: ticker,
@@ -479,18 +475,13 @@ async fn teardown(config: &RunConfig, setup: &mut Setup) {
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    match setup
+    let result = setup
         .instance
         .loadtest_scenario_plugin()
         .call_teardown(&mut setup.store, &setup.data)
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => crate::stderr::warn(format_args!("teardown() failed: {message}")),
-        Err(trap) => crate::stderr::warn(format_args!(
-            "teardown() trapped: {}",
-            plugin::classify_trap(&trap, setup.store.data()).1
-        )),
+        .await;
+    if let Err(e) = plugin::outcome(result, setup.store.data()) {
+        crate::stderr::warn(format_args!("teardown() {e}"));
     }
 }
 

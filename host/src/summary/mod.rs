@@ -18,6 +18,39 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// How a run ended, as `status` in summary.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// It went to its planned end.
+    Completed,
+    /// It went to its end but measured nothing (no iteration succeeded, or every
+    /// request was denied).
+    Failed,
+    /// Ctrl-C or a signal stopped it.
+    Interrupted,
+    /// A threshold, the plugin or a service of the stack stopped it early.
+    Aborted,
+}
+
+impl RunStatus {
+    /// Its name, as written in summary.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Everything `summary.json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -33,9 +66,8 @@ pub struct Summary {
     pub started_at: String,
     /// Seconds from the first scenario's start to the end.
     pub duration_s: f64,
-    /// `completed`, `failed` (it went to its end but measured nothing), `interrupted`
-    /// or `aborted`.
-    pub status: String,
+    /// How the run ended.
+    pub status: RunStatus,
     /// Why it stopped early.
     pub stop_reason: Option<StopReason>,
     /// Why the run measured nothing (no iteration succeeded, every request denied).
@@ -251,9 +283,9 @@ impl Summary {
             .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
-            None => "completed",
-            Some(StopReason::Interrupted) => "interrupted",
-            Some(_) => "aborted",
+            None => RunStatus::Completed,
+            Some(StopReason::Interrupted) => RunStatus::Interrupted,
+            Some(_) => RunStatus::Aborted,
         };
         let started_at = time::OffsetDateTime::from(input.started_at)
             .format(&time::format_description::well_known::Rfc3339)
@@ -278,7 +310,7 @@ impl Summary {
             machine: machine(),
             started_at,
             duration_s: input.elapsed.as_secs_f64(),
-            status: status.into(),
+            status,
             stop_reason: input.stop_reason,
             failure: None,
             warnings: warnings::dropped_iterations(input.contexts)

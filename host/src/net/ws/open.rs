@@ -117,15 +117,7 @@ async fn open(
 
 fn check_allowed(shared: &NetShared, origin: &Origin) -> Result<(), WsError> {
     shared.allowlist.check(origin).map_err(|why| {
-        let mut warned = shared
-            .denied_warned
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if warned.insert(origin.to_string()) {
-            crate::stderr::warn(format_args!(
-                "plugin tried to open a WebSocket to {origin}: denied ({why})"
-            ));
-        }
+        shared.warn_denied_once(origin, "open a WebSocket to", &why);
         WsError::Denied(why)
     })
 }
