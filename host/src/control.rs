@@ -6,7 +6,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Why a run ended before its schedule did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "by", content = "reason", rename_all = "snake_case")]
 pub enum StopReason {
     /// The operator pressed Ctrl-C (or sent SIGINT/SIGTERM).

@@ -27,7 +27,7 @@ impl Default for LogLimits {
 }
 
 /// What became of the plugin's log lines, for `summary.json` (`log`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LogCounts {
     /// Lines handed to the writer.
     pub written: u64,

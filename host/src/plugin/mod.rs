@@ -37,7 +37,7 @@ pub struct Plugin {
 }
 
 /// Facts about a plugin file, for results and `inspect`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PluginFile {
     /// Where it was read from.
     pub path: PathBuf,
