@@ -32,7 +32,7 @@ pub struct HttpOptions {
     /// Keep cookies across iterations instead of starting each from the jar as
     /// `init` left it.
     pub no_cookies_reset: bool,
-    /// Source addresses VUs bind their connections to: VU `n` takes entry
+    /// Source addresses VUs bind their connections (HTTP and WebSocket) to: VU `n` takes entry
     /// `(n - 1) % len` (k6's `--local-ips`). Empty: the system picks.
     pub local_ips: Vec<IpAddr>,
     /// Count `setup()` and `teardown()` requests in the run's totals and thresholds.

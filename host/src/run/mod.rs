@@ -21,7 +21,7 @@ use crate::thresholds::{Evaluator, RunView};
 use crate::vu::errors::ErrorLog;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -50,6 +50,17 @@ pub struct RunRequest {
     pub handle_signals: bool,
     /// Watches the run from beside it (the stack's service watcher, `run --stack`).
     pub watch: Option<crate::control::Watch>,
+}
+
+impl RunRequest {
+    /// Every `--config` file, in the order they are layered.
+    pub fn config_files(&self) -> Vec<&Path> {
+        self.config
+            .iter()
+            .chain(&self.overrides.config_layers)
+            .map(PathBuf::as_path)
+            .collect()
+    }
 }
 
 /// How a run ended.
@@ -150,22 +161,17 @@ fn services_for(
     }))
 }
 
-/// Resolves the run config: plugin defaults ← run.toml ← CLI.
+/// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
+/// order) ← CLI.
 pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let base = config::parse_toml(&info.default_config, "the plugin's default config")
         .map_err(|e| anyhow!("{e}"))?;
-    let merged = match &request.config {
-        None => base,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            let mut over = config::parse_toml(&text, &path.display().to_string())
-                .map_err(|e| anyhow!("{e}"))?;
-            if let Some(dir) = path.parent() {
-                data::resolve_paths(&mut over, dir);
-            }
-            config::merge(base, over)
-        }
+    let files = request.config_files();
+    let merged = if files.is_empty() {
+        base
+    } else {
+        let over = config::layers::read(&files).map_err(|e| anyhow!("config error: {e}"))?;
+        config::merge(base, over)
     };
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }

@@ -22,9 +22,13 @@ pub struct StackRun {
 
 /// Brings the stack up, runs `request` against it, and takes it down.
 pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Result<RunOutcome> {
-    let config = match &request.config {
-        Some(path) => stack_config::from_file(path).map_err(|e| anyhow!("config error: {e}"))?,
-        None => StackConfig::default(),
+    let files = request.config_files();
+    let config = if files.is_empty() {
+        StackConfig::default()
+    } else {
+        crate::config::layers::read(&files)
+            .and_then(|layered| stack_config::parse(&layered))
+            .map_err(|e| anyhow!("config error: {e}"))?
     };
     let options = UpOptions::resolve(&stack_run.flags, &config)?;
     let keep = stack_run.keep || config.keep;

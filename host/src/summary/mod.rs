@@ -105,6 +105,10 @@ pub struct Summary {
     /// Resource figures of every sampled service, the generator included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<crate::sampling::StackSummary>,
+    /// The trend columns summary.txt prints (`--summary-trend-stats`); summary.json
+    /// keeps every figure whatever they are.
+    #[serde(skip)]
+    pub trend_stats: Vec<crate::config::TrendStat>,
 }
 
 /// The host.
@@ -332,6 +336,7 @@ impl Summary {
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             stack: None,
+            trend_stats: input.config.summary_trend_stats.clone(),
         }
     }
 }

@@ -16,7 +16,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-pub use open::connect;
+pub use open::{connect, connect_from};
 
 use session::Session;
 use std::sync::Arc;

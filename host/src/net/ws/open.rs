@@ -11,6 +11,7 @@ use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::{HttpError, NetShared};
 use http::header::{HeaderName, HeaderValue};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::TcpStream;
@@ -40,6 +41,19 @@ pub async fn connect(
     tags: &[(String, String)],
     base_tags: &TagSet,
 ) -> Result<Socket, WsError> {
+    connect_from(shared, url, headers, tags, base_tags, None).await
+}
+
+/// [`connect`] from the source address `local` when given (`[http] local_ips`: a VU's
+/// sockets leave from the same address as its HTTP requests).
+pub async fn connect_from(
+    shared: &Arc<NetShared>,
+    url: &str,
+    headers: &[(String, String)],
+    tags: &[(String, String)],
+    base_tags: &TagSet,
+    local: Option<IpAddr>,
+) -> Result<Socket, WsError> {
     let name = tags
         .iter()
         .find(|(k, _)| k == "name")
@@ -50,7 +64,7 @@ pub async fn connect(
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain([("name", name.as_str())]),
     );
-    let opened = open(shared, url, headers, &tags).await;
+    let opened = open(shared, url, headers, &tags, local).await;
     if let Err(e) = &opened {
         let tags = tags.with([("error", e.kind())]);
         shared.recorder.count(builtin::WS_ERRORS, &tags, 1.0);
@@ -63,6 +77,7 @@ async fn open(
     url: &str,
     headers: &[(String, String)],
     tags: &TagSet,
+    local: Option<IpAddr>,
 ) -> Result<Socket, WsError> {
     let origin = Origin::parse(url).map_err(WsError::Invalid)?;
     if origin.scheme != "ws" && origin.scheme != "wss" {
@@ -79,7 +94,7 @@ async fn open(
     let request = upgrade_request(url, headers)?;
     let started = Instant::now();
     let timeout = shared.default_timeout;
-    let (stream, io) = tokio::time::timeout(timeout, handshake(&origin, request, shared))
+    let (stream, io) = tokio::time::timeout(timeout, handshake(&origin, request, shared, local))
         .await
         .map_err(|_| {
             WsError::Connect(format!(
@@ -150,8 +165,9 @@ async fn handshake(
     origin: &Origin,
     request: Request,
     shared: &NetShared,
+    local: Option<IpAddr>,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let tcp = connect_tcp(origin, None).await.map_err(|e| match e {
+    let tcp = connect_tcp(origin, local).await.map_err(|e| match e {
         HttpError::Connect(m) => WsError::Connect(m),
         other => WsError::Connect(other.to_string()),
     })?;
