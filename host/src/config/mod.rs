@@ -8,6 +8,7 @@ pub mod sampling;
 pub mod scenario;
 pub mod stack;
 pub mod table;
+pub mod tls;
 pub mod websocket;
 
 pub use cpuset::CpuSet;
@@ -36,6 +37,7 @@ const SECTIONS: &[&str] = &[
     "http",
     "sampling",
     "stack",
+    "tls",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -118,6 +120,8 @@ pub struct RunConfig {
     pub sampling: SamplingOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
     pub stack: StackConfig,
+    /// How `https://` and `wss://` connections are made (`[tls]`).
+    pub tls: tls::TlsOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -138,6 +142,7 @@ impl RunConfig {
             http: HttpOptions::default(),
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
+            tls: tls::TlsOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -299,6 +304,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let http = http::parse(&source)?;
     let sampling = sampling::parse(&source)?;
     let stack = stack::parse(&source)?;
+    let tls = tls::parse(&source)?;
 
     Ok(RunConfig {
         scenarios,
@@ -312,6 +318,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         http,
         sampling,
         stack,
+        tls,
         source,
     })
 }

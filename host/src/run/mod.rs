@@ -138,7 +138,10 @@ fn services_for(
     );
     let net = Arc::new(
         net.with_websocket(config.websocket.clone())
-            .with_http(config.http.clone()),
+            .with_http(config.http.clone())
+            .with_tls(Arc::new(crate::net::tls::TlsClient::new(
+                config.tls.clone(),
+            ))),
     );
     Ok(Arc::new(HostServices {
         recorder,
@@ -163,6 +166,7 @@ pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConf
                 .map_err(|e| anyhow!("{e}"))?;
             if let Some(dir) = path.parent() {
                 data::resolve_paths(&mut over, dir);
+                config::tls::resolve_paths(&mut over, dir);
             }
             config::merge(base, over)
         }
@@ -566,6 +570,7 @@ fn finish(
     summary.generator_saturated = sampled.verdict;
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
+    summary.tls = setup.services.net.tls.summary();
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));
