@@ -16,8 +16,8 @@
 use super::{parse_toml, ConfigError};
 use std::path::Path;
 
-/// Reads each file and layers them in order; `[data]` paths are made relative to the
-/// file that names them. Errors name the file.
+/// Reads each file and layers them in order; `[data]` and `[tls]` paths are made
+/// relative to the file that names them. Errors name the file.
 pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
     let mut merged = toml::Table::new();
     for path in paths {
@@ -28,6 +28,7 @@ pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
         let mut table = parse_toml(&text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {
             crate::run::data::resolve_paths(&mut table, dir);
+            super::tls::resolve_paths(&mut table, dir);
         }
         merged = layer(merged, table);
     }

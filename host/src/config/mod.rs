@@ -10,6 +10,7 @@ pub mod sampling;
 pub mod scenario;
 pub mod stack;
 pub mod table;
+pub mod tls;
 pub mod trend_stats;
 pub mod websocket;
 
@@ -40,6 +41,7 @@ const SECTIONS: &[&str] = &[
     "http",
     "sampling",
     "stack",
+    "tls",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -124,6 +126,8 @@ pub struct RunConfig {
     pub stack: StackConfig,
     /// The trend columns summary.txt prints (`--summary-trend-stats`), in order.
     pub summary_trend_stats: Vec<TrendStat>,
+    /// How `https://` and `wss://` connections are made (`[tls]`).
+    pub tls: tls::TlsOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -145,6 +149,7 @@ impl RunConfig {
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
+            tls: tls::TlsOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -266,6 +271,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
     let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
+    let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -284,6 +290,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .summary_trend_stats
             .clone()
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
+        tls,
         source,
     })
 }

@@ -1,10 +1,11 @@
 //! Opens connections for the HTTP client: name resolution, TCP connect (timed), and the
-//! HTTP handshake on a byte-counting transport. The `Sender` enum is where HTTP/2 and
-//! the `Stream` wrapper is where TLS plug in.
+//! TLS handshake for https, then the HTTP handshake, on a byte-counting transport.
 
 use super::allowlist::Origin;
 use super::counting_io::{CountingIo, IoStats};
 use super::http::HttpError;
+use super::tls::Purpose;
+use super::NetShared;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -33,9 +34,17 @@ pub struct Connection {
     sender: Sender,
     /// Bytes and write times of the transport.
     pub stats: Arc<IoStats>,
+    /// The TLS failure that ended the connection, if it is TLS and one did.
+    tls_failure: Option<super::tls::Failure>,
 }
 
 impl Connection {
+    /// Why the connection's TLS failed, if it did (a request that met the failure
+    /// may have seen only the connection closing).
+    pub fn tls_failure(&self) -> Option<&str> {
+        self.tls_failure.as_ref()?.get().map(String::as_str)
+    }
+
     /// Whether the connection can take another request.
     pub fn is_usable(&self) -> bool {
         match &self.sender {
@@ -109,22 +118,50 @@ async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream
     socket.connect(addr).await
 }
 
-/// Opens a connection to `origin`, from `local` when given, accepting responses of
-/// up to `max_headers` header fields (`[http] max_headers`).
+/// Opens a connection to `origin`, from `local` when given: TCP, then for `https://`
+/// the TLS handshake (timed apart), then HTTP, accepting responses of up to
+/// `[http] max_headers` header fields. Byte counts are of the wire, TLS
+/// records included, as k6 counts them.
 pub async fn connect(
     origin: &Origin,
     local: Option<IpAddr>,
-    max_headers: usize,
+    shared: &NetShared,
 ) -> Result<(Connection, ConnectTimings), HttpError> {
-    if origin.scheme == "https" {
-        return Err(HttpError::Tls(format!(
-            "{origin}: https is not supported by this build of the host yet; use http://"
-        )));
-    }
     let start = Instant::now();
     let stream = connect_tcp(origin, local).await?;
     let connecting = start.elapsed();
     let (io, stats) = CountingIo::new(stream);
+    let mut timings = ConnectTimings {
+        connecting,
+        tls_handshaking: Duration::ZERO,
+    };
+    let mut tls_failure = None;
+    let sender = if origin.scheme == "https" {
+        let tls_start = Instant::now();
+        let (stream, _negotiated) = shared.tls.handshake(origin, io, Purpose::Http1).await?;
+        timings.tls_handshaking = tls_start.elapsed();
+        let (stream, failure) = super::tls::Watched::new(stream);
+        tls_failure = Some(failure);
+        http1(origin, stream, shared.http.max_headers).await?
+    } else {
+        http1(origin, io, shared.http.max_headers).await?
+    };
+    Ok((
+        Connection {
+            sender,
+            stats,
+            tls_failure,
+        },
+        timings,
+    ))
+}
+
+/// The HTTP/1.1 handshake over `io`; the connection's task is spawned. Generic, so
+/// plain and TLS transports each get their own code and no dynamic dispatch.
+async fn http1<IO>(origin: &Origin, io: IO, max_headers: usize) -> Result<Sender, HttpError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = hyper::client::conn::http1::Builder::new();
     // Only a limit other than hyper's default is set: setting any moves hyper's
     // header parse buffer from the stack to the heap for every response.
@@ -140,16 +177,7 @@ pub async fn connect(
         // errors surface on the request that was using it.
         let _ = conn.await;
     });
-    Ok((
-        Connection {
-            sender: Sender::Http1(sender),
-            stats,
-        },
-        ConnectTimings {
-            connecting,
-            tls_handshaking: Duration::ZERO,
-        },
-    ))
+    Ok(Sender::Http1(sender))
 }
 
 /// The addresses of `origin`'s host (an IP address is used as it is).

@@ -82,6 +82,21 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = writeln!(out, "; denied {}", h.denied);
     }
+    if let Some(tls) = &s.tls {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  tls: {} handshakes ({}); cipher suites {}",
+            tls.handshakes,
+            list(&tls.versions),
+            list(&tls.cipher_suites)
+        );
+    }
     let _ = writeln!(out);
     for m in s.metrics.values() {
         let _ = writeln!(out, "     {}", metric_line(m, &s.trend_stats));

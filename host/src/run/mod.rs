@@ -149,7 +149,10 @@ fn services_for(
     );
     let net = Arc::new(
         net.with_websocket(config.websocket.clone())
-            .with_http(config.http.clone()),
+            .with_http(config.http.clone())
+            .with_tls(Arc::new(crate::net::tls::TlsClient::new(
+                config.tls.clone(),
+            ))),
     );
     Ok(Arc::new(HostServices {
         recorder,
@@ -563,6 +566,7 @@ fn finish(
     summary.generator_saturated = sampled.verdict;
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
+    summary.tls = setup.services.net.tls.summary();
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));

@@ -80,6 +80,9 @@ pub struct Summary {
     pub scenarios: BTreeMap<String, ScenarioSummary>,
     /// HTTP requests by fate.
     pub http: HttpCounts,
+    /// TLS handshakes by version and cipher suite (absent without TLS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::net::tls::TlsSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// Checks by name.
@@ -325,6 +328,7 @@ impl Summary {
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
+            tls: None,
             metrics,
             checks,
             thresholds: Vec::new(),

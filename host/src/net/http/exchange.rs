@@ -145,13 +145,7 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(
-            &prepared.target.origin,
-            prepared.local_ip,
-            shared.http.max_headers,
-        )
-        .await
-        {
+        None => match connect(&prepared.target.origin, prepared.local_ip, shared).await {
             Ok((c, connect_timings)) => {
                 timings.connecting = connect_timings.connecting;
                 timings.tls_handshaking = connect_timings.tls_handshaking;
@@ -170,7 +164,7 @@ async fn exchange(
         Ok(r) => r,
         Err(e) => {
             let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-            return (Err(classify(&e, shared.http.max_headers)), None, io);
+            return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
         }
     };
     let head_at = Instant::now();
@@ -197,7 +191,7 @@ async fn exchange(
             Ok(f) => f,
             Err(e) => {
                 let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-                return (Err(classify(&e, shared.http.max_headers)), None, io);
+                return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
             }
         };
         if let Ok(data) = frame.into_data() {
@@ -235,9 +229,17 @@ fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// A protocol error with its chain of causes; a response head too large for the
-/// parser names the setting that lifts the limit.
-fn classify(e: &hyper::Error, max_headers: usize) -> HttpError {
+/// A TLS failure (such as a client certificate the server refused, which TLS 1.3
+/// reports only at the first read) is a `tls` error; anything else a `protocol` one,
+/// with its chain of causes. A response head too large for the parser names the
+/// setting that lifts the limit.
+fn classify(e: &hyper::Error, conn: &Connection, max_headers: usize) -> HttpError {
+    if let Some(tls) = crate::net::tls::find(e) {
+        return HttpError::Tls(crate::net::tls::describe(tls));
+    }
+    if let Some(failure) = conn.tls_failure() {
+        return HttpError::Tls(failure.to_string());
+    }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

@@ -15,6 +15,7 @@ mod open;
 mod session;
 #[cfg(test)]
 mod tests;
+mod transport;
 
 pub use open::{connect, connect_from};
 
