@@ -384,7 +384,7 @@ impl TlsClient {
 }
 
 /// TLS handshakes of a run, as k6's `tls_version` tag counts them.
-#[derive(Debug, Clone, Default, serde::Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct TlsSummary {
     /// Handshakes completed.
     pub handshakes: u64,

@@ -81,7 +81,7 @@ pub struct Summary {
     /// HTTP requests by fate.
     pub http: HttpCounts,
     /// TLS handshakes by version and cipher suite (absent without TLS).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::net::tls::TlsSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
