@@ -27,12 +27,27 @@ pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
         })?;
         let mut table = parse_toml(&text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {
-            crate::run::data::resolve_paths(&mut table, dir);
+            resolve_data_paths(&mut table, dir);
             super::tls::resolve_paths(&mut table, dir);
         }
         merged = layer(merged, table);
     }
     Ok(merged)
+}
+
+/// Makes the relative paths of a run config's `[data]` section relative to `dir` (the
+/// config file's folder), so a run does not depend on the folder it was started from.
+fn resolve_data_paths(table: &mut toml::Table, dir: &Path) {
+    let Some(toml::Value::Table(data)) = table.get_mut("data") else {
+        return;
+    };
+    for (_, value) in data.iter_mut() {
+        if let toml::Value::String(path) = value {
+            if Path::new(path.as_str()).is_relative() {
+                *path = dir.join(path.as_str()).to_string_lossy().into_owned();
+            }
+        }
+    }
 }
 
 /// Lays `over` on `base` by the rules of this module.
@@ -115,5 +130,17 @@ mod tests {
         );
         assert_eq!(s["b"]["iterations"].as_integer(), Some(4));
         assert!(s.contains_key("c"));
+    }
+
+    #[test]
+    fn relative_data_paths_follow_the_config_file() {
+        let mut table: toml::Table =
+            toml::from_str("[data]\nusers = \"users.csv\"\nabs = \"/srv/x.json\"").unwrap();
+        resolve_data_paths(&mut table, Path::new("/work/tests"));
+        assert_eq!(
+            table["data"]["users"].as_str(),
+            Some("/work/tests/users.csv")
+        );
+        assert_eq!(table["data"]["abs"].as_str(), Some("/srv/x.json"));
     }
 }
