@@ -14,6 +14,8 @@ use std::net::IpAddr;
 
 /// Most source addresses `local_ips` may list (a VU takes one each).
 const MAX_LOCAL_IPS: u128 = 65_536;
+/// Redirects followed per request by default, as browsers and k6 do.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
 /// Most redirects a request may follow.
 const MAX_REDIRECTS: u64 = 100;
 /// Header fields a response may carry by default: hyper's own default, the one it
@@ -44,7 +46,7 @@ pub struct HttpOptions {
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            max_redirects: crate::net::redirect::DEFAULT_MAX_REDIRECTS,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
             no_cookies_reset: false,
             local_ips: Vec::new(),
             count_setup: false,

@@ -10,6 +10,7 @@ pub mod sampling;
 pub mod scenario;
 pub mod stack;
 pub mod table;
+pub mod thresholds;
 pub mod tls;
 pub mod trend_stats;
 pub mod websocket;
@@ -66,9 +67,27 @@ pub struct Limits {
     /// Wall-clock limit of `setup()` and `teardown()`.
     pub setup_timeout: Duration,
     /// How much each VU may write with `log()`.
-    pub log: crate::plugin::log::LogLimits,
+    pub log: LogLimits,
     /// What a VU's failed `init` does to the run.
     pub init_failures: InitFailures,
+}
+
+/// How much a VU may write with `log()` (`[limits] log_lines_per_s`, `log_line_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogLimits {
+    /// Lines per second per VU (a second's worth may come at once); 0 = none.
+    pub lines_per_s: f64,
+    /// Longest line written; longer ones are cut and marked.
+    pub line_bytes: usize,
+}
+
+impl Default for LogLimits {
+    fn default() -> Self {
+        Self {
+            lines_per_s: 10.0,
+            line_bytes: 4096,
+        }
+    }
 }
 
 /// What a VU's failed `init` does to the run (`[limits] init_failures`).
@@ -350,7 +369,7 @@ fn thresholds(source: &toml::Table) -> Result<(toml::Table, bool), ConfigError> 
             })
         }
     };
-    crate::thresholds::parse_thresholds(&thresholds)?;
+    self::thresholds::parse_thresholds(&thresholds)?;
     Ok((thresholds, allow_missing))
 }
 
