@@ -393,3 +393,99 @@ ca_file = {ca:?}
     );
     server.shutdown().await;
 }
+
+/// Runs one iteration of `http_probe` in `batch` mode (20 `GET /` at once) against
+/// `base`, with `extra` appended to the run config.
+async fn batch_of_20(base: &str, extra: &str) -> common::Finished {
+    let config = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 1\n\
+         [thresholds]\nallow_missing = true\n\"http_reqs{{proto:HTTP/2}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{proto:HTTP/1.1}}\" = [\"count>=0\"]\n{extra}\n"
+    );
+    run(
+        "http_probe",
+        &config,
+        &[("BASE_URL", base), ("MODE", "batch"), ("BATCH", "20")],
+    )
+    .await
+    .expect("run completes")
+}
+
+/// Requests answered over `proto`, from the threshold on `http_reqs{proto:...}` that
+/// [`batch_of_20`] sets (its observed count; 0 when there was none).
+fn by_proto(f: &common::Finished, proto: &str) -> f64 {
+    let metric = format!("http_reqs{{proto:{proto}}}");
+    f.json["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == metric.as_str())
+        .unwrap_or_else(|| panic!("no threshold on {metric}"))["observed"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+async fn slow_demo(tls: Option<&DemoTls>) -> DemoServer {
+    // Every `GET /` takes 300 ms: twenty one after the other would take 6 s.
+    let config = DemoConfig {
+        faults: demo_target::Faults {
+            latency: std::time::Duration::from_millis(300),
+            ..Default::default()
+        },
+        ..DemoConfig::default()
+    };
+    let addr = "127.0.0.1:0".parse().unwrap();
+    match tls {
+        Some(tls) => DemoServer::start_tls(addr, config, tls.server_config().unwrap()).await,
+        None => DemoServer::start(addr, config).await,
+    }
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_by_alpn_sends_a_batch_as_concurrent_streams_of_one_connection() {
+    let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &tls.ca_pem);
+    let server = slow_demo(Some(&tls)).await;
+    let f = batch_of_20(&server.base_url(), &format!("[tls]\nca_file = {ca:?}")).await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/2"), 20.0);
+    assert_eq!(by_proto(&f, "HTTP/1.1"), 0.0);
+    assert_eq!(server.connections_accepted(), 1, "one connection");
+    assert_eq!(server.requests_served(), 20, "twenty streams");
+    assert_eq!(f.json["tls"]["handshakes"], 1);
+    // Concurrent, not one after the other (that would be 6 s).
+    let took = f.metric("iteration_duration", "max");
+    assert!(took < 3000.0, "the batch took {took} ms");
+    // Bytes are counted once each, though the streams shared one connection.
+    let received = f.metric("data_received", "count");
+    assert!(received > 0.0 && received < 200_000.0, "{received}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_restrict_alpn_and_h2c_speaks_http2_to_plain_http() {
+    let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &tls.ca_pem);
+    let server = slow_demo(Some(&tls)).await;
+    let f = batch_of_20(
+        &server.base_url(),
+        &format!("[http]\nversions = [\"http/1.1\"]\n[tls]\nca_file = {ca:?}"),
+    )
+    .await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/1.1"), 20.0);
+    assert_eq!(
+        server.connections_accepted(),
+        20,
+        "HTTP/1.1: one connection each"
+    );
+
+    let plain = slow_demo(None).await;
+    let f = batch_of_20(&plain.base_url(), "[http]\nh2c = true").await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/2"), 20.0);
+    assert_eq!(plain.connections_accepted(), 1);
+    assert!(f.json.get("tls").is_none());
+}
