@@ -98,7 +98,11 @@ async fn a_self_signed_certificate_is_refused_unless_verification_is_skipped() {
         .self_signed(&key)
         .unwrap();
     let server = TestServer::start(server_config(vec![cert.der().clone()], &key, None)).await;
-    let refused = probe(&server.url(), 2, "").await;
+    // Another CA is trusted too, so the refusal does not hang on what the system's
+    // store holds.
+    let dir = tempfile::tempdir().unwrap();
+    let other = write(dir.path(), "other-ca.pem", &Ca::new("other CA").pem);
+    let refused = probe(&server.url(), 2, &format!("ca_file = {other:?}")).await;
     let message = first_error(&refused);
     assert!(
         message.contains("TLS handshake failed")
@@ -139,7 +143,7 @@ async fn a_name_mismatch_an_expired_certificate_and_plain_http_are_named() {
     assert!(message.contains("certificate name mismatch"), "{message}");
 
     // Trusted and for the right name, but expired.
-    let ca = Ca::new();
+    let ca = Ca::new("test CA");
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
     params.not_before = rcgen::date_time_ymd(2020, 1, 1);
@@ -163,8 +167,8 @@ async fn a_name_mismatch_an_expired_certificate_and_plain_http_are_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_is_accepted_and_one_from_another_ca_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let server_ca = Ca::new();
-    let client_ca = Ca::new();
+    let server_ca = Ca::new("server CA");
+    let client_ca = Ca::new("client CA");
     let server_key = KeyPair::generate().unwrap();
     let server_cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
         .unwrap()
@@ -203,7 +207,7 @@ async fn a_client_certificate_is_accepted_and_one_from_another_ca_refused() {
     );
     assert_eq!(server.connections.load(Ordering::Relaxed), 1);
 
-    let stranger = Ca::new();
+    let stranger = Ca::new("stranger CA");
     let (cert, key) = client(&stranger, "bad");
     let refused = probe(
         &server.url(),
@@ -256,10 +260,15 @@ struct Ca {
 }
 
 impl Ca {
-    fn new() -> Ca {
+    /// A CA whose name is `name` (distinct names: a CA of the same name would be taken
+    /// for the issuer, and the failure would be a bad signature instead).
+    fn new(name: &str) -> Ca {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
         let cert = params.self_signed(&key).unwrap();
         Ca {
             issuer: Issuer::new(params, key),
