@@ -134,15 +134,33 @@ impl Connection {
                 s.send_request(request).await
             }
             Sender::Http2(s) => {
-                *request.uri_mut() = absolute.clone();
-                // `Host` is HTTP/1.1's: HTTP/2 carries it as `:authority`.
-                request.headers_mut().remove(http::header::HOST);
+                // `Host` is HTTP/1.1's: HTTP/2 carries it as `:authority`. A plugin's own
+                // `Host` (virtual hosting) becomes the authority.
+                *request.uri_mut() = match request.headers_mut().remove(http::header::HOST) {
+                    Some(host)
+                        if Some(host.as_bytes())
+                            != absolute.authority().map(|a| a.as_str().as_bytes()) =>
+                    {
+                        with_authority(absolute, &host)
+                    }
+                    _ => absolute.clone(),
+                };
                 *request.version_mut() = http::Version::HTTP_2;
                 s.ready().await?;
                 s.send_request(request).await
             }
         }
     }
+}
+
+/// `uri` with `host` as its authority (`uri` when `host` is not a valid one).
+fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
+    let mut parts = uri.clone().into_parts();
+    match http::uri::Authority::try_from(host.as_bytes()) {
+        Ok(authority) => parts.authority = Some(authority),
+        Err(_) => return uri.clone(),
+    }
+    http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
 }
 
 /// Resolves `origin` and opens a TCP connection to the first address that answers,
@@ -307,4 +325,21 @@ async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
         )));
     }
     Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_field_becomes_the_http2_authority() {
+        let uri: http::Uri = "https://127.0.0.1:8443/a?b=1".parse().unwrap();
+        let host = http::HeaderValue::from_static("api.example:8443");
+        assert_eq!(
+            with_authority(&uri, &host).to_string(),
+            "https://api.example:8443/a?b=1"
+        );
+        let bad = http::HeaderValue::from_static("not a host");
+        assert_eq!(with_authority(&uri, &bad), uri);
+    }
 }
