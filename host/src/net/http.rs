@@ -348,8 +348,9 @@ impl HttpClient {
 
     /// Opens, before a batch goes out, the connection its requests to one origin
     /// will share if the origin speaks HTTP/2 (ALPN, or h2c): else each request would
-    /// open its own, as none is pooled yet. An origin that answers with HTTP/1.1 keeps
-    /// the connection for one of its requests. A failure here is left to the requests,
+    /// open its own, as none is pooled yet. Only for an origin with several requests in
+    /// the batch and nothing pooled; one that answers with HTTP/1.1 keeps the
+    /// connection for one of its requests. A failure here is left to the requests,
     /// which try again and report it.
     async fn open_shared(&mut self, ready: &[(usize, Prepared)]) {
         let (h2, h2c) = (self.shared.http.h2, self.shared.http.h2c);
@@ -365,10 +366,12 @@ impl HttpClient {
                 || !ready[n + 1..]
                     .iter()
                     .any(|(_, q)| q.target.pool_key == *key)
-                || self.idle.get(key).is_some_and(|idle| {
-                    idle.iter()
-                        .any(|c| c.proto() == Proto::Http2 && c.is_usable())
-                })
+                // A pooled connection says what the origin speaks: HTTP/2 is shared
+                // as it is, and HTTP/1.1 needs no connection opened ahead.
+                || self
+                    .idle
+                    .get(key)
+                    .is_some_and(|idle| idle.iter().any(Connection::is_usable))
             {
                 continue;
             }
