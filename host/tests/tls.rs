@@ -98,7 +98,11 @@ async fn a_self_signed_certificate_is_refused_unless_verification_is_skipped() {
         .self_signed(&key)
         .unwrap();
     let server = TestServer::start(server_config(vec![cert.der().clone()], &key, None)).await;
-    let refused = probe(&server.url(), 2, "").await;
+    // Another CA is trusted too, so the refusal does not hang on what the system's
+    // store holds.
+    let dir = tempfile::tempdir().unwrap();
+    let other = write(dir.path(), "other-ca.pem", &Ca::new("other CA").pem);
+    let refused = probe(&server.url(), 2, &format!("ca_file = {other:?}")).await;
     let message = first_error(&refused);
     assert!(
         message.contains("TLS handshake failed")
@@ -139,7 +143,7 @@ async fn a_name_mismatch_an_expired_certificate_and_plain_http_are_named() {
     assert!(message.contains("certificate name mismatch"), "{message}");
 
     // Trusted and for the right name, but expired.
-    let ca = Ca::new();
+    let ca = Ca::new("test CA");
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
     params.not_before = rcgen::date_time_ymd(2020, 1, 1);
@@ -163,8 +167,8 @@ async fn a_name_mismatch_an_expired_certificate_and_plain_http_are_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_is_accepted_and_one_from_another_ca_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let server_ca = Ca::new();
-    let client_ca = Ca::new();
+    let server_ca = Ca::new("server CA");
+    let client_ca = Ca::new("client CA");
     let server_key = KeyPair::generate().unwrap();
     let server_cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
         .unwrap()
@@ -203,7 +207,7 @@ async fn a_client_certificate_is_accepted_and_one_from_another_ca_refused() {
     );
     assert_eq!(server.connections.load(Ordering::Relaxed), 1);
 
-    let stranger = Ca::new();
+    let stranger = Ca::new("stranger CA");
     let (cert, key) = client(&stranger, "bad");
     let refused = probe(
         &server.url(),
@@ -256,10 +260,15 @@ struct Ca {
 }
 
 impl Ca {
-    fn new() -> Ca {
+    /// A CA whose name is `name` (distinct names: a CA of the same name would be taken
+    /// for the issuer, and the failure would be a bad signature instead).
+    fn new(name: &str) -> Ca {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
         let cert = params.self_signed(&key).unwrap();
         Ca {
             issuer: Issuer::new(params, key),
@@ -392,4 +401,100 @@ ca_file = {ca:?}
         f.json["tls"]
     );
     server.shutdown().await;
+}
+
+/// Runs one iteration of `http_probe` in `batch` mode (20 `GET /` at once) against
+/// `base`, with `extra` appended to the run config.
+async fn batch_of_20(base: &str, extra: &str) -> common::Finished {
+    let config = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 1\n\
+         [thresholds]\nallow_missing = true\n\"http_reqs{{proto:HTTP/2}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{proto:HTTP/1.1}}\" = [\"count>=0\"]\n{extra}\n"
+    );
+    run(
+        "http_probe",
+        &config,
+        &[("BASE_URL", base), ("MODE", "batch"), ("BATCH", "20")],
+    )
+    .await
+    .expect("run completes")
+}
+
+/// Requests answered over `proto`, from the threshold on `http_reqs{proto:...}` that
+/// [`batch_of_20`] sets (its observed count; 0 when there was none).
+fn by_proto(f: &common::Finished, proto: &str) -> f64 {
+    let metric = format!("http_reqs{{proto:{proto}}}");
+    f.json["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == metric.as_str())
+        .unwrap_or_else(|| panic!("no threshold on {metric}"))["observed"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+async fn slow_demo(tls: Option<&DemoTls>) -> DemoServer {
+    // Every `GET /` takes 300 ms: twenty one after the other would take 6 s.
+    let config = DemoConfig {
+        faults: demo_target::Faults {
+            latency: std::time::Duration::from_millis(300),
+            ..Default::default()
+        },
+        ..DemoConfig::default()
+    };
+    let addr = "127.0.0.1:0".parse().unwrap();
+    match tls {
+        Some(tls) => DemoServer::start_tls(addr, config, tls.server_config().unwrap()).await,
+        None => DemoServer::start(addr, config).await,
+    }
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_by_alpn_sends_a_batch_as_concurrent_streams_of_one_connection() {
+    let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &tls.ca_pem);
+    let server = slow_demo(Some(&tls)).await;
+    let f = batch_of_20(&server.base_url(), &format!("[tls]\nca_file = {ca:?}")).await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/2"), 20.0);
+    assert_eq!(by_proto(&f, "HTTP/1.1"), 0.0);
+    assert_eq!(server.connections_accepted(), 1, "one connection");
+    assert_eq!(server.requests_served(), 20, "twenty streams");
+    assert_eq!(f.json["tls"]["handshakes"], 1);
+    // Concurrent, not one after the other (that would be 6 s).
+    let took = f.metric("iteration_duration", "max");
+    assert!(took < 3000.0, "the batch took {took} ms");
+    // Bytes are counted once each, though the streams shared one connection.
+    let received = f.metric("data_received", "count");
+    assert!(received > 0.0 && received < 200_000.0, "{received}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_restrict_alpn_and_h2c_speaks_http2_to_plain_http() {
+    let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &tls.ca_pem);
+    let server = slow_demo(Some(&tls)).await;
+    let f = batch_of_20(
+        &server.base_url(),
+        &format!("[http]\nversions = [\"http/1.1\"]\n[tls]\nca_file = {ca:?}"),
+    )
+    .await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/1.1"), 20.0);
+    assert_eq!(
+        server.connections_accepted(),
+        20,
+        "HTTP/1.1: one connection each"
+    );
+
+    let plain = slow_demo(None).await;
+    let f = batch_of_20(&plain.base_url(), "[http]\nh2c = true").await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(by_proto(&f, "HTTP/2"), 20.0);
+    assert_eq!(plain.connections_accepted(), 1);
+    assert!(f.json.get("tls").is_none());
 }

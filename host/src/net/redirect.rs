@@ -80,6 +80,7 @@ mod tests {
             },
             body_size: 0,
             timings: Timings::default(),
+            proto: crate::net::connect::Proto::Http1,
             url: String::new(),
         }
     }

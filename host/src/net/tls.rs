@@ -418,6 +418,10 @@ pub fn describe(e: &rustls::Error) -> String {
                 "bad certificate: not signed by a trusted authority (self-signed, or its CA is \
                  not in the system's roots; trust it with [tls] ca_file): {e}"
             ),
+            C::BadSignature => format!(
+                "bad certificate: its signature does not verify with the key of the trusted \
+                 authority it names (forged, or signed by another CA of the same name): {e}"
+            ),
             C::Expired | C::ExpiredContext { .. } => format!("certificate expired: {e}"),
             C::NotValidYet | C::NotValidYetContext { .. } => {
                 format!("certificate not yet valid: {e}")
@@ -436,7 +440,7 @@ pub fn describe(e: &rustls::Error) -> String {
             | A::CertificateRevoked
             | A::CertificateExpired
             | A::AccessDenied
-            // What rustls servers send for a client certificate of an unknown issuer.
+            // What a server sends when the client certificate's signature fails.
             | A::DecryptError),
         ) => format!(
             "the server refused the client certificate (alert {alert:?}); check [tls] \

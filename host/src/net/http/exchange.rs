@@ -146,24 +146,25 @@ async fn exchange(
     let mut conn = match conn {
         Some(c) => c,
         None => match connect(&prepared.target.origin, prepared.local_ip, shared).await {
-            Ok((c, connect_timings)) => {
-                timings.connecting = connect_timings.connecting;
-                timings.tls_handshaking = connect_timings.tls_handshaking;
-                c
-            }
+            Ok(c) => c,
             Err(e) => return (Err(e), None, (0, 0)),
         },
     };
-    let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
+    // A connection opened for this request, or for a batch and not used yet.
+    if let Some(connect_timings) = conn.take_fresh() {
+        timings.connecting = connect_timings.connecting;
+        timings.tls_handshaking = connect_timings.tls_handshaking;
+    }
+    let mark = conn.io_mark();
     let ready = Instant::now();
     tracker.sent();
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);
-    let response = match conn.send(prepared.request).await {
+    let response = match conn.send(prepared.request, &prepared.target.absolute).await {
         Ok(r) => r,
         Err(e) => {
-            let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+            let io = conn.io_since(mark);
             return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
         }
     };
@@ -177,11 +178,12 @@ async fn exchange(
     timings.waiting = head_at.duration_since(written_at);
 
     let status = response.status().as_u16();
+    let proto = conn.proto();
     let (head, mut body_stream) = response.into_parts();
     let headers = head.headers;
     // A body announced beyond the cap is refused from the header, not downloaded first.
     if announced_length(&headers).is_some_and(|n| n > shared.max_body) {
-        let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+        let io = conn.io_since(mark);
         return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
     }
     let mut body = Vec::new();
@@ -190,14 +192,14 @@ async fn exchange(
         let frame = match frame {
             Ok(f) => f,
             Err(e) => {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                let io = conn.io_since(mark);
                 return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
             }
         };
         if let Ok(data) = frame.into_data() {
             body_size += data.len() as u64;
             if body_size > shared.max_body {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                let io = conn.io_since(mark);
                 return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
             }
             if !prepared.discard_body {
@@ -206,12 +208,13 @@ async fn exchange(
         }
     }
     timings.receiving = head_at.elapsed();
-    let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+    let io = conn.io_since(mark);
     let response = HttpResponse {
         status,
         content: ResponseContent { headers, body },
         body_size,
         timings,
+        proto,
         // Set by the client, which owns the request's URL.
         url: String::new(),
     };
