@@ -4,10 +4,12 @@
 pub mod bindings;
 pub mod budget;
 pub mod cache;
+pub mod embedded;
 pub mod engine;
 pub mod imports;
 pub mod log;
 pub mod output;
+pub mod pin;
 pub mod state;
 pub mod validate;
 
@@ -55,6 +57,8 @@ pub struct Inspected {
     pub plugin: Plugin,
     /// Its self-description.
     pub info: PluginInfo,
+    /// The README and source URL in its custom sections.
+    pub embedded: embedded::Embedded,
 }
 
 /// Reads a plugin file, refusing anything that is not a component.

@@ -116,7 +116,11 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
     let info = plugin
         .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
         .await?;
-    Ok(Inspected { plugin, info })
+    Ok(Inspected {
+        plugin,
+        info,
+        embedded: plugin::embedded::read(&bytes),
+    })
 }
 
 fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
@@ -150,6 +154,17 @@ fn services_for(
     }))
 }
 
+/// Refuses the run's plugin file unless it is the one its run config pins, if any.
+fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
+    let Some(config) = &request.config else {
+        return Ok(());
+    };
+    match plugin::pin::read(config)? {
+        Some(pin) => pin.verify(&request.plugin, sha256),
+        None => Ok(()),
+    }
+}
+
 /// Resolves the run config: plugin defaults ← run.toml ← CLI.
 pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let base = config::parse_toml(&info.default_config, "the plugin's default config")
@@ -161,6 +176,9 @@ pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConf
                 .with_context(|| format!("cannot read config {}", path.display()))?;
             let mut over = config::parse_toml(&text, &path.display().to_string())
                 .map_err(|e| anyhow!("{e}"))?;
+            // `plugin = { path, sha256 }` is the pin, checked by `check_pin`, not a
+            // setting of the run.
+            over.remove("plugin");
             if let Some(dir) = path.parent() {
                 data::resolve_paths(&mut over, dir);
             }
@@ -244,6 +262,9 @@ struct Driven {
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
 /// every scenario runs something the plugin has.
 async fn plan(request: &RunRequest) -> Result<Plan> {
+    // A pinned plugin is checked before any of its code runs, describe() included.
+    let (_, sha256) = plugin::read_plugin(&request.plugin)?;
+    check_pin(request, &sha256)?;
     let inspected = inspect(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
@@ -292,6 +313,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     })?;
     let ticker = EpochTicker::start(&engine)?;
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
+    // Again on the bytes that run: the file may have been replaced since the plan.
+    check_pin(request, &sha256)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
     let services = services_for(config, registry.clone(), request.quiet)?;
