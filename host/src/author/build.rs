@@ -1,6 +1,6 @@
-//! `host build`: builds a plugin project for wasm32-wasip2 with cargo and finds the
-//! component it wrote (from cargo's JSON messages, so CARGO_TARGET_DIR and renamed
-//! crates are followed rather than guessed).
+//! `host build`: builds a plugin project — a Rust crate for wasm32-wasip2 with cargo,
+//! finding the component it wrote from cargo's JSON messages (so CARGO_TARGET_DIR and
+//! renamed crates are followed rather than guessed), or a Python app (see `python`).
 
 use anyhow::{bail, Context, Result};
 use std::io::BufRead;
@@ -15,16 +15,24 @@ pub fn run(args: &super::BuildArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Builds the project in `dir` (release, wasm32-wasip2) and returns the component's path.
-/// Cargo's own diagnostics go to stderr as it prints them.
+/// Builds the project in `dir` (a Rust crate, or a Python app) and returns the
+/// component's path.
 pub fn build(dir: &Path) -> Result<PathBuf> {
-    let manifest = dir.join("Cargo.toml");
-    if !manifest.is_file() {
+    if dir.join("Cargo.toml").is_file() {
+        build_rust(dir)
+    } else if dir.join("app.py").is_file() {
+        super::python::build(dir)
+    } else {
         bail!(
-            "{} has no Cargo.toml; give the plugin's folder (`host build DIR`), or make one with `host new NAME`",
+            "{} has neither a Cargo.toml nor an app.py; give the plugin's folder (`host build DIR`), or make one with `host new NAME`",
             dir.display()
-        );
+        )
     }
+}
+
+/// Builds a Rust plugin crate (release, wasm32-wasip2); cargo's own diagnostics go to
+/// stderr as it prints them.
+fn build_rust(dir: &Path) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut child = Command::new(&cargo)
         .current_dir(dir)

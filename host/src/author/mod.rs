@@ -1,9 +1,10 @@
 //! Plugin authoring: `host new` starts a plugin project in a folder of its own (the SDK
 //! vendored into it), `host build` turns such a folder into a component and says where
-//! it is.
+//! it is — Rust with cargo, Python with componentize-py.
 
 pub mod build;
 pub mod new;
+pub mod python;
 pub mod sdk;
 pub mod templates;
 
@@ -15,9 +16,11 @@ use std::path::PathBuf;
 pub enum Lang {
     /// Rust, with the loadtest SDK vendored into the project.
     Rust,
+    /// Python, built with componentize-py, with the Python SDK vendored.
+    Python,
 }
 
-/// `host new NAME [--lang rust]`.
+/// `host new NAME [--lang rust|python]`.
 #[derive(Args, Debug)]
 pub struct NewArgs {
     /// The plugin's folder to create (its last part is the plugin's name, e.g.
@@ -31,7 +34,8 @@ pub struct NewArgs {
 /// `host build [DIR]`.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// The plugin project (a folder with a Cargo.toml, as `host new` makes).
+    /// The plugin project (a folder with a Cargo.toml, or a Python app.py, as `host new`
+    /// makes).
     #[arg(default_value = ".")]
     pub dir: PathBuf,
 }

@@ -24,7 +24,6 @@ pub struct Created {
 
 /// Creates the project `args.path` asks for.
 pub fn create(args: &NewArgs) -> Result<Created> {
-    let Lang::Rust = args.lang;
     let name = plugin_name(&args.path)?;
     let dir = args.path.clone();
     if dir.exists() {
@@ -48,6 +47,15 @@ pub fn create(args: &NewArgs) -> Result<Created> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
     let fill = |t: &str| templates::render(t, &name);
+    if args.lang == Lang::Python {
+        // The example plugin is the template: the scaffold is what CI builds and runs.
+        let app = sdk::PY_EXAMPLE_APP.replace("hello-py", &name);
+        write("app.py", &app)?;
+        write("README.md", &fill(templates::PY_README))?;
+        write(".gitignore", templates::PY_GITIGNORE)?;
+        write_python_sdk(&dir)?;
+        return Ok(Created { dir, name });
+    }
     write("Cargo.toml", &fill(templates::CARGO_TOML))?;
     write("Cargo.lock", sdk::PLUGINS_LOCK)?;
     write(".cargo/config.toml", templates::CARGO_CONFIG)?;
@@ -59,6 +67,29 @@ pub fn create(args: &NewArgs) -> Result<Created> {
         write(&format!("sdk/{rel}"), text)?;
     }
     Ok(Created { dir, name })
+}
+
+/// Writes the Python SDK (`loadtest/`) and the contract (`wit/scenario.wit`) into `dir`:
+/// what componentize-py needs besides the app.
+pub fn write_python_sdk(dir: &Path) -> Result<()> {
+    let wit = sdk::SDK_FILES
+        .iter()
+        .find(|(n, _)| *n == "wit/scenario.wit")
+        .expect("build.rs embeds the SDK's WIT")
+        .1;
+    let mut files = vec![("wit/scenario.wit".to_string(), wit)];
+    for (rel, text) in sdk::PY_SDK_FILES {
+        files.push((format!("loadtest/{rel}"), text));
+    }
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// `host new`: creates the project and says what to do next; returns the exit code.

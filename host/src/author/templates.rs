@@ -148,3 +148,53 @@ pub fn render(template: &str, name: &str) -> String {
         .replace("{{name}}", name)
         .replace("{{crate}}", &name.replace('-', "_"))
 }
+
+/// `README.md` of a Python plugin.
+pub const PY_README: &str = r#"# {{name}}
+
+A load-test scenario for the `host` load generator, in Python: a WASI 0.2 component
+built with componentize-py, made with `host new {{name}} --lang python`.
+
+## Build
+
+```sh
+pip install componentize-py==0.25.1     # once (or in a venv)
+host build                              # prints the component's path: target/{{crate}}.wasm
+```
+
+`host build` runs `componentize-py -d wit -w scenario componentize -p . app -o
+target/{{crate}}.wasm`; run that yourself if you prefer. A build takes about half a
+minute and the component weighs about 18 MB (it carries CPython); the host compiles it
+once and keeps the result in its cache.
+
+## Run
+
+```sh
+host target &                           # the demo application on 127.0.0.1:8080, or your own
+host run target/{{crate}}.wasm -e BASE_URL=http://127.0.0.1:8080
+host inspect target/{{crate}}.wasm
+```
+
+The default config is `DEFAULT_CONFIG` in `app.py` (returned by `describe()`); `host run
+... --config run.toml` overlays another one, and `--vus`, `--duration`, `--iterations`
+override it.
+
+## Change it
+
+The scenario is `app.py`: a `loadtest.Scenario` subclass exported as `Plugin`. The SDK
+(`loadtest/`: `http`, `websocket`, `check`, `counter`/`gauge`/`rate`/`trend`, `sleep`,
+`env`, `info`, `log`, `data_len`/`data_get`) and the contract (`wit/scenario.wit`) are
+vendored: this folder builds wherever it is copied. An exception raised in a scenario
+method fails that iteration, with its message.
+
+## Share it
+
+Give the `.wasm` file and its sha256 (`host inspect` prints it); the receiving team pins it:
+
+```toml
+plugin = { path = "{{crate}}.wasm", sha256 = "..." }
+```
+"#;
+
+/// `.gitignore` of a Python plugin.
+pub const PY_GITIGNORE: &str = "/target\n/results\n__pycache__/\n";
