@@ -168,7 +168,10 @@ fn watch(dir: &Path) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "target") {
+        if path
+            .file_name()
+            .is_some_and(|n| n == "target" || n == "__pycache__")
+        {
             continue;
         }
         if path.is_dir() {
