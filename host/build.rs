@@ -11,7 +11,9 @@ fn main() {
         .expect("host/ is inside the workspace")
         .to_path_buf();
     let plugins = root.join("plugins");
-    for dir in ["sdk", "hello", "notes", "sockets", "survey", "fixtures"] {
+    for dir in [
+        "sdk", "hello", "notes", "sockets", "survey", "fixtures", "python",
+    ] {
         watch(&plugins.join(dir));
     }
     for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
@@ -102,6 +104,32 @@ fn embed_sdk(plugins: &Path) {
          pub const PLUGINS_LOCK: &str = include_str!({:?});\n",
         plugins.join("Cargo.lock").display().to_string()
     ));
+    // The Python SDK (a package of .py files) and its example app, for `--lang python`.
+    let python = plugins.join("python");
+    let mut py_files = Vec::new();
+    collect(
+        &python.join("loadtest"),
+        &python.join("loadtest"),
+        &mut py_files,
+    );
+    py_files.sort();
+    code.push_str(
+        "/// The Python SDK package's files: (path inside `loadtest/`, contents).\n\
+         pub const PY_SDK_FILES: &[(&str, &str)] = &[\n",
+    );
+    for rel in &py_files {
+        let abs = python.join("loadtest").join(rel);
+        code.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    code.push_str("];\n");
+    code.push_str(&format!(
+        "/// The example Python plugin (plugins/python/hello_py/app.py), the template of `host new --lang python`.\n\
+         pub const PY_EXAMPLE_APP: &str = include_str!({:?});\n",
+        python.join("hello_py/app.py").display().to_string()
+    ));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     std::fs::write(out.join("sdk_files.rs"), code).expect("cannot write sdk_files.rs");
 }
@@ -119,6 +147,7 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<String>) {
         if path.is_dir() {
             collect(base, &path, files);
         } else if name.ends_with(".rs")
+            || name.ends_with(".py")
             || name.ends_with(".wit")
             || name.ends_with(".toml")
             || name.ends_with(".md")
@@ -139,7 +168,10 @@ fn watch(dir: &Path) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "target") {
+        if path
+            .file_name()
+            .is_some_and(|n| n == "target" || n == "__pycache__")
+        {
             continue;
         }
         if path.is_dir() {

@@ -26,6 +26,10 @@ enum Command {
     },
     /// Start the embedded demo target and run the bundled `notes` plugin against it.
     Demo(DemoArgs),
+    /// Start a plugin project in a folder of its own (scenario, run.toml, README, SDK).
+    New(crate::author::NewArgs),
+    /// Build a plugin project for wasm32-wasip2 and print the component's path.
+    Build(crate::author::BuildArgs),
     /// Compare two runs' summary.json side by side; exits 98 when B regressed beyond
     /// the tolerance (latency or errors up, throughput down).
     Compare {
@@ -426,6 +430,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             print!("{}", crate::output::text::render_inspection(&inspected));
             Ok(0)
         }
+        Command::New(args) => crate::author::new::run(&args),
+        Command::Build(args) => crate::author::build::run(&args),
         Command::Demo(mut args) => {
             args.common.read_env_file()?;
             let flags = args.faults.flags();

@@ -11,7 +11,8 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → demo, run, stack, output, sampling, target_process, config
+//! cli         → author, demo, run, stack, output, sampling, target_process, config
+//! author      → (leaf: `host new`, `host build`, run cargo)
 //! demo        → run, plugin, target_process
 //! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
@@ -28,6 +29,7 @@
 //! metrics, control, deadline, config, target_process: leaves
 //! ```
 
+pub mod author;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -26,6 +26,9 @@ pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
             message: format!("cannot read config: {e}"),
         })?;
         let mut table = parse_toml(&text, &path.display().to_string())?;
+        // `plugin = { path, sha256 }` pins the plugin file (checked when the run
+        // loads it), it is not a setting of the run.
+        table.remove("plugin");
         if let Some(dir) = path.parent() {
             resolve_data_paths(&mut table, dir);
             super::tls::resolve_paths(&mut table, dir);

@@ -287,18 +287,34 @@ pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let _ = writeln!(out, "name:        {}", info.name);
     let _ = writeln!(out, "version:     {}", info.version);
     let _ = writeln!(out, "description: {}", info.description);
-    let _ = writeln!(
-        out,
-        "contract:    {}@{}",
-        crate::plugin::bindings::WIT_PACKAGE,
-        crate::plugin::bindings::WIT_VERSION
+    let interfaces = crate::plugin::validate::interfaces(
+        &i.plugin.engine,
+        i.plugin.pre.instance_pre().component(),
     );
     let _ = writeln!(
         out,
-        "file:        {} ({} bytes, sha256 {})",
-        i.plugin.meta.path.display(),
-        i.plugin.meta.size,
-        i.plugin.meta.sha256
+        "contract:    {}@{} (WIT version it was built against: {})",
+        crate::plugin::bindings::WIT_PACKAGE,
+        crate::plugin::bindings::WIT_VERSION,
+        interfaces.contract.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(out, "file:        {}", i.plugin.meta.path.display());
+    let _ = writeln!(out, "size:        {} bytes", i.plugin.meta.size);
+    let _ = writeln!(out, "sha256:      {}", i.plugin.meta.sha256);
+    let _ = writeln!(
+        out,
+        "uses:        {}",
+        if interfaces.contract_imports.is_empty() {
+            "nothing of the host".to_string()
+        } else {
+            interfaces.contract_imports.join(", ")
+        }
+    );
+    let _ = writeln!(out, "wasi:        {}", interfaces.other_imports.join(", "));
+    let _ = writeln!(
+        out,
+        "source:      {}",
+        i.embedded.source.as_deref().unwrap_or("(not embedded)")
     );
     let _ = writeln!(out, "scenarios:");
     for s in &info.scenarios {
@@ -307,6 +323,12 @@ pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let _ = writeln!(out, "default config:");
     for line in info.default_config.lines() {
         let _ = writeln!(out, "  {line}");
+    }
+    if let Some(readme) = &i.embedded.readme {
+        let _ = writeln!(out, "readme:");
+        for line in readme.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     out
 }

@@ -127,7 +127,11 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
     let info = plugin
         .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
         .await?;
-    Ok(Inspected { plugin, info })
+    Ok(Inspected {
+        plugin,
+        info,
+        embedded: plugin::embedded::read(&bytes),
+    })
 }
 
 fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
@@ -162,6 +166,17 @@ fn services_for(
         warned: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
     }))
+}
+
+/// Refuses the run's plugin file unless it is the one each run config that pins one
+/// (`plugin = { path, sha256 }`) names.
+fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
+    for config in request.config_files() {
+        if let Some(pin) = plugin::pin::read(config)? {
+            pin.verify(&request.plugin, sha256)?;
+        }
+    }
+    Ok(())
 }
 
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
@@ -253,6 +268,9 @@ struct Driven {
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
 /// every scenario runs something the plugin has.
 async fn plan(request: &RunRequest) -> Result<Plan> {
+    // A pinned plugin is checked before any of its code runs, describe() included.
+    let (_, sha256) = plugin::read_plugin(&request.plugin)?;
+    check_pin(request, &sha256)?;
     let inspected = inspect(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
@@ -301,6 +319,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     })?;
     let ticker = EpochTicker::start(&engine)?;
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
+    // Again on the bytes that run: the file may have been replaced since the plan.
+    check_pin(request, &sha256)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
     let services = services_for(config, registry.clone(), request.quiet)?;
