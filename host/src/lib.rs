@@ -11,7 +11,8 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → demo, run, stack, output, sampling, target_process, config
+//! cli         → sweep, demo, run, stack, output, sampling, target_process, config
+//! sweep       → run, stack, summary, config   (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
 //! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
@@ -43,6 +44,7 @@ pub mod sampling;
 pub mod stack;
 pub mod stderr;
 pub mod summary;
+pub mod sweep;
 pub mod target_process;
 pub mod thresholds;
 pub mod vu;
