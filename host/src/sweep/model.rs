@@ -109,9 +109,7 @@ pub fn breakpoint(levels: &[LevelFigures]) -> Breakpoint {
         .find(|l| matches!(l.verdict, Verdict::Fail { .. }));
     let passed = valid
         .iter()
-        .filter(|l| l.verdict == Verdict::Pass)
-        .filter(|l| failed.is_none_or(|f| l.level < f.level))
-        .next_back();
+        .rfind(|l| l.verdict == Verdict::Pass && failed.is_none_or(|f| l.level < f.level));
     Breakpoint {
         passed: passed.map(|l| l.level),
         failed: failed.map(|l| l.level),
