@@ -1,5 +1,5 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
-//! `host up`, `host down`.
+//! `host up`, `host down`, `host sweep`.
 
 use crate::config::{parse_duration, Overrides};
 use crate::run::{self, RunRequest};
@@ -73,6 +73,9 @@ enum Command {
         #[arg(short, long)]
         config: Option<PathBuf>,
     },
+    /// Run a plugin at rising load levels until its thresholds break, and model the
+    /// target's capacity (breakpoint, knee, USL fit): sweep.md, sweep.json, sweep.html.
+    Sweep(crate::sweep::command::SweepArgs),
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -107,6 +110,8 @@ struct FaultArgs {
     /// Share of requests answered with an injected 500, from 0.0 to 1.0.
     #[arg(long, value_parser = share_arg, default_value_t = 0.0)]
     error_rate: f64,
+    #[command(flatten)]
+    capacity: crate::sweep::target_capacity::CapacityArgs,
 }
 
 impl FaultArgs {
@@ -118,6 +123,7 @@ impl FaultArgs {
             stall_every,
             stall_for,
             error_rate,
+            capacity,
         } = self;
         let mut flags = vec![
             format!("--latency={}ms", latency.as_millis()),
@@ -127,6 +133,7 @@ impl FaultArgs {
         if let Some(every) = stall_every {
             flags.push(format!("--stall-every={}ms", every.as_millis()));
         }
+        flags.extend(capacity.flags());
         flags
     }
 
@@ -136,6 +143,7 @@ impl FaultArgs {
             stall_every: self.stall_every,
             stall_for: self.stall_for,
             error_rate: self.error_rate,
+            capacity: self.capacity.capacity(),
         }
     }
 }
@@ -330,7 +338,8 @@ impl CommonArgs {
     }
 }
 
-fn duration_arg(text: &str) -> Result<Duration, String> {
+/// A duration flag (`250ms`, `2s`), as the config writes them.
+pub fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
@@ -366,7 +375,8 @@ fn share_arg(text: &str) -> Result<f64, String> {
     }
 }
 
-fn key_value(text: &str) -> Result<(String, String), String> {
+/// `KEY=VALUE` of `-e`.
+pub fn key_value(text: &str) -> Result<(String, String), String> {
     let (k, v) = text
         .split_once('=')
         .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
@@ -521,6 +531,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
+        Command::Sweep(args) => crate::sweep::command::run(args).await,
         Command::Target {
             listen,
             faults,

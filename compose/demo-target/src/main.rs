@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
-use demo_target::{Cidr, DemoConfig, DemoServer, Faults};
+use demo_target::{Capacity, Cidr, DemoConfig, DemoServer, Faults};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
@@ -33,6 +33,15 @@ struct Args {
     /// Share of requests answered 500, from 0.0 to 1.0.
     #[arg(long, env = "DEMO_ERROR_RATE", default_value_t = 0.0, value_parser = parse_rate)]
     error_rate: f64,
+    /// Capacity limit: serve at most this many requests at once (the rest queue).
+    #[arg(long, env = "DEMO_WORKERS", requires = "service_time")]
+    workers: Option<usize>,
+    /// With --workers: how long each request holds its worker, e.g. 10ms.
+    #[arg(long, env = "DEMO_SERVICE_TIME", value_parser = parse_duration, requires = "workers")]
+    service_time: Option<Duration>,
+    /// With --workers: requests that may wait for a worker; past it, 503 with Retry-After.
+    #[arg(long, env = "DEMO_QUEUE", default_value_t = demo_target::capacity::DEFAULT_QUEUE)]
+    queue: usize,
     /// How often the server pings each live-updates WebSocket (`GET /ws`).
     #[arg(long, env = "DEMO_WS_PING_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     ws_ping_interval: Duration,
@@ -155,6 +164,14 @@ async fn main() -> anyhow::Result<()> {
             stall_every: args.stall_every,
             stall_for: args.stall_for,
             error_rate: args.error_rate,
+            capacity: match (args.workers, args.service_time) {
+                (Some(workers), Some(service_time)) if workers > 0 => Some(Capacity {
+                    workers,
+                    service_time,
+                    queue: args.queue,
+                }),
+                _ => None,
+            },
         },
         ws_ping_interval: args.ws_ping_interval,
         ws_idle_timeout: args.ws_idle_timeout,

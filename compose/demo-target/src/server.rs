@@ -18,6 +18,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::capacity::Admission;
 use crate::faults::{self, Faults};
 use crate::routes::{self, Resp};
 use crate::state::AppState;
@@ -249,7 +250,7 @@ async fn serve<S>(
     let _ = conn.await;
 }
 
-/// Counts the request, applies rate limits and faults, routes it, and counts the
+/// Counts the request, applies rate limits, the capacity limit and faults, routes it, and counts the
 /// response status.
 async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp {
     state.metrics.request_received();
@@ -263,12 +264,29 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
             .clients
             .admit(state.clients.client(peer, req.headers()))
             .is_err();
+    // The capacity limit: a worker is held (after its service time) until the response
+    // is built, so at most `workers` requests are served at once.
+    let worker =
+        if !limited && faults::applies_to(req.uri().path()) && req.uri().path() != "/metrics" {
+            state.faults.admit().await
+        } else {
+            None
+        };
     let resp = if limited {
         let _ = Limited::new(req.into_body(), state.max_body_bytes)
             .collect()
             .await;
         let mut resp = routes::error(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
         // The window is one second; the next one starts within a second.
+        resp.headers_mut()
+            .insert(RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+        resp
+    } else if let Some(Admission::Shed) = worker {
+        let _ = Limited::new(req.into_body(), state.max_body_bytes)
+            .collect()
+            .await;
+        let mut resp = routes::error(StatusCode::SERVICE_UNAVAILABLE, "over capacity");
+        // Queued work drains at the capacity rate; a second is a fair first wait.
         resp.headers_mut()
             .insert(RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
         resp
@@ -281,6 +299,7 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
     } else {
         routes::dispatch(state, req).await
     };
+    drop(worker);
     state.metrics.response_sent(resp.status());
     resp
 }

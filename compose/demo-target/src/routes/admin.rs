@@ -1,4 +1,5 @@
-//! `/admin/faults`: reading and switching the injected faults at runtime.
+//! `/admin/faults`: reading and switching the injected faults (and the capacity limit)
+//! at runtime.
 
 use std::time::Duration;
 
@@ -7,6 +8,7 @@ use hyper::{Method, Request, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::{error, json, method_not_allowed, read_json, Resp};
+use crate::capacity::{Capacity, DEFAULT_QUEUE};
 use crate::faults::Faults;
 use crate::state::AppState;
 
@@ -20,6 +22,12 @@ struct FaultsJson {
     stall_every_ms: Option<u64>,
     stall_for_ms: u64,
     error_rate: f64,
+    /// Requests served at once; `null` or 0 lifts the capacity limit.
+    workers: Option<usize>,
+    /// How long each request holds its worker, in milliseconds (fractions allowed).
+    service_time_ms: f64,
+    /// Requests that may wait for a worker; `null` means the default (10000).
+    queue: Option<usize>,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -33,6 +41,12 @@ impl From<&Faults> for FaultsJson {
             stall_every_ms: f.stall_every.map(millis),
             stall_for_ms: millis(f.stall_for),
             error_rate: f.error_rate,
+            workers: f.capacity.as_ref().map(|c| c.workers),
+            service_time_ms: f
+                .capacity
+                .as_ref()
+                .map_or(0.0, |c| c.service_time.as_secs_f64() * 1000.0),
+            queue: f.capacity.as_ref().map(|c| c.queue),
         }
     }
 }
@@ -47,6 +61,11 @@ impl From<FaultsJson> for Faults {
                 .map(Duration::from_millis),
             stall_for: Duration::from_millis(j.stall_for_ms),
             error_rate: j.error_rate,
+            capacity: j.workers.filter(|&n| n > 0).map(|workers| Capacity {
+                workers,
+                service_time: Duration::from_secs_f64(j.service_time_ms / 1000.0),
+                queue: j.queue.unwrap_or(DEFAULT_QUEUE),
+            }),
         }
     }
 }
@@ -64,6 +83,13 @@ pub async fn faults(state: &AppState, req: Request<Incoming>) -> Resp {
                 return error(
                     StatusCode::BAD_REQUEST,
                     "error_rate must be between 0 and 1",
+                );
+            }
+            // Also refuses NaN and infinity, which Duration cannot hold.
+            if !(0.0..=3_600_000.0).contains(&wanted.service_time_ms) {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "service_time_ms must be between 0 and 3600000 (one hour)",
                 );
             }
             let faults = Faults::from(wanted);

@@ -40,6 +40,11 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
                     "Commands waiting in the outbox for a worker.",
                     state.commands.queued(),
                 ));
+                text.push_str(&crate::metrics::render_gauge(
+                    "demo_capacity_waiting",
+                    "Requests waiting for a worker of the capacity limit.",
+                    state.faults.waiting(),
+                ));
                 state.live.counters.render(&mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
