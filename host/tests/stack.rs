@@ -462,6 +462,76 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     let metrics = format!("{base}/metrics");
     assert_eq!(user_requests(&metrics).await, http_reqs);
 
+    // Every service of the stack was sampled about once a second, each line with the
+    // cpuset and limit the Engine reports, and the API worked while the load ran.
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(outcome.results_dir.join("stats.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let duration = summary["duration_s"].as_f64().unwrap();
+    for c in &containers {
+        let of: Vec<&serde_json::Value> = lines
+            .iter()
+            .filter(|l| l["source"] == c.name.as_str())
+            .collect();
+        // The first frame is a baseline; a loaded machine may lose one more.
+        let expected = duration.floor() as usize;
+        assert!(
+            (expected.saturating_sub(2)..=expected + 2).contains(&of.len()),
+            "{}: {} lines in {duration} s: {of:?}",
+            c.service,
+            of.len()
+        );
+        for l in &of {
+            assert_eq!(l["service"], c.service.as_str(), "{l}");
+            assert_eq!(
+                l["memory_limit_bytes"].as_u64(),
+                c.memory_limit,
+                "the Engine's limit: {l}"
+            );
+            assert!(l["memory_bytes"].as_u64().unwrap() > 0, "{l}");
+        }
+        for pair in of.windows(2) {
+            let gap = pair[1]["t"].as_f64().unwrap() - pair[0]["t"].as_f64().unwrap();
+            assert!((0.3..2.5).contains(&gap), "lines {gap} s apart: {pair:?}");
+        }
+    }
+    let api_lines: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["service"] == "api").collect();
+    assert!(api_lines.iter().all(|l| l["cpus"] == 1.0), "{api_lines:?}");
+    assert!(
+        api_lines
+            .iter()
+            .any(|l| l["cpu_percent"].as_f64().unwrap() > 0.0),
+        "the API served {http_reqs} requests: {api_lines:?}"
+    );
+    let stack = summary["stack"]["services"].as_array().unwrap();
+    let api = stack.iter().find(|s| s["service"] == "api").unwrap();
+    assert_eq!(api["source"], containers[0].name.as_str());
+    assert_eq!(api["cpus"], 1.0);
+    assert_eq!(api["memory_limit_bytes"], 128u64 << 20);
+    assert!(api["cpu_peak_percent"].as_f64().unwrap() > 0.0, "{api}");
+    let worker = stack.iter().find(|s| s["service"] == "worker").unwrap();
+    assert_eq!(worker["memory_limit_bytes"], 48u64 << 20);
+    assert!(worker["net_rx_bytes"].as_u64().unwrap() > 0, "{worker}");
+    let md = std::fs::read_to_string(outcome.results_dir.join("stats.md")).unwrap();
+    assert!(
+        md.contains(&format!("| api | {} |", containers[0].name)),
+        "{md}"
+    );
+    assert!(
+        md.contains("of 128.0 MiB") && md.contains("of 48.0 MiB"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(outcome.results_dir.join("report.html")).unwrap();
+    assert!(html.contains("CPU by service") && html.contains("Memory by service"));
+    assert!(
+        html.contains(&containers[1].name),
+        "the worker is in the report"
+    );
+
     host::stack::down(&name).await.unwrap();
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
@@ -576,5 +646,78 @@ async fn a_dead_service_aborts_the_run_by_default_and_results_are_still_written(
         "service worker exited with code 137 (killed)"
     );
     assert!(summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64 > 0);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+/// Sends `POST path` to 127.0.0.1:`port` and reads until the connection closes (or
+/// 10 s pass); the answer, if any.
+async fn post(port: u16, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return String::new();
+    };
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return String::new();
+    }
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time() {
+    let name = project("oom");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"6s\"\n\
+         [limits]\nrequest_timeout = \"2s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\non_service_exit = \"continue\"\n\
+         memory = {{ api = \"64m\" }}\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let leak = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let containers = wait_for_load(&name).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let api = containers.iter().find(|c| c.service == "api").unwrap();
+            // Far more than its limit (`host up` allows no swap beyond it): the kernel
+            // kills the API while it takes the memory.
+            let answer = post(api.published[0].host_port, "/admin/hold?mb=512").await;
+            assert!(!answer.contains("held_mb"), "the API survived: {answer}");
+        })
+    };
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    leak.await.unwrap();
+    let summary = common::summary_json(&outcome.results_dir);
+    let events = summary["service_events"]
+        .as_array()
+        .expect("service_events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["service"], "api");
+    assert_eq!(events[0]["what"], "was OOM-killed (exit code 137)");
+    let at = events[0]["at_s"].as_f64().unwrap();
+    assert!((0.5..6.5).contains(&at), "at {at}s");
+    let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .starts_with("service api was OOM-killed (exit code 137) at ")
+    });
+    assert!(warned, "{}", summary["warnings"]);
+    // Its samples stop there, and say so.
+    let api = summary["stack"]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["service"] == "api")
+        .cloned()
+        .expect("the API was sampled");
+    assert!(api["ended"]["t"].as_f64().is_some(), "{api}");
+    assert_eq!(summary["status"], "completed");
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
