@@ -721,3 +721,88 @@ async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time(
     assert_eq!(summary["status"], "completed");
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_run_stack_writes_every_file_and_removes_the_stack() {
+    let name = project("sigint");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let hello = common::plugin("hello");
+    let mut child = host_cmd(&[
+        "run",
+        hello.to_str().unwrap(),
+        "--stack",
+        "--project",
+        &name,
+        "--vus",
+        "1",
+        "--duration",
+        "120s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_load(&name).await;
+    // A second or two of load, so every service has samples.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("run --stack did not end within 90 s of Ctrl-C");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let output = child.wait_with_output().unwrap();
+    let said = text(&output);
+    assert_eq!(
+        status.code(),
+        Some(host::run::exit_code::INTERRUPTED),
+        "{said}"
+    );
+    assert!(said.contains(&format!("stack {name} removed")), "{said}");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+
+    let results = common::only_results_dir(&out);
+    for file in [
+        "summary.json",
+        "summary.txt",
+        "report.html",
+        "junit.xml",
+        "timeseries.jsonl",
+        "stats.jsonl",
+        "stats.md",
+    ] {
+        let len = std::fs::metadata(results.join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .len();
+        assert!(len > 0, "{file} is empty");
+    }
+    let summary = common::summary_json(&results);
+    assert_eq!(summary["status"], "interrupted");
+    let sampled: Vec<&str> = summary["stack"]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["service"].as_str())
+        .collect();
+    assert_eq!(
+        sampled,
+        ["api", "worker", "generator"],
+        "{}",
+        summary["stack"]
+    );
+}
