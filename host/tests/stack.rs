@@ -806,3 +806,41 @@ async fn ctrl_c_during_run_stack_writes_every_file_and_removes_the_stack() {
         summary["stack"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
+    let name = project("threshold");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    // No request answers in under 0 ms: the threshold is crossed once it is judged.
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"60s\"\n\
+         [thresholds]\nhttp_req_duration = [{{ threshold = \"p(95)<0\", abort_on_fail = true, \
+         delay_abort_eval = \"2s\" }}]\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    assert_eq!(outcome.exit_code, host::run::exit_code::THRESHOLDS);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(summary["status"], "aborted");
+    assert_eq!(summary["stop_reason"]["by"], "threshold");
+    let duration = summary["duration_s"].as_f64().unwrap();
+    assert!(
+        (1.5..30.0).contains(&duration),
+        "stopped long before 60 s: {duration}"
+    );
+    for file in ["summary.txt", "report.html", "junit.xml", "stats.md"] {
+        assert!(
+            outcome.results_dir.join(file).is_file(),
+            "{file} is written"
+        );
+    }
+    let stats = std::fs::read_to_string(outcome.results_dir.join("stats.jsonl")).unwrap();
+    assert!(
+        stats.lines().any(|l| l.contains("\"service\":\"api\"")),
+        "{stats}"
+    );
+}
