@@ -495,7 +495,7 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
         }
         for pair in of.windows(2) {
             let gap = pair[1]["t"].as_f64().unwrap() - pair[0]["t"].as_f64().unwrap();
-            assert!((0.3..2.5).contains(&gap), "lines {gap} s apart: {pair:?}");
+            assert!((0.3..3.5).contains(&gap), "lines {gap} s apart: {pair:?}");
         }
     }
     let api_lines: Vec<&serde_json::Value> =
@@ -673,7 +673,7 @@ async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time(
     let _cleanup = Cleanup(name.clone());
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
-        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"6s\"\n\
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"10s\"\n\
          [limits]\nrequest_timeout = \"2s\"\n\
          [stack]\nfile = \"{}\"\nproject = \"{name}\"\non_service_exit = \"continue\"\n\
          memory = {{ api = \"64m\" }}\n",
@@ -702,7 +702,7 @@ async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time(
     assert_eq!(events[0]["service"], "api");
     assert_eq!(events[0]["what"], "was OOM-killed (exit code 137)");
     let at = events[0]["at_s"].as_f64().unwrap();
-    assert!((0.5..6.5).contains(&at), "at {at}s");
+    assert!((0.5..10.5).contains(&at), "at {at}s");
     let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
         w.as_str()
             .unwrap()
