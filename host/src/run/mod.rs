@@ -208,7 +208,12 @@ pub async fn run_then(
 ) -> Result<RunOutcome> {
     let mut plan = plan(&request).await?;
     // Sampling targets are checked before anything starts: a typo fails at once.
-    let sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    let mut sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    // The stack a run started (`run --stack`) is sampled too: its resources are the
+    // other half of the figures.
+    if let Some(watch) = &request.watch {
+        sampling.add_containers(watch.0.containers());
+    }
     let mut setup = setup(&request, &plan.config).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
@@ -594,6 +599,7 @@ fn finish(
         crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
     ));
     summary.warnings.extend(results.warnings());
+    summary.warnings.append(&mut sampled.warnings);
     let exit_code = verdict::judge(&mut summary);
     if let Some(failure) = &summary.failure {
         crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));

@@ -67,12 +67,18 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     }
     request.overrides.allow = stack.entry_urls.iter().map(|u| u.url.clone()).collect();
     request.overrides.allow_only = true;
+    // `[stack] stats_interval` is the sampling interval of such a run; the command
+    // line's `--stats-interval` still wins.
+    if request.overrides.stats_interval.is_none() {
+        request.overrides.stats_interval = config.stats_interval;
+    }
 
     let watch = match super::engine::connect().await {
         Ok(docker) => Arc::new(ServiceWatch::new(
             docker,
             &stack.project,
             config.on_service_exit,
+            &stack.containers,
         )),
         Err(e) => {
             up::down_quietly(&stack.project).await;
