@@ -30,8 +30,7 @@ pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
         // loads it), it is not a setting of the run.
         table.remove("plugin");
         if let Some(dir) = path.parent() {
-            resolve_data_paths(&mut table, dir);
-            super::tls::resolve_paths(&mut table, dir);
+            resolve_paths(&mut table, dir);
         }
         merged = layer(merged, table);
     }
@@ -51,6 +50,13 @@ fn resolve_data_paths(table: &mut toml::Table, dir: &Path) {
             }
         }
     }
+}
+
+/// Makes a config's relative file paths (`[data]`, `[tls]`) relative to `dir`, the
+/// folder of the file that names them.
+pub fn resolve_paths(table: &mut toml::Table, dir: &Path) {
+    resolve_data_paths(table, dir);
+    super::tls::resolve_paths(table, dir);
 }
 
 /// Lays `over` on `base` by the rules of this module.
