@@ -16,19 +16,23 @@
 //! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, summary, config   (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
-//! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
+//! stack       → run, summary, docker, control, config   (Compose stacks)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
 //!               metrics, control, config
-//! output      → summary, sampling, plugin, metrics
+//! output      → summary, sampling, plugin, metrics, files
 //! summary     → sampling, executor, thresholds, vu, plugin, metrics, control, config
-//! sampling    → executor, config, and stack's leaf files engine and containers
+//! sampling    → executor, docker, files, config
 //!               (resource samples of the target and the generator)
 //! executor    → vu, metrics, control, config
 //! thresholds  → metrics, control, config
 //! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
 //! plugin      → net, metrics, config
 //! net         → metrics, deadline, config
-//! metrics, control, deadline, config, target_process: leaves
+//! config      → metrics, net::tls (the run config, `[thresholds]` parsing included;
+//!               `[tls]` is checked by building the rustls config it describes: the
+//!               one edge that still points up)
+//! docker      → config   (the Engine connection, a project's containers)
+//! metrics, control, deadline, files, target_process, stderr: leaves
 //! ```
 
 pub mod author;
@@ -37,7 +41,9 @@ pub mod config;
 pub mod control;
 pub mod deadline;
 pub mod demo;
+pub mod docker;
 pub mod executor;
+pub mod files;
 pub mod metrics;
 pub mod net;
 pub mod output;

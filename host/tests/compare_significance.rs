@@ -83,7 +83,11 @@ async fn ten_pairs_of_the_same_test_are_not_flagged() {
             "{table}"
         );
         // A timing beyond the tolerance by size carries its interval, which held 0.
-        for r in c.rows.iter().filter(|r| r.unit == "ms") {
+        for r in c
+            .rows
+            .iter()
+            .filter(|r| r.unit == Some(host::metrics::Unit::Millis))
+        {
             assert!(
                 matches!(
                     r.significance,

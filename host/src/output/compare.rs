@@ -8,6 +8,7 @@
 use super::compare_stack::{self, ResourceRow};
 use super::significance::{self, Significance, Stat};
 use crate::metrics::Registry;
+use crate::metrics::Unit;
 use anyhow::{bail, Context, Result};
 use serde_json::Value as Json;
 use std::fmt::Write;
@@ -68,8 +69,9 @@ pub struct Row {
     pub a: Option<f64>,
     /// Run B's value.
     pub b: Option<f64>,
-    /// `ms` for timings, `/s` for counter rates, `%` for rates (values are 0–1).
-    pub unit: &'static str,
+    /// Milliseconds for timings, per second for counter rates, a share (0–1, shown
+    /// as a percentage) for rates; `None` for gauges and other figures.
+    pub unit: Option<Unit>,
     /// Why B is a regression, if it is.
     pub regression: Option<&'static str>,
     /// Whether the change is beyond noise; `None` for metrics never flagged.
@@ -80,7 +82,7 @@ impl Row {
     /// Change from A to B in percent of A (percentage points for rates).
     pub fn change(&self) -> Option<f64> {
         let (a, b) = (self.a?, self.b?);
-        if self.unit == "%" {
+        if self.unit == Some(Unit::Percent) {
             return Some((b - a) * 100.0);
         }
         if a == 0.0 {
@@ -247,10 +249,10 @@ pub fn compare_with(
             _ => Worse::Unknown,
         };
         let unit = match kind {
-            "trend" if is_time => "ms",
-            "counter" => "/s",
-            "rate" => "%",
-            _ => "",
+            "trend" if is_time => Some(Unit::Millis),
+            "counter" => Some(Unit::PerSecond),
+            "rate" => Some(Unit::Percent),
+            _ => None,
         };
         // A counter missing from a run counted nothing there (errors, drops).
         let absent = if kind == "counter" { Some(0.0) } else { None };
@@ -421,15 +423,16 @@ pub fn render(c: &Comparison) -> String {
         "metric", "stat", "A", "B", "change", "significance"
     );
     for r in &c.rows {
+        let unit_text = r.unit.map(Unit::as_str).unwrap_or("");
         let value = |v: Option<f64>| match v {
             None => "-".to_string(),
-            Some(v) if r.unit == "%" => format!("{}%", fmt_num(v * 100.0)),
-            Some(v) if r.unit == "ms" => format!("{v:.3}ms"),
-            Some(v) => format!("{}{}", fmt_num(v), r.unit),
+            Some(v) if r.unit == Some(Unit::Percent) => format!("{}%", fmt_num(v * 100.0)),
+            Some(v) if r.unit == Some(Unit::Millis) => format!("{v:.3}ms"),
+            Some(v) => format!("{}{}", fmt_num(v), unit_text),
         };
         let change = match r.change() {
             None => "-".to_string(),
-            Some(ch) if r.unit == "%" => format!("{ch:+.2}pp"),
+            Some(ch) if r.unit == Some(Unit::Percent) => format!("{ch:+.2}pp"),
             Some(ch) => format!("{ch:+.1}%"),
         };
         let flag = match r.regression {
@@ -443,7 +446,7 @@ pub fn render(c: &Comparison) -> String {
             Some(Significance::Welch { p }) if p < 0.001 => "p<0.001".to_string(),
             Some(Significance::Welch { p }) => format!("p={p:.3}"),
             Some(Significance::Interval { low, high }) => {
-                format!("95% CI {low:+.3}..{high:+.3}{}", r.unit)
+                format!("95% CI {low:+.3}..{high:+.3}{unit_text}")
             }
         };
         let _ = writeln!(

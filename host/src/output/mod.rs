@@ -13,6 +13,7 @@ pub mod significance;
 pub mod text;
 pub mod timeseries;
 
+pub use crate::files::{write_whole, WriteFailure};
 use crate::metrics::{Registry, SeriesMap};
 use crate::summary::Summary;
 use anyhow::{Context, Result};
@@ -40,15 +41,6 @@ struct Trouble {
     timeseries: (u64, Option<String>),
     /// Ticks on which a histogram log failed to be written, and the first error.
     histograms: (u64, Option<String>),
-}
-
-/// A results file that could not be written, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteFailure {
-    /// The file (`summary.json`, `histograms/`).
-    pub file: String,
-    /// The error, with what to do when it is a known limit.
-    pub error: String,
 }
 
 /// What [`ResultsWriter::finish`] wrote.
@@ -222,35 +214,6 @@ fn describe(e: &std::io::Error) -> String {
         format!("{e}: {}", crate::net::descriptors::advice())
     } else {
         e.to_string()
-    }
-}
-
-/// Writes `dir/name` whole or not at all: to a temporary name first, then renamed
-/// over. Running out of descriptors is waited out briefly (the VUs' connections are
-/// closing as the run ends).
-pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = dir.join(format!(".{name}.tmp"));
-    let path = dir.join(name);
-    let mut attempt = 0;
-    loop {
-        let result = (|| {
-            let mut file = std::fs::File::create(&temp)?;
-            std::io::Write::write_all(&mut file, bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&temp, &path)
-        })();
-        match result {
-            Ok(()) => return Ok(()),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                let transient = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
-                attempt += 1;
-                if !transient || attempt >= 5 {
-                    return Err(e);
-                }
-                std::thread::sleep(Duration::from_millis(100 * attempt));
-            }
-        }
     }
 }
 

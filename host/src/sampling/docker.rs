@@ -5,7 +5,7 @@
 use super::sample::{cpu_percent, memory_without_cache, CpuReading, Sample};
 use super::sampler::Message;
 use crate::config::CpuSet;
-use crate::stack::{ServiceContainer, SERVICE_LABEL};
+use crate::docker::{ServiceContainer, SERVICE_LABEL};
 use anyhow::{bail, Context, Result};
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptions;
@@ -31,7 +31,7 @@ pub struct ContainerTarget {
     pub memory_limit: Option<u64>,
 }
 
-pub use crate::stack::connect;
+pub use crate::docker::connect;
 
 /// Looks a container up by name or id.
 pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
@@ -71,7 +71,7 @@ pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
 /// The running containers of a Compose project (as `host up` made them), sorted by
 /// service.
 pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<ContainerTarget>> {
-    Ok(crate::stack::project_containers(docker, project)
+    Ok(crate::docker::project_containers(docker, project)
         .await?
         .into_iter()
         .filter(|c| c.state == "running")

@@ -132,9 +132,9 @@ impl ResourceWatch {
         let verdict = self.saturation.verdict(start_lag_p99_ms);
         let stack = self.book.summary(self.interval_s);
         let text = render_md(title, &stack, verdict.warning().as_deref());
-        let write_failure = crate::output::write_whole(&self.dir, "stats.md", text.as_bytes())
+        let write_failure = crate::files::write_whole(&self.dir, "stats.md", text.as_bytes())
             .err()
-            .map(|e| crate::output::WriteFailure {
+            .map(|e| crate::files::WriteFailure {
                 file: "stats.md".into(),
                 error: e.to_string(),
             });
@@ -157,7 +157,7 @@ pub struct Sampled {
     /// Per-service chart points for the report.
     pub series: Vec<(String, Series)>,
     /// stats.md, when it could not be written.
-    pub write_failure: Option<crate::output::WriteFailure>,
+    pub write_failure: Option<crate::files::WriteFailure>,
     /// For the summary: stats.jsonl writes that failed during the run.
     pub warnings: Vec<String>,
 }

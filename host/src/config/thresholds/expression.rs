@@ -270,7 +270,7 @@ fn parse_percentile(s: &str, at: usize) -> Result<(Aggregation, usize), SyntaxEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::thresholds::syntax_error::caret;
+    use crate::config::thresholds::syntax_error::caret;
 
     fn expr(text: &str) -> Expression {
         parse_expression(text).unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -144,7 +144,7 @@ pub(super) fn resolve_metric(key: &str, builtins: &Registry) -> Result<MetricSel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::thresholds::syntax_error::caret;
+    use crate::config::thresholds::syntax_error::caret;
 
     #[test]
     fn metric_keys_and_sub_metrics() {

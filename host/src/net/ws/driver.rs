@@ -67,7 +67,7 @@ pub async fn run(
                     let failed = written.as_ref().err().cloned();
                     let _ = reply.send(written);
                     if let Some(error) = failed {
-                        break Ending::Failed(error, "protocol");
+                        break Ending::Failed(error);
                     }
                 }
                 Some(Command::Close(code, reason, reply)) => {
@@ -106,7 +106,7 @@ pub async fn run(
                 Some(Ok(Message::Ping(_))) => {
                     // tungstenite queued the pong; write it now rather than on the next read.
                     if let Err(e) = flush(&mut ws, timing.write_timeout).await {
-                        break Ending::Failed(e, "protocol");
+                        break Ending::Failed(e);
                     }
                 }
                 Some(Ok(Message::Pong(payload))) => {
@@ -122,14 +122,13 @@ pub async fn run(
                         Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
                         None => (1005, "no status code".to_owned()),
                     };
-                    break Ending::Failed(WsError::Closed(code, reason), "closed");
+                    break Ending::Failed(WsError::Closed(code, reason));
                 }
                 Some(Ok(Message::Frame(_))) => {}
-                Some(Err(e)) => break Ending::Failed(describe(e), "protocol"),
-                None => break Ending::Failed(
-                    WsError::Protocol("the connection ended without a close frame".into()),
-                    "protocol",
-                ),
+                Some(Err(e)) => break Ending::Failed(describe(e)),
+                None => break Ending::Failed(WsError::Protocol(
+                    "the connection ended without a close frame".into(),
+                )),
             },
             _ = tick(&mut pings), if pings.is_some() => {
                 let every = timing.ping_interval.unwrap_or_default();
@@ -137,13 +136,10 @@ pub async fn run(
                     // A peer we are not reading (the plugin is behind) cannot be blamed
                     // for a pong we have not read; only a reading socket times out.
                     if reading {
-                        break Ending::Failed(
-                            WsError::Protocol(format!(
-                                "no pong within {}; the peer stopped answering",
-                                crate::config::format_duration(every)
-                            )),
-                            "ping_timeout",
-                        );
+                        break Ending::PingTimeout(WsError::Protocol(format!(
+                            "no pong within {}; the peer stopped answering",
+                            crate::config::format_duration(every)
+                        )));
                     }
                     continue;
                 }
@@ -151,7 +147,7 @@ pub async fn run(
                 let payload = ping_count.to_be_bytes();
                 let sent = Instant::now();
                 if let Err(e) = write(&mut ws, Message::Ping(payload.to_vec().into()), every).await {
-                    break Ending::Failed(e, "protocol");
+                    break Ending::Failed(e);
                 }
                 pending_ping = Some(PendingPing { payload, sent });
             }

@@ -16,8 +16,22 @@ pub enum Ending {
     Dropped,
     /// The plugin closed it with this code and reason.
     ClosedByPlugin(u16, String),
-    /// The peer closed it or the connection failed; `kind` is the `error` tag.
-    Failed(WsError, &'static str),
+    /// The peer closed it or the connection failed (tagged by the error's kind).
+    Failed(WsError),
+    /// The peer stopped answering pings (tagged `ping_timeout`).
+    PingTimeout(WsError),
+}
+
+impl Ending {
+    /// The failure, with the `error` tag `ws_errors` counts it under; `None` when the
+    /// plugin or its VU ended the socket.
+    fn failure(&self) -> Option<(&WsError, &'static str)> {
+        match self {
+            Self::Failed(e) => Some((e, e.kind())),
+            Self::PingTimeout(e) => Some((e, "ping_timeout")),
+            Self::Dropped | Self::ClosedByPlugin(..) => None,
+        }
+    }
 }
 
 /// Shared by the plugin's [`Socket`](super::Socket) handle and the socket's task.
@@ -83,7 +97,7 @@ impl Session {
                 *end = Some(match &ending {
                     Ending::Dropped => WsError::Protocol("the socket was dropped".into()),
                     Ending::ClosedByPlugin(code, reason) => WsError::Closed(*code, reason.clone()),
-                    Ending::Failed(e, _) => e.clone(),
+                    Ending::Failed(e) | Ending::PingTimeout(e) => e.clone(),
                 });
             }
         }
@@ -96,7 +110,7 @@ impl Session {
         self.shared.recorder.with_shard(|s| {
             s.trend(builtin::WS_SESSION_DURATION, &self.tags, duration);
             add_bytes(s, &self.tags, sent, received);
-            if let Ending::Failed(error, kind) = &ending {
+            if let Some((error, kind)) = ending.failure() {
                 let mut tags = vec![("error", kind.to_string())];
                 if let WsError::Closed(code, _) = error {
                     tags.push(("close_code", code.to_string()));

@@ -1,7 +1,8 @@
 //! A Compose project's containers as the Engine reports them: service, state, cpuset
 //! and memory limit. This is what the samplers and the health wait read.
 
-use super::{CpuSet, PROJECT_LABEL, SERVICE_LABEL};
+use super::{PROJECT_LABEL, SERVICE_LABEL};
+use crate::config::CpuSet;
 use anyhow::{Context, Result};
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::Docker;

@@ -1,0 +1,18 @@
+//! The Docker Engine as the stack and the samplers both need it: the connection
+//! ([`engine`]), a Compose project's containers with their limits ([`containers`]),
+//! and the labels Compose puts on them. A leaf: it imports nothing of the host but
+//! the config's core sets.
+
+pub mod containers;
+pub mod engine;
+
+pub use containers::{project_containers, PublishedPort, ServiceContainer};
+pub use engine::connect;
+
+/// The label Compose (v1 and v2) puts on every container, network and volume of a
+/// project; the one reliable way to find them (container names differ between v1 and
+/// v2, so they are never parsed).
+pub const PROJECT_LABEL: &str = "com.docker.compose.project";
+
+/// The label that names a container's Compose service.
+pub const SERVICE_LABEL: &str = "com.docker.compose.service";
