@@ -97,7 +97,7 @@ pub trait RunWatch: Send + Sync {
     fn events(&self) -> Vec<WatchEvent>;
     /// Containers to sample during the run besides those the config names: the
     /// stack's own services, so the target's resources sit beside its latency.
-    fn containers(&self) -> Vec<crate::sampling::docker::ContainerTarget> {
+    fn containers(&self) -> Vec<crate::docker::ContainerTarget> {
         Vec::new()
     }
 }

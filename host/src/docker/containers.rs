@@ -124,3 +124,34 @@ fn published_ports(ports: Option<bollard::models::PortMap>) -> Vec<PublishedPort
     published.sort_by_key(|p| (p.container_port, p.host_port));
     published
 }
+
+/// A container to sample and what it may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerTarget {
+    /// Its id.
+    pub id: String,
+    /// Its name, without Docker's leading `/`.
+    pub name: String,
+    /// Its Compose service, else its name.
+    pub service: String,
+    /// The cores its cpuset names; `None` when it may run on any.
+    pub cpuset: Option<CpuSet>,
+    /// Its memory limit in bytes; `None` when it has none.
+    pub memory_limit: Option<u64>,
+}
+
+impl From<ServiceContainer> for ContainerTarget {
+    fn from(c: ServiceContainer) -> Self {
+        ContainerTarget {
+            service: if c.service.is_empty() {
+                c.name.clone()
+            } else {
+                c.service
+            },
+            id: c.id,
+            name: c.name,
+            cpuset: c.cpuset,
+            memory_limit: c.memory_limit,
+        }
+    }
+}

@@ -6,7 +6,7 @@
 pub mod containers;
 pub mod engine;
 
-pub use containers::{project_containers, PublishedPort, ServiceContainer};
+pub use containers::{project_containers, ContainerTarget, PublishedPort, ServiceContainer};
 pub use engine::connect;
 
 /// The label Compose (v1 and v2) puts on every container, network and volume of a

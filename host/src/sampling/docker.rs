@@ -5,7 +5,8 @@
 use super::sample::{cpu_percent, memory_without_cache, CpuReading, Sample};
 use super::sampler::Message;
 use crate::config::CpuSet;
-use crate::docker::{ServiceContainer, SERVICE_LABEL};
+pub use crate::docker::ContainerTarget;
+use crate::docker::SERVICE_LABEL;
 use anyhow::{bail, Context, Result};
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptions;
@@ -15,21 +16,6 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::Sender;
-
-/// A container to sample and what it may use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContainerTarget {
-    /// Its id.
-    pub id: String,
-    /// Its name, without Docker's leading `/`.
-    pub name: String,
-    /// Its Compose service, else its name.
-    pub service: String,
-    /// The cores its cpuset names; `None` when it may run on any.
-    pub cpuset: Option<CpuSet>,
-    /// Its memory limit in bytes; `None` when it has none.
-    pub memory_limit: Option<u64>,
-}
 
 pub use crate::docker::connect;
 
@@ -79,21 +65,6 @@ pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<Co
         .collect())
 }
 
-impl From<ServiceContainer> for ContainerTarget {
-    fn from(c: ServiceContainer) -> Self {
-        ContainerTarget {
-            service: if c.service.is_empty() {
-                c.name.clone()
-            } else {
-                c.service
-            },
-            id: c.id,
-            name: c.name,
-            cpuset: c.cpuset,
-            memory_limit: c.memory_limit,
-        }
-    }
-}
 
 /// Cumulative figures of one stats frame.
 struct Frame {
