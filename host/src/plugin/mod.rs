@@ -10,6 +10,7 @@ pub mod imports;
 pub mod log;
 pub mod output;
 pub mod pin;
+pub mod shape;
 pub mod state;
 pub mod validate;
 
