@@ -149,4 +149,39 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         "{}",
         summary["metrics"]
     );
+
+    // WebSockets: each VU signs in, opens the live-updates socket and gets its
+    // subscription acknowledged, in init.
+    let out = tmp.path().join("results-ws");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "2".into(),
+        "--iterations".into(),
+        "4".into(),
+        "-e".into(),
+        format!("BASE_URL={}", target.base_url()),
+        "-e".into(),
+        "WEBSOCKET=1".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let subscribed = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "socket subscribed")
+        .unwrap_or_else(|| panic!("no socket check: {}", summary["checks"]));
+    assert_eq!(subscribed["passes"].as_u64(), Some(2), "{subscribed}");
 }
