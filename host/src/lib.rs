@@ -11,8 +11,10 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → author, demo, run, stack, output, sampling, target_process, config
+//! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
+//!               config
 //! author      → (leaf: `host new`, `host build`, run cargo)
+//! sweep       → run, stack, summary, config   (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
 //! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
@@ -45,6 +47,7 @@ pub mod sampling;
 pub mod stack;
 pub mod stderr;
 pub mod summary;
+pub mod sweep;
 pub mod target_process;
 pub mod thresholds;
 pub mod vu;

@@ -1,7 +1,8 @@
 //! Limits that bite must say how to lift them: the body cap names `max_body_mb` (and
 //! a `Content-Length` beyond it is refused from the header, without downloading the
 //! body), and running out of file descriptors names `ulimit -n`, after the host has
-//! raised its soft limit to the hard one as servers do.
+//! raised its soft limit to the hard one as servers do, and a response with more
+//! header fields than the parser takes names `[http] max_headers`.
 
 mod common;
 
@@ -75,6 +76,36 @@ async fn the_body_cap_names_max_body_mb_and_a_long_content_length_is_refused_at_
         slowest < 5_000.0,
         "an iteration took {slowest} ms: a body was waited for"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_header_fields_name_max_headers_and_raising_it_accepts_them() {
+    // 150 header fields: past hyper's default of 100.
+    let crowded = common::servers::raw_server(|mut s| async move {
+        common::servers::read_head(&mut s).await;
+        let mut head = String::from("HTTP/1.1 200 OK\r\nconnection: close\r\n");
+        for i in 0..150 {
+            head.push_str(&format!("x-field-{i}: {i}\r\n"));
+        }
+        head.push_str("content-length: 2\r\n\r\nok");
+        let _ = s.write_all(head.as_bytes()).await;
+    })
+    .await;
+    let run = common::run("misbehave", &scenario("crowded", &crowded), &[])
+        .await
+        .unwrap();
+    assert_eq!(run.scenario("crowded", "failed"), 3);
+    let message = run.json["plugin_errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("raise [http] max_headers"), "{message}");
+    assert!(message.contains("more than 100 header fields"), "{message}");
+
+    let raised = format!(
+        "{}[http]\nmax_headers = 200\n",
+        scenario("crowded", &crowded)
+    );
+    let run = common::run("misbehave", &raised, &[]).await.unwrap();
+    assert_eq!(run.scenario("crowded", "failed"), 0, "{}", run.json);
+    assert_eq!(run.scenario("crowded", "completed"), 3, "{}", run.json);
 }
 
 /// The host under `ulimit -n`: `soft` and `hard` descriptor limits, 100 VUs each

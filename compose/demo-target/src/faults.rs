@@ -1,13 +1,15 @@
-//! Fault injection: added latency, periodic stalls and injected 500s.
+//! Fault injection: added latency, periodic stalls, injected 500s, and a capacity limit
+//! (workers, service time and queue; see [`crate::capacity`]).
 //!
 //! Faults exist so a load test can show what slow or failing targets look like; they
 //! apply to every request except `/health` and `/admin/*`, so the target stays
 //! observable and controllable while it misbehaves.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::capacity::{Admission, Capacity, Gate};
 use crate::store::read;
 
 /// The faults to inject; the default injects none.
@@ -22,6 +24,8 @@ pub struct Faults {
     pub stall_for: Duration,
     /// Share of faulted requests answered 500, from 0.0 (none) to 1.0 (all).
     pub error_rate: f64,
+    /// At most this much work at once; `None` serves everything at once.
+    pub capacity: Option<Capacity>,
 }
 
 impl Faults {
@@ -50,6 +54,8 @@ pub fn applies_to(path: &str) -> bool {
 pub struct FaultInjector {
     started: Instant,
     faults: RwLock<Faults>,
+    /// The workers and queue of `faults.capacity`, rebuilt when it changes.
+    gate: RwLock<Option<Arc<Gate>>>,
     /// Counter driving a splitmix64 sequence: deterministic, lock-free and good enough
     /// to spread errors evenly.
     rng: AtomicU64,
@@ -60,6 +66,7 @@ impl FaultInjector {
     pub fn new(faults: Faults, started: Instant) -> Self {
         FaultInjector {
             started,
+            gate: RwLock::new(faults.capacity.clone().map(|c| Arc::new(Gate::new(c)))),
             faults: RwLock::new(faults),
             rng: AtomicU64::new(0),
         }
@@ -72,7 +79,26 @@ impl FaultInjector {
 
     /// Replaces the injected faults; requests already waiting keep their old delay.
     pub fn set(&self, faults: Faults) {
+        {
+            // The same capacity keeps its gate, so its queue and busy workers carry on.
+            let mut gate = crate::store::write(&self.gate);
+            if gate.as_ref().map(|g| g.capacity()) != faults.capacity.as_ref() {
+                *gate = faults.capacity.clone().map(|c| Arc::new(Gate::new(c)));
+            }
+        }
         *crate::store::write(&self.faults) = faults;
+    }
+
+    /// Takes a worker of the capacity limit (waiting in its queue, then for the
+    /// service time); `None` when there is no limit.
+    pub async fn admit(&self) -> Option<Admission> {
+        let gate = read(&self.gate).clone()?;
+        Some(gate.admit().await)
+    }
+
+    /// Requests waiting for a worker of the capacity limit now.
+    pub fn waiting(&self) -> usize {
+        read(&self.gate).as_ref().map_or(0, |g| g.waiting())
     }
 
     /// Delays the calling request as the faults say (without blocking a thread) and

@@ -4,11 +4,13 @@
 //! to subscribers, a cached static site, a survey behind a form sign-in (session
 //! cookie, CSRF and single-use tokens), per-address rate limits that trust
 //! `X-Forwarded-For` only from configured proxies, Prometheus metrics and
-//! runtime-switchable fault injection (latency, periodic stalls, errors), and
+//! runtime-switchable fault injection (latency, periodic stalls, errors, a capacity
+//! limit of workers × service time with a queue), and
 //! asynchronous commands that a worker process ([`worker`]) claims from an outbox and
 //! completes off the request path.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
+pub mod capacity;
 mod clients;
 mod commands;
 mod faults;
@@ -20,12 +22,15 @@ mod server;
 mod state;
 mod store;
 mod survey;
+pub mod tls;
 pub mod worker;
 
+pub use capacity::Capacity;
 pub use clients::Cidr;
 pub use faults::Faults;
 pub use server::DemoServer;
 pub use survey::SurveyCounts;
+pub use tls::DemoTls;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
-use demo_target::{Cidr, DemoConfig, DemoServer, Faults};
+use demo_target::{Capacity, Cidr, DemoConfig, DemoServer, Faults};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
@@ -33,6 +33,15 @@ struct Args {
     /// Share of requests answered 500, from 0.0 to 1.0.
     #[arg(long, env = "DEMO_ERROR_RATE", default_value_t = 0.0, value_parser = parse_rate)]
     error_rate: f64,
+    /// Capacity limit: serve at most this many requests at once (the rest queue).
+    #[arg(long, env = "DEMO_WORKERS", requires = "service_time")]
+    workers: Option<usize>,
+    /// With --workers: how long each request holds its worker, e.g. 10ms.
+    #[arg(long, env = "DEMO_SERVICE_TIME", value_parser = parse_duration, requires = "workers")]
+    service_time: Option<Duration>,
+    /// With --workers: requests that may wait for a worker; past it, 503 with Retry-After.
+    #[arg(long, env = "DEMO_QUEUE", default_value_t = demo_target::capacity::DEFAULT_QUEUE)]
+    queue: usize,
     /// How often the server pings each live-updates WebSocket (`GET /ws`).
     #[arg(long, env = "DEMO_WS_PING_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     ws_ping_interval: Duration,
@@ -48,6 +57,17 @@ struct Args {
     /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
     #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
     trusted_proxies: Vec<Cidr>,
+    /// Serve https (and h2 by ALPN) with a certificate made at start by a CA made at
+    /// start; without --tls-ca-out the CA is printed.
+    #[arg(long, env = "DEMO_TLS")]
+    tls: bool,
+    /// Where to write the generated CA certificate (PEM) for clients to trust.
+    #[arg(long, env = "DEMO_TLS_CA_OUT", requires = "tls")]
+    tls_ca_out: Option<std::path::PathBuf>,
+    /// Names the server certificate is valid for (DNS names or IP addresses); repeatable.
+    #[arg(long = "tls-name", env = "DEMO_TLS_NAMES", value_delimiter = ',',
+          default_values_t = ["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])]
+    tls_names: Vec<String>,
 }
 
 /// The other roles of the binary; without one it serves the API.
@@ -144,6 +164,14 @@ async fn main() -> anyhow::Result<()> {
             stall_every: args.stall_every,
             stall_for: args.stall_for,
             error_rate: args.error_rate,
+            capacity: match (args.workers, args.service_time) {
+                (Some(workers), Some(service_time)) if workers > 0 => Some(Capacity {
+                    workers,
+                    service_time,
+                    queue: args.queue,
+                }),
+                _ => None,
+            },
         },
         ws_ping_interval: args.ws_ping_interval,
         ws_idle_timeout: args.ws_idle_timeout,
@@ -152,8 +180,23 @@ async fn main() -> anyhow::Result<()> {
         trusted_proxies: args.trusted_proxies,
         ..DemoConfig::default()
     };
-    let server = DemoServer::start(args.listen, config).await?;
-    println!("demo target listening on http://{}", server.addr());
+    let server = if args.tls {
+        let names: Vec<&str> = args.tls_names.iter().map(String::as_str).collect();
+        let tls = demo_target::DemoTls::generate(&names)?;
+        match &args.tls_ca_out {
+            Some(path) => std::fs::write(path, &tls.ca_pem).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write the CA to {} (--tls-ca-out): {e}",
+                    path.display()
+                )
+            })?,
+            None => print!("{}", tls.ca_pem),
+        }
+        DemoServer::start_tls(args.listen, config, tls.server_config()?).await?
+    } else {
+        DemoServer::start(args.listen, config).await?
+    };
+    println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;
     println!("demo target shutting down");
     server.shutdown().await;

@@ -342,6 +342,39 @@ async fn error_rate_one_fails_everything_except_health_and_admin() {
 }
 
 #[tokio::test]
+async fn admin_hold_keeps_the_memory_it_takes() {
+    let h = Harness::start(Faults::default()).await;
+    let rss_kib = || -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    };
+    let before = rss_kib();
+    let held = h.send(Method::POST, "/admin/hold?mb=16", &[], "").await;
+    assert_eq!(held.status, StatusCode::OK);
+    assert_eq!(held.json()["held_mb"], 16);
+    // Written, so resident: the server runs in this process.
+    assert!(rss_kib() >= before + 12 * 1024, "{before} -> {}", rss_kib());
+    assert_eq!(
+        h.send(Method::POST, "/admin/hold?mb=1", &[], "")
+            .await
+            .json()["held_mb"],
+        17
+    );
+    for bad in ["/admin/hold", "/admin/hold?mb=0", "/admin/hold?mb=99999"] {
+        let reply = h.send(Method::POST, bad, &[], "").await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+    assert_eq!(
+        h.get("/admin/hold?mb=1").await.status,
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+}
+
+#[tokio::test]
 async fn shutdown_stops_accepting() {
     let h = Harness::start(Faults::default()).await;
     let addr = h.server.addr();
@@ -354,4 +387,66 @@ async fn shutdown_stops_accepting() {
         .await
         .expect("shutdown finishes");
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capacity_set_over_admin_queues_then_sheds_with_retry_after() {
+    let h = Harness::start(Faults::default()).await;
+    let set = h
+        .send(
+            Method::PUT,
+            "/admin/faults",
+            &[],
+            r#"{"workers":1,"service_time_ms":400,"queue":1}"#,
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::OK);
+    let now = h.get("/admin/faults").await.json();
+    assert_eq!(now["workers"], 1);
+    assert_eq!(now["service_time_ms"], 400.0);
+    assert_eq!(now["queue"], 1);
+
+    // One served, one waiting for it, the third shed at once.
+    let began = Instant::now();
+    let (a, b, c) = tokio::join!(h.get("/health-not"), h.get("/health-not"), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        h.get("/health-not").await
+    });
+    let mut statuses = [a.status, b.status, c.status];
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [
+            StatusCode::NOT_FOUND,
+            StatusCode::NOT_FOUND,
+            StatusCode::SERVICE_UNAVAILABLE
+        ]
+    );
+    assert_eq!(c.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(c.headers["retry-after"], "1");
+    // The two served ones took a service time each, one after the other.
+    assert!(
+        began.elapsed() >= Duration::from_millis(790),
+        "{:?}",
+        began.elapsed()
+    );
+    // Health and admin stay outside the limit.
+    let quick = Instant::now();
+    assert_eq!(h.get("/health").await.status, StatusCode::OK);
+    assert!(quick.elapsed() < Duration::from_millis(300));
+
+    let off = h
+        .send(Method::PUT, "/admin/faults", &[], r#"{"workers":0}"#)
+        .await;
+    assert_eq!(off.status, StatusCode::OK);
+    assert!(off.json()["workers"].is_null());
+    let bad = h
+        .send(
+            Method::PUT,
+            "/admin/faults",
+            &[],
+            r#"{"workers":2,"service_time_ms":-1}"#,
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 }

@@ -12,7 +12,7 @@
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
 use super::vu_pool::{Take, VuPool};
-use super::{sleep_until, ExecutorReport, ScenarioCtx, ScenarioStats};
+use super::{sleep_until, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::metrics::builtin;
 use crate::vu::Vu;
 use std::pin::Pin;
@@ -160,7 +160,7 @@ impl Scheduler {
     /// Starts iteration `due` on `vu` in a task of its own; the VU goes back to the pool
     /// when the iteration ends (or is interrupted at `hard`).
     fn start_iteration(&self, mut vu: Vu, due: Instant) {
-        let busy = Busy::new(self.ctx.stats.clone());
+        let busy = ActiveVu::new(&self.ctx.stats);
         let (ctx, pool, hard, end) = (self.ctx.clone(), self.pool.clone(), self.hard, self.end);
         self.tasks.spawn(async move {
             let mut interrupt = ctx.interrupt_at(hard);
@@ -272,22 +272,6 @@ async fn rest_after_init_failure(ctx: &ScenarioCtx, retry_at: Option<Instant>, e
             _ = sleep_until(retry_at.min(end)) => {}
             _ = ctx.control.stop.cancelled() => {}
         }
-    }
-}
-
-/// Counts a VU as busy (the `vus` gauge of an arrival-rate scenario) while it lives.
-struct Busy(Arc<ScenarioStats>);
-
-impl Busy {
-    fn new(stats: Arc<ScenarioStats>) -> Self {
-        stats.active_vus.fetch_add(1, Ordering::Relaxed);
-        Self(stats)
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.active_vus.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

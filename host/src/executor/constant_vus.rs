@@ -1,10 +1,9 @@
 //! `constant-vus`: a fixed number of VUs loop over iterations for a duration; running
 //! iterations then get `graceful_stop` to finish.
 
-use super::{run_vu_loops, ExecutorReport, ScenarioCtx};
+use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +13,12 @@ pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>, duration: Duration) -> Exe
     let end = ctx.start + duration;
     let hard = end + ctx.config.graceful_stop;
     run_vu_loops(&ctx, vus, move |ctx, mut vu, _| async move {
-        ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        let _active = ActiveVu::new(&ctx.stats);
         let mut interrupt = ctx.interrupt_at(hard);
         while ctx.may_start(end) {
             ctx.run_iteration(&mut vu, None, Pin::new(&mut interrupt))
                 .await;
         }
-        ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
     })
     .await;
     ExecutorReport::default()

@@ -45,8 +45,27 @@ pub struct ScenarioStats {
     pub dropped: AtomicU64,
 }
 
+/// Counts a VU in its scenario's `active_vus` while the guard lives. The count goes
+/// down on every way out of a VU's loop, including the task being cancelled at a
+/// hard stop, where a matching `fetch_sub` written by hand would be skipped.
+pub(crate) struct ActiveVu(Arc<ScenarioStats>);
+
+impl ActiveVu {
+    /// Counts one more active VU in `stats`.
+    pub(crate) fn new(stats: &Arc<ScenarioStats>) -> Self {
+        stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        Self(stats.clone())
+    }
+}
+
+impl Drop for ActiveVu {
+    fn drop(&mut self) {
+        self.0.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A stage's target and what was observed at its end.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct StageReport {
     /// The stage's target.
     pub target: u64,
@@ -174,7 +193,7 @@ impl Future for Interrupt {
 }
 
 /// What an executor reports when it is done.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ExecutorReport {
     /// For ramping executors: each stage's target and what was reached.
     pub stages: Vec<StageReport>,

@@ -1,10 +1,9 @@
 //! `per-vu-iterations`: each VU runs exactly `iterations` iterations, unless
 //! `max_duration` runs out first.
 
-use super::{run_vu_loops, ExecutorReport, ScenarioCtx};
+use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +18,7 @@ pub async fn run(
     let end = ctx.start + max_duration;
     let hard = end + ctx.config.graceful_stop;
     run_vu_loops(&ctx, vus, move |ctx, mut vu, _| async move {
-        ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        let _active = ActiveVu::new(&ctx.stats);
         let mut interrupt = ctx.interrupt_at(hard);
         for _ in 0..iterations {
             if !ctx.may_start(end) {
@@ -28,7 +27,6 @@ pub async fn run(
             ctx.run_iteration(&mut vu, None, Pin::new(&mut interrupt))
                 .await;
         }
-        ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
     })
     .await;
     ExecutorReport::default()

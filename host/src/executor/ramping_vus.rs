@@ -3,7 +3,7 @@
 //! `graceful_ramp_down` to finish it before it is interrupted.
 
 use super::stages::{stage_ends, value_at};
-use super::{run_vu_loops, sleep_until, ExecutorReport, ScenarioCtx, StageReport};
+use super::{run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport};
 use crate::config::Stage;
 use crate::vu::Vu;
 use std::pin::pin;
@@ -116,7 +116,7 @@ async fn vu_loop(
                 _ = ctx.control.stop.cancelled() => return,
             }
         }
-        ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+        let _active = ActiveVu::new(&ctx.stats);
         while ctx.may_start(end) && *rx.borrow() > index {
             let interrupt = {
                 let (rx, stop) = (rx.clone(), ctx.interrupt_at(hard));
@@ -129,7 +129,6 @@ async fn vu_loop(
             };
             ctx.run_iteration(&mut vu, None, pin!(interrupt)).await;
         }
-        ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

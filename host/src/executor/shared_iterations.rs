@@ -1,7 +1,7 @@
 //! `shared-iterations`: VUs take iterations from a shared pool until `iterations` have
 //! been started, or `max_duration` runs out.
 
-use super::{run_vu_loops, ExecutorReport, ScenarioCtx};
+use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +22,12 @@ pub async fn run(
     run_vu_loops(&ctx, vus, move |ctx, mut vu, _| {
         let remaining = remaining.clone();
         async move {
-            ctx.stats.active_vus.fetch_add(1, Ordering::Relaxed);
+            let _active = ActiveVu::new(&ctx.stats);
             let mut interrupt = ctx.interrupt_at(hard);
             while ctx.may_start(end) && take_one(&remaining) {
                 ctx.run_iteration(&mut vu, None, Pin::new(&mut interrupt))
                     .await;
             }
-            ctx.stats.active_vus.fetch_sub(1, Ordering::Relaxed);
         }
     })
     .await;

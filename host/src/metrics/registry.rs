@@ -155,13 +155,7 @@ impl Registry {
                 })
             };
         }
-        let valid = !name.is_empty()
-            && name.len() <= 128
-            && name
-                .chars()
-                .enumerate()
-                .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-        if !valid {
+        if !is_valid_name(name) {
             return Err(RegistryError::BadName(name.to_string()));
         }
         let mut inner = self.inner.write().expect("registry lock");
@@ -201,6 +195,18 @@ impl Registry {
     pub fn all(&self) -> Vec<MetricDef> {
         self.inner.read().expect("registry lock").defs.clone()
     }
+}
+
+/// The one rule for metric names, used where metrics are registered and where
+/// thresholds name them: letters, digits and `_`, not starting with a digit, 1 to 128
+/// characters.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
         "<h1>{} {}</h1>\n<p class=\"meta\">{} after {:.1} s · started {} · host {} · {} ({} CPUs)</p>",
         e(&summary.plugin.name),
         e(&summary.plugin.version),
-        e(&summary.status),
+        e(summary.status.as_str()),
         summary.duration_s,
         e(&summary.started_at),
         e(&summary.host.version),

@@ -1,6 +1,7 @@
 //! The end-of-test summary as people read it (and as `summary.txt` keeps it), laid out
 //! like k6's: scenarios, checks, then one line per metric.
 
+use crate::config::TrendStat;
 use crate::metrics::summary::{MetricSummary, Stats};
 use crate::summary::Summary;
 use std::fmt::Write;
@@ -81,9 +82,24 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = writeln!(out, "; denied {}", h.denied);
     }
+    if let Some(tls) = &s.tls {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  tls: {} handshakes ({}); cipher suites {}",
+            tls.handshakes,
+            list(&tls.versions),
+            list(&tls.cipher_suites)
+        );
+    }
     let _ = writeln!(out);
     for m in s.metrics.values() {
-        let _ = writeln!(out, "     {}", metric_line(m));
+        let _ = writeln!(out, "     {}", metric_line(m, &s.trend_stats));
     }
     if !s.endpoints.is_empty() {
         let width = s
@@ -188,7 +204,8 @@ pub fn render(s: &Summary) -> String {
     out
 }
 
-fn metric_line(m: &MetricSummary) -> String {
+/// One metric's line; a trend shows `columns` (`--summary-trend-stats`) in order.
+fn metric_line(m: &MetricSummary, columns: &[TrendStat]) -> String {
     let def = m.def.as_ref();
     let is_time = def.is_some_and(|d| d.is_time);
     let is_bytes = def.is_some_and(|d| d.is_bytes);
@@ -211,17 +228,19 @@ fn metric_line(m: &MetricSummary) -> String {
         } => format!("{:.2}% ✓ {passes} ✗ {fails}", rate * 100.0),
         Stats::Trend(t) => {
             let f = |v: f64| if is_time { time(v) } else { number(v) };
-            format!(
-                "avg={} min={} med={} p(90)={} p(95)={} p(99)={} max={} count={}",
-                f(t.avg),
-                f(t.min),
-                f(t.med),
-                f(t.p90),
-                f(t.p95),
-                f(t.p99),
-                f(t.max),
-                t.count
-            )
+            let columns = if columns.is_empty() {
+                crate::config::trend_stats::DEFAULT
+            } else {
+                columns
+            };
+            columns
+                .iter()
+                .map(|c| match c {
+                    TrendStat::Count => format!("count={}", t.count),
+                    c => format!("{}={}", c.label(), f(c.value(t))),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         }
     };
     format!("{}{dots}: {body}", m.name)

@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod budget;
 pub mod cache;
+pub mod call;
 pub mod embedded;
 pub mod engine;
 pub mod imports;
@@ -24,6 +25,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 pub use bindings::exports::loadtest::scenario::plugin::{PluginInfo, ScenarioInfo};
+pub use call::{outcome, GuestCallError};
 pub use engine::{build_engine, EngineOptions, EpochTicker};
 
 /// A plugin ready to be instantiated for VUs.
@@ -38,7 +40,7 @@ pub struct Plugin {
 }
 
 /// Facts about a plugin file, for results and `inspect`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PluginFile {
     /// Where it was read from.
     pub path: PathBuf,

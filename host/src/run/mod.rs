@@ -21,7 +21,7 @@ use crate::thresholds::{Evaluator, RunView};
 use crate::vu::errors::ErrorLog;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -50,6 +50,17 @@ pub struct RunRequest {
     pub handle_signals: bool,
     /// Watches the run from beside it (the stack's service watcher, `run --stack`).
     pub watch: Option<crate::control::Watch>,
+}
+
+impl RunRequest {
+    /// Every `--config` file, in the order they are layered.
+    pub fn config_files(&self) -> Vec<&Path> {
+        self.config
+            .iter()
+            .chain(&self.overrides.config_layers)
+            .map(PathBuf::as_path)
+            .collect()
+    }
 }
 
 /// How a run ended.
@@ -143,7 +154,10 @@ fn services_for(
     );
     let net = Arc::new(
         net.with_websocket(config.websocket.clone())
-            .with_http(config.http.clone()),
+            .with_http(config.http.clone())
+            .with_tls(Arc::new(crate::net::tls::TlsClient::new(
+                config.tls.clone(),
+            ))),
     );
     Ok(Arc::new(HostServices {
         recorder,
@@ -155,36 +169,28 @@ fn services_for(
     }))
 }
 
-/// Refuses the run's plugin file unless it is the one its run config pins, if any.
+/// Refuses the run's plugin file unless it is the one each run config that pins one
+/// (`plugin = { path, sha256 }`) names.
 fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
-    let Some(config) = &request.config else {
-        return Ok(());
-    };
-    match plugin::pin::read(config)? {
-        Some(pin) => pin.verify(&request.plugin, sha256),
-        None => Ok(()),
+    for config in request.config_files() {
+        if let Some(pin) = plugin::pin::read(config)? {
+            pin.verify(&request.plugin, sha256)?;
+        }
     }
+    Ok(())
 }
 
-/// Resolves the run config: plugin defaults ← run.toml ← CLI.
+/// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
+/// order) ← CLI.
 pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let base = config::parse_toml(&info.default_config, "the plugin's default config")
         .map_err(|e| anyhow!("{e}"))?;
-    let merged = match &request.config {
-        None => base,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            let mut over = config::parse_toml(&text, &path.display().to_string())
-                .map_err(|e| anyhow!("{e}"))?;
-            // `plugin = { path, sha256 }` is the pin, checked by `check_pin`, not a
-            // setting of the run.
-            over.remove("plugin");
-            if let Some(dir) = path.parent() {
-                data::resolve_paths(&mut over, dir);
-            }
-            config::merge(base, over)
-        }
+    let files = request.config_files();
+    let merged = if files.is_empty() {
+        base
+    } else {
+        let over = config::layers::read(&files).map_err(|e| anyhow!("config error: {e}"))?;
+        config::merge(base, over)
     };
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
@@ -203,7 +209,12 @@ pub async fn run_then(
 ) -> Result<RunOutcome> {
     let mut plan = plan(&request).await?;
     // Sampling targets are checked before anything starts: a typo fails at once.
-    let sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    let mut sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    // The stack a run started (`run --stack`) is sampled too: its resources are the
+    // other half of the figures.
+    if let Some(watch) = &request.watch {
+        sampling.add_containers(watch.0.containers());
+    }
     let mut setup = setup(&request, &plan.config).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
@@ -333,17 +344,13 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    let data: Arc<str> = match instance
+    let result = instance
         .loadtest_scenario_plugin()
         .call_setup(&mut store, &config_json)
-        .await
-    {
-        Ok(Ok(data)) => data.into(),
-        Ok(Err(message)) => bail!("setup() failed: {message}"),
-        Err(trap) => bail!(
-            "setup() trapped: {}",
-            plugin::classify_trap(&trap, store.data()).1
-        ),
+        .await;
+    let data: Arc<str> = match plugin::outcome(result, store.data()) {
+        Ok(data) => data.into(),
+        Err(e) => bail!("setup() {e}"),
     };
     Ok(Setup {
         _ticker: ticker,
@@ -505,18 +512,13 @@ async fn teardown(config: &RunConfig, setup: &mut Setup) {
         .data_mut()
         .budget
         .start_call(config.limits.setup_timeout);
-    match setup
+    let result = setup
         .instance
         .loadtest_scenario_plugin()
         .call_teardown(&mut setup.store, &setup.data)
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => crate::stderr::warn(format_args!("teardown() failed: {message}")),
-        Err(trap) => crate::stderr::warn(format_args!(
-            "teardown() trapped: {}",
-            plugin::classify_trap(&trap, setup.store.data()).1
-        )),
+        .await;
+    if let Err(e) = plugin::outcome(result, setup.store.data()) {
+        crate::stderr::warn(format_args!("teardown() {e}"));
     }
 }
 
@@ -592,6 +594,7 @@ fn finish(
     summary.generator_saturated = sampled.verdict;
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
+    summary.tls = setup.services.net.tls.summary();
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));
@@ -599,6 +602,7 @@ fn finish(
         crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
     ));
     summary.warnings.extend(results.warnings());
+    summary.warnings.append(&mut sampled.warnings);
     let exit_code = verdict::judge(&mut summary);
     if let Some(failure) = &summary.failure {
         crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));

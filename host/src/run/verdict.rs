@@ -5,7 +5,7 @@
 use super::exit_code;
 use crate::control::StopReason;
 use crate::metrics::summary::Stats;
-use crate::summary::{ScenarioSummary, Summary};
+use crate::summary::{RunStatus, ScenarioSummary, Summary};
 use crate::vu::errors::{ErrorEntry, ErrorKind};
 use std::collections::BTreeMap;
 
@@ -20,7 +20,7 @@ pub fn judge(summary: &mut Summary) -> i32 {
         Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
         Some(StopReason::ServiceExit(_)) => exit_code::ERROR,
         None if summary.failure.is_some() => {
-            summary.status = "failed".into();
+            summary.status = RunStatus::Failed;
             exit_code::MEASURED_NOTHING
         }
         None if crate::thresholds::all_passed(&summary.thresholds) => exit_code::OK,

@@ -18,8 +18,41 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// How a run ended, as `status` in summary.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// It went to its planned end.
+    Completed,
+    /// It went to its end but measured nothing (no iteration succeeded, or every
+    /// request was denied).
+    Failed,
+    /// Ctrl-C or a signal stopped it.
+    Interrupted,
+    /// A threshold, the plugin or a service of the stack stopped it early.
+    Aborted,
+}
+
+impl RunStatus {
+    /// Its name, as written in summary.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Everything `summary.json` holds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Schema version of this file.
     pub schema: u32,
@@ -33,9 +66,8 @@ pub struct Summary {
     pub started_at: String,
     /// Seconds from the first scenario's start to the end.
     pub duration_s: f64,
-    /// `completed`, `failed` (it went to its end but measured nothing), `interrupted`
-    /// or `aborted`.
-    pub status: String,
+    /// How the run ended.
+    pub status: RunStatus,
     /// Why it stopped early.
     pub stop_reason: Option<StopReason>,
     /// Why the run measured nothing (no iteration succeeded, every request denied).
@@ -48,6 +80,9 @@ pub struct Summary {
     pub scenarios: BTreeMap<String, ScenarioSummary>,
     /// HTTP requests by fate.
     pub http: HttpCounts,
+    /// TLS handshakes by version and cipher suite (absent without TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::net::tls::TlsSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// Checks by name.
@@ -61,7 +96,7 @@ pub struct Summary {
     /// What became of the plugin's `log()` lines.
     pub log: crate::plugin::log::LogCounts,
     /// Services of the run's stack that died during the run (`run --stack`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
@@ -71,12 +106,16 @@ pub struct Summary {
     /// figures are a lower bound of the target's capacity, not its ceiling.
     pub generator_saturated: crate::sampling::GeneratorVerdict,
     /// Resource figures of every sampled service, the generator included.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<crate::sampling::StackSummary>,
+    /// The trend columns summary.txt prints (`--summary-trend-stats`); summary.json
+    /// keeps every figure whatever they are.
+    #[serde(skip)]
+    pub trend_stats: Vec<crate::config::TrendStat>,
 }
 
 /// The host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct HostInfo {
     /// `host`.
     pub name: String,
@@ -87,7 +126,7 @@ pub struct HostInfo {
 }
 
 /// The plugin.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PluginSummary {
     /// From `describe()`.
     pub name: String,
@@ -101,7 +140,7 @@ pub struct PluginSummary {
 }
 
 /// The machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Machine {
     /// Host name.
     pub hostname: String,
@@ -114,7 +153,7 @@ pub struct Machine {
 }
 
 /// One scenario's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ScenarioSummary {
     /// Executor name.
     pub executor: String,
@@ -133,13 +172,13 @@ pub struct ScenarioSummary {
     /// VUs made.
     pub vus_allocated: u64,
     /// Stages of ramping executors.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::executor::StageReport>,
 }
 
 /// Requests by fate. Every request written to a connection was answered, failed, or
 /// is still in flight: `sent = received + failed + in_flight`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct HttpCounts {
     /// Requests written to a connection.
     pub sent: u64,
@@ -162,7 +201,7 @@ pub struct HttpCounts {
 }
 
 /// A check's passes and fails.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CheckSummary {
     /// Its name.
     pub name: String,
@@ -251,9 +290,9 @@ impl Summary {
             .then(|| crate::metrics::endpoints::folded_warning(endpoints.folded));
         let (plugin_errors, unlisted) = input.errors.entries();
         let status = match &input.stop_reason {
-            None => "completed",
-            Some(StopReason::Interrupted) => "interrupted",
-            Some(_) => "aborted",
+            None => RunStatus::Completed,
+            Some(StopReason::Interrupted) => RunStatus::Interrupted,
+            Some(_) => RunStatus::Aborted,
         };
         let started_at = time::OffsetDateTime::from(input.started_at)
             .format(&time::format_description::well_known::Rfc3339)
@@ -278,7 +317,7 @@ impl Summary {
             machine: machine(),
             started_at,
             duration_s: input.elapsed.as_secs_f64(),
-            status: status.into(),
+            status,
             stop_reason: input.stop_reason,
             failure: None,
             warnings: warnings::dropped_iterations(input.contexts)
@@ -289,6 +328,7 @@ impl Summary {
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
+            tls: None,
             metrics,
             checks,
             thresholds: Vec::new(),
@@ -300,6 +340,7 @@ impl Summary {
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             stack: None,
+            trend_stats: input.config.summary_trend_stats.clone(),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{HostServices, VuIdentity, VuState};
-use crate::plugin::{classify_trap, Plugin, TrapCause};
+use crate::plugin::{outcome, GuestCallError, Plugin, TrapCause};
 use anyhow::Result;
 use errors::{ErrorKind, ErrorLog};
 use std::future::Future;
@@ -152,19 +152,8 @@ impl Vu {
                 .loadtest_scenario_plugin()
                 .call_init(&mut store, &self.ctx.setup_data)
                 .await;
-            let failure = match init {
-                Ok(Ok(())) => None,
-                Ok(Err(message)) => Some(format!(
-                    "init() of VU {} failed: {message}",
-                    self.identity.vu_id
-                )),
-                Err(trap) => Some(format!(
-                    "init() of VU {} trapped: {}",
-                    self.identity.vu_id,
-                    classify_trap(&trap, store.data()).1
-                )),
-            };
-            if let Some(message) = failure {
+            if let Err(e) = outcome(init, store.data()) {
+                let message = format!("init() of VU {} {e}", self.identity.vu_id);
                 self.init_failed(&message);
                 return Err(NotLive::Init(message));
             }
@@ -212,23 +201,23 @@ impl Vu {
                 let call = instance
                     .loadtest_scenario_plugin()
                     .call_iteration(&mut *store, exec);
+                // `None`: interrupted; `Some(None)`: past the iteration timeout.
                 let result = tokio::select! {
-                    r = call => Some(Ok(r)),
-                    _ = timer.as_mut() => Some(Err(())),
+                    r = call => Some(Some(r)),
+                    _ = timer.as_mut() => Some(None),
                     _ = interrupt => None,
                 };
                 match result {
                     None => Outcome::Interrupted,
-                    Some(Err(())) => Outcome::TimedOut,
-                    Some(Ok(Ok(Ok(())))) => Outcome::Completed,
-                    Some(Ok(Ok(Err(message)))) => Outcome::Failed(message),
-                    Some(Ok(Err(trap))) => {
-                        let (cause, message) = classify_trap(&trap, store.data());
-                        match cause {
+                    Some(None) => Outcome::TimedOut,
+                    Some(Some(r)) => match outcome(r, store.data()) {
+                        Ok(()) => Outcome::Completed,
+                        Err(GuestCallError::Returned(message)) => Outcome::Failed(message),
+                        Err(GuestCallError::Trapped { cause, message }) => match cause {
                             TrapCause::Deadline => Outcome::TimedOut,
                             cause => Outcome::Trapped(cause, message),
-                        }
-                    }
+                        },
+                    },
                 }
             }
         };

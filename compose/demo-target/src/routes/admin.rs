@@ -1,5 +1,8 @@
-//! `/admin/faults`: reading and switching the injected faults at runtime.
+//! `/admin/faults`: reading and switching the injected faults (and the capacity limit)
+//! at runtime; and `/admin/hold`: memory taken and never given back, so a test can
+//! push the process past its container's memory limit and see the OOM kill reported.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -7,6 +10,7 @@ use hyper::{Method, Request, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::{error, json, method_not_allowed, read_json, Resp};
+use crate::capacity::{Capacity, DEFAULT_QUEUE};
 use crate::faults::Faults;
 use crate::state::AppState;
 
@@ -20,6 +24,12 @@ struct FaultsJson {
     stall_every_ms: Option<u64>,
     stall_for_ms: u64,
     error_rate: f64,
+    /// Requests served at once; `null` or 0 lifts the capacity limit.
+    workers: Option<usize>,
+    /// How long each request holds its worker, in milliseconds (fractions allowed).
+    service_time_ms: f64,
+    /// Requests that may wait for a worker; `null` means the default (10000).
+    queue: Option<usize>,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -33,6 +43,12 @@ impl From<&Faults> for FaultsJson {
             stall_every_ms: f.stall_every.map(millis),
             stall_for_ms: millis(f.stall_for),
             error_rate: f.error_rate,
+            workers: f.capacity.as_ref().map(|c| c.workers),
+            service_time_ms: f
+                .capacity
+                .as_ref()
+                .map_or(0.0, |c| c.service_time.as_secs_f64() * 1000.0),
+            queue: f.capacity.as_ref().map(|c| c.queue),
         }
     }
 }
@@ -47,6 +63,11 @@ impl From<FaultsJson> for Faults {
                 .map(Duration::from_millis),
             stall_for: Duration::from_millis(j.stall_for_ms),
             error_rate: j.error_rate,
+            capacity: j.workers.filter(|&n| n > 0).map(|workers| Capacity {
+                workers,
+                service_time: Duration::from_secs_f64(j.service_time_ms / 1000.0),
+                queue: j.queue.unwrap_or(DEFAULT_QUEUE),
+            }),
         }
     }
 }
@@ -66,10 +87,54 @@ pub async fn faults(state: &AppState, req: Request<Incoming>) -> Resp {
                     "error_rate must be between 0 and 1",
                 );
             }
+            // Also refuses NaN and infinity, which Duration cannot hold.
+            if !(0.0..=3_600_000.0).contains(&wanted.service_time_ms) {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "service_time_ms must be between 0 and 3600000 (one hour)",
+                );
+            }
             let faults = Faults::from(wanted);
             state.faults.set(faults.clone());
             json(StatusCode::OK, &FaultsJson::from(&faults))
         }
         _ => method_not_allowed("GET, PUT"),
     }
+}
+
+/// The most `/admin/hold` takes in one request.
+const MAX_HOLD_MB: usize = 4096;
+
+/// Memory taken by `/admin/hold`, kept until the process exits.
+static HELD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// `POST /admin/hold?mb=N`: takes N MiB (1 to 4096), every page written so it is
+/// resident rather than only promised, keeps it until the process exits, and answers
+/// the MiB held in all. Under a container memory limit smaller than that, the kernel
+/// kills the process: what a leak looks like to the load test.
+pub fn hold(req: &Request<Incoming>) -> Resp {
+    if req.method() != Method::POST {
+        return method_not_allowed("POST");
+    }
+    let mb = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("mb=")))
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|mb| (1..=MAX_HOLD_MB).contains(mb));
+    let Some(mb) = mb else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "give the MiB to hold as ?mb=N, from 1 to 4096",
+        );
+    };
+    // Non-zero bytes: a zeroed allocation may be mapped lazily and never be resident.
+    let block = vec![0x5a_u8; mb << 20];
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    held.push(block);
+    let total: usize = held.iter().map(Vec::len).sum();
+    json(
+        StatusCode::OK,
+        &serde_json::json!({ "held_mb": total >> 20 }),
+    )
 }

@@ -40,6 +40,11 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
                     "Commands waiting in the outbox for a worker.",
                     state.commands.queued(),
                 ));
+                text.push_str(&crate::metrics::render_gauge(
+                    "demo_capacity_waiting",
+                    "Requests waiting for a worker of the capacity limit.",
+                    state.faults.waiting(),
+                ));
                 state.live.counters.render(&mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
@@ -54,6 +59,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         ["survey", ..] | ["cookies", ..] => survey::dispatch(state, req, &segments).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
+        ["admin", "hold"] => admin::hold(&req),
         ["admin", "outbox", "claim"] => commands::claim(state, req).await,
         ["admin", "outbox", id, "done"] => match id.parse() {
             Ok(id) => commands::done(state, req, id).await,

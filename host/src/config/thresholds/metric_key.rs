@@ -29,7 +29,7 @@ pub fn parse_metric_key(text: &str) -> Result<(String, TagSet), SyntaxError> {
     if name.is_empty() {
         return Err(syntax(text, 0, 1, "expected a metric name"));
     }
-    if !is_identifier(name) {
+    if !crate::metrics::registry::is_valid_name(name) {
         let lead = text.len() - text.trim_start().len();
         let bad = name
             .char_indices()
@@ -102,14 +102,6 @@ fn unquote(s: &str) -> &str {
         }
     }
     s
-}
-
-fn is_identifier(name: &str) -> bool {
-    name.len() <= 128
-        && name
-            .chars()
-            .enumerate()
-            .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
 }
 
 /// Resolves a metric key against the built-ins: a built-in gets its kind; a name one or

@@ -1,0 +1,374 @@
+//! The capacity model of a sweep: the breakpoint, the knee, the Universal Scalability
+//! Law fit, the binding resource and a Little's-law check of each level.
+
+use super::figures::{LevelFigures, Verdict};
+use super::usl::{self, Usl};
+use serde::{Deserialize, Serialize};
+
+/// How much p99 per unit of throughput may rise over its best before a level counts as
+/// past the knee: half again, which absorbs the jitter of a p99 of a few milliseconds.
+pub const KNEE_RISE: f64 = 1.5;
+
+/// A generator whose VUs were this busy (work in flight ÷ VUs available) limited the
+/// load, not the target.
+const VU_POOL_LIMIT: f64 = 0.9;
+
+/// Closed levels whose VUs spent less than this share of their time waiting on the
+/// target were limited by the generator (or think time), not the target.
+const TARGET_SHARE_LIMIT: f64 = 0.5;
+
+/// The highest level that passed below the lowest that failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breakpoint {
+    /// The highest level that passed, below `failed`.
+    pub passed: Option<f64>,
+    /// The lowest level that failed.
+    pub failed: Option<f64>,
+    /// What failed there.
+    pub threshold: Option<String>,
+}
+
+/// Where latency starts to grow faster than throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Knee {
+    /// The last level before latency grew faster than linearly.
+    pub level: f64,
+    /// Its throughput (iterations/s).
+    pub throughput_per_s: f64,
+    /// Its p99 (ms).
+    pub p99_ms: f64,
+    /// The first level past it.
+    pub next_level: f64,
+}
+
+/// The resource nearest its cap at the breakpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    /// The service.
+    pub service: String,
+    /// `cpu` (share of its cpuset) or `memory` (share of its limit).
+    pub resource: String,
+    /// How near its cap, 0 to 1 (and above for CPU briefly past its share).
+    pub share: f64,
+    /// The level it was read at.
+    pub level: f64,
+}
+
+/// One level's Little's-law check: work in flight = throughput × time in the system.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LittleCheck {
+    /// The level.
+    pub level: f64,
+    /// Throughput × mean iteration duration: the mean number of iterations in flight.
+    pub in_flight: f64,
+    /// VUs the level had (closed) or could make (open).
+    pub vus: u64,
+    /// Whether the generator, not the target, limited the load.
+    pub generator_limited: bool,
+    /// Why, in words.
+    pub note: String,
+}
+
+/// Everything the sweep concludes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityModel {
+    /// The breakpoint.
+    pub breakpoint: Breakpoint,
+    /// The knee, if latency grew faster than linearly within the sweep.
+    pub knee: Option<Knee>,
+    /// How the knee is computed, in words.
+    pub knee_rule: String,
+    /// The USL fit, if there were enough levels.
+    pub usl: Option<Usl>,
+    /// Why there is no fit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usl_note: Option<String>,
+    /// The points fitted: (concurrency, throughput) of each valid level.
+    pub usl_points: Vec<(f64, f64)>,
+    /// The binding resource, if services were sampled.
+    pub binding: Option<Binding>,
+    /// One check per level.
+    pub littles_law: Vec<LittleCheck>,
+}
+
+/// Levels that tell about the target: finished, generator not saturated.
+fn valid(levels: &[LevelFigures]) -> Vec<&LevelFigures> {
+    let mut v: Vec<&LevelFigures> = levels
+        .iter()
+        .filter(|l| matches!(l.verdict, Verdict::Pass | Verdict::Fail { .. }))
+        .collect();
+    v.sort_by(|a, b| a.level.total_cmp(&b.level));
+    v
+}
+
+/// The lowest failed level and the highest passed level below it.
+pub fn breakpoint(levels: &[LevelFigures]) -> Breakpoint {
+    let valid = valid(levels);
+    let failed = valid
+        .iter()
+        .find(|l| matches!(l.verdict, Verdict::Fail { .. }));
+    let passed = valid
+        .iter()
+        .rfind(|l| l.verdict == Verdict::Pass && failed.is_none_or(|f| l.level < f.level));
+    Breakpoint {
+        passed: passed.map(|l| l.level),
+        failed: failed.map(|l| l.level),
+        threshold: failed.and_then(|l| match &l.verdict {
+            Verdict::Fail { reason } => Some(reason.clone()),
+            _ => None,
+        }),
+    }
+}
+
+/// The knee rule, as written into sweep.md and sweep.json.
+pub fn knee_rule() -> String {
+    format!(
+        "Valid levels in order of load; P = p99 of http_req_duration (else of \
+         iteration_duration), X = throughput. While latency grows no faster than \
+         throughput, P/X does not rise. A level is past the knee when its P/X exceeds \
+         {KNEE_RISE} × the lowest P/X of the levels below it; the knee is the last level \
+         before the first one past it."
+    )
+}
+
+/// The knee, by [`knee_rule`].
+pub fn knee(levels: &[LevelFigures]) -> Option<Knee> {
+    let points: Vec<(f64, f64, f64)> = valid(levels)
+        .into_iter()
+        .filter_map(|l| {
+            let p99 = l.http_req_duration.or(l.iteration_duration)?.p99;
+            (l.throughput_per_s > 0.0 && p99 > 0.0).then_some((l.level, l.throughput_per_s, p99))
+        })
+        .collect();
+    let mut best = f64::INFINITY;
+    for (i, &(level, x, p)) in points.iter().enumerate() {
+        if i > 0 && p / x > KNEE_RISE * best {
+            let (knee_level, knee_x, knee_p) = points[i - 1];
+            return Some(Knee {
+                level: knee_level,
+                throughput_per_s: knee_x,
+                p99_ms: knee_p,
+                next_level: level,
+            });
+        }
+        best = best.min(p / x);
+    }
+    None
+}
+
+/// Mean iterations in flight by Little's law: throughput × mean iteration duration.
+pub fn in_flight(l: &LevelFigures) -> Option<f64> {
+    let r = l.iteration_duration?.avg / 1000.0;
+    Some(l.throughput_per_s * r)
+}
+
+/// USL points: concurrency (the VUs of a closed level, the work in flight by Little's
+/// law of an arrival-rate level) against throughput, for each valid level.
+pub fn usl_points(levels: &[LevelFigures], open: bool) -> Vec<(f64, f64)> {
+    valid(levels)
+        .into_iter()
+        .filter_map(|l| {
+            let n = if open { in_flight(l)? } else { l.vus as f64 };
+            Some((n, l.throughput_per_s))
+        })
+        .collect()
+}
+
+/// The service resource nearest its cap at the breakpoint's failed level (else the
+/// highest level run), the generator left out.
+pub fn binding(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Binding> {
+    let at = bp
+        .failed
+        .or(bp.passed)
+        .or_else(|| valid(levels).last().map(|l| l.level))?;
+    let level = levels.iter().find(|l| l.level == at)?;
+    let mut best: Option<Binding> = None;
+    for s in level.services.iter().filter(|s| s.service != "generator") {
+        let candidates = [
+            Some(("cpu", s.cpu_peak_share)),
+            s.memory_peak_share.map(|m| ("memory", m)),
+        ];
+        for (resource, share) in candidates.into_iter().flatten() {
+            if best.as_ref().is_none_or(|b| share > b.share) {
+                best = Some(Binding {
+                    service: s.service.clone(),
+                    resource: resource.into(),
+                    share,
+                    level: at,
+                });
+            }
+        }
+    }
+    best
+}
+
+/// Little's-law check of one level.
+pub fn little(l: &LevelFigures, open: bool) -> LittleCheck {
+    let n = in_flight(l).unwrap_or(0.0);
+    let vus = l.vus.max(1) as f64;
+    let (limited, note) = if matches!(l.verdict, Verdict::Invalid { .. }) {
+        (true, "the generator saturated".to_string())
+    } else if open && l.dropped > 0 {
+        (
+            true,
+            format!("{} iterations dropped for want of a VU", l.dropped),
+        )
+    } else if open && n >= VU_POOL_LIMIT * vus {
+        (
+            true,
+            format!(
+                "{n:.0} in flight of {vus:.0} VUs: the VU pool, not the target, capped the load"
+            ),
+        )
+    } else if !open {
+        // N = X × (time on the target + time elsewhere): the share on the target.
+        let on_target = l
+            .http_req_duration
+            .map(|d| d.avg / 1000.0 * l.http_reqs_per_s)
+            .unwrap_or(0.0);
+        let share = on_target / vus;
+        if l.http_reqs_per_s > 0.0 && share < TARGET_SHARE_LIMIT {
+            (
+                true,
+                format!(
+                    "VUs waited on the target {:.0}% of the time: the generator (or think time) limited the load",
+                    share * 100.0
+                ),
+            )
+        } else {
+            (
+                false,
+                format!("VUs waited on the target {:.0}% of the time", share * 100.0),
+            )
+        }
+    } else {
+        (false, format!("{n:.1} in flight of {vus:.0} VUs"))
+    };
+    LittleCheck {
+        level: l.level,
+        in_flight: n,
+        vus: l.vus,
+        generator_limited: limited,
+        note,
+    }
+}
+
+/// The whole model.
+pub fn build(levels: &[LevelFigures], open: bool) -> CapacityModel {
+    let bp = breakpoint(levels);
+    let points = usl_points(levels, open);
+    let (usl, usl_note) = match usl::fit(&points) {
+        Ok(u) => (Some(u), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    CapacityModel {
+        binding: binding(levels, &bp),
+        breakpoint: bp,
+        knee: knee(levels),
+        knee_rule: knee_rule(),
+        usl,
+        usl_note,
+        usl_points: points,
+        littles_law: levels
+            .iter()
+            .filter(|l| l.verdict != Verdict::Interrupted)
+            .map(|l| little(l, open))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::figures::{Percentiles, ServiceFigures};
+
+    fn level(level: f64, x: f64, p99: f64, verdict: Verdict) -> LevelFigures {
+        let p = Percentiles {
+            avg: p99 / 2.0,
+            p50: p99 / 3.0,
+            p95: p99 / 1.5,
+            p99,
+        };
+        LevelFigures {
+            level,
+            offered_per_s: level,
+            throughput_per_s: x,
+            http_reqs_per_s: x,
+            http_req_duration: Some(p),
+            iteration_latency: Some(p),
+            iteration_duration: Some(p),
+            error_rate: 0.0,
+            dropped: 0,
+            vus: 1000,
+            services: vec![ServiceFigures {
+                service: "api".into(),
+                cpu_avg_percent: 50.0,
+                cpu_peak_percent: level / 5.0,
+                cpu_peak_share: level / 500.0,
+                memory_peak_bytes: 1 << 20,
+                memory_peak_share: Some(0.1),
+            }],
+            verdict,
+            results: String::new(),
+        }
+    }
+
+    fn fail() -> Verdict {
+        Verdict::Fail {
+            reason: "http_req_duration p(99)<100".into(),
+        }
+    }
+
+    #[test]
+    fn breakpoint_skips_invalid_levels() {
+        let levels = vec![
+            level(100.0, 100.0, 10.0, Verdict::Pass),
+            level(200.0, 200.0, 11.0, Verdict::Pass),
+            level(300.0, 250.0, 900.0, Verdict::Invalid { reason: "g".into() }),
+            level(400.0, 300.0, 500.0, fail()),
+        ];
+        let bp = breakpoint(&levels);
+        assert_eq!(bp.passed, Some(200.0));
+        assert_eq!(bp.failed, Some(400.0));
+        assert!(bp.threshold.unwrap().contains("p(99)<100"));
+    }
+
+    #[test]
+    fn knee_is_the_last_level_before_latency_outgrows_throughput() {
+        let levels = vec![
+            level(100.0, 100.0, 13.0, Verdict::Pass),
+            // Jitter: p99 up by less than the throughput's rise.
+            level(200.0, 200.0, 20.0, Verdict::Pass),
+            level(300.0, 300.0, 15.0, Verdict::Pass),
+            level(400.0, 390.0, 18.0, Verdict::Pass),
+            level(500.0, 400.0, 400.0, fail()),
+        ];
+        let k = knee(&levels).unwrap();
+        assert_eq!(k.level, 400.0);
+        assert_eq!(k.next_level, 500.0);
+        assert!(knee(&levels[..4]).is_none());
+    }
+
+    #[test]
+    fn binding_resource_is_read_at_the_failed_level() {
+        let levels = vec![
+            level(100.0, 100.0, 10.0, Verdict::Pass),
+            level(450.0, 400.0, 500.0, fail()),
+        ];
+        let b = binding(&levels, &breakpoint(&levels)).unwrap();
+        assert_eq!((b.service.as_str(), b.resource.as_str()), ("api", "cpu"));
+        assert!((b.share - 0.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn littles_law_flags_a_pool_that_ran_out() {
+        let mut l = level(400.0, 380.0, 100.0, Verdict::Pass);
+        l.vus = 20;
+        // 380/s × 50 ms mean = 19 in flight of 20 VUs.
+        let c = little(&l, true);
+        assert!(c.generator_limited, "{c:?}");
+        assert!((c.in_flight - 19.0).abs() < 1e-9);
+        l.vus = 1000;
+        assert!(!little(&l, true).generator_limited);
+    }
+}
