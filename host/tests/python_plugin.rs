@@ -84,7 +84,9 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         assert!(shown.contains(expected), "no {expected:?} in\n{shown}");
     }
 
-    // A shared data set, read by the plugin through `data_get`.
+    // 20 VUs: a Python component instantiates many core modules, more than the pool
+    // of a Rust-sized plugin holds (it failed at 21 VUs before the pool was sized from
+    // the file). A shared data set, read by the plugin through `data_get`.
     std::fs::write(
         tmp.path().join("users.json"),
         r#"[{"name": "a"}, {"name": "b"}]"#,
@@ -92,7 +94,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     .unwrap();
     let config = common::write_config(
         tmp.path(),
-        "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 2\niterations = 30\n\
+        "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 20\niterations = 60\n\
          [data]\nusers = \"users.json\"\n",
     );
     let target = common::demo_target(Duration::ZERO).await;
@@ -122,7 +124,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     common::assert_http_counts_add_up(&summary);
     let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
     assert_eq!(
-        http_reqs, 30,
+        http_reqs, 60,
         "one request per iteration: {}",
         summary["http"]
     );
@@ -136,15 +138,50 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
             .unwrap_or_else(|| panic!("no check {name:?}: {}", summary["checks"]));
         assert_eq!(
             (check["passes"].as_u64(), check["fails"].as_u64()),
-            (Some(30), Some(0)),
+            (Some(60), Some(0)),
             "{check}"
         );
     }
     // The custom trend: one sample per iteration.
     assert_eq!(
         summary["metrics"]["body_kb"]["count"].as_f64(),
-        Some(30.0),
+        Some(60.0),
         "{}",
         summary["metrics"]
     );
+
+    // WebSockets: each VU signs in, opens the live-updates socket and gets its
+    // subscription acknowledged, in init.
+    let out = tmp.path().join("results-ws");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "2".into(),
+        "--iterations".into(),
+        "4".into(),
+        "-e".into(),
+        format!("BASE_URL={}", target.base_url()),
+        "-e".into(),
+        "WEBSOCKET=1".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let subscribed = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "socket subscribed")
+        .unwrap_or_else(|| panic!("no socket check: {}", summary["checks"]));
+    assert_eq!(subscribed["passes"].as_u64(), Some(2), "{subscribed}");
 }

@@ -20,6 +20,8 @@ pub struct EngineOptions {
     pub max_instances: u32,
     /// Linear memory cap per instance, in bytes.
     pub memory_bytes: u64,
+    /// Pool slots one instance of the plugin takes (see `shape`).
+    pub needs: super::shape::PoolNeeds,
 }
 
 /// Memory mappings one live instance takes (measured: 2,000 VUs used 12,096).
@@ -87,9 +89,9 @@ pub fn build_engine(options: EngineOptions) -> Result<Engine> {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_stacks(instances)
-        .total_memories(instances)
-        .total_tables(instances.saturating_mul(4))
-        .total_core_instances(instances.saturating_mul(8))
+        .total_memories(instances.saturating_mul(options.needs.memories))
+        .total_tables(instances.saturating_mul(options.needs.tables))
+        .total_core_instances(instances.saturating_mul(options.needs.core_instances))
         .max_memory_size(options.memory_bytes as usize);
 
     let mut config = Config::new();

@@ -11,6 +11,7 @@ pub mod imports;
 pub mod log;
 pub mod output;
 pub mod pin;
+pub mod shape;
 pub mod state;
 pub mod validate;
 

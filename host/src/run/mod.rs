@@ -116,6 +116,7 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
     let engine = build_engine(EngineOptions {
         max_instances: 1,
         memory_bytes,
+        needs: plugin::shape::PoolNeeds::of(&bytes),
     })?;
     let _ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, path, &bytes, &sha256)?;
@@ -318,14 +319,16 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
 /// which runs once in an instance of its own; its result goes to every VU.
 async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let max_vus = config.max_vus();
-    let engine = build_engine(EngineOptions {
-        max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
-        memory_bytes: config.limits.memory_bytes,
-    })?;
-    let ticker = EpochTicker::start(&engine)?;
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
     // Again on the bytes that run: the file may have been replaced since the plan.
     check_pin(request, &sha256)?;
+    // The pool is sized for this file: a Python plugin has many core modules.
+    let engine = build_engine(EngineOptions {
+        max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
+        memory_bytes: config.limits.memory_bytes,
+        needs: plugin::shape::PoolNeeds::of(&bytes),
+    })?;
+    let ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
     let services = services_for(config, registry.clone(), request.quiet)?;
