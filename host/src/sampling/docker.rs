@@ -65,7 +65,6 @@ pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<Co
         .collect())
 }
 
-
 /// Cumulative figures of one stats frame.
 struct Frame {
     cpu: CpuReading,
