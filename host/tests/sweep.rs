@@ -91,8 +91,10 @@ duration = "3s"
 pre_allocated_vus = 250
 max_vus = 250
 
+# Far above the service time (10 ms), so that a stall of a loaded machine does not fail
+# a level below the capacity; far below what a queue past it adds (0.4 s at 450/s).
 [thresholds]
-http_req_duration = ["p(99)<100"]
+http_req_duration = ["p(99)<250"]
 "#;
 
 #[test]
@@ -148,7 +150,14 @@ fn a_sweep_finds_the_capacity_of_a_target_with_four_workers_of_ten_ms() {
         (180.0..=210.0).contains(&x),
         "throughput at 200/s was {x}\n{report}"
     );
-    assert_eq!(at_200["verdict"]["verdict"], "pass", "{report}");
+    // None of the levels below the capacity fails (one may be invalid: on a loaded
+    // machine the generator can start iterations late).
+    for l in levels
+        .iter()
+        .filter(|l| l["level"].as_f64().unwrap() <= 300.0)
+    {
+        assert_ne!(l["verdict"]["verdict"], "fail", "{report}");
+    }
 
     // The breakpoint brackets 400/s within one refine step. The step is half the gap
     // between the planned levels around the breakpoint that gave a verdict: a level
@@ -185,7 +194,7 @@ fn a_sweep_finds_the_capacity_of_a_target_with_four_workers_of_ten_ms() {
         "bracket {passed}..{failed} is wider than one refine step ({step})\n{report}"
     );
     assert!(
-        bp["threshold"].as_str().unwrap().contains("p(99)<100"),
+        bp["threshold"].as_str().unwrap().contains("p(99)<250"),
         "{report}"
     );
 

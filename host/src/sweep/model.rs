@@ -309,6 +309,7 @@ mod tests {
                 memory_peak_share: Some(0.1),
             }],
             verdict,
+            caveat: None,
             results: String::new(),
         }
     }

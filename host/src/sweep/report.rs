@@ -54,6 +54,14 @@ fn services(l: &LevelFigures) -> String {
     }
 }
 
+/// The verdict with its caveat, if any.
+fn verdict_cell(l: &LevelFigures) -> String {
+    match &l.caveat {
+        Some(c) => format!("{} ({c})", l.verdict.text()),
+        None => l.verdict.text(),
+    }
+}
+
 /// `sweep.md`.
 pub fn markdown(r: &SweepResult) -> String {
     let mut md = String::new();
@@ -98,7 +106,7 @@ pub fn markdown(r: &SweepResult) -> String {
             l.dropped,
             services(l),
             generator,
-            l.verdict.text().replace('|', "\\|"),
+            verdict_cell(l).replace('|', "\\|"),
         );
     }
     md.push_str("\n## Capacity model\n\n");
@@ -269,6 +277,7 @@ mod tests {
             vus: 100,
             services: Vec::new(),
             verdict,
+            caveat: None,
             results: format!("level-{level}/run"),
         }
     }
