@@ -348,3 +348,111 @@ fn ctrl_c_during_a_sweep_writes_sweep_md_with_the_levels_done() {
     assert!(text.contains("| 50 |"), "{text}");
     assert_eq!(json["interrupted"], true);
 }
+
+#[test]
+fn with_a_stack_levels_sample_its_containers_and_ctrl_c_tears_it_down() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let project = format!("t{}-sweep", std::process::id());
+    let config = common::write_config(
+        dir.path(),
+        r#"
+[scenarios.open]
+executor = "constant-arrival-rate"
+exec = "default"
+rate = 10
+time_unit = "1s"
+duration = "2s"
+pre_allocated_vus = 10
+max_vus = 10
+"#,
+    );
+    let out = dir.path().join("out");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(&root)
+        .arg("sweep")
+        .arg(common::plugin("hello"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--quiet",
+            "--stack",
+            "compose/docker-compose.yml",
+            "--project",
+        ])
+        .arg(&project)
+        // Docker reports a container's stats about once a second and its first frame
+        // has no CPU figure: a level of 4 s gets a few samples of each.
+        .args(["--levels", "20,40,60,80,100", "--hold", "4s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let leftovers = || {
+        let out = Command::new("docker")
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label=com.docker.compose.project={project}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    // The stack comes up (images built from this repository's binaries), then levels run.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let md = loop {
+        let found = std::fs::read_dir(&out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path().join("sweep.md"))
+            .filter(|p| p.exists());
+        if let Some(md) = found {
+            break md;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            let _ = Command::new(env!("CARGO_BIN_EXE_host"))
+                .args(["down", "--project", &project])
+                .output();
+            panic!("no level finished: {stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(leftovers() > 0, "the stack is up while the sweep runs");
+    // SAFETY: kill(2) on our own child, not yet waited for.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let remaining = leftovers();
+    if remaining > 0 {
+        let _ = Command::new(env!("CARGO_BIN_EXE_host"))
+            .args(["down", "--project", &project])
+            .output();
+    }
+    assert_eq!(status.code(), Some(105), "{stderr}");
+    assert_eq!(remaining, 0, "the stack was not torn down: {stderr}");
+    assert!(
+        stderr.contains(&format!("stack {project} removed")),
+        "{stderr}"
+    );
+    let json = sweep_json(md.parent().unwrap());
+    let levels = json["levels"].as_array().unwrap();
+    assert!(!levels.is_empty() && levels.len() < 5, "{stderr}");
+    // Each level sampled the stack's containers: the API's figures are in its row.
+    let services: Vec<&str> = levels[0]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["service"].as_str().unwrap())
+        .collect();
+    assert!(services.contains(&"api"), "{services:?}");
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("Interrupted"));
+}
