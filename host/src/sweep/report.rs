@@ -7,6 +7,9 @@ use super::model::CapacityModel;
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// Below this share of its cap the nearest resource is not taken to be what binds.
+const BINDING_SHARE: f64 = 0.5;
+
 /// What `sweep.json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepResult {
@@ -192,7 +195,7 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
     });
     lines.push(match &m.binding {
         Some(b) => format!(
-            "- binding resource: {} {} at {:.0}% of its cap (at {} {unit})",
+            "- binding resource: {} {} at {:.0}% of its cap (at {} {unit}){}",
             b.service,
             if b.resource == "cpu" {
                 "CPU (share of its cpuset)"
@@ -200,7 +203,15 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
                 "memory (share of its limit)"
             },
             b.share * 100.0,
-            label(b.level)
+            label(b.level),
+            // Far from its cap, the nearest resource is not what binds: something
+            // unsampled (a pool, a lock, a queue, a downstream service) is.
+            if b.share < BINDING_SHARE {
+                "; no sampled resource was near its cap, so the limit is elsewhere \
+                 (a worker pool, a lock, a queue or a service not sampled)"
+            } else {
+                ""
+            }
         ),
         None => "- binding resource: unknown (no service was sampled: use --stack, --sample-pid or --sample-container)".into(),
     });
