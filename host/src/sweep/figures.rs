@@ -86,8 +86,13 @@ pub struct LevelFigures {
     /// Offered load in iterations per second: the level for arrival rates; for VU
     /// levels, the iterations the VUs started per second.
     pub offered_per_s: f64,
-    /// Iterations completed per second of the level's schedule.
+    /// Good iterations per second of the level's run: those that ended without an
+    /// error, discounted by the share of failed requests (`http_req_failed`), so that a
+    /// target shedding load with fast 503s is not credited with serving it. The model
+    /// uses this figure.
     pub throughput_per_s: f64,
+    /// Iterations completed per second, good or not.
+    pub completed_per_s: f64,
     /// HTTP responses per second of the level's schedule.
     pub http_reqs_per_s: f64,
     /// `http_req_duration`.
@@ -152,6 +157,7 @@ pub fn from_summary(
         _ => 0.0,
     };
     let completed: u64 = summary.scenarios.values().map(|s| s.completed).sum();
+    let failed_iterations: u64 = summary.scenarios.values().map(|s| s.failed).sum();
     let started: u64 = summary.scenarios.values().map(|s| s.started).sum();
     let dropped: u64 = summary.scenarios.values().map(|s| s.dropped).sum();
     let per_s = |n: f64| {
@@ -167,7 +173,8 @@ pub fn from_summary(
         level.round() as u64
     };
     let offered = if open { level } else { per_s(started as f64) };
-    let throughput = per_s(completed as f64);
+    let good = completed.saturating_sub(failed_iterations) as f64 * (1.0 - error_rate);
+    let throughput = per_s(good);
     let served_share = if offered > 0.0 {
         throughput / offered
     } else {
@@ -196,6 +203,7 @@ pub fn from_summary(
         level,
         offered_per_s: offered,
         throughput_per_s: throughput,
+        completed_per_s: per_s(completed as f64),
         http_reqs_per_s: per_s(counter("http_reqs")),
         http_req_duration: trend("http_req_duration"),
         iteration_latency: trend("iteration_latency"),

@@ -86,7 +86,7 @@ pub fn markdown(r: &SweepResult) -> String {
         }
     );
     md.push_str(
-        "| level | offered/s | throughput/s | http p50 | p95 | p99 (ms) | iteration latency p50 | p95 | p99 (ms) | errors | dropped | services CPU avg/peak, memory peak | generator CPU avg/peak | verdict |\n",
+        "| level | offered/s | good throughput/s | http p50 | p95 | p99 (ms) | iteration latency p50 | p95 | p99 (ms) | errors | dropped | services CPU avg/peak, memory peak | generator CPU avg/peak | verdict |\n",
     );
     md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n");
     for l in &r.levels {
@@ -177,15 +177,23 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
     lines.push(format!("  (knee rule: {})", m.knee_rule));
     lines.push(match &m.usl {
         Some(u) => format!(
-            "- USL fit: λ = {:.2}/s, σ = {:.4}, κ = {:.6}, R² = {:.3}; predicted peak {:.1}/s{}",
+            "- USL fit: λ = {:.2}/s, σ = {:.4}, κ = {:.6}, R² = {:.3}; {}",
             u.lambda,
             u.sigma,
             u.kappa,
             u.r_squared,
-            u.peak_throughput,
             match u.peak_concurrency {
-                Some(n) => format!(" at concurrency N* = {n:.1}"),
-                None => " (κ = 0: no peak, the curve levels off toward λ/σ)".into(),
+                Some(n) => format!(
+                    "predicted peak {:.1}/s at concurrency N* = {n:.1}",
+                    u.peak_throughput
+                ),
+                None if u.peak_throughput.is_finite() => format!(
+                    "predicted peak {:.1}/s (κ = 0: no peak, the curve levels off toward λ/σ)",
+                    u.peak_throughput
+                ),
+                None => "no predicted peak (σ = κ = 0: throughput grew linearly with \
+                         concurrency over these levels; sweep higher)"
+                    .into(),
             }
         ),
         None => format!(
@@ -280,6 +288,7 @@ mod tests {
             offered_per_s: level,
             throughput_per_s: level.min(400.0),
             http_reqs_per_s: level.min(400.0),
+            completed_per_s: level.min(400.0),
             http_req_duration: Some(p),
             iteration_latency: None,
             iteration_duration: Some(p),
