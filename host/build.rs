@@ -11,13 +11,17 @@ fn main() {
         .expect("host/ is inside the workspace")
         .to_path_buf();
     let plugins = root.join("plugins");
-    for dir in ["sdk", "hello", "notes", "sockets", "survey", "fixtures"] {
+    for dir in [
+        "sdk", "hello", "notes", "sockets", "survey", "fixtures", "python",
+    ] {
         watch(&plugins.join(dir));
     }
     for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", plugins.join(file).display());
     }
     watch(&root.join("wit"));
+    check_sdk_wit(&root);
+    embed_sdk(&plugins);
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -57,13 +61,117 @@ fn main() {
     println!("cargo:rustc-env=HOST_PLUGINS_DIR={}", built.display());
 }
 
+/// The SDK carries its own copy of the WIT (so the crate builds alone, wherever it is
+/// copied); it must be the contract this host implements, byte for byte. Checked here,
+/// at every build of the host, so the two copies cannot drift even for one commit.
+fn check_sdk_wit(root: &Path) {
+    let ours = root.join("wit/scenario.wit");
+    let sdk = root.join("plugins/sdk/wit/scenario.wit");
+    let read =
+        |p: &Path| std::fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+    if read(&ours) != read(&sdk) {
+        panic!(
+            "{} differs from {}: the SDK must carry the contract this host implements. \
+             After editing wit/scenario.wit, copy it: cp wit/scenario.wit plugins/sdk/wit/scenario.wit",
+            sdk.display(),
+            ours.display()
+        );
+    }
+}
+
+/// Writes `sdk_files.rs` to OUT_DIR: every file of the SDK crate (manifest, sources,
+/// WIT) and the plugins' Cargo.lock, as `include_str!`s, so `host new` can vendor the
+/// SDK into a new project wherever the host binary is, without this checkout.
+fn embed_sdk(plugins: &Path) {
+    let sdk = plugins.join("sdk");
+    let mut files = Vec::new();
+    collect(&sdk, &sdk, &mut files);
+    files.sort();
+    let mut code = String::from(
+        "/// The SDK crate's files: (path inside the crate, contents).\n\
+         pub const SDK_FILES: &[(&str, &str)] = &[\n",
+    );
+    for rel in &files {
+        let abs = sdk.join(rel);
+        code.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    code.push_str("];\n");
+    code.push_str(&format!(
+        "/// The plugins workspace's Cargo.lock: the dependency versions the SDK is tested with.\n\
+         pub const PLUGINS_LOCK: &str = include_str!({:?});\n",
+        plugins.join("Cargo.lock").display().to_string()
+    ));
+    // The Python SDK (a package of .py files) and its example app, for `--lang python`.
+    let python = plugins.join("python");
+    let mut py_files = Vec::new();
+    collect(
+        &python.join("loadtest"),
+        &python.join("loadtest"),
+        &mut py_files,
+    );
+    py_files.sort();
+    code.push_str(
+        "/// The Python SDK package's files: (path inside `loadtest/`, contents).\n\
+         pub const PY_SDK_FILES: &[(&str, &str)] = &[\n",
+    );
+    for rel in &py_files {
+        let abs = python.join("loadtest").join(rel);
+        code.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    code.push_str("];\n");
+    code.push_str(&format!(
+        "/// The example Python plugin (plugins/python/hello_py/app.py), the template of `host new --lang python`.\n\
+         pub const PY_EXAMPLE_APP: &str = include_str!({:?});\n",
+        python.join("hello_py/app.py").display().to_string()
+    ));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
+    std::fs::write(out.join("sdk_files.rs"), code).expect("cannot write sdk_files.rs");
+}
+
+/// Paths (relative to `base`, with `/`) of the SDK's files worth vendoring.
+fn collect(base: &Path, dir: &Path, files: &mut Vec<String>) {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "target" || name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            collect(base, &path, files);
+        } else if name.ends_with(".rs")
+            || name.ends_with(".py")
+            || name.ends_with(".wit")
+            || name.ends_with(".toml")
+            || name.ends_with(".md")
+        {
+            let rel = path.strip_prefix(base).expect("under base");
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            files.push(parts.join("/"));
+        }
+    }
+}
+
 fn watch(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "target") {
+        if path
+            .file_name()
+            .is_some_and(|n| n == "target" || n == "__pycache__")
+        {
             continue;
         }
         if path.is_dir() {

@@ -26,6 +26,10 @@ enum Command {
     },
     /// Start the embedded demo target and run the bundled `notes` plugin against it.
     Demo(DemoArgs),
+    /// Start a plugin project in a folder of its own (scenario, run.toml, README, SDK).
+    New(crate::author::NewArgs),
+    /// Build a plugin project for wasm32-wasip2 and print the component's path.
+    Build(crate::author::BuildArgs),
     /// Compare two runs' summary.json side by side; exits 98 when B regressed beyond
     /// the tolerance (latency or errors up, throughput down).
     Compare {
@@ -79,6 +83,14 @@ enum Command {
         listen: std::net::SocketAddr,
         #[command(flatten)]
         faults: FaultArgs,
+        /// Requests per second each client address may make (except /health, /metrics
+        /// and /admin/*); past it the answer is 429 with Retry-After.
+        #[arg(long, value_name = "N")]
+        rate_limit: Option<u32>,
+        /// A proxy (address or CIDR range) whose X-Forwarded-For is believed as the
+        /// client address (repeatable); from anyone else the header is ignored.
+        #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = demo_target::Cidr::parse)]
+        trusted_proxies: Vec<demo_target::Cidr>,
     },
 }
 
@@ -223,10 +235,14 @@ struct DemoArgs {
 
 #[derive(Args, Debug)]
 struct CommonArgs {
-    /// Run config (TOML) overlaid on the plugin's defaults.
+    /// Run config (TOML) overlaid on the plugin's defaults. Repeatable: files are
+    /// layered in order, the later on top. Tables merge key by key at every depth;
+    /// arrays and values are replaced whole; [scenarios.NAME] merges into the earlier
+    /// scenario of that name, unless it sets another executor (then it replaces it).
     #[arg(short, long)]
-    config: Option<PathBuf>,
-    /// VUs of every scenario that has a `vus` option.
+    config: Vec<PathBuf>,
+    /// VUs of every scenario that has a `vus` option (with --stage: the VUs at the
+    /// start, 1 without it).
     #[arg(long)]
     vus: Option<u64>,
     /// Duration of every constant-vus / constant-arrival-rate scenario (`30s`, `1m30s`).
@@ -235,12 +251,32 @@ struct CommonArgs {
     /// Total iterations (constant-vus scenarios become shared-iterations, as in k6).
     #[arg(long)]
     iterations: Option<u64>,
+    /// A stage DURATION:TARGET (`30s:100`), repeatable, in order: as k6's --stage, the
+    /// scenarios are replaced by one ramping-vus scenario `default` with these stages.
+    #[arg(
+        short = 's',
+        long = "stage",
+        value_name = "DURATION:TARGET",
+        value_parser = stage_arg,
+        conflicts_with_all = ["duration", "iterations"]
+    )]
+    stage: Vec<crate::config::Stage>,
     /// Rate of every constant-arrival-rate scenario (per its time_unit).
     #[arg(long)]
     rate: Option<f64>,
-    /// An environment variable for the plugin: -e KEY=VALUE (repeatable).
+    /// An environment variable for the plugin: -e KEY=VALUE (repeatable; wins over
+    /// --env-file and [env]).
     #[arg(short = 'e', long = "env", value_parser = key_value)]
     env: Vec<(String, String)>,
+    /// Environment variables for the plugin from a file: KEY=VALUE lines, `#` comments,
+    /// 'single' or "double" quoted values (wins over [env]; -e wins over it).
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// The trend columns summary.txt prints, in order (summary.json keeps them all):
+    /// a comma-separated list of avg, min, med, max, p(90), p(95), p(99), p(99.9),
+    /// count.
+    #[arg(long, value_name = "LIST", value_parser = trend_stats_arg)]
+    summary_trend_stats: Option<TrendColumns>,
     /// Allow a target (scheme://host:port) besides those in the config (repeatable).
     #[arg(long)]
     allow: Vec<String>,
@@ -264,14 +300,28 @@ struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// Reads --env-file, so that its variables come before the -e ones (which win).
+    fn read_env_file(&mut self) -> anyhow::Result<()> {
+        if let Some(path) = self.env_file.take() {
+            let mut env = crate::config::env_file::read(&path).map_err(anyhow::Error::msg)?;
+            env.append(&mut self.env);
+            self.env = env;
+        }
+        Ok(())
+    }
+
     fn request(self, plugin: PathBuf) -> RunRequest {
+        let mut configs = self.config.into_iter();
         RunRequest {
             plugin,
-            config: self.config,
+            config: configs.next(),
             overrides: Overrides {
                 vus: self.vus,
                 duration: self.duration,
                 iterations: self.iterations,
+                stages: self.stage,
+                summary_trend_stats: self.summary_trend_stats.map(|c| c.0),
+                config_layers: configs.collect(),
                 rate: self.rate,
                 env: self.env,
                 allow: self.allow,
@@ -291,6 +341,27 @@ impl CommonArgs {
 /// A duration flag (`250ms`, `2s`), as the config writes them.
 pub fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// `30s:100`: a stage of the --stage shortcut.
+fn stage_arg(text: &str) -> Result<crate::config::Stage, String> {
+    let (duration, target) = text
+        .split_once(':')
+        .ok_or_else(|| format!("expected DURATION:TARGET such as 30s:100, got {text:?}"))?;
+    let duration = parse_duration(duration.trim()).map_err(|e| format!("{text:?}: {e}"))?;
+    let target = target.trim().parse::<u64>().map_err(|_| {
+        format!("{text:?}: the target {target:?} is not a whole number of VUs (30s:100)")
+    })?;
+    Ok(crate::config::Stage { duration, target })
+}
+
+/// The parsed --summary-trend-stats list (a type of its own, so that clap takes the
+/// whole list as one value).
+#[derive(Debug, Clone)]
+struct TrendColumns(Vec<crate::config::TrendStat>);
+
+fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
+    crate::config::trend_stats::parse_list(text).map(TrendColumns)
 }
 
 fn pid_arg(text: &str) -> Result<String, String> {
@@ -345,7 +416,8 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
-        Command::Run(args) => {
+        Command::Run(mut args) => {
+            args.common.read_env_file()?;
             let quiet = args.common.quiet;
             let request = args.common.request(args.plugin);
             let outcome = match args.stack {
@@ -368,7 +440,10 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             print!("{}", crate::output::text::render_inspection(&inspected));
             Ok(0)
         }
-        Command::Demo(args) => {
+        Command::New(args) => crate::author::new::run(&args),
+        Command::Build(args) => crate::author::build::run(&args),
+        Command::Demo(mut args) => {
+            args.common.read_env_file()?;
             let flags = args.faults.flags();
             let demo = crate::demo::run_demo(
                 args.plugin,
@@ -457,12 +532,24 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Sweep(args) => crate::sweep::command::run(args).await,
-        Command::Target { listen, faults } => {
+        Command::Target {
+            listen,
+            faults,
+            rate_limit,
+            trusted_proxies,
+        } => {
             if !listen.ip().is_loopback() {
                 anyhow::bail!("the demo target listens on loopback only; use 127.0.0.1:PORT");
             }
+            if rate_limit == Some(0) {
+                anyhow::bail!(
+                    "--rate-limit must be at least 1 request per second; leave it out for no limit"
+                );
+            }
             let config = demo_target::DemoConfig {
                 faults: faults.faults(),
+                rate_limit,
+                trusted_proxies,
                 ..Default::default()
             };
             let server = demo_target::DemoServer::start(listen, config).await?;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Why a run ended before its schedule did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "by", content = "reason", rename_all = "snake_case")]
 pub enum StopReason {
     /// The operator pressed Ctrl-C (or sent SIGINT/SIGTERM).
@@ -95,6 +95,11 @@ pub trait RunWatch: Send + Sync {
     fn started(&self, t0: Instant, control: Arc<RunControl>);
     /// What it saw during the run, oldest first.
     fn events(&self) -> Vec<WatchEvent>;
+    /// Containers to sample during the run besides those the config names: the
+    /// stack's own services, so the target's resources sit beside its latency.
+    fn containers(&self) -> Vec<crate::sampling::docker::ContainerTarget> {
+        Vec::new()
+    }
 }
 
 /// One thing a [`RunWatch`] saw.

@@ -11,7 +11,9 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → sweep, demo, run, stack, output, sampling, target_process, config
+//! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
+//!               config
+//! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, summary, config   (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
 //! stack       → run, summary, control, config   (Compose stacks, Docker Engine API)
@@ -29,6 +31,7 @@
 //! metrics, control, deadline, config, target_process: leaves
 //! ```
 
+pub mod author;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -90,3 +90,78 @@ fn bad_flag_value_exits_two() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no unit"), "{err}");
 }
+
+/// One `GET /` with `X-Forwarded-For: xff` over a fresh connection; the status line
+/// and whether a `Retry-After` came with it.
+fn get_from(addr: &str, xff: &str) -> (u16, bool) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: {xff}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"));
+    (
+        status,
+        answer.to_ascii_lowercase().contains("\r\nretry-after:"),
+    )
+}
+
+#[test]
+fn target_limits_each_client_address_behind_a_trusted_proxy() {
+    use std::io::BufRead;
+    let mut child = host()
+        .args([
+            "target",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate-limit",
+            "3",
+            "--trusted-proxy",
+            "127.0.0.1/32",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    // 12 requests from one client: at 3 a second, even spread over two seconds at
+    // most 6 get through; the rest are refused with Retry-After.
+    let answers: Vec<(u16, bool)> = (0..12).map(|_| get_from(&addr, "10.0.0.1")).collect();
+    // The proxy's X-Forwarded-For is believed: another client has its own budget.
+    let other = get_from(&addr, "10.0.0.2");
+    let _ = child.kill();
+    let _ = child.wait();
+    let limited: Vec<_> = answers.iter().filter(|(s, _)| *s == 429).collect();
+    assert!(limited.len() >= 6, "{answers:?}");
+    assert!(limited.iter().all(|(_, retry)| *retry), "{answers:?}");
+    assert_eq!(answers[0].0, 200, "{answers:?}");
+    assert_eq!(other.0, 200, "{other:?}");
+
+    let out = host()
+        .args(["target", "--rate-limit", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--rate-limit must be at least 1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -46,6 +46,12 @@ async fn notes_requests_seen_by_server_equal_http_reqs() {
     let p95 = run.metric("http_req_duration", "p95");
     assert!(p95 > 0.0 && p95 < 1000.0, "p95 {p95} ms is implausible");
     assert!(run.outcome.results_dir.join("summary.txt").exists());
+
+    // summary.json reads back into the host's own type, and writes out the same.
+    let typed: host::summary::Summary = serde_json::from_value(run.json.clone())
+        .unwrap_or_else(|e| panic!("summary.json does not read back: {e}"));
+    assert_eq!(typed.status, host::summary::RunStatus::Completed);
+    assert_eq!(serde_json::to_value(&typed).unwrap(), run.json);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,14 +47,17 @@ proptest! {
                     prop_assert!(s.executor.max_vus() >= 1 || ramping);
                 }
             }
-            Err(e) => {
-                prop_assert!(!e.message.is_empty());
-                let top = e.path.split('.').next().unwrap_or("");
-                prop_assert!(
-                    ["scenarios", "thresholds", "env", "targets", "limits", "data"].contains(&top)
-                        || !top.is_empty(),
-                    "error without a place: {}", e
-                );
+            Err(errors) => {
+                prop_assert!(!errors.0.is_empty());
+                for e in &errors.0 {
+                    prop_assert!(!e.message.is_empty());
+                    let top = e.path.split('.').next().unwrap_or("");
+                    prop_assert!(
+                        ["scenarios", "thresholds", "env", "targets", "limits", "data"].contains(&top)
+                            || !top.is_empty(),
+                        "error without a place: {}", e
+                    );
+                }
             }
         }
     }

@@ -286,6 +286,47 @@ async fn a_pid_is_sampled_from_proc() {
         burn[0]["net_rx_bytes"].is_null(),
         "a process has no network of its own"
     );
+
+    // `host compare` puts the sampled services' CPU and memory side by side; compared
+    // with itself, each figure is the same in A and B.
+    let output = Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("compare")
+        .arg(&results)
+        .arg(&results)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{table}");
+    assert!(
+        table.contains("\n  resources (CPU in % of one core"),
+        "{table}"
+    );
+    let summary = common::summary_json(&results);
+    for service in ["burner", "generator"] {
+        let peak = row(&summary, service)["cpu_peak_percent"].as_f64().unwrap();
+        let line = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(service) && l.contains("CPU peak"))
+            .unwrap_or_else(|| panic!("no {service} CPU peak row:\n{table}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let shown = format!("{peak:.1}%");
+        assert_eq!(
+            words[3..],
+            [shown.as_str(), shown.as_str(), "+0.0%"],
+            "{line}"
+        );
+        assert!(
+            table.lines().any(|l| l.trim_start().starts_with(service)
+                && l.contains("memory peak")
+                && l.ends_with("+0.0%")
+                && !l.contains(" - ")),
+            "{table}"
+        );
+    }
+    assert!(
+        table.find("resources (CPU") < table.find("no regression beyond"),
+        "the verdict stays last:\n{table}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

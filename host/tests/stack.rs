@@ -462,6 +462,76 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     let metrics = format!("{base}/metrics");
     assert_eq!(user_requests(&metrics).await, http_reqs);
 
+    // Every service of the stack was sampled about once a second, each line with the
+    // cpuset and limit the Engine reports, and the API worked while the load ran.
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(outcome.results_dir.join("stats.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let duration = summary["duration_s"].as_f64().unwrap();
+    for c in &containers {
+        let of: Vec<&serde_json::Value> = lines
+            .iter()
+            .filter(|l| l["source"] == c.name.as_str())
+            .collect();
+        // The first frame is a baseline; a loaded machine may lose one more.
+        let expected = duration.floor() as usize;
+        assert!(
+            (expected.saturating_sub(2)..=expected + 2).contains(&of.len()),
+            "{}: {} lines in {duration} s: {of:?}",
+            c.service,
+            of.len()
+        );
+        for l in &of {
+            assert_eq!(l["service"], c.service.as_str(), "{l}");
+            assert_eq!(
+                l["memory_limit_bytes"].as_u64(),
+                c.memory_limit,
+                "the Engine's limit: {l}"
+            );
+            assert!(l["memory_bytes"].as_u64().unwrap() > 0, "{l}");
+        }
+        for pair in of.windows(2) {
+            let gap = pair[1]["t"].as_f64().unwrap() - pair[0]["t"].as_f64().unwrap();
+            assert!((0.3..3.5).contains(&gap), "lines {gap} s apart: {pair:?}");
+        }
+    }
+    let api_lines: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["service"] == "api").collect();
+    assert!(api_lines.iter().all(|l| l["cpus"] == 1.0), "{api_lines:?}");
+    assert!(
+        api_lines
+            .iter()
+            .any(|l| l["cpu_percent"].as_f64().unwrap() > 0.0),
+        "the API served {http_reqs} requests: {api_lines:?}"
+    );
+    let stack = summary["stack"]["services"].as_array().unwrap();
+    let api = stack.iter().find(|s| s["service"] == "api").unwrap();
+    assert_eq!(api["source"], containers[0].name.as_str());
+    assert_eq!(api["cpus"], 1.0);
+    assert_eq!(api["memory_limit_bytes"], 128u64 << 20);
+    assert!(api["cpu_peak_percent"].as_f64().unwrap() > 0.0, "{api}");
+    let worker = stack.iter().find(|s| s["service"] == "worker").unwrap();
+    assert_eq!(worker["memory_limit_bytes"], 48u64 << 20);
+    assert!(worker["net_rx_bytes"].as_u64().unwrap() > 0, "{worker}");
+    let md = std::fs::read_to_string(outcome.results_dir.join("stats.md")).unwrap();
+    assert!(
+        md.contains(&format!("| api | {} |", containers[0].name)),
+        "{md}"
+    );
+    assert!(
+        md.contains("of 128.0 MiB") && md.contains("of 48.0 MiB"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(outcome.results_dir.join("report.html")).unwrap();
+    assert!(html.contains("CPU by service") && html.contains("Memory by service"));
+    assert!(
+        html.contains(&containers[1].name),
+        "the worker is in the report"
+    );
+
     host::stack::down(&name).await.unwrap();
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
@@ -577,4 +647,200 @@ async fn a_dead_service_aborts_the_run_by_default_and_results_are_still_written(
     );
     assert!(summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64 > 0);
     assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+/// Sends `POST path` to 127.0.0.1:`port` and reads until the connection closes (or
+/// 10 s pass); the answer, if any.
+async fn post(port: u16, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return String::new();
+    };
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return String::new();
+    }
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time() {
+    let name = project("oom");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"10s\"\n\
+         [limits]\nrequest_timeout = \"2s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\non_service_exit = \"continue\"\n\
+         memory = {{ api = \"64m\" }}\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let leak = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let containers = wait_for_load(&name).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let api = containers.iter().find(|c| c.service == "api").unwrap();
+            // Far more than its limit (`host up` allows no swap beyond it): the kernel
+            // kills the API while it takes the memory.
+            let answer = post(api.published[0].host_port, "/admin/hold?mb=512").await;
+            assert!(!answer.contains("held_mb"), "the API survived: {answer}");
+        })
+    };
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    leak.await.unwrap();
+    let summary = common::summary_json(&outcome.results_dir);
+    let events = summary["service_events"]
+        .as_array()
+        .expect("service_events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["service"], "api");
+    assert_eq!(events[0]["what"], "was OOM-killed (exit code 137)");
+    let at = events[0]["at_s"].as_f64().unwrap();
+    assert!((0.5..10.5).contains(&at), "at {at}s");
+    let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .starts_with("service api was OOM-killed (exit code 137) at ")
+    });
+    assert!(warned, "{}", summary["warnings"]);
+    // Its samples stop there, and say so.
+    let api = summary["stack"]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["service"] == "api")
+        .cloned()
+        .expect("the API was sampled");
+    assert!(api["ended"]["t"].as_f64().is_some(), "{api}");
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_run_stack_writes_every_file_and_removes_the_stack() {
+    let name = project("sigint");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let hello = common::plugin("hello");
+    let mut child = host_cmd(&[
+        "run",
+        hello.to_str().unwrap(),
+        "--stack",
+        "--project",
+        &name,
+        "--vus",
+        "1",
+        "--duration",
+        "120s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_load(&name).await;
+    // A second or two of load, so every service has samples.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("run --stack did not end within 90 s of Ctrl-C");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let output = child.wait_with_output().unwrap();
+    let said = text(&output);
+    assert_eq!(
+        status.code(),
+        Some(host::run::exit_code::INTERRUPTED),
+        "{said}"
+    );
+    assert!(said.contains(&format!("stack {name} removed")), "{said}");
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+
+    let results = common::only_results_dir(&out);
+    for file in [
+        "summary.json",
+        "summary.txt",
+        "report.html",
+        "junit.xml",
+        "timeseries.jsonl",
+        "stats.jsonl",
+        "stats.md",
+    ] {
+        let len = std::fs::metadata(results.join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .len();
+        assert!(len > 0, "{file} is empty");
+    }
+    let summary = common::summary_json(&results);
+    assert_eq!(summary["status"], "interrupted");
+    let sampled: Vec<&str> = summary["stack"]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["service"].as_str())
+        .collect();
+    assert_eq!(
+        sampled,
+        ["api", "worker", "generator"],
+        "{}",
+        summary["stack"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
+    let name = project("threshold");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    // No request answers in under 0 ms: the threshold is crossed once it is judged.
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"60s\"\n\
+         [thresholds]\nhttp_req_duration = [{{ threshold = \"p(95)<0\", abort_on_fail = true, \
+         delay_abort_eval = \"2s\" }}]\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    assert_eq!(outcome.exit_code, host::run::exit_code::THRESHOLDS);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(summary["status"], "aborted");
+    assert_eq!(summary["stop_reason"]["by"], "threshold");
+    let duration = summary["duration_s"].as_f64().unwrap();
+    assert!(
+        (1.5..30.0).contains(&duration),
+        "stopped long before 60 s: {duration}"
+    );
+    for file in ["summary.txt", "report.html", "junit.xml", "stats.md"] {
+        assert!(
+            outcome.results_dir.join(file).is_file(),
+            "{file} is written"
+        );
+    }
+    let stats = std::fs::read_to_string(outcome.results_dir.join("stats.jsonl")).unwrap();
+    assert!(
+        stats.lines().any(|l| l.contains("\"service\":\"api\"")),
+        "{stats}"
+    );
 }

@@ -256,11 +256,12 @@ async fn host_pings_without_pongs_end_the_socket_and_the_run_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sockets_to_other_hosts_or_over_tls_are_refused_before_any_packet() {
+async fn sockets_to_other_hosts_or_of_another_scheme_are_refused_before_any_packet() {
     let dir = tempfile::tempdir().unwrap();
     for (url, expect) in [
         ("ws://192.0.2.1:80/", "not an allowed target"),
-        ("wss://127.0.0.1:9/", "wss:// (TLS) is not supported"),
+        // wss:// passes the same allowlist (it is tested over TLS in tls.rs).
+        ("wss://192.0.2.1:443/", "not an allowed target"),
         ("http://127.0.0.1:9/", "ws:// or wss://"),
     ] {
         let (outcome, summary) = run_plugin(&dir, "ws_probe", &probe_config(url, 1, "")).await;
@@ -270,4 +271,43 @@ async fn sockets_to_other_hosts_or_over_tls_are_refused_before_any_packet() {
         let message = &outcome.summary.plugin_errors[0].message;
         assert!(message.contains(expect), "{url}: {message}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_leave_from_each_vus_local_ip() {
+    use futures::SinkExt;
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+    // An echo server that notes the source address of every connection.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let peers = Arc::new(Mutex::new(BTreeSet::new()));
+    let seen = peers.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, addr)) = listener.accept().await {
+            seen.lock().unwrap().insert(addr.ip().to_string());
+            tokio::spawn(async move {
+                if let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await {
+                    while let Some(Ok(message)) = ws.next().await {
+                        if message.is_text() && ws.send(message).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let config = probe_config(&url, 2, "[http]\nlocal_ips = [\"127.0.0.20-127.0.0.23\"]")
+        .replace("vus = 1", "vus = 4");
+    let dir = tempfile::tempdir().unwrap();
+    let (outcome, summary) = run_plugin(&dir, "ws_probe", &config).await;
+    assert_eq!(
+        count(&summary, "probe_messages"),
+        8.0,
+        "{}",
+        errors(&outcome)
+    );
+    let peers = peers.lock().unwrap().clone();
+    let expected: BTreeSet<String> = (20..=23).map(|i| format!("127.0.0.{i}")).collect();
+    assert_eq!(peers, expected, "one source address per VU, as for HTTP");
 }

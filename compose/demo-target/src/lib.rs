@@ -22,6 +22,7 @@ mod server;
 mod state;
 mod store;
 mod survey;
+pub mod tls;
 pub mod worker;
 
 pub use capacity::Capacity;
@@ -29,6 +30,7 @@ pub use clients::Cidr;
 pub use faults::Faults;
 pub use server::DemoServer;
 pub use survey::SurveyCounts;
+pub use tls::DemoTls;
 
 use std::time::Duration;
 

@@ -57,6 +57,17 @@ struct Args {
     /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
     #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
     trusted_proxies: Vec<Cidr>,
+    /// Serve https (and h2 by ALPN) with a certificate made at start by a CA made at
+    /// start; without --tls-ca-out the CA is printed.
+    #[arg(long, env = "DEMO_TLS")]
+    tls: bool,
+    /// Where to write the generated CA certificate (PEM) for clients to trust.
+    #[arg(long, env = "DEMO_TLS_CA_OUT", requires = "tls")]
+    tls_ca_out: Option<std::path::PathBuf>,
+    /// Names the server certificate is valid for (DNS names or IP addresses); repeatable.
+    #[arg(long = "tls-name", env = "DEMO_TLS_NAMES", value_delimiter = ',',
+          default_values_t = ["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])]
+    tls_names: Vec<String>,
 }
 
 /// The other roles of the binary; without one it serves the API.
@@ -169,8 +180,23 @@ async fn main() -> anyhow::Result<()> {
         trusted_proxies: args.trusted_proxies,
         ..DemoConfig::default()
     };
-    let server = DemoServer::start(args.listen, config).await?;
-    println!("demo target listening on http://{}", server.addr());
+    let server = if args.tls {
+        let names: Vec<&str> = args.tls_names.iter().map(String::as_str).collect();
+        let tls = demo_target::DemoTls::generate(&names)?;
+        match &args.tls_ca_out {
+            Some(path) => std::fs::write(path, &tls.ca_pem).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write the CA to {} (--tls-ca-out): {e}",
+                    path.display()
+                )
+            })?,
+            None => print!("{}", tls.ca_pem),
+        }
+        DemoServer::start_tls(args.listen, config, tls.server_config()?).await?
+    } else {
+        DemoServer::start(args.listen, config).await?
+    };
+    println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;
     println!("demo target shutting down");
     server.shutdown().await;

@@ -14,7 +14,7 @@ use hyper::service::service_fn;
 use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -37,11 +37,31 @@ pub struct DemoServer {
     state: Arc<AppState>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// Whether it serves https (and h2 by ALPN).
+    tls: bool,
 }
 
 impl DemoServer {
     /// Binds `addr` (port 0 picks a free port) and serves on a spawned tokio task.
     pub async fn start(addr: SocketAddr, config: DemoConfig) -> anyhow::Result<DemoServer> {
+        Self::start_with(addr, config, None).await
+    }
+
+    /// The same over TLS with `tls` (see [`crate::DemoTls`]): https, and h2 when the
+    /// client offers it by ALPN.
+    pub async fn start_tls(
+        addr: SocketAddr,
+        config: DemoConfig,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> anyhow::Result<DemoServer> {
+        Self::start_with(addr, config, Some(tokio_rustls::TlsAcceptor::from(tls))).await
+    }
+
+    async fn start_with(
+        addr: SocketAddr,
+        config: DemoConfig,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> anyhow::Result<DemoServer> {
         // Taken before binding so stall windows never begin earlier than a caller
         // measuring from just before `start` would expect.
         let started = Instant::now();
@@ -49,12 +69,14 @@ impl DemoServer {
         let addr = listener.local_addr()?;
         let state = Arc::new(AppState::new(&config, started));
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx));
+        let is_tls = tls.is_some();
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx, tls));
         Ok(DemoServer {
             addr,
             state,
             stop,
             task,
+            tls: is_tls,
         })
     }
 
@@ -63,7 +85,7 @@ impl DemoServer {
         self.addr
     }
 
-    /// `http://IP:PORT`, with a wildcard bind address replaced by loopback so the
+    /// `http://IP:PORT` (`https://` with TLS), with a wildcard bind address replaced by loopback so the
     /// URL can be connected to.
     pub fn base_url(&self) -> String {
         let mut addr = self.addr;
@@ -73,7 +95,8 @@ impl DemoServer {
                 SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
             });
         }
-        format!("http://{addr}")
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{addr}")
     }
 
     /// HTTP requests received so far, on every path, counted on arrival.
@@ -140,7 +163,12 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    mut stop: watch::Receiver<bool>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
     let conn_stop = stop.clone();
     let mut conns = JoinSet::new();
@@ -151,8 +179,21 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
                 Ok((stream, peer)) => {
                     state.metrics.connection_accepted();
                     state.clients.connected(peer.ip());
-                    let task = serve(stream, peer.ip(), Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
-                    conns.spawn(task);
+                    let (state, builder, stop) = (Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
+                    // Small request/response exchanges: waiting to coalesce packets only adds latency.
+                    let _ = stream.set_nodelay(true);
+                    match &tls {
+                        None => conns.spawn(serve(stream, peer.ip(), state, builder, stop)),
+                        Some(acceptor) => {
+                            let accept = acceptor.accept(stream);
+                            conns.spawn(async move {
+                                // A failed handshake is the client's to report.
+                                if let Ok(stream) = accept.await {
+                                    serve(stream, peer.ip(), state, builder, stop).await;
+                                }
+                            })
+                        }
+                    };
                 }
                 Err(e) => {
                     // Usually out of file descriptors: back off instead of spinning,
@@ -184,15 +225,15 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
     conns.shutdown().await;
 }
 
-async fn serve(
-    stream: TcpStream,
+async fn serve<S>(
+    stream: S,
     peer: IpAddr,
     state: Arc<AppState>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     mut stop: watch::Receiver<bool>,
-) {
-    // Small request/response exchanges: waiting to coalesce packets only adds latency.
-    let _ = stream.set_nodelay(true);
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
         async move { Ok::<_, Infallible>(handle(&state, peer, req).await) }

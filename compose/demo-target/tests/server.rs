@@ -342,6 +342,39 @@ async fn error_rate_one_fails_everything_except_health_and_admin() {
 }
 
 #[tokio::test]
+async fn admin_hold_keeps_the_memory_it_takes() {
+    let h = Harness::start(Faults::default()).await;
+    let rss_kib = || -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    };
+    let before = rss_kib();
+    let held = h.send(Method::POST, "/admin/hold?mb=16", &[], "").await;
+    assert_eq!(held.status, StatusCode::OK);
+    assert_eq!(held.json()["held_mb"], 16);
+    // Written, so resident: the server runs in this process.
+    assert!(rss_kib() >= before + 12 * 1024, "{before} -> {}", rss_kib());
+    assert_eq!(
+        h.send(Method::POST, "/admin/hold?mb=1", &[], "")
+            .await
+            .json()["held_mb"],
+        17
+    );
+    for bad in ["/admin/hold", "/admin/hold?mb=0", "/admin/hold?mb=99999"] {
+        let reply = h.send(Method::POST, bad, &[], "").await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+    assert_eq!(
+        h.get("/admin/hold?mb=1").await.status,
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+}
+
+#[tokio::test]
 async fn shutdown_stops_accepting() {
     let h = Harness::start(Faults::default()).await;
     let addr = h.server.addr();

@@ -7,6 +7,8 @@
 //! local_ips = ["127.0.0.10-127.0.0.200"]  # source addresses, one per VU, round-robin
 //! count_setup = false                     # count setup()/teardown() requests in the totals
 //! max_headers = 100                       # header fields a response may carry (HTTP/1.1)
+//! versions = ["h2", "http/1.1"]           # offered to https servers by ALPN, preferred first
+//! h2c = false                             # plain http:// as HTTP/2 with prior knowledge
 //! ```
 
 use super::table::{ConfigError, TableReader};
@@ -14,6 +16,8 @@ use std::net::IpAddr;
 
 /// Most source addresses `local_ips` may list (a VU takes one each).
 const MAX_LOCAL_IPS: u128 = 65_536;
+/// Redirects followed per request by default, as browsers and k6 do.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
 /// Most redirects a request may follow.
 const MAX_REDIRECTS: u64 = 100;
 /// Header fields a response may carry by default: hyper's own default, the one it
@@ -32,23 +36,32 @@ pub struct HttpOptions {
     /// Keep cookies across iterations instead of starting each from the jar as
     /// `init` left it.
     pub no_cookies_reset: bool,
-    /// Source addresses VUs bind their connections to: VU `n` takes entry
+    /// Source addresses VUs bind their connections (HTTP and WebSocket) to: VU `n` takes entry
     /// `(n - 1) % len` (k6's `--local-ips`). Empty: the system picks.
     pub local_ips: Vec<IpAddr>,
     /// Count `setup()` and `teardown()` requests in the run's totals and thresholds.
     pub count_setup: bool,
     /// Header fields an HTTP/1.1 response may carry before it fails as too large.
     pub max_headers: usize,
+    /// Whether HTTP/2 may be used (`versions` names `h2`).
+    pub h2: bool,
+    /// Whether HTTP/1.1 may be used (`versions` names `http/1.1`).
+    pub http1: bool,
+    /// Plain `http://` speaks HTTP/2 with prior knowledge (h2c), without an upgrade.
+    pub h2c: bool,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            max_redirects: crate::net::redirect::DEFAULT_MAX_REDIRECTS,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
             no_cookies_reset: false,
             local_ips: Vec::new(),
             count_setup: false,
             max_headers: DEFAULT_MAX_HEADERS,
+            h2: true,
+            http1: true,
+            h2c: false,
         }
     }
 }
@@ -121,9 +134,41 @@ pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             options.local_ips.extend(range.iter());
         }
     }
+    if let Some(list) = table.get("versions") {
+        r.string("versions").ok();
+        let items = list
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| r.error("versions", VERSIONS_HINT))?;
+        (options.h2, options.http1) = (false, false);
+        for item in items {
+            match item.as_str() {
+                Some("h2") => options.h2 = true,
+                Some("http/1.1") => options.http1 = true,
+                _ => {
+                    return Err(r.error(
+                        "versions",
+                        format!("`{item}` is not a version; {VERSIONS_HINT}"),
+                    ))
+                }
+            }
+        }
+    }
+    if let Some(b) = r.boolean("h2c")? {
+        if b && !options.h2 {
+            return Err(r.error(
+                "h2c",
+                "is HTTP/2, which versions leaves out; add \"h2\" to versions",
+            ));
+        }
+        options.h2c = b;
+    }
     r.finish()?;
     Ok(options)
 }
+
+const VERSIONS_HINT: &str =
+    "must list \"h2\", \"http/1.1\" or both, such as [\"h2\", \"http/1.1\"]";
 
 /// A range of addresses, as `first..=last`.
 struct Range(u128, u128, bool);
@@ -257,5 +302,26 @@ mod tests {
             parse_text("[http]\nmax_headers = 500").unwrap().max_headers,
             500
         );
+        for bad in [
+            "versions = []",
+            "versions = [\"http/2\"]",
+            "versions = \"h2\"",
+        ] {
+            let err = parse_text(&format!("[http]\n{bad}")).unwrap_err();
+            assert_eq!(err.path, "http.versions", "{bad}");
+            assert!(err.message.contains("[\"h2\", \"http/1.1\"]"), "{err}");
+        }
+        let err = parse_text("[http]\nversions = [\"http/1.1\"]\nh2c = true").unwrap_err();
+        assert!(err.message.contains("add \"h2\""), "{err}");
+    }
+
+    #[test]
+    fn versions_restrict_and_h2c_opts_in() {
+        let o = parse_text("").unwrap();
+        assert!(o.h2 && o.http1 && !o.h2c);
+        let o = parse_text("[http]\nversions = [\"h2\"]\nh2c = true").unwrap();
+        assert!(o.h2 && !o.http1 && o.h2c);
+        let o = parse_text("[http]\nversions = [\"http/1.1\"]").unwrap();
+        assert!(!o.h2 && o.http1);
     }
 }

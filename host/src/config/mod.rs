@@ -3,11 +3,16 @@
 
 pub mod cpuset;
 pub mod duration;
+pub mod env_file;
 pub mod http;
+pub mod layers;
 pub mod sampling;
 pub mod scenario;
 pub mod stack;
 pub mod table;
+pub mod thresholds;
+pub mod tls;
+pub mod trend_stats;
 pub mod websocket;
 
 pub use cpuset::CpuSet;
@@ -16,13 +21,14 @@ pub use http::HttpOptions;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};
-pub use table::ConfigError;
+pub use table::{ConfigError, ConfigErrors};
+pub use trend_stats::TrendStat;
 pub use websocket::WebSocketOptions;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use table::{string_map, unknown_message, TableReader};
+use table::{string_map, unknown_message, Collector, TableReader};
 
 /// Sections allowed at the top of a run config.
 const SECTIONS: &[&str] = &[
@@ -36,6 +42,7 @@ const SECTIONS: &[&str] = &[
     "http",
     "sampling",
     "stack",
+    "tls",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -60,9 +67,27 @@ pub struct Limits {
     /// Wall-clock limit of `setup()` and `teardown()`.
     pub setup_timeout: Duration,
     /// How much each VU may write with `log()`.
-    pub log: crate::plugin::log::LogLimits,
+    pub log: LogLimits,
     /// What a VU's failed `init` does to the run.
     pub init_failures: InitFailures,
+}
+
+/// How much a VU may write with `log()` (`[limits] log_lines_per_s`, `log_line_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogLimits {
+    /// Lines per second per VU (a second's worth may come at once); 0 = none.
+    pub lines_per_s: f64,
+    /// Longest line written; longer ones are cut and marked.
+    pub line_bytes: usize,
+}
+
+impl Default for LogLimits {
+    fn default() -> Self {
+        Self {
+            lines_per_s: 10.0,
+            line_bytes: 4096,
+        }
+    }
 }
 
 /// What a VU's failed `init` does to the run (`[limits] init_failures`).
@@ -118,6 +143,10 @@ pub struct RunConfig {
     pub sampling: SamplingOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
     pub stack: StackConfig,
+    /// The trend columns summary.txt prints (`--summary-trend-stats`), in order.
+    pub summary_trend_stats: Vec<TrendStat>,
+    /// How `https://` and `wss://` connections are made (`[tls]`).
+    pub tls: tls::TlsOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -138,6 +167,8 @@ impl RunConfig {
             http: HttpOptions::default(),
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
+            summary_trend_stats: trend_stats::DEFAULT.to_vec(),
+            tls: tls::TlsOptions::default(),
             source: toml::Table::new(),
         }
     }
@@ -188,6 +219,13 @@ pub struct Overrides {
     pub sample_pids: Vec<String>,
     /// `--stats-interval`.
     pub stats_interval: Option<Duration>,
+    /// `--stage DURATION:TARGET` (repeatable): the scenarios are replaced by one
+    /// `ramping-vus` scenario named `default` with these stages, as k6's `--stage`.
+    pub stages: Vec<Stage>,
+    /// `--summary-trend-stats`: the trend columns of summary.txt (default: all kept).
+    pub summary_trend_stats: Option<Vec<TrendStat>>,
+    /// `--config` files after the first, layered over it in order (see [`layers`]).
+    pub config_layers: Vec<PathBuf>,
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
     pub allow_only: bool,
@@ -219,86 +257,41 @@ pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
     base
 }
 
-/// Applies command-line overrides to a merged table, then checks it.
-pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig, ConfigError> {
-    apply_overrides(&mut source, overrides);
+/// Applies command-line overrides to a merged table, then checks it. Every section is
+/// checked even after a mistake, so the error lists all of them (one per section or
+/// scenario at most: within one table the first mistake hides the next).
+pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig, ConfigErrors> {
+    apply_overrides(&mut source, overrides)?;
+    let mut errors = Collector::default();
     for key in source.keys() {
         if !SECTIONS.contains(&key.as_str()) {
-            return Err(ConfigError {
+            errors.push(ConfigError {
                 path: key.clone(),
                 message: unknown_message("section", key, SECTIONS),
             });
         }
     }
-    let scenarios_table = match source.get("scenarios") {
-        Some(toml::Value::Table(t)) if !t.is_empty() => t,
-        Some(toml::Value::Table(_)) | None => {
-            return Err(ConfigError {
-                path: "scenarios".into(),
-                message: "no scenario to run; add a [scenarios.NAME] table with an executor".into(),
-            })
-        }
-        Some(_) => {
-            return Err(ConfigError {
-                path: "scenarios".into(),
-                message: "must be a table of [scenarios.NAME] tables".into(),
-            })
-        }
-    };
-    let mut scenarios = Vec::new();
-    for (name, value) in scenarios_table {
-        let table = value.as_table().ok_or_else(|| ConfigError {
-            path: format!("scenarios.{name}"),
-            message: "must be a table".into(),
-        })?;
-        scenarios.push(scenario::parse_scenario(name, table)?);
+    let scenarios = errors.keep_all(scenarios(&source)).unwrap_or_default();
+    if errors.is_empty() {
+        errors.keep(check_arrival_rates(&scenarios));
     }
-
-    check_arrival_rates(&scenarios)?;
-
-    let env = section_map(&source, "env")?;
-    let mut thresholds = match source.get("thresholds") {
-        None => toml::Table::new(),
-        Some(toml::Value::Table(t)) => t.clone(),
-        Some(_) => return Err(not_a_table("thresholds")),
-    };
-    let allow_missing_thresholds = match thresholds.remove("allow_missing") {
-        None => false,
-        Some(toml::Value::Boolean(b)) => b,
-        Some(other) => {
-            return Err(ConfigError {
-                path: "thresholds.allow_missing".into(),
-                message: format!("must be true or false, got `{other}`"),
-            })
-        }
-    };
-    let mut allow = Vec::new();
-    if let Some(value) = source.get("targets") {
-        let t = value.as_table().ok_or_else(|| not_a_table("targets"))?;
-        let mut r = TableReader::new("targets", t);
-        if let Some(list) = t.get("allow") {
-            let items = list
-                .as_array()
-                .ok_or_else(|| r.error("allow", "must be an array of URLs"))?;
-            for item in items {
-                let url = item
-                    .as_str()
-                    .ok_or_else(|| r.error("allow", "must be an array of URL strings"))?;
-                allow.push(url.to_string());
-            }
-        }
-        r.string("allow").ok();
-        r.finish()?;
-    }
-    let limits = parse_limits(&source)?;
-    let data = section_map(&source, "data")?
+    let env = errors.keep(section_map(&source, "env")).unwrap_or_default();
+    let (thresholds, allow_missing_thresholds) =
+        errors.keep(thresholds(&source)).unwrap_or_default();
+    let allow = errors.keep(targets(&source)).unwrap_or_default();
+    let limits = errors.keep(parse_limits(&source)).unwrap_or_default();
+    let data = errors
+        .keep(section_map(&source, "data"))
+        .unwrap_or_default()
         .into_iter()
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
-    let websocket = websocket::parse(&source)?;
-    let http = http::parse(&source)?;
-    let sampling = sampling::parse(&source)?;
-    let stack = stack::parse(&source)?;
+    let websocket = errors.keep(websocket::parse(&source)).unwrap_or_default();
+    let http = errors.keep(http::parse(&source)).unwrap_or_default();
+    let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
+    let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
+    let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    errors.finish()?;
 
     Ok(RunConfig {
         scenarios,
@@ -312,8 +305,96 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         http,
         sampling,
         stack,
+        summary_trend_stats: overrides
+            .summary_trend_stats
+            .clone()
+            .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
+        tls,
         source,
     })
+}
+
+/// The `[scenarios.NAME]` tables; every scenario is read, so a mistake in each is shown.
+fn scenarios(source: &toml::Table) -> Result<Vec<ScenarioConfig>, ConfigErrors> {
+    let table = match source.get("scenarios") {
+        Some(toml::Value::Table(t)) if !t.is_empty() => t,
+        Some(toml::Value::Table(_)) | None => {
+            return Err(ConfigError {
+                path: "scenarios".into(),
+                message: "no scenario to run; add a [scenarios.NAME] table with an executor".into(),
+            }
+            .into())
+        }
+        Some(_) => {
+            return Err(ConfigError {
+                path: "scenarios".into(),
+                message: "must be a table of [scenarios.NAME] tables".into(),
+            }
+            .into())
+        }
+    };
+    let mut errors = Collector::default();
+    let mut scenarios = Vec::new();
+    for (name, value) in table {
+        let Some(table) = value.as_table() else {
+            errors.push(ConfigError {
+                path: format!("scenarios.{name}"),
+                message: "must be a table".into(),
+            });
+            continue;
+        };
+        if let Some(s) = errors.keep(scenario::parse_scenario(name, table)) {
+            scenarios.push(s);
+        }
+    }
+    errors.finish()?;
+    Ok(scenarios)
+}
+
+/// `[thresholds]` as written (checked here so its mistakes join the others), and its
+/// `allow_missing`.
+fn thresholds(source: &toml::Table) -> Result<(toml::Table, bool), ConfigError> {
+    let mut thresholds = match source.get("thresholds") {
+        None => toml::Table::new(),
+        Some(toml::Value::Table(t)) => t.clone(),
+        Some(_) => return Err(not_a_table("thresholds")),
+    };
+    let allow_missing = match thresholds.remove("allow_missing") {
+        None => false,
+        Some(toml::Value::Boolean(b)) => b,
+        Some(other) => {
+            return Err(ConfigError {
+                path: "thresholds.allow_missing".into(),
+                message: format!("must be true or false, got `{other}`"),
+            })
+        }
+    };
+    self::thresholds::parse_thresholds(&thresholds)?;
+    Ok((thresholds, allow_missing))
+}
+
+/// `[targets] allow`: the URLs the plugin may reach besides loopback.
+fn targets(source: &toml::Table) -> Result<Vec<String>, ConfigError> {
+    let mut allow = Vec::new();
+    let Some(value) = source.get("targets") else {
+        return Ok(allow);
+    };
+    let t = value.as_table().ok_or_else(|| not_a_table("targets"))?;
+    let mut r = TableReader::new("targets", t);
+    if let Some(list) = t.get("allow") {
+        let items = list
+            .as_array()
+            .ok_or_else(|| r.error("allow", "must be an array of URLs"))?;
+        for item in items {
+            let url = item
+                .as_str()
+                .ok_or_else(|| r.error("allow", "must be an array of URL strings"))?;
+            allow.push(url.to_string());
+        }
+    }
+    r.string("allow").ok();
+    r.finish()?;
+    Ok(allow)
 }
 
 /// Refuses open-model rates beyond what one host process can start. An iteration with
@@ -352,7 +433,8 @@ fn check_arrival_rates(scenarios: &[ScenarioConfig]) -> Result<(), ConfigError> 
     })
 }
 
-fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
+fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigError> {
+    apply_stages(source, o)?;
     sampling::apply_overrides(source, o);
     if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
         for (_, value) in scenarios.iter_mut() {
@@ -424,6 +506,60 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
             }
         }
     }
+    Ok(())
+}
+
+/// Name of the scenario `--stage` makes (k6's default scenario).
+pub const STAGE_SCENARIO: &str = "default";
+
+/// `--stage`: replaces every scenario with one `ramping-vus` scenario, as k6 does with
+/// its `stages` shortcut. It starts at `--vus` VUs (k6's `startVUs = vus`, 1 without
+/// it) and runs the `exec` the replaced scenarios shared.
+fn apply_stages(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigError> {
+    if o.stages.is_empty() {
+        return Ok(());
+    }
+    let execs: std::collections::BTreeSet<String> = match source.get("scenarios") {
+        Some(toml::Value::Table(t)) => t
+            .values()
+            .map(|s| {
+                s.get("exec")
+                    .and_then(|e| e.as_str())
+                    .unwrap_or("default")
+                    .to_string()
+            })
+            .collect(),
+        _ => Default::default(),
+    };
+    if execs.len() > 1 {
+        return Err(ConfigError {
+            path: "--stage".into(),
+            message: format!(
+                "it replaces the scenarios with one, but they run different plugin scenarios                  ({}); write a ramping-vus [scenarios.NAME] with `exec` and `stages` in a                  --config instead",
+                execs.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    let exec = execs.into_iter().next().unwrap_or_else(|| "default".into());
+    let stages: Vec<toml::Value> = o
+        .stages
+        .iter()
+        .map(|s| {
+            let mut t = toml::Table::new();
+            t.insert("duration".into(), format_duration(s.duration).into());
+            t.insert("target".into(), (s.target as i64).into());
+            toml::Value::Table(t)
+        })
+        .collect();
+    let mut scenario = toml::Table::new();
+    scenario.insert("executor".into(), "ramping-vus".into());
+    scenario.insert("exec".into(), exec.into());
+    scenario.insert("start_vus".into(), (o.vus.unwrap_or(1) as i64).into());
+    scenario.insert("stages".into(), toml::Value::Array(stages));
+    let mut scenarios = toml::Table::new();
+    scenarios.insert(STAGE_SCENARIO.into(), toml::Value::Table(scenario));
+    source.insert("scenarios".into(), toml::Value::Table(scenarios));
+    Ok(())
 }
 
 fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
@@ -531,6 +667,12 @@ fn not_a_table(name: &str) -> ConfigError {
 mod tests {
     use super::*;
 
+    /// The one error of a config with one mistake.
+    fn only(errors: ConfigErrors) -> ConfigError {
+        assert_eq!(errors.0.len(), 1, "{errors}");
+        errors.0.into_iter().next().unwrap()
+    }
+
     const PLUGIN_DEFAULT: &str = r#"
         [scenarios.browse]
         executor = "constant-vus"
@@ -603,7 +745,7 @@ mod tests {
         ] {
             let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
             let over = parse_toml(&format!("[limits]\n{key} = \"0s\""), "run.toml").unwrap();
-            let err = build(merge(base, over), &Overrides::default()).unwrap_err();
+            let err = only(build(merge(base, over), &Overrides::default()).unwrap_err());
             assert_eq!(err.path, format!("limits.{key}"));
             assert!(err.message.contains("must be longer than 0s"), "{err}");
             assert!(err.message.contains("default of"), "{err}");
@@ -620,9 +762,9 @@ mod tests {
         assert!(err.message.contains("not valid TOML"), "{err}");
         let base = parse_toml(PLUGIN_DEFAULT, "plugin").unwrap();
         let over = parse_toml("[treshold]\nx = 1", "run.toml").unwrap();
-        let err = build(merge(base, over), &Overrides::default()).unwrap_err();
+        let err = only(build(merge(base, over), &Overrides::default()).unwrap_err());
         assert!(err.message.contains("did you mean `thresholds`"), "{err}");
-        let err = build(toml::Table::new(), &Overrides::default()).unwrap_err();
+        let err = only(build(toml::Table::new(), &Overrides::default()).unwrap_err());
         assert!(err.message.contains("no scenario"), "{err}");
     }
 
@@ -637,7 +779,7 @@ mod tests {
             build_text(&scenario("a", "1000000")).is_ok(),
             "the limit itself is allowed"
         );
-        let err = build_text(&scenario("a", "1e9")).unwrap_err();
+        let err = only(build_text(&scenario("a", "1e9")).unwrap_err());
         assert_eq!(err.path, "scenarios.a.rate");
         assert!(err.message.contains("1000000000 iterations/s"), "{err}");
         assert!(err.message.contains("beyond the 1000000/s"), "{err}");
@@ -648,10 +790,89 @@ mod tests {
         let per_minute = scenario("a", "6e7").replace("duration", "time_unit = \"1m\"\nduration");
         assert!(build_text(&per_minute).is_ok());
         // Two scenarios under the limit each but over it together.
-        let err = build_text(&(scenario("a", "6e5") + &scenario("b", "5e5"))).unwrap_err();
+        let err = only(build_text(&(scenario("a", "6e5") + &scenario("b", "5e5"))).unwrap_err());
         assert!(err.message.contains("1100000/s over all"), "{err}");
         assert_eq!(err.path, "scenarios.a.rate");
         let ramp = "[scenarios.r]\nexecutor = \"ramping-arrival-rate\"\npre_allocated_vus = 1\nstages = [{ duration = \"1s\", target = 2000000 }]\n";
-        assert_eq!(build_text(ramp).unwrap_err().path, "scenarios.r.stages");
+        assert_eq!(
+            only(build_text(ramp).unwrap_err()).path,
+            "scenarios.r.stages"
+        );
+    }
+
+    #[test]
+    fn stages_replace_every_scenario_with_one_ramping_vus() {
+        let base = parse_toml(
+            &format!("{PLUGIN_DEFAULT}\n[scenarios.other]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 1\n"),
+            "plugin",
+        )
+        .unwrap();
+        let stage = |secs, target| Stage {
+            duration: Duration::from_secs(secs),
+            target,
+        };
+        let overrides = Overrides {
+            stages: vec![stage(2, 5), stage(1, 0)],
+            ..Default::default()
+        };
+        let config = build(base.clone(), &overrides).unwrap();
+        assert_eq!(config.scenarios.len(), 1);
+        assert_eq!(config.scenarios[0].name, STAGE_SCENARIO);
+        assert_eq!(config.scenarios[0].exec, "default");
+        assert!(matches!(
+            &config.scenarios[0].executor,
+            ExecutorConfig::RampingVus { start_vus: 1, stages, .. } if stages == &vec![stage(2, 5), stage(1, 0)]
+        ));
+        let with_vus = Overrides {
+            vus: Some(4),
+            ..overrides.clone()
+        };
+        let config = build(base, &with_vus).unwrap();
+        assert_eq!(config.scenarios[0].executor.max_vus(), 5);
+        assert!(matches!(
+            config.scenarios[0].executor,
+            ExecutorConfig::RampingVus { start_vus: 4, .. }
+        ));
+        // Scenarios running different plugin scenarios cannot be folded into one.
+        let two = parse_toml(
+            "[scenarios.a]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\nexec = \"x\"\n[scenarios.b]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\nexec = \"y\"\n",
+            "run.toml",
+        )
+        .unwrap();
+        let err = only(build(two, &overrides).unwrap_err());
+        assert_eq!(err.path, "--stage");
+        assert!(err.message.contains("(x, y)"), "{err}");
+    }
+
+    #[test]
+    fn every_section_with_a_mistake_is_reported() {
+        let text = "[scenarios.a]\nexecutor = \"constant-vus\"\nvus = -1\nduration = \"1s\"\n\
+                    [scenarios.b]\nexecutor = \"constant-vuss\"\n\
+                    [limits]\nmemory_mb = 0\n[env]\nX = [1]\n[tresholds]\n\
+                    [thresholds]\nhttp_req_duration = [\"p(95)<<5\"]\n";
+        let errors =
+            build(parse_toml(text, "run.toml").unwrap(), &Overrides::default()).unwrap_err();
+        let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "tresholds",
+                "scenarios.a.vus",
+                "scenarios.b.executor",
+                "env.X",
+                "thresholds.http_req_duration[0]",
+                "limits.memory_mb",
+            ],
+            "{errors}"
+        );
+        let shown = errors.to_string();
+        assert!(
+            shown.starts_with("6 mistakes; fix each of them:"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\n  - limits.memory_mb: must be between 1 and 4096"),
+            "{shown}"
+        );
     }
 }

@@ -10,7 +10,7 @@
 //! timeout = "120s"                  # until every service is ready
 //! on_service_exit = "abort"         # or "continue"
 //! keep = false                      # leave it running after `run --stack`
-//! stats_interval = "1s"             # how often each container is sampled
+//! stats_interval = "1s"             # run --stack: as [sampling] stats_interval
 //! ```
 
 use super::cpuset::CpuSet;
@@ -30,7 +30,7 @@ pub enum OnServiceExit {
 }
 
 /// The `[stack]` section; every field is optional.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StackConfig {
     /// The compose file.
     pub file: Option<PathBuf>,
@@ -46,23 +46,9 @@ pub struct StackConfig {
     pub on_service_exit: OnServiceExit,
     /// Leave the stack running after `run --stack`.
     pub keep: bool,
-    /// How often each container's stats are sampled.
-    pub stats_interval: Duration,
-}
-
-impl Default for StackConfig {
-    fn default() -> Self {
-        Self {
-            file: None,
-            project: None,
-            cpus: BTreeMap::new(),
-            memory: BTreeMap::new(),
-            timeout: None,
-            on_service_exit: OnServiceExit::default(),
-            keep: false,
-            stats_interval: Duration::from_secs(1),
-        }
-    }
+    /// How often each sampled service gets a line during `run --stack` (as
+    /// `[sampling] stats_interval`, which it replaces for such a run); `None`: that one.
+    pub stats_interval: Option<Duration>,
 }
 
 /// Reads only the `[stack]` section of the run config file at `path` (`host up
@@ -111,10 +97,13 @@ pub fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     }
     config.keep = r.boolean("keep")?.unwrap_or(false);
     if let Some(interval) = r.duration("stats_interval")? {
-        if interval < Duration::from_millis(100) {
-            return Err(r.error("stats_interval", "must be at least 100ms"));
+        if interval < Duration::from_secs(1) {
+            return Err(r.error(
+                "stats_interval",
+                "must be 1s or more: the Docker engine reports a container's stats once a second",
+            ));
         }
-        config.stats_interval = interval;
+        config.stats_interval = Some(interval);
     }
     r.finish()?;
     Ok(config)
@@ -176,7 +165,7 @@ mod tests {
         let c = parse_text(
             "[stack]\nfile = \"s.yml\"\nproject = \"p\"\ncpus = { api = \"0-1\" }\n\
              memory = { api = \"256m\" }\ntimeout = \"30s\"\non_service_exit = \"continue\"\n\
-             keep = true\nstats_interval = \"500ms\"",
+             keep = true\nstats_interval = \"2s\"",
         )
         .unwrap();
         assert_eq!(c.file, Some(PathBuf::from("s.yml")));
@@ -185,12 +174,15 @@ mod tests {
         assert_eq!(c.timeout, Some(Duration::from_secs(30)));
         assert_eq!(c.on_service_exit, OnServiceExit::Continue);
         assert!(c.keep);
-        assert_eq!(c.stats_interval, Duration::from_millis(500));
+        assert_eq!(c.stats_interval, Some(Duration::from_secs(2)));
         assert_eq!(parse_text("").unwrap(), StackConfig::default());
     }
 
     #[test]
     fn mistakes_name_the_key() {
+        let err = parse_text("[stack]\nstats_interval = \"500ms\"").unwrap_err();
+        assert_eq!(err.path, "stack.stats_interval");
+        assert!(err.message.contains("1s or more"), "{}", err.message);
         let err = parse_text("[stack]\ncpus = { api = \"x\" }").unwrap_err();
         assert_eq!(err.path, "stack.cpus.api");
         let err = parse_text("[stack]\nmemory = { api = \"1\" }").unwrap_err();

@@ -15,6 +15,89 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// Every mistake found in a config, in the order the sections are read, so that one
+/// attempt shows them all instead of one per run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// The mistakes, each naming its key.
+    pub fn errors(&self) -> &[ConfigError] {
+        &self.0
+    }
+}
+
+impl From<ConfigError> for ConfigErrors {
+    fn from(e: ConfigError) -> Self {
+        Self(vec![e])
+    }
+}
+
+impl std::fmt::Display for ConfigErrors {
+    /// One mistake on the line; several as a count, then one indented line each.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "{one}"),
+            many => {
+                write!(f, "{} mistakes; fix each of them:", many.len())?;
+                for e in many {
+                    write!(f, "\n  - {e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// Gathers config errors so a reader can go on to the next section after a mistake.
+#[derive(Debug, Default)]
+pub struct Collector(Vec<ConfigError>);
+
+impl Collector {
+    /// The value of `result`, or `None` with its error kept.
+    pub fn keep<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.push(e);
+                None
+            }
+        }
+    }
+
+    /// The value of `result`, or `None` with all its errors kept.
+    pub fn keep_all<T>(&mut self, result: Result<T, ConfigErrors>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.extend(e.0);
+                None
+            }
+        }
+    }
+
+    /// Keeps an error.
+    pub fn push(&mut self, e: ConfigError) {
+        self.0.push(e);
+    }
+
+    /// Whether nothing was kept.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok(())` when nothing was kept, else every error kept.
+    pub fn finish(self) -> Result<(), ConfigErrors> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors(self.0))
+        }
+    }
+}
+
 /// Reads keys out of a table and remembers which ones were read, so the leftovers can be
 /// reported as unknown.
 pub struct TableReader<'a> {

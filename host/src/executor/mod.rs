@@ -65,7 +65,7 @@ impl Drop for ActiveVu {
 }
 
 /// A stage's target and what was observed at its end.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct StageReport {
     /// The stage's target.
     pub target: u64,
@@ -193,7 +193,7 @@ impl Future for Interrupt {
 }
 
 /// What an executor reports when it is done.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ExecutorReport {
     /// For ramping executors: each stage's target and what was reached.
     pub stages: Vec<StageReport>,

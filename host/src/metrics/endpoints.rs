@@ -20,7 +20,7 @@ pub const MAX_ENDPOINTS: usize = 200;
 pub const OTHER: &str = "other";
 
 /// One endpoint's figures.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Endpoint {
     /// `GET`, `POST`, ... (empty for the `other` row).
     pub method: String,

@@ -14,4 +14,4 @@ pub use aggregator::Aggregator;
 pub use recorder::{Recorder, SeriesMap, Shard};
 pub use registry::{builtin, MetricDef, MetricId, Registry};
 pub use tags::TagSet;
-pub use value::{MetricKind, Value};
+pub use value::{MetricKind, Unit, Value};

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Statistics of one metric.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Stats {
     /// A sum and its rate per second.
@@ -43,7 +43,7 @@ pub enum Stats {
 }
 
 /// Percentiles and moments of a trend.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct TrendStats {
     /// Samples.
     pub count: u64,
@@ -112,7 +112,7 @@ pub enum Aggregation {
 }
 
 /// One metric's summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MetricSummary {
     /// Name, with the selector for a sub-metric (`http_req_duration{name:x}`).
     pub name: String,

@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 
 /// How a metric's samples combine, as in k6.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricKind {
     /// A sum.
@@ -15,6 +15,37 @@ pub enum MetricKind {
     Rate,
     /// A distribution.
     Trend,
+}
+
+/// The unit a reported figure is in, as summary.json and `host compare` write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Unit {
+    /// Milliseconds (timings).
+    #[serde(rename = "ms")]
+    Millis,
+    /// Per second (counter rates).
+    #[serde(rename = "/s")]
+    PerSecond,
+    /// A share, held as 0–1 and shown as a percentage.
+    #[serde(rename = "%")]
+    Percent,
+}
+
+impl Unit {
+    /// Its symbol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Millis => "ms",
+            Self::PerSecond => "/s",
+            Self::Percent => "%",
+        }
+    }
+}
+
+impl std::fmt::Display for Unit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Significant digits kept by every trend histogram.

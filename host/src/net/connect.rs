@@ -1,14 +1,16 @@
-//! Opens connections for the HTTP client: name resolution, TCP connect (timed), and the
-//! HTTP handshake on a byte-counting transport. The `Sender` enum is where HTTP/2 and
-//! the `Stream` wrapper is where TLS plug in.
+//! Opens connections for the HTTP client: name resolution, TCP connect (timed), the
+//! TLS handshake for https, then the HTTP/1.1 or HTTP/2 handshake, on a byte-counting
+//! transport.
 
 use super::allowlist::Origin;
 use super::counting_io::{CountingIo, IoStats};
 use super::http::HttpError;
+use super::tls::Purpose;
+use super::NetShared;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,38 +25,142 @@ pub struct ConnectTimings {
     pub tls_handshaking: Duration,
 }
 
-/// The request half of an HTTP connection; an HTTP/2 variant joins it with TLS (ALPN).
+/// The request half of an HTTP connection: HTTP/1.1 takes one request at a time,
+/// HTTP/2 (by ALPN, or h2c with prior knowledge) multiplexes streams, and its sender
+/// is cloned for each.
 enum Sender {
     Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
 }
 
-/// An open connection owned by one VU.
+/// The protocol of a connection, as the `proto` tag names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// `HTTP/1.1`.
+    Http1,
+    /// `HTTP/2`.
+    Http2,
+}
+
+impl Proto {
+    /// The tag's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Http1 => "HTTP/1.1",
+            Self::Http2 => "HTTP/2",
+        }
+    }
+}
+
+/// An open connection owned by one VU (an HTTP/2 one is shared by the VU's concurrent
+/// requests to its origin, each holding a clone).
 pub struct Connection {
     sender: Sender,
     /// Bytes and write times of the transport.
     pub stats: Arc<IoStats>,
+    /// The TLS failure that ended the connection, if it is TLS and one did.
+    tls_failure: Option<super::tls::Failure>,
+    /// The time it took to open, until the first request that uses it takes it.
+    fresh: Option<ConnectTimings>,
 }
 
 impl Connection {
+    /// Why the connection's TLS failed, if it did (a request that met the failure
+    /// may have seen only the connection closing).
+    pub fn tls_failure(&self) -> Option<&str> {
+        self.tls_failure.as_ref()?.get().map(String::as_str)
+    }
+
     /// Whether the connection can take another request.
     pub fn is_usable(&self) -> bool {
         match &self.sender {
             Sender::Http1(s) => s.is_ready(),
+            Sender::Http2(s) => !s.is_closed(),
         }
     }
 
-    /// Sends a request and waits for the response head.
+    /// Its protocol.
+    pub fn proto(&self) -> Proto {
+        match &self.sender {
+            Sender::Http1(_) => Proto::Http1,
+            Sender::Http2(_) => Proto::Http2,
+        }
+    }
+
+    /// Another handle on an HTTP/2 connection (its streams are concurrent); `None` for
+    /// HTTP/1.1, which a request holds alone. The first handle takes the opening time.
+    pub fn share(&mut self) -> Option<Connection> {
+        match &self.sender {
+            Sender::Http1(_) => None,
+            Sender::Http2(s) => Some(Connection {
+                sender: Sender::Http2(s.clone()),
+                stats: self.stats.clone(),
+                tls_failure: self.tls_failure.clone(),
+                fresh: self.fresh.take(),
+            }),
+        }
+    }
+
+    /// The opening time, if no request took it yet.
+    pub fn take_fresh(&mut self) -> Option<ConnectTimings> {
+        self.fresh.take()
+    }
+
+    /// Where a request's byte counts start.
+    pub fn io_mark(&self) -> (u64, u64) {
+        (self.stats.sent(), self.stats.received())
+    }
+
+    /// The bytes of the request that started at `mark`. On HTTP/2 the streams that
+    /// share the connection take turns at the counts instead, so concurrent streams
+    /// do not each count the others' bytes: the totals stay exact.
+    pub fn io_since(&self, mark: (u64, u64)) -> (u64, u64) {
+        match &self.sender {
+            Sender::Http1(_) => (self.stats.sent() - mark.0, self.stats.received() - mark.1),
+            Sender::Http2(_) => self.stats.take_unaccounted(),
+        }
+    }
+
+    /// Sends a request and waits for the response head. HTTP/2 needs the absolute URI
+    /// (its `:scheme` and `:authority`); HTTP/1.1 sends the path alone.
     pub async fn send(
         &mut self,
-        request: http::Request<Full<Bytes>>,
+        mut request: http::Request<Full<Bytes>>,
+        absolute: &http::Uri,
     ) -> Result<http::Response<Incoming>, hyper::Error> {
         match &mut self.sender {
             Sender::Http1(s) => {
                 s.ready().await?;
                 s.send_request(request).await
             }
+            Sender::Http2(s) => {
+                // `Host` is HTTP/1.1's: HTTP/2 carries it as `:authority`. A plugin's own
+                // `Host` (virtual hosting) becomes the authority.
+                *request.uri_mut() = match request.headers_mut().remove(http::header::HOST) {
+                    Some(host)
+                        if Some(host.as_bytes())
+                            != absolute.authority().map(|a| a.as_str().as_bytes()) =>
+                    {
+                        with_authority(absolute, &host)
+                    }
+                    _ => absolute.clone(),
+                };
+                *request.version_mut() = http::Version::HTTP_2;
+                s.ready().await?;
+                s.send_request(request).await
+            }
         }
     }
+}
+
+/// `uri` with `host` as its authority (`uri` when `host` is not a valid one).
+fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
+    let mut parts = uri.clone().into_parts();
+    match http::uri::Authority::try_from(host.as_bytes()) {
+        Ok(authority) => parts.authority = Some(authority),
+        Err(_) => return uri.clone(),
+    }
+    http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
 }
 
 /// Resolves `origin` and opens a TCP connection to the first address that answers,
@@ -109,22 +215,66 @@ async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream
     socket.connect(addr).await
 }
 
-/// Opens a connection to `origin`, from `local` when given, accepting responses of
-/// up to `max_headers` header fields (`[http] max_headers`).
+/// Opens a connection to `origin`, from `local` when given: TCP, then for `https://`
+/// the TLS handshake (timed apart, ALPN offering what `[http] versions` allows), then
+/// HTTP/2 if the server chose it (or h2c is on for `http://`), else HTTP/1.1 accepting
+/// responses of up to `[http] max_headers` header fields. Byte
+/// counts are of the wire, TLS records included, as k6 counts them.
 pub async fn connect(
     origin: &Origin,
     local: Option<IpAddr>,
-    max_headers: usize,
-) -> Result<(Connection, ConnectTimings), HttpError> {
-    if origin.scheme == "https" {
-        return Err(HttpError::Tls(format!(
-            "{origin}: https is not supported by this build of the host yet; use http://"
-        )));
-    }
+    shared: &NetShared,
+) -> Result<Connection, HttpError> {
     let start = Instant::now();
     let stream = connect_tcp(origin, local).await?;
     let connecting = start.elapsed();
     let (io, stats) = CountingIo::new(stream);
+    let mut timings = ConnectTimings {
+        connecting,
+        tls_handshaking: Duration::ZERO,
+    };
+    let options = &shared.http;
+    let mut tls_failure = None;
+    let sender = if origin.scheme == "https" {
+        let purpose = match (options.h2, options.http1) {
+            (true, true) => Purpose::Http2OrHttp1,
+            (true, false) => Purpose::Http2,
+            _ => Purpose::Http1,
+        };
+        let tls_start = Instant::now();
+        let (stream, negotiated) = shared.tls.handshake(origin, io, purpose).await?;
+        timings.tls_handshaking = tls_start.elapsed();
+        let (stream, failure) = super::tls::Watched::new(stream);
+        tls_failure = Some(failure);
+        if negotiated.h2 {
+            http2(origin, stream).await?
+        } else if purpose == Purpose::Http2 {
+            return Err(HttpError::Protocol(format!(
+                "{origin}: the server does not offer HTTP/2 by ALPN, and [http] versions \
+                 leaves out \"http/1.1\""
+            )));
+        } else {
+            http1(origin, stream, shared.http.max_headers).await?
+        }
+    } else if options.h2c {
+        http2(origin, io).await?
+    } else {
+        http1(origin, io, shared.http.max_headers).await?
+    };
+    Ok(Connection {
+        sender,
+        stats,
+        tls_failure,
+        fresh: Some(timings),
+    })
+}
+
+/// The HTTP/1.1 handshake over `io`; the connection's task is spawned. Generic, so
+/// plain and TLS transports each get their own code and no dynamic dispatch.
+async fn http1<IO>(origin: &Origin, io: IO, max_headers: usize) -> Result<Sender, HttpError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = hyper::client::conn::http1::Builder::new();
     // Only a limit other than hyper's default is set: setting any moves hyper's
     // header parse buffer from the stack to the heap for every response.
@@ -140,16 +290,23 @@ pub async fn connect(
         // errors surface on the request that was using it.
         let _ = conn.await;
     });
-    Ok((
-        Connection {
-            sender: Sender::Http1(sender),
-            stats,
-        },
-        ConnectTimings {
-            connecting,
-            tls_handshaking: Duration::ZERO,
-        },
-    ))
+    Ok(Sender::Http1(sender))
+}
+
+/// The HTTP/2 handshake (client preface and settings) over `io`; the connection's task
+/// is spawned, and hyper spawns one more per stream on tokio.
+async fn http2<IO>(origin: &Origin, io: IO) -> Result<Sender, HttpError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| HttpError::Connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Sender::Http2(sender))
 }
 
 /// The addresses of `origin`'s host (an IP address is used as it is).
@@ -175,4 +332,21 @@ async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
         )));
     }
     Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_field_becomes_the_http2_authority() {
+        let uri: http::Uri = "https://127.0.0.1:8443/a?b=1".parse().unwrap();
+        let host = http::HeaderValue::from_static("api.example:8443");
+        assert_eq!(
+            with_authority(&uri, &host).to_string(),
+            "https://api.example:8443/a?b=1"
+        );
+        let bad = http::HeaderValue::from_static("not a host");
+        assert_eq!(with_authority(&uri, &bad), uri);
+    }
 }

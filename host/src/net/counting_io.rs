@@ -15,6 +15,8 @@ pub struct IoStats {
     sent: AtomicU64,
     received: AtomicU64,
     last_write_ns: AtomicU64,
+    /// What [`IoStats::take_unaccounted`] handed out so far (sent, received).
+    accounted: (AtomicU64, AtomicU64),
 }
 
 fn epoch() -> Instant {
@@ -31,6 +33,18 @@ impl IoStats {
     /// Bytes read so far.
     pub fn received(&self) -> u64 {
         self.received.load(Ordering::Relaxed)
+    }
+
+    /// The bytes each way since the last call: concurrent HTTP/2 streams on one
+    /// connection take turns at the counts, so each byte is counted once.
+    pub fn take_unaccounted(&self) -> (u64, u64) {
+        let sent = self.sent();
+        let received = self.received();
+        // fetch_max keeps the mark from going back when two streams race.
+        (
+            sent.saturating_sub(self.accounted.0.fetch_max(sent, Ordering::Relaxed)),
+            received.saturating_sub(self.accounted.1.fetch_max(received, Ordering::Relaxed)),
+        )
     }
 
     /// When the last write finished, if there was one.

@@ -12,7 +12,7 @@ mod record;
 pub use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
 
 use super::allowlist::Origin;
-use super::connect::Connection;
+use super::connect::{connect, Connection, Proto};
 use super::cookies::CookieJar;
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
@@ -186,7 +186,8 @@ impl HttpClient {
         (result, Ended::Request { meta, io, sent_at })
     }
 
-    /// Sends requests in parallel, each on its own connection; results in order.
+    /// Sends requests in parallel, each on its own HTTP/1.1 connection, or as
+    /// concurrent streams of one HTTP/2 connection per origin; results in order.
     /// Redirects are then followed one request at a time.
     pub async fn send_batch(
         &mut self,
@@ -195,17 +196,24 @@ impl HttpClient {
     ) -> Vec<Result<HttpResponse, HttpError>> {
         let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
             Vec::with_capacity(reqs.len());
-        let mut work = Vec::new();
+        let mut ready = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req, tags) {
                 Ok(p) => {
-                    let conn = self.checkout(&p.target.pool_key);
-                    work.push((i, p, conn));
+                    ready.push((i, p));
                     slots.push(None);
                 }
                 Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
             }
         }
+        self.open_shared(&ready).await;
+        let work: Vec<_> = ready
+            .into_iter()
+            .map(|(i, p)| {
+                let conn = self.checkout(&p.target.pool_key);
+                (i, p, conn)
+            })
+            .collect();
         let shared = self.shared.clone();
         let futures = work.into_iter().map(|(i, p, conn)| {
             let shared = shared.clone();
@@ -329,18 +337,72 @@ impl HttpClient {
         })
     }
 
+    /// Opens, before a batch goes out, the connection its requests to one origin
+    /// will share if the origin speaks HTTP/2 (ALPN, or h2c): else each request would
+    /// open its own, as none is pooled yet. Only for an origin with several requests in
+    /// the batch and nothing pooled; one that answers with HTTP/1.1 keeps the
+    /// connection for one of its requests. A failure here is left to the requests,
+    /// which try again and report it.
+    async fn open_shared(&mut self, ready: &[(usize, Prepared)]) {
+        let (h2, h2c) = (self.shared.http.h2, self.shared.http.h2c);
+        let may_multiplex = |p: &Prepared| match p.target.origin.scheme.as_str() {
+            "https" => h2,
+            _ => h2c,
+        };
+        let mut opened: Vec<&PoolKey> = Vec::new();
+        for (n, (_, p)) in ready.iter().enumerate() {
+            let key = &p.target.pool_key;
+            if !may_multiplex(p)
+                || opened.contains(&key)
+                || !ready[n + 1..]
+                    .iter()
+                    .any(|(_, q)| q.target.pool_key == *key)
+                // A pooled connection says what the origin speaks: HTTP/2 is shared
+                // as it is, and HTTP/1.1 needs no connection opened ahead.
+                || self
+                    .idle
+                    .get(key)
+                    .is_some_and(|idle| idle.iter().any(Connection::is_usable))
+            {
+                continue;
+            }
+            opened.push(key);
+            let shared = self.shared.clone();
+            let connecting = connect(&p.target.origin, p.local_ip, &shared);
+            if let Ok(Ok(conn)) = tokio::time::timeout(p.timeout, connecting).await {
+                self.checkin(key.clone(), conn);
+            }
+        }
+    }
+
+    /// A connection to `key` from the pool: an HTTP/2 one is shared (a handle on it is
+    /// handed out and it stays pooled), an HTTP/1.1 one is taken.
     fn checkout(&mut self, key: &PoolKey) -> Option<Connection> {
         let idle = self.idle.get_mut(key)?;
-        while let Some(conn) = idle.pop() {
-            if conn.is_usable() {
-                return Some(conn);
+        while let Some(conn) = idle.last_mut() {
+            if !conn.is_usable() {
+                idle.pop();
+                continue;
             }
+            if let Some(handle) = conn.share() {
+                return Some(handle);
+            }
+            return idle.pop();
         }
         None
     }
 
+    /// Returns a connection to the pool; a handle on an HTTP/2 connection already
+    /// pooled is dropped (the pooled one serves on).
     fn checkin(&mut self, key: PoolKey, conn: Connection) {
         let idle = self.idle.entry(key).or_default();
+        if conn.proto() == Proto::Http2
+            && idle
+                .iter()
+                .any(|c| c.proto() == Proto::Http2 && c.is_usable())
+        {
+            return;
+        }
         if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
             idle.push(conn);
         }

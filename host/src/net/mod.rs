@@ -11,6 +11,7 @@ pub mod redirect;
 pub mod request_tags;
 pub mod shared;
 pub mod targets;
+pub mod tls;
 pub mod ws;
 
 pub use allowlist::{Allowlist, Origin};

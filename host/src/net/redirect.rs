@@ -4,8 +4,7 @@
 
 use super::http::{HttpError, HttpRequest, HttpResponse};
 
-/// Redirects followed per request by default (k6's default).
-pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
+pub use crate::config::http::DEFAULT_MAX_REDIRECTS;
 
 /// The request to send next if `response` redirects, or `None` if it does not.
 pub fn next_hop(
@@ -81,6 +80,7 @@ mod tests {
             },
             body_size: 0,
             timings: Timings::default(),
+            proto: crate::net::connect::Proto::Http1,
             url: String::new(),
         }
     }

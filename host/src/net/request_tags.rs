@@ -8,6 +8,7 @@
 //! requests it starts over, so a plugin that makes every URL unique costs memory only
 //! in the series it creates, as it would anyway.
 
+use super::connect::Proto;
 use crate::metrics::TagSet;
 use rustc_hash::FxHashMap;
 
@@ -24,7 +25,7 @@ pub struct Slot {
 /// The tag sets of one distinct request.
 struct Entry {
     request: TagSet,
-    outcomes: Vec<(u16, bool, TagSet)>,
+    outcomes: Vec<(u16, bool, Option<Proto>, TagSet)>,
     errors: Vec<(&'static str, TagSet)>,
 }
 
@@ -101,26 +102,39 @@ impl RequestTags {
         (slot, self.entries[index].request.clone())
     }
 
-    /// The request's tags plus `status` and `expected_response`.
-    pub fn outcome(&mut self, slot: Slot, request: &TagSet, status: u16, expected: bool) -> TagSet {
+    /// The request's tags plus `status`, `expected_response` and, when a response came,
+    /// `proto` (`HTTP/1.1` or `HTTP/2`, as k6 names it).
+    pub fn outcome(
+        &mut self,
+        slot: Slot,
+        request: &TagSet,
+        status: u16,
+        expected: bool,
+        proto: Option<Proto>,
+    ) -> TagSet {
         let make = || {
-            request.with([
-                ("status", status.to_string().as_str()),
-                ("expected_response", if expected { "true" } else { "false" }),
-            ])
+            let status = status.to_string();
+            request.with(
+                [
+                    ("status", status.as_str()),
+                    ("expected_response", if expected { "true" } else { "false" }),
+                ]
+                .into_iter()
+                .chain(proto.map(|p| ("proto", p.name()))),
+            )
         };
         let Some(entry) = self.entry(slot) else {
             return make();
         };
-        if let Some((_, _, t)) = entry
+        if let Some((_, _, _, t)) = entry
             .outcomes
             .iter()
-            .find(|(s, e, _)| *s == status && *e == expected)
+            .find(|(s, e, p, _)| *s == status && *e == expected && *p == proto)
         {
             return t.clone();
         }
         let tags = make();
-        entry.outcomes.push((status, expected, tags.clone()));
+        entry.outcomes.push((status, expected, proto, tags.clone()));
         tags
     }
 
@@ -180,12 +194,15 @@ mod tests {
         let (slot2, t2) = cache.request(&base, "GET", "http://a/x", &[]);
         assert_eq!(slot, slot2);
         assert_eq!(t, t2);
-        let ok = cache.outcome(slot, &t, 200, true);
+        let ok = cache.outcome(slot, &t, 200, true, Some(Proto::Http1));
         assert_eq!(ok.get("status"), Some("200"));
         assert_eq!(ok.get("expected_response"), Some("true"));
-        assert_eq!(cache.outcome(slot, &t, 200, true), ok);
+        assert_eq!(ok.get("proto"), Some("HTTP/1.1"));
+        assert_eq!(cache.outcome(slot, &t, 200, true, Some(Proto::Http1)), ok);
+        let h2 = cache.outcome(slot, &t, 200, true, Some(Proto::Http2));
+        assert_eq!(h2.get("proto"), Some("HTTP/2"));
         assert_eq!(
-            cache.outcome(slot, &t, 404, false).get("status"),
+            cache.outcome(slot, &t, 404, false, None).get("status"),
             Some("404")
         );
         assert_eq!(
@@ -215,7 +232,7 @@ mod tests {
             cache.request(&base, "GET", &format!("u{i}"), &[]);
         }
         assert!(cache.entries.len() <= MAX_ENTRIES);
-        let tags = cache.outcome(first, &t, 500, false);
+        let tags = cache.outcome(first, &t, 500, false, None);
         assert_eq!(tags.get("name"), Some("u0"));
         assert_eq!(tags.get("status"), Some("500"));
     }

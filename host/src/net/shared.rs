@@ -31,6 +31,9 @@ pub struct NetShared {
     pub ws_used: std::sync::atomic::AtomicBool,
     /// Redirects, cookies and source addresses (`[http]`).
     pub http: crate::config::HttpOptions,
+    /// TLS configuration and what handshakes negotiated (`[tls]`); shared with the
+    /// setup's own `NetShared`, so its handshakes count too.
+    pub tls: Arc<super::tls::TlsClient>,
     /// Requests that stopped at the redirect limit, and the first URL that did with
     /// its limit.
     redirect_limit: std::sync::Mutex<(u64, Option<(String, u32)>)>,
@@ -56,6 +59,7 @@ impl NetShared {
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
             http: Default::default(),
+            tls: Default::default(),
             redirect_limit: Default::default(),
         }
     }
@@ -83,14 +87,21 @@ impl NetShared {
             .redirect_limit
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        match &seen.1 {
-            Some((url, limit)) => vec![format!(
+        let mut warnings = self.tls.warnings();
+        if let Some((url, limit)) = &seen.1 {
+            warnings.push(format!(
                 "{} requests were still redirected after {limit} redirects and returned the last \
                  redirect (first: {url}); a redirect loop?",
                 seen.0
-            )],
-            None => Vec::new(),
+            ));
         }
+        warnings
+    }
+
+    /// The same, with the run's TLS client.
+    pub fn with_tls(mut self, tls: Arc<super::tls::TlsClient>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// Warns on stderr that the plugin tried to reach a denied `origin`, once per

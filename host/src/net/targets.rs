@@ -24,6 +24,8 @@ pub struct Target {
     pub pool_key: PoolKey,
     /// The request target (path and query) as a URI.
     pub path: http::Uri,
+    /// The whole URL as a URI, for HTTP/2's `:scheme` and `:authority`.
+    pub absolute: http::Uri,
     /// The `Host` header value (`host` or `host:port`).
     pub host_header: http::HeaderValue,
 }
@@ -50,6 +52,7 @@ impl Target {
             origin,
             path,
             host_header,
+            absolute: uri,
         })
     }
 }

@@ -3,7 +3,9 @@
 //! can hold a run against a baseline. A change is flagged only when it is beyond the
 //! tolerance and also significant: larger than the run-to-run and second-to-second
 //! noise of the machine, judged from each run's per-second data ([`significance`]).
+//! The target's and the generator's resources follow, side by side ([`compare_stack`]).
 
+use super::compare_stack::{self, ResourceRow};
 use super::significance::{self, Significance, Stat};
 use crate::metrics::Registry;
 use anyhow::{bail, Context, Result};
@@ -103,6 +105,8 @@ pub struct Comparison {
     pub about: [String; 2],
     /// Whole seconds of per-second data of each run (`None`: only summary.json).
     pub seconds: [Option<usize>; 2],
+    /// Each sampled service's CPU and memory in both runs (summary.json's `stack`).
+    pub resources: Vec<ResourceRow>,
 }
 
 impl Comparison {
@@ -172,6 +176,7 @@ pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparis
             tolerance,
         ),
         about: [describe(&a_json), describe(&b_json)],
+        resources: compare_stack::rows(&a_json, &b_json),
         seconds: [
             series[0].as_ref().map(|s| s.seconds),
             series[1].as_ref().map(|s| s.seconds),
@@ -452,6 +457,7 @@ pub fn render(c: &Comparison) -> String {
             judged
         );
     }
+    out.push_str(&compare_stack::render(&c.resources));
     let n = c.regressions();
     let _ = writeln!(
         out,
@@ -634,6 +640,7 @@ mod tests {
             rows,
             about: [String::new(), String::new()],
             seconds: [Some(4), Some(2)],
+            resources: Vec::new(),
         };
         let text = render(&c);
         assert!(text.contains("too short to judge significance"), "{text}");

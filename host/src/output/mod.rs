@@ -5,6 +5,7 @@
 pub mod chart_data;
 pub mod charts;
 pub mod compare;
+pub mod compare_stack;
 pub mod hdr_log;
 pub mod junit;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The end-of-test summary as people read it (and as `summary.txt` keeps it), laid out
 //! like k6's: scenarios, checks, then one line per metric.
 
+use crate::config::TrendStat;
 use crate::metrics::summary::{MetricSummary, Stats};
 use crate::summary::Summary;
 use std::fmt::Write;
@@ -81,9 +82,24 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = writeln!(out, "; denied {}", h.denied);
     }
+    if let Some(tls) = &s.tls {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  tls: {} handshakes ({}); cipher suites {}",
+            tls.handshakes,
+            list(&tls.versions),
+            list(&tls.cipher_suites)
+        );
+    }
     let _ = writeln!(out);
     for m in s.metrics.values() {
-        let _ = writeln!(out, "     {}", metric_line(m));
+        let _ = writeln!(out, "     {}", metric_line(m, &s.trend_stats));
     }
     if !s.endpoints.is_empty() {
         let width = s
@@ -188,7 +204,8 @@ pub fn render(s: &Summary) -> String {
     out
 }
 
-fn metric_line(m: &MetricSummary) -> String {
+/// One metric's line; a trend shows `columns` (`--summary-trend-stats`) in order.
+fn metric_line(m: &MetricSummary, columns: &[TrendStat]) -> String {
     let def = m.def.as_ref();
     let is_time = def.is_some_and(|d| d.is_time);
     let is_bytes = def.is_some_and(|d| d.is_bytes);
@@ -211,17 +228,19 @@ fn metric_line(m: &MetricSummary) -> String {
         } => format!("{:.2}% ✓ {passes} ✗ {fails}", rate * 100.0),
         Stats::Trend(t) => {
             let f = |v: f64| if is_time { time(v) } else { number(v) };
-            format!(
-                "avg={} min={} med={} p(90)={} p(95)={} p(99)={} max={} count={}",
-                f(t.avg),
-                f(t.min),
-                f(t.med),
-                f(t.p90),
-                f(t.p95),
-                f(t.p99),
-                f(t.max),
-                t.count
-            )
+            let columns = if columns.is_empty() {
+                crate::config::trend_stats::DEFAULT
+            } else {
+                columns
+            };
+            columns
+                .iter()
+                .map(|c| match c {
+                    TrendStat::Count => format!("count={}", t.count),
+                    c => format!("{}={}", c.label(), f(c.value(t))),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         }
     };
     format!("{}{dots}: {body}", m.name)
@@ -268,18 +287,34 @@ pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let _ = writeln!(out, "name:        {}", info.name);
     let _ = writeln!(out, "version:     {}", info.version);
     let _ = writeln!(out, "description: {}", info.description);
-    let _ = writeln!(
-        out,
-        "contract:    {}@{}",
-        crate::plugin::bindings::WIT_PACKAGE,
-        crate::plugin::bindings::WIT_VERSION
+    let interfaces = crate::plugin::validate::interfaces(
+        &i.plugin.engine,
+        i.plugin.pre.instance_pre().component(),
     );
     let _ = writeln!(
         out,
-        "file:        {} ({} bytes, sha256 {})",
-        i.plugin.meta.path.display(),
-        i.plugin.meta.size,
-        i.plugin.meta.sha256
+        "contract:    {}@{} (WIT version it was built against: {})",
+        crate::plugin::bindings::WIT_PACKAGE,
+        crate::plugin::bindings::WIT_VERSION,
+        interfaces.contract.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(out, "file:        {}", i.plugin.meta.path.display());
+    let _ = writeln!(out, "size:        {} bytes", i.plugin.meta.size);
+    let _ = writeln!(out, "sha256:      {}", i.plugin.meta.sha256);
+    let _ = writeln!(
+        out,
+        "uses:        {}",
+        if interfaces.contract_imports.is_empty() {
+            "nothing of the host".to_string()
+        } else {
+            interfaces.contract_imports.join(", ")
+        }
+    );
+    let _ = writeln!(out, "wasi:        {}", interfaces.other_imports.join(", "));
+    let _ = writeln!(
+        out,
+        "source:      {}",
+        i.embedded.source.as_deref().unwrap_or("(not embedded)")
     );
     let _ = writeln!(out, "scenarios:");
     for s in &info.scenarios {
@@ -288,6 +323,12 @@ pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let _ = writeln!(out, "default config:");
     for line in info.default_config.lines() {
         let _ = writeln!(out, "  {line}");
+    }
+    if let Some(readme) = &i.embedded.readme {
+        let _ = writeln!(out, "readme:");
+        for line in readme.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     out
 }

@@ -3,31 +3,14 @@
 //! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
 //! the VU that wrote them. With `--quiet` only warnings and errors are written.
 
+pub use crate::config::LogLimits;
 use crate::stderr::LineWriter;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// How much a VU may log.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LogLimits {
-    /// Lines per second per VU (a second's worth may come at once); 0 = none.
-    pub lines_per_s: f64,
-    /// Longest line written; longer ones are cut and marked.
-    pub line_bytes: usize,
-}
-
-impl Default for LogLimits {
-    fn default() -> Self {
-        Self {
-            lines_per_s: 10.0,
-            line_bytes: 4096,
-        }
-    }
-}
-
 /// What became of the plugin's log lines, for `summary.json` (`log`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LogCounts {
     /// Lines handed to the writer.
     pub written: u64,

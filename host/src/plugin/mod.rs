@@ -5,10 +5,12 @@ pub mod bindings;
 pub mod budget;
 pub mod cache;
 pub mod call;
+pub mod embedded;
 pub mod engine;
 pub mod imports;
 pub mod log;
 pub mod output;
+pub mod pin;
 pub mod state;
 pub mod validate;
 
@@ -37,7 +39,7 @@ pub struct Plugin {
 }
 
 /// Facts about a plugin file, for results and `inspect`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PluginFile {
     /// Where it was read from.
     pub path: PathBuf,
@@ -57,6 +59,8 @@ pub struct Inspected {
     pub plugin: Plugin,
     /// Its self-description.
     pub info: PluginInfo,
+    /// The README and source URL in its custom sections.
+    pub embedded: embedded::Embedded,
 }
 
 /// Reads a plugin file, refusing anything that is not a component.

@@ -65,6 +65,46 @@ pub fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> R
     )
 }
 
+/// What a component imports and which contract it was built against, for `host inspect`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Interfaces {
+    /// The contract version of the `plugin` interface it exports (`0.3.0`), if any.
+    pub contract: Option<String>,
+    /// The contract's interfaces it imports (`http`, `websocket`, `vu`, ...): what the
+    /// plugin can do.
+    pub contract_imports: Vec<String>,
+    /// Every other import (`wasi:cli/environment@0.2.6`, ...), as named.
+    pub other_imports: Vec<String>,
+}
+
+/// Lists a component's imports and the contract version of its `plugin` export.
+pub fn interfaces(engine: &Engine, component: &Component) -> Interfaces {
+    let ty = component.component_type();
+    let prefix = format!("{WIT_PACKAGE}/");
+    let mut found = Interfaces::default();
+    for (name, _) in ty.exports(engine) {
+        if let Some(version) = name.strip_prefix(&format!("{prefix}plugin@")) {
+            found.contract = Some(version.to_string());
+        }
+    }
+    for (name, _) in ty.imports(engine) {
+        match name.strip_prefix(&prefix) {
+            // `http@0.3.0` -> `http`: the version is the contract's, shown once.
+            Some(rest) => {
+                let interface = rest.split('@').next().unwrap_or(rest);
+                // `types` has no functions: importing it grants nothing.
+                if interface != "types" {
+                    found.contract_imports.push(interface.to_string());
+                }
+            }
+            None => found.other_imports.push(name.to_string()),
+        }
+    }
+    found.contract_imports.sort();
+    found.other_imports.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use crate::plugin::state::DataSets;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Reads every data set named in `[data]`.
 pub fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
@@ -94,21 +94,6 @@ fn describe(e: csv::Error) -> String {
     }
 }
 
-/// Makes the relative paths of a run config's `[data]` section relative to `dir` (the
-/// config file's folder), so a run does not depend on the folder it was started from.
-pub fn resolve_paths(table: &mut toml::Table, dir: &Path) {
-    let Some(toml::Value::Table(data)) = table.get_mut("data") else {
-        return;
-    };
-    for (_, value) in data.iter_mut() {
-        if let toml::Value::String(path) = value {
-            if Path::new(path.as_str()).is_relative() {
-                *path = dir.join(path.as_str()).to_string_lossy().into_owned();
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,17 +139,5 @@ mod tests {
     fn header_mistakes_are_named() {
         assert!(csv_records("a,a\n1,2\n").unwrap_err().contains("`a` twice"));
         assert!(csv_records("").unwrap_err().contains("header row"));
-    }
-
-    #[test]
-    fn relative_data_paths_follow_the_config_file() {
-        let mut table: toml::Table =
-            toml::from_str("[data]\nusers = \"users.csv\"\nabs = \"/srv/x.json\"").unwrap();
-        resolve_paths(&mut table, Path::new("/work/tests"));
-        assert_eq!(
-            table["data"]["users"].as_str(),
-            Some("/work/tests/users.csv")
-        );
-        assert_eq!(table["data"]["abs"].as_str(), Some("/srv/x.json"));
     }
 }

@@ -21,7 +21,7 @@ use crate::thresholds::{Evaluator, RunView};
 use crate::vu::errors::ErrorLog;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -50,6 +50,17 @@ pub struct RunRequest {
     pub handle_signals: bool,
     /// Watches the run from beside it (the stack's service watcher, `run --stack`).
     pub watch: Option<crate::control::Watch>,
+}
+
+impl RunRequest {
+    /// Every `--config` file, in the order they are layered.
+    pub fn config_files(&self) -> Vec<&Path> {
+        self.config
+            .iter()
+            .chain(&self.overrides.config_layers)
+            .map(PathBuf::as_path)
+            .collect()
+    }
 }
 
 /// How a run ended.
@@ -116,7 +127,11 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
     let info = plugin
         .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
         .await?;
-    Ok(Inspected { plugin, info })
+    Ok(Inspected {
+        plugin,
+        info,
+        embedded: plugin::embedded::read(&bytes),
+    })
 }
 
 fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
@@ -138,7 +153,10 @@ fn services_for(
     );
     let net = Arc::new(
         net.with_websocket(config.websocket.clone())
-            .with_http(config.http.clone()),
+            .with_http(config.http.clone())
+            .with_tls(Arc::new(crate::net::tls::TlsClient::new(
+                config.tls.clone(),
+            ))),
     );
     Ok(Arc::new(HostServices {
         recorder,
@@ -150,22 +168,28 @@ fn services_for(
     }))
 }
 
-/// Resolves the run config: plugin defaults ← run.toml ← CLI.
+/// Refuses the run's plugin file unless it is the one each run config that pins one
+/// (`plugin = { path, sha256 }`) names.
+fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
+    for config in request.config_files() {
+        if let Some(pin) = plugin::pin::read(config)? {
+            pin.verify(&request.plugin, sha256)?;
+        }
+    }
+    Ok(())
+}
+
+/// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
+/// order) ← CLI.
 pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let base = config::parse_toml(&info.default_config, "the plugin's default config")
         .map_err(|e| anyhow!("{e}"))?;
-    let merged = match &request.config {
-        None => base,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            let mut over = config::parse_toml(&text, &path.display().to_string())
-                .map_err(|e| anyhow!("{e}"))?;
-            if let Some(dir) = path.parent() {
-                data::resolve_paths(&mut over, dir);
-            }
-            config::merge(base, over)
-        }
+    let files = request.config_files();
+    let merged = if files.is_empty() {
+        base
+    } else {
+        let over = config::layers::read(&files).map_err(|e| anyhow!("config error: {e}"))?;
+        config::merge(base, over)
     };
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
@@ -184,7 +208,12 @@ pub async fn run_then(
 ) -> Result<RunOutcome> {
     let mut plan = plan(&request).await?;
     // Sampling targets are checked before anything starts: a typo fails at once.
-    let sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    let mut sampling = crate::sampling::prepare(&plan.config.sampling).await?;
+    // The stack a run started (`run --stack`) is sampled too: its resources are the
+    // other half of the figures.
+    if let Some(watch) = &request.watch {
+        sampling.add_containers(watch.0.containers());
+    }
     let mut setup = setup(&request, &plan.config).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started).await?;
@@ -244,6 +273,9 @@ struct Driven {
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
 /// every scenario runs something the plugin has.
 async fn plan(request: &RunRequest) -> Result<Plan> {
+    // A pinned plugin is checked before any of its code runs, describe() included.
+    let (_, sha256) = plugin::read_plugin(&request.plugin)?;
+    check_pin(request, &sha256)?;
     let inspected = inspect(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
@@ -292,6 +324,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     })?;
     let ticker = EpochTicker::start(&engine)?;
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
+    // Again on the bytes that run: the file may have been replaced since the plan.
+    check_pin(request, &sha256)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
     let services = services_for(config, registry.clone(), request.quiet)?;
@@ -557,6 +591,7 @@ fn finish(
     summary.generator_saturated = sampled.verdict;
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
+    summary.tls = setup.services.net.tls.summary();
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));
@@ -564,6 +599,7 @@ fn finish(
         crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
     ));
     summary.warnings.extend(results.warnings());
+    summary.warnings.append(&mut sampled.warnings);
     let exit_code = verdict::judge(&mut summary);
     if let Some(failure) = &summary.failure {
         crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));

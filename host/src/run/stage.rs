@@ -39,7 +39,8 @@ pub fn services(
         recorder.clone(),
     )
     .with_websocket(run.net.websocket.clone())
-    .with_http(run.net.http.clone());
+    .with_http(run.net.http.clone())
+    .with_tls(run.net.tls.clone());
     let services = HostServices {
         // Checks and custom metrics of setup() count, as in k6; only requests are apart.
         recorder: run.recorder.clone(),

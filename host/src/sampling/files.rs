@@ -3,31 +3,119 @@
 
 use super::book::StackSummary;
 use super::sample::Sample;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
-/// stats.jsonl while the run goes on; flushed every tick so a killed run keeps its lines.
-pub struct StatsJsonl {
-    out: BufWriter<File>,
+/// Lines held while stats.jsonl cannot be written (a full disk): a few megabytes; the
+/// samples past that are counted as lost rather than held without bound.
+const MAX_PENDING: usize = 10_000;
+
+/// stats.jsonl while the run goes on. Each tick's lines are written at once, so a
+/// killed run keeps them. A write that fails does not turn the file off: its lines are
+/// kept and tried again on the next tick (a full disk may be freed during a long run),
+/// and the failures are counted for the summary's warnings.
+pub struct StatsJsonl<W: Write = File> {
+    /// Where the lines go (a real file; a test may swap it).
+    pub(crate) out: W,
+    /// Lines not yet written whole, oldest first; the first may be written in part.
+    pending: VecDeque<Vec<u8>>,
+    /// Bytes of the first pending line already written.
+    written: usize,
+    /// Ticks on which writing failed.
+    failures: u64,
+    /// The first error, as said on stderr.
+    first_error: Option<String>,
+    /// Samples dropped because too many were waiting.
+    lost: u64,
 }
 
 impl StatsJsonl {
     /// Creates the file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        Ok(Self {
-            out: BufWriter::new(File::create(path)?),
-        })
+        Ok(Self::new(File::create(path)?))
+    }
+}
+
+impl<W: Write> StatsJsonl<W> {
+    /// Lines written to `out`.
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            pending: VecDeque::new(),
+            written: 0,
+            failures: 0,
+            first_error: None,
+            lost: 0,
+        }
     }
 
-    /// Appends the samples and flushes.
-    pub fn write(&mut self, samples: &[&Sample]) -> std::io::Result<()> {
+    /// Appends the samples, after any lines earlier ticks could not write. A failure
+    /// is counted (and said once on stderr); its lines wait for the next call.
+    pub fn write(&mut self, samples: &[&Sample]) {
         for s in samples {
-            serde_json::to_writer(&mut self.out, s)?;
-            self.out.write_all(b"\n")?;
+            if self.pending.len() >= MAX_PENDING {
+                self.lost += 1;
+                continue;
+            }
+            match serde_json::to_vec(s) {
+                Ok(mut line) => {
+                    line.push(b'\n');
+                    self.pending.push_back(line);
+                }
+                Err(_) => self.lost += 1,
+            }
+        }
+        if let Err(e) = self.drain() {
+            self.failures += 1;
+            if self.first_error.is_none() {
+                crate::stderr::warn(format_args!(
+                    "cannot write stats.jsonl: {e}; trying again every tick"
+                ));
+                self.first_error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Writes the pending lines in order, keeping track of a line written in part so
+    /// that no line is written twice or torn.
+    fn drain(&mut self) -> std::io::Result<()> {
+        while let Some(line) = self.pending.front() {
+            match self.out.write(&line[self.written..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.written += n;
+                    if self.written == line.len() {
+                        self.pending.pop_front();
+                        self.written = 0;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
         self.out.flush()
+    }
+
+    /// Samples not in the file: dropped, or still waiting for a write that works.
+    pub fn missing(&self) -> u64 {
+        self.lost + self.pending.len() as u64
+    }
+
+    /// The summary's warning when some write failed, saying whether the retries
+    /// caught up.
+    pub fn warning(&self) -> Option<String> {
+        let error = self.first_error.as_ref()?;
+        let outcome = match self.missing() {
+            0 => "retried on later ticks: every sample was written".to_string(),
+            n => format!("retried on later ticks, but {n} samples could not be written"),
+        };
+        Some(format!(
+            "stats.jsonl: writing failed on {} ticks; {outcome} (first error: {error})",
+            self.failures
+        ))
     }
 }
 
@@ -121,6 +209,75 @@ pub fn render_md(title: &str, stack: &StackSummary, saturation: Option<&str>) ->
 mod tests {
     use super::*;
     use crate::sampling::book::StatsBook;
+
+    fn sample(t: f64) -> Sample {
+        Sample {
+            t,
+            service: "api".into(),
+            source: "p_api_1".into(),
+            cpu_percent: 80.0,
+            cpus: 1.0,
+            cores: None,
+            memory_bytes: 16 << 20,
+            memory_limit_bytes: Some(64 << 20),
+            net_rx_bytes: Some(2048),
+            net_tx_bytes: Some(4096),
+            blk_read_bytes: Some(0),
+            blk_write_bytes: Some(0),
+            pids: Some(3),
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_its_lines_written_once_writing_works_again() {
+        // /dev/full fails every write with "no space left on device", as a full disk.
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let mut jsonl = StatsJsonl::new(full);
+        let (a, b, c) = (sample(1.0), sample(2.0), sample(3.0));
+        jsonl.write(&[&a]);
+        jsonl.write(&[&b]);
+        assert_eq!(jsonl.missing(), 2);
+        let warning = jsonl.warning().unwrap();
+        assert!(
+            warning.starts_with("stats.jsonl: writing failed on 2 ticks; retried on later ticks, but 2 samples could not be written (first error: "),
+            "{warning}"
+        );
+        assert!(warning.contains("No space left on device"), "{warning}");
+
+        // Space again: the waiting lines go first, in order, each once.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stats.jsonl");
+        jsonl.out = File::create(&path).unwrap();
+        jsonl.write(&[&c]);
+        assert_eq!(jsonl.missing(), 0);
+        let times: Vec<f64> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Sample>(l).unwrap().t)
+            .collect();
+        assert_eq!(times, [1.0, 2.0, 3.0]);
+        assert_eq!(
+            jsonl.warning().unwrap(),
+            "stats.jsonl: writing failed on 2 ticks; retried on later ticks: every sample was \
+             written (first error: No space left on device (os error 28))"
+        );
+    }
+
+    #[test]
+    fn samples_past_the_bound_are_counted_as_lost_and_a_clean_file_warns_nothing() {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let mut jsonl = StatsJsonl::new(full);
+        let s = sample(1.0);
+        let many: Vec<&Sample> = std::iter::repeat_n(&s, MAX_PENDING + 5).collect();
+        jsonl.write(&many);
+        assert_eq!(jsonl.lost, 5);
+        assert_eq!(jsonl.missing(), MAX_PENDING as u64 + 5);
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut clean = StatsJsonl::create(&dir.path().join("stats.jsonl")).unwrap();
+        clean.write(&[&s]);
+        assert_eq!(clean.warning(), None);
+    }
 
     #[test]
     fn bytes_read_as_people_write_them() {

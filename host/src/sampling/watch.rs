@@ -23,9 +23,14 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Adds containers found another way (the stack a run started).
+    /// Adds containers found another way (the stack a run started); one named already
+    /// (`--sample-container`) is not sampled twice.
     pub fn add_containers(&mut self, containers: impl IntoIterator<Item = ContainerTarget>) {
-        self.sources.containers.extend(containers);
+        for c in containers {
+            if !self.sources.containers.iter().any(|s| s.id == c.id) {
+                self.sources.containers.push(c);
+            }
+        }
     }
 }
 
@@ -54,7 +59,7 @@ pub async fn prepare(options: &SamplingOptions) -> Result<Prepared> {
 pub struct ResourceWatch {
     sampler: Sampler,
     book: StatsBook,
-    jsonl: Option<StatsJsonl>,
+    jsonl: StatsJsonl,
     saturation: SaturationWatch,
     interval_s: f64,
     dir: PathBuf,
@@ -70,7 +75,7 @@ impl ResourceWatch {
         Ok(Self {
             sampler: Sampler::start(prepared.sources, interval, t0)?,
             book: StatsBook::default(),
-            jsonl: Some(jsonl),
+            jsonl,
             saturation: SaturationWatch::new(interval.as_secs_f64()),
             interval_s: interval.as_secs_f64(),
             dir: dir.to_path_buf(),
@@ -108,12 +113,7 @@ impl ResourceWatch {
                 }
             }
         }
-        if let Some(w) = &mut self.jsonl {
-            if let Err(e) = w.write(&samples) {
-                eprintln!("warning: stats.jsonl is no longer written: {e}");
-                self.jsonl = None;
-            }
-        }
+        self.jsonl.write(&samples);
     }
 
     /// Stops sampling, writes stats.md (headed `title`) and returns the figures for
@@ -143,6 +143,7 @@ impl ResourceWatch {
             verdict,
             series: self.book.series(),
             write_failure,
+            warnings: self.jsonl.warning().into_iter().collect(),
         }
     }
 }
@@ -157,4 +158,6 @@ pub struct Sampled {
     pub series: Vec<(String, Series)>,
     /// stats.md, when it could not be written.
     pub write_failure: Option<crate::output::WriteFailure>,
+    /// For the summary: stats.jsonl writes that failed during the run.
+    pub warnings: Vec<String>,
 }

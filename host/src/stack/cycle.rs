@@ -22,9 +22,13 @@ pub struct StackRun {
 
 /// Brings the stack up, runs `request` against it, and takes it down.
 pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Result<RunOutcome> {
-    let config = match &request.config {
-        Some(path) => stack_config::from_file(path).map_err(|e| anyhow!("config error: {e}"))?,
-        None => StackConfig::default(),
+    let files = request.config_files();
+    let config = if files.is_empty() {
+        StackConfig::default()
+    } else {
+        crate::config::layers::read(&files)
+            .and_then(|layered| stack_config::parse(&layered))
+            .map_err(|e| anyhow!("config error: {e}"))?
     };
     let options = UpOptions::resolve(&stack_run.flags, &config)?;
     let keep = stack_run.keep || config.keep;
@@ -63,12 +67,18 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     }
     request.overrides.allow = stack.entry_urls.iter().map(|u| u.url.clone()).collect();
     request.overrides.allow_only = true;
+    // `[stack] stats_interval` is the sampling interval of such a run; the command
+    // line's `--stats-interval` still wins.
+    if request.overrides.stats_interval.is_none() {
+        request.overrides.stats_interval = config.stats_interval;
+    }
 
     let watch = match super::engine::connect().await {
         Ok(docker) => Arc::new(ServiceWatch::new(
             docker,
             &stack.project,
             config.on_service_exit,
+            &stack.containers,
         )),
         Err(e) => {
             up::down_quietly(&stack.project).await;

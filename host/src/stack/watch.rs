@@ -2,9 +2,10 @@
 //! project's label): a service that exits or is OOM-killed is noted with its time,
 //! and with `[stack] on_service_exit = "abort"` stops the run.
 
-use super::{PROJECT_LABEL, SERVICE_LABEL};
+use super::{ServiceContainer, PROJECT_LABEL, SERVICE_LABEL};
 use crate::config::OnServiceExit;
 use crate::control::{RunControl, RunWatch, StopReason, WatchEvent};
+use crate::sampling::docker::ContainerTarget;
 use bollard::query_parameters::EventsOptionsBuilder;
 use bollard::Docker;
 use futures::StreamExt;
@@ -24,11 +25,19 @@ pub struct ServiceWatch {
     since: i64,
     seen: Arc<Mutex<Vec<WatchEvent>>>,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// The stack's running containers, sampled during the run.
+    containers: Vec<ContainerTarget>,
 }
 
 impl ServiceWatch {
-    /// A watch of `project`, not started yet.
-    pub fn new(docker: Docker, project: &str, on_exit: OnServiceExit) -> ServiceWatch {
+    /// A watch of `project`, not started yet; `containers` (the stack's, as `up` found
+    /// them) are handed to the run's sampler.
+    pub fn new(
+        docker: Docker,
+        project: &str,
+        on_exit: OnServiceExit,
+        containers: &[ServiceContainer],
+    ) -> ServiceWatch {
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -39,6 +48,12 @@ impl ServiceWatch {
             since,
             seen: Arc::default(),
             task: Mutex::default(),
+            containers: containers
+                .iter()
+                .filter(|c| c.state == "running")
+                .cloned()
+                .map(ContainerTarget::from)
+                .collect(),
         }
     }
 
@@ -79,6 +94,7 @@ impl RunWatch for ServiceWatch {
             .filters(&filters)
             .build();
         let mut events = self.docker.events(Some(options));
+        let docker = self.docker.clone();
         let seen = self.seen.clone();
         let on_exit = self.on_exit;
         let task = tokio::spawn(async move {
@@ -96,17 +112,21 @@ impl RunWatch for ServiceWatch {
                         oom.insert(id);
                     }
                     Some("die") => {
+                        // An event from before the run (`since` has second
+                        // resolution) counts as at its start.
+                        let at = Instant::now().max(t0);
                         let code = attributes.get("exitCode").cloned().unwrap_or_default();
-                        let what = if oom.contains(&id) {
+                        // The `oom` event can be missed or come late (it is the
+                        // cgroup's notice, not the container's): the Engine's state says
+                        // it too.
+                        let oom_killed = oom.contains(&id) || oom_killed(&docker, &id).await;
+                        let what = if oom_killed {
                             format!("was OOM-killed (exit code {code})")
                         } else if code == "137" {
                             "exited with code 137 (killed)".to_string()
                         } else {
                             format!("exited with code {code}")
                         };
-                        // An event from before the run (`since` has second
-                        // resolution) counts as at its start.
-                        let at = Instant::now().max(t0);
                         let description = format!("service {service} {what}");
                         seen.lock()
                             .unwrap_or_else(PoisonError::into_inner)
@@ -134,4 +154,19 @@ impl RunWatch for ServiceWatch {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    fn containers(&self) -> Vec<ContainerTarget> {
+        self.containers.clone()
+    }
+}
+
+/// Whether the Engine says the kernel killed container `id` for its memory limit.
+async fn oom_killed(docker: &Docker, id: &str) -> bool {
+    docker
+        .inspect_container(id, None)
+        .await
+        .ok()
+        .and_then(|c| c.state)
+        .and_then(|s| s.oom_killed)
+        .unwrap_or(false)
 }

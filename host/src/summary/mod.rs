@@ -52,7 +52,7 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// Everything `summary.json` holds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// Schema version of this file.
     pub schema: u32,
@@ -80,6 +80,9 @@ pub struct Summary {
     pub scenarios: BTreeMap<String, ScenarioSummary>,
     /// HTTP requests by fate.
     pub http: HttpCounts,
+    /// TLS handshakes by version and cipher suite (absent without TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::net::tls::TlsSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// Checks by name.
@@ -93,7 +96,7 @@ pub struct Summary {
     /// What became of the plugin's `log()` lines.
     pub log: crate::plugin::log::LogCounts,
     /// Services of the run's stack that died during the run (`run --stack`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
@@ -103,12 +106,16 @@ pub struct Summary {
     /// figures are a lower bound of the target's capacity, not its ceiling.
     pub generator_saturated: crate::sampling::GeneratorVerdict,
     /// Resource figures of every sampled service, the generator included.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<crate::sampling::StackSummary>,
+    /// The trend columns summary.txt prints (`--summary-trend-stats`); summary.json
+    /// keeps every figure whatever they are.
+    #[serde(skip)]
+    pub trend_stats: Vec<crate::config::TrendStat>,
 }
 
 /// The host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct HostInfo {
     /// `host`.
     pub name: String,
@@ -119,7 +126,7 @@ pub struct HostInfo {
 }
 
 /// The plugin.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PluginSummary {
     /// From `describe()`.
     pub name: String,
@@ -133,7 +140,7 @@ pub struct PluginSummary {
 }
 
 /// The machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Machine {
     /// Host name.
     pub hostname: String,
@@ -146,7 +153,7 @@ pub struct Machine {
 }
 
 /// One scenario's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ScenarioSummary {
     /// Executor name.
     pub executor: String,
@@ -165,13 +172,13 @@ pub struct ScenarioSummary {
     /// VUs made.
     pub vus_allocated: u64,
     /// Stages of ramping executors.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::executor::StageReport>,
 }
 
 /// Requests by fate. Every request written to a connection was answered, failed, or
 /// is still in flight: `sent = received + failed + in_flight`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct HttpCounts {
     /// Requests written to a connection.
     pub sent: u64,
@@ -194,7 +201,7 @@ pub struct HttpCounts {
 }
 
 /// A check's passes and fails.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CheckSummary {
     /// Its name.
     pub name: String,
@@ -321,6 +328,7 @@ impl Summary {
             config: serde_json::to_value(&input.config.source).unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
+            tls: None,
             metrics,
             checks,
             thresholds: Vec::new(),
@@ -332,6 +340,7 @@ impl Summary {
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             stack: None,
+            trend_stats: input.config.summary_trend_stats.clone(),
         }
     }
 }

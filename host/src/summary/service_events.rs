@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// A service that exited or was OOM-killed during the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ServiceEvent {
     /// The Compose service.
     pub service: String,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// What `summary.json` says of the setup and teardown requests.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct SetupSummary {
     /// Whether they are counted in the run's totals (`[http] count_setup`).
     pub counted: bool,

@@ -276,16 +276,12 @@ fn merged_source(default_config: &str, path: Option<&Path>) -> Result<toml::Tabl
     let mut merged = match path {
         None => base,
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {}", path.display()))?;
-            let mut over = config::parse_toml(&text, &path.display().to_string())
-                .map_err(|e| anyhow!("{e}"))?;
-            let dir = path.parent().map_or(cwd.clone(), |d| cwd.join(d));
-            run::data::resolve_paths(&mut over, &dir);
+            let over = config::layers::read(&[cwd.join(path).as_path()])
+                .map_err(|e| anyhow!("config error: {e}"))?;
             config::merge(base, over)
         }
     };
-    run::data::resolve_paths(&mut merged, &cwd);
+    config::layers::resolve_paths(&mut merged, &cwd);
     Ok(merged)
 }
 

@@ -4,12 +4,12 @@
 use super::expression::{aggregation_name, aggregations_of, applies_to, kind_name};
 use super::parse::Threshold;
 use crate::metrics::summary::{merged_value, stats_of, Aggregation};
-use crate::metrics::{Aggregator, Registry};
+use crate::metrics::{Aggregator, Registry, Unit};
 use serde::Serialize;
 use std::time::Duration;
 
 /// What a threshold found at the end of a run (the `thresholds` entries of summary.json).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct ThresholdOutcome {
     /// The metric or sub-metric as written (`http_req_duration{name:static}`).
     pub metric: String,
@@ -21,14 +21,14 @@ pub struct ThresholdOutcome {
     /// The value the expression tested; `null` when there was none.
     pub observed: Option<f64>,
     /// `ms` when the observed value is a time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unit: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<Unit>,
     /// Whether it could stop the run early.
     pub abort_on_fail: bool,
     /// Whether it did stop the run.
     pub aborted_run: bool,
     /// Why it could not be evaluated, when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
@@ -43,8 +43,14 @@ impl ThresholdOutcome {
             .trim();
         match self.observed {
             None => format!("{agg}=-"),
-            Some(v) if self.unit == Some("ms") && v.abs() < 10.0 => format!("{agg}={v:.3}ms"),
-            Some(v) => format!("{agg}={}{}", format_number(v), self.unit.unwrap_or("")),
+            Some(v) if self.unit == Some(Unit::Millis) && v.abs() < 10.0 => {
+                format!("{agg}={v:.3}ms")
+            }
+            Some(v) => format!(
+                "{agg}={}{}",
+                format_number(v),
+                self.unit.map(Unit::as_str).unwrap_or("")
+            ),
         }
     }
 }
@@ -196,7 +202,7 @@ fn outcome_of(
         threshold: t.expression.text.clone(),
         ok,
         observed,
-        unit: (t.metric.is_time && is_time_value && observed.is_some()).then_some("ms"),
+        unit: (t.metric.is_time && is_time_value && observed.is_some()).then_some(Unit::Millis),
         abort_on_fail: t.abort_on_fail,
         aborted_run,
         note,
@@ -310,7 +316,7 @@ mod tests {
         };
         let p95 = by("http_req_duration", "p(95)<500");
         assert!(!p95.ok, "p95 is 800 ms: {p95:?}");
-        assert_eq!(p95.unit, Some("ms"));
+        assert_eq!(p95.unit, Some(Unit::Millis));
         assert!((p95.observed.unwrap() - 800.0).abs() < 1.0);
         let text = p95.observed_text();
         assert!(

@@ -9,7 +9,9 @@ use std::sync::Mutex;
 const MAX_MESSAGES: usize = 50;
 
 /// What kind of failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// `iteration` returned an error.
@@ -61,7 +63,7 @@ impl ErrorKind {
 }
 
 /// One distinct failure.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
     /// Kind.
     pub kind: ErrorKind,

@@ -9,10 +9,12 @@
 //! loadtest-sdk = { path = "../sdk", features = ["html", "regex"] }
 //! ```
 //!
-//! - `html`: [`Document`] (CSS selectors over a parsed page, from the `scraper` crate:
+// Plain names, not links: the items exist only with their feature, and the docs must
+// build without it (`cargo doc` in a copy of this crate alone).
+//! - `html`: `Document` (CSS selectors over a parsed page, from the `scraper` crate:
 //!   the html5ever parser of Servo, browser-grade on broken markup, and maintained)
-//!   and [`Response::html`](crate::http::Response::html).
-//! - `regex`: [`capture`] and [`capture_all`] (the `regex` crate; compiled patterns
+//!   and `Response::html`.
+//! - `regex`: `capture` and `capture_all` (the `regex` crate; compiled patterns
 //!   are kept per VU, so a pattern used in every iteration is compiled once).
 //!
 //! ```no_run

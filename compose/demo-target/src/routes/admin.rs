@@ -1,6 +1,8 @@
 //! `/admin/faults`: reading and switching the injected faults (and the capacity limit)
-//! at runtime.
+//! at runtime; and `/admin/hold`: memory taken and never given back, so a test can
+//! push the process past its container's memory limit and see the OOM kill reported.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -98,4 +100,41 @@ pub async fn faults(state: &AppState, req: Request<Incoming>) -> Resp {
         }
         _ => method_not_allowed("GET, PUT"),
     }
+}
+
+/// The most `/admin/hold` takes in one request.
+const MAX_HOLD_MB: usize = 4096;
+
+/// Memory taken by `/admin/hold`, kept until the process exits.
+static HELD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// `POST /admin/hold?mb=N`: takes N MiB (1 to 4096), every page written so it is
+/// resident rather than only promised, keeps it until the process exits, and answers
+/// the MiB held in all. Under a container memory limit smaller than that, the kernel
+/// kills the process: what a leak looks like to the load test.
+pub fn hold(req: &Request<Incoming>) -> Resp {
+    if req.method() != Method::POST {
+        return method_not_allowed("POST");
+    }
+    let mb = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("mb=")))
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|mb| (1..=MAX_HOLD_MB).contains(mb));
+    let Some(mb) = mb else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "give the MiB to hold as ?mb=N, from 1 to 4096",
+        );
+    };
+    // Non-zero bytes: a zeroed allocation may be mapped lazily and never be resident.
+    let block = vec![0x5a_u8; mb << 20];
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    held.push(block);
+    let total: usize = held.iter().map(Vec::len).sum();
+    json(
+        StatusCode::OK,
+        &serde_json::json!({ "held_mb": total >> 20 }),
+    )
 }

@@ -145,32 +145,27 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(
-            &prepared.target.origin,
-            prepared.local_ip,
-            shared.http.max_headers,
-        )
-        .await
-        {
-            Ok((c, connect_timings)) => {
-                timings.connecting = connect_timings.connecting;
-                timings.tls_handshaking = connect_timings.tls_handshaking;
-                c
-            }
+        None => match connect(&prepared.target.origin, prepared.local_ip, shared).await {
+            Ok(c) => c,
             Err(e) => return (Err(e), None, (0, 0)),
         },
     };
-    let (sent0, recv0) = (conn.stats.sent(), conn.stats.received());
+    // A connection opened for this request, or for a batch and not used yet.
+    if let Some(connect_timings) = conn.take_fresh() {
+        timings.connecting = connect_timings.connecting;
+        timings.tls_handshaking = connect_timings.tls_handshaking;
+    }
+    let mark = conn.io_mark();
     let ready = Instant::now();
     tracker.sent();
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);
-    let response = match conn.send(prepared.request).await {
+    let response = match conn.send(prepared.request, &prepared.target.absolute).await {
         Ok(r) => r,
         Err(e) => {
-            let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-            return (Err(classify(&e, shared.http.max_headers)), None, io);
+            let io = conn.io_since(mark);
+            return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
         }
     };
     let head_at = Instant::now();
@@ -183,11 +178,12 @@ async fn exchange(
     timings.waiting = head_at.duration_since(written_at);
 
     let status = response.status().as_u16();
+    let proto = conn.proto();
     let (head, mut body_stream) = response.into_parts();
     let headers = head.headers;
     // A body announced beyond the cap is refused from the header, not downloaded first.
     if announced_length(&headers).is_some_and(|n| n > shared.max_body) {
-        let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+        let io = conn.io_since(mark);
         return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
     }
     let mut body = Vec::new();
@@ -196,14 +192,14 @@ async fn exchange(
         let frame = match frame {
             Ok(f) => f,
             Err(e) => {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
-                return (Err(classify(&e, shared.http.max_headers)), None, io);
+                let io = conn.io_since(mark);
+                return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
             }
         };
         if let Ok(data) = frame.into_data() {
             body_size += data.len() as u64;
             if body_size > shared.max_body {
-                let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+                let io = conn.io_since(mark);
                 return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
             }
             if !prepared.discard_body {
@@ -212,12 +208,13 @@ async fn exchange(
         }
     }
     timings.receiving = head_at.elapsed();
-    let io = (conn.stats.sent() - sent0, conn.stats.received() - recv0);
+    let io = conn.io_since(mark);
     let response = HttpResponse {
         status,
         content: ResponseContent { headers, body },
         body_size,
         timings,
+        proto,
         // Set by the client, which owns the request's URL.
         url: String::new(),
     };
@@ -235,9 +232,17 @@ fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// A protocol error with its chain of causes; a response head too large for the
-/// parser names the setting that lifts the limit.
-fn classify(e: &hyper::Error, max_headers: usize) -> HttpError {
+/// A TLS failure (such as a client certificate the server refused, which TLS 1.3
+/// reports only at the first read) is a `tls` error; anything else a `protocol` one,
+/// with its chain of causes. A response head too large for the parser names the
+/// setting that lifts the limit.
+fn classify(e: &hyper::Error, conn: &Connection, max_headers: usize) -> HttpError {
+    if let Some(tls) = crate::net::tls::find(e) {
+        return HttpError::Tls(crate::net::tls::describe(tls));
+    }
+    if let Some(failure) = conn.tls_failure() {
+        return HttpError::Tls(failure.to_string());
+    }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

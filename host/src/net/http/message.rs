@@ -64,6 +64,8 @@ pub struct HttpResponse {
     pub body_size: u64,
     /// Phases.
     pub timings: Timings,
+    /// The protocol it came over (the `proto` tag).
+    pub proto: crate::net::connect::Proto,
     /// The URL it came from (the last hop's after redirects).
     pub url: String,
 }

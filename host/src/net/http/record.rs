@@ -34,11 +34,17 @@ impl HttpClient {
             return;
         };
         let us = |d: Duration| d.as_micros() as u64;
-        let (status, expected) = match result {
-            Ok(r) => (r.status, is_expected(r.status, &meta.expected)),
-            Err(_) => (0, false),
+        let (status, expected, proto) = match result {
+            Ok(r) => (
+                r.status,
+                is_expected(r.status, &meta.expected),
+                Some(r.proto),
+            ),
+            Err(_) => (0, false, None),
         };
-        let tags = self.tags.outcome(meta.slot, &meta.tags, status, expected);
+        let tags = self
+            .tags
+            .outcome(meta.slot, &meta.tags, status, expected, proto);
         let err_tags = match result {
             Err(e) => Some(self.tags.error(meta.slot, &meta.tags, e.kind())),
             Ok(_) => None,

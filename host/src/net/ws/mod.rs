@@ -15,8 +15,9 @@ mod open;
 mod session;
 #[cfg(test)]
 mod tests;
+mod transport;
 
-pub use open::connect;
+pub use open::{connect, connect_from};
 
 use session::Session;
 use std::sync::Arc;

@@ -1,9 +1,10 @@
 //! Opening a socket: URL and allowlist checks, the upgrade request with the plugin's
-//! headers, TCP connect and handshake (timed as `ws_connecting`), then the socket's
-//! task is started.
+//! headers, TCP connect, TLS for `wss://`, and handshake (timed as `ws_connecting`),
+//! then the socket's task is started.
 
 use super::held::Held;
 use super::session::Session;
+use super::transport::Transport;
 use super::{driver, Socket, WsError};
 use crate::metrics::{builtin, TagSet};
 use crate::net::allowlist::Origin;
@@ -11,9 +12,9 @@ use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::{HttpError, NetShared};
 use http::header::{HeaderName, HeaderValue};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
@@ -28,7 +29,7 @@ const READ_BUFFER: usize = 4 * 1024;
 const COMMAND_QUEUE: usize = 2;
 
 /// The transport under every socket.
-pub(super) type Stream = WebSocketStream<CountingIo<TcpStream>>;
+pub(super) type Stream = WebSocketStream<Transport>;
 
 /// Opens a socket to a `ws://` URL for a VU whose tags are `base_tags`, adding the
 /// plugin's `headers` to the upgrade request and its `tags` to the socket's metrics.
@@ -40,6 +41,19 @@ pub async fn connect(
     tags: &[(String, String)],
     base_tags: &TagSet,
 ) -> Result<Socket, WsError> {
+    connect_from(shared, url, headers, tags, base_tags, None).await
+}
+
+/// [`connect`] from the source address `local` when given (`[http] local_ips`: a VU's
+/// sockets leave from the same address as its HTTP requests).
+pub async fn connect_from(
+    shared: &Arc<NetShared>,
+    url: &str,
+    headers: &[(String, String)],
+    tags: &[(String, String)],
+    base_tags: &TagSet,
+    local: Option<IpAddr>,
+) -> Result<Socket, WsError> {
     let name = tags
         .iter()
         .find(|(k, _)| k == "name")
@@ -50,7 +64,7 @@ pub async fn connect(
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain([("name", name.as_str())]),
     );
-    let opened = open(shared, url, headers, &tags).await;
+    let opened = open(shared, url, headers, &tags, local).await;
     if let Err(e) = &opened {
         let tags = tags.with([("error", e.kind())]);
         shared.recorder.count(builtin::WS_ERRORS, &tags, 1.0);
@@ -63,6 +77,7 @@ async fn open(
     url: &str,
     headers: &[(String, String)],
     tags: &TagSet,
+    local: Option<IpAddr>,
 ) -> Result<Socket, WsError> {
     let origin = Origin::parse(url).map_err(WsError::Invalid)?;
     if origin.scheme != "ws" && origin.scheme != "wss" {
@@ -71,15 +86,10 @@ async fn open(
         )));
     }
     check_allowed(shared, &origin)?;
-    if origin.scheme == "wss" {
-        return Err(WsError::Connect(format!(
-            "{origin}: wss:// (TLS) is not supported by this build of the host yet; use ws://"
-        )));
-    }
     let request = upgrade_request(url, headers)?;
     let started = Instant::now();
     let timeout = shared.default_timeout;
-    let (stream, io) = tokio::time::timeout(timeout, handshake(&origin, request, shared))
+    let (stream, io) = tokio::time::timeout(timeout, handshake(&origin, request, shared, local))
         .await
         .map_err(|_| {
             WsError::Connect(format!(
@@ -150,12 +160,25 @@ async fn handshake(
     origin: &Origin,
     request: Request,
     shared: &NetShared,
+    local: Option<IpAddr>,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let tcp = connect_tcp(origin, None).await.map_err(|e| match e {
+    let tcp = connect_tcp(origin, local).await.map_err(|e| match e {
         HttpError::Connect(m) => WsError::Connect(m),
         other => WsError::Connect(other.to_string()),
     })?;
     let (io, stats) = CountingIo::new(tcp);
+    let io = if origin.scheme == "wss" {
+        // A TLS failure is a `connect` error of the socket (the WIT `ws-error` has no
+        // kind of its own for it); its message starts with `tls:` and names the cause.
+        let (tls, _) = shared
+            .tls
+            .handshake(origin, io, crate::net::tls::Purpose::WebSocket)
+            .await
+            .map_err(|e| WsError::Connect(e.to_string()))?;
+        Transport::Tls(Box::new(tls))
+    } else {
+        Transport::Plain(io)
+    };
     // A frame's header announces its length: past the cap the read fails there,
     // before its payload is buffered.
     let max_message = shared.websocket.max_message;

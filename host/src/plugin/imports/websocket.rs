@@ -37,7 +37,9 @@ impl wit::HostSocket for VuState {
         tags: Vec<(String, String)>,
     ) -> Result<Resource<Socket>, wit::WsError> {
         let net = self.services.net.clone();
-        let socket = ws::connect(&net, &url, &headers, &tags, &self.identity.tags)
+        // A VU's sockets leave from the same source address as its HTTP requests.
+        let local = net.http.local_ip(self.identity.vu_id);
+        let socket = ws::connect_from(&net, &url, &headers, &tags, &self.identity.tags, local)
             .await
             .map_err(to_wit)?;
         self.table()

@@ -1,0 +1,41 @@
+//! Plugin authoring: `host new` starts a plugin project in a folder of its own (the SDK
+//! vendored into it), `host build` turns such a folder into a component and says where
+//! it is — Rust with cargo, Python with componentize-py.
+
+pub mod build;
+pub mod new;
+pub mod python;
+pub mod sdk;
+pub mod templates;
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// The languages `host new` can start a plugin in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// Rust, with the loadtest SDK vendored into the project.
+    Rust,
+    /// Python, built with componentize-py, with the Python SDK vendored.
+    Python,
+}
+
+/// `host new NAME [--lang rust|python]`.
+#[derive(Args, Debug)]
+pub struct NewArgs {
+    /// The plugin's folder to create (its last part is the plugin's name, e.g.
+    /// `checkout` or `../plugins/checkout`); it must not exist yet, or be empty.
+    pub path: PathBuf,
+    /// The language of the plugin.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Lang,
+}
+
+/// `host build [DIR]`.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The plugin project (a folder with a Cargo.toml, or a Python app.py, as `host new`
+    /// makes).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}

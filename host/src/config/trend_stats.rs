@@ -1,0 +1,136 @@
+//! `--summary-trend-stats "avg,min,med,max,p(90),p(95),p(99.9)"`: which trend columns
+//! summary.txt prints, in the order given (k6's option of the same name). Only the
+//! figures a summary keeps can be named; anything else is refused with the list.
+
+use crate::metrics::summary::TrendStats;
+
+/// One column of a trend line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrendStat {
+    /// Mean.
+    Avg,
+    /// Smallest.
+    Min,
+    /// Median.
+    Med,
+    /// Largest.
+    Max,
+    /// 90th percentile.
+    P90,
+    /// 95th percentile.
+    P95,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// Samples.
+    Count,
+}
+
+/// The columns printed when the flag is not given (what summary.txt always showed).
+pub const DEFAULT: &[TrendStat] = &[
+    TrendStat::Avg,
+    TrendStat::Min,
+    TrendStat::Med,
+    TrendStat::P90,
+    TrendStat::P95,
+    TrendStat::P99,
+    TrendStat::Max,
+    TrendStat::Count,
+];
+
+/// Every column, as written on the command line.
+const ALL: &[(TrendStat, &str)] = &[
+    (TrendStat::Avg, "avg"),
+    (TrendStat::Min, "min"),
+    (TrendStat::Med, "med"),
+    (TrendStat::Max, "max"),
+    (TrendStat::P90, "p(90)"),
+    (TrendStat::P95, "p(95)"),
+    (TrendStat::P99, "p(99)"),
+    (TrendStat::P999, "p(99.9)"),
+    (TrendStat::Count, "count"),
+];
+
+impl TrendStat {
+    /// The column's label, as the flag names it (`p(95)`).
+    pub fn label(self) -> &'static str {
+        ALL.iter()
+            .find(|(s, _)| *s == self)
+            .map(|(_, l)| *l)
+            .unwrap_or("?")
+    }
+
+    /// The column's value in `t`.
+    pub fn value(self, t: &TrendStats) -> f64 {
+        match self {
+            Self::Avg => t.avg,
+            Self::Min => t.min,
+            Self::Med => t.med,
+            Self::Max => t.max,
+            Self::P90 => t.p90,
+            Self::P95 => t.p95,
+            Self::P99 => t.p99,
+            Self::P999 => t.p999,
+            Self::Count => t.count as f64,
+        }
+    }
+}
+
+/// Parses a comma-separated list; `p(95)` may also be written `p95`, `p(99.9)` `p99.9`.
+pub fn parse_list(text: &str) -> Result<Vec<TrendStat>, String> {
+    let known = || ALL.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(", ");
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!(
+                "empty column in {text:?}; give a comma-separated list of: {}",
+                known()
+            ));
+        }
+        let normal = match item.strip_prefix('p') {
+            Some(rest) if !rest.starts_with('(') => format!("p({rest})"),
+            _ => item.to_string(),
+        };
+        let Some((stat, _)) = ALL.iter().find(|(_, l)| *l == normal) else {
+            return Err(format!(
+                "`{item}` is not a trend column this summary keeps; choose from: {}",
+                known()
+            ));
+        };
+        if out.contains(stat) {
+            return Err(format!("`{item}` is given twice in {text:?}"));
+        }
+        out.push(*stat);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_k6_style_lists_in_order() {
+        let list = parse_list("avg, p(95),max,p99.9").unwrap();
+        assert_eq!(
+            list,
+            vec![
+                TrendStat::Avg,
+                TrendStat::P95,
+                TrendStat::Max,
+                TrendStat::P999
+            ]
+        );
+        assert_eq!(TrendStat::P999.label(), "p(99.9)");
+    }
+
+    #[test]
+    fn refuses_unknown_empty_and_repeated_columns() {
+        let err = parse_list("avg,p(97)").unwrap_err();
+        assert!(err.contains("`p(97)`"), "{err}");
+        assert!(err.contains("p(99.9)"), "the choices are listed: {err}");
+        assert!(parse_list("avg,,max").unwrap_err().contains("empty column"));
+        assert!(parse_list("avg,avg").unwrap_err().contains("twice"));
+    }
+}

@@ -1,0 +1,220 @@
+//! A new team's first plugin: `host new`, `host build`, `host inspect` and `host run`
+//! as a user types them, the project made in a temp folder outside this repository; and
+//! a run config that pins a plugin refusing any other file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn host(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the host binary runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The plugins workspace's target folder: the new project builds there so the SDK's
+/// dependencies, already compiled for the bundled plugins, are not compiled again.
+fn shared_target_dir() -> PathBuf {
+    Path::new(host::demo::PLUGINS_DIR)
+        .ancestors()
+        .nth(2)
+        .expect("PLUGINS_DIR is plugins/target/wasm32-wasip2/release")
+        .to_path_buf()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_plugin_builds_and_runs_against_the_demo_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = host(tmp.path(), &["new", "team-probe"]);
+    assert!(made.status.success(), "{}", text(&made));
+    let project = tmp.path().join("team-probe");
+    for file in [
+        "Cargo.toml",
+        "Cargo.lock",
+        ".cargo/config.toml",
+        "src/lib.rs",
+        "run.toml",
+        "README.md",
+        "sdk/Cargo.toml",
+        "sdk/src/lib.rs",
+        "sdk/wit/scenario.wit",
+    ] {
+        assert!(project.join(file).is_file(), "host new wrote no {file}");
+    }
+    // The vendored contract is the one this host implements.
+    assert_eq!(
+        std::fs::read(project.join("sdk/wit/scenario.wit")).unwrap(),
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/scenario.wit")).unwrap()
+    );
+    // A second `new` into the same folder is refused, not merged.
+    let again = host(tmp.path(), &["new", "team-probe"]);
+    assert!(!again.status.success(), "{}", text(&again));
+    assert!(text(&again).contains("not empty"), "{}", text(&again));
+
+    // A team names its repository; the URL goes into the component with the README.
+    let manifest = project.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let named = original.replace("# repository = ", "repository = ");
+    assert_ne!(original, named, "the scaffold offers a repository line");
+    std::fs::write(&manifest, named).unwrap();
+
+    let built = Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(&project)
+        .arg("build")
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    let stdout = String::from_utf8(built.stdout.clone()).unwrap();
+    let component = PathBuf::from(stdout.trim());
+    assert!(
+        component.ends_with("wasm32-wasip2/release/team_probe.wasm") && component.is_file(),
+        "host build printed {stdout:?}"
+    );
+
+    let inspected = host(tmp.path(), &["inspect", component.to_str().unwrap()]);
+    assert!(inspected.status.success(), "{}", text(&inspected));
+    let shown = text(&inspected);
+    let sha256 = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(&component).unwrap()))
+    };
+    for expected in [
+        "name:        team-probe",
+        "version:     0.1.0",
+        &format!("sha256:      {sha256}"),
+        "built against: 0.3.0",
+        "uses:        ",
+        "http",
+        "executor = \"constant-vus\"",
+        "source:      https://git.example.com/your-team/team-probe",
+        "readme:\n  # team-probe",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in\n{shown}");
+    }
+
+    let target = common::demo_target(Duration::ZERO).await;
+    let before = target.requests_served();
+    let out = tmp.path().join("results");
+    let base_url = format!("BASE_URL={}", target.base_url());
+    let component_arg = component.to_str().unwrap().to_string();
+    let out_arg = out.to_str().unwrap().to_string();
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        host(
+            &dir,
+            &[
+                "run",
+                &component_arg,
+                "--vus",
+                "3",
+                "--iterations",
+                "60",
+                "-e",
+                &base_url,
+                "--out",
+                &out_arg,
+                "--quiet",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let served = target.requests_served() - before;
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    common::assert_http_counts_add_up(&summary);
+    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert_eq!(
+        http_reqs, 60,
+        "one request per iteration: {}",
+        summary["http"]
+    );
+    assert_eq!(served, http_reqs, "the target served what the host counted");
+    let check = &summary["checks"][0];
+    assert_eq!(check["name"], "status is 200", "{}", summary["checks"]);
+    assert_eq!(
+        (check["passes"].as_u64(), check["fails"].as_u64()),
+        (Some(60), Some(0)),
+        "every check passed: {check}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_plugin_refuses_another_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hello = common::plugin("hello");
+    let copy = tmp.path().join("hello.wasm");
+    std::fs::copy(&hello, &copy).unwrap();
+    let actual = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(&copy).unwrap()))
+    };
+    let target = common::demo_target(Duration::ZERO).await;
+    let run_with = |file: &str, pinned: &str| {
+        let config = common::write_config(
+            tmp.path(),
+            &format!(
+                "plugin = {{ path = \"{file}\", sha256 = \"{pinned}\" }}\n\
+                 [scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 1\niterations = 5\n\
+                 [env]\nBASE_URL = \"{}\"\n",
+                target.base_url()
+            ),
+        );
+        let request = host::run::RunRequest {
+            plugin: copy.clone(),
+            config: Some(config),
+            out: tmp.path().join("results"),
+            quiet: true,
+            handle_signals: false,
+            ..Default::default()
+        };
+        host::run::run(request)
+    };
+
+    let wrong = "0".repeat(64);
+    let err = match run_with("hello.wasm", &wrong).await {
+        Ok(_) => panic!("a file that does not match its pin ran"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains(&wrong) && err.contains(&actual),
+        "both hashes named: {err}"
+    );
+    assert_eq!(target.requests_served(), 0, "nothing ran: {err}");
+    assert!(
+        !tmp.path().join("results").exists(),
+        "no results for a refused run"
+    );
+
+    // The right hash, but the pin names another file than the one given.
+    let err = match run_with("checkout.wasm", &actual).await {
+        Ok(_) => panic!("a file other than the pinned path ran"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains("checkout.wasm") && err.contains("hello.wasm"),
+        "both files named: {err}"
+    );
+    assert_eq!(target.requests_served(), 0, "nothing ran: {err}");
+
+    // The matching pin runs.
+    let outcome = run_with("hello.wasm", &actual)
+        .await
+        .expect("the pinned file runs");
+    assert_eq!(outcome.exit_code, 0);
+    assert_eq!(target.requests_served(), 5);
+}

@@ -1,0 +1,150 @@
+//! A Python plugin end to end: `host new --lang python` (whose app is the example
+//! plugins/python/hello_py), `host build` with componentize-py, `host inspect`, and a
+//! run against the demo target whose request count must equal `http_reqs`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// componentize-py: `$COMPONENTIZE_PY`, else the venv `./dev test` makes
+/// (target/py-venv), else PATH.
+fn componentize_py() -> PathBuf {
+    if let Some(p) = std::env::var_os("COMPONENTIZE_PY") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv/bin/componentize-py");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("componentize-py")
+}
+
+fn host(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(dir)
+        .env("COMPONENTIZE_PY", componentize_py())
+        .args(args)
+        .output()
+        .expect("the host binary runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
+    let tool = componentize_py();
+    let version = Command::new(&tool).arg("--version").output();
+    assert!(
+        version.as_ref().is_ok_and(|o| o.status.success()),
+        "componentize-py is needed ({}): ./dev test installs it in target/py-venv, or pip install componentize-py=={}",
+        tool.display(),
+        host::author::python::COMPONENTIZE_PY_VERSION
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let made = host(tmp.path(), &["new", "team-py", "--lang", "python"]);
+    assert!(made.status.success(), "{}", text(&made));
+    let project = tmp.path().join("team-py");
+    for file in [
+        "app.py",
+        "README.md",
+        "loadtest/__init__.py",
+        "loadtest/http.py",
+        "wit/scenario.wit",
+    ] {
+        assert!(project.join(file).is_file(), "host new wrote no {file}");
+    }
+
+    let built = host(&project, &["build"]);
+    assert!(built.status.success(), "{}", text(&built));
+    let component = PathBuf::from(String::from_utf8(built.stdout.clone()).unwrap().trim());
+    assert!(
+        component.ends_with("target/team_py.wasm") && component.is_file(),
+        "{}",
+        text(&built)
+    );
+
+    let inspected = host(tmp.path(), &["inspect", component.to_str().unwrap()]);
+    let shown = text(&inspected);
+    assert!(inspected.status.success(), "{shown}");
+    for expected in [
+        "name:        team-py",
+        "built against: 0.3.0",
+        "http, metrics, vu",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in\n{shown}");
+    }
+
+    // A shared data set, read by the plugin through `data_get`.
+    std::fs::write(
+        tmp.path().join("users.json"),
+        r#"[{"name": "a"}, {"name": "b"}]"#,
+    )
+    .unwrap();
+    let config = common::write_config(
+        tmp.path(),
+        "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 2\niterations = 30\n\
+         [data]\nusers = \"users.json\"\n",
+    );
+    let target = common::demo_target(Duration::ZERO).await;
+    let before = target.requests_served();
+    let out = tmp.path().join("results");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "-e".into(),
+        format!("BASE_URL={}", target.base_url()),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let served = target.requests_served() - before;
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    common::assert_http_counts_add_up(&summary);
+    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert_eq!(
+        http_reqs, 30,
+        "one request per iteration: {}",
+        summary["http"]
+    );
+    assert_eq!(served, http_reqs, "the target served what the host counted");
+    for name in ["status is 200", "a user record"] {
+        let check = summary["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name:?}: {}", summary["checks"]));
+        assert_eq!(
+            (check["passes"].as_u64(), check["fails"].as_u64()),
+            (Some(30), Some(0)),
+            "{check}"
+        );
+    }
+    // The custom trend: one sample per iteration.
+    assert_eq!(
+        summary["metrics"]["body_kb"]["count"].as_f64(),
+        Some(30.0),
+        "{}",
+        summary["metrics"]
+    );
+}

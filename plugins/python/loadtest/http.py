@@ -1,0 +1,135 @@
+"""HTTP requests through the host's connection pools (`http.send` of the contract)."""
+
+import json as _json
+from urllib.parse import urlencode as _urlencode
+
+from componentize_py_types import Err
+from wit_world.imports import http as _http
+
+
+class HttpError(Exception):
+    """A request that got no response: `kind` is denied, invalid, connect, timeout, tls,
+    protocol or body-too-large; `detail` the host's message."""
+
+    def __init__(self, kind: str, detail):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+_KINDS = {
+    _http.HttpError_Denied: "denied", _http.HttpError_Invalid: "invalid",
+    _http.HttpError_Connect: "connect", _http.HttpError_Timeout: "timeout",
+    _http.HttpError_Tls: "tls", _http.HttpError_Protocol: "protocol",
+    _http.HttpError_BodyTooLarge: "body-too-large",
+}
+
+
+def _error(value) -> HttpError:
+    return HttpError(_KINDS.get(type(value), "error"), getattr(value, "value", value))
+
+
+class Response:
+    """A response: `status`, `url`, `body_size`, `timings` at once; headers and body are
+    fetched from the host when first asked for."""
+
+    def __init__(self, raw):
+        self.status = raw.status
+        self.url = raw.url
+        self.body_size = raw.body_size
+        self.timings = raw.timings
+        self._content = raw.content
+        self._body = None
+
+    def header(self, name: str):
+        """The first header `name` (case-insensitive), or None."""
+        return self._content.header(name)
+
+    def headers(self) -> list:
+        """All headers, in order, names in lower case."""
+        return self._content.headers()
+
+    @property
+    def body(self) -> bytes:
+        """The body (empty with `discard_body=True`)."""
+        if self._body is None:
+            self._body = self._content.body()
+        return self._body
+
+    @property
+    def text(self) -> str:
+        """The body as UTF-8 text."""
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self):
+        """The body parsed as JSON."""
+        return _json.loads(self.body)
+
+
+def _request(method, url, *, name=None, headers=None, body=None, json=None, form=None,
+             timeout=None, tags=None, discard_body=False, expected=None, redirects=None,
+             no_cookie_jar=False):
+    headers = [(str(k), str(v)) for k, v in (headers or {}).items()]
+    if json is not None:
+        body = _json.dumps(json).encode()
+        headers.append(("content-type", "application/json"))
+    elif form is not None:
+        body = _urlencode(form).encode()
+        headers.append(("content-type", "application/x-www-form-urlencoded"))
+    elif isinstance(body, str):
+        body = body.encode()
+    all_tags = [(str(k), str(v)) for k, v in (tags or {}).items()]
+    if name is not None:
+        all_tags.append(("name", name))
+    return _http.Request(
+        method=method.upper(),
+        url=url,
+        headers=headers,
+        body=body,
+        options=_http.RequestOptions(
+            timeout_ms=None if timeout is None else int(timeout * 1000),
+            tags=all_tags,
+            discard_body=discard_body,
+            expected_statuses=None if expected is None
+            else [_http.StatusRange(min=lo, max=hi) for lo, hi in expected],
+            redirects=redirects,
+            no_cookie_jar=no_cookie_jar,
+        ),
+    )
+
+
+def request(method: str, url: str, **options) -> Response:
+    """Sends one request and waits for its response; raises `HttpError` when there is none.
+
+    Options: `name` (groups URLs in the metrics), `headers` (dict), `body` (bytes/str),
+    `json`, `form` (dict), `timeout` (seconds), `tags` (dict), `discard_body`,
+    `expected` ([(min, max)] statuses that count as success; 200-399 by default),
+    `redirects`, `no_cookie_jar`.
+    """
+    try:
+        return Response(_http.send(_request(method, url, **options)))
+    except Err as e:
+        raise _error(e.value) from None
+
+
+def get(url: str, **options) -> Response:
+    """`request("GET", url, ...)`."""
+    return request("GET", url, **options)
+
+
+def post(url: str, **options) -> Response:
+    """`request("POST", url, ...)`."""
+    return request("POST", url, **options)
+
+
+def batch(requests: list) -> list:
+    """Sends requests in parallel, as a browser loads a page; `requests` is a list of
+    (method, url, options dict); returns a Response or an HttpError for each, in order."""
+    raw = _http.send_batch([_request(m, u, **(o or {})) for m, u, o in requests])
+    out = []
+    for r in raw:
+        if isinstance(r, Err):
+            out.append(_error(r.value))
+        else:
+            out.append(Response(r.value))
+    return out
