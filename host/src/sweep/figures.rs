@@ -252,7 +252,7 @@ fn verdict(summary: &Summary, exit_code: i32, served_share: f64) -> (Verdict, Op
         let explained = failed.iter().any(|t| {
             let excess = t
                 .unit
-                .filter(|u| *u == "ms")
+                .filter(|u| *u == crate::metrics::Unit::Millis)
                 .and(t.observed)
                 .and_then(|observed| {
                     threshold_limit(&t.threshold).map(|limit| (observed - limit).abs())
