@@ -47,15 +47,13 @@ pub struct Gate {
     capacity: Capacity,
     permits: std::sync::Arc<Semaphore>,
     waiting: AtomicUsize,
-    /// When each worker is next free. A tokio timer wakes up to a millisecond (more on
-    /// a loaded machine) late; a request that takes over a worker within that slack of
-    /// its `free_at` starts at `free_at`, so lateness does not pile up and a saturated
-    /// target serves N / D, not N / (D + lateness).
+    /// When each worker is next free. A request starts at the later of its arrival and
+    /// its worker's `free_at`, not when its task happens to run: a tokio timer wakes up
+    /// late (a millisecond, far more on a loaded machine), and counting from the wake-up
+    /// would lose that lateness on every request, so a saturated target would serve
+    /// N / (D + lateness). Counted this way it serves N / D whatever the scheduling.
     free_at: Mutex<Vec<Instant>>,
 }
-
-/// How late a worker may pick up its next request and still count as busy throughout.
-const SLACK: Duration = Duration::from_millis(5);
 
 impl Gate {
     /// A gate with `capacity.workers` idle workers.
@@ -83,6 +81,7 @@ impl Gate {
     /// Waits for a worker (or sheds the request when the queue is full), then for the
     /// service time.
     pub async fn admit(&self) -> Admission {
+        let arrived = Instant::now();
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
@@ -100,14 +99,14 @@ impl Gate {
                 }
             }
         };
-        let done = self.take_slot();
+        let done = self.take_slot(arrived);
         tokio::time::sleep_until(done).await;
         Admission::Served(Worker { _permit: permit })
     }
 
-    /// Books the earliest-free worker for one service time and says when it ends.
-    fn take_slot(&self) -> Instant {
-        let now = Instant::now();
+    /// Books the earliest-free worker for one service time, starting at the later of
+    /// `arrived` and when that worker became free, and says when it ends.
+    fn take_slot(&self, arrived: Instant) -> Instant {
         let mut free_at = self.free_at.lock().unwrap_or_else(|e| e.into_inner());
         // A permit is held, so at least one worker is free or about to be.
         let (index, at) = free_at
@@ -115,11 +114,8 @@ impl Gate {
             .copied()
             .enumerate()
             .min_by_key(|(_, at)| *at)
-            .unwrap_or((0, now));
-        // A late pick-up starts when the worker became free; `min` keeps a start from
-        // lying ahead of now.
-        let start = if at + SLACK >= now { at.min(now) } else { now };
-        let done = start + self.capacity.service_time;
+            .unwrap_or((0, arrived));
+        let done = arrived.max(at) + self.capacity.service_time;
         if let Some(slot) = free_at.get_mut(index) {
             *slot = done;
         }
@@ -157,7 +153,7 @@ mod tests {
         assert_eq!(served, 800);
         let rate = 800.0 / took;
         // Never faster than the capacity; not much slower either, even on a loaded
-        // machine (the slack absorbs late wake-ups).
+        // machine (starts are counted from arrivals and free workers, not wake-ups).
         assert!(rate <= 404.0, "{rate:.0}/s in {took:.2}s");
         assert!(rate >= 300.0, "{rate:.0}/s in {took:.2}s");
     }

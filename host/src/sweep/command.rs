@@ -62,6 +62,23 @@ pub struct SweepArgs {
     /// No progress lines from the levels' runs.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Start a Compose stack first (default: [stack] file, else
+    /// compose/docker-compose.yml), keep it up across the levels, sample its containers
+    /// per level and run against its entry URLs only; remove it at the end.
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    pub stack: Option<Option<PathBuf>>,
+    /// With --stack: leave the stack running after the sweep.
+    #[arg(long, requires = "stack")]
+    pub keep: bool,
+    /// With --stack: the Compose project name (default: [stack] project, else `loadtest`).
+    #[arg(long, short = 'p', requires = "stack")]
+    pub project: Option<String>,
+    /// With --stack: pin a service to cores, SERVICE=LIST (repeatable).
+    #[arg(long, value_name = "SERVICE=LIST", requires = "stack")]
+    pub cpus: Vec<String>,
+    /// With --stack: limit a service's memory, SERVICE=SIZE (repeatable).
+    #[arg(long, value_name = "SERVICE=SIZE", requires = "stack")]
+    pub memory: Vec<String>,
 }
 
 /// Runs `host sweep`; returns the exit code: 0 when the sweep ran to its end (whatever
@@ -97,6 +114,17 @@ pub async fn run(args: SweepArgs) -> Result<i32> {
         keep_going: args.keep_going,
         out: args.out,
         quiet: args.quiet,
+        stack: args.stack.map(|file| {
+            let flags = crate::stack::up::StackFlags {
+                file,
+                project: args.project,
+                cpus: args.cpus,
+                memory: args.memory,
+                timeout: None,
+                quiet: args.quiet,
+            };
+            (flags, args.keep)
+        }),
     };
     let outcome = driver::sweep(plan).await?;
     print!("{}", super::report::printed(&outcome.result));

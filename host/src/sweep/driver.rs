@@ -1,7 +1,8 @@
 //! Runs a sweep: each level a run of its own, with its results folder inside one sweep
 //! folder; stops at the first failed level (unless told to go on), bisects between the
 //! last pass and the first fail, and writes the outputs after every level, so that
-//! Ctrl-C (or a crash) leaves `sweep.md` with the levels done.
+//! Ctrl-C (or a crash) leaves `sweep.md` with the levels done. With `--stack` the
+//! stack stays up across the levels and is removed at the end, Ctrl-C included.
 
 use super::figures::{self, LevelFigures, Verdict};
 use super::levels::{label, midpoint};
@@ -39,6 +40,8 @@ pub struct SweepPlan {
     pub out: PathBuf,
     /// No progress lines from the levels' runs.
     pub quiet: bool,
+    /// `--stack`: the Compose stack to bring up for the sweep, and whether to keep it.
+    pub stack: Option<(crate::stack::up::StackFlags, bool)>,
 }
 
 /// How a sweep ended.
@@ -61,10 +64,20 @@ pub async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
     crate::output::check_writable(&plan.out)?;
     let dir = sweep_dir(&plan.out, &info.name)?;
 
+    let mut overrides = plan.overrides.clone();
+    let stack = match &plan.stack {
+        None => None,
+        Some((flags, keep)) => Some(
+            super::stack::SweepStack::up(flags, plan.config.as_deref(), *keep, &mut overrides)
+                .await?,
+        ),
+    };
+
     let interrupted = Arc::new(AtomicBool::new(false));
     let listener = tokio::spawn(watch_signals(interrupted.clone()));
     let mut sweep = Sweep {
         plan: &plan,
+        overrides,
         scaler: &scaler,
         dir: &dir,
         result: SweepResult {
@@ -81,6 +94,10 @@ pub async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
     };
     let outcome = sweep.run_all().await;
     listener.abort();
+    // Removed whatever ended the sweep: its end, Ctrl-C or an error.
+    if let Some(stack) = stack {
+        stack.down().await;
+    }
     sweep.result.interrupted = interrupted.load(Ordering::Relaxed)
         || sweep
             .result
@@ -99,6 +116,8 @@ pub async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
 /// The sweep under way.
 struct Sweep<'a> {
     plan: &'a SweepPlan,
+    /// The plan's overrides, pointed at the stack with `--stack`.
+    overrides: Overrides,
     scaler: &'a Scaler,
     dir: &'a Path,
     result: SweepResult,
@@ -165,7 +184,7 @@ impl Sweep<'_> {
         let request = RunRequest {
             plugin: self.plan.plugin.clone(),
             config: Some(config_path),
-            overrides: self.plan.overrides.clone(),
+            overrides: self.overrides.clone(),
             out: level_dir.clone(),
             quiet: self.plan.quiet,
             handle_signals: true,

@@ -5,7 +5,8 @@
 //! One job per file: [`levels`] plans the levels, [`scale`] makes each level's run
 //! config, [`driver`] runs them, [`figures`] reads each level's summary, [`usl`] fits
 //! the USL, [`model`] draws the conclusions, [`report`] and [`html`] write them,
-//! [`command`] is the command line; [`target_capacity`] is the demo target's capacity
+//! [`stack`] keeps a Compose stack up across the levels, [`command`] is the command
+//! line; [`target_capacity`] is the demo target's capacity
 //! switch that sweeps are checked against.
 
 pub mod command;
@@ -16,5 +17,6 @@ pub mod levels;
 pub mod model;
 pub mod report;
 pub mod scale;
+pub mod stack;
 pub mod target_capacity;
 pub mod usl;

@@ -294,6 +294,7 @@ mod tests {
             offered_per_s: level,
             throughput_per_s: x,
             http_reqs_per_s: x,
+            completed_per_s: x,
             http_req_duration: Some(p),
             iteration_latency: Some(p),
             iteration_duration: Some(p),
@@ -309,6 +310,7 @@ mod tests {
                 memory_peak_share: Some(0.1),
             }],
             verdict,
+            caveat: None,
             results: String::new(),
         }
     }

@@ -7,6 +7,9 @@ use super::model::CapacityModel;
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// Below this share of its cap the nearest resource is not taken to be what binds.
+const BINDING_SHARE: f64 = 0.5;
+
 /// What `sweep.json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepResult {
@@ -54,6 +57,14 @@ fn services(l: &LevelFigures) -> String {
     }
 }
 
+/// The verdict with its caveat, if any.
+fn verdict_cell(l: &LevelFigures) -> String {
+    match &l.caveat {
+        Some(c) => format!("{} ({c})", l.verdict.text()),
+        None => l.verdict.text(),
+    }
+}
+
 /// `sweep.md`.
 pub fn markdown(r: &SweepResult) -> String {
     let mut md = String::new();
@@ -75,7 +86,7 @@ pub fn markdown(r: &SweepResult) -> String {
         }
     );
     md.push_str(
-        "| level | offered/s | throughput/s | http p50 | p95 | p99 (ms) | iteration latency p50 | p95 | p99 (ms) | errors | dropped | services CPU avg/peak, memory peak | generator CPU avg/peak | verdict |\n",
+        "| level | offered/s | good throughput/s | http p50 | p95 | p99 (ms) | iteration latency p50 | p95 | p99 (ms) | errors | dropped | services CPU avg/peak, memory peak | generator CPU avg/peak | verdict |\n",
     );
     md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n");
     for l in &r.levels {
@@ -98,7 +109,7 @@ pub fn markdown(r: &SweepResult) -> String {
             l.dropped,
             services(l),
             generator,
-            l.verdict.text().replace('|', "\\|"),
+            verdict_cell(l).replace('|', "\\|"),
         );
     }
     md.push_str("\n## Capacity model\n\n");
@@ -166,15 +177,23 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
     lines.push(format!("  (knee rule: {})", m.knee_rule));
     lines.push(match &m.usl {
         Some(u) => format!(
-            "- USL fit: λ = {:.2}/s, σ = {:.4}, κ = {:.6}, R² = {:.3}; predicted peak {:.1}/s{}",
+            "- USL fit: λ = {:.2}/s, σ = {:.4}, κ = {:.6}, R² = {:.3}; {}",
             u.lambda,
             u.sigma,
             u.kappa,
             u.r_squared,
-            u.peak_throughput,
             match u.peak_concurrency {
-                Some(n) => format!(" at concurrency N* = {n:.1}"),
-                None => " (κ = 0: no peak, the curve levels off toward λ/σ)".into(),
+                Some(n) => format!(
+                    "predicted peak {:.1}/s at concurrency N* = {n:.1}",
+                    u.peak_throughput
+                ),
+                None if u.peak_throughput.is_finite() => format!(
+                    "predicted peak {:.1}/s (κ = 0: no peak, the curve levels off toward λ/σ)",
+                    u.peak_throughput
+                ),
+                None => "no predicted peak (σ = κ = 0: throughput grew linearly with \
+                         concurrency over these levels; sweep higher)"
+                    .into(),
             }
         ),
         None => format!(
@@ -184,7 +203,7 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
     });
     lines.push(match &m.binding {
         Some(b) => format!(
-            "- binding resource: {} {} at {:.0}% of its cap (at {} {unit})",
+            "- binding resource: {} {} at {:.0}% of its cap (at {} {unit}){}",
             b.service,
             if b.resource == "cpu" {
                 "CPU (share of its cpuset)"
@@ -192,7 +211,15 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
                 "memory (share of its limit)"
             },
             b.share * 100.0,
-            label(b.level)
+            label(b.level),
+            // Far from its cap, the nearest resource is not what binds: something
+            // unsampled (a pool, a lock, a queue, a downstream service) is.
+            if b.share < BINDING_SHARE {
+                "; no sampled resource was near its cap, so the limit is elsewhere \
+                 (a worker pool, a lock, a queue or a service not sampled)"
+            } else {
+                ""
+            }
         ),
         None => "- binding resource: unknown (no service was sampled: use --stack, --sample-pid or --sample-container)".into(),
     });
@@ -261,6 +288,7 @@ mod tests {
             offered_per_s: level,
             throughput_per_s: level.min(400.0),
             http_reqs_per_s: level.min(400.0),
+            completed_per_s: level.min(400.0),
             http_req_duration: Some(p),
             iteration_latency: None,
             iteration_duration: Some(p),
@@ -269,6 +297,7 @@ mod tests {
             vus: 100,
             services: Vec::new(),
             verdict,
+            caveat: None,
             results: format!("level-{level}/run"),
         }
     }
