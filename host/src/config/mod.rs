@@ -1,5 +1,7 @@
-//! The run configuration: the plugin's defaults, overlaid by `run.toml`, overlaid by CLI
-//! flags, checked and turned into a [`RunConfig`] the executors can trust.
+//! The run configuration: the plugin's defaults, overlaid by `run.toml` (several
+//! `--config` files layered in order: [`layers`]), overlaid by CLI flags, checked and
+//! turned into a [`RunConfig`] the executors can trust. Every mistake found is reported
+//! at once ([`ConfigErrors`]).
 
 pub mod cpuset;
 pub mod duration;

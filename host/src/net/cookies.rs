@@ -37,6 +37,10 @@ pub struct CookieJar {
     /// Whether the jar may hold anything (false until the first cookie is stored,
     /// so requests of plugins that use no cookies skip every lookup).
     used: bool,
+    /// Whether the store may differ from `baseline` (a cookie stored or removed since
+    /// the last reset): an iteration that changed nothing is not followed by a copy of
+    /// the baseline, which cost more than the request's cookie lookup.
+    changed: bool,
 }
 
 /// Parses `url` for the jar, with a message that names it.
@@ -91,6 +95,7 @@ impl CookieJar {
                 // A malformed or foreign-domain cookie is ignored, as browsers do.
                 let _ = self.store.parse(text, &url);
                 self.used = true;
+                self.changed = true;
             }
         }
     }
@@ -99,15 +104,17 @@ impl CookieJar {
     pub fn init_done(&mut self) {
         if self.reset {
             self.baseline = Some(self.store.clone());
+            self.changed = false;
         }
     }
 
     /// Called before each iteration: back to the jar as `init` left it (unless
     /// the run keeps cookies across iterations).
     pub fn start_iteration(&mut self) {
-        if !self.reset || !self.used {
+        if !self.reset || !self.used || !self.changed {
             return;
         }
+        self.changed = false;
         match &self.baseline {
             Some(baseline) => self.store.clone_from(baseline),
             None => self.store.clear(),
@@ -172,6 +179,7 @@ impl CookieJar {
             .parse(&text, &parsed)
             .map_err(|e| format!("cannot set cookie {name} for {url}: {e}"))?;
         self.used = true;
+        self.changed = true;
         Ok(())
     }
 
@@ -194,6 +202,7 @@ impl CookieJar {
             .collect();
         for (domain, path, name) in doomed {
             self.store.remove(&domain, &path, &name);
+            self.changed = true;
         }
         Ok(())
     }
@@ -259,6 +268,18 @@ mod tests {
             jar.header_for("http://h/").as_deref(),
             Some("cart=2; login=1")
         );
+        jar.start_iteration();
+        assert_eq!(jar.header_for("http://h/").as_deref(), Some("login=1"));
+        // An iteration that changed nothing keeps the jar; one that removed or set a
+        // cookie is undone, one after the other.
+        jar.start_iteration();
+        assert_eq!(jar.header_for("http://h/").as_deref(), Some("login=1"));
+        jar.remove("http://h/", Some("login")).unwrap();
+        assert_eq!(jar.header_for("http://h/"), None);
+        jar.start_iteration();
+        assert_eq!(jar.header_for("http://h/").as_deref(), Some("login=1"));
+        jar.set("http://h/", "x", "1", &CookieOptions::default())
+            .unwrap();
         jar.start_iteration();
         assert_eq!(jar.header_for("http://h/").as_deref(), Some("login=1"));
         // Without the reset, cookies stay.
