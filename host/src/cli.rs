@@ -1,6 +1,7 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
 //! `host up`, `host down`, `host sweep`.
 
+use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
 use crate::run::{self, RunRequest};
 use clap::{Args, Parser, Subcommand};
@@ -338,11 +339,6 @@ impl CommonArgs {
     }
 }
 
-/// A duration flag (`250ms`, `2s`), as the config writes them.
-pub fn duration_arg(text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|e| e.to_string())
-}
-
 /// `30s:100`: a stage of the --stage shortcut.
 fn stage_arg(text: &str) -> Result<crate::config::Stage, String> {
     let (duration, target) = text
@@ -373,17 +369,6 @@ fn share_arg(text: &str) -> Result<f64, String> {
         Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
         _ => Err(format!("{text:?} is not a number from 0.0 to 1.0")),
     }
-}
-
-/// `KEY=VALUE` of `-e`.
-pub fn key_value(text: &str) -> Result<(String, String), String> {
-    let (k, v) = text
-        .split_once('=')
-        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
-    if k.is_empty() {
-        return Err(format!("empty key in {text:?}"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 /// Parses the command line, runs the command, returns the exit code.

@@ -14,13 +14,15 @@
 //! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
 //!               config
 //! author      → (leaf: `host new`, `host build`, run cargo)
-//! sweep       → run, stack, summary, config   (`host sweep`: levels, capacity model)
+//! sweep       → run, stack, output, summary, metrics, files, config
+//!               (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
-//! stack       → run, summary, docker, control, config   (Compose stacks)
+//! stack       → run, sampling, docker, control, config   (Compose stacks)
 //! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
 //!               metrics, control, config
-//! output      → summary, sampling, plugin, metrics, files
-//! summary     → sampling, executor, thresholds, vu, plugin, metrics, control, config
+//! output      → summary, sampling, plugin, net, metrics, files, config
+//! summary     → sampling, executor, thresholds, vu, plugin, net, metrics, control,
+//!               config
 //! sampling    → executor, docker, files, config
 //!               (resource samples of the target and the generator)
 //! executor    → vu, metrics, control, config
@@ -28,11 +30,12 @@
 //! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
 //! plugin      → net, metrics, config
 //! net         → metrics, deadline, config
+//! control     → docker   (stop signals; a run's watcher names containers to sample)
+//! docker      → config   (the Engine connection, a project's containers)
 //! config      → metrics, net::tls (the run config, `[thresholds]` parsing included;
 //!               `[tls]` is checked by building the rustls config it describes: the
 //!               one edge that still points up)
-//! docker      → config   (the Engine connection, a project's containers)
-//! metrics, control, deadline, files, target_process, stderr: leaves
+//! metrics, deadline, files, target_process, stderr, author: leaves
 //! ```
 
 pub mod author;

@@ -3,6 +3,7 @@
 //! turned into a [`RunConfig`] the executors can trust. Every mistake found is reported
 //! at once ([`ConfigErrors`]).
 
+pub mod args;
 pub mod cpuset;
 pub mod duration;
 pub mod env_file;

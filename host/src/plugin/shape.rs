@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn a_rust_plugin_keeps_the_pool_it_always_had() {
         // Capacity figures (10,000 VUs per process) were measured with this pool.
-        let path = std::path::Path::new(crate::demo::PLUGINS_DIR).join("hello.wasm");
+        let path = std::path::Path::new(env!("HOST_PLUGINS_DIR")).join("hello.wasm");
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(PoolNeeds::of(&bytes), PoolNeeds::default());
     }

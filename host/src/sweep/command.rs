@@ -31,10 +31,10 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 2.0)]
     pub factor: f64,
     /// How long each level holds its load (`30s`).
-    #[arg(long, default_value = "30s", value_parser = crate::cli::duration_arg)]
+    #[arg(long, default_value = "30s", value_parser = crate::config::args::duration_arg)]
     pub hold: Duration,
     /// How long each level ramps up from zero before holding (`5s`; default none).
-    #[arg(long, default_value = "0", value_parser = crate::cli::duration_arg)]
+    #[arg(long, default_value = "0", value_parser = crate::config::args::duration_arg)]
     pub ramp: Duration,
     /// Bisect this many times between the last level that passed and the first that
     /// failed.
@@ -44,7 +44,7 @@ pub struct SweepArgs {
     #[arg(long = "continue")]
     pub keep_going: bool,
     /// An environment variable for the plugin: -e KEY=VALUE (repeatable).
-    #[arg(short = 'e', long = "env", value_parser = crate::cli::key_value)]
+    #[arg(short = 'e', long = "env", value_parser = crate::config::args::key_value)]
     pub env: Vec<(String, String)>,
     /// Allow a target (scheme://host:port) besides those in the config (repeatable).
     #[arg(long)]

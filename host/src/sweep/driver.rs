@@ -218,16 +218,16 @@ impl Sweep<'_> {
     fn write(&mut self) -> Result<()> {
         self.result.model = model::build(&self.result.levels, self.scaler.is_open());
         let json = serde_json::to_vec_pretty(&self.result)?;
-        crate::output::write_whole(self.dir, "sweep.json", &json)
+        crate::files::write_whole(self.dir, "sweep.json", &json)
             .with_context(|| format!("cannot write sweep.json in {}", self.dir.display()))?;
-        crate::output::write_whole(
+        crate::files::write_whole(
             self.dir,
             "sweep.md",
             report::markdown(&self.result).as_bytes(),
         )
         .with_context(|| format!("cannot write sweep.md in {}", self.dir.display()))?;
         let html = super::html::render(&self.result)?;
-        crate::output::write_whole(self.dir, "sweep.html", html.as_bytes())
+        crate::files::write_whole(self.dir, "sweep.html", html.as_bytes())
             .with_context(|| format!("cannot write sweep.html in {}", self.dir.display()))?;
         Ok(())
     }

@@ -12,7 +12,7 @@ pub struct CapacityArgs {
     #[arg(long, requires = "service_time")]
     pub workers: Option<usize>,
     /// With --workers: how long each request holds its worker (`10ms`).
-    #[arg(long, value_parser = crate::cli::duration_arg, requires = "workers")]
+    #[arg(long, value_parser = crate::config::args::duration_arg, requires = "workers")]
     pub service_time: Option<Duration>,
     /// With --workers: requests that may wait for a worker; past it, 503 + Retry-After.
     #[arg(long, default_value_t = demo_target::capacity::DEFAULT_QUEUE)]
