@@ -1,14 +1,46 @@
 # shellcheck shell=bash
 # Sourced by bench/ scripts: an nginx of our own (one worker, pinned to core 0) serving a
 # 13-byte file on 127.0.0.1:$PORT, configured in $WORK. Needs WORK, PORT and URL set.
+# With TLS_PORT set it also serves https (with http2 on) on 127.0.0.1:$TLS_PORT, and on
+# 127.0.0.1:$((TLS_PORT + 1)) https that closes the connection after each request (every
+# request then costs a new TCP connection and a full TLS handshake); the certificate is
+# made by make_tls_cert, its CA in $WORK/tls/ca.pem for the clients to trust.
 
 NGINX_PID=
 
 start_nginx() {
+    # Something else answering on the port would be measured in nginx's place.
+    if curl -fsS -o /dev/null "$URL" 2>/dev/null; then
+        echo "$URL already answers (another server holds port $PORT); set PORT" >&2
+        exit 1
+    fi
     mkdir -p "$WORK/www" "$WORK/logs"
     # mktemp makes the folder private; nginx workers run as another user.
     chmod 755 "$WORK"
     printf 'hello, world\n' >"$WORK/www/index.html"
+    local tls_servers=
+    if [ -n "${TLS_PORT:-}" ]; then
+        make_tls_cert
+        # Session tickets and the session cache are off so that a new connection is a
+        # full handshake for every client alike (rustls and OpenSSL resume differently).
+        tls_servers="
+    ssl_certificate $WORK/tls/server.pem;
+    ssl_certificate_key $WORK/tls/server.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_tickets off;
+    ssl_session_cache off;
+    server {
+        listen 127.0.0.1:$TLS_PORT ssl http2 backlog=4096;
+        root $WORK/www;
+        location / { index index.html; }
+    }
+    server {
+        listen 127.0.0.1:$((TLS_PORT + 1)) ssl backlog=4096;
+        keepalive_requests 1;
+        root $WORK/www;
+        location / { index index.html; }
+    }"
+    fi
     cat >"$WORK/nginx.conf" <<EOF
 worker_processes 1;
 daemon off;
@@ -23,7 +55,7 @@ http {
         listen 127.0.0.1:$PORT backlog=4096;
         root $WORK/www;
         location / { index index.html; }
-    }
+    }$tls_servers
 }
 EOF
     taskset -c 0 nginx -p "$WORK" -c "$WORK/nginx.conf" &
@@ -34,6 +66,21 @@ EOF
     done
     echo "nginx did not start: $(tail -3 "$WORK/logs/error.log")" >&2
     exit 1
+}
+
+# A CA and a server certificate for 127.0.0.1 (ECDSA P-256, as most sites serve), in
+# $WORK/tls: ca.pem for the clients, server.pem and server.key for nginx.
+make_tls_cert() {
+    local dir="$WORK/tls"
+    mkdir -p "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=bench CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >"$dir/ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+        -CAcreateserial -days 2 -extfile "$dir/ext" -out "$dir/server.pem" 2>/dev/null
+    chmod 644 "$dir"/*
 }
 
 stop_nginx() {
