@@ -2,7 +2,8 @@
 //! reported. A leaf: the samplers (stats.md) and the outputs (summary.json, report)
 //! both write through it.
 
-use std::path::Path;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A results file that could not be written, and why.
@@ -41,4 +42,51 @@ pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> 
             }
         }
     }
+}
+
+/// A new folder `OUT/<UTC time>-<name>` (`-1`, `-2`… when taken), `name` made safe
+/// for a file name; `what` names the folder in errors (`results`, `sweep`).
+pub fn new_dated_dir(out: &Path, name: &str, what: &str) -> Result<PathBuf> {
+    let now = time::OffsetDateTime::now_utc();
+    let stamp = now
+        .format(&time::macros::format_description!(
+            "[year][month][day]T[hour][minute][second]Z"
+        ))
+        .unwrap_or_else(|_| "run".into());
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create {}; pick another with --out", out.display()))?;
+    for n in 0..1000 {
+        let name = if n == 0 {
+            format!("{stamp}-{safe}")
+        } else {
+            format!("{stamp}-{safe}-{n}")
+        };
+        let dir = out.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot create {}; pick another folder with --out",
+                        dir.display()
+                    )
+                })
+            }
+        }
+    }
+    anyhow::bail!(
+        "cannot find a free {what} folder name under {}",
+        out.display()
+    )
 }

@@ -120,15 +120,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     .unwrap();
     assert!(ran.status.success(), "{}", text(&ran));
     let served = target.requests_served() - before;
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    common::assert_http_counts_add_up(&summary);
-    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
-    assert_eq!(
-        http_reqs, 60,
-        "one request per iteration: {}",
-        summary["http"]
-    );
-    assert_eq!(served, http_reqs, "the target served what the host counted");
+    let summary = common::counted_and_served(&out, served, 60);
     for name in ["status is 200", "a user record"] {
         let check = summary["checks"]
             .as_array()

@@ -684,7 +684,9 @@ async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time(
         let name = name.clone();
         tokio::spawn(async move {
             let containers = wait_for_load(&name).await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            // Long enough for the API's first samples (the Engine's stats stream gives
+            // its first figures a second or two after it opens).
+            tokio::time::sleep(Duration::from_secs(3)).await;
             let api = containers.iter().find(|c| c.service == "api").unwrap();
             // Far more than its limit (`host up` allows no swap beyond it): the kernel
             // kills the API while it takes the memory.
@@ -812,11 +814,13 @@ async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
     let name = project("threshold");
     let _cleanup = Cleanup(name.clone());
     let dir = tempfile::tempdir().unwrap();
-    // No request answers in under 0 ms: the threshold is crossed once it is judged.
+    // No request answers in under 0 ms: the threshold is crossed once it is judged,
+    // 4 s in (time for every service's first samples: the Engine's stats stream gives
+    // its first figures a second or two after it opens).
     let toml = format!(
         "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"60s\"\n\
          [thresholds]\nhttp_req_duration = [{{ threshold = \"p(95)<0\", abort_on_fail = true, \
-         delay_abort_eval = \"2s\" }}]\n\
+         delay_abort_eval = \"4s\" }}]\n\
          [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
         demo_file().display()
     );

@@ -44,22 +44,34 @@ pub struct PublishedPort {
     pub host_port: u16,
 }
 
-/// Every container (running or not) labelled with `project`, sorted by service then
-/// name. Each one is inspected, since only inspect reports the limits.
-pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<ServiceContainer>> {
-    let filters = HashMap::from([(
+/// The Engine's filter for the objects (containers, networks, volumes) of `project`.
+pub fn project_filter(project: &str) -> HashMap<String, Vec<String>> {
+    HashMap::from([(
         "label".to_string(),
         vec![format!("{PROJECT_LABEL}={project}")],
-    )]);
-    let listed = docker
+    )])
+}
+
+/// Every container (running or not) of `project`, as the Engine lists them.
+pub async fn list_project(
+    docker: &Docker,
+    project: &str,
+) -> Result<Vec<bollard::models::ContainerSummary>> {
+    docker
         .list_containers(Some(
             ListContainersOptionsBuilder::default()
                 .all(true)
-                .filters(&filters)
+                .filters(&project_filter(project))
                 .build(),
         ))
         .await
-        .with_context(|| format!("cannot list the containers of Compose project {project}"))?;
+        .with_context(|| format!("cannot list the containers of Compose project {project}"))
+}
+
+/// Every container (running or not) labelled with `project`, sorted by service then
+/// name. Each one is inspected, since only inspect reports the limits.
+pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<ServiceContainer>> {
+    let listed = list_project(docker, project).await?;
     let mut containers = Vec::new();
     for summary in listed {
         let Some(id) = summary.id else { continue };

@@ -61,6 +61,12 @@ const DOTS_BELOW: usize = 60;
 
 /// Draws `chart` over `0..x_max` seconds as an SVG document.
 pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
+    draw_xy(chart, "seconds since start", x_max)
+}
+
+/// Draws `chart` over `0..x_max` of an x axis described by `x_desc` (time for a run's
+/// report, offered load or throughput for a sweep) as an SVG document.
+pub fn draw_xy(chart: &Chart, x_desc: &str, x_max: f32) -> Result<String> {
     let mut svg = String::new();
     {
         let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw chart `{}`: {e}", chart.title);
@@ -81,7 +87,7 @@ pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
             .build_cartesian_2d(0f32..x_max, 0f32..y_max)
             .map_err(|e| err(&e))?;
         plot.configure_mesh()
-            .x_desc("seconds since start")
+            .x_desc(x_desc)
             .y_desc(chart.y_label)
             .y_label_formatter(&|v| axis_number(*v))
             .x_label_formatter(&|v| axis_number(*v))

@@ -55,7 +55,7 @@ impl ResultsWriter {
     /// Makes the run's folder under `out` and opens the files written every tick;
     /// times in them count from now.
     pub fn create(out: &Path, plugin_name: &str) -> Result<Self> {
-        let dir = results_dir(out, plugin_name)?;
+        let dir = crate::files::new_dated_dir(out, plugin_name, "results")?;
         let timeseries = TimeseriesWriter::create(&dir.join("timeseries.jsonl"))
             .with_context(|| format!("cannot write {}", dir.join("timeseries.jsonl").display()))?;
         let start = SystemTime::now();
@@ -241,50 +241,4 @@ pub fn check_writable(out: &Path) -> Result<()> {
         .with_context(|| format!("cannot create files in {}; {hint}", existing.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
-}
-
-/// A new folder named after the current UTC time and the plugin.
-fn results_dir(out: &Path, plugin_name: &str) -> Result<PathBuf> {
-    let now = time::OffsetDateTime::now_utc();
-    let stamp = now
-        .format(&time::macros::format_description!(
-            "[year][month][day]T[hour][minute][second]Z"
-        ))
-        .unwrap_or_else(|_| "run".into());
-    let safe: String = plugin_name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create {}; pick another with --out", out.display()))?;
-    for n in 0..1000 {
-        let name = if n == 0 {
-            format!("{stamp}-{safe}")
-        } else {
-            format!("{stamp}-{safe}-{n}")
-        };
-        let dir = out.join(name);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "cannot create {}; pick another folder with --out",
-                        dir.display()
-                    )
-                })
-            }
-        }
-    }
-    anyhow::bail!(
-        "cannot find a free results folder name under {}",
-        out.display()
-    )
 }

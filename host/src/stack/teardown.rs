@@ -1,14 +1,12 @@
 //! Removes everything of a Compose project — containers, networks, volumes — found by
 //! the project's label, so it also cleans up after a host that was killed mid-run.
 
-use super::PROJECT_LABEL;
 use anyhow::{Context, Result};
 use bollard::query_parameters::{
-    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder,
+    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveVolumeOptionsBuilder,
 };
 use bollard::Docker;
-use std::collections::HashMap;
 
 /// What [`remove_project`] removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -28,27 +26,12 @@ impl Removed {
     }
 }
 
-fn label_filter(project: &str) -> HashMap<String, Vec<String>> {
-    HashMap::from([(
-        "label".to_string(),
-        vec![format!("{PROJECT_LABEL}={project}")],
-    )])
-}
-
 /// Removes the project's containers (forced, with their anonymous volumes), then its
 /// networks, then its named volumes. Removing what is already gone is not an error.
 pub async fn remove_project(docker: &Docker, project: &str) -> Result<Removed> {
-    let filters = label_filter(project);
+    let filters = crate::docker::containers::project_filter(project);
     let mut removed = Removed::default();
-    let containers = docker
-        .list_containers(Some(
-            ListContainersOptionsBuilder::default()
-                .all(true)
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .with_context(|| format!("cannot list the containers of project {project}"))?;
+    let containers = crate::docker::containers::list_project(docker, project).await?;
     for container in containers {
         let Some(id) = container.id else { continue };
         let options = RemoveContainerOptionsBuilder::default()

@@ -62,7 +62,7 @@ pub async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
         config::build(source.clone(), &plan.overrides).map_err(|e| anyhow!("config error: {e}"))?;
     let scaler = Scaler::new(source, &checked)?;
     crate::output::check_writable(&plan.out)?;
-    let dir = sweep_dir(&plan.out, &info.name)?;
+    let dir = crate::files::new_dated_dir(&plan.out, &format!("sweep-{}", info.name), "sweep")?;
 
     let mut overrides = plan.overrides.clone();
     let stack = match &plan.stack {
@@ -283,43 +283,4 @@ fn merged_source(default_config: &str, path: Option<&Path>) -> Result<toml::Tabl
     };
     config::layers::resolve_paths(&mut merged, &cwd);
     Ok(merged)
-}
-
-/// A new folder `OUT/<UTC time>-sweep-<plugin>`.
-fn sweep_dir(out: &Path, plugin: &str) -> Result<PathBuf> {
-    let stamp = time::OffsetDateTime::now_utc()
-        .format(&time::macros::format_description!(
-            "[year][month][day]T[hour][minute][second]Z"
-        ))
-        .unwrap_or_else(|_| "sweep".into());
-    let safe: String = plugin
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create {}; pick another with --out", out.display()))?;
-    for n in 0..1000 {
-        let name = match n {
-            0 => format!("{stamp}-sweep-{safe}"),
-            n => format!("{stamp}-sweep-{safe}-{n}"),
-        };
-        let dir = out.join(name);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot create {}", dir.display()));
-            }
-        }
-    }
-    anyhow::bail!(
-        "cannot find a free sweep folder name under {}",
-        out.display()
-    )
 }

@@ -5,74 +5,28 @@
 
 use super::figures::LevelFigures;
 use super::report::{model_lines, SweepResult};
-use crate::output::charts::colors;
-use anyhow::{anyhow, Result};
-use plotters::prelude::*;
+use crate::output::charts::{self, colors, Chart, Line};
+use anyhow::Result;
+use plotters::style::RGBColor;
 
-/// One series of an x–y chart.
-struct Series {
-    label: String,
-    color: RGBColor,
-    points: Vec<(f32, f32)>,
-    /// A model's curve: a dashed line without dots.
-    curve: bool,
-}
-
-/// Draws an x–y chart as SVG text.
-fn chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String> {
-    let mut svg = String::new();
-    {
-        let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw chart `{title}`: {e}");
-        let root = SVGBackend::with_string(&mut svg, (900, 320)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let all = series.iter().flat_map(|s| s.points.iter());
-        let (x_max, y_max) = all.fold((0f32, 0f32), |(x, y), p| (x.max(p.0), y.max(p.1)));
-        let x_max = if x_max > 0.0 { x_max * 1.05 } else { 1.0 };
-        let y_max = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
-        let mut plot = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f32..x_max, 0f32..y_max)
-            .map_err(|e| err(&e))?;
-        plot.configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(238, 238, 238))
-            .bold_line_style(RGBColor(215, 215, 215))
-            .draw()
-            .map_err(|e| err(&e))?;
-        for s in series {
-            let color = s.color;
-            let style = ShapeStyle {
-                color: color.to_rgba(),
-                filled: false,
-                stroke_width: 2,
-            };
-            let points = s.points.iter().copied();
-            let drawn = if s.curve {
-                plot.draw_series(DashedLineSeries::new(points, 8, 6, style))
-            } else {
-                plot.draw_series(LineSeries::new(points, style).point_size(4))
-            };
-            drawn
-                .map_err(|e| err(&e))?
-                .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
-                });
-        }
-        plot.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-    }
-    Ok(svg)
+/// Draws an x–y chart as SVG text, with the report's chart drawing: the x axis runs
+/// to a little past the farthest point.
+fn chart(
+    title: &'static str,
+    x_desc: &str,
+    y_desc: &'static str,
+    lines: Vec<Line>,
+) -> Result<String> {
+    let x_far = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(0f32, f32::max);
+    let chart = Chart {
+        title,
+        y_label: y_desc,
+        lines,
+    };
+    charts::draw_xy(&chart, x_desc, x_far * 1.05)
 }
 
 fn line(
@@ -80,8 +34,8 @@ fn line(
     color: RGBColor,
     levels: &[&LevelFigures],
     f: impl Fn(&LevelFigures) -> Option<(f64, f64)>,
-) -> Series {
-    Series {
+) -> Line {
+    Line {
         label: label.into(),
         color,
         points: levels
@@ -89,7 +43,7 @@ fn line(
             .filter_map(|&l| f(l))
             .map(|(x, y)| (x as f32, y as f32))
             .collect(),
-        curve: false,
+        dashed: false,
     }
 }
 
@@ -109,21 +63,21 @@ pub fn render(r: &SweepResult) -> Result<String> {
         "Throughput against offered load",
         "offered load (iterations/s)",
         "throughput (iterations/s)",
-        &[
+        vec![
             line("throughput", colors::BLUE, &levels, |l| {
                 Some((l.offered_per_s, l.throughput_per_s))
             }),
-            Series {
+            Line {
                 label: "offered = achieved".into(),
                 color: colors::GREY,
                 points: vec![(0.0, 0.0), (offered_max as f32, offered_max as f32)],
-                curve: true,
+                dashed: true,
             },
         ],
     )?);
 
     if !r.model.usl_points.is_empty() {
-        let mut series = vec![Series {
+        let mut series = vec![Line {
             label: "levels".into(),
             color: colors::BLUE,
             points: {
@@ -136,11 +90,11 @@ pub fn render(r: &SweepResult) -> Result<String> {
                 p.sort_by(|a, b| a.0.total_cmp(&b.0));
                 p
             },
-            curve: false,
+            dashed: false,
         }];
         if let Some(u) = &r.model.usl {
             let n_max = r.model.usl_points.iter().map(|p| p.0).fold(0.0, f64::max);
-            series.push(Series {
+            series.push(Line {
                 label: format!("USL fit (peak {:.0}/s)", u.peak_throughput),
                 color: colors::RED,
                 points: (0..=100)
@@ -149,14 +103,14 @@ pub fn render(r: &SweepResult) -> Result<String> {
                         (n as f32, u.throughput(n).max(0.0) as f32)
                     })
                     .collect(),
-                curve: true,
+                dashed: true,
             });
         }
         charts.push(chart(
             "Throughput against concurrency, with the USL fit",
             "concurrency N (VUs, or work in flight by Little's law)",
             "throughput (iterations/s)",
-            &series,
+            series,
         )?);
     }
 
@@ -175,7 +129,7 @@ pub fn render(r: &SweepResult) -> Result<String> {
             .iter()
             .map(|l| l.throughput_per_s)
             .fold(0.0, f64::max);
-        latency.push(Series {
+        latency.push(Line {
             label: "USL: mean latency N/X(N)".into(),
             color: colors::PURPLE,
             points: (1..=100)
@@ -184,14 +138,14 @@ pub fn render(r: &SweepResult) -> Result<String> {
                 .filter(|(x, r)| x.is_finite() && r.is_finite() && *x <= x_max * 1.05)
                 .map(|(x, r)| (x as f32, r as f32))
                 .collect(),
-            curve: true,
+            dashed: true,
         });
     }
     charts.push(chart(
         "http_req_duration percentiles against throughput",
         "throughput (iterations/s)",
         "milliseconds",
-        &latency,
+        latency,
     )?);
 
     let mut names: Vec<&str> = levels
@@ -201,7 +155,7 @@ pub fn render(r: &SweepResult) -> Result<String> {
     names.sort_unstable();
     names.dedup();
     if !names.is_empty() {
-        let series: Vec<Series> = names
+        let series: Vec<Line> = names
             .iter()
             .enumerate()
             .map(|(i, name)| {
@@ -220,7 +174,7 @@ pub fn render(r: &SweepResult) -> Result<String> {
             "CPU per service against throughput",
             "throughput (iterations/s)",
             "CPU, % of one core",
-            &series,
+            series,
         )?);
     }
 

@@ -174,3 +174,19 @@ pub fn summary_json(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
+
+/// The summary.json of the one run under `out`, after checking that its HTTP counts add
+/// up, that it counted `expected` requests (one per iteration), and that the target
+/// served exactly what the host counted.
+pub fn counted_and_served(out: &Path, served: u64, expected: u64) -> serde_json::Value {
+    let summary = summary_json(&only_results_dir(out));
+    assert_http_counts_add_up(&summary);
+    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert_eq!(
+        http_reqs, expected,
+        "one request per iteration: {}",
+        summary["http"]
+    );
+    assert_eq!(served, http_reqs, "the target served what the host counted");
+    summary
+}
