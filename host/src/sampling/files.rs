@@ -289,21 +289,7 @@ mod tests {
     #[test]
     fn the_table_has_a_row_per_service_with_shares() {
         let mut book = StatsBook::default();
-        book.add(&Sample {
-            t: 1.0,
-            service: "api".into(),
-            source: "p_api_1".into(),
-            cpu_percent: 80.0,
-            cpus: 1.0,
-            cores: None,
-            memory_bytes: 16 << 20,
-            memory_limit_bytes: Some(64 << 20),
-            net_rx_bytes: Some(2048),
-            net_tx_bytes: Some(4096),
-            blk_read_bytes: Some(0),
-            blk_write_bytes: Some(0),
-            pids: Some(3),
-        });
+        book.add(&sample(1.0));
         book.ended("api", "p_api_1", 7.0, "the container stopped");
         let md = render_md(
             "notes",
