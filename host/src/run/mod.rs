@@ -183,16 +183,20 @@ fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
 /// order) ← CLI.
 pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
-    let base = config::parse_toml(&info.default_config, "the plugin's default config")
-        .map_err(|e| anyhow!("{e}"))?;
-    let files = request.config_files();
-    let merged = if files.is_empty() {
-        base
-    } else {
-        let over = config::layers::read(&files).map_err(|e| anyhow!("config error: {e}"))?;
-        config::merge(base, over)
-    };
+    let merged = layered_source(&info.default_config, &request.config_files())?;
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
+}
+
+/// The plugin's default config with each run config file laid over it in order, as
+/// TOML not yet checked (`host run` builds it; `host sweep` rescales it per level first).
+pub fn layered_source(default_config: &str, files: &[&Path]) -> Result<toml::Table> {
+    let base = config::parse_toml(default_config, "the plugin's default config")
+        .map_err(|e| anyhow!("{e}"))?;
+    if files.is_empty() {
+        return Ok(base);
+    }
+    let over = config::layers::read(files).map_err(|e| anyhow!("config error: {e}"))?;
+    Ok(config::merge(base, over))
 }
 
 /// Runs a plugin and writes its results.

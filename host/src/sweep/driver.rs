@@ -270,17 +270,10 @@ async fn watch_signals(flag: Arc<AtomicBool>) {
 /// The plugin's default config with the run config laid over it, `[data]` paths made
 /// absolute (each level's config lives in a folder of its own).
 fn merged_source(default_config: &str, path: Option<&Path>) -> Result<toml::Table> {
-    let base = config::parse_toml(default_config, "the plugin's default config")
-        .map_err(|e| anyhow!("{e}"))?;
     let cwd = std::env::current_dir().context("cannot read the current folder")?;
-    let mut merged = match path {
-        None => base,
-        Some(path) => {
-            let over = config::layers::read(&[cwd.join(path).as_path()])
-                .map_err(|e| anyhow!("config error: {e}"))?;
-            config::merge(base, over)
-        }
-    };
+    let file = path.map(|p| cwd.join(p));
+    let files: Vec<&Path> = file.iter().map(PathBuf::as_path).collect();
+    let mut merged = run::layered_source(default_config, &files)?;
     config::layers::resolve_paths(&mut merged, &cwd);
     Ok(merged)
 }
