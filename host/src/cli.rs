@@ -329,7 +329,7 @@ impl CommonArgs {
                 sample_containers: self.sample_container,
                 sample_pids: self.sample_pid,
                 stats_interval: self.stats_interval,
-                allow_only: false,
+                ..Overrides::default()
             },
             out: self.out,
             quiet: self.quiet,

@@ -61,8 +61,12 @@ struct Args {
     /// start; without --tls-ca-out the CA is printed.
     #[arg(long, env = "DEMO_TLS")]
     tls: bool,
+    /// Also serve https (and h2) on this address, beside plain HTTP on --listen: TLS at
+    /// the edge, as a Compose stack publishes it (compose/docker-compose.tls.yml).
+    #[arg(long, env = "DEMO_TLS_LISTEN", conflicts_with = "tls")]
+    tls_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
-    #[arg(long, env = "DEMO_TLS_CA_OUT", requires = "tls")]
+    #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
     /// Names the server certificate is valid for (DNS names or IP addresses); repeatable.
     #[arg(long = "tls-name", env = "DEMO_TLS_NAMES", value_delimiter = ',',
@@ -180,7 +184,12 @@ async fn main() -> anyhow::Result<()> {
         trusted_proxies: args.trusted_proxies,
         ..DemoConfig::default()
     };
-    let server = if args.tls {
+    if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {
+        anyhow::bail!(
+            "--tls-ca-out needs --tls or --tls-listen: without them no certificate is made"
+        );
+    }
+    let tls = if args.tls || args.tls_listen.is_some() {
         let names: Vec<&str> = args.tls_names.iter().map(String::as_str).collect();
         let tls = demo_target::DemoTls::generate(&names)?;
         match &args.tls_ca_out {
@@ -192,10 +201,18 @@ async fn main() -> anyhow::Result<()> {
             })?,
             None => print!("{}", tls.ca_pem),
         }
-        DemoServer::start_tls(args.listen, config, tls.server_config()?).await?
+        Some(tls.server_config()?)
     } else {
-        DemoServer::start(args.listen, config).await?
+        None
     };
+    let mut server = match tls.clone() {
+        Some(tls) if args.tls => DemoServer::start_tls(args.listen, config, tls).await?,
+        _ => DemoServer::start(args.listen, config).await?,
+    };
+    if let (Some(addr), Some(tls)) = (args.tls_listen, tls) {
+        let bound = server.also_tls(addr, tls)?;
+        println!("demo target listening on https://{bound} too");
+    }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;
     println!("demo target shutting down");

@@ -37,6 +37,8 @@ pub struct DemoServer {
     state: Arc<AppState>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// Accept loops of further listeners ([`DemoServer::also_tls`]), sharing the state.
+    more: Vec<JoinHandle<()>>,
     /// Whether it serves https (and h2 by ALPN).
     tls: bool,
 }
@@ -76,8 +78,29 @@ impl DemoServer {
             state,
             stop,
             task,
+            more: Vec::new(),
             tls: is_tls,
         })
+    }
+
+    /// Serves the same application over TLS on a second address as well, and returns
+    /// the address bound. This is TLS at the edge: a Compose stack publishes only this
+    /// listener, while its own services (the worker, the healthcheck) keep plain HTTP
+    /// on the first one, as behind a terminating load balancer.
+    pub fn also_tls(
+        &mut self,
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> anyhow::Result<SocketAddr> {
+        let listener = bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        self.more.push(tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&self.state),
+            self.stop.subscribe(),
+            Some(tokio_rustls::TlsAcceptor::from(tls)),
+        )));
+        Ok(bound)
     }
 
     /// The address actually bound.
@@ -143,6 +166,9 @@ impl DemoServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+        for task in self.more {
+            let _ = task.await;
+        }
     }
 }
 

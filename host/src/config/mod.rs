@@ -232,6 +232,9 @@ pub struct Overrides {
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
     pub allow_only: bool,
+    /// CA files trusted besides the system's roots and `[tls] ca_file`: those of a
+    /// stack's https entries (`run --stack`).
+    pub ca_files: Vec<PathBuf>,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -293,7 +296,8 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
     let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
-    let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    tls.extra_ca_files.clone_from(&overrides.ca_files);
     errors.finish()?;
 
     Ok(RunConfig {
