@@ -465,7 +465,7 @@ impl ExecutionTuple {
         if value == 0 {
             return None;
         }
-        if value % self.lcd == 0 {
+        if value.is_multiple_of(self.lcd) {
             return Some(self.clone());
         }
         let mut sequence = Vec::new();
