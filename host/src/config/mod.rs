@@ -11,6 +11,7 @@ pub mod http;
 pub mod layers;
 pub mod sampling;
 pub mod scenario;
+pub mod segment;
 pub mod stack;
 pub mod table;
 pub mod thresholds;
@@ -23,6 +24,7 @@ pub use duration::{format_duration, parse_duration};
 pub use http::HttpOptions;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
 pub use stack::{OnServiceExit, StackConfig};
 pub use table::{ConfigError, ConfigErrors};
 pub use trend_stats::TrendStat;
@@ -152,6 +154,9 @@ pub struct RunConfig {
     pub tls: tls::TlsOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
+    /// The share of the test this process runs (`--execution-segment`, within
+    /// `--execution-segment-sequence`); the whole test by default.
+    pub segment: ExecutionTuple,
 }
 
 impl RunConfig {
@@ -173,6 +178,7 @@ impl RunConfig {
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
             tls: tls::TlsOptions::default(),
             source: toml::Table::new(),
+            segment: ExecutionTuple::full(),
         }
     }
 
@@ -235,6 +241,12 @@ pub struct Overrides {
     /// CA files trusted besides the system's roots and `[tls] ca_file`: those of a
     /// stack's https entries (`run --stack`).
     pub ca_files: Vec<PathBuf>,
+    /// `--execution-segment`: the share of the test this process runs (`1/3:2/3`,
+    /// `0.5`, `50%:75%`), as k6's.
+    pub execution_segment: Option<String>,
+    /// `--execution-segment-sequence`: every process's segment boundaries
+    /// (`0,1/3,2/3,1`), so that all stripe alike.
+    pub execution_segment_sequence: Option<String>,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -298,6 +310,18 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
     let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
     tls.extra_ca_files.clone_from(&overrides.ca_files);
+    let segment = errors
+        .keep(
+            segment::from_flags(
+                overrides.execution_segment.as_deref(),
+                overrides.execution_segment_sequence.as_deref(),
+            )
+            .map_err(|message| ConfigError {
+                path: "--execution-segment".into(),
+                message,
+            }),
+        )
+        .unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -318,6 +342,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
         source,
+        segment,
     })
 }
 
