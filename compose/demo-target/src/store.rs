@@ -165,7 +165,7 @@ impl NoteStore {
                     rng = rng
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
-                    if (rng >> 33) % (k as u64 + 1) == 0 {
+                    if (rng >> 33).is_multiple_of(k as u64 + 1) {
                         words.push(*word);
                     }
                 }

@@ -128,11 +128,11 @@ fn visit() -> Result<(), String> {
             }
             Ok(res) => {
                 check("asset status is 200", false);
-                loadtest::log::warn(&format!("asset answered {}", res.status()));
+                loadtest::log::warn(format!("asset answered {}", res.status()));
             }
             Err(e) => {
                 check("asset status is 200", false);
-                loadtest::log::warn(&format!("asset failed: {e}"));
+                loadtest::log::warn(format!("asset failed: {e}"));
             }
         }
     }
