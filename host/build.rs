@@ -16,6 +16,10 @@ fn main() {
     ] {
         watch(&plugins.join(dir));
     }
+    // The seeds' scenarios (issue 19).
+    for dir in ["demo-visitor", "rest-mix", "capacity"] {
+        watch(&plugins.join(dir));
+    }
     for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", plugins.join(file).display());
     }

@@ -8,17 +8,22 @@
 //! limit of workers × service time with a queue), and
 //! asynchronous commands that a worker process ([`worker`]) claims from an outbox and
 //! completes off the request path.
+//! For first visits it serves an app shell and its 40 assets; for the REST API,
+//! sign-up, account deletion and rotating refresh tokens; large groups and search.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
+mod accounts;
 pub mod capacity;
 mod clients;
 mod commands;
+mod counters;
 mod faults;
 mod live;
 mod metrics;
 pub mod probe;
 mod routes;
 mod server;
+mod site;
 mod state;
 mod store;
 mod survey;
@@ -62,6 +67,14 @@ pub struct DemoConfig {
     /// Requests per second each client address may make (except `/health`,
     /// `/metrics` and `/admin/*`); past it the answer is 429 with `Retry-After`.
     pub rate_limit: Option<u32>,
+    /// How long an access token of the account API (`POST /accounts`,
+    /// `POST /auth/refresh`) is valid.
+    pub access_token_ttl: Duration,
+    /// Large groups seeded after the `seed_groups` ones (numbered from
+    /// `seed_groups + 1`), for searches and paging over many notes.
+    pub large_groups: u32,
+    /// Notes in each large group.
+    pub large_group_notes: u32,
 }
 
 impl Default for DemoConfig {
@@ -78,6 +91,9 @@ impl Default for DemoConfig {
             ws_queue: 256,
             trusted_proxies: Vec::new(),
             rate_limit: None,
+            access_token_ttl: Duration::from_secs(30),
+            large_groups: 0,
+            large_group_notes: 10_000,
         }
     }
 }

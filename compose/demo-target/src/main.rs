@@ -57,6 +57,15 @@ struct Args {
     /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
     #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
     trusted_proxies: Vec<Cidr>,
+    /// How long an access token of the account API stays valid, e.g. 30s.
+    #[arg(long, env = "DEMO_ACCESS_TOKEN_TTL", default_value = "30s", value_parser = parse_duration)]
+    access_token_ttl: Duration,
+    /// Large groups to seed after the ten small ones (numbered from 11), for search.
+    #[arg(long, env = "DEMO_LARGE_GROUPS", default_value_t = 0)]
+    large_groups: u32,
+    /// Notes in each large group.
+    #[arg(long, env = "DEMO_LARGE_GROUP_NOTES", default_value_t = 10_000)]
+    large_group_notes: u32,
     /// Serve https (and h2 by ALPN) with a certificate made at start by a CA made at
     /// start; without --tls-ca-out the CA is printed.
     #[arg(long, env = "DEMO_TLS")]
@@ -182,6 +191,9 @@ async fn main() -> anyhow::Result<()> {
         ws_max_per_user: args.ws_max_per_user,
         rate_limit: args.rate_limit,
         trusted_proxies: args.trusted_proxies,
+        access_token_ttl: args.access_token_ttl,
+        large_groups: args.large_groups,
+        large_group_notes: args.large_group_notes,
         ..DemoConfig::default()
     };
     if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {
