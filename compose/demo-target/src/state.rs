@@ -6,10 +6,12 @@ use std::time::Instant;
 use crate::clients::Clients;
 use crate::commands::Commands;
 use crate::faults::FaultInjector;
+use crate::invoke::Invoker;
 use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
 use crate::store::{NoteStore, TokenStore};
 use crate::survey::Survey;
+use crate::webhooks::Outbox;
 use crate::DemoConfig;
 
 /// Shared application state, held in an `Arc` by the server and each connection.
@@ -32,6 +34,10 @@ pub struct AppState {
     pub clients: Clients,
     /// Asynchronous commands and the outbox the worker claims them from.
     pub commands: Commands,
+    /// The invoke endpoint's key, slots and counters.
+    pub invoker: Invoker,
+    /// Events waiting to be delivered as signed webhooks, and the receiver's counts.
+    pub outbox: Arc<Outbox>,
 }
 
 impl AppState {
@@ -47,6 +53,12 @@ impl AppState {
             survey: Survey::default(),
             clients: Clients::new(config.trusted_proxies.clone(), config.rate_limit, started),
             commands: Commands::new(config.max_tokens),
+            invoker: Invoker::new(
+                config.invoke_api_key.clone(),
+                config.invoke_concurrency,
+                config.invoke_work,
+            ),
+            outbox: Arc::new(Outbox::new(&config.webhook_secret, config.webhook_rate)),
         }
     }
 }
