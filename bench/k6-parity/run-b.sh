@@ -22,6 +22,7 @@ DEMO_BIN=${DEMO_BIN:-target/release/demo-target}
 K6=${K6:-k6}
 PORT=${PORT:-18180}
 OUT=${OUT:-$(mktemp -d /tmp/k6-parity-b.XXXXXX)}
+mkdir -p "$OUT"
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 BASE="http://127.0.0.1:$PORT"
