@@ -66,6 +66,22 @@ struct Args {
     /// Notes in each large group.
     #[arg(long, env = "DEMO_LARGE_GROUP_NOTES", default_value_t = 10_000)]
     large_group_notes: u32,
+    /// Leave commands queued for a separate `demo-target worker` process (the Compose
+    /// stack) instead of completing them in this process.
+    #[arg(long, env = "DEMO_EXTERNAL_WORKER")]
+    external_worker: bool,
+    /// How long the in-process worker works on each command.
+    #[arg(long, env = "DEMO_COMMAND_WORK", default_value = "50ms", value_parser = parse_duration)]
+    command_work: Duration,
+    /// Invocations (POST /invoke) served at once; past it, 503 with Retry-After.
+    #[arg(long, env = "DEMO_INVOKE_CONCURRENCY", default_value_t = 8)]
+    invoke_concurrency: usize,
+    /// How long each invocation takes.
+    #[arg(long, env = "DEMO_INVOKE_WORK", default_value = "20ms", value_parser = parse_duration)]
+    invoke_work: Duration,
+    /// Webhooks the outbox delivers per second at most.
+    #[arg(long, env = "DEMO_WEBHOOK_RATE", default_value_t = 100)]
+    webhook_rate: u32,
     /// Serve https (and h2 by ALPN) with a certificate made at start by a CA made at
     /// start; without --tls-ca-out the CA is printed.
     #[arg(long, env = "DEMO_TLS")]
@@ -194,6 +210,11 @@ async fn main() -> anyhow::Result<()> {
         access_token_ttl: args.access_token_ttl,
         large_groups: args.large_groups,
         large_group_notes: args.large_group_notes,
+        in_process_worker: !args.external_worker,
+        command_work: args.command_work,
+        invoke_concurrency: args.invoke_concurrency,
+        invoke_work: args.invoke_work,
+        webhook_rate: args.webhook_rate,
         ..DemoConfig::default()
     };
     if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {

@@ -72,6 +72,29 @@ impl DemoServer {
         let state = Arc::new(AppState::new(&config, started));
         let (stop, stop_rx) = watch::channel(false);
         let is_tls = tls.is_some();
+        if config.in_process_worker {
+            tokio::spawn(crate::inline_worker::run(
+                Arc::clone(&state),
+                config.command_work,
+                stop_rx.clone(),
+            ));
+        }
+        // The outbox delivers to the receiver of this very server, as any other client
+        // would, over plain HTTP; a TLS server's outbox is not delivered.
+        if !is_tls {
+            let mut own = addr;
+            if own.ip().is_unspecified() {
+                own.set_ip(match own {
+                    SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            tokio::spawn(crate::webhooks::deliver(
+                Arc::clone(&state.outbox),
+                format!("http://{own}/admin/webhooks/receive"),
+                stop_rx.clone(),
+            ));
+        }
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx, tls));
         Ok(DemoServer {
             addr,
@@ -149,6 +172,14 @@ impl DemoServer {
     /// The survey's counters: sign-ins, pages, answers accepted and refused.
     pub fn survey_counts(&self) -> crate::SurveyCounts {
         self.state.survey.counts()
+    }
+
+    /// The server's own counters of its scenario parts, in the Prometheus text format
+    /// `GET /metrics` answers (without the per-request ones).
+    pub fn metrics_text(&self) -> String {
+        let mut text = String::new();
+        crate::routes::render_parts(&self.state, &mut text);
+        text
     }
 
     /// Distinct peer (source) addresses that connected so far.
@@ -302,6 +333,7 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
         let _ = Limited::new(req.into_body(), state.max_body_bytes)
             .collect()
             .await;
+        state.clients.count_limited();
         let mut resp = routes::error(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
         // The window is one second; the next one starts within a second.
         resp.headers_mut()

@@ -7,11 +7,13 @@ use crate::accounts::Accounts;
 use crate::clients::Clients;
 use crate::commands::Commands;
 use crate::faults::FaultInjector;
+use crate::invoke::Invoker;
 use crate::live::{LiveConfig, LiveHub};
 use crate::metrics::Metrics;
 use crate::site::SiteCounters;
 use crate::store::{NoteStore, TokenStore};
 use crate::survey::Survey;
+use crate::webhooks::Outbox;
 use crate::DemoConfig;
 
 /// Shared application state, held in an `Arc` by the server and each connection.
@@ -41,6 +43,10 @@ pub struct AppState {
     /// Groups seeded at start: (small, large); small ones are `1..=small`, large ones
     /// follow.
     pub seeded_groups: (u32, u32),
+    /// The invoke endpoint's key, slots and counters.
+    pub invoker: Invoker,
+    /// Events waiting to be delivered as signed webhooks, and the receiver's counts.
+    pub outbox: Arc<Outbox>,
 }
 
 impl AppState {
@@ -65,6 +71,12 @@ impl AppState {
             site: SiteCounters::default(),
             accounts: Accounts::new(config.access_token_ttl, config.max_tokens),
             seeded_groups: (config.seed_groups, config.large_groups),
+            invoker: Invoker::new(
+                config.invoke_api_key.clone(),
+                config.invoke_concurrency,
+                config.invoke_work,
+            ),
+            outbox: Arc::new(Outbox::new(&config.webhook_secret, config.webhook_rate)),
         }
     }
 }

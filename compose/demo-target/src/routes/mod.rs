@@ -4,11 +4,13 @@ mod accounts;
 mod admin;
 mod auth;
 mod commands;
+mod invoke;
 mod notes;
 mod search;
 mod site;
 mod static_files;
 mod survey;
+mod webhooks;
 mod ws;
 
 use bytes::Bytes;
@@ -50,6 +52,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
                 ));
                 state.live.counters.render(&mut text);
                 site::render_metrics(state, &mut text);
+                render_parts(state, &mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
                     CONTENT_TYPE,
@@ -82,6 +85,9 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             Ok(id) => commands::done(state, req, id).await,
             Err(_) => not_found(),
         },
+        ["invoke"] => invoke::invoke(state, req).await,
+        ["events"] => webhooks::events(state, req).await,
+        ["admin", "webhooks", "receive"] => webhooks::receive(state, req).await,
         ["commands"] => commands::submit(state, req).await,
         ["commands", id] => match id.parse() {
             Ok(id) => commands::show(state, &req, id),
@@ -104,6 +110,16 @@ pub fn query<B>(req: &Request<B>, name: &str) -> Option<String> {
     form_urlencoded::parse(req.uri().query()?.as_bytes())
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
+}
+
+/// The counters of the scenario parts (commands, rate limit, invoke, outbox, survey)
+/// in the Prometheus text format.
+pub fn render_parts(state: &AppState, text: &mut String) {
+    state.commands.render(text);
+    state.clients.render(text);
+    state.invoker.render(text);
+    state.outbox.render(text);
+    state.survey.counts().render(text);
 }
 
 /// A JSON response with the given status.
