@@ -9,6 +9,7 @@ pub mod duration;
 pub mod env_file;
 pub mod http;
 pub mod layers;
+pub mod outputs;
 pub mod sampling;
 pub mod scenario;
 pub mod stack;
@@ -21,6 +22,7 @@ pub mod websocket;
 pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use http::HttpOptions;
+pub use outputs::OutputsConfig;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use stack::{OnServiceExit, StackConfig};
@@ -46,6 +48,7 @@ const SECTIONS: &[&str] = &[
     "sampling",
     "stack",
     "tls",
+    "outputs",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -150,6 +153,8 @@ pub struct RunConfig {
     pub summary_trend_stats: Vec<TrendStat>,
     /// How `https://` and `wss://` connections are made (`[tls]`).
     pub tls: tls::TlsOptions,
+    /// How the streaming outputs write (`[outputs]`).
+    pub outputs: OutputsConfig,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -172,6 +177,7 @@ impl RunConfig {
             stack: StackConfig::default(),
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
             tls: tls::TlsOptions::default(),
+            outputs: OutputsConfig::default(),
             source: toml::Table::new(),
         }
     }
@@ -294,6 +300,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
     let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -313,6 +320,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .clone()
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
+        outputs,
         source,
     })
 }
