@@ -281,9 +281,16 @@ struct CommonArgs {
     /// Allow a target (scheme://host:port) besides those in the config (repeatable).
     #[arg(long)]
     allow: Vec<String>,
-    /// Folder under which the results folder is made.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
+    /// Folder under which the results folder is made (default `results`); or, as in
+    /// k6, a streaming output KIND=TARGET: `csv=FILE` and `json=FILE` (k6's formats,
+    /// gzipped when FILE ends in .gz), `prometheus-rw=URL` (Prometheus remote write).
+    /// Repeatable.
+    #[arg(long, value_name = "DIR|KIND=TARGET", value_parser = out_arg)]
+    out: Vec<crate::live::spec::Either>,
+    /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
+    /// run's metrics in OpenMetrics text at /metrics.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD)]
+    dashboard: Option<std::net::SocketAddr>,
     /// No progress lines.
     #[arg(short, long)]
     quiet: bool,
@@ -308,8 +315,20 @@ struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// Reads --env-file, so that its variables come before the -e ones (which win).
+    /// Reads --env-file, so that its variables come before the -e ones (which win), and
+    /// checks that --out names at most one results folder.
     fn read_env_file(&mut self) -> anyhow::Result<()> {
+        let folders = self
+            .out
+            .iter()
+            .filter(|o| matches!(o, crate::live::spec::Either::Folder(_)))
+            .count();
+        if folders > 1 {
+            anyhow::bail!(
+                "--out names {folders} results folders; give one, and outputs as --out KIND=TARGET (KIND one of {})",
+                crate::live::spec::KINDS.join(", ")
+            );
+        }
         if let Some(path) = self.env_file.take() {
             let mut env = crate::config::env_file::read(&path).map_err(anyhow::Error::msg)?;
             env.append(&mut self.env);
@@ -320,6 +339,14 @@ impl CommonArgs {
 
     fn request(self, plugin: PathBuf) -> RunRequest {
         let mut configs = self.config.into_iter();
+        let mut results = PathBuf::from("results");
+        let mut outputs = Vec::new();
+        for out in self.out {
+            match out {
+                crate::live::spec::Either::Folder(dir) => results = dir,
+                crate::live::spec::Either::Output(o) => outputs.push(o),
+            }
+        }
         RunRequest {
             plugin,
             config: configs.next(),
@@ -340,10 +367,14 @@ impl CommonArgs {
                 execution_segment_sequence: self.execution_segment_sequence,
                 ..Overrides::default()
             },
-            out: self.out,
+            out: results,
             quiet: self.quiet,
             handle_signals: true,
             watch: None,
+            live: crate::live::LiveOptions {
+                dashboard: self.dashboard,
+                outputs,
+            },
         }
     }
 }
@@ -367,6 +398,10 @@ struct TrendColumns(Vec<crate::config::TrendStat>);
 
 fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
+}
+
+fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
+    crate::live::spec::parse_one(text)
 }
 
 fn pid_arg(text: &str) -> Result<String, String> {

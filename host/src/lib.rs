@@ -12,14 +12,16 @@
 //!
 //! ```text
 //! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
-//!               config
+//!               live, config
 //! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, output, summary, metrics, files, config
 //!               (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, target_process
 //! stack       → run, sampling, docker, control, config   (Compose stacks)
-//! run         → summary, output, sampling, executor, thresholds, vu, plugin, net,
-//!               metrics, control, config
+//! run         → live, summary, output, sampling, executor, thresholds, vu, plugin,
+//!               net, metrics, control, config
+//! live        → summary, sampling, thresholds, metrics, config   (dashboard, /metrics,
+//!               CSV/JSON and remote-write outputs)
 //! output      → summary, sampling, plugin, net, metrics, files, config
 //! summary     → sampling, executor, thresholds, vu, plugin, net, metrics, control,
 //!               config
@@ -47,6 +49,7 @@ pub mod demo;
 pub mod docker;
 pub mod executor;
 pub mod files;
+pub mod live;
 pub mod metrics;
 pub mod net;
 pub mod output;

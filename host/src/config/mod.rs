@@ -9,6 +9,7 @@ pub mod duration;
 pub mod env_file;
 pub mod http;
 pub mod layers;
+pub mod outputs;
 pub mod sampling;
 pub mod scenario;
 pub mod segment;
@@ -22,6 +23,7 @@ pub mod websocket;
 pub use cpuset::CpuSet;
 pub use duration::{format_duration, parse_duration};
 pub use http::HttpOptions;
+pub use outputs::OutputsConfig;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
@@ -48,6 +50,7 @@ const SECTIONS: &[&str] = &[
     "sampling",
     "stack",
     "tls",
+    "outputs",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -152,6 +155,8 @@ pub struct RunConfig {
     pub summary_trend_stats: Vec<TrendStat>,
     /// How `https://` and `wss://` connections are made (`[tls]`).
     pub tls: tls::TlsOptions,
+    /// How the streaming outputs write (`[outputs]`).
+    pub outputs: OutputsConfig,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
     /// The share of the test this process runs (`--execution-segment`, within
@@ -177,6 +182,7 @@ impl RunConfig {
             stack: StackConfig::default(),
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
             tls: tls::TlsOptions::default(),
+            outputs: OutputsConfig::default(),
             source: toml::Table::new(),
             segment: ExecutionTuple::full(),
         }
@@ -322,6 +328,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             }),
         )
         .unwrap_or_default();
+    let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -341,6 +348,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .clone()
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
+        outputs,
         source,
         segment,
     })

@@ -50,6 +50,8 @@ pub struct RunRequest {
     pub handle_signals: bool,
     /// Watches the run from beside it (the stack's service watcher, `run --stack`).
     pub watch: Option<crate::control::Watch>,
+    /// The dashboard and streaming outputs (`--dashboard`, `--out KIND=TARGET`).
+    pub live: crate::live::LiveOptions,
 }
 
 impl RunRequest {
@@ -219,11 +221,23 @@ pub async fn run_then(
     if let Some(watch) = &request.watch {
         sampling.add_containers(watch.0.containers());
     }
+    let title = format!("{} {}", plan.info.name, plan.info.version);
+    let mut live = crate::live::Live::start(&request.live, &plan.config.outputs, &title)?;
     let mut setup = setup(&request, &plan.config).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
-    let driven = drive(&request, &mut plan, &setup, &mut started).await?;
+    let driven = drive(&request, &mut plan, &setup, &mut started, &mut live).await?;
     teardown(&plan.config, &mut setup).await;
-    finish(&request, plan, &setup, started, driven, before_writing)
+    let outcome = finish(
+        &request,
+        plan,
+        &setup,
+        started,
+        driven,
+        &mut live,
+        before_writing,
+    )?;
+    live.close().await;
+    Ok(outcome)
 }
 
 /// What is settled before anything runs: the plugin's self-description, the resolved
@@ -445,6 +459,7 @@ async fn drive(
     plan: &mut Plan,
     setup: &Setup,
     started: &mut Started,
+    live: &mut crate::live::Live,
 ) -> Result<Driven> {
     let Started {
         results,
@@ -487,6 +502,14 @@ async fn drive(
                 results.tick(t0.elapsed(), &interval, &setup.registry);
                 progress.tick(t0.elapsed(), contexts, &interval);
                 resources.tick(contexts);
+                live.tick(crate::live::Tick {
+                    elapsed: t0.elapsed(),
+                    interval: &interval,
+                    aggregator: &aggregator,
+                    registry: &setup.registry,
+                    thresholds: &plan.thresholds,
+                    services: resources.latest(),
+                });
                 let view = RunView {
                     aggregator: &aggregator,
                     registry: &setup.registry,
@@ -534,6 +557,7 @@ fn finish(
     setup: &Setup,
     started: Started,
     driven: Driven,
+    live: &mut crate::live::Live,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {
     let Driven {
@@ -551,7 +575,16 @@ fn finish(
     } = started;
     let registry = &setup.registry;
     sample_gauges(&setup.services, &contexts);
-    results.tick(t0.elapsed(), &aggregator.tick(), registry);
+    let last = aggregator.tick();
+    results.tick(t0.elapsed(), &last, registry);
+    live.tick(crate::live::Tick {
+        elapsed: t0.elapsed(),
+        interval: &last,
+        aggregator: &aggregator,
+        registry,
+        thresholds: &plan.thresholds,
+        services: resources.latest(),
+    });
 
     let stop_reason = setup.control.reason();
     let mut summary = Summary::build(summary::SummaryInput {
@@ -613,6 +646,7 @@ fn finish(
     }
     before_writing(&summary);
     let mut written = results.finish(&summary);
+    live.finish(&summary, &written.dir);
     written.failures.extend(stats_failure);
     Ok(RunOutcome {
         summary,

@@ -68,6 +68,17 @@ pub struct Series {
     pub points: Vec<(f32, f32, f32)>,
 }
 
+/// A sampled service's newest figures, as the live dashboard shows them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Latest {
+    /// The service (`service source` when a service has several sources).
+    pub service: String,
+    /// CPU of its last interval, percent of one core.
+    pub cpu_percent: f64,
+    /// Memory in use at its last sample, MiB.
+    pub memory_mib: f64,
+}
+
 /// Per (service, source) running figures.
 #[derive(Debug, Default)]
 pub struct StatsBook {
@@ -167,6 +178,38 @@ impl StatsBook {
             stats_interval_s,
             services,
         }
+    }
+
+    /// Each service's newest sample, in the summary's order.
+    pub fn latest(&self) -> Vec<Latest> {
+        let mut out: Vec<(bool, Latest)> = self
+            .entries
+            .iter()
+            .filter_map(|(e, _, series)| {
+                let (_, cpu, mem) = series.points.last()?;
+                let shared = self
+                    .entries
+                    .iter()
+                    .filter(|(o, _, _)| o.service == e.service)
+                    .count()
+                    > 1;
+                let service = if shared {
+                    format!("{} {}", e.service, e.source)
+                } else {
+                    e.service.clone()
+                };
+                Some((
+                    e.service == "generator",
+                    Latest {
+                        service,
+                        cpu_percent: f64::from(*cpu),
+                        memory_mib: f64::from(*mem),
+                    },
+                ))
+            })
+            .collect();
+        out.sort_by(|a, b| (a.0, &a.1.service).cmp(&(b.0, &b.1.service)));
+        out.into_iter().map(|(_, l)| l).collect()
     }
 
     /// Chart points per service (labelled by service, or `service source` when a service

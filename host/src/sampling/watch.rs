@@ -89,6 +89,11 @@ impl ResourceWatch {
         self.saturation.tick(contexts);
     }
 
+    /// Each sampled service's newest CPU and memory (the live dashboard's table).
+    pub fn latest(&self) -> Vec<crate::sampling::book::Latest> {
+        self.book.latest()
+    }
+
     fn fold(&mut self, messages: Vec<Message>) {
         let mut samples = Vec::new();
         for m in &messages {

@@ -1,0 +1,104 @@
+//! `--dashboard [ADDR]`: a web page served during the run, updated every second by
+//! server-sent events, with `/metrics` in OpenMetrics text beside it. The page (one
+//! HTML file with its script and styles) is built into the binary: it fetches nothing
+//! else. At the end it shows the summary's figures and links to report.html.
+
+pub mod server;
+pub mod snapshot;
+
+use super::Frame;
+use crate::summary::Summary;
+use anyhow::{Context, Result};
+use server::Shared;
+use snapshot::Snapshot;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest the end of the run waits for open pages to get the last update.
+const DELIVERY_WAIT: Duration = Duration::from_secs(3);
+
+/// The dashboard while the run goes.
+pub struct Dashboard {
+    shared: Arc<Shared>,
+    title: String,
+    last: Option<Snapshot>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Dashboard {
+    /// Binds `addr` (an address in use fails the run before it starts) and serves.
+    pub fn start(addr: SocketAddr, title: &str) -> Result<Dashboard> {
+        let listener = std::net::TcpListener::bind(addr).with_context(|| {
+            format!("--dashboard {addr}: cannot listen there (another run's dashboard? give another address, --dashboard 127.0.0.1:5666)")
+        })?;
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let bound = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(title));
+        let server = tokio::spawn(server::serve(listener, shared.clone()));
+        crate::stderr::line(format_args!("dashboard: http://{bound}/"));
+        Ok(Dashboard {
+            shared,
+            title: title.to_string(),
+            last: None,
+            server,
+        })
+    }
+
+    /// Publishes one second's update and the `/metrics` text.
+    pub fn tick(&mut self, frame: &Frame<'_>) {
+        let snap = snapshot::live(&self.title, frame);
+        self.shared.publish(&snap);
+        let text = super::openmetrics::render(
+            frame.tick.aggregator.totals(),
+            &frame.defs,
+            &frame.tick.services,
+            "k6_",
+        );
+        if let Ok(mut m) = self.shared.metrics.write() {
+            *m = text;
+        }
+        self.last = Some(snap);
+    }
+
+    /// Publishes the last update, from the summary; report.html is then served from
+    /// `results_dir`.
+    pub fn finish(&mut self, summary: &Summary, results_dir: &Path) {
+        let report = results_dir.join("report.html");
+        let path = report.exists().then(|| report.display().to_string());
+        if let Ok(mut r) = self.shared.report.write() {
+            *r = path.as_ref().map(|_| report.clone());
+        }
+        let snap = snapshot::last(self.last.as_ref(), summary, path);
+        self.shared.publish(&snap);
+        self.last = Some(snap);
+    }
+
+    /// Waits until every open page has the last update (at most [`DELIVERY_WAIT`]),
+    /// then stops serving.
+    pub async fn close(self) {
+        let deadline = Instant::now() + DELIVERY_WAIT;
+        while self.shared.delivered.load(Ordering::SeqCst)
+            < self.shared.clients.load(Ordering::SeqCst)
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The last frame was handed to the connection; give it time to be written.
+        if self.shared.delivered.load(Ordering::SeqCst) > 0
+            || self.shared.clients.load(Ordering::SeqCst) > 0
+        {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        // Every exit path (an error, a panic unwinding) stops serving.
+        self.server.abort();
+    }
+}

@@ -1,0 +1,84 @@
+//! `--out csv=FILE`: k6's CSV columns, one row per series (metric and tags) per second,
+//! with the aggregate's value in `metric_value` and the rest of it in `metadata`.
+//! Tags k6 has a column for go there; the others go to `extra_tags` as `k=v&k=v`.
+
+use super::aggregate::{number, Aggregate};
+use super::sink_file::SinkFile;
+use super::Frame;
+use std::io;
+use std::path::Path;
+
+/// k6's CSV header.
+pub const HEADER: &[&str] = &[
+    "metric_name",
+    "timestamp",
+    "metric_value",
+    "check",
+    "error",
+    "error_code",
+    "group",
+    "method",
+    "name",
+    "proto",
+    "scenario",
+    "status",
+    "subproto",
+    "tls_version",
+    "url",
+    "extra_tags",
+    "metadata",
+];
+
+/// Tags with a column of their own (the header between `metric_value` and `extra_tags`).
+const TAG_COLUMNS: std::ops::Range<usize> = 3..15;
+
+/// Writes the CSV output.
+pub struct CsvOutput {
+    /// `None` once finished.
+    out: Option<csv::Writer<SinkFile>>,
+}
+
+impl CsvOutput {
+    /// Creates the file and writes the header.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let mut out = csv::Writer::from_writer(SinkFile::create(path)?);
+        out.write_record(HEADER)?;
+        Ok(Self { out: Some(out) })
+    }
+
+    /// One row per series of the interval; flushed at once.
+    pub fn write(&mut self, frame: &Frame<'_>) -> io::Result<()> {
+        let Some(out) = &mut self.out else {
+            return Err(io::Error::other("the CSV output is already finished"));
+        };
+        let timestamp = (frame.unix.floor() as i64).to_string();
+        for (def, tags, value) in frame.series() {
+            let agg = Aggregate::of(value);
+            let mut row: Vec<String> = Vec::with_capacity(HEADER.len());
+            row.push(def.name.clone());
+            row.push(timestamp.clone());
+            row.push(number(agg.value));
+            for column in &HEADER[TAG_COLUMNS] {
+                row.push(tags.get(column).unwrap_or_default().to_string());
+            }
+            let extra: Vec<String> = tags
+                .iter()
+                .filter(|(k, _)| !HEADER[TAG_COLUMNS].contains(k))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            row.push(extra.join("&"));
+            row.push(agg.metadata_text());
+            out.write_record(&row)?;
+        }
+        // Down to the file (a gzip stream is sync-flushed): readable as the run goes.
+        out.flush()
+    }
+
+    /// Ends the file (the gzip trailer).
+    pub fn finish(&mut self) -> io::Result<()> {
+        match self.out.take() {
+            Some(out) => out.into_inner().map_err(|e| e.into_error())?.finish(),
+            None => Ok(()),
+        }
+    }
+}

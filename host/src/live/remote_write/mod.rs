@@ -1,0 +1,240 @@
+//! `--out prometheus-rw=URL`: every second, the run's totals so far pushed to a
+//! Prometheus remote-write endpoint (protobuf, snappy-compressed), as k6's
+//! experimental output does. Counters are cumulative `_total` series, gauges their
+//! value, rates the share of true samples (`_rate`), and trends either one gauge per
+//! statistic (`_p95`, ...; seconds for timings) or native histograms.
+//!
+//! The push happens on a task of its own, so a slow Prometheus never holds the run
+//! loop: requests queue (a few) and past that a second is skipped, which loses
+//! nothing since every push carries the totals.
+
+pub mod native;
+pub mod proto;
+
+use super::prom::{labels, metric_name, trend_scale, trend_stat, TREND_STATS};
+use super::Frame;
+use crate::config::outputs::{PrometheusOptions, TrendAs};
+use crate::metrics::{MetricId, TagSet, Value};
+use anyhow::Result;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use prost::Message;
+use proto::{Label, Sample, TimeSeries, WriteRequest};
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Pushes waiting to be sent before a second is skipped.
+const QUEUE: usize = 4;
+
+/// Longest the end of the run waits for the last pushes.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Timeout of one push.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A remote-write output while the run goes.
+pub struct RemoteWrite {
+    url: String,
+    options: PrometheusOptions,
+    admitted: HashSet<(MetricId, TagSet)>,
+    warned_cardinality: bool,
+    queue: mpsc::Sender<Bytes>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl RemoteWrite {
+    /// Starts the task that pushes to `url`.
+    pub fn start(url: &str, options: &PrometheusOptions) -> Result<RemoteWrite> {
+        let uri: hyper::Uri = url
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--out prometheus-rw={url}: {e}"))?;
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let task = tokio::spawn(push_loop(uri, url.to_string(), rx));
+        Ok(RemoteWrite {
+            url: url.to_string(),
+            options: options.clone(),
+            admitted: HashSet::new(),
+            warned_cardinality: false,
+            queue,
+            task: Some(task),
+        })
+    }
+
+    /// Queues one push of the totals.
+    pub fn tick(&mut self, frame: &Frame<'_>) {
+        let request = self.request(frame);
+        let mut body = Vec::with_capacity(request.encoded_len());
+        if request.encode(&mut body).is_err() {
+            return;
+        }
+        let Ok(compressed) = snap::raw::Encoder::new().compress_vec(&body) else {
+            return;
+        };
+        if self.queue.try_send(Bytes::from(compressed)).is_err() {
+            // Full: Prometheus is slow. The next push carries these totals too.
+        }
+    }
+
+    /// The write request of the totals at `frame`, within the series bound.
+    pub fn request(&mut self, frame: &Frame<'_>) -> WriteRequest {
+        let timestamp = (frame.unix * 1000.0) as i64;
+        let prefix = &self.options.prefix;
+        let mut out = Vec::new();
+        let mut left_out = 0usize;
+        for ((id, tags), value) in frame.tick.aggregator.totals() {
+            let Some(def) = frame.defs.get(*id as usize) else {
+                continue;
+            };
+            let key = (*id, tags.clone());
+            if !self.admitted.contains(&key) {
+                if self.admitted.len() >= self.options.max_series {
+                    left_out += 1;
+                    continue;
+                }
+                self.admitted.insert(key);
+            }
+            let base = metric_name(prefix, &def.name);
+            let labels = labels(tags);
+            let series = |name: String, v: f64| TimeSeries {
+                labels: with_name(&name, &labels),
+                samples: vec![Sample {
+                    value: v,
+                    timestamp,
+                }],
+                histograms: Vec::new(),
+            };
+            match value {
+                Value::Counter(c) => out.push(series(format!("{base}_total"), *c)),
+                Value::Gauge { value, .. } => out.push(series(base, *value)),
+                Value::Rate { hits, total } => {
+                    let share = if *total == 0 {
+                        0.0
+                    } else {
+                        *hits as f64 / *total as f64
+                    };
+                    out.push(series(format!("{base}_rate"), share));
+                }
+                Value::Trend(h) => {
+                    let scale = trend_scale(def);
+                    match self.options.trend_as {
+                        TrendAs::Percentiles => {
+                            for (stat, q) in TREND_STATS {
+                                let v = trend_stat(h, stat, *q) * scale;
+                                out.push(series(format!("{base}_{stat}"), v));
+                            }
+                            out.push(series(format!("{base}_count"), h.len() as f64));
+                        }
+                        TrendAs::Native => {
+                            let name = if def.is_time {
+                                format!("{base}_seconds")
+                            } else {
+                                base
+                            };
+                            out.push(TimeSeries {
+                                labels: with_name(&name, &labels),
+                                samples: Vec::new(),
+                                histograms: vec![native::native(h, scale, timestamp)],
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if left_out > 0 && !self.warned_cardinality {
+            self.warned_cardinality = true;
+            crate::stderr::warn(format_args!(
+                "--out prometheus-rw={}: more than {} series (metric × tags); {left_out} left out. \
+                 Group URLs with a `name` tag, or raise [outputs.prometheus] max_series",
+                self.url, self.options.max_series
+            ));
+        }
+        WriteRequest { timeseries: out }
+    }
+
+    /// Sends what is queued (bounded by [`CLOSE_WAIT`]) and stops.
+    pub async fn close(mut self) {
+        let Some(task) = self.task.take() else {
+            return;
+        };
+        // Closing the queue ends the push loop once it has sent what is queued.
+        let (closed, _) = mpsc::channel(1);
+        drop(std::mem::replace(&mut self.queue, closed));
+        let abort = task.abort_handle();
+        if tokio::time::timeout(CLOSE_WAIT, task).await.is_err() {
+            abort.abort();
+            crate::stderr::warn(format_args!(
+                "--out prometheus-rw={}: the last pushes were not sent within {} s",
+                self.url,
+                CLOSE_WAIT.as_secs()
+            ));
+        }
+    }
+}
+
+impl Drop for RemoteWrite {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// `__name__` first, then the tags (sorted, as remote write wants).
+fn with_name(name: &str, labels: &[(String, String)]) -> Vec<Label> {
+    std::iter::once(Label {
+        name: "__name__".into(),
+        value: name.into(),
+    })
+    .chain(labels.iter().map(|(k, v)| Label {
+        name: k.clone(),
+        value: v.clone(),
+    }))
+    .collect()
+}
+
+/// Sends each queued push in turn; the first failure (and then every tenth) is warned.
+async fn push_loop(uri: hyper::Uri, url: String, mut rx: mpsc::Receiver<Bytes>) {
+    let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http();
+    let mut failures = 0u64;
+    while let Some(body) = rx.recv().await {
+        let request = hyper::Request::post(uri.clone())
+            .header("content-type", "application/x-protobuf")
+            .header("content-encoding", "snappy")
+            .header("x-prometheus-remote-write-version", "0.1.0")
+            .header(
+                "user-agent",
+                concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Full::new(body));
+        let Ok(request) = request else { continue };
+        let outcome = tokio::time::timeout(PUSH_TIMEOUT, async {
+            let response = client.request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            let text = response
+                .into_body()
+                .collect()
+                .await
+                .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+                .unwrap_or_default();
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(format!("HTTP {status}: {}", text.trim()))
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", PUSH_TIMEOUT.as_secs())));
+        if let Err(e) = outcome {
+            if failures % 10 == 0 {
+                crate::stderr::warn(format_args!(
+                    "--out prometheus-rw={url}: push failed ({} so far): {e}",
+                    failures + 1
+                ));
+            }
+            failures += 1;
+        }
+    }
+}
