@@ -190,7 +190,7 @@ impl RunConfig {
 
     /// Most VUs that can be alive at once over all scenarios (sizes the instance pool).
     pub fn max_vus(&self) -> u64 {
-        self.scenarios.iter().map(|s| s.executor.max_vus()).sum()
+        self.scenarios.iter().map(|s| s.max_vus()).sum()
     }
 
     /// When the last scenario's schedule ends (without graceful stops).
@@ -295,9 +295,24 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             });
         }
     }
-    let scenarios = errors.keep_all(scenarios(&source)).unwrap_or_default();
+    let segment = errors
+        .keep(
+            segment::from_flags(
+                overrides.execution_segment.as_deref(),
+                overrides.execution_segment_sequence.as_deref(),
+            )
+            .map_err(|message| ConfigError {
+                path: "--execution-segment".into(),
+                message,
+            }),
+        )
+        .unwrap_or_default();
+    let mut scenarios = errors.keep_all(scenarios(&source)).unwrap_or_default();
+    for scenario in &mut scenarios {
+        scenario.segment = segment.clone();
+    }
     if errors.is_empty() {
-        errors.keep(check_arrival_rates(&scenarios));
+        errors.keep(check_arrival_rates(&scenarios, &segment));
     }
     let env = errors.keep(section_map(&source, "env")).unwrap_or_default();
     let (thresholds, allow_missing_thresholds) =
@@ -316,18 +331,6 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
     let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
     tls.extra_ca_files.clone_from(&overrides.ca_files);
-    let segment = errors
-        .keep(
-            segment::from_flags(
-                overrides.execution_segment.as_deref(),
-                overrides.execution_segment_sequence.as_deref(),
-            )
-            .map_err(|message| ConfigError {
-                path: "--execution-segment".into(),
-                message,
-            }),
-        )
-        .unwrap_or_default();
     let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
@@ -441,10 +444,16 @@ fn targets(source: &toml::Table) -> Result<Vec<String>, ConfigError> {
 /// one request costs the host tens of µs of CPU (results/floor.md), so even a large
 /// machine starts a few hundred thousand a second; past this limit a run would only
 /// count drops.
-fn check_arrival_rates(scenarios: &[ScenarioConfig]) -> Result<(), ConfigError> {
+fn check_arrival_rates(
+    scenarios: &[ScenarioConfig],
+    segment: &ExecutionTuple,
+) -> Result<(), ConfigError> {
+    // A segment starts its share of the iterations; the float is only for this bound.
+    let length = segment.segment().length();
+    let share = length.numer() as f64 / length.denom() as f64;
     let peaks: Vec<(&ScenarioConfig, f64)> = scenarios
         .iter()
-        .filter_map(|s| s.executor.peak_rate().map(|r| (s, r)))
+        .filter_map(|s| s.executor.peak_rate().map(|r| (s, r * share)))
         .collect();
     let total: f64 = peaks.iter().map(|(_, r)| r).sum();
     // Written so that NaN and infinity are refused too.
@@ -468,7 +477,8 @@ fn check_arrival_rates(scenarios: &[ScenarioConfig]) -> Result<(), ConfigError> 
         path: format!("scenarios.{}.{key}", worst.name),
         message: format!(
             "a peak of {rate:.0} iterations/s{over_all} is beyond the {MAX_ARRIVAL_RATE:.0}/s \
-             one host process can start; lower the rate, or split the load over several host processes"
+             one host process can start; lower the rate, or split the load over several host \
+             processes (--execution-segment)"
         ),
     })
 }

@@ -1,6 +1,7 @@
 //! One scenario of a run: which executor drives it, with which options (k6's names and
 //! meanings), and what every scenario shares (`exec`, `start_time`, `graceful_stop`, ...).
 
+use super::segment::ExecutionTuple;
 use super::table::{unknown_message, ConfigError, TableReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -196,6 +197,9 @@ pub struct ScenarioConfig {
     pub env: BTreeMap<String, String>,
     /// Tags added to every metric sample of this scenario.
     pub tags: BTreeMap<String, String>,
+    /// The share of the scenario this process runs (the run's execution segment): the
+    /// options above are the whole test's, the executor takes its share of them.
+    pub segment: ExecutionTuple,
 }
 
 impl ScenarioConfig {
@@ -208,6 +212,32 @@ impl ScenarioConfig {
             _ => Duration::ZERO,
         };
         self.start_time + self.executor.duration() + self.graceful_stop.max(ramp_down)
+    }
+
+    /// The most VUs this process's share of the scenario can have at once (k6 scales
+    /// each VU option by the segment).
+    pub fn max_vus(&self) -> u64 {
+        self.segment.scale(self.executor.max_vus())
+    }
+
+    /// VUs this process makes and initialises before the test starts.
+    pub fn initial_vus(&self) -> u64 {
+        self.segment.scale(self.executor.initial_vus())
+    }
+
+    /// The striping of this scenario's iterations over the processes of the sequence:
+    /// the segment's global iteration numbers (and, in the open model, the schedule's
+    /// iterations it starts) are this tuple's indexes. As in k6, the iterations of
+    /// `shared-iterations` are dealt over its VUs and those of the arrival-rate
+    /// executors over their `max_vus`, so a process without VUs gets no iteration and
+    /// the others take them all. `None`: this process has no share of them.
+    pub fn iteration_stripe(&self) -> Option<ExecutionTuple> {
+        match &self.executor {
+            ExecutorConfig::SharedIterations { vus, .. } => self.segment.for_value(*vus),
+            open @ (ExecutorConfig::ConstantArrivalRate { .. }
+            | ExecutorConfig::RampingArrivalRate { .. }) => self.segment.for_value(open.max_vus()),
+            _ => Some(self.segment.clone()),
+        }
     }
 }
 
@@ -323,6 +353,7 @@ pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig,
         graceful_stop,
         env,
         tags,
+        segment: ExecutionTuple::full(),
     })
 }
 

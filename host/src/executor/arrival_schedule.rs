@@ -5,8 +5,12 @@
 //! the first instant after which the curve's integral exceeds `k`: the integral is
 //! solved for each `k` afresh, so no error accumulates over a long run, and no
 //! iteration falls due inside a stretch where the rate is zero.
+//!
+//! An execution segment runs a stripe of the whole schedule ([`ArrivalSchedule::striped`]):
+//! its `j`-th iteration is the whole schedule's iteration `stripe.global(j)`, due when it
+//! would be in one process, so the segments together start exactly the whole schedule.
 
-use crate::config::Stage;
+use crate::config::{ExecutionTuple, Stage};
 use std::time::Duration;
 
 /// Relative slack under which a total that float arithmetic put next to a whole
@@ -53,8 +57,21 @@ impl Segment {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArrivalSchedule {
     segments: Vec<Segment>,
+    /// Iterations of the whole schedule.
     iterations: u64,
     length: Duration,
+    stripe: Stripe,
+}
+
+/// Which of the whole schedule's iterations this process starts.
+#[derive(Debug, Clone, PartialEq)]
+enum Stripe {
+    /// All of them.
+    Whole,
+    /// Those of an execution segment's stripe: `count` of them.
+    Part { tuple: ExecutionTuple, count: u64 },
+    /// None (the segment has no VU of the scenario).
+    Nothing,
 }
 
 impl ArrivalSchedule {
@@ -106,12 +123,33 @@ impl ArrivalSchedule {
             segments,
             iterations: whole_count(before),
             length,
+            stripe: Stripe::Whole,
         }
     }
 
-    /// How many iterations fall due over the whole schedule.
+    /// The same schedule keeping only the iterations of an execution segment's stripe
+    /// (see [`crate::config::ScenarioConfig::iteration_stripe`]); `None` keeps none.
+    /// Numbers given to and returned by the other methods then count this stripe's
+    /// iterations only.
+    pub fn striped(mut self, stripe: Option<ExecutionTuple>) -> Self {
+        self.stripe = match stripe {
+            None => Stripe::Nothing,
+            Some(tuple) if tuple.is_full() => Stripe::Whole,
+            Some(tuple) => Stripe::Part {
+                count: tuple.scale(self.iterations),
+                tuple,
+            },
+        };
+        self
+    }
+
+    /// How many iterations fall due over the schedule (of its stripe).
     pub fn iterations(&self) -> u64 {
-        self.iterations
+        match &self.stripe {
+            Stripe::Whole => self.iterations,
+            Stripe::Part { count, .. } => *count,
+            Stripe::Nothing => 0,
+        }
     }
 
     /// How long the schedule lasts.
@@ -119,9 +157,32 @@ impl ArrivalSchedule {
         self.length
     }
 
-    /// When iteration `k` (from 0) is due, from the schedule's start; `None` past the
-    /// last one.
+    /// When iteration `k` (from 0, of the stripe) is due, from the schedule's start;
+    /// `None` past the last one.
     pub fn due(&self, k: u64) -> Option<Duration> {
+        match &self.stripe {
+            Stripe::Whole => self.due_whole(k),
+            Stripe::Part { tuple, count } => (k < *count)
+                .then(|| self.due_whole(tuple.global(k)))
+                .flatten(),
+            Stripe::Nothing => None,
+        }
+    }
+
+    /// How many iterations (of the stripe) fall due strictly before `t` from the
+    /// schedule's start. It lets the scheduler count a batch of missed due times in one
+    /// step instead of one by one.
+    pub fn due_before(&self, t: Duration) -> u64 {
+        match &self.stripe {
+            Stripe::Whole => self.due_before_whole(t),
+            // The stripe's share of the first n is the count of its indexes below n.
+            Stripe::Part { tuple, .. } => tuple.scale(self.due_before_whole(t)),
+            Stripe::Nothing => 0,
+        }
+    }
+
+    /// When iteration `k` of the whole schedule is due.
+    fn due_whole(&self, k: u64) -> Option<Duration> {
         if k >= self.iterations {
             return None;
         }
@@ -136,10 +197,9 @@ impl ArrivalSchedule {
         Some(Duration::from_secs_f64(seconds).min(self.length))
     }
 
-    /// How many iterations fall due strictly before `t` from the schedule's start: the
-    /// whole numbers `k` below the rate curve's integral at `t`. It lets the scheduler
-    /// count a batch of missed due times in one step instead of one by one.
-    pub fn due_before(&self, t: Duration) -> u64 {
+    /// How many iterations of the whole schedule fall due strictly before `t`: the
+    /// whole numbers `k` below the rate curve's integral at `t`.
+    fn due_before_whole(&self, t: Duration) -> u64 {
         let t = t.as_secs_f64();
         let index = self.segments.partition_point(|s| s.start + s.length <= t);
         let Some(segment) = self.segments.get(index) else {
@@ -357,5 +417,35 @@ mod tests {
         }
         // After the ramp down and the pause, the next one waits for the last ramp.
         assert_near(s.due(325), 4.7);
+    }
+
+    #[test]
+    fn stripes_of_a_sequence_share_out_the_whole_schedule() {
+        use crate::config::segment::from_flags;
+        let whole = ArrivalSchedule::ramping(0.0, secs(1.0), &[stage(2000, 60), stage(1000, 60)]);
+        assert_eq!(whole.iterations(), 120);
+        let mut dues = Vec::new();
+        for segment in ["0:1/3", "1/3:2/3", "2/3:1"] {
+            let tuple = from_flags(Some(segment), Some("0,1/3,2/3,1")).unwrap();
+            let part = whole.clone().striped(Some(tuple));
+            assert_eq!(part.iterations(), 40, "{segment}");
+            // Counted in the stripe's own numbers, as the scheduler asks.
+            assert_eq!(part.due_before(secs(10.0)), 40);
+            assert_eq!(part.due_before(Duration::ZERO), 0);
+            let mid = part.due_before(secs(2.0));
+            assert!((19..=21).contains(&mid), "{segment}: {mid}");
+            assert_eq!(part.due(40), None);
+            dues.extend((0..part.iterations()).map(|k| part.due(k).unwrap()));
+        }
+        // Together, exactly the whole schedule's due times.
+        let mut want: Vec<Duration> = (0..120).map(|k| whole.due(k).unwrap()).collect();
+        dues.sort();
+        want.sort();
+        assert_eq!(dues, want);
+        let none = whole.clone().striped(None);
+        assert_eq!(
+            (none.iterations(), none.due(0), none.due_before(secs(9.0))),
+            (0, None, 0)
+        );
     }
 }

@@ -8,7 +8,8 @@ use crate::vu::Vu;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs the executor on the pre-allocated `vus`, growing to `max_vus`.
+/// Runs the executor on the pre-allocated `vus`, growing to `max_vus` (both the
+/// segment's share); of the whole schedule, it starts the iterations of its stripe.
 pub async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
@@ -17,6 +18,7 @@ pub async fn run(
     duration: Duration,
     max_vus: u64,
 ) -> ExecutorReport {
-    let schedule = ArrivalSchedule::constant(rate, time_unit, duration);
+    let schedule =
+        ArrivalSchedule::constant(rate, time_unit, duration).striped(ctx.stripe().cloned());
     arrival_rate::run(ctx, vus, schedule, max_vus, None).await
 }

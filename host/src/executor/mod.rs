@@ -14,7 +14,7 @@ pub mod shared_iterations;
 pub mod stages;
 pub mod vu_pool;
 
-use crate::config::{ExecutorConfig, ScenarioConfig};
+use crate::config::{ExecutionTuple, ExecutorConfig, ScenarioConfig};
 use crate::control::RunControl;
 use crate::vu::factory::VuFactory;
 use crate::vu::{Outcome, Vu};
@@ -87,8 +87,11 @@ pub struct ScenarioCtx {
     pub stats: Arc<ScenarioStats>,
     /// Makes more VUs while the scenario runs (arrival-rate executors).
     pub factory: Arc<VuFactory>,
-    /// Next iteration number within the scenario.
+    /// Next iteration number within the scenario, counted in this process.
     next_iteration: AtomicU64,
+    /// How this process's iterations map to the whole test's (its execution segment's
+    /// stripe); `None` when it has no share of them.
+    stripe: Option<ExecutionTuple>,
 }
 
 impl ScenarioCtx {
@@ -100,6 +103,7 @@ impl ScenarioCtx {
         factory: Arc<VuFactory>,
     ) -> Self {
         Self {
+            stripe: config.iteration_stripe(),
             config,
             start,
             control,
@@ -130,7 +134,7 @@ impl ScenarioCtx {
                 return None;
             }
         }
-        let n = self.next_iteration.fetch_add(1, Ordering::Relaxed);
+        let n = self.global_iteration(self.next_iteration.fetch_add(1, Ordering::Relaxed));
         self.stats.started.fetch_add(1, Ordering::Relaxed);
         let outcome = vu.iterate(&self.config.exec, n, due, interrupt).await;
         let counter = match &outcome {
@@ -143,6 +147,21 @@ impl ScenarioCtx {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         Some(outcome)
+    }
+
+    /// The whole test's number of this process's `local`-th iteration: the same as
+    /// `local` in a run of the whole test, and never the same in two segments.
+    fn global_iteration(&self, local: u64) -> u64 {
+        match &self.stripe {
+            Some(stripe) if !stripe.is_full() => stripe.global(local),
+            _ => local,
+        }
+    }
+
+    /// The striping of this scenario's iterations (see
+    /// [`ScenarioConfig::iteration_stripe`]).
+    pub fn stripe(&self) -> Option<&ExecutionTuple> {
+        self.stripe.as_ref()
     }
 
     /// Whether new iterations may start at `now` given the schedule's end.
@@ -199,8 +218,11 @@ pub struct ExecutorReport {
     pub stages: Vec<StageReport>,
 }
 
-/// Runs the scenario's executor on `vus` (already initialised) until it is over.
+/// Runs the scenario's executor on `vus` (already initialised, the segment's share of
+/// them) until it is over. The options are the whole test's; each executor takes its
+/// segment's share.
 pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
+    let max_vus = ctx.config.max_vus();
     match ctx.config.executor.clone() {
         ExecutorConfig::ConstantVus { duration, .. } => constant_vus::run(ctx, vus, duration).await,
         ExecutorConfig::RampingVus {
@@ -222,14 +244,12 @@ pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
             rate,
             time_unit,
             duration,
-            max_vus,
             ..
         } => constant_arrival_rate::run(ctx, vus, rate, time_unit, duration, max_vus).await,
         ExecutorConfig::RampingArrivalRate {
             start_rate,
             time_unit,
             stages,
-            max_vus,
             ..
         } => ramping_arrival_rate::run(ctx, vus, start_rate, time_unit, stages, max_vus).await,
     }

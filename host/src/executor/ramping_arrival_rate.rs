@@ -11,7 +11,8 @@ use crate::vu::Vu;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs the executor on the pre-allocated `vus`, growing to `max_vus`.
+/// Runs the executor on the pre-allocated `vus`, growing to `max_vus` (both the
+/// segment's share); of the whole schedule, it starts the iterations of its stripe.
 pub async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
@@ -20,7 +21,8 @@ pub async fn run(
     stages: Vec<Stage>,
     max_vus: u64,
 ) -> ExecutorReport {
-    let schedule = ArrivalSchedule::ramping(start_rate, time_unit, &stages);
+    let schedule =
+        ArrivalSchedule::ramping(start_rate, time_unit, &stages).striped(ctx.stripe().cloned());
     let tracker = StageTracker::new(&stages);
     arrival_rate::run(ctx, vus, schedule, max_vus, Some(tracker)).await
 }

@@ -1,6 +1,9 @@
 //! `ramping-vus`: the number of active VUs follows the stages. VU `i` is active while
 //! the schedule's value is above `i`; a VU ramped down mid-iteration gets
 //! `graceful_ramp_down` to finish it before it is interrupted.
+//!
+//! An execution segment follows its share of the whole test's value at every moment
+//! (k6's striped scaling), so the segments' VUs add up to the whole's at all times.
 
 use super::stages::{stage_ends, value_at};
 use super::{run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport};
@@ -27,9 +30,11 @@ pub async fn run(
     let total: Duration = stages.iter().map(|s| s.duration).sum();
     let end = ctx.start + total;
     let hard = end + ctx.config.graceful_stop;
-    let (tx, rx) = watch::channel(target_at(start_vus, &stages, Duration::ZERO));
+    let (segment, ramp) = (ctx.config.segment.clone(), stages.clone());
+    let target = move |t: Duration| segment.scale(target_at(start_vus, &ramp, t));
+    let (tx, rx) = watch::channel(target(Duration::ZERO));
 
-    let controller = control(ctx.clone(), tx, start_vus, stages.clone());
+    let controller = control(ctx.clone(), tx, stages, target);
     let loops = run_vu_loops(&ctx, vus, move |ctx, vu, index| {
         vu_loop(
             ctx,
@@ -50,18 +55,19 @@ fn target_at(start_vus: u64, stages: &[Stage], t: Duration) -> u64 {
     (value_at(start_vus as f64, stages, t) + 1e-9).floor() as u64
 }
 
-/// Publishes the target as time passes and notes what each stage reached.
+/// Publishes the target (`target` of the time since the start) as time passes and notes
+/// what each stage reached.
 async fn control(
     ctx: Arc<ScenarioCtx>,
     tx: watch::Sender<u64>,
-    start_vus: u64,
     stages: Vec<Stage>,
+    target: impl Fn(Duration) -> u64,
 ) -> ExecutorReport {
     let ends = stage_ends(&stages);
     let mut reports: Vec<StageReport> = stages
         .iter()
         .map(|s| StageReport {
-            target: s.target,
+            target: ctx.config.segment.scale(s.target),
             ..Default::default()
         })
         .collect();
@@ -83,7 +89,7 @@ async fn control(
         reports[stage].peak = reports[stage].peak.max(active);
         reports[stage].at_end = active;
         tx.send_if_modified(|current| {
-            let target = target_at(start_vus, &stages, elapsed);
+            let target = target(elapsed);
             let changed = *current != target;
             *current = target;
             changed

@@ -1,5 +1,6 @@
 //! `shared-iterations`: VUs take iterations from a shared pool until `iterations` have
-//! been started, or `max_duration` runs out.
+//! been started, or `max_duration` runs out. An execution segment's pool is its share
+//! of `iterations`, dealt over the VUs of every segment.
 
 use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
@@ -18,7 +19,8 @@ pub async fn run(
     ctx.wait_for_start().await;
     let end = ctx.start + max_duration;
     let hard = end + ctx.config.graceful_stop;
-    let remaining = Arc::new(AtomicU64::new(iterations));
+    let share = ctx.stripe().map_or(0, |stripe| stripe.scale(iterations));
+    let remaining = Arc::new(AtomicU64::new(share));
     run_vu_loops(&ctx, vus, move |ctx, mut vu, _| {
         let remaining = remaining.clone();
         async move {

@@ -406,7 +406,7 @@ async fn start(
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let mut scenario_vus = Vec::new();
     for (scenario, factory) in config.scenarios.iter().zip(&factories) {
-        let initial = scenario.executor.initial_vus();
+        let initial = scenario.initial_vus();
         scenario_vus.push(factory.make_many(initial, INIT_CONCURRENCY).await?);
     }
 

@@ -107,7 +107,7 @@ impl SaturationWatch {
                 .or_default();
             let new = dropped.saturating_sub(*seen);
             *seen = dropped;
-            let max_vus = ctx.config.executor.max_vus();
+            let max_vus = ctx.config.max_vus();
             if new > 0 && ctx.stats.allocated_vus.load(Ordering::Relaxed) >= max_vus {
                 let entry = self
                     .dropped_at_max

@@ -17,7 +17,7 @@ pub fn dropped_iterations(contexts: &[Arc<ScenarioCtx>]) -> Vec<String> {
             }
             let due = dropped + stats.started.load(Ordering::Relaxed);
             let allocated = stats.allocated_vus.load(Ordering::Relaxed);
-            let max_vus = ctx.config.executor.max_vus();
+            let max_vus = ctx.config.max_vus();
             let why = if allocated >= max_vus {
                 format!("all {allocated} VUs (max_vus) were busy when they were due; raise max_vus, or the target is too slow for this rate")
             } else {

@@ -1,9 +1,10 @@
 //! Makes VUs: gives each its identity (numbered across the run and within its scenario,
 //! with the scenario's environment and tags) and runs instantiate + `init`. The run
 //! uses it for the VUs made before the start; arrival-rate executors use it to grow
-//! their pool while running.
+//! their pool while running. Under an execution segment the numbers are the whole
+//! test's (the segment's stripe of them), so no two processes number a VU alike.
 
-use crate::config::ScenarioConfig;
+use crate::config::{ExecutionTuple, ScenarioConfig};
 use crate::metrics::{Recorder, TagSet};
 use crate::plugin::state::VuIdentity;
 use crate::vu::{Vu, VuContext};
@@ -20,6 +21,8 @@ pub struct VuFactory {
     next_vu_id: Arc<AtomicU64>,
     next_in_scenario: AtomicU64,
     scenario: Arc<str>,
+    /// The run's execution segment: maps this process's numbers to the whole test's.
+    segment: ExecutionTuple,
     tags: TagSet,
     env: Arc<BTreeMap<String, String>>,
 }
@@ -49,6 +52,7 @@ impl VuFactory {
                     next_vu_id: next_vu_id.clone(),
                     next_in_scenario: AtomicU64::new(1),
                     scenario: Arc::from(scenario.name.as_str()),
+                    segment: scenario.segment.clone(),
                     tags,
                     env: Arc::new(env),
                 })
@@ -68,9 +72,17 @@ impl VuFactory {
 
     /// The identity of the next VU; numbers are taken even if making it then fails.
     fn next_identity(&self) -> VuIdentity {
+        // Numbers from 1: the local n-th is the stripe's (n − 1)-th index, plus 1.
+        let global = |local: u64| {
+            if self.segment.is_full() {
+                local
+            } else {
+                self.segment.global(local - 1) + 1
+            }
+        };
         VuIdentity {
-            vu_id: self.next_vu_id.fetch_add(1, Ordering::Relaxed),
-            vu_id_in_scenario: self.next_in_scenario.fetch_add(1, Ordering::Relaxed),
+            vu_id: global(self.next_vu_id.fetch_add(1, Ordering::Relaxed)),
+            vu_id_in_scenario: global(self.next_in_scenario.fetch_add(1, Ordering::Relaxed)),
             scenario: self.scenario.clone(),
             tags: self.tags.clone(),
             env: self.env.clone(),
