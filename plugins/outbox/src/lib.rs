@@ -132,7 +132,7 @@ impl Scenario for Outbox {
         metrics::trend("outbox_drain_time", drain_ms, &[]);
         metrics::gauge("webhooks_received", now.received as f64, &[]);
         check("outbox drained", true);
-        log::info(&format!(
+        log::info(format!(
             "outbox drained in {drain_ms:.0} ms ({} webhooks received and verified)",
             now.received
         ));
