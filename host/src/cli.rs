@@ -1,5 +1,5 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
-//! `host up`, `host down`, `host sweep`.
+//! `host up`, `host down`, `host sweep`, `host k8s render`.
 
 use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
@@ -77,6 +77,9 @@ enum Command {
     /// Run a plugin at rising load levels until its thresholds break, and model the
     /// target's capacity (breakpoint, knee, USL fit): sweep.md, sweep.json, sweep.html.
     Sweep(crate::sweep::command::SweepArgs),
+    /// Kubernetes: `host k8s render` writes the manifests of a distributed run.
+    #[command(subcommand)]
+    K8s(K8sCommand),
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -93,6 +96,14 @@ enum Command {
         #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = demo_target::Cidr::parse)]
         trusted_proxies: Vec<demo_target::Cidr>,
     },
+}
+
+/// `host k8s ...`.
+#[derive(Subcommand, Debug)]
+enum K8sCommand {
+    /// Write the manifests of a distributed run: a ConfigMap with the plugin, a
+    /// coordinator Job with its Service, and an Indexed Job of N workers.
+    Render(crate::k8s::RenderArgs),
 }
 
 /// Faults the demo target injects into every request but /health and /admin/*.
@@ -467,6 +478,16 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             let inspected =
                 run::inspect(&plugin, crate::config::Limits::default().memory_bytes).await?;
             print!("{}", crate::output::text::render_inspection(&inspected));
+            Ok(0)
+        }
+        Command::K8s(K8sCommand::Render(args)) => {
+            // The run flags are checked as `host run` would take them.
+            crate::k8s::render_command(args, |flags| {
+                let argv = ["host", "run", "plugin.wasm"].map(String::from);
+                Cli::try_parse_from(argv.iter().chain(flags))
+                    .map(drop)
+                    .map_err(|e| e.to_string().trim_end().to_string())
+            })?;
             Ok(0)
         }
         Command::New(args) => crate::author::new::run(&args),

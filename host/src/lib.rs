@@ -12,7 +12,8 @@
 //!
 //! ```text
 //! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
-//!               live, config
+//!               live, k8s, config
+//! k8s         → config   (`host k8s render`: the manifests of a distributed run)
 //! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, output, summary, metrics, files, config
 //!               (`host sweep`: levels, capacity model)
@@ -49,6 +50,7 @@ pub mod demo;
 pub mod docker;
 pub mod executor;
 pub mod files;
+pub mod k8s;
 pub mod live;
 pub mod metrics;
 pub mod net;

@@ -1,0 +1,184 @@
+//! `host k8s render`: writes the Kubernetes manifests of a distributed run (see
+//! [`manifests`]) for `kubectl apply -f`. No cluster is needed to render them.
+
+pub mod manifests;
+
+use anyhow::{bail, Context, Result};
+use manifests::{Manifests, Plan};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The most bytes a ConfigMap may hold (Kubernetes refuses larger objects).
+const CONFIG_MAP_LIMIT: usize = 1 << 20;
+
+/// Run flags whose value is a file the coordinator must read in its pod.
+const FILE_FLAGS: &[&str] = &["-c", "--config", "--env-file"];
+
+/// Run flags the manifests set themselves, or that make no sense in a pod.
+const REFUSED_FLAGS: &[&str] = &[
+    "--out",
+    "--execution-segment",
+    "--execution-segment-sequence",
+    "--stack",
+];
+
+/// `host k8s render`.
+#[derive(clap::Args, Debug)]
+pub struct RenderArgs {
+    /// How many worker pods (the Indexed Job's completions); worker `i` runs the
+    /// `i`-th of that many equal execution segments.
+    #[arg(long)]
+    pub workers: u32,
+    /// The host's image; its entrypoint must be the `host` binary.
+    #[arg(long, default_value = "loadtest/host:latest")]
+    pub image: String,
+    /// Prefix of the objects' names (a DNS label).
+    #[arg(long, default_value = "loadtest")]
+    pub name: String,
+    /// Namespace of the objects (default: kubectl's current one).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Port the coordinator listens on, behind its Service.
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    /// `yaml` (documents one after another) or `json` (a v1 List).
+    #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
+    pub format: String,
+    /// Write here instead of to standard output (not `--out`: that is a run flag).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The plugin component (.wasm): shipped to the coordinator in a ConfigMap.
+    pub plugin: PathBuf,
+    /// Flags for the run, as `host run` takes them (`--vus 10 -c run.toml -e K=V`):
+    /// files they name are shipped in the ConfigMap too.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN_FLAGS"
+    )]
+    pub run_flags: Vec<String>,
+}
+
+/// Renders the manifests `args` ask for; `check_flags` refuses run flags that `host
+/// run` would refuse (given the flags, it returns clap's message).
+pub fn render_command(
+    args: RenderArgs,
+    check_flags: impl Fn(&[String]) -> Result<(), String>,
+) -> Result<()> {
+    let plan = plan(&args, check_flags)?;
+    let manifests = manifests::render(&plan);
+    let text = serialize(&manifests, &args.format)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => std::io::stdout().write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
+
+/// Checks the arguments and reads the files into a [`Plan`].
+pub fn plan(
+    args: &RenderArgs,
+    check_flags: impl Fn(&[String]) -> Result<(), String>,
+) -> Result<Plan> {
+    if args.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    if !is_dns_label(&args.name) || args.name.len() > 40 {
+        bail!(
+            "--name {:?} must be a DNS label of at most 40 characters (lower-case letters, \
+             digits and '-', starting with a letter): it prefixes the objects' names",
+            args.name
+        );
+    }
+    if let Some(flag) = args.run_flags.iter().find(|f| {
+        REFUSED_FLAGS
+            .iter()
+            .any(|r| *f == r || f.starts_with(&format!("{r}=")))
+    }) {
+        bail!(
+            "{flag} cannot be given here: the coordinator writes its results to {} and \
+             hands each worker its segment",
+            manifests::RESULTS_DIR
+        );
+    }
+    check_flags(&args.run_flags).map_err(|e| anyhow::anyhow!("the run flags: {e}"))?;
+    let plugin = std::fs::read(&args.plugin)
+        .with_context(|| format!("cannot read the plugin {}", args.plugin.display()))?;
+    let mut files = vec![("plugin.wasm".to_string(), plugin)];
+    let mut run_flags = Vec::new();
+    let mut flags = args.run_flags.iter();
+    while let Some(flag) = flags.next() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) if flag.starts_with("--") => (name, Some(value.to_string())),
+            _ => (flag.as_str(), None),
+        };
+        if !FILE_FLAGS.contains(&name) {
+            run_flags.push(flag.clone());
+            continue;
+        }
+        let path = match inline.or_else(|| flags.next().cloned()) {
+            Some(path) => path,
+            None => bail!("{name} needs a file"),
+        };
+        let key = format!("file{}-{}", files.len(), file_name(Path::new(&path)));
+        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name} {path}"))?;
+        files.push((key.clone(), bytes));
+        run_flags.push(name.to_string());
+        run_flags.push(format!("{}/{key}", manifests::FILES_DIR));
+    }
+    let size: usize = files.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if size > CONFIG_MAP_LIMIT * 3 / 4 {
+        // Base64 in the object makes them a third larger.
+        bail!(
+            "the plugin and the run's files come to {size} bytes: a ConfigMap holds at most \
+             1 MiB once encoded; strip the plugin (`strip = \"debuginfo\"`) or make it smaller"
+        );
+    }
+    Ok(Plan {
+        name: args.name.clone(),
+        namespace: args.namespace.clone(),
+        image: args.image.clone(),
+        workers: args.workers,
+        port: args.port,
+        files,
+        run_flags,
+    })
+}
+
+/// The manifests as YAML documents or a JSON `List`.
+pub fn serialize(manifests: &Manifests, format: &str) -> Result<String> {
+    let values = manifests.to_values()?;
+    if format == "json" {
+        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": values });
+        return Ok(serde_json::to_string_pretty(&list)? + "\n");
+    }
+    let mut out = String::new();
+    for value in values {
+        out.push_str("---\n");
+        out.push_str(&serde_norway::to_string(&value)?);
+    }
+    Ok(out)
+}
+
+/// A ConfigMap key from a file name: letters, digits, '-', '_' and '.' only.
+fn file_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+fn is_dns_label(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
