@@ -21,7 +21,7 @@ const DURATION = __ENV.DURATION || '25s';
 
 export const ENDPOINTS = [
   ['GET', '/groups/{g}/notes'], ['GET', '/groups/{g}/notes/{id}'], ['POST', '/groups/{g}/notes'],
-  ['PUT', '/groups/{g}/notes/{id}'], ['DELETE', '/groups/{g}/notes/{id}'],
+  ['PUT', '/groups/{g}/notes/{id}'], ['DELETE', '/groups/{g}/notes/{id}'], ['POST', '/auth/token'],
 ];
 
 export const options = {

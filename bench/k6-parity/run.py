@@ -47,7 +47,7 @@ SCENARIOS = {
 def binary(name):
     env = os.environ.get(f"{name.upper().replace('-', '_')}_BIN")
     if env:
-        return Path(env)
+        return Path(env).resolve()
     for profile in ("release", "debug"):
         path = ROOT / "target" / profile / name
         if path.exists():
