@@ -95,7 +95,7 @@ mod tests {
         let mut h = new_histogram();
         h.record(2_000).unwrap();
         h.record(4_000).unwrap();
-        let t = Aggregate::of(&Value::Trend(h));
+        let t = Aggregate::of(&Value::Trend(Box::new(h)));
         assert!((t.value - 3.0).abs() < 0.01);
         assert!(
             t.metadata_text().starts_with("count=2&min=2&"),
