@@ -195,28 +195,40 @@ impl Drop for Browser {
     }
 }
 
-/// GET `url` (http only), with the status and body.
+/// GET `url` (http only), with the status, content type and body.
 async fn get(url: &str) -> (u16, String, String) {
+    try_get(url)
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+}
+
+/// GET `url`, or why it failed.
+async fn try_get(url: &str) -> Result<(u16, String, String), String> {
     use http_body_util::{BodyExt, Empty};
     let client: hyper_util::client::legacy::Client<_, Empty<bytes::Bytes>> =
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build_http();
     let response = tokio::time::timeout(Duration::from_secs(10), client.get(url.parse().unwrap()))
         .await
-        .expect("an answer within 10 s")
-        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        .map_err(|_| "no answer within 10 s".to_string())?
+        .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
     let content_type = response
         .headers()
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((
         status,
         content_type,
         String::from_utf8_lossy(&body).into_owned(),
-    )
+    ))
 }
 
 impl Browser {
@@ -514,8 +526,9 @@ impl Prometheus {
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if tokio::net::TcpStream::connect(addr).await.is_ok()
-                && get(&format!("{}/-/ready", prometheus.url)).await.0 == 200
+            if try_get(&format!("{}/-/ready", prometheus.url))
+                .await
+                .is_ok_and(|r| r.0 == 200)
             {
                 break;
             }

@@ -98,8 +98,8 @@ pub fn series_of<'m>(
 
 /// A file output and where it goes.
 enum FileOutput {
-    Csv(k6csv::CsvOutput),
-    Json(k6json::JsonOutput),
+    Csv(Box<k6csv::CsvOutput>),
+    Json(Box<k6json::JsonOutput>),
 }
 
 /// The run's live outputs.
@@ -118,24 +118,20 @@ impl Live {
         let mut remote = Vec::new();
         for spec in &options.outputs {
             match spec {
-                OutputSpec::Csv(path) => {
-                    files.push((
-                        path.clone(),
-                        FileOutput::Csv(k6csv::CsvOutput::create(path).with_context(|| {
-                            format!("--out csv: cannot write {}", path.display())
-                        })?),
-                        false,
-                    ))
-                }
-                OutputSpec::Json(path) => {
-                    files.push((
-                        path.clone(),
-                        FileOutput::Json(k6json::JsonOutput::create(path).with_context(|| {
-                            format!("--out json: cannot write {}", path.display())
-                        })?),
-                        false,
-                    ))
-                }
+                OutputSpec::Csv(path) => files.push((
+                    path.clone(),
+                    FileOutput::Csv(Box::new(k6csv::CsvOutput::create(path).with_context(
+                        || format!("--out csv: cannot write {}", path.display()),
+                    )?)),
+                    false,
+                )),
+                OutputSpec::Json(path) => files.push((
+                    path.clone(),
+                    FileOutput::Json(Box::new(k6json::JsonOutput::create(path).with_context(
+                        || format!("--out json: cannot write {}", path.display()),
+                    )?)),
+                    false,
+                )),
                 OutputSpec::PrometheusRw(url) => {
                     remote.push(remote_write::RemoteWrite::start(url, &config.prometheus)?)
                 }

@@ -228,7 +228,7 @@ async fn push_loop(uri: hyper::Uri, url: String, mut rx: mpsc::Receiver<Bytes>) 
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {} s", PUSH_TIMEOUT.as_secs())));
         if let Err(e) = outcome {
-            if failures % 10 == 0 {
+            if failures.is_multiple_of(10) {
                 crate::stderr::warn(format_args!(
                     "--out prometheus-rw={url}: push failed ({} so far): {e}",
                     failures + 1

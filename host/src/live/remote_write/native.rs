@@ -95,7 +95,8 @@ mod tests {
         let n = native(&h, 1e-3, 7);
         assert_eq!(n.count_int, 5);
         assert_eq!(n.zero_count_int, 1);
-        // Buckets 0 (1.0 twice), 1 (1.05), 16 (4.0): spans [0,2] then a gap of 14.
+        // Buckets 0 (1.0 twice), 1 (1.05), 17 (4.0, which HDR holds as 4.001 at 3
+        // digits, just past bucket 16's bound): spans [0,2] then a gap of 15.
         assert_eq!(
             n.positive_spans,
             vec![
@@ -104,7 +105,7 @@ mod tests {
                     length: 2
                 },
                 BucketSpan {
-                    offset: 14,
+                    offset: 15,
                     length: 1
                 }
             ]
