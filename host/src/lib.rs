@@ -11,8 +11,10 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
-//!               config
+//! cli         → author, sweep, demo, distributed, run, stack, output, sampling,
+//!               target_process, config
+//! distributed → run, summary, metrics, plugin, executor, control, config
+//!               (`host coordinate`, `host worker`: wire protocol, exact merging)
 //! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, output, summary, metrics, files, config
 //!               (`host sweep`: levels, capacity model)
@@ -44,6 +46,7 @@ pub mod config;
 pub mod control;
 pub mod deadline;
 pub mod demo;
+pub mod distributed;
 pub mod docker;
 pub mod executor;
 pub mod files;

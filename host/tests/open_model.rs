@@ -37,6 +37,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
         quiet: true,
         handle_signals: false,
         watch: None,
+        remote: None,
     })
     .await
     .expect("the run completes");

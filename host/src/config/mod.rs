@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod cpuset;
+pub mod distributed;
 pub mod duration;
 pub mod env_file;
 pub mod http;
@@ -46,6 +47,7 @@ const SECTIONS: &[&str] = &[
     "sampling",
     "stack",
     "tls",
+    "distributed",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -150,6 +152,8 @@ pub struct RunConfig {
     pub summary_trend_stats: Vec<TrendStat>,
     /// How `https://` and `wss://` connections are made (`[tls]`).
     pub tls: tls::TlsOptions,
+    /// How a coordinator treats its workers (`[distributed]`).
+    pub distributed: distributed::DistributedOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
 }
@@ -172,6 +176,7 @@ impl RunConfig {
             stack: StackConfig::default(),
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
             tls: tls::TlsOptions::default(),
+            distributed: Default::default(),
             source: toml::Table::new(),
         }
     }
@@ -232,6 +237,11 @@ pub struct Overrides {
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
     pub allow_only: bool,
+    /// `--execution-segment` (k6's syntax, `1/3:2/3`): this instance runs only its
+    /// share of every scenario.
+    pub execution_segment: Option<String>,
+    /// `--execution-segment-sequence` (`0,1/3,2/3,1`): all the segments of the run.
+    pub execution_segment_sequence: Option<String>,
 }
 
 /// Parses TOML text, pointing at the line of a syntax error.
@@ -294,6 +304,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
     let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -313,6 +324,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .clone()
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
+        distributed,
         source,
     })
 }

@@ -189,6 +189,7 @@ impl Sweep<'_> {
             quiet: self.plan.quiet,
             handle_signals: true,
             watch: None,
+            remote: None,
         };
         let outcome = match run::run(request).await {
             Ok(outcome) => outcome,

@@ -64,6 +64,7 @@ pub async fn run(plugin_name: &str, toml: &str, env: &[(&str, &str)]) -> anyhow:
         quiet: true,
         handle_signals: false,
         watch: None,
+        remote: None,
     };
     let outcome = host::run::run(request).await?;
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json"))?;
