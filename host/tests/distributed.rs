@@ -474,3 +474,117 @@ fn workers_stop_within_five_seconds_when_the_coordinator_dies() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(target.server.requests_served(), served, "no orphaned load");
 }
+
+/// Removes a Compose project when dropped, so a failing test leaves nothing behind.
+struct ComposeCleanup(String);
+
+impl Drop for ComposeCleanup {
+    fn drop(&mut self) {
+        let project = self.0.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async {
+                if let Ok(docker) = host::stack::connect().await {
+                    let _ = host::stack::teardown::remove_project(&docker, &project).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// `demo_requests_total - demo_internal_requests_total` from the API's /metrics.
+fn user_requests(addr: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let value = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // The scrape itself is internal, and counted on arrival.
+    value("demo_requests_total") - value("demo_internal_requests_total")
+}
+
+#[test]
+fn compose_scaled_to_three_workers_counts_what_the_api_served() {
+    let project = format!("t{}-dist", std::process::id());
+    let _cleanup = ComposeCleanup(project.clone());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (host_tag, target_tag) = runtime.block_on(async {
+        let docker = host::stack::connect()
+            .await
+            .expect("the Docker engine answers");
+        let mut tags = Vec::new();
+        for name in ["host", "demo-target"] {
+            let binary = host::stack::images::find_binary(name).unwrap();
+            let image = host::stack::images::ensure_image(&docker, name, &binary)
+                .await
+                .unwrap();
+            tags.push(image.reference.rsplit(':').next().unwrap().to_string());
+        }
+        (tags[0].clone(), tags[1].clone())
+    });
+    let results = tempfile::tempdir().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/distributed.yml");
+    let compose = |args: &[&str]| {
+        Command::new("docker-compose")
+            .arg("-f")
+            .arg(&file)
+            .args(["-p", &project])
+            .args(args)
+            .env("HOST_TAG", &host_tag)
+            .env("DEMO_TARGET_TAG", &target_tag)
+            .env("PLUGIN_DIR", host::demo::PLUGINS_DIR)
+            .env("RESULTS_DIR", results.path())
+            .env("WORKERS", "3")
+            .env("DURATION", "3s")
+            .output()
+            .expect("docker-compose runs")
+    };
+    let up = compose(&["up", "-d", "--scale", "worker=3"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let id = String::from_utf8(compose(&["ps", "-q", "coordinator"]).stdout).unwrap();
+    let id = id.trim().to_string();
+    let mut wait = Command::new("docker")
+        .args(["wait", &id])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while wait.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the coordinator did not finish");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut code = String::new();
+    use std::io::Read;
+    wait.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut code)
+        .unwrap();
+    let logs = Command::new("docker").args(["logs", &id]).output().unwrap();
+    let logs = String::from_utf8_lossy(&logs.stderr).to_string();
+    assert_eq!(code.trim(), "0", "coordinator:\n{logs}");
+    let port = String::from_utf8(compose(&["port", "api", "8080"]).stdout).unwrap();
+    let served = user_requests(port.trim());
+    let summary = common::summary_json(&common::only_results_dir(results.path()));
+    assert_eq!(summary["workers"].as_array().unwrap().len(), 3, "{logs}");
+    assert!(http_reqs(&summary) > 0);
+    assert_eq!(
+        served,
+        http_reqs(&summary),
+        "the API served what was merged"
+    );
+}
