@@ -80,6 +80,12 @@ enum Command {
     /// Kubernetes: `host k8s render` writes the manifests of a distributed run.
     #[command(subcommand)]
     K8s(K8sCommand),
+    /// Run a test over several `host worker` processes: hand them the plugin, the config,
+    /// an execution segment each and setup()'s data, start them together, merge their
+    /// metrics every second, and write one results folder.
+    Coordinate(CoordinateArgs),
+    /// Join a `host coordinate` run and make its share of the load.
+    Worker(WorkerArgs),
     /// Serve the demo target until Ctrl-C (the same app `host demo` embeds).
     Target {
         /// Address to listen on (loopback only).
@@ -235,6 +241,39 @@ struct RunArgs {
 }
 
 #[derive(Args, Debug)]
+struct CoordinateArgs {
+    /// The plugin component (.wasm); the workers receive it from the coordinator.
+    plugin: PathBuf,
+    /// How many workers take part (the run starts when all have joined).
+    #[arg(long)]
+    workers: u32,
+    /// Address the workers dial (0.0.0.0:PORT to take workers from other machines).
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    listen: std::net::SocketAddr,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+struct WorkerArgs {
+    /// The coordinator's address (HOST:PORT).
+    #[arg(long)]
+    coordinator: String,
+    /// This worker's name in messages and summary.json (default: host name and pid).
+    #[arg(long)]
+    name: Option<String>,
+    /// The plugin this worker expects: it is refused if the coordinator runs another.
+    #[arg(long)]
+    plugin: Option<PathBuf>,
+    /// Folder under which the worker's own results folder is made.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// How long to keep dialling a coordinator that is not listening yet.
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    connect_timeout: Duration,
+}
+
+#[derive(Args, Debug)]
 struct DemoArgs {
     /// Run this plugin instead of the bundled `notes` example.
     #[arg(long)]
@@ -386,6 +425,7 @@ impl CommonArgs {
                 dashboard: self.dashboard,
                 outputs,
             },
+            remote: None,
         }
     }
 }
@@ -582,6 +622,34 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Sweep(args) => crate::sweep::command::run(args).await,
+        Command::Coordinate(mut args) => {
+            args.common.read_env_file()?;
+            let request = crate::distributed::coordinator::CoordinateRequest {
+                run: args.common.request(args.plugin),
+                workers: args.workers,
+                listen: args.listen,
+            };
+            let outcome =
+                crate::distributed::coordinator::coordinate(request, print_summary).await?;
+            Ok(finish(outcome))
+        }
+        Command::Worker(args) => {
+            let outcome =
+                crate::distributed::worker::work(crate::distributed::worker::WorkerRequest {
+                    coordinator: args.coordinator,
+                    name: args.name,
+                    plugin: args.plugin,
+                    out: args.out,
+                    connect_timeout: args.connect_timeout,
+                })
+                .await?;
+            println!(
+                "worker: results in {}, exit code {}",
+                outcome.results_dir.display(),
+                outcome.exit_code
+            );
+            Ok(outcome.exit_code)
+        }
         Command::Target {
             listen,
             faults,

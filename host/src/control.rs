@@ -18,6 +18,11 @@ pub enum StopReason {
     /// A service of the run's stack exited or was OOM-killed (`[stack] on_service_exit
     /// = "abort"`).
     ServiceExit(String),
+    /// A worker of a distributed run was lost (`[distributed] on_worker_loss =
+    /// "abort"`).
+    WorkerLost(String),
+    /// The coordinator of a distributed run stopped this worker, or was lost.
+    Coordinator(String),
 }
 
 impl std::fmt::Display for StopReason {
@@ -28,6 +33,8 @@ impl std::fmt::Display for StopReason {
             Self::PluginAbort(why) => write!(f, "the plugin: {why}"),
             Self::Threshold(why) => write!(f, "a threshold with abort_on_fail: {why}"),
             Self::ServiceExit(why) => write!(f, "the stack: {why}"),
+            Self::WorkerLost(why) => write!(f, "a lost worker: {why}"),
+            Self::Coordinator(why) => write!(f, "the coordinator: {why}"),
         }
     }
 }

@@ -11,9 +11,11 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → author, sweep, demo, run, stack, output, sampling, target_process,
-//!               live, k8s, config
+//! cli         → author, sweep, demo, distributed, run, stack, output, sampling,
+//!               target_process, live, k8s, config
 //! k8s         → config   (`host k8s render`: the manifests of a distributed run)
+//! distributed → run, summary, metrics, plugin, executor, control, config
+//!               (`host coordinate`, `host worker`: wire protocol, exact merging)
 //! author      → (leaf: `host new`, `host build`, run cargo)
 //! sweep       → run, stack, output, summary, metrics, files, config
 //!               (`host sweep`: levels, capacity model)
@@ -47,6 +49,7 @@ pub mod config;
 pub mod control;
 pub mod deadline;
 pub mod demo;
+pub mod distributed;
 pub mod docker;
 pub mod executor;
 pub mod files;

@@ -38,6 +38,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
         handle_signals: false,
         watch: None,
         live: Default::default(),
+        remote: None,
     })
     .await
     .expect("the run completes");

@@ -63,6 +63,11 @@ impl Metrics {
         self.requests.load(Ordering::Relaxed)
     }
 
+    /// Requests of the stack's own received so far (health checks, scrapes, /admin/).
+    pub fn internal(&self) -> u64 {
+        self.internal.load(Ordering::Relaxed)
+    }
+
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)

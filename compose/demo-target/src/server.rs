@@ -150,6 +150,12 @@ impl DemoServer {
         self.state.metrics.requests()
     }
 
+    /// Requests to /health, /metrics and /admin/* received so far (a test's setup()
+    /// and teardown() call /health: this counts how often they ran).
+    pub fn internal_requests(&self) -> u64 {
+        self.state.metrics.internal()
+    }
+
     /// Responses sent so far with `status` (429 for rate-limited requests, ...).
     pub fn responses(&self, status: u16) -> u64 {
         self.state.metrics.responses(status)

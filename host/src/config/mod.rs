@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod cpuset;
+pub mod distributed;
 pub mod duration;
 pub mod env_file;
 pub mod http;
@@ -51,6 +52,7 @@ const SECTIONS: &[&str] = &[
     "stack",
     "tls",
     "outputs",
+    "distributed",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -157,6 +159,8 @@ pub struct RunConfig {
     pub tls: tls::TlsOptions,
     /// How the streaming outputs write (`[outputs]`).
     pub outputs: OutputsConfig,
+    /// How a coordinator treats its workers (`[distributed]`).
+    pub distributed: distributed::DistributedOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
     /// The share of the test this process runs (`--execution-segment`, within
@@ -183,6 +187,7 @@ impl RunConfig {
             summary_trend_stats: trend_stats::DEFAULT.to_vec(),
             tls: tls::TlsOptions::default(),
             outputs: OutputsConfig::default(),
+            distributed: Default::default(),
             source: toml::Table::new(),
             segment: ExecutionTuple::full(),
         }
@@ -332,6 +337,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
     tls.extra_ca_files.clone_from(&overrides.ca_files);
     let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
+    let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
     Ok(RunConfig {
@@ -352,6 +358,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
         outputs,
+        distributed,
         source,
         segment,
     })

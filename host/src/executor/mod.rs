@@ -65,7 +65,7 @@ impl Drop for ActiveVu {
 }
 
 /// A stage's target and what was observed at its end.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StageReport {
     /// The stage's target.
     pub target: u64,

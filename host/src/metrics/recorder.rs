@@ -132,6 +132,24 @@ impl Recorder {
         self.with_shard(|s| s.gauge(id, tags, value, seq));
     }
 
+    /// Folds a value gathered elsewhere (a worker's interval) into this recorder, as if
+    /// its samples had been recorded here; a gauge becomes the newest setting.
+    pub fn absorb(&self, id: MetricId, tags: &TagSet, value: Value) {
+        let value = match value {
+            Value::Gauge { value, .. } => Value::Gauge {
+                value,
+                seq: self.gauge_seq.fetch_add(1, Ordering::Relaxed),
+            },
+            other => other,
+        };
+        self.with_shard(|s| match s.series.get_mut(&SeriesRef(id, tags)) {
+            Some(existing) => existing.merge(&value),
+            None => {
+                s.series.insert((id, tags.clone()), value);
+            }
+        });
+    }
+
     /// Takes every sample gathered since the last call, merged over shards.
     pub fn drain(&self) -> SeriesMap {
         let mut out = SeriesMap::default();

@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod progress;
+pub mod remote;
 pub mod stage;
 pub mod verdict;
 
@@ -52,6 +53,8 @@ pub struct RunRequest {
     pub watch: Option<crate::control::Watch>,
     /// The dashboard and streaming outputs (`--dashboard`, `--out KIND=TARGET`).
     pub live: crate::live::LiveOptions,
+    /// This run's part in a distributed run (`host coordinate`, `host worker`).
+    pub remote: Option<remote::RemoteRole>,
 }
 
 impl RunRequest {
@@ -93,6 +96,8 @@ pub mod exit_code {
     pub const INTERRUPTED: i32 = 105;
     /// The plugin aborted the run.
     pub const PLUGIN_ABORT: i32 = 107;
+    /// A distributed run lost a worker and `[distributed] on_worker_loss = "abort"`.
+    pub const WORKER_LOST: i32 = 108;
     /// The run measured nothing: no iteration succeeded, or every request was denied.
     pub const MEASURED_NOTHING: i32 = 110;
 
@@ -104,6 +109,7 @@ pub mod exit_code {
             THRESHOLDS => "a threshold was crossed",
             INTERRUPTED => "interrupted",
             PLUGIN_ABORT => "the plugin aborted the run",
+            WORKER_LOST => "a worker was lost",
             MEASURED_NOTHING => "the run measured nothing",
             _ => "an error",
         }
@@ -226,7 +232,7 @@ pub async fn run_then(
     let mut setup = setup(&request, &plan.config).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started, &mut live).await?;
-    teardown(&plan.config, &mut setup).await;
+    teardown(&request, &plan.config, &mut setup).await;
     let outcome = finish(
         &request,
         plan,
@@ -336,7 +342,12 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
 /// Setup: an engine sized for the run, the plugin, the shared services, and `setup()`,
 /// which runs once in an instance of its own; its result goes to every VU.
 async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
-    let max_vus = config.max_vus();
+    let remote = request.remote.as_ref().map(|r| &r.0);
+    // A coordinator runs no VUs: its engine only needs the setup instance.
+    let max_vus = match remote {
+        Some(r) if !r.runs_vus_here() => 1,
+        _ => config.max_vus(),
+    };
     let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
     // Again on the bytes that run: the file may have been replaced since the plan.
     check_pin(request, &sha256)?;
@@ -357,18 +368,24 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let (setup_services, apart) = stage::services(config, &services);
     let setup_state = VuState::new(setup_services, setup_identity(&config.env));
     let (mut store, instance) = plugin.instantiate(setup_state).await?;
-    let config_json = serde_json::to_string(&config.source).unwrap_or_default();
-    store
-        .data_mut()
-        .budget
-        .start_call(config.limits.setup_timeout);
-    let result = instance
-        .loadtest_scenario_plugin()
-        .call_setup(&mut store, &config_json)
-        .await;
-    let data: Arc<str> = match plugin::outcome(result, store.data()) {
-        Ok(data) => data.into(),
-        Err(e) => bail!("setup() {e}"),
+    let data: Arc<str> = match remote.and_then(|r| r.given_setup_data()) {
+        // A worker: setup() ran once, at the coordinator.
+        Some(data) => data,
+        None => {
+            let config_json = serde_json::to_string(&config.source).unwrap_or_default();
+            store
+                .data_mut()
+                .budget
+                .start_call(config.limits.setup_timeout);
+            let result = instance
+                .loadtest_scenario_plugin()
+                .call_setup(&mut store, &config_json)
+                .await;
+            match plugin::outcome(result, store.data()) {
+                Ok(data) => data.into(),
+                Err(e) => bail!("setup() {e}"),
+            }
+        }
     };
     Ok(Setup {
         _ticker: ticker,
@@ -404,9 +421,11 @@ async fn start(
         control: setup.control.clone(),
     };
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
+    let remote = request.remote.as_ref().map(|r| r.0.clone());
+    let vus_here = remote.as_ref().is_none_or(|r| r.runs_vus_here());
     let mut scenario_vus = Vec::new();
     for (scenario, factory) in config.scenarios.iter().zip(&factories) {
-        let initial = scenario.initial_vus();
+        let initial = if vus_here { scenario.initial_vus() } else { 0 };
         scenario_vus.push(factory.make_many(initial, INIT_CONCURRENCY).await?);
     }
 
@@ -422,6 +441,17 @@ async fn start(
         );
     }
 
+    if let Some(remote) = &remote {
+        remote
+            .barrier(remote::BarrierCtx {
+                control: setup.control.clone(),
+                services: setup.services.clone(),
+                setup_data: setup.data.clone(),
+                scenarios: config.scenarios.iter().map(|s| s.name.clone()).collect(),
+                config: config.clone(),
+            })
+            .await?;
+    }
     let results = ResultsWriter::create(&request.out, &plan.info.name)?;
     let t0 = Instant::now();
     let resources =
@@ -440,7 +470,16 @@ async fn start(
             .store(vus.len() as u64, Ordering::Relaxed);
         contexts.push(ctx.clone());
         let name = scenario.name.clone();
-        tasks.spawn(async move { (name, executor::run(ctx, vus).await) });
+        match &remote {
+            // A coordinator's executors run at its workers.
+            Some(r) if !vus_here => {
+                let done = r.scenario_done(name.clone());
+                tasks.spawn(async move { (name, done.await) });
+            }
+            _ => {
+                tasks.spawn(async move { (name, executor::run(ctx, vus).await) });
+            }
+        }
     }
     Ok(Started {
         results,
@@ -494,7 +533,10 @@ async fn drive(
             },
             _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
             _ = tick.tick() => {
+                let remote = request.remote.as_ref().map(|r| &r.0);
+                if let Some(r) = remote { r.before_tick(contexts, &setup.services) }
                 let interval = aggregator.tick();
+                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services }) }
                 if request.watch.is_some() {
                     let failed = summary::http_counts(aggregator.totals(), 0).failed;
                     failed_by_second.push((t0.elapsed(), failed));
@@ -532,7 +574,13 @@ async fn drive(
 
 /// Teardown: `teardown()` gets the setup data, as in k6, even after an interrupted run;
 /// its failure is a warning, since the results are already gathered.
-async fn teardown(config: &RunConfig, setup: &mut Setup) {
+async fn teardown(request: &RunRequest, config: &RunConfig, setup: &mut Setup) {
+    if let Some(r) = &request.remote {
+        if r.0.given_setup_data().is_some() {
+            // A worker: teardown() runs once, at the coordinator.
+            return;
+        }
+    }
     setup.store.data_mut().identity = stage::identity(&config.env, "teardown");
     setup
         .store
@@ -574,8 +622,22 @@ fn finish(
         ..
     } = started;
     let registry = &setup.registry;
+    let remote = request.remote.as_ref().map(|r| &r.0);
+    if let Some(r) = remote {
+        r.before_tick(&contexts, &setup.services);
+    }
     sample_gauges(&setup.services, &contexts);
     let last = aggregator.tick();
+    if let Some(r) = remote {
+        let tick = remote::TickCtx {
+            elapsed: t0.elapsed(),
+            interval: &last,
+            registry,
+            contexts: &contexts,
+            services: &setup.services,
+        };
+        r.finished(tick, &reports);
+    }
     results.tick(t0.elapsed(), &last, registry);
     live.tick(crate::live::Tick {
         elapsed: t0.elapsed(),
@@ -640,6 +702,9 @@ fn finish(
     ));
     summary.warnings.extend(results.warnings());
     summary.warnings.append(&mut sampled.warnings);
+    if let Some(r) = remote {
+        r.annotate(&mut summary);
+    }
     let exit_code = verdict::judge(&mut summary);
     if let Some(failure) = &summary.failure {
         crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));

@@ -175,7 +175,11 @@ impl Progress {
             }
             StopReason::Threshold(why) => format!("stopping: threshold {why}"),
             StopReason::PluginAbort(why) => format!("stopping: {why}"),
-            StopReason::ServiceExit(why) => format!("stopping: {why}"),
+            StopReason::ServiceExit(why)
+            | StopReason::WorkerLost(why)
+            | StopReason::Coordinator(why) => {
+                format!("stopping: {why}")
+            }
         };
         let _ = multi.println(text);
     }

@@ -19,6 +19,8 @@ pub fn judge(summary: &mut Summary) -> i32 {
         Some(StopReason::PluginAbort(_)) => exit_code::PLUGIN_ABORT,
         Some(StopReason::Threshold(_)) => exit_code::THRESHOLDS,
         Some(StopReason::ServiceExit(_)) => exit_code::ERROR,
+        Some(StopReason::WorkerLost(_)) => exit_code::WORKER_LOST,
+        Some(StopReason::Coordinator(_)) => exit_code::INTERRUPTED,
         None if summary.failure.is_some() => {
             summary.status = RunStatus::Failed;
             exit_code::MEASURED_NOTHING

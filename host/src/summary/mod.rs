@@ -4,6 +4,7 @@
 pub mod service_events;
 pub mod setup;
 mod warnings;
+pub mod workers;
 
 use crate::config::RunConfig;
 use crate::control::StopReason;
@@ -108,6 +109,9 @@ pub struct Summary {
     /// Resource figures of every sampled service, the generator included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<crate::sampling::StackSummary>,
+    /// Each worker of a distributed run (`host coordinate`); absent in a plain run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<workers::WorkerSummary>,
     /// The trend columns summary.txt prints (`--summary-trend-stats`); summary.json
     /// keeps every figure whatever they are.
     #[serde(skip)]
@@ -340,6 +344,7 @@ impl Summary {
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             stack: None,
+            workers: Vec::new(),
             trend_stats: input.config.summary_trend_stats.clone(),
         }
     }

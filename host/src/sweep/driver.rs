@@ -190,6 +190,7 @@ impl Sweep<'_> {
             handle_signals: true,
             watch: None,
             live: Default::default(),
+            remote: None,
         };
         let outcome = match run::run(request).await {
             Ok(outcome) => outcome,

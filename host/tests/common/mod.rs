@@ -65,6 +65,7 @@ pub async fn run(plugin_name: &str, toml: &str, env: &[(&str, &str)]) -> anyhow:
         handle_signals: false,
         watch: None,
         live: Default::default(),
+        remote: None,
     };
     let outcome = host::run::run(request).await?;
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json"))?;

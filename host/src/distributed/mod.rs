@@ -1,0 +1,31 @@
+//! One test over many machines: `host coordinate` hands a plugin, its config, an
+//! execution segment each and `setup()`'s data to `host worker` processes, starts them
+//! at one instant, merges their samples every second exactly (counters added, HDR
+//! histograms added), judges thresholds on the merged data and writes one results
+//! folder. The wire protocol is in [`protocol`] and docs/protocol.md.
+//!
+//! Both sides are ordinary runs (`run::run`) with a [`Remote`](crate::run::remote::Remote)
+//! that changes a few steps: a worker skips setup and teardown and streams its
+//! intervals; a coordinator runs no VUs and takes its workers' intervals instead.
+
+pub mod coordinator;
+pub mod protocol;
+pub mod segments;
+pub mod series;
+pub mod worker;
+
+use std::time::Duration;
+
+/// How often each side tells the other it is alive.
+pub const HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// Silence after which, once the run has started, the other side is taken for lost
+/// (a killed process is seen at once: its connection closes).
+pub const LOSS_AFTER: Duration = Duration::from_millis(2500);
+
+/// Silence allowed before the start, while plugins compile and VUs are made.
+pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Time between the start message and the common start: enough for it to reach every
+/// worker.
+pub const START_DELAY: Duration = Duration::from_millis(500);

@@ -1,0 +1,278 @@
+//! The wire protocol between `host coordinate` and `host worker` (docs/protocol.md).
+//!
+//! A connection is a stream of frames: a 4-byte big-endian length, then that many
+//! bytes of one message in postcard (serde's compact binary encoding: varints, no
+//! field names). Both sides open with a hello that carries [`MAGIC`] and
+//! [`PROTOCOL_VERSION`]; a peer with another version is refused with a message before
+//! anything else is read. Histograms travel as HdrHistogram's V2 deflate encoding.
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The first four bytes of every hello: a stray connection (an HTTP client, a port
+/// scanner) is told apart from a worker at once.
+pub const MAGIC: [u8; 4] = *b"LTD\x01";
+
+/// The protocol's version: bumped on any change to a message. Both sides must agree.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame before the hello is accepted: a garbage length cannot make the
+/// reader allocate much.
+pub const MAX_HELLO_FRAME: u32 = 64 * 1024;
+
+/// Largest frame once the peer is known (the plugin's bytes travel in one frame).
+pub const MAX_FRAME: u32 = 512 * 1024 * 1024;
+
+/// Messages a worker sends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum WorkerMsg {
+    /// First message: who the worker is and what it runs.
+    Hello(WorkerHello),
+    /// The plugin is loaded and the VUs are made: the worker waits at the start line.
+    Ready,
+    /// The worker could not prepare (bad plugin, config error): it leaves the run.
+    Failed(String),
+    /// A second of samples (deltas), and the live counters (absolute).
+    Tick(Tick),
+    /// Sent every [`HEARTBEAT`](super::HEARTBEAT) so that a silent worker is known to be
+    /// gone.
+    Heartbeat,
+    /// The worker's run is over: its last samples and its executors' reports.
+    Final(Final),
+}
+
+/// A worker's hello.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerHello {
+    /// [`MAGIC`].
+    pub magic: [u8; 4],
+    /// [`PROTOCOL_VERSION`].
+    pub protocol: u32,
+    /// The worker's host version (`CARGO_PKG_VERSION`): it must equal the coordinator's.
+    pub host_version: String,
+    /// The worker's name (for messages and summary.json).
+    pub name: String,
+    /// With `host worker --plugin FILE`: the sha256 of the plugin the worker expects.
+    pub plugin_sha256: Option<String>,
+}
+
+/// Messages the coordinator sends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum CoordMsg {
+    /// First message when the worker is taken: the coordinator's version.
+    Welcome {
+        /// [`MAGIC`].
+        magic: [u8; 4],
+        /// [`PROTOCOL_VERSION`].
+        protocol: u32,
+        /// The coordinator's host version.
+        host_version: String,
+    },
+    /// The worker is not taken, and why; the connection closes after it.
+    Refused(String),
+    /// What to run.
+    Init(Init),
+    /// Start at this instant (milliseconds since the Unix epoch, UTC).
+    Start {
+        /// When the executors start.
+        at_unix_ms: u64,
+    },
+    /// Stop: gracefully (running iterations get `graceful_stop`), or at once.
+    Stop {
+        /// Why, in words (shown in the worker's summary).
+        reason: String,
+        /// Interrupt running iterations now.
+        hard: bool,
+    },
+    /// Sent every [`HEARTBEAT`](super::HEARTBEAT): a worker that hears nothing for
+    /// [`LOSS_AFTER`](super::LOSS_AFTER) stops its load.
+    Heartbeat,
+}
+
+/// What a worker runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Init {
+    /// The plugin's file name (for the worker's results).
+    pub plugin_name: String,
+    /// The plugin component.
+    pub plugin: Vec<u8>,
+    /// Its sha256, hex: the worker checks the bytes against it.
+    pub plugin_sha256: String,
+    /// The resolved run config (plugin defaults, files and flags), as TOML.
+    pub config_toml: String,
+    /// This worker's execution segment (`1/3:2/3`).
+    pub segment: String,
+    /// The whole sequence (`0,1/3,2/3,1`).
+    pub sequence: String,
+    /// What `setup()` returned at the coordinator.
+    pub setup_data: String,
+    /// The worker's index, from 0.
+    pub index: u32,
+}
+
+/// One series of a metric: name, kind, tags and the value of one interval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WireSeries {
+    /// The metric's name.
+    pub metric: String,
+    /// Its kind (the registry's ids differ between processes: names travel).
+    pub kind: crate::metrics::MetricKind,
+    /// Its tags, sorted by key.
+    pub tags: Vec<(String, String)>,
+    /// The interval's value.
+    pub value: WireValue,
+}
+
+/// A series' value for one interval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum WireValue {
+    /// Added in the interval.
+    Counter(f64),
+    /// The last value.
+    Gauge(f64),
+    /// Samples true, and all samples.
+    Rate(u64, u64),
+    /// The interval's histogram, HdrHistogram V2 deflate encoding.
+    Trend(Vec<u8>),
+}
+
+/// A scenario's live counters at a worker (absolute, not deltas: a lost message
+/// cannot make them drift).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScenarioCounts {
+    /// The scenario.
+    pub name: String,
+    /// VUs active now.
+    pub active_vus: u64,
+    /// VUs made.
+    pub allocated_vus: u64,
+    /// Iterations started.
+    pub started: u64,
+    /// Iterations ended on their own.
+    pub completed: u64,
+    /// Iterations failed.
+    pub failed: u64,
+    /// Iterations interrupted.
+    pub interrupted: u64,
+    /// Iterations dropped.
+    pub dropped: u64,
+}
+
+/// A second at a worker.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tick {
+    /// Milliseconds since the common start.
+    pub elapsed_ms: u64,
+    /// The interval's samples (gauges included, as last values).
+    pub series: Vec<WireSeries>,
+    /// Each scenario's counters.
+    pub scenarios: Vec<ScenarioCounts>,
+    /// Requests in flight now.
+    pub in_flight: i64,
+    /// WebSockets open now.
+    pub ws_open: i64,
+}
+
+/// A worker's last message.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Final {
+    /// The last interval and counters.
+    pub tick: Tick,
+    /// Each scenario's executor report: its stages' targets and what was reached.
+    pub reports: Vec<(String, Vec<crate::executor::StageReport>)>,
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The connection closed or failed.
+    #[error("connection: {0}")]
+    Io(#[from] std::io::Error),
+    /// The length prefix is larger than allowed.
+    #[error("a frame of {0} bytes is larger than allowed ({1})")]
+    TooLarge(u32, u32),
+    /// The bytes are not a message of this protocol.
+    #[error("not a message of this protocol: {0}")]
+    Garbage(String),
+}
+
+/// Writes one message as a frame.
+pub async fn write<W: AsyncWrite + Unpin, M: Serialize>(w: &mut W, msg: &M) -> std::io::Result<()> {
+    let bytes = encode(msg)?;
+    w.write_all(&bytes).await?;
+    w.flush().await
+}
+
+/// One message as a frame (length prefix included).
+pub fn encode<M: Serialize>(msg: &M) -> std::io::Result<Vec<u8>> {
+    let body = postcard::to_allocvec(msg).map_err(std::io::Error::other)?;
+    let len = u32::try_from(body.len())
+        .map_err(|_| std::io::Error::other("message larger than 4 GiB"))?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&body);
+    Ok(frame)
+}
+
+/// Reads one frame of at most `max` bytes and decodes it.
+pub async fn read<R: AsyncRead + Unpin, M: DeserializeOwned>(
+    r: &mut R,
+    max: u32,
+) -> Result<M, FrameError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len);
+    if len > max {
+        return Err(FrameError::TooLarge(len, max));
+    }
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body).await?;
+    postcard::from_bytes(&body).map_err(|e| FrameError::Garbage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn messages_round_trip_and_garbage_is_named() {
+        let hello = WorkerMsg::Hello(WorkerHello {
+            magic: MAGIC,
+            protocol: PROTOCOL_VERSION,
+            host_version: "0.1.0".into(),
+            name: "w1".into(),
+            plugin_sha256: None,
+        });
+        let tick = WorkerMsg::Tick(Tick {
+            elapsed_ms: 1000,
+            series: vec![WireSeries {
+                metric: "http_reqs".into(),
+                kind: crate::metrics::MetricKind::Counter,
+                tags: vec![("status".into(), "200".into())],
+                value: WireValue::Counter(42.0),
+            }],
+            ..Default::default()
+        });
+        let mut buf = Vec::new();
+        write(&mut buf, &hello).await.unwrap();
+        write(&mut buf, &tick).await.unwrap();
+        let mut r = buf.as_slice();
+        let a: WorkerMsg = read(&mut r, MAX_HELLO_FRAME).await.unwrap();
+        let b: WorkerMsg = read(&mut r, MAX_FRAME).await.unwrap();
+        assert_eq!((a, b), (hello, tick));
+
+        // An HTTP request is not a frame: its first bytes make a huge length.
+        let mut http = b"GET / HTTP/1.1\r\n\r\n".as_slice();
+        let err = read::<_, WorkerMsg>(&mut http, MAX_HELLO_FRAME)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FrameError::TooLarge(..)), "{err}");
+        // A frame of the right size whose bytes are no message.
+        let mut junk = vec![0, 0, 0, 3, 0xff, 0xff, 0xff];
+        let err = read::<_, WorkerMsg>(&mut junk.as_slice(), MAX_FRAME)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FrameError::Garbage(_)), "{err}");
+        junk.clear();
+    }
+}

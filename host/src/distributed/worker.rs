@@ -1,0 +1,343 @@
+//! `host worker --coordinator ADDR`: dials the coordinator, receives the plugin (its
+//! sha256 checked), the run config, its execution segment and the setup data, runs its
+//! segment with the common start, streams every second's samples back, and stops when
+//! told, or on its own within seconds when the coordinator is gone (no orphaned load).
+
+use super::protocol::{self, CoordMsg, Final, Init, ScenarioCounts, Tick, WorkerHello, WorkerMsg};
+use super::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
+use crate::control::{RunControl, StopReason};
+use crate::executor::{ExecutorReport, ScenarioCtx};
+use crate::run::remote::{BarrierCtx, Remote, RemoteRole, TickCtx};
+use crate::run::{RunOutcome, RunRequest};
+use anyhow::{anyhow, bail, Context, Result};
+use futures::future::BoxFuture;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+/// What `host worker` was asked.
+#[derive(Debug, Clone)]
+pub struct WorkerRequest {
+    /// The coordinator's address (`host:port`).
+    pub coordinator: String,
+    /// The worker's name (default: host name and process id).
+    pub name: Option<String>,
+    /// The plugin the worker expects: refused unless the coordinator's has its sha256.
+    pub plugin: Option<PathBuf>,
+    /// Folder under which the worker's own results folder is made.
+    pub out: PathBuf,
+    /// How long to keep dialling a coordinator that is not up yet.
+    pub connect_timeout: Duration,
+}
+
+/// Joins a distributed run and runs this worker's segment; returns the run's outcome
+/// (the worker's own results, written under `out`).
+pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
+    let expected_sha = match &request.plugin {
+        Some(path) => Some(crate::plugin::read_plugin(path)?.1),
+        None => None,
+    };
+    let stream = dial(&request.coordinator, request.connect_timeout).await?;
+    stream.set_nodelay(true)?;
+    let (mut reader, mut writer) = stream.into_split();
+    let name = request.name.clone().unwrap_or_else(default_name);
+    let hello = WorkerMsg::Hello(WorkerHello {
+        magic: protocol::MAGIC,
+        protocol: protocol::PROTOCOL_VERSION,
+        host_version: env!("CARGO_PKG_VERSION").into(),
+        name: name.clone(),
+        plugin_sha256: expected_sha.clone(),
+    });
+    protocol::write(&mut writer, &hello).await?;
+    match read(&mut reader, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
+        CoordMsg::Welcome {
+            magic,
+            protocol: version,
+            host_version,
+        } if magic == protocol::MAGIC && version == protocol::PROTOCOL_VERSION => {
+            crate::stderr::line(format_args!(
+                "worker {name}: joined the coordinator at {} (host {host_version})",
+                request.coordinator
+            ));
+        }
+        CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
+        other => bail!("the coordinator answered the hello with {other:?}"),
+    }
+    // Heartbeats flow from here on: compiling the plugin may take seconds, and the
+    // coordinator must not take the silence for a loss.
+    let (tx, rx) = mpsc::unbounded_channel::<WorkerMsg>();
+    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let beats = tokio::spawn(heartbeats(tx.clone()));
+    let init = loop {
+        match read(&mut reader, protocol::MAX_FRAME, PREPARE_TIMEOUT).await? {
+            CoordMsg::Init(init) => break init,
+            CoordMsg::Heartbeat => continue,
+            CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
+            CoordMsg::Stop { reason, .. } => {
+                bail!("the coordinator stopped before the start: {reason}")
+            }
+            other => bail!("expected the run's plugin and config, got {other:?}"),
+        }
+    };
+    // Beside the results, not in /tmp: a worker's image may have no /tmp.
+    let dir = request.out.join(format!(".worker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot make a folder for the plugin: {}", dir.display()))?;
+    let _remove = RemoveOnDrop(dir.clone());
+    let run = match prepare(&init, expected_sha.as_deref(), &dir, &request) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = tx.send(WorkerMsg::Failed(format!("{e:#}")));
+            drop(tx);
+            beats.abort();
+            let _ = tokio::time::timeout(Duration::from_secs(2), writer_task).await;
+            return Err(e);
+        }
+    };
+    crate::stderr::line(format_args!(
+        "worker {name}: runs segment {} of {} (worker {})",
+        init.segment, init.sequence, init.index
+    ));
+    let role = Arc::new(WorkerRole {
+        tx: tx.clone(),
+        reader: Mutex::new(Some(reader)),
+        setup_data: init.setup_data.as_str().into(),
+        done: Arc::new(AtomicBool::new(false)),
+    });
+    let mut run = run;
+    run.remote = Some(RemoteRole(role.clone()));
+    let outcome = crate::run::run(run).await;
+    if let Err(e) = &outcome {
+        let _ = tx.send(WorkerMsg::Failed(format!("{e:#}")));
+    }
+    beats.abort();
+    drop((tx, role));
+    // The last messages (Final) are written before the process leaves.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer_task).await;
+    outcome
+}
+
+/// Removes the worker's copy of the plugin when the worker is done.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Dials until the coordinator answers or `timeout` passes (in Compose, workers may
+/// start before it listens).
+async fn dial(addr: &str, timeout: Duration) -> Result<TcpStream> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                bail!("cannot reach the coordinator at {addr}: {e}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Checks the plugin's bytes and writes it and the config where the run reads them.
+fn prepare(
+    init: &Init,
+    expected_sha: Option<&str>,
+    dir: &std::path::Path,
+    request: &WorkerRequest,
+) -> Result<RunRequest> {
+    let sha = hex::encode(Sha256::digest(&init.plugin));
+    if sha != init.plugin_sha256 {
+        bail!(
+            "the plugin's bytes arrived with sha256 {sha}, not {} as sent: refused",
+            init.plugin_sha256
+        );
+    }
+    if let Some(expected) = expected_sha {
+        if expected != sha {
+            bail!("the coordinator runs plugin sha256 {sha}, this worker's --plugin is {expected}");
+        }
+    }
+    // Only the file name is taken: a path from the wire must not place a file.
+    let file = std::path::Path::new(&init.plugin_name)
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("plugin.wasm"));
+    let plugin = dir.join(file);
+    std::fs::write(&plugin, &init.plugin)?;
+    let config = dir.join("run.toml");
+    std::fs::write(&config, &init.config_toml)?;
+    Ok(RunRequest {
+        plugin,
+        config: Some(config),
+        overrides: crate::config::Overrides {
+            execution_segment: Some(init.segment.clone()),
+            execution_segment_sequence: Some(init.sequence.clone()),
+            ..Default::default()
+        },
+        out: request.out.clone(),
+        quiet: true,
+        handle_signals: true,
+        watch: None,
+        remote: None,
+        live: Default::default(),
+    })
+}
+
+async fn read(r: &mut OwnedReadHalf, max: u32, within: Duration) -> Result<CoordMsg> {
+    match tokio::time::timeout(within, protocol::read(r, max)).await {
+        Ok(Ok(msg)) => Ok(msg),
+        Ok(Err(e)) => Err(anyhow!("the coordinator: {e}")),
+        Err(_) => Err(anyhow!(
+            "the coordinator said nothing for {}s",
+            within.as_secs()
+        )),
+    }
+}
+
+async fn write_loop(
+    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<WorkerMsg>,
+) {
+    while let Some(msg) = rx.recv().await {
+        if protocol::write(&mut writer, &msg).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn heartbeats(tx: mpsc::UnboundedSender<WorkerMsg>) {
+    let mut every = tokio::time::interval(HEARTBEAT);
+    loop {
+        every.tick().await;
+        if tx.send(WorkerMsg::Heartbeat).is_err() {
+            return;
+        }
+    }
+}
+
+/// The worker's side of the run's [`Remote`] seam.
+struct WorkerRole {
+    tx: mpsc::UnboundedSender<WorkerMsg>,
+    /// Taken by the barrier, then by the task that listens for stops.
+    reader: Mutex<Option<OwnedReadHalf>>,
+    setup_data: Arc<str>,
+    /// Set once the last message is sent: the coordinator closing then is no loss.
+    done: Arc<AtomicBool>,
+}
+
+impl Remote for WorkerRole {
+    fn given_setup_data(&self) -> Option<Arc<str>> {
+        Some(self.setup_data.clone())
+    }
+
+    fn barrier(&self, ctx: BarrierCtx) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let mut reader = self
+                .reader
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| anyhow!("the start line was reached twice"))?;
+            let _ = self.tx.send(WorkerMsg::Ready);
+            let at = loop {
+                match read(&mut reader, protocol::MAX_FRAME, PREPARE_TIMEOUT).await? {
+                    CoordMsg::Start { at_unix_ms } => break at_unix_ms,
+                    CoordMsg::Heartbeat => continue,
+                    CoordMsg::Stop { reason, .. } => {
+                        bail!("the coordinator stopped before the start: {reason}")
+                    }
+                    other => bail!("expected the start, got {other:?}"),
+                }
+            };
+            tokio::spawn(listen(reader, ctx.control.clone(), self.done.clone()));
+            let at = UNIX_EPOCH + Duration::from_millis(at);
+            if let Ok(wait) = at.duration_since(SystemTime::now()) {
+                tokio::time::sleep(wait).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn tick(&self, tick: TickCtx<'_>) {
+        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick)));
+    }
+
+    fn finished(&self, tick: TickCtx<'_>, reports: &BTreeMap<String, ExecutorReport>) {
+        let msg = Final {
+            tick: encode_tick(&tick),
+            reports: reports
+                .iter()
+                .map(|(name, r)| (name.clone(), r.stages.clone()))
+                .collect(),
+        };
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.tx.send(WorkerMsg::Final(msg));
+    }
+}
+
+/// Listens for the coordinator during the run: a stop is obeyed; silence or a closed
+/// connection (the coordinator died or was cut off) stops the load at once.
+async fn listen(mut reader: OwnedReadHalf, control: Arc<RunControl>, done: Arc<AtomicBool>) {
+    loop {
+        match read(&mut reader, protocol::MAX_FRAME, LOSS_AFTER).await {
+            Ok(CoordMsg::Heartbeat) => {}
+            Ok(CoordMsg::Stop { reason, hard }) => {
+                control.stop_with(StopReason::Coordinator(reason));
+                if hard {
+                    control.hard_stop.cancel();
+                }
+            }
+            Ok(_) => {}
+            Err(_) if done.load(Ordering::Relaxed) => return,
+            Err(e) => {
+                if !control.stop.is_cancelled() {
+                    crate::stderr::line(format_args!("worker: stopping the load: {e:#}"));
+                }
+                control.stop_with(StopReason::Coordinator(format!("lost: {e:#}")));
+                control.hard_stop.cancel();
+                return;
+            }
+        }
+    }
+}
+
+fn encode_tick(tick: &TickCtx<'_>) -> Tick {
+    Tick {
+        elapsed_ms: tick.elapsed.as_millis() as u64,
+        series: super::series::encode(tick.interval, tick.registry),
+        scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
+        in_flight: tick.services.net.in_flight.load(Ordering::Relaxed),
+        ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
+    }
+}
+
+fn counts(ctx: &ScenarioCtx) -> ScenarioCounts {
+    let s = &ctx.stats;
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    ScenarioCounts {
+        name: ctx.config.name.clone(),
+        active_vus: n(&s.active_vus),
+        allocated_vus: n(&s.allocated_vus),
+        started: n(&s.started),
+        completed: n(&s.completed),
+        failed: n(&s.failed),
+        interrupted: n(&s.interrupted),
+        dropped: n(&s.dropped),
+    }
+}

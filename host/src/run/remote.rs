@@ -1,0 +1,94 @@
+//! The seam through which a run takes part in a distributed one (`host coordinate`,
+//! `host worker`): the run keeps its own pipeline (plan, setup, start, drive, finish)
+//! and asks a [`Remote`] at a few points what to do instead. A plain `host run` has
+//! none, and nothing changes for it.
+
+use crate::control::RunControl;
+use crate::executor::{ExecutorReport, ScenarioCtx};
+use crate::metrics::{Registry, SeriesMap};
+use crate::plugin::state::HostServices;
+use crate::summary::Summary;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a run hands a [`Remote`] at the barrier: its control, services and setup data.
+pub struct BarrierCtx {
+    /// Stops the run (a worker stops when told; a coordinator tells its workers).
+    pub control: Arc<RunControl>,
+    /// The run's recorder, registry and network counters.
+    pub services: Arc<HostServices>,
+    /// What `setup()` returned (or, on a worker, what the coordinator handed over).
+    pub setup_data: Arc<str>,
+    /// Scenario names, in config order.
+    pub scenarios: Vec<String>,
+    /// The resolved run config (what a coordinator hands its workers).
+    pub config: crate::config::RunConfig,
+}
+
+/// What one tick of the drive loop gives a [`Remote`].
+pub struct TickCtx<'a> {
+    /// Time since the start.
+    pub elapsed: Duration,
+    /// The samples of the second just ended (a worker sends them on).
+    pub interval: &'a SeriesMap,
+    /// The run's metric names.
+    pub registry: &'a Registry,
+    /// The scenarios' live counters (a coordinator writes its workers' sums there).
+    pub contexts: &'a [Arc<ScenarioCtx>],
+    /// Network counters (a coordinator writes its workers' in-flight sum there).
+    pub services: &'a HostServices,
+}
+
+/// A run's part in a distributed run. Every method has the behaviour of a plain run
+/// as its default.
+pub trait Remote: Send + Sync {
+    /// A worker's setup data from the coordinator: `setup()` and `teardown()` are not
+    /// called here (they run once, at the coordinator).
+    fn given_setup_data(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// Whether this process runs VUs (a coordinator does not: its workers do).
+    fn runs_vus_here(&self) -> bool {
+        true
+    }
+
+    /// Waits at the start line until every party is ready and the common start
+    /// instant has come; an error ends the run before it starts.
+    fn barrier(&self, ctx: BarrierCtx) -> BoxFuture<'_, anyhow::Result<()>>;
+
+    /// A coordinator's stand-in for a scenario's executor: resolves when every worker
+    /// still in the run has finished the scenario, with their reports merged.
+    fn scenario_done(&self, _scenario: String) -> BoxFuture<'static, ExecutorReport> {
+        Box::pin(futures::future::pending())
+    }
+
+    /// Called at each tick of the drive loop, before the interval is folded in.
+    fn before_tick(&self, _contexts: &[Arc<ScenarioCtx>], _services: &HostServices) {}
+
+    /// Called at each tick with the interval just folded.
+    fn tick(&self, _tick: TickCtx<'_>) {}
+
+    /// Called once the run is over, with the last interval and the executors' reports,
+    /// before the summary is built.
+    fn finished(
+        &self,
+        _tick: TickCtx<'_>,
+        _reports: &std::collections::BTreeMap<String, ExecutorReport>,
+    ) {
+    }
+
+    /// Adds what the distributed run knows to the summary (a coordinator's `workers`).
+    fn annotate(&self, _summary: &mut Summary) {}
+}
+
+/// A shared [`Remote`], so a run request can carry one and still be cloned.
+#[derive(Clone)]
+pub struct RemoteRole(pub Arc<dyn Remote>);
+
+impl std::fmt::Debug for RemoteRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RemoteRole")
+    }
+}

@@ -1,0 +1,30 @@
+//! Per-worker figures of a distributed run (`host coordinate`): what each worker did,
+//! beside the merged figures, and when a lost worker was lost.
+
+use crate::metrics::summary::TrendStats;
+use serde::{Deserialize, Serialize};
+
+/// One worker of a distributed run, under `workers` in summary.json.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WorkerSummary {
+    /// The worker's name (`--name`, else its host name and process id).
+    pub name: String,
+    /// The address it connected from.
+    pub address: String,
+    /// Its execution segment (`0:1/3`).
+    pub segment: String,
+    /// Requests it made (its `http_reqs`).
+    pub http_reqs: u64,
+    /// Iterations it completed (its `iterations`).
+    pub iterations: u64,
+    /// Iterations its open-model scenarios dropped.
+    pub dropped_iterations: u64,
+    /// Its `http_req_duration`, from the histograms it sent.
+    pub http_req_duration: Option<TrendStats>,
+    /// Seconds from the start when it was lost (killed, cut off, or it sent garbage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_at_s: Option<f64>,
+    /// Why it was lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
