@@ -11,9 +11,23 @@ fn main() {
         .expect("host/ is inside the workspace")
         .to_path_buf();
     let plugins = root.join("plugins");
-    for dir in [
-        "sdk", "hello", "notes", "sockets", "survey", "fixtures", "python",
-    ] {
+    // Every plugin folder (not the build output): a plugin added to the workspace
+    // rebuilds without being named here too.
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&plugins)
+        .expect("plugins/ is readable")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name != "target" && !name.starts_with('.')
+        })
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        watch(&dir);
+    }
+    // The seeds' scenarios (issue 19).
+    for dir in ["demo-visitor", "rest-mix", "capacity"] {
         watch(&plugins.join(dir));
     }
     for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {

@@ -337,6 +337,13 @@ struct CommonArgs {
     /// Time between two samples of each service (default 1s; at least 1s).
     #[arg(long, value_parser = duration_arg)]
     stats_interval: Option<Duration>,
+    /// Run only this share of the test, as k6: `FROM:TO` or `TO` (`1/3:2/3`, `0.5`,
+    /// `50%:75%`); processes with the segments of one sequence together run it whole.
+    #[arg(long, value_name = "SEGMENT")]
+    execution_segment: Option<String>,
+    /// Every process's segment boundaries (`0,1/3,2/3,1`), so that all stripe alike.
+    #[arg(long, value_name = "POINTS", requires = "execution_segment")]
+    execution_segment_sequence: Option<String>,
 }
 
 impl CommonArgs {
@@ -368,9 +375,9 @@ impl CommonArgs {
                 sample_containers: self.sample_container,
                 sample_pids: self.sample_pid,
                 stats_interval: self.stats_interval,
-                allow_only: false,
-                execution_segment: None,
-                execution_segment_sequence: None,
+                execution_segment: self.execution_segment,
+                execution_segment_sequence: self.execution_segment_sequence,
+                ..Overrides::default()
             },
             out: self.out,
             quiet: self.quiet,

@@ -34,9 +34,9 @@
 //! net         → metrics, deadline, config
 //! control     → docker   (stop signals; a run's watcher names containers to sample)
 //! docker      → config   (the Engine connection, a project's containers)
-//! config      → metrics, net::tls (the run config, `[thresholds]` parsing included;
-//!               `[tls]` is checked by building the rustls config it describes: the
-//!               one edge that still points up)
+//! config      → metrics   (the run config, `[thresholds]` parsing included; `[tls]` is
+//!               checked by building the rustls config it describes, the builder
+//!               `net::tls` connects with)
 //! metrics, deadline, files, target_process, stderr, author: leaves
 //! ```
 

@@ -541,6 +541,49 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn run_stack_over_tls_trusts_the_ca_read_from_the_container_and_verifies() {
+    let name = project("tls");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/docker-compose.tls.yml");
+    let toml = format!(
+        "[scenarios.browse]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"3s\"\nexec = \"browse\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        file.display()
+    );
+    let request = stack_request("notes", &toml, dir.path());
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(outcome.exit_code, 0, "{}", summary["http"]);
+
+    // The entry is the published https port; the plugin was allowed that and nothing
+    // else, and reached it with verification on (no insecure_skip_verify anywhere).
+    let base = summary["config"]["env"]["BASE_URL"].as_str().unwrap();
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
+    assert_eq!(
+        summary["config"]["targets"]["allow"],
+        serde_json::json!([base])
+    );
+    let http = &summary["http"];
+    let reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert!(reqs > 10, "{reqs}");
+    assert_eq!(http["succeeded"].as_u64(), Some(reqs), "{http}");
+    let tls = &summary["tls"];
+    assert!(tls["handshakes"].as_u64().unwrap() >= 1, "{tls}");
+    assert_eq!(tls["versions"]["tls1.3"], tls["handshakes"], "{tls}");
+    assert!(summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|w| !w.as_str().unwrap().contains("insecure_skip_verify")));
+    // Not kept: the stack and the CA read out of it are gone.
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+    assert!(!std::env::temp_dir()
+        .join(format!("host-stack-{name}"))
+        .exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn killing_the_api_mid_run_is_reported_with_its_time_and_the_failures_after_it() {
     let name = project("kill");
     let _cleanup = Cleanup(name.clone());

@@ -77,6 +77,8 @@ pub struct Clients {
     /// The current one-second window and the requests of each address in it.
     window: Mutex<(u64, HashMap<IpAddr, u32>)>,
     peers: Mutex<HashSet<IpAddr>>,
+    /// Requests answered 429 for the rate limit.
+    limited: std::sync::atomic::AtomicU64,
 }
 
 impl Clients {
@@ -88,6 +90,7 @@ impl Clients {
             started,
             window: Mutex::new((0, HashMap::new())),
             peers: Mutex::new(HashSet::new()),
+            limited: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -157,6 +160,22 @@ impl Clients {
         }
         *count += 1;
         Ok(())
+    }
+
+    /// Counts a request answered 429 for the rate limit.
+    pub fn count_limited(&self) {
+        self.limited
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Appends the rate limit's counter to a Prometheus text exposition.
+    pub fn render(&self, out: &mut String) {
+        out.push_str(&format!(
+            "# HELP demo_rate_limited_total Requests answered 429 for the per-address rate limit.\n\
+             # TYPE demo_rate_limited_total counter\n\
+             demo_rate_limited_total {}\n",
+            self.limited.load(std::sync::atomic::Ordering::Relaxed)
+        ));
     }
 
     /// Whether a rate limit is set (the router skips the lookup otherwise).

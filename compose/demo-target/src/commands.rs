@@ -4,6 +4,7 @@
 //! reports the result, which `GET /commands/{id}` then shows.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,6 +23,8 @@ pub enum Status {
     Running,
     /// Finished; `result` holds what the worker reported.
     Done,
+    /// The worker could not do it; `result` holds `{"error": …}`.
+    Failed,
 }
 
 /// One command, as `GET /commands/{id}` shows it.
@@ -35,7 +38,7 @@ pub struct Command {
     pub group: u32,
     /// Where it is.
     pub status: Status,
-    /// What the worker reported, once done.
+    /// What the worker reported, once done or failed.
     pub result: Option<serde_json::Value>,
 }
 
@@ -46,6 +49,8 @@ pub struct Job {
     pub id: u64,
     /// What to do.
     pub kind: String,
+    /// The group it works on.
+    pub group: u32,
     /// The group's notes when it was claimed.
     pub notes: Vec<Note>,
 }
@@ -64,6 +69,9 @@ pub struct Commands {
     inner: Mutex<Inner>,
     queued: Notify,
     max_kept: usize,
+    submitted: AtomicU64,
+    done: AtomicU64,
+    failed: AtomicU64,
 }
 
 impl Commands {
@@ -74,6 +82,9 @@ impl Commands {
             inner: Mutex::default(),
             queued: Notify::new(),
             max_kept: max_kept.max(1),
+            submitted: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         }
     }
 
@@ -102,6 +113,7 @@ impl Commands {
             }
         }
         drop(inner);
+        self.submitted.fetch_add(1, Ordering::Relaxed);
         self.queued.notify_waiters();
         command
     }
@@ -148,6 +160,7 @@ impl Commands {
                     .map(|(id, kind, group)| Job {
                         id,
                         kind,
+                        group,
                         notes: notes(group),
                     })
                     .collect();
@@ -158,17 +171,42 @@ impl Commands {
         }
     }
 
-    /// Records a worker's result; false when the command is unknown (or forgotten).
+    /// Records a worker's result: failed when it carries an `error`, done otherwise.
+    /// False when the command is unknown (or forgotten) or already finished, so a
+    /// result reported twice is counted once.
     pub fn complete(&self, id: u64, result: serde_json::Value) -> bool {
+        let failed = result.get("error").is_some();
         let mut inner = self.lock();
         match inner.all.get_mut(&id) {
-            Some(command) => {
-                command.status = Status::Done;
+            Some(command) if matches!(command.status, Status::Queued | Status::Running) => {
+                command.status = if failed { Status::Failed } else { Status::Done };
                 command.result = Some(result);
+                drop(inner);
+                let counter = if failed { &self.failed } else { &self.done };
+                counter.fetch_add(1, Ordering::Relaxed);
                 true
             }
-            None => false,
+            _ => false,
         }
+    }
+
+    /// Appends the commands' counters to a Prometheus text exposition.
+    pub fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let _ = write!(
+            out,
+            "# HELP demo_commands_submitted_total Commands accepted by POST /commands (202).\n\
+             # TYPE demo_commands_submitted_total counter\n\
+             demo_commands_submitted_total {}\n\
+             # HELP demo_commands_finished_total Commands that reached a final status.\n\
+             # TYPE demo_commands_finished_total counter\n\
+             demo_commands_finished_total{{status=\"done\"}} {}\n\
+             demo_commands_finished_total{{status=\"failed\"}} {}\n",
+            get(&self.submitted),
+            get(&self.done),
+            get(&self.failed),
+        );
     }
 }
 
@@ -195,10 +233,20 @@ mod tests {
         assert_eq!(commands.get(submitted.id).unwrap().status, Status::Running);
         assert!(commands.complete(submitted.id, serde_json::json!({"notes": 0})));
         assert_eq!(commands.get(submitted.id).unwrap().status, Status::Done);
+        // A second report of the same command changes nothing.
+        assert!(!commands.complete(submitted.id, serde_json::json!({"error": "x"})));
         let empty = commands
             .claim(8, Duration::from_millis(20), |_| Vec::new())
             .await;
         assert!(empty.is_empty());
+        let failing = commands.submit("export", 99);
+        assert!(commands.complete(failing.id, serde_json::json!({"error": "empty"})));
+        assert_eq!(commands.get(failing.id).unwrap().status, Status::Failed);
+        let mut text = String::new();
+        commands.render(&mut text);
+        assert!(text.contains("demo_commands_submitted_total 2\n"), "{text}");
+        assert!(text.contains("{status=\"done\"} 1\n"), "{text}");
+        assert!(text.contains("{status=\"failed\"} 1\n"), "{text}");
     }
 
     #[test]

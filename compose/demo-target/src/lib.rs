@@ -7,22 +7,32 @@
 //! runtime-switchable fault injection (latency, periodic stalls, errors, a capacity
 //! limit of workers × service time with a queue), and
 //! asynchronous commands that a worker process ([`worker`]) claims from an outbox and
-//! completes off the request path.
+//! completes off the request path (or, embedded, an in-process worker), an invoke
+//! endpoint behind an API key that sheds load past a concurrency limit, and an outbox
+//! delivering HMAC-signed webhooks to its own receiver.
+//! For first visits it serves an app shell and its 40 assets; for the REST API,
+//! sign-up, account deletion and rotating refresh tokens; large groups and search.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
+mod accounts;
 pub mod capacity;
 mod clients;
 mod commands;
+mod counters;
 mod faults;
+mod inline_worker;
+mod invoke;
 mod live;
 mod metrics;
 pub mod probe;
 mod routes;
 mod server;
+mod site;
 mod state;
 mod store;
 mod survey;
 pub mod tls;
+mod webhooks;
 pub mod worker;
 
 pub use capacity::Capacity;
@@ -62,6 +72,29 @@ pub struct DemoConfig {
     /// Requests per second each client address may make (except `/health`,
     /// `/metrics` and `/admin/*`); past it the answer is 429 with `Retry-After`.
     pub rate_limit: Option<u32>,
+    /// How long an access token of the account API (`POST /accounts`,
+    /// `POST /auth/refresh`) is valid.
+    pub access_token_ttl: Duration,
+    /// Large groups seeded after the `seed_groups` ones (numbered from
+    /// `seed_groups + 1`), for searches and paging over many notes.
+    pub large_groups: u32,
+    /// Notes in each large group.
+    pub large_group_notes: u32,
+    /// Whether the server completes its commands itself (the embedded demo); false
+    /// when a `demo-target worker` process claims them (the Compose stack).
+    pub in_process_worker: bool,
+    /// How long the in-process worker works on each command.
+    pub command_work: Duration,
+    /// The key `POST /invoke` wants in `X-Api-Key`.
+    pub invoke_api_key: String,
+    /// Invocations served at once; past it they are shed with 503 and `Retry-After`.
+    pub invoke_concurrency: usize,
+    /// How long each invocation holds its slot.
+    pub invoke_work: Duration,
+    /// The HMAC-SHA256 key webhooks are signed (and verified) with.
+    pub webhook_secret: String,
+    /// Webhooks delivered per second at most, so the outbox drains at a known pace.
+    pub webhook_rate: u32,
 }
 
 impl Default for DemoConfig {
@@ -78,6 +111,16 @@ impl Default for DemoConfig {
             ws_queue: 256,
             trusted_proxies: Vec::new(),
             rate_limit: None,
+            access_token_ttl: Duration::from_secs(30),
+            large_groups: 0,
+            large_group_notes: 10_000,
+            in_process_worker: true,
+            command_work: Duration::from_millis(50),
+            invoke_api_key: "demo-key".to_string(),
+            invoke_concurrency: 8,
+            invoke_work: Duration::from_millis(20),
+            webhook_secret: "demo-webhook-secret".to_string(),
+            webhook_rate: 100,
         }
     }
 }

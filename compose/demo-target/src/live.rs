@@ -113,13 +113,15 @@ pub struct LiveCounters {
     pub slow_disconnects: AtomicU64,
     /// Sockets closed for silence.
     pub idle_closes: AtomicU64,
+    /// Application-level pings (`{"ping": n}`) answered with a pong message.
+    pub app_pings: AtomicU64,
 }
 
 impl LiveCounters {
     /// Appends the counters to a Prometheus text exposition.
     pub fn render(&self, out: &mut String) {
         use std::fmt::Write as _;
-        let rows: [(&str, &str, &str, &AtomicU64); 6] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 7] = [
             ("demo_ws_open", "gauge", "WebSockets open now.", &self.open),
             (
                 "demo_ws_accepted_total",
@@ -150,6 +152,12 @@ impl LiveCounters {
                 "counter",
                 "WebSockets closed for silence.",
                 &self.idle_closes,
+            ),
+            (
+                "demo_ws_app_pings_total",
+                "counter",
+                "Application pings ({\"ping\": n}) answered with a pong message.",
+                &self.app_pings,
             ),
         ];
         for (name, kind, help, value) in rows {

@@ -57,12 +57,41 @@ struct Args {
     /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
     #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
     trusted_proxies: Vec<Cidr>,
+    /// How long an access token of the account API stays valid, e.g. 30s.
+    #[arg(long, env = "DEMO_ACCESS_TOKEN_TTL", default_value = "30s", value_parser = parse_duration)]
+    access_token_ttl: Duration,
+    /// Large groups to seed after the ten small ones (numbered from 11), for search.
+    #[arg(long, env = "DEMO_LARGE_GROUPS", default_value_t = 0)]
+    large_groups: u32,
+    /// Notes in each large group.
+    #[arg(long, env = "DEMO_LARGE_GROUP_NOTES", default_value_t = 10_000)]
+    large_group_notes: u32,
+    /// Leave commands queued for a separate `demo-target worker` process (the Compose
+    /// stack) instead of completing them in this process.
+    #[arg(long, env = "DEMO_EXTERNAL_WORKER")]
+    external_worker: bool,
+    /// How long the in-process worker works on each command.
+    #[arg(long, env = "DEMO_COMMAND_WORK", default_value = "50ms", value_parser = parse_duration)]
+    command_work: Duration,
+    /// Invocations (POST /invoke) served at once; past it, 503 with Retry-After.
+    #[arg(long, env = "DEMO_INVOKE_CONCURRENCY", default_value_t = 8)]
+    invoke_concurrency: usize,
+    /// How long each invocation takes.
+    #[arg(long, env = "DEMO_INVOKE_WORK", default_value = "20ms", value_parser = parse_duration)]
+    invoke_work: Duration,
+    /// Webhooks the outbox delivers per second at most.
+    #[arg(long, env = "DEMO_WEBHOOK_RATE", default_value_t = 100)]
+    webhook_rate: u32,
     /// Serve https (and h2 by ALPN) with a certificate made at start by a CA made at
     /// start; without --tls-ca-out the CA is printed.
     #[arg(long, env = "DEMO_TLS")]
     tls: bool,
+    /// Also serve https (and h2) on this address, beside plain HTTP on --listen: TLS at
+    /// the edge, as a Compose stack publishes it (compose/docker-compose.tls.yml).
+    #[arg(long, env = "DEMO_TLS_LISTEN", conflicts_with = "tls")]
+    tls_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
-    #[arg(long, env = "DEMO_TLS_CA_OUT", requires = "tls")]
+    #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
     /// Names the server certificate is valid for (DNS names or IP addresses); repeatable.
     #[arg(long = "tls-name", env = "DEMO_TLS_NAMES", value_delimiter = ',',
@@ -178,9 +207,22 @@ async fn main() -> anyhow::Result<()> {
         ws_max_per_user: args.ws_max_per_user,
         rate_limit: args.rate_limit,
         trusted_proxies: args.trusted_proxies,
+        access_token_ttl: args.access_token_ttl,
+        large_groups: args.large_groups,
+        large_group_notes: args.large_group_notes,
+        in_process_worker: !args.external_worker,
+        command_work: args.command_work,
+        invoke_concurrency: args.invoke_concurrency,
+        invoke_work: args.invoke_work,
+        webhook_rate: args.webhook_rate,
         ..DemoConfig::default()
     };
-    let server = if args.tls {
+    if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {
+        anyhow::bail!(
+            "--tls-ca-out needs --tls or --tls-listen: without them no certificate is made"
+        );
+    }
+    let tls = if args.tls || args.tls_listen.is_some() {
         let names: Vec<&str> = args.tls_names.iter().map(String::as_str).collect();
         let tls = demo_target::DemoTls::generate(&names)?;
         match &args.tls_ca_out {
@@ -192,10 +234,18 @@ async fn main() -> anyhow::Result<()> {
             })?,
             None => print!("{}", tls.ca_pem),
         }
-        DemoServer::start_tls(args.listen, config, tls.server_config()?).await?
+        Some(tls.server_config()?)
     } else {
-        DemoServer::start(args.listen, config).await?
+        None
     };
+    let mut server = match tls.clone() {
+        Some(tls) if args.tls => DemoServer::start_tls(args.listen, config, tls).await?,
+        _ => DemoServer::start(args.listen, config).await?,
+    };
+    if let (Some(addr), Some(tls)) = (args.tls_listen, tls) {
+        let bound = server.also_tls(addr, tls)?;
+        println!("demo target listening on https://{bound} too");
+    }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;
     println!("demo target shutting down");

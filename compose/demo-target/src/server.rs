@@ -37,6 +37,8 @@ pub struct DemoServer {
     state: Arc<AppState>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// Accept loops of further listeners ([`DemoServer::also_tls`]), sharing the state.
+    more: Vec<JoinHandle<()>>,
     /// Whether it serves https (and h2 by ALPN).
     tls: bool,
 }
@@ -70,14 +72,58 @@ impl DemoServer {
         let state = Arc::new(AppState::new(&config, started));
         let (stop, stop_rx) = watch::channel(false);
         let is_tls = tls.is_some();
+        if config.in_process_worker {
+            tokio::spawn(crate::inline_worker::run(
+                Arc::clone(&state),
+                config.command_work,
+                stop_rx.clone(),
+            ));
+        }
+        // The outbox delivers to the receiver of this very server, as any other client
+        // would, over plain HTTP; a TLS server's outbox is not delivered.
+        if !is_tls {
+            let mut own = addr;
+            if own.ip().is_unspecified() {
+                own.set_ip(match own {
+                    SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            tokio::spawn(crate::webhooks::deliver(
+                Arc::clone(&state.outbox),
+                format!("http://{own}/admin/webhooks/receive"),
+                stop_rx.clone(),
+            ));
+        }
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx, tls));
         Ok(DemoServer {
             addr,
             state,
             stop,
             task,
+            more: Vec::new(),
             tls: is_tls,
         })
+    }
+
+    /// Serves the same application over TLS on a second address as well, and returns
+    /// the address bound. This is TLS at the edge: a Compose stack publishes only this
+    /// listener, while its own services (the worker, the healthcheck) keep plain HTTP
+    /// on the first one, as behind a terminating load balancer.
+    pub fn also_tls(
+        &mut self,
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> anyhow::Result<SocketAddr> {
+        let listener = bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        self.more.push(tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&self.state),
+            self.stop.subscribe(),
+            Some(tokio_rustls::TlsAcceptor::from(tls)),
+        )));
+        Ok(bound)
     }
 
     /// The address actually bound.
@@ -134,6 +180,14 @@ impl DemoServer {
         self.state.survey.counts()
     }
 
+    /// The server's own counters of its scenario parts, in the Prometheus text format
+    /// `GET /metrics` answers (without the per-request ones).
+    pub fn metrics_text(&self) -> String {
+        let mut text = String::new();
+        crate::routes::render_parts(&self.state, &mut text);
+        text
+    }
+
     /// Distinct peer (source) addresses that connected so far.
     pub fn distinct_peers(&self) -> usize {
         self.state.clients.distinct_peers()
@@ -149,6 +203,9 @@ impl DemoServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+        for task in self.more {
+            let _ = task.await;
+        }
     }
 }
 
@@ -282,6 +339,7 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
         let _ = Limited::new(req.into_body(), state.max_body_bytes)
             .collect()
             .await;
+        state.clients.count_limited();
         let mut resp = routes::error(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
         // The window is one second; the next one starts within a second.
         resp.headers_mut()

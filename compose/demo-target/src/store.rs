@@ -7,6 +7,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::Serialize;
 
+use crate::counters::{self, Counter};
+
 /// Takes a read lock, ignoring poisoning: every write leaves the data consistent, so a
 /// panic elsewhere must not take the whole server down with it.
 pub fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
@@ -63,7 +65,74 @@ struct Notes {
 /// All notes, grouped; a `BTreeMap` per group keeps listings in id order.
 pub struct NoteStore {
     inner: RwLock<Notes>,
+    /// Changes made and searches run through the API (seeding is not counted).
+    pub counters: NoteCounters,
 }
+
+/// Counters of the notes API, kept by the routes.
+#[derive(Default)]
+pub struct NoteCounters {
+    /// Notes created (201).
+    pub created: Counter,
+    /// Notes updated (200 to a PUT).
+    pub updated: Counter,
+    /// Notes deleted (204).
+    pub deleted: Counter,
+    /// Searches answered.
+    pub searches: Counter,
+    /// Notes that matched a search, summed over searches.
+    pub search_hits: Counter,
+    /// Notes examined by searches, summed.
+    pub search_scanned: Counter,
+}
+
+impl NoteCounters {
+    /// Appends the counters to a Prometheus text exposition.
+    pub fn render(&self, out: &mut String) {
+        let rows = [
+            (
+                "demo_notes_created_total",
+                "Notes created through the API.",
+                &self.created,
+            ),
+            (
+                "demo_notes_updated_total",
+                "Notes updated through the API.",
+                &self.updated,
+            ),
+            (
+                "demo_notes_deleted_total",
+                "Notes deleted through the API.",
+                &self.deleted,
+            ),
+            (
+                "demo_searches_total",
+                "Searches answered (GET /groups/{g}/search).",
+                &self.searches,
+            ),
+            (
+                "demo_search_hits_total",
+                "Notes that matched a search, summed over searches.",
+                &self.search_hits,
+            ),
+            (
+                "demo_search_scanned_total",
+                "Notes examined by searches, summed.",
+                &self.search_scanned,
+            ),
+        ];
+        for (name, help, counter) in rows {
+            counters::render(out, name, "counter", help, counter.get());
+        }
+    }
+}
+
+/// Words the notes of large groups are written with, so searches have hits of
+/// varied frequency.
+pub const VOCABULARY: [&str; 16] = [
+    "alpha", "budget", "cache", "deploy", "error", "feature", "graph", "hotfix", "index", "jitter",
+    "kernel", "latency", "metric", "network", "outage", "pager",
+];
 
 impl NoteStore {
     /// A store with groups `1..=groups`, each holding `per_group` generated notes.
@@ -73,6 +142,7 @@ impl NoteStore {
                 next_id: 1,
                 ..Notes::default()
             }),
+            counters: NoteCounters::default(),
         };
         for group in 1..=groups {
             for n in 1..=per_group {
@@ -81,6 +151,69 @@ impl NoteStore {
             }
         }
         store
+    }
+
+    /// Adds `count` large groups after the existing ones (`first..first+count`), each
+    /// with `per_group` notes written from [`VOCABULARY`]; word `k` appears in about
+    /// one note in `k + 1`, so searches range from common to rare terms.
+    pub fn seed_large(&self, first: u32, count: u32, per_group: u32) {
+        let mut rng = 0x1A26_u64;
+        for group in first..first.saturating_add(count) {
+            for n in 1..=per_group {
+                let mut words = Vec::new();
+                for (k, word) in VOCABULARY.iter().enumerate() {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    if (rng >> 33).is_multiple_of(k as u64 + 1) {
+                        words.push(*word);
+                    }
+                }
+                let body = format!("Note {n} of large group {group}: {}.", words.join(" "));
+                self.create(group, format!("Entry {n}"), body);
+            }
+        }
+    }
+
+    /// Up to `limit` notes of `group` with ids above `after`, in id order.
+    pub fn page(&self, group: u32, after: u64, limit: usize) -> Vec<Note> {
+        let notes = read(&self.inner);
+        notes
+            .groups
+            .get(&group)
+            .map(|g| {
+                g.range(after.saturating_add(1)..)
+                    .take(limit)
+                    .map(|(_, n)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Notes of `group` whose title or body contains `term` (ASCII case-insensitive):
+    /// how many match in all, the first `limit` of them, and how many were examined.
+    pub fn search(&self, group: u32, term: &str, limit: usize) -> (usize, Vec<Note>, usize) {
+        let notes = read(&self.inner);
+        let Some(g) = notes.groups.get(&group) else {
+            return (0, Vec::new(), 0);
+        };
+        let term = term.as_bytes();
+        let contains = |text: &str| {
+            text.as_bytes()
+                .windows(term.len().max(1))
+                .any(|w| w.eq_ignore_ascii_case(term))
+        };
+        let mut total = 0;
+        let mut first = Vec::new();
+        for note in g.values() {
+            if contains(&note.title) || contains(&note.body) {
+                total += 1;
+                if first.len() < limit {
+                    first.push(note.clone());
+                }
+            }
+        }
+        (total, first, g.len())
     }
 
     /// The notes of `group` in id order; an unknown group is simply empty.
@@ -246,6 +379,22 @@ mod tests {
         assert!(!store.delete(1, note.id));
         assert!(store.delete(2, note.id));
         assert_eq!(store.count(), 0);
+    }
+
+    #[test]
+    fn large_groups_page_and_search() {
+        let store = NoteStore::seeded(2, 3);
+        store.seed_large(3, 1, 1000);
+        assert_eq!(store.count(), 1006);
+        let page = store.page(3, 0, 10);
+        assert_eq!(page.len(), 10);
+        let next = store.page(3, page[9].id, 10);
+        assert!(next[0].id > page[9].id);
+        let (all, first, scanned) = store.search(3, "ALPHA", 5);
+        assert_eq!((all, first.len(), scanned), (1000, 5, 1000));
+        let (rare, _, _) = store.search(3, "pager", 5);
+        assert!(rare > 20 && rare < 200, "{rare}");
+        assert_eq!(store.search(1, "alpha", 5).0, 0);
     }
 
     #[test]

@@ -171,6 +171,29 @@ impl Survey {
     }
 }
 
+impl SurveyCounts {
+    /// Appends the counters to a Prometheus text exposition: an answer refused for a
+    /// spent token is a replay (409, a conflict), for a wrong CSRF token a 403.
+    pub fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            "# HELP demo_survey_logins_total Survey form sign-ins that opened a session.\n\
+             # TYPE demo_survey_logins_total counter\n\
+             demo_survey_logins_total {}\n\
+             # HELP demo_survey_pages_total Survey pages served, each with a fresh answer token.\n\
+             # TYPE demo_survey_pages_total counter\n\
+             demo_survey_pages_total {}\n\
+             # HELP demo_survey_answers_total Survey answers by verdict: accepted, conflict (409: the token was spent, a replay, or unknown), csrf (403).\n\
+             # TYPE demo_survey_answers_total counter\n\
+             demo_survey_answers_total{{verdict=\"accepted\"}} {}\n\
+             demo_survey_answers_total{{verdict=\"conflict\"}} {}\n\
+             demo_survey_answers_total{{verdict=\"csrf\"}} {}\n",
+            self.logins, self.pages, self.accepted, self.token_refused, self.csrf_refused
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,12 +88,16 @@ async fn claim_and_work(
     Ok(())
 }
 
-/// An `export`: counts the group's notes, words and bytes.
-fn work(job: &Value) -> Value {
+/// An `export`: counts the group's notes, words and bytes; a group without notes
+/// fails (`{"error": …}`), so failed commands can be produced on purpose.
+pub(crate) fn work(job: &Value) -> Value {
     let notes = job["notes"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
+    if notes.is_empty() {
+        return json!({ "error": format!("group {} has no notes to export", job["group"]) });
+    }
     let text = |note: &Value, field: &str| note[field].as_str().unwrap_or("").to_string();
     let words: usize = notes
         .iter()

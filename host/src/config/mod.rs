@@ -12,6 +12,7 @@ pub mod http;
 pub mod layers;
 pub mod sampling;
 pub mod scenario;
+pub mod segment;
 pub mod stack;
 pub mod table;
 pub mod thresholds;
@@ -24,6 +25,7 @@ pub use duration::{format_duration, parse_duration};
 pub use http::HttpOptions;
 pub use sampling::{PidTarget, SamplingOptions};
 pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
 pub use stack::{OnServiceExit, StackConfig};
 pub use table::{ConfigError, ConfigErrors};
 pub use trend_stats::TrendStat;
@@ -156,6 +158,9 @@ pub struct RunConfig {
     pub distributed: distributed::DistributedOptions,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
+    /// The share of the test this process runs (`--execution-segment`, within
+    /// `--execution-segment-sequence`); the whole test by default.
+    pub segment: ExecutionTuple,
 }
 
 impl RunConfig {
@@ -178,6 +183,7 @@ impl RunConfig {
             tls: tls::TlsOptions::default(),
             distributed: Default::default(),
             source: toml::Table::new(),
+            segment: ExecutionTuple::full(),
         }
     }
 
@@ -237,10 +243,14 @@ pub struct Overrides {
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
     pub allow_only: bool,
-    /// `--execution-segment` (k6's syntax, `1/3:2/3`): this instance runs only its
-    /// share of every scenario.
+    /// CA files trusted besides the system's roots and `[tls] ca_file`: those of a
+    /// stack's https entries (`run --stack`).
+    pub ca_files: Vec<PathBuf>,
+    /// `--execution-segment`: the share of the test this process runs (`1/3:2/3`,
+    /// `0.5`, `50%:75%`), as k6's.
     pub execution_segment: Option<String>,
-    /// `--execution-segment-sequence` (`0,1/3,2/3,1`): all the segments of the run.
+    /// `--execution-segment-sequence`: every process's segment boundaries
+    /// (`0,1/3,2/3,1`), so that all stripe alike.
     pub execution_segment_sequence: Option<String>,
 }
 
@@ -303,7 +313,20 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
     let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
-    let tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    tls.extra_ca_files.clone_from(&overrides.ca_files);
+    let segment = errors
+        .keep(
+            segment::from_flags(
+                overrides.execution_segment.as_deref(),
+                overrides.execution_segment_sequence.as_deref(),
+            )
+            .map_err(|message| ConfigError {
+                path: "--execution-segment".into(),
+                message,
+            }),
+        )
+        .unwrap_or_default();
     let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
     errors.finish()?;
 
@@ -326,6 +349,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         tls,
         distributed,
         source,
+        segment,
     })
 }
 

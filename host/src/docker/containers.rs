@@ -31,6 +31,8 @@ pub struct ServiceContainer {
     pub oom_killed: bool,
     /// Ports published on the host.
     pub published: Vec<PublishedPort>,
+    /// Its labels (Compose's own and the file's, such as `loadtest.tls-ports`).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// A container port published on the host.
@@ -108,6 +110,7 @@ pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<Se
                 .filter(|s| !s.is_empty())
                 .and_then(|s| CpuSet::parse(&s).ok()),
             memory_limit: host.memory.filter(|&m| m > 0).map(|m| m as u64),
+            labels: labels.into_iter().collect(),
             id,
         });
     }

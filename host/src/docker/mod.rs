@@ -1,10 +1,11 @@
 //! The Docker Engine as the stack and the samplers both need it: the connection
 //! ([`engine`]), a Compose project's containers with their limits ([`containers`]),
-//! and the labels Compose puts on them. A leaf: it imports nothing of the host but
+//! a file read out of one ([`files`]), and the labels Compose puts on them. A leaf: it imports nothing of the host but
 //! the config's core sets.
 
 pub mod containers;
 pub mod engine;
+pub mod files;
 
 pub use containers::{project_containers, ContainerTarget, PublishedPort, ServiceContainer};
 pub use engine::connect;

@@ -57,16 +57,7 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
         );
     }
     // The plugin runs against this stack and nothing else.
-    request
-        .overrides
-        .env
-        .push(("BASE_URL".into(), entry.url.clone()));
-    for url in &stack.entry_urls {
-        let key = format!("BASE_URL_{}", url.service.to_uppercase().replace('-', "_"));
-        request.overrides.env.push((key, url.url.clone()));
-    }
-    request.overrides.allow = stack.entry_urls.iter().map(|u| u.url.clone()).collect();
-    request.overrides.allow_only = true;
+    super::entry::point_run_at(&stack.entry_urls, &mut request.overrides);
     // `[stack] stats_interval` is the sampling interval of such a run; the command
     // line's `--stats-interval` still wins.
     if request.overrides.stats_interval.is_none() {

@@ -7,12 +7,14 @@
 //! [`resources`] checks the cores and memory asked for,
 //! [`compose`] drives `docker-compose` and writes the override file, [`images`] wraps a
 //! built binary into an image, [`health`] waits until the services are ready,
+//! [`entry`] finds its entry URLs (http or https, with the CA to trust),
 //! [`render`] prints a stack, [`teardown`] removes what a project left behind, [`up`]
 //! puts them in order, [`watch`] notes services that die during a run, and [`cycle`] is
 //! `run --stack`: up, run, down.
 
 pub mod compose;
 pub mod cycle;
+pub mod entry;
 pub mod health;
 pub mod images;
 pub mod render;
@@ -26,6 +28,7 @@ pub use crate::config::CpuSet;
 // `docker`), since the samplers read them too.
 pub use crate::docker::{connect, project_containers, PublishedPort, ServiceContainer};
 pub use crate::docker::{containers, engine};
+pub use entry::EntryUrl;
 pub use resources::Resources;
 pub use up::{down, up, Stack, UpOptions};
 

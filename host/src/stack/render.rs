@@ -44,6 +44,13 @@ pub fn render(stack: &Stack) -> String {
                 "  {}  ({}:{})",
                 url.url, url.service, url.container_port
             );
+            if let Some(ca) = &url.ca_file {
+                let _ = writeln!(
+                    out,
+                    "    its CA: {} (trust it: [tls] ca_file)",
+                    ca.display()
+                );
+            }
         }
     }
     out

@@ -4,6 +4,7 @@
 
 use super::compose::{self, ComposeFile};
 use super::containers::ServiceContainer;
+use super::entry::{self, EntryUrl};
 use super::resources::Resources;
 use super::teardown::{remove_project, Removed};
 use super::{engine, health, images, CpuSet};
@@ -90,17 +91,6 @@ pub struct StackFlags {
     pub quiet: bool,
 }
 
-/// A published port of an entry service, as a URL the host can reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryUrl {
-    /// The service that publishes it.
-    pub service: String,
-    /// The port inside the container.
-    pub container_port: u16,
-    /// `http://127.0.0.1:PORT`.
-    pub url: String,
-}
-
 /// A stack that is up and ready.
 #[derive(Debug, Clone)]
 pub struct Stack {
@@ -163,13 +153,31 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
             return Err(e);
         }
     };
-    let entry_urls = entry_urls(&containers);
+    let entry_urls = match entry_urls_with_cas(&docker, &containers, &options.project).await {
+        Ok(urls) => urls,
+        Err(e) => {
+            down_quietly(&options.project).await;
+            return Err(e);
+        }
+    };
     Ok(Stack {
         project: options.project.clone(),
         containers,
         entry_urls,
         took: begun.elapsed(),
     })
+}
+
+/// The entry URLs, with the CAs of https entries read into the project's folder
+/// (beside the override file, so `down` removes them too).
+async fn entry_urls_with_cas(
+    docker: &Docker,
+    containers: &[ServiceContainer],
+    project: &str,
+) -> Result<Vec<EntryUrl>> {
+    let mut urls = entry::entry_urls(containers)?;
+    entry::fetch_cas(docker, containers, &mut urls, &override_dir(project)).await?;
+    Ok(urls)
 }
 
 /// Removes the project's containers, networks and volumes (and the override file).
@@ -245,32 +253,4 @@ fn write_override(
     );
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
-}
-
-/// One URL per published port; a port bound to every interface is still reached
-/// through loopback, since the host only ever aims at loopback.
-fn entry_urls(containers: &[ServiceContainer]) -> Vec<EntryUrl> {
-    let mut urls = Vec::new();
-    for c in containers {
-        for port in &c.published {
-            if !matches!(port.host_ip.as_str(), "127.0.0.1" | "" | "0.0.0.0") {
-                continue;
-            }
-            if port.host_ip != "127.0.0.1" {
-                eprintln!(
-                    "warning: {} publishes port {} on every interface; bind it to 127.0.0.1 in the compose file",
-                    c.service, port.container_port
-                );
-            }
-            let url = format!("http://127.0.0.1:{}", port.host_port);
-            if !urls.iter().any(|u: &EntryUrl| u.url == url) {
-                urls.push(EntryUrl {
-                    service: c.service.clone(),
-                    container_port: port.container_port,
-                    url,
-                });
-            }
-        }
-    }
-    urls
 }

@@ -58,13 +58,7 @@ impl SweepStack {
             stack.took.as_secs_f64(),
             entry.url
         );
-        overrides.env.push(("BASE_URL".into(), entry.url.clone()));
-        for url in &stack.entry_urls {
-            let key = format!("BASE_URL_{}", url.service.to_uppercase().replace('-', "_"));
-            overrides.env.push((key, url.url.clone()));
-        }
-        overrides.allow = stack.entry_urls.iter().map(|u| u.url.clone()).collect();
-        overrides.allow_only = true;
+        crate::stack::entry::point_run_at(&stack.entry_urls, overrides);
         overrides
             .sample_containers
             .extend(stack.containers.iter().map(|c| c.name.clone()));

@@ -5,7 +5,10 @@
 //! session cookie), reads the CSRF token out of the form and the single-use answer
 //! token out of the page's JSON `<script>`, answers, and then replays the same answer,
 //! which the server must refuse. Every step is a check, so the server's counts can be
-//! compared with the plugin's.
+//! compared with the plugin's (`demo_survey_answers_total` in the server's `/metrics`):
+//! answers accepted in `survey_answers_accepted`, refusals of the replay (409, a
+//! conflict) in `survey_conflicts`, and a replay the server accepted (it must not) in
+//! `survey_replays_accepted`.
 //!
 //! The jar is reset at the start of each iteration, so each iteration is a new visitor
 //! who signs in again (k6's behaviour).
@@ -13,14 +16,27 @@
 //! Environment: `BASE_URL` (default `http://127.0.0.1:8080`).
 
 use loadtest::serde::Deserialize;
-use loadtest::{check, cookies, http, vu, PluginInfo, Scenario};
+use loadtest::{check, cookies, http, metrics, vu, PluginInfo, Scenario};
 
-/// The run config used when the operator gives none.
+/// The run config used when the operator gives none, the seed's shape: people arrive at
+/// a constant rate (10 a second for a minute) whether or not the site keeps up; an
+/// arrival that finds every VU busy is dropped and reported in `dropped_iterations`.
 const DEFAULT_CONFIG: &str = r#"[scenarios.answer]
-executor = "constant-vus"
-vus = 5
-duration = "10s"
+executor = "constant-arrival-rate"
 exec = "answer"
+rate = 10
+time_unit = "1s"
+duration = "60s"
+pre_allocated_vus = 10
+max_vus = 50
+
+[thresholds]
+# A replay accepted, or an iteration dropped, shows as a sample; none is the good case.
+allow_missing = true
+"http_req_duration{name:/survey/answer}" = ["p(95)<500"]
+survey_replays_accepted = ["count==0"]
+dropped_iterations = ["count<1"]
+checks = ["rate>0.99"]
 "#;
 
 /// The JSON island of the survey page.
@@ -40,10 +56,15 @@ fn base_url() -> String {
 impl Scenario for Survey {
     fn describe() -> PluginInfo {
         PluginInfo::new("survey")
-            .description("Sign in with a form, read tokens out of the page, answer once, replay")
+            .description(
+                "The survey at a constant arrival rate: form sign-in, tokens read out of the page, \
+                 one answer, one replay that must be refused",
+            )
             .scenario(
                 "answer",
-                "form sign-in, survey page, one answer, one replayed answer",
+                "POST /survey/login (the 302 and its session cookie), GET /survey (CSRF token in the \
+                 form, single-use token in a JSON script tag), POST /survey/answer (200), the same \
+                 answer again (409: counted in survey_conflicts; a 200 in survey_replays_accepted)",
             )
             .default_config(DEFAULT_CONFIG)
     }
@@ -106,13 +127,20 @@ impl Scenario for Survey {
             .form(&form)
             .name("/survey/answer")
             .send()?;
-        check("answer accepted", first.status() == 200);
+        if check("answer accepted", first.status() == 200) {
+            metrics::counter("survey_answers_accepted", 1.0, &[]);
+        }
         let replay = http::post(format!("{base}/survey/answer"))
             .form(&form)
             .name("/survey/answer")
             .expect_status(409)
             .send()?;
-        check("replayed token refused", replay.status() == 409);
+        if check("replayed token refused", replay.status() == 409) {
+            metrics::counter("survey_conflicts", 1.0, &[]);
+        }
+        if replay.status() == 200 {
+            metrics::counter("survey_replays_accepted", 1.0, &[]);
+        }
         Ok(())
     }
 }

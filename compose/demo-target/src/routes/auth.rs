@@ -40,7 +40,14 @@ pub fn user(state: &AppState, headers: &HeaderMap) -> Option<String> {
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|token| state.tokens.user_for(token.trim()))
+        .and_then(|token| {
+            let token = token.trim();
+            // Sign-in tokens first, then the account API's access tokens (which expire).
+            state
+                .tokens
+                .user_for(token)
+                .or_else(|| state.accounts.user_for(token).ok())
+        })
 }
 
 /// 401 for a request without a known token, naming the scheme it needs.

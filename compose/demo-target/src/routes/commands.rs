@@ -85,7 +85,8 @@ pub async fn claim(state: &AppState, req: Request<Incoming>) -> Resp {
     json(StatusCode::OK, &jobs)
 }
 
-/// `POST /admin/outbox/{id}/done` with the result as JSON.
+/// `POST /admin/outbox/{id}/done` with the result as JSON (`{"error": …}` marks it
+/// failed): 200 with the command, 409 when it had finished already.
 pub async fn done(state: &AppState, req: Request<Incoming>, id: u64) -> Resp {
     if req.method() != Method::POST {
         return method_not_allowed("POST");
@@ -95,10 +96,12 @@ pub async fn done(state: &AppState, req: Request<Incoming>, id: u64) -> Resp {
         Err(resp) => return resp,
     };
     if state.commands.complete(id, result) {
-        json(
-            StatusCode::OK,
-            &serde_json::json!({ "id": id, "status": "done" }),
-        )
+        match state.commands.get(id) {
+            Some(command) => json(StatusCode::OK, &command),
+            None => not_found(),
+        }
+    } else if state.commands.get(id).is_some() {
+        error(StatusCode::CONFLICT, "the command has finished already")
     } else {
         not_found()
     }

@@ -1,11 +1,16 @@
 //! Routing from method and path to a handler, and the helpers handlers share.
 
+mod accounts;
 mod admin;
 mod auth;
 mod commands;
+mod invoke;
 mod notes;
+mod search;
+mod site;
 mod static_files;
 mod survey;
+mod webhooks;
 mod ws;
 
 use bytes::Bytes;
@@ -46,6 +51,8 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
                     state.faults.waiting(),
                 ));
                 state.live.counters.render(&mut text);
+                site::render_metrics(state, &mut text);
+                render_parts(state, &mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
                     CONTENT_TYPE,
@@ -56,6 +63,19 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             _ => method_not_allowed("GET"),
         },
         ["auth", "token"] => auth::token(state, req).await,
+        // The first visit, accounts and search (issue 19, seeds a).
+        ["app"] => site::shell(state, &req),
+        ["assets", name] => site::asset(state, &req, name),
+        ["api", "config"] => site::config(state, &req),
+        ["api", "me"] => site::me(state, &req),
+        ["inbox"] => site::inbox(state, &req),
+        ["accounts"] => accounts::sign_up(state, req).await,
+        ["accounts", "me"] => accounts::delete(state, &req),
+        ["auth", "refresh"] => accounts::refresh(state, req).await,
+        ["groups", group, "search"] => match group.parse() {
+            Ok(group) => search::search(state, &req, group),
+            Err(_) => not_found(),
+        },
         ["survey", ..] | ["cookies", ..] => survey::dispatch(state, req, &segments).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
@@ -65,6 +85,9 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
             Ok(id) => commands::done(state, req, id).await,
             Err(_) => not_found(),
         },
+        ["invoke"] => invoke::invoke(state, req).await,
+        ["events"] => webhooks::events(state, req).await,
+        ["admin", "webhooks", "receive"] => webhooks::receive(state, req).await,
         ["commands"] => commands::submit(state, req).await,
         ["commands", id] => match id.parse() {
             Ok(id) => commands::show(state, &req, id),
@@ -80,6 +103,23 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         },
         _ => not_found(),
     }
+}
+
+/// The first value of query parameter `name`, percent-decoded.
+pub fn query<B>(req: &Request<B>, name: &str) -> Option<String> {
+    form_urlencoded::parse(req.uri().query()?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// The counters of the scenario parts (commands, rate limit, invoke, outbox, survey)
+/// in the Prometheus text format.
+pub fn render_parts(state: &AppState, text: &mut String) {
+    state.commands.render(text);
+    state.clients.render(text);
+    state.invoker.render(text);
+    state.outbox.render(text);
+    state.survey.counts().render(text);
 }
 
 /// A JSON response with the given status.

@@ -1,4 +1,4 @@
-//! Notes CRUD within a group; every route needs a bearer token. Every change is pushed
+//! Notes CRUD within a group (listings paged with `?limit=N&after=ID`); every route needs a bearer token. Every change is pushed
 //! to the group's live subscribers (`GET /ws`), and the response's
 //! `X-Live-Recipients` header says to how many sockets.
 
@@ -7,7 +7,7 @@ use hyper::header::HeaderValue;
 use hyper::{Method, Request, StatusCode};
 use serde::Deserialize;
 
-use super::{auth, empty, error, json, method_not_allowed, not_found, read_json, Resp};
+use super::{auth, empty, error, json, method_not_allowed, not_found, query, read_json, Resp};
 use crate::live::Change;
 use crate::state::AppState;
 use crate::store::{NoteUpdate, UpdateError};
@@ -55,7 +55,7 @@ pub async fn collection(state: &AppState, req: Request<Incoming>, group: u32) ->
         return auth::unauthorized();
     }
     if method == Method::GET {
-        return json(StatusCode::OK, &state.notes.list(group));
+        return list(state, &req, group);
     }
     let new: NewNote = match read_json(state, req).await {
         Ok(new) => new,
@@ -65,11 +65,33 @@ pub async fn collection(state: &AppState, req: Request<Incoming>, group: u32) ->
         return error(StatusCode::BAD_REQUEST, "title must be 1 to 200 characters");
     }
     let note = state.notes.create(group, new.title, new.body);
+    state.notes.counters.created.inc();
     published(
         state,
         json(StatusCode::CREATED, &note),
         Change::Created(&note),
     )
+}
+
+/// A listing: the whole group, or with `?limit=N` (and `after=ID`) one page of it in
+/// id order, for groups too large to send whole.
+fn list(state: &AppState, req: &Request<Incoming>, group: u32) -> Resp {
+    let number = |name| query(req, name).map(|v| v.parse::<u64>());
+    match (number("limit"), number("after")) {
+        (None, None) => json(StatusCode::OK, &state.notes.list(group)),
+        (Some(Ok(limit)), after) if (1..=1000).contains(&limit) => match after {
+            None => json(StatusCode::OK, &state.notes.page(group, 0, limit as usize)),
+            Some(Ok(after)) => json(
+                StatusCode::OK,
+                &state.notes.page(group, after, limit as usize),
+            ),
+            Some(Err(_)) => error(StatusCode::BAD_REQUEST, "after must be a note id"),
+        },
+        _ => error(
+            StatusCode::BAD_REQUEST,
+            "limit must be 1 to 1000 (and after a note id)",
+        ),
+    }
 }
 
 /// `/groups/{group}/notes/{id}`: `GET` reads, `PUT` updates, `DELETE` removes.
@@ -89,6 +111,7 @@ pub async fn item(state: &AppState, req: Request<Incoming>, group: u32, id: u64)
     }
     if method == Method::DELETE {
         return if state.notes.delete(group, id) {
+            state.notes.counters.deleted.inc();
             published(
                 state,
                 empty(StatusCode::NO_CONTENT),
@@ -111,7 +134,10 @@ pub async fn item(state: &AppState, req: Request<Incoming>, group: u32, id: u64)
         expected_version: change.version,
     };
     match state.notes.update(group, id, update) {
-        Ok(note) => published(state, json(StatusCode::OK, &note), Change::Updated(&note)),
+        Ok(note) => {
+            state.notes.counters.updated.inc();
+            published(state, json(StatusCode::OK, &note), Change::Updated(&note))
+        }
         Err(UpdateError::NotFound) => not_found(),
         Err(UpdateError::Conflict(current)) => json(StatusCode::CONFLICT, &current),
     }

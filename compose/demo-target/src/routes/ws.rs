@@ -6,7 +6,8 @@
 //! message per change of a note in a subscribed group:
 //! `{"type": "note.created" | "note.updated", "group", "note", "at_ms"}` or
 //! `{"type": "note.deleted", "group", "id", "at_ms"}`. Subscriptions are acknowledged
-//! with `{"type": "subscribed", "groups": [...]}`.
+//! with `{"type": "subscribed", "groups": [...]}`; an application ping `{"ping": n}`
+//! with `{"type": "pong", "ping": n}`.
 //!
 //! The server pings every `ws_ping_interval`, closes a socket silent for
 //! `ws_idle_timeout` (1001), disconnects a client too slow to take its pushes (1008),
@@ -51,6 +52,10 @@ struct ClientMessage {
     subscribe: Vec<u32>,
     #[serde(default)]
     unsubscribe: Vec<u32>,
+    /// An application ping, as apps send to keep a view alive through proxies;
+    /// answered `{"type": "pong", "ping": n}`.
+    #[serde(default)]
+    ping: Option<u64>,
 }
 
 /// Handles the upgrade request and hands the socket to its own task.
@@ -245,6 +250,12 @@ fn handle_client_message(hub: &LiveHub, id: u64, text: &str) -> String {
             .to_string()
         }
     };
+    if let Some(n) = message.ping {
+        hub.counters
+            .app_pings
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return serde_json::json!({ "type": "pong", "ping": n }).to_string();
+    }
     if message.subscribe.len() > MAX_GROUPS_PER_SOCKET {
         return serde_json::json!({
             "type": "error",

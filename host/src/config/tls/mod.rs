@@ -15,6 +15,8 @@
 //! Files are read, and every setting checked, when the config is: a missing file or
 //! an unknown suite stops the run before it starts, not at its first request.
 
+pub mod client;
+
 use super::table::{unknown_message, ConfigError, TableReader};
 use std::path::PathBuf;
 
@@ -55,6 +57,9 @@ impl TlsVersion {
 pub struct TlsOptions {
     /// A PEM file of certificates trusted besides the system's roots.
     pub ca_file: Option<PathBuf>,
+    /// More such files, not from `[tls]`: the CAs of a Compose stack's https entries,
+    /// which `run --stack` reads out of their containers.
+    pub extra_ca_files: Vec<PathBuf>,
     /// Accept any server certificate.
     pub insecure_skip_verify: bool,
     /// The client certificate chain (PEM), with `client_key`.
@@ -73,6 +78,7 @@ impl Default for TlsOptions {
     fn default() -> Self {
         Self {
             ca_file: None,
+            extra_ca_files: Vec::new(),
             insecure_skip_verify: false,
             client_cert: None,
             client_key: None,
@@ -143,7 +149,7 @@ pub fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
                 "must be an array of names, such as [\"TLS_AES_128_GCM_SHA256\"]",
             )
         })?;
-        let known = crate::net::tls::cipher_suite_names();
+        let known = client::cipher_suite_names();
         for item in items {
             let name = item.as_str().ok_or_else(|| {
                 r.error(
@@ -176,7 +182,7 @@ pub fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
         }
         _ => {}
     }
-    crate::net::tls::check(&options).map_err(|(key, message)| r_error(key, message))?;
+    client::check(&options).map_err(|(key, message)| r_error(key, message))?;
     Ok(options)
 }
 

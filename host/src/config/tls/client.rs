@@ -1,0 +1,275 @@
+//! `[tls]` turned into a rustls client configuration: the crypto provider with the
+//! suites kept, the versions, the trusted roots, the client certificate, and the
+//! verifier. The run config is checked by building it (so a missing file or an
+//! unknown suite stops the run before it starts); the connections (`net::tls`) use
+//! the same builder, so what was checked is what connects.
+
+use super::{TlsOptions, TlsVersion};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The ring provider, with the suites `[tls] tls_cipher_suites` keeps (all when empty).
+fn provider(suites: &[String]) -> CryptoProvider {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if !suites.is_empty() {
+        provider
+            .cipher_suites
+            .retain(|s| suites.iter().any(|n| n == suite_name(s.suite())));
+    }
+    provider
+}
+
+/// k6's (Go's, IANA's) name of a cipher suite: rustls spells the TLS 1.3 ones `TLS13_`.
+pub fn suite_name(suite: rustls::CipherSuite) -> &'static str {
+    let name = suite.as_str().unwrap_or("unknown");
+    match name.strip_prefix("TLS13_") {
+        // The TLS 1.3 names are the same without the 13; keep a static str.
+        Some(_) => TLS13_NAMES
+            .iter()
+            .find(|(r, _)| *r == name)
+            .map_or(name, |(_, k)| k),
+        None => name,
+    }
+}
+
+const TLS13_NAMES: &[(&str, &str)] = &[
+    ("TLS13_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"),
+    ("TLS13_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384"),
+    (
+        "TLS13_CHACHA20_POLY1305_SHA256",
+        "TLS_CHACHA20_POLY1305_SHA256",
+    ),
+];
+
+/// The cipher suites `[tls] tls_cipher_suites` may name.
+pub fn cipher_suite_names() -> Vec<&'static str> {
+    rustls::crypto::ring::default_provider()
+        .cipher_suites
+        .iter()
+        .map(|s| suite_name(s.suite()))
+        .collect()
+}
+
+fn versions(options: &TlsOptions) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    let mut v = Vec::new();
+    if options.min_version <= TlsVersion::Tls13 && options.max_version >= TlsVersion::Tls13 {
+        v.push(&rustls::version::TLS13);
+    }
+    if options.min_version <= TlsVersion::Tls12 {
+        v.push(&rustls::version::TLS12);
+    }
+    v
+}
+
+/// A config problem: the `[tls]` key to fix and why.
+/// What is wrong with a setting: the `[tls]` key, and what to fix.
+pub type Problem = (&'static str, String);
+
+fn read_certs(key: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, Problem> {
+    let text =
+        std::fs::read(path).map_err(|e| (key, format!("cannot read {}: {e}", path.display())))?;
+    let certs = CertificateDer::pem_slice_iter(&text)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| (key, format!("{} is not valid PEM: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err((
+            key,
+            format!(
+                "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
+    let text = std::fs::read(path)
+        .map_err(|e| ("client_key", format!("cannot read {}: {e}", path.display())))?;
+    PrivateKeyDer::from_pem_slice(&text).map_err(|e| {
+        (
+            "client_key",
+            format!(
+                "{} holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}",
+                path.display()
+            ),
+        )
+    })
+}
+
+/// Builds a client configuration from `options` over `roots`, offering `alpn`.
+pub fn build(
+    options: &TlsOptions,
+    roots: RootCertStore,
+    alpn: &[&[u8]],
+) -> Result<ClientConfig, Problem> {
+    let provider = Arc::new(provider(&options.cipher_suites));
+    let wanted = versions(options);
+    if !options.cipher_suites.is_empty()
+        && !provider
+            .cipher_suites
+            .iter()
+            .any(|s| wanted.iter().any(|v| v.version == s.version().version))
+    {
+        let range = if options.min_version == options.max_version {
+            format!("a {} suite", version_label(options.min_version))
+        } else {
+            "a suite of the versions allowed".to_string()
+        };
+        return Err((
+            "tls_cipher_suites",
+            format!("none of them is {range} (tls_version); name one, or widen tls_version"),
+        ));
+    }
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&wanted)
+        .map_err(|e| ("tls_version", e.to_string()))?;
+    let builder = if options.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+    } else {
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match (&options.client_cert, &options.client_key) {
+        (Some(cert), Some(key)) => builder
+            .with_client_auth_cert(read_certs("client_cert", cert)?, read_key(key)?)
+            .map_err(|e| {
+                (
+                    "client_key",
+                    format!("is not the key of client_cert, or not usable: {e}"),
+                )
+            })?,
+        _ => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(config)
+}
+
+fn version_label(v: TlsVersion) -> &'static str {
+    match v {
+        TlsVersion::Tls12 => "TLS 1.2",
+        TlsVersion::Tls13 => "TLS 1.3",
+    }
+}
+
+/// The roots to trust: `ca_file`, the stack's CAs and (with `system`) the system's
+/// store; also how many came from the system.
+pub fn roots_from(options: &TlsOptions, system: bool) -> Result<(RootCertStore, usize), Problem> {
+    let mut roots = RootCertStore::empty();
+    let files = options
+        .ca_file
+        .iter()
+        .map(|p| ("ca_file", p))
+        .chain(options.extra_ca_files.iter().map(|p| ("stack CA", p)));
+    for (key, path) in files {
+        for cert in read_certs(key, path)? {
+            roots.add(cert).map_err(|e| {
+                (
+                    key,
+                    format!(
+                        "{} holds a certificate rustls cannot use as a root: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+        }
+    }
+    let mut system_count = 0;
+    if system {
+        let found = rustls_native_certs::load_native_certs();
+        let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+        system_count = added;
+    }
+    Ok((roots, system_count))
+}
+
+/// Checks `[tls]` as the config is read: files readable and of the right kind, the key
+/// matching the certificate, the versions and suites compatible.
+pub fn check(options: &TlsOptions) -> Result<(), Problem> {
+    let (roots, _) = roots_from(options, false)?;
+    build(options, roots, &[]).map(|_| ())
+}
+
+/// `insecure_skip_verify`: any certificate is accepted, but the handshake's signatures
+/// are still checked (so the connection is encrypted to whoever holds the key).
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_have_k6_names() {
+        let names = cipher_suite_names();
+        assert!(names.contains(&"TLS_AES_128_GCM_SHA256"), "{names:?}");
+        assert!(
+            names.contains(&"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.starts_with("TLS13_")), "{names:?}");
+    }
+
+    #[test]
+    fn versions_follow_the_range() {
+        let mut o = TlsOptions::default();
+        assert_eq!(versions(&o).len(), 2);
+        o.min_version = TlsVersion::Tls13;
+        assert_eq!(versions(&o), [&rustls::version::TLS13]);
+        o.min_version = TlsVersion::Tls12;
+        o.max_version = TlsVersion::Tls12;
+        assert_eq!(versions(&o), [&rustls::version::TLS12]);
+    }
+}

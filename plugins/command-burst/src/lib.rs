@@ -1,0 +1,174 @@
+//! `command-burst`: commands that complete asynchronously, submitted in rising bursts.
+//!
+//! Each VU signs in once (`init`). Each iteration of `burst` submits one command
+//! (`POST /commands`, answered 202 with an id) and follows it (`GET /commands/{id}`
+//! every `POLL_MS`) until its status is final, `done` or `failed`; the time from
+//! submitting to seeing the final status goes to the custom trend
+//! `command_submit_to_done` (tagged `status`). Counters `commands_submitted` and
+//! `commands_followed` (tagged `status`) let a run be checked against the server's
+//! `demo_commands_submitted_total` and `demo_commands_finished_total`.
+//!
+//! The default config is the seed's: a ramping arrival rate at 1, 5, 10 and 20 commands
+//! a second, 10 s each.
+//!
+//! Environment: `BASE_URL` (default `http://127.0.0.1:8080`), `POLL_MS` (50),
+//! `FOLLOW_TIMEOUT_S` (30), `FAIL_EVERY` (20: every 20th command exports the empty
+//! group 0, which the worker fails; 0 for none).
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use loadtest::serde::Deserialize;
+use loadtest::{check, http, metrics, vu, PluginInfo, Scenario};
+
+/// The run config used when the operator gives none.
+const DEFAULT_CONFIG: &str = r#"[scenarios.burst]
+executor = "ramping-arrival-rate"
+exec = "burst"
+start_rate = 1
+time_unit = "1s"
+pre_allocated_vus = 10
+max_vus = 100
+stages = [
+  { duration = "10s", target = 1 },
+  { duration = "1s", target = 5 },
+  { duration = "9s", target = 5 },
+  { duration = "1s", target = 10 },
+  { duration = "9s", target = 10 },
+  { duration = "1s", target = 20 },
+  { duration = "9s", target = 20 },
+]
+
+[thresholds]
+command_submit_to_done = ["p(95)<2000"]
+"http_req_duration{name:/commands}" = ["p(95)<500"]
+checks = ["rate>0.99"]
+"#;
+
+/// This VU's bearer token, set by `init`.
+static TOKEN: OnceLock<String> = OnceLock::new();
+
+#[derive(Deserialize)]
+#[serde(crate = "loadtest::serde")]
+struct TokenResponse {
+    token: String,
+}
+
+/// A command as `POST /commands` and `GET /commands/{id}` answer it.
+#[derive(Deserialize)]
+#[serde(crate = "loadtest::serde")]
+struct Command {
+    id: u64,
+    status: String,
+}
+
+/// The scenario.
+struct CommandBurst;
+
+fn base_url() -> String {
+    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    vu::env(name)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+impl Scenario for CommandBurst {
+    fn describe() -> PluginInfo {
+        PluginInfo::new("command-burst")
+            .description(
+                "Asynchronous commands at 1, 5, 10 and 20 per second, each followed to done or failed",
+            )
+            .scenario(
+                "burst",
+                "submit one command (202 with an id), poll its status until done or failed; \
+                 submit-to-final time in the trend command_submit_to_done",
+            )
+            .default_config(DEFAULT_CONFIG)
+    }
+
+    fn init(_data: String) -> Result<(), String> {
+        let user = format!("vu-{}", vu::id());
+        let res = http::post(format!("{}/auth/token", base_url()))
+            .json(&loadtest::serde_json::json!({ "user": user }))
+            .name("/auth/token")
+            .send()?;
+        if !check("sign-in status is 200", res.status() == 200) {
+            return Err(format!("sign-in as {user} answered {}", res.status()));
+        }
+        let TokenResponse { token } = res.json()?;
+        TOKEN
+            .set(token)
+            .map_err(|_| "init ran twice in one VU".to_owned())
+    }
+
+    fn iteration(scenario: String) -> Result<(), String> {
+        match scenario.as_str() {
+            "burst" | "default" => burst(),
+            other => Err(format!(
+                "unknown scenario `{other}`; this plugin has `burst`"
+            )),
+        }
+    }
+}
+
+/// Submits one command and follows it to its final status.
+fn burst() -> Result<(), String> {
+    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let base = base_url();
+    let info = vu::info();
+    let fail_every = env_u64("FAIL_EVERY", 20);
+    let group = if fail_every > 0 && info.iteration_in_scenario % fail_every == fail_every - 1 {
+        0
+    } else {
+        info.iteration_in_scenario % 10 + 1
+    };
+    let submitted = Instant::now();
+    let res = http::post(format!("{base}/commands"))
+        .bearer(token)
+        .json(&loadtest::serde_json::json!({ "kind": "export", "group": group }))
+        .name("/commands")
+        .send()?;
+    if !check("submit answers 202", res.status() == 202) {
+        return Err(format!("POST /commands answered {}", res.status()));
+    }
+    let Command { id, .. } = res.json()?;
+    drop(res);
+    metrics::counter("commands_submitted", 1.0, &[]);
+
+    let poll = Duration::from_millis(env_u64("POLL_MS", 50));
+    let deadline = Duration::from_secs(env_u64("FOLLOW_TIMEOUT_S", 30));
+    loop {
+        vu::sleep(poll);
+        let res = http::get(format!("{base}/commands/{id}"))
+            .bearer(token)
+            .name("/commands/{id}")
+            .send()?;
+        if !check("status answers 200", res.status() == 200) {
+            return Err(format!("GET /commands/{id} answered {}", res.status()));
+        }
+        let command: Command = res.json()?;
+        if command.status == "done" || command.status == "failed" {
+            let took = submitted.elapsed().as_secs_f64() * 1000.0;
+            let tags = [("status", command.status.as_str())];
+            metrics::trend("command_submit_to_done", took, &tags);
+            metrics::counter("commands_followed", 1.0, &tags);
+            check("command reached a final status", true);
+            return Ok(());
+        }
+        if submitted.elapsed() > deadline {
+            check("command reached a final status", false);
+            return Err(format!(
+                "command {id} still {} after {}s",
+                command.status,
+                deadline.as_secs()
+            ));
+        }
+    }
+}
+
+loadtest::export!(CommandBurst);
