@@ -53,6 +53,12 @@ pub async fn coordinate(
     if request.workers == 0 {
         bail!("--workers must be at least 1");
     }
+    let o = &request.run.overrides;
+    if o.execution_segment.is_some() || o.execution_segment_sequence.is_some() {
+        bail!(
+            "host coordinate gives each worker its execution segment: leave out --execution-segment and --execution-segment-sequence"
+        );
+    }
     let (bytes, sha256) = crate::plugin::read_plugin(&request.run.plugin)?;
     let listener = TcpListener::bind(request.listen)
         .await
