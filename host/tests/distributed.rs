@@ -588,3 +588,24 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
         "the API served what was merged"
     );
 }
+
+#[test]
+fn a_constant_arrival_rate_over_three_workers_starts_rate_times_duration() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-arrival-rate\"\nrate = 30\ntime_unit = \"1s\"\nduration = \"3s\"\npre_allocated_vus = 5\nmax_vus = 10\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        3,
+        true,
+    );
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let summary = cluster.summary();
+    let started = summary["scenarios"]["default"]["started"].as_u64().unwrap();
+    // 30/s for 3 s, striped over three segments: 90 in all, ± 1 per worker.
+    assert!(started.abs_diff(90) <= 3, "{}", summary["scenarios"]);
+    assert_eq!(summary["scenarios"]["default"]["dropped"], 0);
+    assert_eq!(target.server.requests_served(), http_reqs(&summary));
+}
