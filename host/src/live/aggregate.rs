@@ -3,7 +3,9 @@
 //! rate's share, a trend's mean in ms) and the rest of the aggregate as metadata
 //! (a trend's count and percentiles, a rate's passes and fails).
 
+use crate::metrics::summary::{stats_of, Stats};
 use crate::metrics::Value;
+use std::time::Duration;
 
 /// A series' figures over one interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,45 +20,37 @@ impl Aggregate {
     /// The aggregate of `value`; trend values are in microseconds (or thousandths) and
     /// come out in milliseconds (or units).
     pub fn of(value: &Value) -> Aggregate {
-        match value {
-            Value::Counter(c) => Aggregate {
-                value: *c,
+        // The figures are the summary's own (one place computes a trend's percentiles);
+        // only a counter's second keeps its sum rather than a rate.
+        match stats_of(value, Duration::from_secs(1), None) {
+            Stats::Counter { count, .. } => Aggregate {
+                value: count,
                 metadata: Vec::new(),
             },
-            Value::Gauge { value, .. } => Aggregate {
-                value: *value,
+            Stats::Gauge { value, .. } => Aggregate {
+                value,
                 metadata: Vec::new(),
             },
-            Value::Rate { hits, total } => Aggregate {
-                value: if *total == 0 {
-                    0.0
-                } else {
-                    *hits as f64 / *total as f64
-                },
-                metadata: vec![("passes", *hits as f64), ("fails", (total - hits) as f64)],
+            Stats::Rate {
+                rate,
+                passes,
+                fails,
+            } => Aggregate {
+                value: rate,
+                metadata: vec![("passes", passes as f64), ("fails", fails as f64)],
             },
-            Value::Trend(h) => {
-                let ms = |v: u64| v as f64 / 1000.0;
-                let q = |p: f64| {
-                    if h.is_empty() {
-                        0.0
-                    } else {
-                        ms(h.value_at_quantile(p))
-                    }
-                };
-                Aggregate {
-                    value: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
-                    metadata: vec![
-                        ("count", h.len() as f64),
-                        ("min", if h.is_empty() { 0.0 } else { ms(h.min()) }),
-                        ("med", q(0.5)),
-                        ("p90", q(0.9)),
-                        ("p95", q(0.95)),
-                        ("p99", q(0.99)),
-                        ("max", if h.is_empty() { 0.0 } else { ms(h.max()) }),
-                    ],
-                }
-            }
+            Stats::Trend(t) => Aggregate {
+                value: t.avg,
+                metadata: vec![
+                    ("count", t.count as f64),
+                    ("min", t.min),
+                    ("med", t.med),
+                    ("p90", t.p90),
+                    ("p95", t.p95),
+                    ("p99", t.p99),
+                    ("max", t.max),
+                ],
+            },
         }
     }
 
