@@ -3,6 +3,7 @@
 
 pub mod aggregator;
 pub mod endpoints;
+pub mod fused;
 pub mod recorder;
 pub mod registry;
 pub mod summary;
@@ -11,6 +12,7 @@ pub mod tags;
 pub mod value;
 
 pub use aggregator::Aggregator;
+pub use fused::ResponseTimes;
 pub use recorder::{Recorder, SeriesMap, Shard};
 pub use registry::{builtin, MetricDef, MetricId, Registry};
 pub use tags::TagSet;

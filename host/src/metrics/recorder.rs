@@ -2,6 +2,7 @@
 //! recording thread, so tokio's worker threads never contend on a lock; only the
 //! aggregator visits every shard, once a second, and takes what they gathered.
 
+use super::fused::HttpRecords;
 use super::registry::{MetricId, Registry};
 use super::tags::TagSet;
 use super::value::{MetricKind, Value};
@@ -36,6 +37,8 @@ thread_local! {
 #[derive(Default)]
 pub struct Shard {
     series: SeriesMap,
+    /// HTTP requests, one record each; series once drained.
+    pub http: HttpRecords,
 }
 
 impl Shard {
@@ -154,7 +157,14 @@ impl Recorder {
     pub fn drain(&self) -> SeriesMap {
         let mut out = SeriesMap::default();
         for shard in &self.shards {
-            let taken = std::mem::take(&mut shard.lock().unwrap_or_else(|p| p.into_inner()).series);
+            let (taken, mut http) = {
+                let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+                (
+                    std::mem::take(&mut shard.series),
+                    std::mem::take(&mut shard.http),
+                )
+            };
+            http.drain_into(&mut out);
             for (key, value) in taken {
                 match out.get_mut(&key) {
                     Some(existing) => existing.merge(&value),

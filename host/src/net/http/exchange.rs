@@ -42,7 +42,7 @@ impl<'a> Tracker<'a> {
             self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
             self.shared
                 .recorder
-                .count(builtin::HTTP_REQS_SENT, &self.meta.tags, 1.0);
+                .with_shard(|s| s.http.sent(&self.meta.tags));
         }
     }
 

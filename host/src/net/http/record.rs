@@ -1,9 +1,10 @@
 //! The metrics of a finished request: counts, the failure rate, bytes and timing
 //! phases, under the VU's cached tag sets; a request that failed before it was sent
 //! is counted apart (`http_reqs_unsent`), so `sent = received + failed + in flight`.
+//! A response is one fused record (`metrics::fused`), not a dozen samples.
 
 use super::{HttpClient, HttpError, HttpResponse, Meta};
-use crate::metrics::builtin;
+use crate::metrics::{builtin, ResponseTimes};
 use std::time::{Duration, Instant};
 
 fn is_expected(status: u16, expected: &Option<Vec<(u16, u16)>>) -> bool {
@@ -50,26 +51,24 @@ impl HttpClient {
             Ok(_) => None,
         };
         self.shared.recorder.with_shard(|s| {
-            s.count(builtin::HTTP_REQS, &tags, 1.0);
-            s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
-            s.count(builtin::DATA_SENT, &meta.tags, io.0 as f64);
-            s.count(builtin::DATA_RECEIVED, &meta.tags, io.1 as f64);
+            s.http.bytes(&meta.tags, io.0, io.1);
             match result {
                 Ok(r) => {
                     let t = &r.timings;
-                    s.trend(builtin::HTTP_REQ_DURATION, &tags, us(t.duration()));
-                    s.trend(builtin::HTTP_REQ_BLOCKED, &tags, us(t.blocked));
-                    s.trend(builtin::HTTP_REQ_CONNECTING, &tags, us(t.connecting));
-                    s.trend(
-                        builtin::HTTP_REQ_TLS_HANDSHAKING,
-                        &tags,
-                        us(t.tls_handshaking),
-                    );
-                    s.trend(builtin::HTTP_REQ_SENDING, &tags, us(t.sending));
-                    s.trend(builtin::HTTP_REQ_WAITING, &tags, us(t.waiting));
-                    s.trend(builtin::HTTP_REQ_RECEIVING, &tags, us(t.receiving));
+                    let times = ResponseTimes {
+                        duration: us(t.duration()),
+                        blocked: us(t.blocked),
+                        connecting: us(t.connecting),
+                        tls_handshaking: us(t.tls_handshaking),
+                        sending: us(t.sending),
+                        waiting: us(t.waiting),
+                        receiving: us(t.receiving),
+                    };
+                    s.http.response(&tags, expected, &times);
                 }
                 Err(_) => {
+                    s.count(builtin::HTTP_REQS, &tags, 1.0);
+                    s.rate(builtin::HTTP_REQ_FAILED, &tags, !expected);
                     if let Some(err_tags) = &err_tags {
                         s.count(builtin::HTTP_REQ_ERRORS, err_tags, 1.0);
                         match sent_at {
