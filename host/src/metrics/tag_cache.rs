@@ -5,7 +5,6 @@
 
 use super::tags::TagSet;
 use rustc_hash::FxHashMap;
-use std::fmt::Write;
 
 /// Distinct tag sets remembered per VU before the cache starts over.
 const MAX_ENTRIES: usize = 256;
@@ -41,11 +40,15 @@ impl TagCache {
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .chain(extra)
         };
-        // Each part is spelled with its length first, so no two lists share a key.
+        // Each part is spelled with its length first (as raw bytes, not formatted:
+        // this runs for every check), so no two lists share a key.
         let key = &mut self.scratch;
         key.clear();
         for (k, v) in pairs() {
-            let _ = write!(key, "{}:{k}{}:{v}", k.len(), v.len());
+            for part in [k, v] {
+                key.extend((part.len() as u32).to_le_bytes().map(char::from));
+                key.push_str(part);
+            }
         }
         if let Some(set) = self.sets.get(key.as_str()) {
             return set.clone();
