@@ -295,9 +295,12 @@ impl HttpClient {
             http::Method::from_bytes(req.method.as_bytes())
         }
         .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
-        let mut builder = http::Request::builder()
-            .method(method.clone())
-            .uri(target.path.clone());
+        // The request is built in place: a builder moves its parts (a few hundred
+        // bytes) through every `header` call.
+        let mut request = http::Request::new(Full::new(req.body.clone()));
+        *request.method_mut() = method.clone();
+        *request.uri_mut() = target.path.clone();
+        let headers = request.headers_mut();
         let mut has_host = false;
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -308,20 +311,20 @@ impl HttpClient {
                 ))
             })?;
             has_host |= name == http::header::HOST;
-            builder = builder.header(name, value);
+            headers
+                .try_append(name, value)
+                .map_err(|e| HttpError::Invalid(e.to_string()))?;
         }
         if !has_host {
-            builder = builder.header(http::header::HOST, target.host_header.clone());
+            headers
+                .try_append(http::header::HOST, target.host_header.clone())
+                .map_err(|e| HttpError::Invalid(e.to_string()))?;
         }
         if !req.no_cookie_jar {
             if let Some(jar_cookies) = self.jar.header_for(&req.url) {
-                builder = with_jar_cookies(builder, jar_cookies)?;
+                with_jar_cookies(headers, jar_cookies)?;
             }
         }
-        let body = req.body.clone();
-        let request = builder
-            .body(Full::new(body))
-            .map_err(|e| HttpError::Invalid(e.to_string()))?;
         let (slot, tags) = self
             .tags
             .request(base_tags, method.as_str(), &req.url, &req.tags);
@@ -428,13 +431,7 @@ impl Prepared {
 
 /// Adds the jar's cookies to a request: into the plugin's own `Cookie` field if it set
 /// one (its cookies win over the jar's of the same name, as in k6), else as the field.
-fn with_jar_cookies(
-    mut builder: http::request::Builder,
-    jar_cookies: String,
-) -> Result<http::request::Builder, HttpError> {
-    let Some(headers) = builder.headers_mut() else {
-        return Ok(builder);
-    };
+fn with_jar_cookies(headers: &mut http::HeaderMap, jar_cookies: String) -> Result<(), HttpError> {
     let value = match headers.get(http::header::COOKIE) {
         None => jar_cookies,
         Some(own) => {
@@ -456,6 +453,8 @@ fn with_jar_cookies(
     };
     let value = http::HeaderValue::from_str(&value)
         .map_err(|_| HttpError::Invalid(format!("invalid Cookie value {value:?}")))?;
-    headers.insert(http::header::COOKIE, value);
-    Ok(builder)
+    headers
+        .try_insert(http::header::COOKIE, value)
+        .map_err(|e| HttpError::Invalid(e.to_string()))?;
+    Ok(())
 }
