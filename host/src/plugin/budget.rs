@@ -1,8 +1,13 @@
 //! Limits on one call into a plugin: a wall-clock deadline and a CPU budget, both
 //! enforced from the epoch callback, which also yields to tokio every tick so a busy
-//! plugin cannot starve the other VUs.
+//! plugin cannot starve the other VUs (unless it gave the thread back since the last
+//! tick, waiting in an import: then a yield would only cost a round through the
+//! scheduler and two fiber switches).
 
 use super::engine::EPOCH_TICK;
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Why a call was stopped by the host.
@@ -25,6 +30,9 @@ pub struct CallBudget {
     last_tick: Option<Instant>,
     /// Set when the callback stopped the call, and why.
     pub exceeded: Option<Exceeded>,
+    /// Waits in imports that gave the thread back, and their number at the last tick.
+    waits: u64,
+    waits_at_tick: u64,
 }
 
 impl CallBudget {
@@ -37,6 +45,8 @@ impl CallBudget {
             cpu_used: Duration::ZERO,
             last_tick: None,
             exceeded: None,
+            waits: 0,
+            waits_at_tick: 0,
         }
     }
 
@@ -47,6 +57,31 @@ impl CallBudget {
         self.cpu_used = Duration::ZERO;
         self.last_tick = None;
         self.exceeded = None;
+    }
+
+    /// Runs an import's future, noting whether it gave the thread back (was pending):
+    /// then the plugin need not yield at the next tick.
+    pub async fn wait<F: Future>(&mut self, future: F) -> F::Output {
+        let mut future = pin!(future);
+        let mut pending = false;
+        let output = std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(output),
+            Poll::Pending => {
+                pending = true;
+                Poll::Pending
+            }
+        })
+        .await;
+        self.waits += u64::from(pending);
+        output
+    }
+
+    /// Whether the plugin must yield at this tick: it did not give the thread back
+    /// since the last one (it computed, or its imports answered at once).
+    pub fn must_yield(&mut self) -> bool {
+        let busy = self.waits == self.waits_at_tick;
+        self.waits_at_tick = self.waits;
+        busy
     }
 
     /// Called from the epoch callback, i.e. only while the plugin's own code runs.
@@ -93,6 +128,18 @@ mod tests {
             stopped = stopped.or(b.on_tick(t));
         }
         assert_eq!(stopped, Some(Exceeded::Cpu(Duration::from_millis(50))));
+    }
+
+    #[tokio::test]
+    async fn yields_only_after_a_tick_without_waiting() {
+        let mut b = CallBudget::new(Duration::from_secs(1));
+        assert!(b.must_yield(), "no wait yet");
+        // An import that answers at once is no wait.
+        b.wait(async {}).await;
+        assert!(b.must_yield());
+        b.wait(tokio::task::yield_now()).await;
+        assert!(!b.must_yield(), "it waited since the last tick");
+        assert!(b.must_yield(), "and not since");
     }
 
     #[test]

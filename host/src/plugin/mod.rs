@@ -120,6 +120,10 @@ impl Plugin {
             }
             // Give the tokio worker back every tick so a busy plugin cannot starve
             // other VUs or the scheduler; plain `Yield` was measured to starve them.
+            // A plugin that waited in an import since the last tick gave it back then.
+            if !ctx.data_mut().budget.must_yield() {
+                return Ok(wasmtime::UpdateDeadline::Continue(1));
+            }
             Ok(wasmtime::UpdateDeadline::YieldCustom(
                 1,
                 Box::pin(tokio::task::yield_now()),

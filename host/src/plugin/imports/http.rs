@@ -93,7 +93,7 @@ impl wit::Host for VuState {
     async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
         self.room_for_responses(1)?;
         let tags = self.identity.tags.clone();
-        let result = self.http.send(to_host(req), &tags).await;
+        let result = self.budget.wait(self.http.send(to_host(req), &tags)).await;
         self.response_to_wit(result)
     }
 
@@ -106,7 +106,7 @@ impl wit::Host for VuState {
         }
         let tags = self.identity.tags.clone();
         let reqs = reqs.into_iter().map(to_host).collect();
-        let results = self.http.send_batch(reqs, &tags).await;
+        let results = self.budget.wait(self.http.send_batch(reqs, &tags)).await;
         results
             .into_iter()
             .map(|r| self.response_to_wit(r))

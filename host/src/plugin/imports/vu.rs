@@ -20,7 +20,8 @@ impl wit::Host for VuState {
     }
 
     async fn sleep(&mut self, ms: u64) {
-        tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP)).await;
+        let sleep = tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP));
+        self.budget.wait(sleep).await;
     }
 
     fn env(&mut self, name: String) -> wasmtime::Result<Option<String>> {
