@@ -5,7 +5,6 @@
 use super::sample::{cpu_percent, CoreBusy, CpuReading, Sample};
 use anyhow::{bail, Context, Result};
 use procfs::process::Process;
-use procfs::{CurrentSI, KernelStats, WithCurrentSystemInfo};
 use std::time::Instant;
 
 /// A process to sample, and what it read last.
@@ -78,7 +77,7 @@ impl ProcessSource {
             Ok(s) if s.state != 'Z' && s.state != 'X' => s,
             _ => bail!("the process exited"),
         };
-        let ticks = procfs::ticks_per_second().max(1);
+        let ticks = clock_ticks();
         let cpu = CpuReading {
             used_ns: (stat.utime + stat.stime) * (1_000_000_000 / ticks),
             clock_ns: self.epoch.elapsed().as_nanos() as u64,
@@ -126,7 +125,7 @@ impl ProcessSource {
                 (Some(a), Some(b)) => Some(core_busy(a, b)),
                 _ => None,
             },
-            memory_bytes: stat.rss_bytes().get(),
+            memory_bytes: stat.rss * page_size(),
             memory_limit_bytes: None,
             net_rx_bytes: None,
             net_tx_bytes: None,
@@ -137,29 +136,49 @@ impl ProcessSource {
     }
 }
 
+/// Clock ticks per second of /proc's CPU times, from libc: procfs asks rustix, which
+/// reads the vDSO's ELF header through the auxiliary vector and crashes where that
+/// header is not mapped (under valgrind, which the bench scripts use to count
+/// instructions).
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf only reads a system setting.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).unwrap_or(100).max(1)
+}
+
+/// The page size (RSS is counted in pages), from libc for the reason given at
+/// [`clock_ticks`].
+fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system setting.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).unwrap_or(4096).max(1)
+}
+
 /// Busy and total ticks of each of `allowed` cores (every core when empty), from
-/// /proc/stat.
+/// /proc/stat (read here, not by procfs, for the reason given at [`clock_ticks`]).
 fn core_times(allowed: &[u32]) -> Option<Vec<(u32, u64, u64)>> {
-    let stats = KernelStats::current().ok()?;
-    Some(
-        stats
-            .cpu_time
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i as u32, c))
-            .filter(|(i, _)| allowed.is_empty() || allowed.contains(i))
-            .map(|(i, c)| {
-                let idle = c.idle + c.iowait.unwrap_or(0);
-                let busy = c.user
-                    + c.nice
-                    + c.system
-                    + c.irq.unwrap_or(0)
-                    + c.softirq.unwrap_or(0)
-                    + c.steal.unwrap_or(0);
-                (i, busy, busy + idle)
-            })
-            .collect(),
-    )
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(parse_core_times(&text, allowed))
+}
+
+/// The `cpuN` lines of /proc/stat: user nice system idle iowait irq softirq steal ...
+fn parse_core_times(text: &str, allowed: &[u32]) -> Vec<(u32, u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("cpu")?;
+            let (index, fields) = rest.split_once(' ')?;
+            let i: u32 = index.parse().ok()?;
+            let f: Vec<u64> = fields
+                .split_whitespace()
+                .map(|v| v.parse().unwrap_or(0))
+                .collect();
+            let at = |n: usize| f.get(n).copied().unwrap_or(0);
+            let idle = at(3) + at(4);
+            let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+            Some((i, busy, busy + idle))
+        })
+        .filter(|(i, _, _)| allowed.is_empty() || allowed.contains(i))
+        .collect()
 }
 
 fn core_busy(before: &[(u32, u64, u64)], after: &[(u32, u64, u64)]) -> Vec<CoreBusy> {
@@ -190,6 +209,15 @@ pub fn online_cpus() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_times_from_proc_stat() {
+        let text = "cpu  10 0 5 100 1 0 0 0 0 0\ncpu0 4 1 2 50 1 1 1 1 0 0\ncpu1 6 0 3 50 0 0 0 0 0 0\nintr 5\n";
+        assert_eq!(parse_core_times(text, &[]), vec![(0, 10, 61), (1, 9, 59)]);
+        assert_eq!(parse_core_times(text, &[1]), vec![(1, 9, 59)]);
+        assert!(clock_ticks() >= 1);
+        assert!(page_size() >= 4096);
+    }
 
     #[test]
     fn the_generator_sees_its_own_cpu_and_memory() {
