@@ -5,6 +5,7 @@
 use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::state::VuState;
+use std::pin::pin;
 use std::time::Duration;
 use wasmtime::component::Resource;
 
@@ -93,7 +94,10 @@ impl wit::Host for VuState {
     async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
         self.room_for_responses(1)?;
         let tags = self.identity.tags.clone();
-        let result = self.budget.wait(self.http.send(to_host(req), &tags)).await;
+        let result = {
+            let send = pin!(self.http.send(to_host(req), &tags));
+            self.budget.wait(send).await
+        };
         self.response_to_wit(result)
     }
 
@@ -106,7 +110,10 @@ impl wit::Host for VuState {
         }
         let tags = self.identity.tags.clone();
         let reqs = reqs.into_iter().map(to_host).collect();
-        let results = self.budget.wait(self.http.send_batch(reqs, &tags)).await;
+        let results = {
+            let sends = pin!(self.http.send_batch(reqs, &tags));
+            self.budget.wait(sends).await
+        };
         results
             .into_iter()
             .map(|r| self.response_to_wit(r))

@@ -20,7 +20,7 @@ impl wit::Host for VuState {
     }
 
     async fn sleep(&mut self, ms: u64) {
-        let sleep = tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP));
+        let sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP)));
         self.budget.wait(sleep).await;
     }
 
