@@ -271,6 +271,10 @@ struct WorkerArgs {
     /// How long to keep dialling a coordinator that is not listening yet.
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
     connect_timeout: Duration,
+    /// Run segment I of N (from 0): a Kubernetes Indexed Job's pods have it in
+    /// JOB_COMPLETION_INDEX. Without it the coordinator deals segments by join order.
+    #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    index: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -641,6 +645,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     plugin: args.plugin,
                     out: args.out,
                     connect_timeout: args.connect_timeout,
+                    index: args.index,
                 })
                 .await?;
             println!(

@@ -48,8 +48,14 @@ struct Proc {
 
 impl Proc {
     fn spawn(args: &[&str]) -> Self {
+        Self::spawn_env(args, &[])
+    }
+
+    /// Spawns with extra environment variables.
+    fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(HOST)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -179,8 +185,13 @@ impl Cluster {
     }
 
     fn add_worker(&mut self, name: &str) {
+        self.add_worker_with(name, &[], &[]);
+    }
+
+    /// Adds a worker with extra arguments and environment variables.
+    fn add_worker_with(&mut self, name: &str, extra: &[&str], env: &[(&str, &str)]) {
         let out = self.worker_out(name);
-        let proc = Proc::spawn(&[
+        let mut args = vec![
             "worker",
             "--coordinator",
             &self.addr,
@@ -188,8 +199,9 @@ impl Cluster {
             name,
             "--out",
             out.to_str().unwrap(),
-        ]);
-        self.workers.push(proc);
+        ];
+        args.extend(extra);
+        self.workers.push(Proc::spawn_env(&args, env));
     }
 
     fn summary(&self) -> serde_json::Value {
@@ -260,6 +272,7 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
                 host_version: "0.0.0-other".into(),
                 name: "old".into(),
                 plugin_sha256: None,
+                index: None,
             });
             protocol::write(&mut s, &hello).await.unwrap();
             protocol::read(&mut s, protocol::MAX_FRAME).await.unwrap()
@@ -610,5 +623,70 @@ fn a_constant_arrival_rate_over_three_workers_starts_rate_times_duration() {
     // 30/s for 3 s, striped over three segments: 90 in all, ± 1 per worker.
     assert!(started.abs_diff(90) <= 3, "{}", summary["scenarios"]);
     assert_eq!(summary["scenarios"]["default"]["dropped"], 0);
+    assert_eq!(target.server.requests_served(), http_reqs(&summary));
+}
+
+#[test]
+fn indexed_workers_run_their_own_segments_whatever_their_join_order() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 6\nduration = \"2s\"\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        3,
+        false,
+    );
+    // Joined in the order 2, 0, 1: one by one, so the join order is sure. Index 0
+    // comes as Kubernetes gives it, in JOB_COMPLETION_INDEX.
+    cluster.add_worker_with("i2", &["--index", "2"], &[]);
+    cluster
+        .coordinator
+        .wait_for_line("worker i2 (", Duration::from_secs(30));
+    cluster.add_worker_with("i0", &[], &[("JOB_COMPLETION_INDEX", "0")]);
+    cluster
+        .coordinator
+        .wait_for_line("worker i0 (", Duration::from_secs(30));
+
+    // A second worker for index 0, and one beyond the run's three: refused, saying why.
+    for (name, index, says) in [
+        ("dup", "0", "index 0 is taken by worker i0"),
+        ("far", "3", "index 3 is out of range"),
+    ] {
+        cluster.add_worker_with(name, &["--index", index], &[]);
+        let refused = cluster.workers.last_mut().unwrap();
+        assert!(!refused.wait(Duration::from_secs(30)).success());
+        assert!(refused.stderr().contains(says), "{}", refused.stderr());
+    }
+    let coordinator = cluster.coordinator.stderr();
+    assert!(
+        coordinator.contains("refused worker dup") && coordinator.contains("refused worker far"),
+        "{coordinator}"
+    );
+
+    cluster.add_worker_with("i1", &["--index", "1"], &[]);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    cluster.workers[0].wait_for_line("runs segment 2/3:1", Duration::from_secs(10));
+
+    let summary = cluster.summary();
+    let workers: Vec<(String, u64, String)> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["index"].as_u64().unwrap(),
+                w["segment"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64, String)> =
+        [("i0", 0, "0:1/3"), ("i1", 1, "1/3:2/3"), ("i2", 2, "2/3:1")]
+            .iter()
+            .map(|(n, i, s)| (n.to_string(), *i, s.to_string()))
+            .collect();
+    assert_eq!(workers, expected, "{}", summary["workers"]);
     assert_eq!(target.server.requests_served(), http_reqs(&summary));
 }

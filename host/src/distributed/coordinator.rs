@@ -143,6 +143,10 @@ struct Slot {
     id: u64,
     name: String,
     address: String,
+    /// The index the worker asked for (`--index`, `JOB_COMPLETION_INDEX`).
+    claimed: Option<u32>,
+    /// Its index in the run (from the start line): the segment it runs.
+    index: u32,
     segment: String,
     tx: mpsc::UnboundedSender<CoordMsg>,
     status: Status,
@@ -208,12 +212,29 @@ impl Hub {
                 self.expected
             ));
         }
+        if let Some(index) = hello.index {
+            if index >= self.expected {
+                return Err(format!(
+                    "its index {index} is out of range: the run has {} worker(s), indexes 0 to {}",
+                    self.expected,
+                    self.expected - 1
+                ));
+            }
+            if let Some(holder) = state.workers.iter().find(|w| w.claimed == Some(index)) {
+                return Err(format!(
+                    "index {index} is taken by worker {} ({}): give each worker its own --index",
+                    holder.name, holder.address
+                ));
+            }
+        }
         state.next_id += 1;
         let id = state.next_id;
         state.workers.push(Slot {
             id,
             name: hello.name.clone(),
             address: address.to_string(),
+            claimed: hello.index,
+            index: 0,
             segment: String::new(),
             tx,
             status: Status::Joined,
@@ -425,8 +446,9 @@ impl Hub {
         {
             let mut state = self.lock();
             state.closed = true;
-            for (i, w) in state.workers.iter_mut().enumerate() {
-                w.segment = segments::segment(i as u32, n);
+            assign_indexes(&mut state.workers, n);
+            for w in state.workers.iter_mut() {
+                w.segment = segments::segment(w.index, n);
                 let init = Init {
                     plugin_name: self.plugin_name.clone(),
                     plugin: self.plugin.clone(),
@@ -435,7 +457,7 @@ impl Hub {
                     segment: w.segment.clone(),
                     sequence: sequence.clone(),
                     setup_data: ctx.setup_data.to_string(),
-                    index: i as u32,
+                    index: w.index,
                 };
                 let _ = w.tx.send(CoordMsg::Init(init));
             }
@@ -556,6 +578,7 @@ impl Remote for Hub {
             .map(|w| WorkerSummary {
                 name: w.name.clone(),
                 address: w.address.clone(),
+                index: w.index,
                 segment: w.segment.clone(),
                 http_reqs: w.http_reqs as u64,
                 iterations: w.iterations as u64,
@@ -572,6 +595,7 @@ impl Remote for Hub {
                 lost: w.lost.clone(),
             })
             .collect();
+        summary.workers.sort_by_key(|w| w.index);
         let lost: Vec<String> = state
             .workers
             .iter()
@@ -590,6 +614,19 @@ impl Remote for Hub {
                 .warnings
                 .push(format!("{l}; the figures include what it did until then"));
         }
+    }
+}
+
+/// Gives every worker its index: the one it asked for, else the lowest free one in
+/// join order (`join` has refused duplicates and indexes out of range).
+fn assign_indexes(workers: &mut [Slot], n: u32) {
+    let claimed: Vec<u32> = workers.iter().filter_map(|w| w.claimed).collect();
+    let mut free = (0..n).filter(|i| !claimed.contains(i));
+    for w in workers {
+        w.index = match w.claimed {
+            Some(i) => i,
+            None => free.next().unwrap_or(0),
+        };
     }
 }
 
@@ -634,18 +671,45 @@ async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
 async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    let hello = tokio::time::timeout(
+    let frame = tokio::time::timeout(
         Duration::from_secs(10),
-        protocol::read::<_, WorkerMsg>(&mut reader, protocol::MAX_HELLO_FRAME),
+        protocol::read_frame(&mut reader, protocol::MAX_HELLO_FRAME),
     )
     .await;
-    let hello = match hello {
-        Ok(Ok(WorkerMsg::Hello(hello))) => hello,
-        Ok(Ok(other)) => {
-            return drop_garbage(address, &format!("it began with {other:?}, not a hello"))
-        }
+    let body = match frame {
+        Ok(Ok(body)) => body,
         Ok(Err(FrameError::Io(_))) | Err(_) => return,
         Ok(Err(e)) => return drop_garbage(address, &e.to_string()),
+    };
+    let hello = match protocol::decode::<WorkerMsg>(&body) {
+        Ok(WorkerMsg::Hello(hello)) => hello,
+        Ok(other) => {
+            return drop_garbage(address, &format!("it began with {other:?}, not a hello"))
+        }
+        Err(e) => {
+            // A hello of another protocol version has other fields after its head:
+            // that worker is told why, not dropped as garbage.
+            if let Ok(protocol::HelloHead::Hello {
+                magic,
+                protocol: version,
+                name,
+                ..
+            }) = protocol::decode(&body)
+            {
+                if magic == protocol::MAGIC && version != protocol::PROTOCOL_VERSION {
+                    let why = format!(
+                        "protocol version {version} is not the coordinator's {}: run the same host binary on every machine",
+                        protocol::PROTOCOL_VERSION
+                    );
+                    crate::stderr::line(format_args!(
+                        "coordinator: refused worker {name} ({address}): {why}"
+                    ));
+                    let _ = protocol::write(&mut writer, &CoordMsg::Refused(why)).await;
+                    return;
+                }
+            }
+            return drop_garbage(address, &e.to_string());
+        }
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let id = match hub.join(&hello, address, tx.clone()) {
@@ -668,8 +732,12 @@ async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
         hub.lose(id, "the connection closed at the hello");
         return;
     }
+    let claim = hello
+        .index
+        .map(|i| format!(" for index {i}"))
+        .unwrap_or_default();
     crate::stderr::line(format_args!(
-        "coordinator: worker {} ({address}) joined",
+        "coordinator: worker {} ({address}) joined{claim}",
         hello.name
     ));
     hub.changed.notify_waiters();

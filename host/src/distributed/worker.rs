@@ -34,6 +34,9 @@ pub struct WorkerRequest {
     pub out: PathBuf,
     /// How long to keep dialling a coordinator that is not up yet.
     pub connect_timeout: Duration,
+    /// The segment to run, `I` of N (a Kubernetes Indexed Job's completion index);
+    /// without it the coordinator deals segments by join order.
+    pub index: Option<u32>,
 }
 
 /// Joins a distributed run and runs this worker's segment; returns the run's outcome
@@ -53,6 +56,7 @@ pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         host_version: env!("CARGO_PKG_VERSION").into(),
         name: name.clone(),
         plugin_sha256: expected_sha.clone(),
+        index: request.index,
     });
     protocol::write(&mut writer, &hello).await?;
     match read(&mut reader, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {

@@ -11,6 +11,10 @@ pub struct WorkerSummary {
     pub name: String,
     /// The address it connected from.
     pub address: String,
+    /// Its index in the run, from 0 (`--index`, else join order): it runs the
+    /// `index`-th of N equal segments.
+    #[serde(default)]
+    pub index: u32,
     /// Its execution segment (`0:1/3`).
     pub segment: String,
     /// Requests it made (its `http_reqs`).
