@@ -633,9 +633,19 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 workers: args.workers,
                 listen: args.listen,
             };
-            let outcome =
-                crate::distributed::coordinator::coordinate(request, print_summary).await?;
-            Ok(finish(outcome))
+            match crate::distributed::coordinator::coordinate(request, print_summary).await {
+                Ok(outcome) => Ok(finish(outcome)),
+                Err(e) => {
+                    match e.downcast_ref::<crate::distributed::coordinator::StoppedBeforeStart>() {
+                        // Ctrl-C before the start is an interruption, not a failure.
+                        Some(stopped) => {
+                            crate::stderr::line(format_args!("coordinator: {stopped}"));
+                            Ok(run::exit_code::INTERRUPTED)
+                        }
+                        None => Err(e),
+                    }
+                }
+            }
         }
         Command::Worker(args) => {
             let outcome =

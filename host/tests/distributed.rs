@@ -690,3 +690,106 @@ fn indexed_workers_run_their_own_segments_whatever_their_join_order() {
     assert_eq!(workers, expected, "{}", summary["workers"]);
     assert_eq!(target.server.requests_served(), http_reqs(&summary));
 }
+
+#[test]
+fn sigint_at_the_coordinator_stops_every_worker_and_writes_the_results() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 6\nduration = \"120s\"\ngraceful_stop = \"5s\"\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        3,
+        true,
+    );
+    for w in &cluster.workers {
+        w.wait_for_line("runs segment", Duration::from_secs(60));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.coordinator.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    let status = cluster.coordinator.wait(Duration::from_secs(30));
+    assert_eq!(
+        status.code(),
+        Some(host::run::exit_code::INTERRUPTED),
+        "{}",
+        cluster.coordinator.stderr()
+    );
+    // Every worker stopped too: told why, not left to notice the coordinator gone.
+    for (i, w) in cluster.workers.iter_mut().enumerate() {
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.dir.path().join(format!("w{i}")),
+        ));
+        assert_eq!(
+            own["stop_reason"]["by"], "coordinator",
+            "{}",
+            own["stop_reason"]
+        );
+        let why = own["stop_reason"]["reason"].as_str().unwrap();
+        assert!(why.contains("Ctrl-C"), "{why}");
+    }
+    assert!(signalled.elapsed() < Duration::from_secs(20));
+    let served = target.server.requests_served();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        target.server.requests_served(),
+        served,
+        "no load after the stop"
+    );
+
+    // One results folder with what was gathered: every worker's last second included.
+    let dir = common::only_results_dir(&cluster.dir.path().join("coordinator"));
+    for file in [
+        "summary.json",
+        "summary.txt",
+        "timeseries.jsonl",
+        "junit.xml",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} is written");
+    }
+    let summary = cluster.summary();
+    assert_eq!(summary["status"], "interrupted");
+    assert_eq!(summary["stop_reason"]["by"], "interrupted");
+    assert!(summary["duration_s"].as_f64().unwrap() < 60.0);
+    let merged = http_reqs(&summary);
+    assert!(merged > 0);
+    assert_eq!(served, merged, "the target served what was merged");
+    let workers = summary["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3);
+    assert!(
+        workers
+            .iter()
+            .all(|w| w["http_reqs"].as_u64().unwrap() > 0 && w["lost_at_s"].is_null()),
+        "{}",
+        summary["workers"]
+    );
+}
+
+#[test]
+fn sigint_before_the_start_tells_the_joined_workers_and_exits_interrupted() {
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"10s\"\n";
+    let mut cluster = Cluster::start("hello", toml, &[], 3, false);
+    cluster.add_worker("early");
+    cluster
+        .coordinator
+        .wait_for_line("worker early (", Duration::from_secs(30));
+    cluster.coordinator.signal(libc::SIGINT);
+    let status = cluster.coordinator.wait(Duration::from_secs(10));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(
+        status.code(),
+        Some(host::run::exit_code::INTERRUPTED),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 of 3 joined"), "{stderr}");
+    let early = &mut cluster.workers[0];
+    assert!(!early.wait(Duration::from_secs(5)).success());
+    assert!(
+        early
+            .stderr()
+            .contains("stopped before the start: the operator (Ctrl-C or SIGTERM)"),
+        "{}",
+        early.stderr()
+    );
+}

@@ -95,6 +95,17 @@ pub async fn coordinate(
     outcome
 }
 
+/// The run was stopped (Ctrl-C, SIGTERM) before the workers started: no figures, so no
+/// results; `host coordinate` exits with [`INTERRUPTED`](crate::run::exit_code::INTERRUPTED).
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by {reason} while waiting for {waiting}; the workers that joined were told to stop, and no results were written (nothing ran)")]
+pub struct StoppedBeforeStart {
+    /// Why, in words.
+    pub reason: String,
+    /// What the coordinator was waiting for.
+    pub waiting: String,
+}
+
 /// The coordinator's state, shared by the run (through [`Remote`]) and the tasks that
 /// talk to workers.
 struct Hub {
@@ -405,7 +416,17 @@ impl Hub {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = control.stop.cancelled() => {
-                    bail!("stopped while waiting for {}", waiting_for(&self.lock()))
+                    let reason = control
+                        .reason()
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| "stopped".into());
+                    // Before the stop: the workers leave on it.
+                    let waiting = waiting_for(&self.lock());
+                    self.broadcast(CoordMsg::Stop { reason: reason.clone(), hard: true });
+                    // The writers are tasks of this runtime: give them a moment to pass
+                    // the stop on before the process leaves.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    return Err(StoppedBeforeStart { reason, waiting }.into());
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     bail!(
