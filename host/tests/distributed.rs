@@ -135,7 +135,26 @@ impl Cluster {
     /// A coordinator expecting `workers`, and those workers (with `spawn`; else the
     /// test adds them).
     fn start(plugin: &str, toml: &str, env: &[String], workers: usize, spawn: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            plugin,
+            toml,
+            env,
+            workers,
+            spawn,
+        )
+    }
+
+    /// As [`Cluster::start`], with the config written into `dir` (which may hold files
+    /// the config names).
+    fn start_in(
+        dir: tempfile::TempDir,
+        plugin: &str,
+        toml: &str,
+        env: &[String],
+        workers: usize,
+        spawn: bool,
+    ) -> Self {
         let config = common::write_config(dir.path(), toml);
         let plugin = common::plugin(plugin);
         let out = dir.path().join("coordinator");
@@ -792,4 +811,60 @@ fn sigint_before_the_start_tells_the_joined_workers_and_exits_interrupted() {
         "{}",
         early.stderr()
     );
+}
+
+#[test]
+fn data_files_travel_to_the_workers_with_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "name,city\nalice,\"Paris, France\"\nbob,Oslo\n",
+    )
+    .unwrap();
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 1\n\n[data]\nusers = \"users.csv\"\n";
+    let mut cluster = Cluster::start_in(dir, "misbehave", toml, &["MODE=data".into()], 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+
+    // Each worker's one iteration read both records.
+    let summary = cluster.summary();
+    let mut checks: Vec<(String, u64)> = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["passes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    checks.sort();
+    assert_eq!(
+        checks,
+        [
+            (
+                r#"users 0: {"city":"Paris, France","name":"alice"}"#.to_string(),
+                3
+            ),
+            (r#"users 1: {"city":"Oslo","name":"bob"}"#.to_string(), 3),
+        ],
+        "{}",
+        summary["checks"]
+    );
+    // And read it from the copy the coordinator sent, not from the coordinator's path.
+    let original = cluster.dir.path().join("users.csv");
+    for i in 0..3 {
+        let w = &mut cluster.workers[i];
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.worker_out(&format!("w{i}")),
+        ));
+        let path = own["config"]["data"]["users"].as_str().unwrap();
+        assert!(
+            path.contains(".worker-") && path.ends_with("data-0-users.csv"),
+            "{path}"
+        );
+        assert_ne!(Path::new(path), original);
+    }
 }

@@ -461,7 +461,8 @@ impl Hub {
             |s| format!("workers: {} of {n} joined", live(s)),
         )
         .await?;
-        let config_toml = toml::to_string(&ctx.config.source)
+        let (source, data_files) = super::data_files::pack(&ctx.config)?;
+        let config_toml = toml::to_string(&source)
             .map_err(|e| anyhow!("cannot write the run config for the workers: {e}"))?;
         let sequence = segments::sequence(n);
         {
@@ -479,6 +480,7 @@ impl Hub {
                     sequence: sequence.clone(),
                     setup_data: ctx.setup_data.to_string(),
                     index: w.index,
+                    data_files: data_files.clone(),
                 };
                 let _ = w.tx.send(CoordMsg::Init(init));
             }

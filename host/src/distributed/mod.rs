@@ -9,6 +9,7 @@
 //! intervals; a coordinator runs no VUs and takes its workers' intervals instead.
 
 pub mod coordinator;
+pub mod data_files;
 pub mod protocol;
 pub mod segments;
 pub mod series;

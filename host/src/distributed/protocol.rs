@@ -130,6 +130,17 @@ pub struct Init {
     pub setup_data: String,
     /// The worker's index, from 0.
     pub index: u32,
+    /// The run's `[data]` files, which `config_toml` names by these bare names.
+    pub data_files: Vec<DataFile>,
+}
+
+/// A `[data]` file sent with the plugin.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DataFile {
+    /// Its name in the sent config (`data-0-users.csv`): a plain file name.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// One series of a metric: name, kind, tags and the value of one interval.

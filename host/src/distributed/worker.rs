@@ -186,6 +186,7 @@ fn prepare(
     std::fs::write(&plugin, &init.plugin)?;
     let config = dir.join("run.toml");
     std::fs::write(&config, &init.config_toml)?;
+    super::data_files::unpack(&init.data_files, dir)?;
     Ok(RunRequest {
         plugin,
         config: Some(config),
