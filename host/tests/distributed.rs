@@ -868,3 +868,40 @@ fn data_files_travel_to_the_workers_with_the_plugin() {
         assert_ne!(Path::new(path), original);
     }
 }
+
+#[test]
+fn the_workers_plugin_errors_are_listed_in_the_merged_summary() {
+    // One VU per worker, three iterations each: the third panics, once per worker.
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 3\n";
+    let mut cluster = Cluster::start("misbehave", toml, &["MODE=panic-every-3".into()], 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    let summary = cluster.summary();
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let errors = summary["plugin_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{}", summary["plugin_errors"]);
+    assert_eq!(errors[0]["kind"], "panic");
+    assert_eq!(errors[0]["scenario"], "default");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("boom at iteration 2"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(errors[0]["count"], 3, "one per worker");
+    assert_eq!(summary["scenarios"]["default"]["failed"], 3);
+    let per_worker: Vec<u64> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["plugin_errors"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_worker, [1, 1, 1]);
+    // summary.txt lists them as a single run's does.
+    let text = std::fs::read_to_string(
+        common::only_results_dir(&cluster.dir.path().join("coordinator")).join("summary.txt"),
+    )
+    .unwrap();
+    assert!(text.contains("boom at iteration 2"), "{text}");
+}

@@ -6,7 +6,7 @@
 //! worker when the run stops.
 
 use super::protocol::{
-    self, CoordMsg, FrameError, Init, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+    self, CoordMsg, FrameError, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
 };
 use super::{segments, series, HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT, START_DELAY};
 use crate::config::distributed::OnWorkerLoss;
@@ -172,6 +172,8 @@ struct Slot {
     duration: hdrhistogram::Histogram<u64>,
     lost_at: Option<f64>,
     lost: Option<String>,
+    /// Its plugin's failures, as last sent.
+    errors: PluginErrors,
 }
 
 impl Hub {
@@ -260,6 +262,7 @@ impl Hub {
             duration: new_histogram(),
             lost_at: None,
             lost: None,
+            errors: PluginErrors::default(),
         });
         Ok(id)
     }
@@ -326,6 +329,9 @@ impl Hub {
         }
         series::absorb(&services.recorder, decoded);
         self.with_slot(id, |w| {
+            if let Some(errors) = tick.errors {
+                w.errors = errors;
+            }
             w.counts = tick.scenarios;
             w.in_flight = tick.in_flight;
             w.ws_open = tick.ws_open;
@@ -602,6 +608,8 @@ impl Remote for Hub {
                 name: w.name.clone(),
                 address: w.address.clone(),
                 index: w.index,
+                plugin_errors: w.errors.entries.iter().map(|e| e.count).sum::<u64>()
+                    + w.errors.unlisted,
                 segment: w.segment.clone(),
                 http_reqs: w.http_reqs as u64,
                 iterations: w.iterations as u64,
@@ -619,6 +627,17 @@ impl Remote for Hub {
             })
             .collect();
         summary.workers.sort_by_key(|w| w.index);
+        // The workers' plugin failures, listed as one run's (with the coordinator's
+        // own, from setup and teardown).
+        let own = std::mem::take(&mut summary.plugin_errors);
+        let mut parts = vec![(own.as_slice(), summary.plugin_errors_unlisted)];
+        parts.extend(
+            state
+                .workers
+                .iter()
+                .map(|w| (w.errors.entries.as_slice(), w.errors.unlisted)),
+        );
+        (summary.plugin_errors, summary.plugin_errors_unlisted) = crate::vu::errors::merge(&parts);
         let lost: Vec<String> = state
             .workers
             .iter()

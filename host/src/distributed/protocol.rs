@@ -204,6 +204,18 @@ pub struct Tick {
     pub in_flight: i64,
     /// WebSockets open now.
     pub ws_open: i64,
+    /// The plugin's failures so far, whole (absolute, like the counters), sent only
+    /// when they changed since the last tick that carried them.
+    pub errors: Option<PluginErrors>,
+}
+
+/// A worker's plugin failures: what its summary.json would list in `plugin_errors`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PluginErrors {
+    /// Distinct failures (kind, scenario, message) with their counts.
+    pub entries: Vec<crate::vu::errors::ErrorEntry>,
+    /// Failures past the distinct ones kept.
+    pub unlisted: u64,
 }
 
 /// A worker's last message.

@@ -3,7 +3,9 @@
 //! segment with the common start, streams every second's samples back, and stops when
 //! told, or on its own within seconds when the coordinator is gone (no orphaned load).
 
-use super::protocol::{self, CoordMsg, Final, Init, ScenarioCounts, Tick, WorkerHello, WorkerMsg};
+use super::protocol::{
+    self, CoordMsg, Final, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+};
 use super::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
 use crate::control::{RunControl, StopReason};
 use crate::executor::{ExecutorReport, ScenarioCtx};
@@ -14,7 +16,7 @@ use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::tcp::OwnedReadHalf;
@@ -113,6 +115,7 @@ pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         reader: Mutex::new(Some(reader)),
         setup_data: init.setup_data.as_str().into(),
         done: Arc::new(AtomicBool::new(false)),
+        errors_sent: AtomicU64::new(0),
     });
     let mut run = run;
     run.remote = Some(RemoteRole(role.clone()));
@@ -244,6 +247,8 @@ struct WorkerRole {
     setup_data: Arc<str>,
     /// Set once the last message is sent: the coordinator closing then is no loss.
     done: Arc<AtomicBool>,
+    /// The plugin failures counted when the list was last sent.
+    errors_sent: AtomicU64,
 }
 
 impl Remote for WorkerRole {
@@ -280,12 +285,15 @@ impl Remote for WorkerRole {
     }
 
     fn tick(&self, tick: TickCtx<'_>) {
-        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick)));
+        // The list goes only when it changed: most seconds of most runs have no failure.
+        let total = tick.errors.total();
+        let changed = self.errors_sent.swap(total, Ordering::Relaxed) != total;
+        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick, changed)));
     }
 
     fn finished(&self, tick: TickCtx<'_>, reports: &BTreeMap<String, ExecutorReport>) {
         let msg = Final {
-            tick: encode_tick(&tick),
+            tick: encode_tick(&tick, true),
             reports: reports
                 .iter()
                 .map(|(name, r)| (name.clone(), r.stages.clone()))
@@ -322,13 +330,19 @@ async fn listen(mut reader: OwnedReadHalf, control: Arc<RunControl>, done: Arc<A
     }
 }
 
-fn encode_tick(tick: &TickCtx<'_>) -> Tick {
+/// A tick's message; with the plugin's failures if `with_errors`.
+fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
+    let errors = with_errors.then(|| {
+        let (entries, unlisted) = tick.errors.entries();
+        PluginErrors { entries, unlisted }
+    });
     Tick {
         elapsed_ms: tick.elapsed.as_millis() as u64,
         series: super::series::encode(tick.interval, tick.registry),
         scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
         in_flight: tick.services.net.in_flight.load(Ordering::Relaxed),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
+        errors,
     }
 }
 

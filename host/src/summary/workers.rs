@@ -15,6 +15,10 @@ pub struct WorkerSummary {
     /// `index`-th of N equal segments.
     #[serde(default)]
     pub index: u32,
+    /// Its plugin's failures (errors, panics, traps, timeouts); the messages are in the
+    /// summary's `plugin_errors`, merged over the workers.
+    #[serde(default)]
+    pub plugin_errors: u64,
     /// Its execution segment (`0:1/3`).
     pub segment: String,
     /// Requests it made (its `http_reqs`).
