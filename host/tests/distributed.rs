@@ -905,3 +905,51 @@ fn the_workers_plugin_errors_are_listed_in_the_merged_summary() {
     .unwrap();
     assert!(text.contains("boom at iteration 2"), "{text}");
 }
+
+#[test]
+fn a_plugin_abort_at_one_worker_stops_every_worker_with_its_exit_code() {
+    // VU 2 (at one worker only) fails its init, and init failures abort: the whole run
+    // stops, not just that worker's share.
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"60s\"\n\n[limits]\ninit_failures = \"abort\"\n";
+    let env = [
+        "MODE=sleep".to_string(),
+        "SLEEP_MS=50".to_string(),
+        "INIT=fail-vu-2".to_string(),
+    ];
+    let mut cluster = Cluster::start("misbehave", toml, &env, 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(60));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(
+        status.code(),
+        Some(host::run::exit_code::PLUGIN_ABORT),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the plugin aborted the run at worker"),
+        "{stderr}"
+    );
+    let summary = cluster.summary();
+    assert_eq!(
+        summary["stop_reason"]["by"], "plugin_abort",
+        "{}",
+        summary["stop_reason"]
+    );
+    let why = summary["stop_reason"]["reason"].as_str().unwrap();
+    assert!(why.contains("init refused"), "{why}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 30.0);
+    // The other workers were stopped by the coordinator.
+    let mut told = 0;
+    for (i, w) in cluster.workers.iter_mut().enumerate() {
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.dir.path().join(format!("w{i}")),
+        ));
+        if own["stop_reason"]["by"] == "coordinator" {
+            told += 1;
+        }
+    }
+    assert_eq!(
+        told, 2,
+        "the two workers whose plugin did not abort were stopped"
+    );
+}

@@ -301,6 +301,10 @@ impl Hub {
                 }
                 Ok(())
             }
+            WorkerMsg::Aborted(why) => {
+                self.abort_for(id, &why);
+                Ok(())
+            }
             WorkerMsg::Hello(_) => Err("it sent a second hello".into()),
         }
     }
@@ -341,6 +345,27 @@ impl Hub {
             let _ = w.duration.add(&duration);
         });
         Ok(())
+    }
+
+    /// Worker `id`'s plugin aborted its run: the whole run stops, as a single run
+    /// would (its exit code says the plugin aborted).
+    fn abort_for(&self, id: u64, why: &str) {
+        let state = self.lock();
+        let Some(control) = state.run.as_ref().map(|r| r.control.clone()) else {
+            return;
+        };
+        let who = state
+            .workers
+            .iter()
+            .find(|w| w.id == id)
+            .map(|w| format!("worker {} ({})", w.name, w.address))
+            .unwrap_or_else(|| "a worker".into());
+        drop(state);
+        crate::stderr::line(format_args!(
+            "coordinator: the plugin aborted the run at {who}: {why}; stopping every worker"
+        ));
+        control.stop_with(StopReason::PluginAbort(format!("{who}: {why}")));
+        control.hard_stop.cancel();
     }
 
     fn with_slot(&self, id: u64, f: impl FnOnce(&mut Slot)) {

@@ -39,6 +39,9 @@ pub enum WorkerMsg {
     Heartbeat,
     /// The worker's run is over: its last samples and its executors' reports.
     Final(Final),
+    /// The plugin aborted the worker's run (`abort_after_failures`, `init_failures =
+    /// "abort"`), and why: the coordinator stops the whole run, as one process would.
+    Aborted(String),
 }
 
 /// A worker's hello.

@@ -276,6 +276,7 @@ impl Remote for WorkerRole {
                 }
             };
             tokio::spawn(listen(reader, ctx.control.clone(), self.done.clone()));
+            tokio::spawn(report_abort(ctx.control.clone(), self.tx.clone()));
             let at = UNIX_EPOCH + Duration::from_millis(at);
             if let Ok(wait) = at.duration_since(SystemTime::now()) {
                 tokio::time::sleep(wait).await;
@@ -301,6 +302,15 @@ impl Remote for WorkerRole {
         };
         self.done.store(true, Ordering::Relaxed);
         let _ = self.tx.send(WorkerMsg::Final(msg));
+    }
+}
+
+/// Tells the coordinator when the plugin aborts this worker's run, so that it stops
+/// the others too; a stop from the coordinator is not reported back.
+async fn report_abort(control: Arc<RunControl>, tx: mpsc::UnboundedSender<WorkerMsg>) {
+    control.stop.cancelled().await;
+    if let Some(StopReason::PluginAbort(why)) = control.reason() {
+        let _ = tx.send(WorkerMsg::Aborted(why));
     }
 }
 
