@@ -708,6 +708,14 @@ fn indexed_workers_run_their_own_segments_whatever_their_join_order() {
             .collect();
     assert_eq!(workers, expected, "{}", summary["workers"]);
     assert_eq!(target.server.requests_served(), http_reqs(&summary));
+    // summary.txt shows them too, by index.
+    let text = std::fs::read_to_string(
+        common::only_results_dir(&cluster.dir.path().join("coordinator")).join("summary.txt"),
+    )
+    .unwrap();
+    let i0 = text.find("0 i0 (").expect(&text);
+    let i2 = text.find("2 i2 (").expect(&text);
+    assert!(i0 < i2 && text[i2..].contains("segment 2/3:1"), "{text}");
 }
 
 #[test]
