@@ -961,3 +961,28 @@ fn a_plugin_abort_at_one_worker_stops_every_worker_with_its_exit_code() {
         "the two workers whose plugin did not abort were stopped"
     );
 }
+
+#[test]
+fn the_workers_plugin_log_lines_show_at_the_coordinator() {
+    // One VU per worker, two iterations, one info line each.
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 2\n";
+    let env = [
+        "MODE=log".to_string(),
+        "LOG_LINES=1".to_string(),
+        "LOG_BYTES=12".to_string(),
+    ];
+    let mut cluster = Cluster::start("misbehave", toml, &env, 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    for i in 0..3 {
+        let from = stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("[worker w{i}] [default vu ")))
+            .filter(|l| l.ends_with("info: xxxxxxxxxxxx"))
+            .count();
+        assert_eq!(from, 2, "two lines from w{i}:\n{stderr}");
+    }
+    let summary = cluster.summary();
+    assert_eq!(summary["log"]["written"], 6, "{}", summary["log"]);
+}

@@ -81,6 +81,7 @@ pub async fn coordinate(
         plugin_name,
         plugin: bytes,
         sha256,
+        quiet: request.run.quiet,
         state: Mutex::new(State::default()),
         changed: Notify::new(),
         done: done_tx,
@@ -115,6 +116,8 @@ struct Hub {
     plugin_name: String,
     plugin: Vec<u8>,
     sha256: String,
+    /// `--quiet`: the workers hide their plugin log lines below `warn` too.
+    quiet: bool,
     state: Mutex<State>,
     /// Woken when a worker joins, gets ready, fails or is lost.
     changed: Notify,
@@ -332,6 +335,9 @@ impl Hub {
             }
         }
         series::absorb(&services.recorder, decoded);
+        if !tick.log.is_empty() || tick.log_not_sent > 0 {
+            self.relay_log(id, &services, tick.log, tick.log_not_sent);
+        }
         self.with_slot(id, |w| {
             if let Some(errors) = tick.errors {
                 w.errors = errors;
@@ -345,6 +351,26 @@ impl Hub {
             let _ = w.duration.add(&duration);
         });
         Ok(())
+    }
+
+    /// Shows worker `id`'s plugin log lines here, each marked with the worker's name.
+    fn relay_log(&self, id: u64, services: &HostServices, lines: Vec<String>, not_sent: u64) {
+        let name = self
+            .lock()
+            .workers
+            .iter()
+            .find(|w| w.id == id)
+            .map(|w| w.name.clone())
+            .unwrap_or_default();
+        for line in lines {
+            services.log.relay(format!("[worker {name}] {line}"));
+        }
+        if not_sent > 0 {
+            services.log.relay(format!(
+                "[worker {name}] {not_sent} more log lines in that second were not sent (over {} a second)\n",
+                crate::plugin::log::FORWARD_MAX
+            ));
+        }
     }
 
     /// Worker `id`'s plugin aborted its run: the whole run stops, as a single run
@@ -512,6 +538,7 @@ impl Hub {
                     setup_data: ctx.setup_data.to_string(),
                     index: w.index,
                     data_files: data_files.clone(),
+                    quiet: self.quiet,
                 };
                 let _ = w.tx.send(CoordMsg::Init(init));
             }

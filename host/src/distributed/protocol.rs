@@ -135,6 +135,9 @@ pub struct Init {
     pub index: u32,
     /// The run's `[data]` files, which `config_toml` names by these bare names.
     pub data_files: Vec<DataFile>,
+    /// The coordinator runs with `--quiet`: the worker's plugin log lines below `warn`
+    /// are hidden, as they would be in one process.
+    pub quiet: bool,
 }
 
 /// A `[data]` file sent with the plugin.
@@ -210,6 +213,11 @@ pub struct Tick {
     /// The plugin's failures so far, whole (absolute, like the counters), sent only
     /// when they changed since the last tick that carried them.
     pub errors: Option<PluginErrors>,
+    /// The plugin's log lines written in the interval (as the worker wrote them), at
+    /// most [`FORWARD_MAX`](crate::plugin::log::FORWARD_MAX).
+    pub log: Vec<String>,
+    /// Lines of the interval past that many, not sent.
+    pub log_not_sent: u64,
 }
 
 /// A worker's plugin failures: what its summary.json would list in `plugin_errors`.

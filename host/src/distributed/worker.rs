@@ -116,6 +116,7 @@ pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         setup_data: init.setup_data.as_str().into(),
         done: Arc::new(AtomicBool::new(false)),
         errors_sent: AtomicU64::new(0),
+        log_quiet: init.quiet,
     });
     let mut run = run;
     run.remote = Some(RemoteRole(role.clone()));
@@ -249,11 +250,17 @@ struct WorkerRole {
     done: Arc<AtomicBool>,
     /// The plugin failures counted when the list was last sent.
     errors_sent: AtomicU64,
+    /// Whether the coordinator hides log lines below `warn` (`--quiet`).
+    log_quiet: bool,
 }
 
 impl Remote for WorkerRole {
     fn given_setup_data(&self) -> Option<Arc<str>> {
         Some(self.setup_data.clone())
+    }
+
+    fn log_quiet(&self) -> Option<bool> {
+        Some(self.log_quiet)
     }
 
     fn barrier(&self, ctx: BarrierCtx) -> BoxFuture<'_, Result<()>> {
@@ -264,6 +271,9 @@ impl Remote for WorkerRole {
                 .unwrap_or_else(|p| p.into_inner())
                 .take()
                 .ok_or_else(|| anyhow!("the start line was reached twice"))?;
+            // The coordinator shows the plugin's log lines from the start on (lines
+            // of `init` before it are in this worker's own stderr).
+            ctx.services.log.start_forwarding();
             let _ = self.tx.send(WorkerMsg::Ready);
             let at = loop {
                 match read(&mut reader, protocol::MAX_FRAME, PREPARE_TIMEOUT).await? {
@@ -346,6 +356,7 @@ fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
         let (entries, unlisted) = tick.errors.entries();
         PluginErrors { entries, unlisted }
     });
+    let (log, log_not_sent) = tick.services.log.take_forwarded();
     Tick {
         elapsed_ms: tick.elapsed.as_millis() as u64,
         series: super::series::encode(tick.interval, tick.registry),
@@ -353,6 +364,8 @@ fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
         in_flight: tick.services.net.in_flight.load(Ordering::Relaxed),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
         errors,
+        log,
+        log_not_sent,
     }
 }
 

@@ -360,7 +360,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let services = services_for(config, registry.clone(), request.quiet)?;
+    let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
+    let services = services_for(config, registry.clone(), log_quiet.unwrap_or(request.quiet))?;
     let control = Arc::new(RunControl::default());
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();

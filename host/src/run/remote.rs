@@ -51,6 +51,12 @@ pub trait Remote: Send + Sync {
         None
     }
 
+    /// Whether the plugin's log lines below `warn` are hidden, if not as `--quiet`
+    /// says (a worker shows its lines as its coordinator was asked to).
+    fn log_quiet(&self) -> Option<bool> {
+        None
+    }
+
     /// Whether this process runs VUs (a coordinator does not: its workers do).
     fn runs_vus_here(&self) -> bool {
         true
