@@ -74,6 +74,12 @@ enum Command {
         #[arg(short, long)]
         config: Option<PathBuf>,
     },
+    /// Import the images of this project's binaries (`loadtest/NAME:TAG`, no registry)
+    /// and print `NAME_TAG=TAG` lines for compose/distributed.yml and compose/swarm.yml.
+    Images {
+        /// The binaries (default: host and demo-target).
+        names: Vec<String>,
+    },
     /// Run a plugin at rising load levels until its thresholds break, and model the
     /// target's capacity (breakpoint, knee, USL fit): sweep.md, sweep.json, sweep.html.
     Sweep(crate::sweep::command::SweepArgs),
@@ -611,6 +617,18 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             };
             print!("{}", crate::stack::render::render(&stack));
             println!("stop it with: host down --project {}", stack.project);
+            Ok(0)
+        }
+        Command::Images { names } => {
+            let names = if names.is_empty() {
+                vec!["host".to_string(), "demo-target".to_string()]
+            } else {
+                names
+            };
+            let docker = crate::stack::connect().await?;
+            for line in crate::stack::images::import_for_files(&docker, &names).await? {
+                println!("{line}");
+            }
             Ok(0)
         }
         Command::Down { project, config } => {

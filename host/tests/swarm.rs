@@ -174,21 +174,26 @@ fn coordinator_log(stack: &str) -> String {
 #[test]
 fn swarm_jobs_of_three_workers_count_what_the_api_served() {
     let stack = format!("t{}swarm", std::process::id());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (host_tag, target_tag) = runtime.block_on(async {
-        let docker = host::stack::connect()
-            .await
-            .expect("the Docker engine answers");
-        let mut tags = Vec::new();
-        for name in ["host", "demo-target"] {
-            let binary = host::stack::images::find_binary(name).unwrap();
-            let image = host::stack::images::ensure_image(&docker, name, &binary)
-                .await
-                .unwrap();
-            tags.push(image.reference.rsplit(':').next().unwrap().to_string());
-        }
-        (tags[0].clone(), tags[1].clone())
-    });
+    // `host images` imports the images and names their tags, as a user would run it.
+    let images = Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("images")
+        .output()
+        .unwrap();
+    assert!(
+        images.status.success(),
+        "{}",
+        String::from_utf8_lossy(&images.stderr)
+    );
+    let tags: Vec<(String, String)> = String::from_utf8(images.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (var, tag) = l.split_once('=').expect(l);
+            (var.to_string(), tag.to_string())
+        })
+        .collect();
+    let names: Vec<&str> = tags.iter().map(|(v, _)| v.as_str()).collect();
+    assert_eq!(names, ["HOST_TAG", "DEMO_TARGET_TAG"]);
     let (state_before, gwbridge_before) = (swarm_state(), network_exists("docker_gwbridge"));
     let guard = SwarmGuard::enter(&stack);
     let results = tempfile::tempdir().unwrap();
@@ -204,8 +209,8 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
             &stack,
         ],
         &[
-            ("HOST_TAG", &host_tag),
-            ("DEMO_TARGET_TAG", &target_tag),
+            (tags[0].0.as_str(), tags[0].1.as_str()),
+            (tags[1].0.as_str(), tags[1].1.as_str()),
             ("PLUGIN_DIR", host::demo::PLUGINS_DIR),
             ("RESULTS_DIR", results.path().to_str().unwrap()),
             ("WORKERS", "3"),

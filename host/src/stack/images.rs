@@ -68,6 +68,25 @@ pub fn find_binary(name: &str) -> Result<PathBuf> {
     )
 }
 
+/// The variable the Compose and stack files read an image's tag from
+/// (`demo-target` → `DEMO_TARGET_TAG`).
+pub fn tag_variable(name: &str) -> String {
+    format!("{}_TAG", name.to_uppercase().replace('-', "_"))
+}
+
+/// `host images NAME...`: imports each binary's image if the Engine lacks it, and
+/// returns `VAR=TAG` lines for the Compose and stack files (`export $(host images)`).
+pub async fn import_for_files(docker: &Docker, names: &[String]) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for name in names {
+        let binary = find_binary(name)?;
+        let image = ensure_image(docker, name, &binary).await?;
+        let tag = image.reference.rsplit(':').next().unwrap_or_default();
+        lines.push(format!("{}={tag}", tag_variable(name)));
+    }
+    Ok(lines)
+}
+
 /// Makes sure the image of binary `name` (at `binary`) exists, importing it if not.
 pub async fn ensure_image(docker: &Docker, name: &str, binary: &Path) -> Result<Image> {
     let bytes =
