@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Load tests whose scenarios are sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
 #[command(name = "host", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -687,14 +687,14 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
 }
 
 /// Prints a run's summary (before its results files are written).
-pub fn print_summary(summary: &crate::summary::Summary) {
+pub(crate) fn print_summary(summary: &crate::summary::Summary) {
     print!("{}", crate::output::text::render(summary));
 }
 
 /// Prints where the results are and each file that could not be written; returns
 /// the exit code: the run's own, or 1 when it passed but its results were not all
 /// written (the run's own code is named beside the failure).
-pub fn finish(outcome: run::RunOutcome) -> i32 {
+pub(crate) fn finish(outcome: run::RunOutcome) -> i32 {
     println!("\n  results: {}", outcome.results_dir.display());
     if outcome.write_failures.is_empty() {
         return outcome.exit_code;

@@ -17,14 +17,14 @@ use std::net::IpAddr;
 /// Most source addresses `local_ips` may list (a VU takes one each).
 const MAX_LOCAL_IPS: u128 = 65_536;
 /// Redirects followed per request by default, as browsers and k6 do.
-pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
+pub(crate) const DEFAULT_MAX_REDIRECTS: u32 = 10;
 /// Most redirects a request may follow.
 const MAX_REDIRECTS: u64 = 100;
 /// Header fields a response may carry by default: hyper's own default, the one it
 /// parses on the stack. Any other value makes hyper allocate the parse buffer on the
 /// heap for every response (about 5 % more CPU per request, per hyper's docs), so only
 /// a run that needs more pays for it.
-pub const DEFAULT_MAX_HEADERS: usize = 100;
+pub(crate) const DEFAULT_MAX_HEADERS: usize = 100;
 /// Most header fields `max_headers` may allow (hyper reserves a slot for each).
 const MAX_MAX_HEADERS: u64 = 10_000;
 
@@ -78,7 +78,7 @@ impl HttpOptions {
 }
 
 /// Reads `[http]` from the run config, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
     let mut options = HttpOptions::default();
     let Some(value) = source.get("http") else {
         return Ok(options);

@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 /// What `host coordinate` was asked.
 #[derive(Debug, Clone)]
-pub struct CoordinateRequest {
+pub(crate) struct CoordinateRequest {
     /// The run (plugin, config files, flags, results folder).
     pub run: RunRequest,
     /// How many workers take part.
@@ -46,7 +46,7 @@ pub const LISTENING: &str = "coordinator listening on ";
 
 /// Runs a distributed run: the plugin's setup and teardown here, its load at the
 /// workers; `before_writing` gets the merged summary before the results are written.
-pub async fn coordinate(
+pub(crate) async fn coordinate(
     request: CoordinateRequest,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {

@@ -6,10 +6,10 @@
 //! `exchange` one request on the wire, `record` its metrics.
 
 mod exchange;
-mod message;
+pub(crate) mod message;
 mod record;
 
-pub use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
+pub(crate) use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
 
 use super::allowlist::Origin;
 use super::connect::{connect, Connection, Proto};

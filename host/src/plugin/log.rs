@@ -3,7 +3,7 @@
 //! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
 //! the VU that wrote them. With `--quiet` only warnings and errors are written.
 
-pub use crate::config::LogLimits;
+pub(crate) use crate::config::LogLimits;
 use crate::stderr::LineWriter;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Images named `loadtest/NAME` are built from the project's binary `NAME`.
-pub const REPO_PREFIX: &str = "loadtest/";
+pub(crate) const REPO_PREFIX: &str = "loadtest/";
 
 /// Where a binary sits inside its image.
-pub const BIN_DIR: &str = "/usr/local/bin";
+pub(crate) const BIN_DIR: &str = "/usr/local/bin";
 
 /// An image ready in the Engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Image {
 }
 
 /// The binary name an image stands for, when it is one of ours (`loadtest/NAME[:tag]`).
-pub fn binary_for_image(image: &str) -> Option<&str> {
+pub(crate) fn binary_for_image(image: &str) -> Option<&str> {
     let name = image.strip_prefix(REPO_PREFIX)?;
     let name = name.split(':').next().unwrap_or(name);
     (!name.is_empty()).then_some(name)
