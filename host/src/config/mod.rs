@@ -244,7 +244,7 @@ pub struct Overrides {
     pub stages: Vec<Stage>,
     /// `--summary-trend-stats`: the trend columns of summary.txt (default: all kept).
     pub summary_trend_stats: Option<Vec<TrendStat>>,
-    /// `--config` files after the first, layered over it in order (see [`layers`]).
+    /// `--config` files after the first, layered over it in order (see `config::layers`).
     pub config_layers: Vec<PathBuf>,
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).

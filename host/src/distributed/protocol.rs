@@ -34,8 +34,8 @@ pub enum WorkerMsg {
     Failed(String),
     /// A second of samples (deltas), and the live counters (absolute).
     Tick(Tick),
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT) so that a silent worker is known to be
-    /// gone.
+    /// Sent every heartbeat interval (`HEARTBEAT`, 500 ms) so that a silent worker is
+    /// known to be gone.
     Heartbeat,
     /// The worker's run is over: its last samples and its executors' reports.
     Final(Final),
@@ -84,8 +84,8 @@ pub enum CoordMsg {
         /// Interrupt running iterations now.
         hard: bool,
     },
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT): a worker that hears nothing for
-    /// [`LOSS_AFTER`](super::LOSS_AFTER) stops its load.
+    /// Sent every heartbeat interval (`HEARTBEAT`): a worker that hears nothing for
+    /// `LOSS_AFTER` stops its load.
     Heartbeat,
 }
 

@@ -41,7 +41,7 @@ pub enum Significance {
         /// Upper bound.
         high: f64,
     },
-    /// A run had fewer than [`MIN_SECONDS`] whole seconds (the fewer is given).
+    /// A run had fewer than `MIN_SECONDS` whole seconds (the fewer is given).
     TooShort {
         /// Whole seconds of the shorter run.
         seconds: usize,
