@@ -229,7 +229,7 @@ struct RunArgs {
     plugin: PathBuf,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
-    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1, value_parser = stack_arg)]
     stack: Option<Option<PathBuf>>,
     /// With --stack: leave the stack running after the run.
     #[arg(long, requires = "stack")]
@@ -339,7 +339,7 @@ struct CommonArgs {
     out: Vec<crate::live::spec::Either>,
     /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
     /// run's metrics in OpenMetrics text at /metrics.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
     dashboard: Option<std::net::SocketAddr>,
     /// No progress lines.
     #[arg(short, long)]
@@ -449,6 +449,33 @@ struct TrendColumns(Vec<crate::config::TrendStat>);
 
 fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
+}
+
+/// A flag whose value is optional takes the next word as its value, so `--dashboard
+/// plugin.wasm` would read the plugin as the address: say how to write it instead.
+fn plugin_taken_as_value(flag: &str, text: &str) -> Option<String> {
+    text.ends_with(".wasm").then(|| {
+        format!(
+            "{text:?} is the plugin, not a value of --{flag}: put --{flag} after the plugin \
+             (`host run {text} --{flag}`), or give its value with `=` (`--{flag}=VALUE`)"
+        )
+    })
+}
+
+fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(why) = plugin_taken_as_value("dashboard", text) {
+        return Err(why);
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is not an address to listen on: write IP:PORT, such as 127.0.0.1:5665")
+    })
+}
+
+fn stack_arg(text: &str) -> Result<PathBuf, String> {
+    match plugin_taken_as_value("stack", text) {
+        Some(why) => Err(why),
+        None => Ok(PathBuf::from(text)),
+    }
 }
 
 fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
