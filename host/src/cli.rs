@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Load tests whose scenarios are sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
 #[command(name = "host", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -235,7 +235,7 @@ struct RunArgs {
     plugin: PathBuf,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
-    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1, value_parser = stack_arg)]
     stack: Option<Option<PathBuf>>,
     /// With --stack: leave the stack running after the run.
     #[arg(long, requires = "stack")]
@@ -349,7 +349,7 @@ struct CommonArgs {
     out: Vec<crate::live::spec::Either>,
     /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
     /// run's metrics in OpenMetrics text at /metrics.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
     dashboard: Option<std::net::SocketAddr>,
     /// No progress lines.
     #[arg(short, long)]
@@ -459,6 +459,33 @@ struct TrendColumns(Vec<crate::config::TrendStat>);
 
 fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
+}
+
+/// A flag whose value is optional takes the next word as its value, so `--dashboard
+/// plugin.wasm` would read the plugin as the address: say how to write it instead.
+fn plugin_taken_as_value(flag: &str, text: &str) -> Option<String> {
+    text.ends_with(".wasm").then(|| {
+        format!(
+            "{text:?} is the plugin, not a value of --{flag}: put --{flag} after the plugin \
+             (`host run {text} --{flag}`), or give its value with `=` (`--{flag}=VALUE`)"
+        )
+    })
+}
+
+fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(why) = plugin_taken_as_value("dashboard", text) {
+        return Err(why);
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is not an address to listen on: write IP:PORT, such as 127.0.0.1:5665")
+    })
+}
+
+fn stack_arg(text: &str) -> Result<PathBuf, String> {
+    match plugin_taken_as_value("stack", text) {
+        Some(why) => Err(why),
+        None => Ok(PathBuf::from(text)),
+    }
 }
 
 fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
@@ -625,7 +652,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             } else {
                 names
             };
-            let docker = crate::stack::connect().await?;
+            let docker = crate::docker::engine::connect().await?;
             for line in crate::stack::images::import_for_files(&docker, &names).await? {
                 println!("{line}");
             }
@@ -720,14 +747,14 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
 }
 
 /// Prints a run's summary (before its results files are written).
-pub fn print_summary(summary: &crate::summary::Summary) {
+pub(crate) fn print_summary(summary: &crate::summary::Summary) {
     print!("{}", crate::output::text::render(summary));
 }
 
 /// Prints where the results are and each file that could not be written; returns
 /// the exit code: the run's own, or 1 when it passed but its results were not all
 /// written (the run's own code is named beside the failure).
-pub fn finish(outcome: run::RunOutcome) -> i32 {
+pub(crate) fn finish(outcome: run::RunOutcome) -> i32 {
     println!("\n  results: {}", outcome.results_dir.display());
     if outcome.write_failures.is_empty() {
         return outcome.exit_code;

@@ -175,15 +175,9 @@ impl Cluster {
             args.extend(["-e", e.as_str()]);
         }
         let coordinator = Proc::spawn(&args);
-        let line = coordinator.wait_for_line(
-            host::distributed::coordinator::LISTENING,
-            Duration::from_secs(60),
-        );
+        let line = coordinator.wait_for_line(host::LISTENING, Duration::from_secs(60));
         // `coordinator listening on 127.0.0.1:PORT: waiting for N worker(s)`
-        let rest = line
-            .split(host::distributed::coordinator::LISTENING)
-            .nth(1)
-            .unwrap();
+        let rest = line.split(host::LISTENING).nth(1).unwrap();
         let addr = rest.split(": ").next().unwrap().to_string();
         let mut cluster = Self {
             coordinator,
@@ -278,7 +272,7 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
     }
     // A worker of another host version is refused with a message.
     {
-        use host::distributed::protocol::{self, CoordMsg, WorkerHello, WorkerMsg};
+        use host::protocol::{self, CoordMsg, WorkerHello, WorkerMsg};
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -470,7 +464,7 @@ fn a_cut_off_worker_aborts_the_run_with_its_code_and_results() {
     let status = cluster.coordinator.wait(Duration::from_secs(30));
     assert_eq!(
         status.code(),
-        Some(host::run::exit_code::WORKER_LOST),
+        Some(host::exit_code::WORKER_LOST),
         "{}",
         cluster.coordinator.stderr()
     );
@@ -519,8 +513,8 @@ impl Drop for ComposeCleanup {
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async {
-                if let Ok(docker) = host::stack::connect().await {
-                    let _ = host::stack::teardown::remove_project(&docker, &project).await;
+                if let Ok(docker) = host::connect_docker().await {
+                    let _ = host::remove_project(&docker, &project).await;
                 }
             });
         })
@@ -554,15 +548,13 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
     let _cleanup = ComposeCleanup(project.clone());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (host_tag, target_tag) = runtime.block_on(async {
-        let docker = host::stack::connect()
+        let docker = host::connect_docker()
             .await
             .expect("the Docker engine answers");
         let mut tags = Vec::new();
         for name in ["host", "demo-target"] {
-            let binary = host::stack::images::find_binary(name).unwrap();
-            let image = host::stack::images::ensure_image(&docker, name, &binary)
-                .await
-                .unwrap();
+            let binary = host::find_binary(name).unwrap();
+            let image = host::ensure_image(&docker, name, &binary).await.unwrap();
             tags.push(image.reference.rsplit(':').next().unwrap().to_string());
         }
         (tags[0].clone(), tags[1].clone())
@@ -577,7 +569,7 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
             .args(args)
             .env("HOST_TAG", &host_tag)
             .env("DEMO_TARGET_TAG", &target_tag)
-            .env("PLUGIN_DIR", host::demo::PLUGINS_DIR)
+            .env("PLUGIN_DIR", host::PLUGINS_DIR)
             .env("RESULTS_DIR", results.path())
             .env("WORKERS", "3")
             .env("DURATION", "3s")
@@ -738,7 +730,7 @@ fn sigint_at_the_coordinator_stops_every_worker_and_writes_the_results() {
     let status = cluster.coordinator.wait(Duration::from_secs(30));
     assert_eq!(
         status.code(),
-        Some(host::run::exit_code::INTERRUPTED),
+        Some(host::exit_code::INTERRUPTED),
         "{}",
         cluster.coordinator.stderr()
     );
@@ -806,7 +798,7 @@ fn sigint_before_the_start_tells_the_joined_workers_and_exits_interrupted() {
     let stderr = cluster.coordinator.stderr();
     assert_eq!(
         status.code(),
-        Some(host::run::exit_code::INTERRUPTED),
+        Some(host::exit_code::INTERRUPTED),
         "{stderr}"
     );
     assert!(stderr.contains("1 of 3 joined"), "{stderr}");
@@ -929,7 +921,7 @@ fn a_plugin_abort_at_one_worker_stops_every_worker_with_its_exit_code() {
     let stderr = cluster.coordinator.stderr();
     assert_eq!(
         status.code(),
-        Some(host::run::exit_code::PLUGIN_ABORT),
+        Some(host::exit_code::PLUGIN_ABORT),
         "{stderr}"
     );
     assert!(

@@ -5,8 +5,8 @@
 
 mod common;
 
-use host::config::segment::from_flags;
-use host::k8s::manifests::segment_of;
+use host::segment_from_flags as from_flags;
+use host::segment_of;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use serde_json::Value;

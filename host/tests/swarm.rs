@@ -1,4 +1,5 @@
-//! The distributed run on Docker Swarm (compose/swarm.yml): the coordinator and three
+//! The distributed run on Docker Swarm (compose/swarm-target.yml, then compose/swarm.yml
+//! into the same stack once the API answers): the coordinator and three
 //! workers as replicated jobs against the demo API, from images imported locally. The
 //! node is left as it was found: a swarm this test made is left again, and everything
 //! the stack made (services, finished job containers, networks) is removed, even when
@@ -166,6 +167,38 @@ fn wait_for_coordinator(stack: &str, within: Duration) -> (String, String) {
     }
 }
 
+/// Waits until the API's task runs (healthy) and its published port answers; returns
+/// that address (host mode: `docker port` of the task's container).
+fn wait_for_api(stack: &str, within: Duration) -> String {
+    let filter = format!("label=com.docker.swarm.service.name={stack}_api");
+    let deadline = Instant::now() + within;
+    loop {
+        let running = docker_ok(&[
+            "service",
+            "ps",
+            "--format",
+            "{{.CurrentState}}",
+            &format!("{stack}_api"),
+        ])
+        .starts_with("Running");
+        let container = docker_ok(&["ps", "-q", "--filter", &filter]);
+        if running && !container.is_empty() {
+            let ports = docker_ok(&["port", &container, "8080/tcp"]);
+            if let Some(port) = ports.lines().next().and_then(|l| l.rsplit(':').next()) {
+                let addr = format!("127.0.0.1:{port}");
+                if std::net::TcpStream::connect(&addr).is_ok() {
+                    return addr;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the API did not come up within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn coordinator_log(stack: &str) -> String {
     let out = docker(&["service", "logs", &format!("{stack}_coordinator")], &[]);
     String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
@@ -197,53 +230,50 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
     let (state_before, gwbridge_before) = (swarm_state(), network_exists("docker_gwbridge"));
     let guard = SwarmGuard::enter(&stack);
     let results = tempfile::tempdir().unwrap();
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/swarm.yml");
-    let deploy = docker(
-        &[
-            "stack",
-            "deploy",
-            "--resolve-image",
-            "never",
-            "-c",
-            file.to_str().unwrap(),
-            &stack,
-        ],
-        &[
-            (tags[0].0.as_str(), tags[0].1.as_str()),
-            (tags[1].0.as_str(), tags[1].1.as_str()),
-            ("PLUGIN_DIR", host::demo::PLUGINS_DIR),
-            ("RESULTS_DIR", results.path().to_str().unwrap()),
-            ("WORKERS", "3"),
-            ("DURATION", "3s"),
-        ],
-    );
-    assert!(
-        deploy.status.success(),
-        "{}",
-        String::from_utf8_lossy(&deploy.stderr)
-    );
+    let compose = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose");
+    let (target_file, run_file) = (compose.join("swarm-target.yml"), compose.join("swarm.yml"));
+    let env = [
+        (tags[0].0.as_str(), tags[0].1.as_str()),
+        (tags[1].0.as_str(), tags[1].1.as_str()),
+        ("PLUGIN_DIR", host::PLUGINS_DIR),
+        ("RESULTS_DIR", results.path().to_str().unwrap()),
+        ("WORKERS", "3"),
+        ("DURATION", "3s"),
+    ];
+    let deploy = |files: &[&Path]| {
+        let mut args = vec!["stack", "deploy", "--resolve-image", "never"];
+        for f in files {
+            args.extend(["-c", f.to_str().unwrap()]);
+        }
+        args.push(&stack);
+        let out = docker(&args, &env);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // The API first, and the run once it answers (Swarm has no depends_on).
+    deploy(&[&target_file]);
+    let api_port = wait_for_api(&stack, Duration::from_secs(30));
+    deploy(&[&target_file, &run_file]);
 
     let (state, code) = wait_for_coordinator(&stack, Duration::from_secs(45));
     let log = coordinator_log(&stack);
     assert_eq!((state.as_str(), code.as_str()), ("complete", "0"), "{log}");
 
-    // The API's port on the node (host mode: `docker port` of its task's container).
-    let api = docker_ok(&[
-        "ps",
-        "-q",
-        "--filter",
-        &format!("label=com.docker.swarm.service.name={stack}_api"),
-    ]);
-    let port = docker_ok(&["port", &api, "8080/tcp"]);
-    let port = port.lines().next().unwrap().rsplit(':').next().unwrap();
-    let served = user_requests(&format!("127.0.0.1:{port}"));
+    let served = user_requests(&api_port);
 
     let summary = common::summary_json(&common::only_results_dir(results.path()));
     let workers = summary["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 3, "{log}");
     let merged = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
     assert!(merged > 0, "{log}");
-    assert_eq!(served, merged, "the API served what was merged");
+    assert_eq!(
+        served, merged,
+        "the API served what was merged; http: {}\n{log}",
+        summary["http"]
+    );
     drop(guard);
     assert!(
         docker_ok(&[

@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 /// What `host coordinate` was asked.
 #[derive(Debug, Clone)]
-pub struct CoordinateRequest {
+pub(crate) struct CoordinateRequest {
     /// The run (plugin, config files, flags, results folder).
     pub run: RunRequest,
     /// How many workers take part.
@@ -46,7 +46,7 @@ pub const LISTENING: &str = "coordinator listening on ";
 
 /// Runs a distributed run: the plugin's setup and teardown here, its load at the
 /// workers; `before_writing` gets the merged summary before the results are written.
-pub async fn coordinate(
+pub(crate) async fn coordinate(
     request: CoordinateRequest,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {
@@ -100,7 +100,7 @@ pub async fn coordinate(
 /// results; `host coordinate` exits with [`INTERRUPTED`](crate::run::exit_code::INTERRUPTED).
 #[derive(Debug, thiserror::Error)]
 #[error("stopped by {reason} while waiting for {waiting}; the workers that joined were told to stop, and no results were written (nothing ran)")]
-pub struct StoppedBeforeStart {
+pub(crate) struct StoppedBeforeStart {
     /// Why, in words.
     pub reason: String,
     /// What the coordinator was waiting for.

@@ -14,7 +14,7 @@ const PREFIX: &str = "data-";
 
 /// The config to send (its `[data]` paths replaced by the names of the files sent) and
 /// the files.
-pub fn pack(config: &RunConfig) -> Result<(toml::Table, Vec<DataFile>)> {
+pub(crate) fn pack(config: &RunConfig) -> Result<(toml::Table, Vec<DataFile>)> {
     let mut source = config.source.clone();
     let mut files = Vec::new();
     for (i, (set, path)) in config.data.iter().enumerate() {
@@ -37,7 +37,7 @@ pub fn pack(config: &RunConfig) -> Result<(toml::Table, Vec<DataFile>)> {
 }
 
 /// Writes the files received into `dir`, the folder of the worker's config.
-pub fn unpack(files: &[DataFile], dir: &Path) -> Result<()> {
+pub(crate) fn unpack(files: &[DataFile], dir: &Path) -> Result<()> {
     for file in files {
         // A name from the wire must not place a file elsewhere.
         let plain = Path::new(&file.name).file_name().and_then(|n| n.to_str());

@@ -34,8 +34,8 @@ pub enum WorkerMsg {
     Failed(String),
     /// A second of samples (deltas), and the live counters (absolute).
     Tick(Tick),
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT) so that a silent worker is known to be
-    /// gone.
+    /// Sent every heartbeat interval (`HEARTBEAT`, 500 ms) so that a silent worker is
+    /// known to be gone.
     Heartbeat,
     /// The worker's run is over: its last samples and its executors' reports.
     Final(Final),
@@ -109,8 +109,8 @@ pub enum CoordMsg {
         /// Interrupt running iterations now.
         hard: bool,
     },
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT): a worker that hears nothing for
-    /// [`LOSS_AFTER`](super::LOSS_AFTER) stops its load.
+    /// Sent every heartbeat interval (`HEARTBEAT`): a worker that hears nothing for
+    /// `LOSS_AFTER` stops its load.
     Heartbeat,
 }
 
@@ -214,7 +214,7 @@ pub struct Tick {
     /// when they changed since the last tick that carried them.
     pub errors: Option<PluginErrors>,
     /// The plugin's log lines written in the interval (as the worker wrote them), at
-    /// most [`FORWARD_MAX`](crate::plugin::log::FORWARD_MAX).
+    /// most 1,000.
     pub log: Vec<String>,
     /// Lines of the interval past that many, not sent.
     pub log_not_sent: u64,

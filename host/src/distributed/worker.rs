@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 
 /// What `host worker` was asked.
 #[derive(Debug, Clone)]
-pub struct WorkerRequest {
+pub(crate) struct WorkerRequest {
     /// The coordinator's address (`host:port`).
     pub coordinator: String,
     /// The worker's name (default: host name and process id).
@@ -43,7 +43,7 @@ pub struct WorkerRequest {
 
 /// Joins a distributed run and runs this worker's segment; returns the run's outcome
 /// (the worker's own results, written under `out`).
-pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
+pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
     let expected_sha = match &request.plugin {
         Some(path) => Some(crate::plugin::read_plugin(path)?.1),
         None => None,

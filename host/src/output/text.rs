@@ -7,7 +7,7 @@ use crate::summary::Summary;
 use std::fmt::Write;
 
 /// Renders the summary.
-pub fn render(s: &Summary) -> String {
+pub(crate) fn render(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -311,7 +311,7 @@ fn number(v: f64) -> String {
 }
 
 /// `host inspect`: what a plugin says of itself.
-pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
+pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let mut out = String::new();
     let info = &i.info;
     let _ = writeln!(out, "name:        {}", info.name);

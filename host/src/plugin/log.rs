@@ -3,7 +3,7 @@
 //! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
 //! the VU that wrote them. With `--quiet` only warnings and errors are written.
 
-pub use crate::config::LogLimits;
+pub(crate) use crate::config::LogLimits;
 use crate::stderr::LineWriter;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -53,7 +53,7 @@ impl LogCounts {
 
 /// Most lines a worker keeps for its coordinator between two ticks; the rest are only
 /// counted (each VU's `log_lines_per_s` bounds them first).
-pub const FORWARD_MAX: usize = 1000;
+pub(crate) const FORWARD_MAX: usize = 1000;
 
 /// Lines a worker passes on to its coordinator, kept between two ticks.
 #[derive(Default)]

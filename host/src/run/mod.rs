@@ -1,11 +1,11 @@
 //! A run from start to end: plugin and config in, VUs made and initialised, executors
 //! started together, metrics folded every second, results out.
 
-pub mod data;
-pub mod progress;
-pub mod remote;
-pub mod stage;
-pub mod verdict;
+pub(crate) mod data;
+pub(crate) mod progress;
+pub(crate) mod remote;
+pub(crate) mod stage;
+pub(crate) mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::control::{RunControl, StopReason};
@@ -116,7 +116,7 @@ pub mod exit_code {
     }
 }
 
-pub use crate::plugin::Inspected;
+pub(crate) use crate::plugin::Inspected;
 
 /// Loads a plugin in a small engine and calls `describe()`.
 pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
@@ -190,14 +190,14 @@ fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
 
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
 /// order) ← CLI.
-pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
+pub(crate) fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let merged = layered_source(&info.default_config, &request.config_files())?;
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
 
 /// The plugin's default config with each run config file laid over it in order, as
 /// TOML not yet checked (`host run` builds it; `host sweep` rescales it per level first).
-pub fn layered_source(default_config: &str, files: &[&Path]) -> Result<toml::Table> {
+pub(crate) fn layered_source(default_config: &str, files: &[&Path]) -> Result<toml::Table> {
     let base = config::parse_toml(default_config, "the plugin's default config")
         .map_err(|e| anyhow!("{e}"))?;
     if files.is_empty() {
@@ -215,7 +215,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
 /// Runs a plugin; `before_writing` gets the summary before the results files are
 /// written (the command line prints it there, so a full disk cannot lose it), then
 /// the results are written.
-pub async fn run_then(
+pub(crate) async fn run_then(
     request: RunRequest,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {

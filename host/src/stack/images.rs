@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Images named `loadtest/NAME` are built from the project's binary `NAME`.
-pub const REPO_PREFIX: &str = "loadtest/";
+pub(crate) const REPO_PREFIX: &str = "loadtest/";
 
 /// Where a binary sits inside its image.
-pub const BIN_DIR: &str = "/usr/local/bin";
+pub(crate) const BIN_DIR: &str = "/usr/local/bin";
 
 /// An image ready in the Engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Image {
 }
 
 /// The binary name an image stands for, when it is one of ours (`loadtest/NAME[:tag]`).
-pub fn binary_for_image(image: &str) -> Option<&str> {
+pub(crate) fn binary_for_image(image: &str) -> Option<&str> {
     let name = image.strip_prefix(REPO_PREFIX)?;
     let name = name.split(':').next().unwrap_or(name);
     (!name.is_empty()).then_some(name)
@@ -70,13 +70,13 @@ pub fn find_binary(name: &str) -> Result<PathBuf> {
 
 /// The variable the Compose and stack files read an image's tag from
 /// (`demo-target` → `DEMO_TARGET_TAG`).
-pub fn tag_variable(name: &str) -> String {
+pub(crate) fn tag_variable(name: &str) -> String {
     format!("{}_TAG", name.to_uppercase().replace('-', "_"))
 }
 
 /// `host images NAME...`: imports each binary's image if the Engine lacks it, and
 /// returns `VAR=TAG` lines for the Compose and stack files (`export $(host images)`).
-pub async fn import_for_files(docker: &Docker, names: &[String]) -> Result<Vec<String>> {
+pub(crate) async fn import_for_files(docker: &Docker, names: &[String]) -> Result<Vec<String>> {
     let mut lines = Vec::new();
     for name in names {
         let binary = find_binary(name)?;

@@ -79,7 +79,7 @@ pub struct ErrorEntry {
 /// of the same kind, scenario and message added, most frequent first, at most as many
 /// distinct ones as one process keeps; the rest, and every part's unlisted ones,
 /// counted as unlisted.
-pub fn merge(parts: &[(&[ErrorEntry], u64)]) -> (Vec<ErrorEntry>, u64) {
+pub(crate) fn merge(parts: &[(&[ErrorEntry], u64)]) -> (Vec<ErrorEntry>, u64) {
     let mut counts: BTreeMap<(ErrorKind, &str, &str), u64> = BTreeMap::new();
     let mut unlisted = 0;
     for (entries, part_unlisted) in parts {
