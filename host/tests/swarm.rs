@@ -288,3 +288,18 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
     assert_eq!(swarm_state(), state_before, "the node's swarm is as it was");
     assert_eq!(network_exists("docker_gwbridge"), gwbridge_before);
 }
+
+#[test]
+fn host_images_names_a_binary_it_cannot_find_and_how_to_build_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["images", "no-such-binary"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("no-such-binary") && stderr.contains("cargo build -p no-such-binary"),
+        "{stderr}"
+    );
+}
