@@ -271,6 +271,10 @@ struct WorkerArgs {
     /// How long to keep dialling a coordinator that is not listening yet.
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
     connect_timeout: Duration,
+    /// Run segment I of N (from 0): a Kubernetes Indexed Job's pods have it in
+    /// JOB_COMPLETION_INDEX. Without it the coordinator deals segments by join order.
+    #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    index: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -656,9 +660,19 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 workers: args.workers,
                 listen: args.listen,
             };
-            let outcome =
-                crate::distributed::coordinator::coordinate(request, print_summary).await?;
-            Ok(finish(outcome))
+            match crate::distributed::coordinator::coordinate(request, print_summary).await {
+                Ok(outcome) => Ok(finish(outcome)),
+                Err(e) => {
+                    match e.downcast_ref::<crate::distributed::coordinator::StoppedBeforeStart>() {
+                        // Ctrl-C before the start is an interruption, not a failure.
+                        Some(stopped) => {
+                            crate::stderr::line(format_args!("coordinator: {stopped}"));
+                            Ok(run::exit_code::INTERRUPTED)
+                        }
+                        None => Err(e),
+                    }
+                }
+            }
         }
         Command::Worker(args) => {
             let outcome =
@@ -668,6 +682,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     plugin: args.plugin,
                     out: args.out,
                     connect_timeout: args.connect_timeout,
+                    index: args.index,
                 })
                 .await?;
             println!(

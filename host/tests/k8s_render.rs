@@ -153,6 +153,8 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
             &format!("{service_name}:{}", port.port),
             "--name",
             "shop-worker-$(JOB_COMPLETION_INDEX)",
+            "--index",
+            "$(JOB_COMPLETION_INDEX)",
         ]
     );
     // The index the name refers to is the pod's completion index.

@@ -9,6 +9,7 @@
 //! intervals; a coordinator runs no VUs and takes its workers' intervals instead.
 
 pub(crate) mod coordinator;
+pub(crate) mod data_files;
 pub mod protocol;
 pub(crate) mod segments;
 pub(crate) mod series;

@@ -181,6 +181,10 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
             "--name".into(),
             // Kubernetes expands $(VAR) from the container's environment.
             format!("{}-worker-$({INDEX_ENV})", plan.name),
+            // The completion index picks the segment: pod i runs segment i of N,
+            // whatever order the pods reach the coordinator in.
+            "--index".into(),
+            format!("$({INDEX_ENV})"),
         ],
     );
     // Set by the Job controller on an Indexed Job's pods; declared here so that the

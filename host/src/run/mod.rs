@@ -536,7 +536,7 @@ async fn drive(
                 let remote = request.remote.as_ref().map(|r| &r.0);
                 if let Some(r) = remote { r.before_tick(contexts, &setup.services) }
                 let interval = aggregator.tick();
-                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services }) }
+                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services, errors: &setup.errors }) }
                 if request.watch.is_some() {
                     let failed = summary::http_counts(aggregator.totals(), 0).failed;
                     failed_by_second.push((t0.elapsed(), failed));
@@ -635,6 +635,7 @@ fn finish(
             registry,
             contexts: &contexts,
             services: &setup.services,
+            errors: &setup.errors,
         };
         r.finished(tick, &reports);
     }

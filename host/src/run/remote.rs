@@ -38,6 +38,8 @@ pub struct TickCtx<'a> {
     pub contexts: &'a [Arc<ScenarioCtx>],
     /// Network counters (a coordinator writes its workers' in-flight sum there).
     pub services: &'a HostServices,
+    /// The plugin's failures so far (a worker sends them on when they change).
+    pub errors: &'a crate::vu::errors::ErrorLog,
 }
 
 /// A run's part in a distributed run. Every method has the behaviour of a plain run
