@@ -891,3 +891,72 @@ async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
         "{stats}"
     );
 }
+
+/// Removes every tag of an image repository when dropped, and the container made from
+/// one of them.
+struct RepoCleanup(String, String);
+
+impl Drop for RepoCleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rm", "-f", &self.1]).output();
+        let listed = Command::new("docker")
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}", &self.0])
+            .output();
+        if let Ok(listed) = listed {
+            for tag in String::from_utf8_lossy(&listed.stdout).lines() {
+                let _ = Command::new("docker").args(["rmi", tag]).output();
+            }
+        }
+    }
+}
+
+/// Each import of a rebuilt binary's image removes the repository's older tags past
+/// the newest three, except one a container still uses: a day of rebuilds does not fill
+/// the Engine's disk, and nothing in use goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn importing_images_keeps_the_newest_three_and_those_in_use() {
+    let name = format!("prune{}", std::process::id());
+    let repo = format!("loadtest/{name}");
+    let container = format!("t{}-prune-user", std::process::id());
+    let _cleanup = RepoCleanup(repo.clone(), container.clone());
+    let docker = host::connect_docker().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut tags = Vec::new();
+    for n in 0..5u8 {
+        // A different binary each time (the tag is its hash); the Engine's creation
+        // times are in whole seconds, so the imports are a second apart to be ordered.
+        let binary = dir.path().join(&name);
+        let mut bytes = std::fs::read("/bin/true").unwrap();
+        bytes.push(n);
+        std::fs::write(&binary, bytes).unwrap();
+        let image = host::ensure_image(&docker, &name, &binary).await.unwrap();
+        assert!(image.imported);
+        tags.push(image.reference);
+        if n == 0 {
+            // A container (never started) holds the first image.
+            let out = Command::new("docker")
+                .args(["create", "--name", &container, &tags[0]])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+        }
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    let listed = Command::new("docker")
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}", &repo])
+        .output()
+        .unwrap();
+    let mut left: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    left.sort();
+    let mut want = vec![
+        tags[0].clone(),
+        tags[2].clone(),
+        tags[3].clone(),
+        tags[4].clone(),
+    ];
+    want.sort();
+    assert_eq!(left, want, "the newest three, and the one in use");
+}

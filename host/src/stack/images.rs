@@ -6,18 +6,26 @@
 //!
 //! A service whose image is `loadtest/NAME` gets the image built from the binary
 //! `NAME`, tagged with the first 12 hex digits of the binary's SHA-256: a rebuilt binary
-//! gets a new image, an unchanged one is never imported twice.
+//! gets a new image, an unchanged one is never imported twice. Each import removes the
+//! repository's older tags past the newest [`KEEP`], so rebuilding the host all day does
+//! not fill the Engine's disk with a 130 MB image per build.
 
 use anyhow::{bail, Context, Result};
-use bollard::query_parameters::CreateImageOptionsBuilder;
+use bollard::query_parameters::{
+    CreateImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+};
 use bollard::Docker;
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Images named `loadtest/NAME` are built from the project's binary `NAME`.
 pub(crate) const REPO_PREFIX: &str = "loadtest/";
+
+/// Tags of one `loadtest/NAME` repository kept in the Engine, newest first.
+pub(crate) const KEEP: usize = 3;
 
 /// Where a binary sits inside its image.
 pub(crate) const BIN_DIR: &str = "/usr/local/bin";
@@ -112,10 +120,39 @@ pub async fn ensure_image(docker: &Docker, name: &str, binary: &Path) -> Result<
         .try_collect::<Vec<_>>()
         .await
         .with_context(|| format!("the Engine could not import the image {reference}"))?;
+    prune_old_tags(docker, &repo, KEEP).await;
     Ok(Image {
         reference,
         imported: true,
     })
+}
+
+/// Removes the tags of `repo` past the newest `keep`. Without force: the Engine refuses
+/// to remove an image a container (of any project, running or stopped) still uses, and
+/// such a refusal is left alone. Pruning is housekeeping, so no failure is an error.
+pub(crate) async fn prune_old_tags(docker: &Docker, repo: &str, keep: usize) -> Vec<String> {
+    let filters = HashMap::from([("reference", vec![repo.to_string()])]);
+    let options = ListImagesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let Ok(mut images) = docker.list_images(Some(options)).await else {
+        return Vec::new();
+    };
+    images.sort_by_key(|i| std::cmp::Reverse(i.created));
+    let mut removed = Vec::new();
+    for image in images.iter().skip(keep) {
+        for tag in image
+            .repo_tags
+            .iter()
+            .filter(|t| t.starts_with(&format!("{repo}:")))
+        {
+            let options = RemoveImageOptionsBuilder::default().force(false).build();
+            if docker.remove_image(tag, Some(options), None).await.is_ok() {
+                removed.push(tag.clone());
+            }
+        }
+    }
+    removed
 }
 
 /// The image's root filesystem: the binary, its shared libraries and loader, an
