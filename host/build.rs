@@ -103,7 +103,7 @@ fn embed_sdk(plugins: &Path) {
     files.sort();
     let mut code = String::from(
         "/// The SDK crate's files: (path inside the crate, contents).\n\
-         pub const SDK_FILES: &[(&str, &str)] = &[\n",
+         pub(crate) const SDK_FILES: &[(&str, &str)] = &[\n",
     );
     for rel in &files {
         let abs = sdk.join(rel);
@@ -115,7 +115,7 @@ fn embed_sdk(plugins: &Path) {
     code.push_str("];\n");
     code.push_str(&format!(
         "/// The plugins workspace's Cargo.lock: the dependency versions the SDK is tested with.\n\
-         pub const PLUGINS_LOCK: &str = include_str!({:?});\n",
+         pub(crate) const PLUGINS_LOCK: &str = include_str!({:?});\n",
         plugins.join("Cargo.lock").display().to_string()
     ));
     // The Python SDK (a package of .py files) and its example app, for `--lang python`.
@@ -129,7 +129,7 @@ fn embed_sdk(plugins: &Path) {
     py_files.sort();
     code.push_str(
         "/// The Python SDK package's files: (path inside `loadtest/`, contents).\n\
-         pub const PY_SDK_FILES: &[(&str, &str)] = &[\n",
+         pub(crate) const PY_SDK_FILES: &[(&str, &str)] = &[\n",
     );
     for rel in &py_files {
         let abs = python.join("loadtest").join(rel);
@@ -141,7 +141,7 @@ fn embed_sdk(plugins: &Path) {
     code.push_str("];\n");
     code.push_str(&format!(
         "/// The example Python plugin (plugins/python/hello_py/app.py), the template of `host new --lang python`.\n\
-         pub const PY_EXAMPLE_APP: &str = include_str!({:?});\n",
+         pub(crate) const PY_EXAMPLE_APP: &str = include_str!({:?});\n",
         python.join("hello_py/app.py").display().to_string()
     ));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));

@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Load tests whose scenarios are sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
 #[command(name = "host", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -73,6 +73,12 @@ enum Command {
         /// Run config whose `[stack]` names the project.
         #[arg(short, long)]
         config: Option<PathBuf>,
+    },
+    /// Import the images of this project's binaries (`loadtest/NAME:TAG`, no registry)
+    /// and print `NAME_TAG=TAG` lines for compose/distributed.yml and compose/swarm.yml.
+    Images {
+        /// The binaries (default: host and demo-target).
+        names: Vec<String>,
     },
     /// Run a plugin at rising load levels until its thresholds break, and model the
     /// target's capacity (breakpoint, knee, USL fit): sweep.md, sweep.json, sweep.html.
@@ -229,7 +235,7 @@ struct RunArgs {
     plugin: PathBuf,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
-    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1)]
+    #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1, value_parser = stack_arg)]
     stack: Option<Option<PathBuf>>,
     /// With --stack: leave the stack running after the run.
     #[arg(long, requires = "stack")]
@@ -271,6 +277,10 @@ struct WorkerArgs {
     /// How long to keep dialling a coordinator that is not listening yet.
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
     connect_timeout: Duration,
+    /// Run segment I of N (from 0): a Kubernetes Indexed Job's pods have it in
+    /// JOB_COMPLETION_INDEX. Without it the coordinator deals segments by join order.
+    #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
+    index: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -339,7 +349,7 @@ struct CommonArgs {
     out: Vec<crate::live::spec::Either>,
     /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
     /// run's metrics in OpenMetrics text at /metrics.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
     dashboard: Option<std::net::SocketAddr>,
     /// No progress lines.
     #[arg(short, long)]
@@ -449,6 +459,33 @@ struct TrendColumns(Vec<crate::config::TrendStat>);
 
 fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
+}
+
+/// A flag whose value is optional takes the next word as its value, so `--dashboard
+/// plugin.wasm` would read the plugin as the address: say how to write it instead.
+fn plugin_taken_as_value(flag: &str, text: &str) -> Option<String> {
+    text.ends_with(".wasm").then(|| {
+        format!(
+            "{text:?} is the plugin, not a value of --{flag}: put --{flag} after the plugin \
+             (`host run {text} --{flag}`), or give its value with `=` (`--{flag}=VALUE`)"
+        )
+    })
+}
+
+fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(why) = plugin_taken_as_value("dashboard", text) {
+        return Err(why);
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is not an address to listen on: write IP:PORT, such as 127.0.0.1:5665")
+    })
+}
+
+fn stack_arg(text: &str) -> Result<PathBuf, String> {
+    match plugin_taken_as_value("stack", text) {
+        Some(why) => Err(why),
+        None => Ok(PathBuf::from(text)),
+    }
 }
 
 fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
@@ -609,6 +646,18 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             println!("stop it with: host down --project {}", stack.project);
             Ok(0)
         }
+        Command::Images { names } => {
+            let names = if names.is_empty() {
+                vec!["host".to_string(), "demo-target".to_string()]
+            } else {
+                names
+            };
+            let docker = crate::docker::engine::connect().await?;
+            for line in crate::stack::images::import_for_files(&docker, &names).await? {
+                println!("{line}");
+            }
+            Ok(0)
+        }
         Command::Down { project, config } => {
             let config = stack_section(config.as_deref())?;
             let project = project
@@ -629,9 +678,19 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 workers: args.workers,
                 listen: args.listen,
             };
-            let outcome =
-                crate::distributed::coordinator::coordinate(request, print_summary).await?;
-            Ok(finish(outcome))
+            match crate::distributed::coordinator::coordinate(request, print_summary).await {
+                Ok(outcome) => Ok(finish(outcome)),
+                Err(e) => {
+                    match e.downcast_ref::<crate::distributed::coordinator::StoppedBeforeStart>() {
+                        // Ctrl-C before the start is an interruption, not a failure.
+                        Some(stopped) => {
+                            crate::stderr::line(format_args!("coordinator: {stopped}"));
+                            Ok(run::exit_code::INTERRUPTED)
+                        }
+                        None => Err(e),
+                    }
+                }
+            }
         }
         Command::Worker(args) => {
             let outcome =
@@ -641,6 +700,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     plugin: args.plugin,
                     out: args.out,
                     connect_timeout: args.connect_timeout,
+                    index: args.index,
                 })
                 .await?;
             println!(
@@ -687,14 +747,14 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
 }
 
 /// Prints a run's summary (before its results files are written).
-pub fn print_summary(summary: &crate::summary::Summary) {
+pub(crate) fn print_summary(summary: &crate::summary::Summary) {
     print!("{}", crate::output::text::render(summary));
 }
 
 /// Prints where the results are and each file that could not be written; returns
 /// the exit code: the run's own, or 1 when it passed but its results were not all
 /// written (the run's own code is named beside the failure).
-pub fn finish(outcome: run::RunOutcome) -> i32 {
+pub(crate) fn finish(outcome: run::RunOutcome) -> i32 {
     println!("\n  results: {}", outcome.results_dir.display());
     if outcome.write_failures.is_empty() {
         return outcome.exit_code;

@@ -9,11 +9,11 @@ use tokio::time::{Instant as TokioInstant, Sleep};
 
 /// A reusable timeout timer; it needs the tokio runtime only once first armed.
 #[derive(Default)]
-pub struct Deadline(Option<Pin<Box<Sleep>>>);
+pub(crate) struct Deadline(Option<Pin<Box<Sleep>>>);
 
 impl Deadline {
     /// The timer, armed to fire at `at`.
-    pub fn at(&mut self, at: Instant) -> Pin<&mut Sleep> {
+    pub(crate) fn at(&mut self, at: Instant) -> Pin<&mut Sleep> {
         let at = TokioInstant::from_std(at);
         match &mut self.0 {
             Some(timer) => {

@@ -7,13 +7,13 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 /// The `notes` example plugin, built from plugins/notes by build.rs.
-pub const BUNDLED_NOTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/notes.wasm"));
+pub(crate) const BUNDLED_NOTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/notes.wasm"));
 
 /// Where tests and tools find the plugins built from plugins/.
 pub const PLUGINS_DIR: &str = env!("HOST_PLUGINS_DIR");
 
 /// Writes the bundled plugin to the cache folder and returns its path.
-pub fn bundled_notes_path() -> Result<PathBuf> {
+pub(crate) fn bundled_notes_path() -> Result<PathBuf> {
     let dir = crate::plugin::cache::cache_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("bundled-notes-{}.wasm", env!("CARGO_PKG_VERSION")));
@@ -26,7 +26,7 @@ pub fn bundled_notes_path() -> Result<PathBuf> {
 }
 
 /// A finished demo: the run, and how many requests the target served.
-pub struct DemoRun {
+pub(crate) struct DemoRun {
     /// The run against the target.
     pub outcome: RunOutcome,
     /// Requests the demo target answered, as it said when it stopped (`None` if it
@@ -38,7 +38,7 @@ pub struct DemoRun {
 /// started with `fault_flags`; `request` turns the plugin path into the run request;
 /// `before_writing` gets the summary before the results files are written. The
 /// target is sampled as the service `demo-target`.
-pub async fn run_demo(
+pub(crate) async fn run_demo(
     plugin: Option<PathBuf>,
     fault_flags: Vec<String>,
     request: impl FnOnce(PathBuf) -> RunRequest,

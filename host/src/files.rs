@@ -18,7 +18,7 @@ pub struct WriteFailure {
 /// Writes `dir/name` whole or not at all: to a temporary name first, then renamed
 /// over. Running out of descriptors is waited out briefly (the VUs' connections are
 /// closing as the run ends).
-pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let temp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let mut attempt = 0;
@@ -46,7 +46,7 @@ pub fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> 
 
 /// A new folder `OUT/<UTC time>-<name>` (`-1`, `-2`… when taken), `name` made safe
 /// for a file name; `what` names the folder in errors (`results`, `sweep`).
-pub fn new_dated_dir(out: &Path, name: &str, what: &str) -> Result<PathBuf> {
+pub(crate) fn new_dated_dir(out: &Path, name: &str, what: &str) -> Result<PathBuf> {
     let now = time::OffsetDateTime::now_utc();
     let stamp = now
         .format(&time::macros::format_description!(

@@ -42,29 +42,93 @@
 //!               `net::tls` connects with)
 //! metrics, deadline, files, target_process, stderr, author: leaves
 //! ```
+//!
+//! # Public API
+//!
+//! Every module is private. The crate exports what the binary and the integration
+//! tests use, re-exported at the root from the module that defines it: [`main`] (the
+//! command line), [`run()`] with [`RunRequest`] and [`Summary`], the config parsers,
+//! `host compare`, the Compose stack's calls and the distributed runs' [`protocol`].
+//! `missing_docs` and `unreachable_pub` are denied, so an undocumented export or a
+//! `pub` that nothing outside its module can reach does not build.
 
-pub mod author;
-pub mod cli;
-pub mod config;
-pub mod control;
-pub mod deadline;
-pub mod demo;
-pub mod distributed;
-pub mod docker;
-pub mod executor;
-pub mod files;
-pub mod k8s;
-pub mod live;
-pub mod metrics;
-pub mod net;
-pub mod output;
-pub mod plugin;
-pub mod run;
-pub mod sampling;
-pub mod stack;
-pub mod stderr;
-pub mod summary;
-pub mod sweep;
-pub mod target_process;
-pub mod thresholds;
-pub mod vu;
+#![deny(missing_docs, unreachable_pub)]
+
+mod author;
+mod cli;
+mod config;
+mod control;
+mod deadline;
+mod demo;
+mod distributed;
+mod docker;
+mod executor;
+mod files;
+mod k8s;
+mod live;
+mod metrics;
+mod net;
+mod output;
+mod plugin;
+mod run;
+mod sampling;
+mod stack;
+mod stderr;
+mod summary;
+mod sweep;
+mod target_process;
+mod thresholds;
+mod vu;
+
+// The public API: what the binary (`main`) and the integration tests need, each item
+// re-exported from the module that defines it. Everything else is private to the
+// crate, so the compiler finds dead code and missing docs.
+
+pub use cli::main;
+
+// A run, as `host run` makes it, and what it leaves.
+pub use run::{exit_code, inspect, run, RunOutcome, RunRequest};
+pub use summary::{RunStatus, Summary, SCHEMA as SUMMARY_SCHEMA};
+
+// The config: files, flags, durations, segments, thresholds.
+pub use config::duration::{format_duration, parse_duration};
+pub use config::scenario::ExecutorConfig;
+pub use config::segment::from_flags as segment_from_flags;
+pub use config::thresholds::{
+    expression::parse_expression, metric_key::parse_metric_key, parse::parse_thresholds,
+};
+pub use config::{
+    build as build_config, merge as merge_config, parse_toml as parse_config, Overrides,
+};
+pub use metrics::summary::Aggregation;
+pub use metrics::value::Unit;
+
+// `host compare`.
+pub use output::compare::{
+    compare_runs, render as render_comparison, Comparison, Row as ComparisonRow, Tolerance,
+};
+pub use output::significance::Significance;
+
+// Live outputs (`--out`, `--dashboard`).
+pub use live::spec::OutputSpec;
+pub use live::LiveOptions;
+
+// The Compose stack under test.
+pub use config::cpuset::CpuSet;
+pub use docker::containers::{project_containers, ServiceContainer};
+pub use docker::engine::connect as connect_docker;
+pub use docker::PROJECT_LABEL;
+pub use stack::cycle::{run_with_stack, StackRun};
+pub use stack::images::{ensure_image, find_binary};
+pub use stack::resources::Resources;
+pub use stack::teardown::remove_project;
+pub use stack::up::{down as stack_down, up as stack_up, StackFlags, UpOptions};
+
+// Distributed runs: the coordinator's ready line, the wire protocol, k8s segments.
+pub use distributed::coordinator::LISTENING;
+pub use distributed::protocol;
+pub use k8s::manifests::segment_of;
+
+// Plugins: where the bundled ones are built, the Python tool's pinned version.
+pub use author::python::COMPONENTIZE_PY_VERSION;
+pub use demo::PLUGINS_DIR;

@@ -1,5 +1,5 @@
 //! The `host` command: see `host --help`.
 
 fn main() {
-    std::process::exit(host::cli::main());
+    std::process::exit(host::main());
 }

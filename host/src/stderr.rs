@@ -77,18 +77,18 @@ impl LineWriter {
 }
 
 /// The process's stderr writer, started on first use.
-pub fn writer() -> &'static LineWriter {
+pub(crate) fn writer() -> &'static LineWriter {
     static STDERR: OnceLock<LineWriter> = OnceLock::new();
     STDERR.get_or_init(|| LineWriter::start(QUEUE_LINES, std::io::stderr()))
 }
 
 /// Writes `text` and a newline to stderr without ever blocking (see the module).
-pub fn line(text: impl std::fmt::Display) {
+pub(crate) fn line(text: impl std::fmt::Display) {
     writer().try_line(format!("{text}\n"));
 }
 
 /// `warning: TEXT` on stderr, without ever blocking.
-pub fn warn(text: impl std::fmt::Display) {
+pub(crate) fn warn(text: impl std::fmt::Display) {
     writer().try_line(format!("warning: {text}\n"));
 }
 

@@ -15,16 +15,16 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 /// What `host target` prints once it listens, before the URL.
-pub const LISTENING: &str = "demo target listening on ";
+pub(crate) const LISTENING: &str = "demo target listening on ";
 /// What `host target` prints when it stops, before the count.
-pub const SERVED: &str = "the demo target served ";
+pub(crate) const SERVED: &str = "the demo target served ";
 
 /// How long the child may take to start listening, and to stop.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A running `host target` child.
-pub struct TargetProcess {
+pub(crate) struct TargetProcess {
     child: Child,
     /// Its process id.
     pub pid: i32,
@@ -36,7 +36,7 @@ pub struct TargetProcess {
 impl TargetProcess {
     /// Starts this program's `host target` on a free loopback port with `fault_flags`,
     /// and waits until it listens.
-    pub async fn start(fault_flags: &[String]) -> Result<Self> {
+    pub(crate) async fn start(fault_flags: &[String]) -> Result<Self> {
         let exe = std::env::current_exe()
             .context("cannot find the host program to start the demo target")?;
         let mut child = Command::new(&exe)
@@ -88,7 +88,7 @@ impl TargetProcess {
 
     /// Stops the target (SIGTERM, then SIGKILL after a few seconds) and returns how
     /// many requests it served, if it said.
-    pub async fn stop(mut self) -> Option<u64> {
+    pub(crate) async fn stop(mut self) -> Option<u64> {
         // SAFETY: kill(2) on our own child's pid, which is not reaped before the wait below.
         unsafe {
             libc::kill(self.pid, libc::SIGTERM);

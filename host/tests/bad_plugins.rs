@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 async fn inspect_error(path: &Path) -> String {
-    match host::run::inspect(path, 64 << 20).await {
+    match host::inspect(path, 64 << 20).await {
         Ok(_) => panic!("{} was accepted", path.display()),
         Err(e) => format!("{e:#}"),
     }

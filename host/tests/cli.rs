@@ -91,6 +91,33 @@ fn bad_flag_value_exits_two() {
     assert!(err.contains("no unit"), "{err}");
 }
 
+/// `--dashboard` and `--stack` take an optional value, so a plugin path right after
+/// them would be read as their value: the error says so and how to write it.
+#[test]
+fn a_plugin_after_a_flag_with_an_optional_value_is_explained() {
+    for flag in ["--dashboard", "--stack"] {
+        let out = host()
+            .args(["run", flag])
+            .arg(common::plugin("hello"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is the plugin, not a value of"), "{err}");
+        assert!(
+            err.contains(&format!("put {flag} after the plugin")),
+            "{err}"
+        );
+    }
+    let out = host()
+        .args(["run", "--dashboard", "nowhere"])
+        .arg(common::plugin("hello"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("write IP:PORT"), "{err}");
+}
+
 /// One `GET /` with `X-Forwarded-For: xff` over a fresh connection; the status line
 /// and whether a `Retry-After` came with it.
 fn get_from(addr: &str, xff: &str) -> (u16, bool) {

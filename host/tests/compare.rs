@@ -50,7 +50,7 @@ async fn compare_flags_an_injected_latency_regression() {
     assert_eq!(slower.exit_code, 0);
 
     let (code, table) = compare(&baseline.results_dir, &slower.results_dir);
-    assert_eq!(code, host::run::exit_code::REGRESSION, "{table}");
+    assert_eq!(code, host::exit_code::REGRESSION, "{table}");
     let flagged = |metric: &str, stat: &str| {
         table.lines().any(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
@@ -90,4 +90,34 @@ fn compare_explains_a_missing_run() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot read /nonexistent/a"), "{stderr}");
+}
+
+/// Compare reads summary.json back into its type: a file of another shape (a k6
+/// summary export, or a host summary missing a field) is refused with what it is,
+/// never compared as zeros.
+#[test]
+fn compare_refuses_a_summary_of_another_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let k6 = dir.path().join("k6.json");
+    std::fs::write(
+        &k6,
+        r#"{"root_group": {}, "metrics": {"http_reqs": {"count": 3}}}"#,
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("compare")
+        .arg(&k6)
+        .arg(&k6)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is not a summary.json this host can read (schema missing"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("compare runs written by the same version of host"),
+        "{stderr}"
+    );
 }

@@ -15,8 +15,8 @@
 mod common;
 
 use common::{demo_target, run_at, write_config};
-use host::output::compare::{compare_runs, render, Comparison, Tolerance};
-use host::output::significance::Significance;
+use host::Significance;
+use host::{compare_runs, render_comparison as render, Comparison, Tolerance};
 use std::path::Path;
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ async fn pair(dir: &Path, a: (&str, &str), b: (&str, &str)) -> Comparison {
 /// measure each other.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn row<'a>(c: &'a Comparison, metric: &str, stat: &str) -> &'a host::output::compare::Row {
+fn row<'a>(c: &'a Comparison, metric: &str, stat: &str) -> &'a host::ComparisonRow {
     c.rows
         .iter()
         .find(|r| r.metric == metric && r.stat == stat)
@@ -83,11 +83,7 @@ async fn ten_pairs_of_the_same_test_are_not_flagged() {
             "{table}"
         );
         // A timing beyond the tolerance by size carries its interval, which held 0.
-        for r in c
-            .rows
-            .iter()
-            .filter(|r| r.unit == Some(host::metrics::Unit::Millis))
-        {
+        for r in c.rows.iter().filter(|r| r.unit == Some(host::Unit::Millis)) {
             assert!(
                 matches!(
                     r.significance,

@@ -7,7 +7,7 @@
 mod common;
 
 use common::servers;
-use host::run::exit_code;
+use host::exit_code;
 
 fn summary_txt(run: &common::Finished) -> String {
     std::fs::read_to_string(run.outcome.results_dir.join("summary.txt")).unwrap()

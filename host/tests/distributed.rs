@@ -48,8 +48,14 @@ struct Proc {
 
 impl Proc {
     fn spawn(args: &[&str]) -> Self {
+        Self::spawn_env(args, &[])
+    }
+
+    /// Spawns with extra environment variables.
+    fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(HOST)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -129,7 +135,26 @@ impl Cluster {
     /// A coordinator expecting `workers`, and those workers (with `spawn`; else the
     /// test adds them).
     fn start(plugin: &str, toml: &str, env: &[String], workers: usize, spawn: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            plugin,
+            toml,
+            env,
+            workers,
+            spawn,
+        )
+    }
+
+    /// As [`Cluster::start`], with the config written into `dir` (which may hold files
+    /// the config names).
+    fn start_in(
+        dir: tempfile::TempDir,
+        plugin: &str,
+        toml: &str,
+        env: &[String],
+        workers: usize,
+        spawn: bool,
+    ) -> Self {
         let config = common::write_config(dir.path(), toml);
         let plugin = common::plugin(plugin);
         let out = dir.path().join("coordinator");
@@ -150,15 +175,9 @@ impl Cluster {
             args.extend(["-e", e.as_str()]);
         }
         let coordinator = Proc::spawn(&args);
-        let line = coordinator.wait_for_line(
-            host::distributed::coordinator::LISTENING,
-            Duration::from_secs(60),
-        );
+        let line = coordinator.wait_for_line(host::LISTENING, Duration::from_secs(60));
         // `coordinator listening on 127.0.0.1:PORT: waiting for N worker(s)`
-        let rest = line
-            .split(host::distributed::coordinator::LISTENING)
-            .nth(1)
-            .unwrap();
+        let rest = line.split(host::LISTENING).nth(1).unwrap();
         let addr = rest.split(": ").next().unwrap().to_string();
         let mut cluster = Self {
             coordinator,
@@ -179,8 +198,13 @@ impl Cluster {
     }
 
     fn add_worker(&mut self, name: &str) {
+        self.add_worker_with(name, &[], &[]);
+    }
+
+    /// Adds a worker with extra arguments and environment variables.
+    fn add_worker_with(&mut self, name: &str, extra: &[&str], env: &[(&str, &str)]) {
         let out = self.worker_out(name);
-        let proc = Proc::spawn(&[
+        let mut args = vec![
             "worker",
             "--coordinator",
             &self.addr,
@@ -188,8 +212,9 @@ impl Cluster {
             name,
             "--out",
             out.to_str().unwrap(),
-        ]);
-        self.workers.push(proc);
+        ];
+        args.extend(extra);
+        self.workers.push(Proc::spawn_env(&args, env));
     }
 
     fn summary(&self) -> serde_json::Value {
@@ -247,7 +272,7 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
     }
     // A worker of another host version is refused with a message.
     {
-        use host::distributed::protocol::{self, CoordMsg, WorkerHello, WorkerMsg};
+        use host::protocol::{self, CoordMsg, WorkerHello, WorkerMsg};
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -260,6 +285,7 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
                 host_version: "0.0.0-other".into(),
                 name: "old".into(),
                 plugin_sha256: None,
+                index: None,
             });
             protocol::write(&mut s, &hello).await.unwrap();
             protocol::read(&mut s, protocol::MAX_FRAME).await.unwrap()
@@ -438,7 +464,7 @@ fn a_cut_off_worker_aborts_the_run_with_its_code_and_results() {
     let status = cluster.coordinator.wait(Duration::from_secs(30));
     assert_eq!(
         status.code(),
-        Some(host::run::exit_code::WORKER_LOST),
+        Some(host::exit_code::WORKER_LOST),
         "{}",
         cluster.coordinator.stderr()
     );
@@ -487,8 +513,8 @@ impl Drop for ComposeCleanup {
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async {
-                if let Ok(docker) = host::stack::connect().await {
-                    let _ = host::stack::teardown::remove_project(&docker, &project).await;
+                if let Ok(docker) = host::connect_docker().await {
+                    let _ = host::remove_project(&docker, &project).await;
                 }
             });
         })
@@ -522,15 +548,13 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
     let _cleanup = ComposeCleanup(project.clone());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (host_tag, target_tag) = runtime.block_on(async {
-        let docker = host::stack::connect()
+        let docker = host::connect_docker()
             .await
             .expect("the Docker engine answers");
         let mut tags = Vec::new();
         for name in ["host", "demo-target"] {
-            let binary = host::stack::images::find_binary(name).unwrap();
-            let image = host::stack::images::ensure_image(&docker, name, &binary)
-                .await
-                .unwrap();
+            let binary = host::find_binary(name).unwrap();
+            let image = host::ensure_image(&docker, name, &binary).await.unwrap();
             tags.push(image.reference.rsplit(':').next().unwrap().to_string());
         }
         (tags[0].clone(), tags[1].clone())
@@ -545,7 +569,7 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
             .args(args)
             .env("HOST_TAG", &host_tag)
             .env("DEMO_TARGET_TAG", &target_tag)
-            .env("PLUGIN_DIR", host::demo::PLUGINS_DIR)
+            .env("PLUGIN_DIR", host::PLUGINS_DIR)
             .env("RESULTS_DIR", results.path())
             .env("WORKERS", "3")
             .env("DURATION", "3s")
@@ -611,4 +635,346 @@ fn a_constant_arrival_rate_over_three_workers_starts_rate_times_duration() {
     assert!(started.abs_diff(90) <= 3, "{}", summary["scenarios"]);
     assert_eq!(summary["scenarios"]["default"]["dropped"], 0);
     assert_eq!(target.server.requests_served(), http_reqs(&summary));
+}
+
+#[test]
+fn indexed_workers_run_their_own_segments_whatever_their_join_order() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 6\nduration = \"2s\"\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        3,
+        false,
+    );
+    // Joined in the order 2, 0, 1: one by one, so the join order is sure. Index 0
+    // comes as Kubernetes gives it, in JOB_COMPLETION_INDEX.
+    cluster.add_worker_with("i2", &["--index", "2"], &[]);
+    cluster
+        .coordinator
+        .wait_for_line("worker i2 (", Duration::from_secs(30));
+    cluster.add_worker_with("i0", &[], &[("JOB_COMPLETION_INDEX", "0")]);
+    cluster
+        .coordinator
+        .wait_for_line("worker i0 (", Duration::from_secs(30));
+
+    // A second worker for index 0, and one beyond the run's three: refused, saying why.
+    for (name, index, says) in [
+        ("dup", "0", "index 0 is taken by worker i0"),
+        ("far", "3", "index 3 is out of range"),
+    ] {
+        cluster.add_worker_with(name, &["--index", index], &[]);
+        let refused = cluster.workers.last_mut().unwrap();
+        assert!(!refused.wait(Duration::from_secs(30)).success());
+        assert!(refused.stderr().contains(says), "{}", refused.stderr());
+    }
+    let coordinator = cluster.coordinator.stderr();
+    assert!(
+        coordinator.contains("refused worker dup") && coordinator.contains("refused worker far"),
+        "{coordinator}"
+    );
+
+    cluster.add_worker_with("i1", &["--index", "1"], &[]);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    cluster.workers[0].wait_for_line("runs segment 2/3:1", Duration::from_secs(10));
+
+    let summary = cluster.summary();
+    let workers: Vec<(String, u64, String)> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["index"].as_u64().unwrap(),
+                w["segment"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64, String)> =
+        [("i0", 0, "0:1/3"), ("i1", 1, "1/3:2/3"), ("i2", 2, "2/3:1")]
+            .iter()
+            .map(|(n, i, s)| (n.to_string(), *i, s.to_string()))
+            .collect();
+    assert_eq!(workers, expected, "{}", summary["workers"]);
+    assert_eq!(target.server.requests_served(), http_reqs(&summary));
+    // summary.txt shows them too, by index.
+    let text = std::fs::read_to_string(
+        common::only_results_dir(&cluster.dir.path().join("coordinator")).join("summary.txt"),
+    )
+    .unwrap();
+    let i0 = text.find("0 i0 (").expect(&text);
+    let i2 = text.find("2 i2 (").expect(&text);
+    assert!(i0 < i2 && text[i2..].contains("segment 2/3:1"), "{text}");
+}
+
+#[test]
+fn sigint_at_the_coordinator_stops_every_worker_and_writes_the_results() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 6\nduration = \"120s\"\ngraceful_stop = \"5s\"\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        3,
+        true,
+    );
+    for w in &cluster.workers {
+        w.wait_for_line("runs segment", Duration::from_secs(60));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    cluster.coordinator.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    let status = cluster.coordinator.wait(Duration::from_secs(30));
+    assert_eq!(
+        status.code(),
+        Some(host::exit_code::INTERRUPTED),
+        "{}",
+        cluster.coordinator.stderr()
+    );
+    // Every worker stopped too: told why, not left to notice the coordinator gone.
+    for (i, w) in cluster.workers.iter_mut().enumerate() {
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.dir.path().join(format!("w{i}")),
+        ));
+        assert_eq!(
+            own["stop_reason"]["by"], "coordinator",
+            "{}",
+            own["stop_reason"]
+        );
+        let why = own["stop_reason"]["reason"].as_str().unwrap();
+        assert!(why.contains("Ctrl-C"), "{why}");
+    }
+    assert!(signalled.elapsed() < Duration::from_secs(20));
+    let served = target.server.requests_served();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        target.server.requests_served(),
+        served,
+        "no load after the stop"
+    );
+
+    // One results folder with what was gathered: every worker's last second included.
+    let dir = common::only_results_dir(&cluster.dir.path().join("coordinator"));
+    for file in [
+        "summary.json",
+        "summary.txt",
+        "timeseries.jsonl",
+        "junit.xml",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} is written");
+    }
+    let summary = cluster.summary();
+    assert_eq!(summary["status"], "interrupted");
+    assert_eq!(summary["stop_reason"]["by"], "interrupted");
+    assert!(summary["duration_s"].as_f64().unwrap() < 60.0);
+    let merged = http_reqs(&summary);
+    assert!(merged > 0);
+    assert_eq!(served, merged, "the target served what was merged");
+    let workers = summary["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3);
+    assert!(
+        workers
+            .iter()
+            .all(|w| w["http_reqs"].as_u64().unwrap() > 0 && w["lost_at_s"].is_null()),
+        "{}",
+        summary["workers"]
+    );
+}
+
+#[test]
+fn sigint_before_the_start_tells_the_joined_workers_and_exits_interrupted() {
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"10s\"\n";
+    let mut cluster = Cluster::start("hello", toml, &[], 3, false);
+    cluster.add_worker("early");
+    cluster
+        .coordinator
+        .wait_for_line("worker early (", Duration::from_secs(30));
+    cluster.coordinator.signal(libc::SIGINT);
+    let status = cluster.coordinator.wait(Duration::from_secs(10));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(
+        status.code(),
+        Some(host::exit_code::INTERRUPTED),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 of 3 joined"), "{stderr}");
+    let early = &mut cluster.workers[0];
+    assert!(!early.wait(Duration::from_secs(5)).success());
+    assert!(
+        early
+            .stderr()
+            .contains("stopped before the start: the operator (Ctrl-C or SIGTERM)"),
+        "{}",
+        early.stderr()
+    );
+}
+
+#[test]
+fn data_files_travel_to_the_workers_with_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "name,city\nalice,\"Paris, France\"\nbob,Oslo\n",
+    )
+    .unwrap();
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 1\n\n[data]\nusers = \"users.csv\"\n";
+    let mut cluster = Cluster::start_in(dir, "misbehave", toml, &["MODE=data".into()], 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+
+    // Each worker's one iteration read both records.
+    let summary = cluster.summary();
+    let mut checks: Vec<(String, u64)> = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["passes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    checks.sort();
+    assert_eq!(
+        checks,
+        [
+            (
+                r#"users 0: {"city":"Paris, France","name":"alice"}"#.to_string(),
+                3
+            ),
+            (r#"users 1: {"city":"Oslo","name":"bob"}"#.to_string(), 3),
+        ],
+        "{}",
+        summary["checks"]
+    );
+    // And read it from the copy the coordinator sent, not from the coordinator's path.
+    let original = cluster.dir.path().join("users.csv");
+    for i in 0..3 {
+        let w = &mut cluster.workers[i];
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.worker_out(&format!("w{i}")),
+        ));
+        let path = own["config"]["data"]["users"].as_str().unwrap();
+        assert!(
+            path.contains(".worker-") && path.ends_with("data-0-users.csv"),
+            "{path}"
+        );
+        assert_ne!(Path::new(path), original);
+    }
+}
+
+#[test]
+fn the_workers_plugin_errors_are_listed_in_the_merged_summary() {
+    // One VU per worker, three iterations each: the third panics, once per worker.
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 3\n";
+    let mut cluster = Cluster::start("misbehave", toml, &["MODE=panic-every-3".into()], 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    let summary = cluster.summary();
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let errors = summary["plugin_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{}", summary["plugin_errors"]);
+    assert_eq!(errors[0]["kind"], "panic");
+    assert_eq!(errors[0]["scenario"], "default");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("boom at iteration 2"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(errors[0]["count"], 3, "one per worker");
+    assert_eq!(summary["scenarios"]["default"]["failed"], 3);
+    let per_worker: Vec<u64> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["plugin_errors"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_worker, [1, 1, 1]);
+    // summary.txt lists them as a single run's does.
+    let text = std::fs::read_to_string(
+        common::only_results_dir(&cluster.dir.path().join("coordinator")).join("summary.txt"),
+    )
+    .unwrap();
+    assert!(text.contains("boom at iteration 2"), "{text}");
+}
+
+#[test]
+fn a_plugin_abort_at_one_worker_stops_every_worker_with_its_exit_code() {
+    // VU 2 (at one worker only) fails its init, and init failures abort: the whole run
+    // stops, not just that worker's share.
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"60s\"\n\n[limits]\ninit_failures = \"abort\"\n";
+    let env = [
+        "MODE=sleep".to_string(),
+        "SLEEP_MS=50".to_string(),
+        "INIT=fail-vu-2".to_string(),
+    ];
+    let mut cluster = Cluster::start("misbehave", toml, &env, 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(60));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(
+        status.code(),
+        Some(host::exit_code::PLUGIN_ABORT),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the plugin aborted the run at worker"),
+        "{stderr}"
+    );
+    let summary = cluster.summary();
+    assert_eq!(
+        summary["stop_reason"]["by"], "plugin_abort",
+        "{}",
+        summary["stop_reason"]
+    );
+    let why = summary["stop_reason"]["reason"].as_str().unwrap();
+    assert!(why.contains("init refused"), "{why}");
+    assert!(summary["duration_s"].as_f64().unwrap() < 30.0);
+    // The other workers were stopped by the coordinator.
+    let mut told = 0;
+    for (i, w) in cluster.workers.iter_mut().enumerate() {
+        w.wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.dir.path().join(format!("w{i}")),
+        ));
+        if own["stop_reason"]["by"] == "coordinator" {
+            told += 1;
+        }
+    }
+    assert_eq!(
+        told, 2,
+        "the two workers whose plugin did not abort were stopped"
+    );
+}
+
+#[test]
+fn the_workers_plugin_log_lines_show_at_the_coordinator() {
+    // One VU per worker, two iterations, one info line each.
+    let toml = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 3\niterations = 2\n";
+    let env = [
+        "MODE=log".to_string(),
+        "LOG_LINES=1".to_string(),
+        "LOG_BYTES=12".to_string(),
+    ];
+    let mut cluster = Cluster::start("misbehave", toml, &env, 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    let stderr = cluster.coordinator.stderr();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    for i in 0..3 {
+        let from = stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("[worker w{i}] [default vu ")))
+            .filter(|l| l.ends_with("info: xxxxxxxxxxxx"))
+            .count();
+        assert_eq!(from, 2, "two lines from w{i}:\n{stderr}");
+    }
+    let summary = cluster.summary();
+    assert_eq!(summary["log"]["written"], 6, "{}", summary["log"]);
 }

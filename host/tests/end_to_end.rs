@@ -48,9 +48,9 @@ async fn notes_requests_seen_by_server_equal_http_reqs() {
     assert!(run.outcome.results_dir.join("summary.txt").exists());
 
     // summary.json reads back into the host's own type, and writes out the same.
-    let typed: host::summary::Summary = serde_json::from_value(run.json.clone())
+    let typed: host::Summary = serde_json::from_value(run.json.clone())
         .unwrap_or_else(|e| panic!("summary.json does not read back: {e}"));
-    assert_eq!(typed.status, host::summary::RunStatus::Completed);
+    assert_eq!(typed.status, host::RunStatus::Completed);
     assert_eq!(serde_json::to_value(&typed).unwrap(), run.json);
 }
 

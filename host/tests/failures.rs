@@ -68,7 +68,7 @@ async fn failing_every_iteration_aborts_after_the_configured_streak() {
         .await
         .unwrap();
     assert_eq!(run.json["status"], "aborted");
-    assert_eq!(run.outcome.exit_code, host::run::exit_code::PLUGIN_ABORT);
+    assert_eq!(run.outcome.exit_code, host::exit_code::PLUGIN_ABORT);
     let reason = run.json["stop_reason"]["reason"].as_str().unwrap();
     assert!(reason.contains("always failing"), "{reason}");
     assert!(run.json["duration_s"].as_f64().unwrap() < 10.0);

@@ -142,7 +142,7 @@ async fn a_million_per_second_obeys_sigterm() {
     })
     .await
     .unwrap();
-    assert_eq!(code, Some(host::run::exit_code::INTERRUPTED));
+    assert_eq!(code, Some(host::exit_code::INTERRUPTED));
     // The graceful stop is 1 s; the rest is writing the results.
     assert!(after_signal < Duration::from_secs(8), "{after_signal:?}");
     let summary = common::summary_json(&common::only_results_dir(&out));

@@ -119,7 +119,7 @@ async fn init_failures_abort_ends_the_run_with_every_results_file() {
     let run = common::run("misbehave", config, &[("INIT", "fail-vu-2")])
         .await
         .unwrap();
-    assert_eq!(run.outcome.exit_code, host::run::exit_code::PLUGIN_ABORT);
+    assert_eq!(run.outcome.exit_code, host::exit_code::PLUGIN_ABORT);
     assert_eq!(run.json["status"], "aborted");
     assert_eq!(run.json["stop_reason"]["by"], "plugin_abort");
     let reason = run.json["stop_reason"]["reason"].as_str().unwrap();
@@ -158,10 +158,7 @@ async fn every_vu_failing_init_is_a_run_that_measured_nothing() {
     let run = common::run("misbehave", config, &[("INIT", "panic")])
         .await
         .unwrap();
-    assert_eq!(
-        run.outcome.exit_code,
-        host::run::exit_code::MEASURED_NOTHING
-    );
+    assert_eq!(run.outcome.exit_code, host::exit_code::MEASURED_NOTHING);
     assert_eq!(run.json["status"], "failed");
     let failure = run.json["failure"].as_str().unwrap();
     assert!(failure.starts_with("every iteration failed"), "{failure}");

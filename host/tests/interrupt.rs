@@ -152,7 +152,7 @@ async fn sigint_stops_gracefully_and_writes_every_file() {
     .unwrap();
     server.shutdown().await;
 
-    assert_eq!(code, host::run::exit_code::INTERRUPTED, "{stdout}");
+    assert_eq!(code, host::exit_code::INTERRUPTED, "{stdout}");
     assert!(stdout.contains("status: interrupted"), "{stdout}");
     assert_all_results(&results, &["http_req_duration", "iteration_duration"]);
     let summary = common::summary_json(&results);
@@ -193,7 +193,7 @@ fn a_second_sigint_interrupts_running_iterations_at_once() {
     run.sigint();
     let (code, stdout) = run.finish(Duration::from_secs(60));
 
-    assert_eq!(code, host::run::exit_code::INTERRUPTED, "{stdout}");
+    assert_eq!(code, host::exit_code::INTERRUPTED, "{stdout}");
     let results = common::only_results_dir(&out);
     // The only iteration was interrupted, so no trend got a sample.
     assert_all_results(&results, &[]);

@@ -5,8 +5,8 @@
 
 mod common;
 
-use host::config::segment::from_flags;
-use host::k8s::manifests::segment_of;
+use host::segment_from_flags as from_flags;
+use host::segment_of;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use serde_json::Value;
@@ -153,6 +153,8 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
             &format!("{service_name}:{}", port.port),
             "--name",
             "shop-worker-$(JOB_COMPLETION_INDEX)",
+            "--index",
+            "$(JOB_COMPLETION_INDEX)",
         ]
     );
     // The index the name refers to is the pod's completion index.

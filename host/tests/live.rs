@@ -6,8 +6,8 @@
 mod common;
 
 use common::{demo_target, only_results_dir, plugin, summary_json, write_config};
-use host::live::{LiveOptions, OutputSpec};
-use host::run::RunRequest;
+use host::RunRequest;
+use host::{LiveOptions, OutputSpec};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ async fn csv_and_json_outputs_add_up_to_the_summary() {
         ],
     };
     let out = dir.path().join("out");
-    let outcome = host::run::run(request(&config, &out, &server.base_url(), live))
+    let outcome = host::run(request(&config, &out, &server.base_url(), live))
         .await
         .expect("the run completes");
     server.shutdown().await;
@@ -438,7 +438,7 @@ async fn the_dashboard_shows_the_run_as_it_goes_and_ends_on_the_summary() {
         assert!(body.ends_with("# EOF\n"));
         page
     });
-    let outcome = host::run::run(request(&config, &out, &server.base_url(), live))
+    let outcome = host::run(request(&config, &out, &server.base_url(), live))
         .await
         .expect("the run completes");
     let mut page = watcher.await.expect("the page showed the run as it went");
@@ -588,7 +588,7 @@ async fn remote_write_lands_the_run_in_prometheus() {
             outputs: vec![OutputSpec::PrometheusRw(write_url.clone())],
         };
         let out: PathBuf = dir.path().join("out");
-        let outcome = host::run::run(request(&config, &out, &server.base_url(), live))
+        let outcome = host::run(request(&config, &out, &server.base_url(), live))
             .await
             .expect("the run completes");
         assert_eq!(outcome.exit_code, 0);

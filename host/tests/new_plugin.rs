@@ -28,7 +28,7 @@ fn text(out: &Output) -> String {
 /// The plugins workspace's target folder: the new project builds there so the SDK's
 /// dependencies, already compiled for the bundled plugins, are not compiled again.
 fn shared_target_dir() -> PathBuf {
-    Path::new(host::demo::PLUGINS_DIR)
+    Path::new(host::PLUGINS_DIR)
         .ancestors()
         .nth(2)
         .expect("PLUGINS_DIR is plugins/target/wasm32-wasip2/release")
@@ -166,7 +166,7 @@ async fn a_pinned_plugin_refuses_another_file() {
                 target.base_url()
             ),
         );
-        let request = host::run::RunRequest {
+        let request = host::RunRequest {
             plugin: copy.clone(),
             config: Some(config),
             out: tmp.path().join("results"),
@@ -174,7 +174,7 @@ async fn a_pinned_plugin_refuses_another_file() {
             handle_signals: false,
             ..Default::default()
         };
-        host::run::run(request)
+        host::run(request)
     };
 
     let wrong = "0".repeat(64);

@@ -5,8 +5,8 @@
 mod common;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
-use host::config::Overrides;
-use host::run::{run, RunOutcome, RunRequest};
+use host::Overrides;
+use host::{run, RunOutcome, RunRequest};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ async fn run_plugin(name: &str, env: Vec<(&str, String)>, config: &str) -> (RunO
     let config_path = dir.path().join("run.toml");
     std::fs::write(&config_path, config).expect("write run.toml");
     let outcome = run(RunRequest {
-        plugin: PathBuf::from(host::demo::PLUGINS_DIR).join(format!("{name}.wasm")),
+        plugin: PathBuf::from(host::PLUGINS_DIR).join(format!("{name}.wasm")),
         config: Some(config_path),
         overrides: Overrides {
             env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),

@@ -2,7 +2,10 @@
 //! the input, they answer with a value or an error that names the place, never a panic.
 //! Longer runs: `PROPTEST_CASES=200000 cargo test -p host --test properties`.
 
-use host::config::{build, format_duration, merge, parse_duration, parse_toml, Overrides};
+use host::{
+    build_config as build, format_duration, merge_config as merge, parse_config as parse_toml,
+    parse_duration, Overrides,
+};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -43,7 +46,7 @@ proptest! {
             Ok(config) => {
                 prop_assert!(!config.scenarios.is_empty());
                 for s in &config.scenarios {
-                    let ramping = matches!(s.executor, host::config::ExecutorConfig::RampingVus { .. });
+                    let ramping = matches!(s.executor, host::ExecutorConfig::RampingVus { .. });
                     prop_assert!(s.executor.max_vus() >= 1 || ramping);
                 }
             }
@@ -163,10 +166,10 @@ fn config_table() -> impl Strategy<Value = toml::Table> {
 }
 
 mod thresholds {
-    use host::metrics::summary::Aggregation;
-    use host::thresholds::expression::parse_expression;
-    use host::thresholds::metric_key::parse_metric_key;
-    use host::thresholds::parse::parse_thresholds;
+    use host::parse_expression;
+    use host::parse_metric_key;
+    use host::parse_thresholds;
+    use host::Aggregation;
     use proptest::prelude::*;
 
     proptest! {

@@ -47,7 +47,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         version.as_ref().is_ok_and(|o| o.status.success()),
         "componentize-py is needed ({}): ./dev test installs it in target/py-venv, or pip install componentize-py=={}",
         tool.display(),
-        host::author::python::COMPONENTIZE_PY_VERSION
+        host::COMPONENTIZE_PY_VERSION
     );
 
     let tmp = tempfile::tempdir().unwrap();

@@ -6,8 +6,8 @@
 mod common;
 
 use common::containers::{unique, Container};
-use host::config::Overrides;
-use host::run::RunRequest;
+use host::Overrides;
+use host::RunRequest;
 use std::path::Path;
 use std::process::Command;
 
@@ -142,7 +142,7 @@ async fn run_hello(overrides: Overrides, seconds: u32) -> (tempfile::TempDir, st
         handle_signals: false,
         ..RunRequest::default()
     };
-    let outcome = host::run::run(request).await.expect("the run completes");
+    let outcome = host::run(request).await.expect("the run completes");
     server.shutdown().await;
     let results = outcome.results_dir.clone();
     (dir, results)
@@ -341,7 +341,7 @@ async fn unknown_targets_fail_before_the_run_with_what_to_do() {
         handle_signals: false,
         ..RunRequest::default()
     };
-    let err = host::run::run(request(Overrides {
+    let err = host::run(request(Overrides {
         sample_containers: vec![unique("no-such-container")],
         ..Default::default()
     }))
@@ -349,7 +349,7 @@ async fn unknown_targets_fail_before_the_run_with_what_to_do() {
     .err()
     .expect("an unknown container is refused");
     assert!(format!("{err:#}").contains("no such container"), "{err:#}");
-    let err = host::run::run(request(Overrides {
+    let err = host::run(request(Overrides {
         sample_pids: vec![format!("{}", i32::MAX - 3)],
         ..Default::default()
     }))

@@ -6,8 +6,8 @@
 mod common;
 
 use demo_target::DemoServer;
-use host::config::Overrides;
-use host::run::RunRequest;
+use host::Overrides;
+use host::RunRequest;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -36,7 +36,7 @@ async fn run_segment(config: &Path, segment: &str, target: &str, out: &Path) -> 
         handle_signals: false,
         ..RunRequest::default()
     };
-    let outcome = host::run::run(request).await.expect("the run completes");
+    let outcome = host::run(request).await.expect("the run completes");
     let json = common::summary_json(&outcome.results_dir);
     common::assert_http_counts_add_up(&json);
     json
@@ -313,7 +313,7 @@ async fn a_segment_outside_the_sequence_is_refused() {
         ("0:3/2", SEQUENCE, "more than 1"),
         ("half", SEQUENCE, "not a fraction"),
     ] {
-        let Err(err) = host::run::run(request(segment, sequence)).await else {
+        let Err(err) = host::run(request(segment, sequence)).await else {
             panic!("{segment} in {sequence} was not refused");
         };
         let text = format!("{err:#}");

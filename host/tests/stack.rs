@@ -5,11 +5,11 @@
 
 mod common;
 
-use host::run::RunRequest;
-use host::stack::cycle::{run_with_stack, StackRun};
-use host::stack::teardown::remove_project;
-use host::stack::up::StackFlags;
-use host::stack::{project_containers, CpuSet, Resources, UpOptions};
+use host::remove_project;
+use host::RunRequest;
+use host::StackFlags;
+use host::{project_containers, CpuSet, Resources, UpOptions};
+use host::{run_with_stack, StackRun};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -35,7 +35,7 @@ impl Drop for Cleanup {
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async {
-                if let Ok(docker) = host::stack::connect().await {
+                if let Ok(docker) = host::connect_docker().await {
                     let _ = remove_project(&docker, &project).await;
                 }
             });
@@ -56,10 +56,10 @@ fn options(project: &str, file: PathBuf, resources: Resources, timeout: Duration
 
 /// Containers, networks and volumes still labelled with the project.
 async fn leftovers(project: &str) -> (usize, usize, usize) {
-    let docker = host::stack::connect().await.unwrap();
+    let docker = host::connect_docker().await.unwrap();
     let filters = HashMap::from([(
         "label".to_string(),
-        vec![format!("{}={project}", host::stack::PROJECT_LABEL)],
+        vec![format!("{}={project}", host::PROJECT_LABEL)],
     )]);
     let containers = docker
         .list_containers(Some(
@@ -117,7 +117,7 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
     resources.add_cpus("api=0").unwrap();
     resources.add_memory("api=96m").unwrap();
     resources.add_memory("worker=64m").unwrap();
-    let stack = host::stack::up(&options(
+    let stack = host::stack_up(&options(
         &name,
         demo_file(),
         resources,
@@ -127,7 +127,7 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
     .unwrap();
 
     // What the Engine reports is what was asked for.
-    let docker = host::stack::connect().await.unwrap();
+    let docker = host::connect_docker().await.unwrap();
     let containers = project_containers(&docker, &name).await.unwrap();
     let services: Vec<&str> = containers.iter().map(|c| c.service.as_str()).collect();
     assert_eq!(services, ["api", "worker"]);
@@ -183,7 +183,7 @@ async fn a_second_up_recovers_what_a_host_killed_mid_run_left_behind() {
     .spawn()
     .unwrap();
     // Killed (SIGKILL: no cleanup at all) once its stack is up and the run has begun.
-    let docker = host::stack::connect().await.unwrap();
+    let docker = host::connect_docker().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let containers = project_containers(&docker, &name).await.unwrap();
@@ -219,7 +219,7 @@ async fn a_second_up_recovers_what_a_host_killed_mid_run_left_behind() {
         .iter()
         .all(|c| c.health.as_deref() == Some("healthy")));
     assert!(!containers.iter().any(|c| left.iter().any(|l| l.id == c.id)));
-    host::stack::down(&name).await.unwrap();
+    host::stack_down(&name).await.unwrap();
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
 
@@ -245,7 +245,7 @@ async fn a_service_that_never_becomes_healthy_fails_up_in_time_with_its_check_ou
     .unwrap();
     let timeout = Duration::from_secs(8);
     let started = Instant::now();
-    let err = host::stack::up(&options(&name, file, Resources::default(), timeout))
+    let err = host::stack_up(&options(&name, file, Resources::default(), timeout))
         .await
         .unwrap_err();
     let took = started.elapsed();
@@ -279,7 +279,7 @@ async fn a_port_in_use_is_named_and_nothing_is_left() {
         ),
     )
     .unwrap();
-    let err = host::stack::up(&options(
+    let err = host::stack_up(&options(
         &name,
         file,
         Resources::default(),
@@ -377,8 +377,8 @@ fn stack_request(plugin: &str, toml: &str, out: &Path) -> RunRequest {
 
 /// Waits until the run against project `name` has begun (the API has served user
 /// requests), then returns its containers.
-async fn wait_for_load(name: &str) -> Vec<host::stack::ServiceContainer> {
-    let docker = host::stack::connect().await.unwrap();
+async fn wait_for_load(name: &str) -> Vec<host::ServiceContainer> {
+    let docker = host::connect_docker().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         assert!(
@@ -440,7 +440,7 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     let summary = common::summary_json(&outcome.results_dir);
 
     // Kept: the Engine reports the limits asked for, from [stack] and from the flags.
-    let docker = host::stack::connect().await.unwrap();
+    let docker = host::connect_docker().await.unwrap();
     let containers = project_containers(&docker, &name).await.unwrap();
     assert_eq!(containers.len(), 2, "{containers:?}");
     assert_eq!(containers[0].service, "api");
@@ -536,7 +536,7 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
         "the worker is in the report"
     );
 
-    host::stack::down(&name).await.unwrap();
+    host::stack_down(&name).await.unwrap();
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
 
@@ -602,7 +602,7 @@ async fn killing_the_api_mid_run_is_reported_with_its_time_and_the_failures_afte
             // Give the run about two seconds of load, then kill the API.
             tokio::time::sleep(Duration::from_secs(2)).await;
             let api = containers.iter().find(|c| c.service == "api").unwrap();
-            let docker = host::stack::connect().await.unwrap();
+            let docker = host::connect_docker().await.unwrap();
             docker
                 .kill_container(
                     &api.id,
@@ -666,7 +666,7 @@ async fn a_dead_service_aborts_the_run_by_default_and_results_are_still_written(
             let containers = wait_for_load(&name).await;
             tokio::time::sleep(Duration::from_secs(1)).await;
             let worker = containers.iter().find(|c| c.service == "worker").unwrap();
-            let docker = host::stack::connect().await.unwrap();
+            let docker = host::connect_docker().await.unwrap();
             docker
                 .kill_container(
                     &worker.id,
@@ -817,11 +817,7 @@ async fn ctrl_c_during_run_stack_writes_every_file_and_removes_the_stack() {
     };
     let output = child.wait_with_output().unwrap();
     let said = text(&output);
-    assert_eq!(
-        status.code(),
-        Some(host::run::exit_code::INTERRUPTED),
-        "{said}"
-    );
+    assert_eq!(status.code(), Some(host::exit_code::INTERRUPTED), "{said}");
     assert!(said.contains(&format!("stack {name} removed")), "{said}");
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 
@@ -873,7 +869,7 @@ async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
     );
     let request = stack_request("hello", &toml, dir.path());
     let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
-    assert_eq!(outcome.exit_code, host::run::exit_code::THRESHOLDS);
+    assert_eq!(outcome.exit_code, host::exit_code::THRESHOLDS);
     assert_eq!(leftovers(&name).await, (0, 0, 0));
     let summary = common::summary_json(&outcome.results_dir);
     assert_eq!(summary["status"], "aborted");
@@ -894,4 +890,73 @@ async fn a_crossed_threshold_ends_run_stack_with_its_results_and_no_stack() {
         stats.lines().any(|l| l.contains("\"service\":\"api\"")),
         "{stats}"
     );
+}
+
+/// Removes every tag of an image repository when dropped, and the container made from
+/// one of them.
+struct RepoCleanup(String, String);
+
+impl Drop for RepoCleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["rm", "-f", &self.1]).output();
+        let listed = Command::new("docker")
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}", &self.0])
+            .output();
+        if let Ok(listed) = listed {
+            for tag in String::from_utf8_lossy(&listed.stdout).lines() {
+                let _ = Command::new("docker").args(["rmi", tag]).output();
+            }
+        }
+    }
+}
+
+/// Each import of a rebuilt binary's image removes the repository's older tags past
+/// the newest three, except one a container still uses: a day of rebuilds does not fill
+/// the Engine's disk, and nothing in use goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn importing_images_keeps_the_newest_three_and_those_in_use() {
+    let name = format!("prune{}", std::process::id());
+    let repo = format!("loadtest/{name}");
+    let container = format!("t{}-prune-user", std::process::id());
+    let _cleanup = RepoCleanup(repo.clone(), container.clone());
+    let docker = host::connect_docker().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut tags = Vec::new();
+    for n in 0..5u8 {
+        // A different binary each time (the tag is its hash); the Engine's creation
+        // times are in whole seconds, so the imports are a second apart to be ordered.
+        let binary = dir.path().join(&name);
+        let mut bytes = std::fs::read("/bin/true").unwrap();
+        bytes.push(n);
+        std::fs::write(&binary, bytes).unwrap();
+        let image = host::ensure_image(&docker, &name, &binary).await.unwrap();
+        assert!(image.imported);
+        tags.push(image.reference);
+        if n == 0 {
+            // A container (never started) holds the first image.
+            let out = Command::new("docker")
+                .args(["create", "--name", &container, &tags[0]])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+        }
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    let listed = Command::new("docker")
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}", &repo])
+        .output()
+        .unwrap();
+    let mut left: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    left.sort();
+    let mut want = vec![
+        tags[0].clone(),
+        tags[2].clone(),
+        tags[3].clone(),
+        tags[4].clone(),
+    ];
+    want.sort();
+    assert_eq!(left, want, "the newest three, and the one in use");
 }

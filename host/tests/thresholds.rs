@@ -5,7 +5,7 @@
 mod common;
 
 use common::{demo_target, only_results_dir, run_at, summary_json, write_config};
-use host::run::exit_code;
+use host::exit_code;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,14 +192,14 @@ async fn a_bad_threshold_is_refused_with_a_caret_under_it() {
         dir.path(),
         "[thresholds]\nhttp_req_duration = [\"p(95)<>500\"]\n",
     );
-    let request = host::run::RunRequest {
+    let request = host::RunRequest {
         plugin: common::plugin("misbehave"),
         config: Some(config),
         out: dir.path().join("out"),
         quiet: true,
         ..Default::default()
     };
-    let err = match host::run::run(request).await {
+    let err = match host::run(request).await {
         Ok(_) => panic!("a bad threshold must not run"),
         Err(e) => format!("{e:#}"),
     };

@@ -472,6 +472,31 @@ async fn h2_by_alpn_sends_a_batch_as_concurrent_streams_of_one_connection() {
     assert!(received > 0.0 && received < 200_000.0, "{received}");
 }
 
+/// `[http] batch` and `batch_per_host` bound a batch's requests in flight (k6's
+/// `batch` and `batchPerHost`): the server sees as many connections as the limit
+/// lets run at once, and the batch takes as many turns of the server's 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_limits_bound_the_requests_in_flight() {
+    let server = slow_demo(None).await;
+    let f = batch_of_20(&server.base_url(), "[http]\nbatch_per_host = 0").await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(
+        server.connections_accepted(),
+        20,
+        "no limit per host: all at once"
+    );
+    let took = f.metric("iteration_duration", "max");
+    assert!(took < 1200.0, "one turn: {took} ms");
+
+    let server = slow_demo(None).await;
+    let f = batch_of_20(&server.base_url(), "[http]\nbatch = 5\nbatch_per_host = 0").await;
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    assert_eq!(server.requests_served(), 20);
+    assert_eq!(server.connections_accepted(), 5, "five at a time, reused");
+    let took = f.metric("iteration_duration", "max");
+    assert!(took >= 1200.0, "four turns of 300 ms: {took} ms");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn versions_restrict_alpn_and_h2c_speaks_http2_to_plain_http() {
     let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
@@ -487,8 +512,13 @@ async fn versions_restrict_alpn_and_h2c_speaks_http2_to_plain_http() {
     assert_eq!(by_proto(&f, "HTTP/1.1"), 20.0);
     assert_eq!(
         server.connections_accepted(),
-        20,
-        "HTTP/1.1: one connection each"
+        6,
+        "HTTP/1.1: six connections to the host, as a browser opens, reused in turn"
+    );
+    let took = f.metric("iteration_duration", "max");
+    assert!(
+        took >= 1200.0,
+        "20 requests 6 at a time are 4 turns of 300 ms: {took} ms"
     );
 
     let plain = slow_demo(None).await;

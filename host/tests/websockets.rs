@@ -1,10 +1,10 @@
 //! WebSockets end to end: real plugins (`sockets`, `ws_probe`) run in-process by
-//! `host::run::run` against the embedded demo target and against tiny misbehaving
+//! `host::run` against the embedded demo target and against tiny misbehaving
 //! servers written here with tokio-tungstenite, all on 127.0.0.1.
 
 use demo_target::{DemoConfig, DemoServer};
 use futures::StreamExt;
-use host::run::{run, RunOutcome, RunRequest};
+use host::{run, RunOutcome, RunRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 fn plugin(name: &str) -> PathBuf {
-    Path::new(host::demo::PLUGINS_DIR).join(format!("{name}.wasm"))
+    Path::new(host::PLUGINS_DIR).join(format!("{name}.wasm"))
 }
 
 /// Runs `plugin` with the run config `toml`; returns the outcome and summary.json.

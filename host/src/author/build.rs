@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 /// `host build`: builds, then prints the component's path alone on stdout (scripts
 /// take it from there); returns the exit code.
-pub fn run(args: &super::BuildArgs) -> Result<i32> {
+pub(crate) fn run(args: &super::BuildArgs) -> Result<i32> {
     let component = build(&args.dir)?;
     println!("{}", component.display());
     Ok(0)
@@ -17,7 +17,7 @@ pub fn run(args: &super::BuildArgs) -> Result<i32> {
 
 /// Builds the project in `dir` (a Rust crate, or a Python app) and returns the
 /// component's path.
-pub fn build(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
     if dir.join("Cargo.toml").is_file() {
         build_rust(dir)
     } else if dir.join("app.py").is_file() {

@@ -2,18 +2,18 @@
 //! vendored into it), `host build` turns such a folder into a component and says where
 //! it is — Rust with cargo, Python with componentize-py.
 
-pub mod build;
-pub mod new;
-pub mod python;
-pub mod sdk;
-pub mod templates;
+pub(crate) mod build;
+pub(crate) mod new;
+pub(crate) mod python;
+pub(crate) mod sdk;
+pub(crate) mod templates;
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 /// The languages `host new` can start a plugin in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Lang {
+pub(crate) enum Lang {
     /// Rust, with the loadtest SDK vendored into the project.
     Rust,
     /// Python, built with componentize-py, with the Python SDK vendored.
@@ -22,7 +22,7 @@ pub enum Lang {
 
 /// `host new NAME [--lang rust|python]`.
 #[derive(Args, Debug)]
-pub struct NewArgs {
+pub(crate) struct NewArgs {
     /// The plugin's folder to create (its last part is the plugin's name, e.g.
     /// `checkout` or `../plugins/checkout`); it must not exist yet, or be empty.
     pub path: PathBuf,
@@ -33,7 +33,7 @@ pub struct NewArgs {
 
 /// `host build [DIR]`.
 #[derive(Args, Debug)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// The plugin project (a folder with a Cargo.toml, or a Python app.py, as `host new`
     /// makes).
     #[arg(default_value = ".")]

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// What `host new` made.
 #[derive(Debug)]
-pub struct Created {
+pub(crate) struct Created {
     /// The project folder.
     pub dir: PathBuf,
     /// The plugin's (and crate's) name.
@@ -23,7 +23,7 @@ pub struct Created {
 }
 
 /// Creates the project `args.path` asks for.
-pub fn create(args: &NewArgs) -> Result<Created> {
+pub(crate) fn create(args: &NewArgs) -> Result<Created> {
     let name = plugin_name(&args.path)?;
     let dir = args.path.clone();
     if dir.exists() {
@@ -71,7 +71,7 @@ pub fn create(args: &NewArgs) -> Result<Created> {
 
 /// Writes the Python SDK (`loadtest/`) and the contract (`wit/scenario.wit`) into `dir`:
 /// what componentize-py needs besides the app.
-pub fn write_python_sdk(dir: &Path) -> Result<()> {
+pub(crate) fn write_python_sdk(dir: &Path) -> Result<()> {
     let wit = sdk::SDK_FILES
         .iter()
         .find(|(n, _)| *n == "wit/scenario.wit")
@@ -93,7 +93,7 @@ pub fn write_python_sdk(dir: &Path) -> Result<()> {
 }
 
 /// `host new`: creates the project and says what to do next; returns the exit code.
-pub fn run(args: &NewArgs) -> Result<i32> {
+pub(crate) fn run(args: &NewArgs) -> Result<i32> {
     let created = create(args)?;
     let dir = created.dir.display();
     println!("created plugin {} in {dir}", created.name);

@@ -9,7 +9,7 @@ use std::process::Command;
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 
 /// The componentize-py to run: `$COMPONENTIZE_PY`, else the one on PATH.
-pub fn componentize_py() -> PathBuf {
+pub(crate) fn componentize_py() -> PathBuf {
     std::env::var_os("COMPONENTIZE_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("componentize-py"))
@@ -18,7 +18,7 @@ pub fn componentize_py() -> PathBuf {
 /// Builds `dir/app.py` into `dir/target/<name>.wasm`. The folder's own `wit/` and
 /// `loadtest/` are used when it has them (as `host new` writes them); otherwise this
 /// host's SDK and contract are written under `target/sdk/` and used.
-pub fn build(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
     let dir = dir
         .canonicalize()
         .with_context(|| format!("cannot read {}", dir.display()))?;

@@ -1,7 +1,7 @@
 //! The files of a new Rust plugin project; `{{name}}` stands for the plugin's name.
 
 /// `Cargo.toml`: a cdylib depending on the vendored SDK, a workspace of its own.
-pub const CARGO_TOML: &str = r#"[package]
+pub(crate) const CARGO_TOML: &str = r#"[package]
 name = "{{name}}"
 version = "0.1.0"
 edition = "2021"
@@ -30,14 +30,14 @@ codegen-units = 1
 "#;
 
 /// `.cargo/config.toml`: plain `cargo build` targets WASI 0.2.
-pub const CARGO_CONFIG: &str = r#"# Plugins are WASI 0.2 components: rustup's wasm-component-ld links them directly.
+pub(crate) const CARGO_CONFIG: &str = r#"# Plugins are WASI 0.2 components: rustup's wasm-component-ld links them directly.
 # Install the target once with: rustup target add wasm32-wasip2
 [build]
 target = "wasm32-wasip2"
 "#;
 
 /// `run.toml`: the default config, compiled into the plugin (`describe()`) too.
-pub const RUN_TOML: &str = r#"# The run config `host run` uses when given no --config: describe() returns this file.
+pub(crate) const RUN_TOML: &str = r#"# The run config `host run` uses when given no --config: describe() returns this file.
 # Flags override it: --vus, --duration, --iterations, -e BASE_URL=...
 [scenarios.default]
 executor = "constant-vus"
@@ -49,7 +49,7 @@ http_req_failed = ["rate<0.01"]
 "#;
 
 /// `src/lib.rs`: a working scenario, one `GET {BASE_URL}/` per iteration.
-pub const LIB_RS: &str = r#"//! `{{name}}`: a load-test scenario plugin. One `GET {BASE_URL}/` per iteration.
+pub(crate) const LIB_RS: &str = r#"//! `{{name}}`: a load-test scenario plugin. One `GET {BASE_URL}/` per iteration.
 //!
 //! `BASE_URL` comes from the run's environment (`host run ... -e BASE_URL=...`) and
 //! defaults to `http://127.0.0.1:8080`, where `host target` serves the demo application.
@@ -95,7 +95,7 @@ loadtest::embed_meta!(
 "#;
 
 /// `README.md`: how to build, run, change and share the plugin.
-pub const README: &str = r#"# {{name}}
+pub(crate) const README: &str = r#"# {{name}}
 
 A load-test scenario for the `host` load generator: a WASI 0.2 component, made with
 `host new {{name}}`.
@@ -139,18 +139,18 @@ plugin = { path = "{{crate}}.wasm", sha256 = "..." }
 "#;
 
 /// `.gitignore`.
-pub const GITIGNORE: &str = "/target\n/results\n";
+pub(crate) const GITIGNORE: &str = "/target\n/results\n";
 
 /// A template with the plugin's name (`{{name}}`) and the file stem of its component
 /// (`{{crate}}`: cargo writes the crate name with `-` as `_`) filled in.
-pub fn render(template: &str, name: &str) -> String {
+pub(crate) fn render(template: &str, name: &str) -> String {
     template
         .replace("{{name}}", name)
         .replace("{{crate}}", &name.replace('-', "_"))
 }
 
 /// `README.md` of a Python plugin.
-pub const PY_README: &str = r#"# {{name}}
+pub(crate) const PY_README: &str = r#"# {{name}}
 
 A load-test scenario for the `host` load generator, in Python: a WASI 0.2 component
 built with componentize-py, made with `host new {{name}} --lang python`.
@@ -197,4 +197,4 @@ plugin = { path = "{{crate}}.wasm", sha256 = "..." }
 "#;
 
 /// `.gitignore` of a Python plugin.
-pub const PY_GITIGNORE: &str = "/target\n/results\n__pycache__/\n";
+pub(crate) const PY_GITIGNORE: &str = "/target\n/results\n__pycache__/\n";

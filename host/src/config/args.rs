@@ -6,12 +6,12 @@ use super::parse_duration;
 use std::time::Duration;
 
 /// A duration flag (`250ms`, `2s`), as the config writes them.
-pub fn duration_arg(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// `KEY=VALUE` of `-e`.
-pub fn key_value(text: &str) -> Result<(String, String), String> {
+pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
     let (k, v) = text
         .split_once('=')
         .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;

@@ -38,7 +38,7 @@ impl Default for DistributedOptions {
 }
 
 /// Reads `[distributed]` from the run config, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<DistributedOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<DistributedOptions, ConfigError> {
     let mut options = DistributedOptions::default();
     let Some(value) = source.get("distributed") else {
         return Ok(options);

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 /// Reads the file; errors name the file and line, and say what to fix.
-pub fn read(path: &Path) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--env-file {}: cannot read it: {e}", path.display()))?;
     parse(&text).map_err(|lines| {
@@ -23,7 +23,7 @@ pub fn read(path: &Path) -> Result<Vec<(String, String)>, String> {
 
 /// Parses the text of an env file, in order; the later of two equal keys wins when the
 /// pairs are applied. On error, one message per bad line (`line 3: ...`).
-pub fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<String>> {
+pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<String>> {
     let mut pairs = Vec::new();
     let mut errors = Vec::new();
     for (i, raw) in text.lines().enumerate() {

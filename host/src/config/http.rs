@@ -9,6 +9,8 @@
 //! max_headers = 100                       # header fields a response may carry (HTTP/1.1)
 //! versions = ["h2", "http/1.1"]           # offered to https servers by ALPN, preferred first
 //! h2c = false                             # plain http:// as HTTP/2 with prior knowledge
+//! batch = 20                              # requests of one send-batch in flight at once
+//! batch_per_host = 6                      # ... and to one host (0 = no limit), as browsers
 //! ```
 
 use super::table::{ConfigError, TableReader};
@@ -17,16 +19,23 @@ use std::net::IpAddr;
 /// Most source addresses `local_ips` may list (a VU takes one each).
 const MAX_LOCAL_IPS: u128 = 65_536;
 /// Redirects followed per request by default, as browsers and k6 do.
-pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
+pub(crate) const DEFAULT_MAX_REDIRECTS: u32 = 10;
 /// Most redirects a request may follow.
 const MAX_REDIRECTS: u64 = 100;
 /// Header fields a response may carry by default: hyper's own default, the one it
 /// parses on the stack. Any other value makes hyper allocate the parse buffer on the
 /// heap for every response (about 5 % more CPU per request, per hyper's docs), so only
 /// a run that needs more pays for it.
-pub const DEFAULT_MAX_HEADERS: usize = 100;
+pub(crate) const DEFAULT_MAX_HEADERS: usize = 100;
 /// Most header fields `max_headers` may allow (hyper reserves a slot for each).
 const MAX_MAX_HEADERS: u64 = 10_000;
+/// Requests of one batch in flight at once by default (k6's `batch`).
+pub(crate) const DEFAULT_BATCH: usize = 20;
+/// Requests of one batch in flight at once to one host by default: the six
+/// connections per host a browser opens (k6's `batchPerHost`).
+pub(crate) const DEFAULT_BATCH_PER_HOST: usize = 6;
+/// Most requests of a batch `batch` may let run at once.
+const MAX_BATCH: u64 = 10_000;
 
 /// HTTP settings of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +58,11 @@ pub struct HttpOptions {
     pub http1: bool,
     /// Plain `http://` speaks HTTP/2 with prior knowledge (h2c), without an upgrade.
     pub h2c: bool,
+    /// Requests of one `send-batch` in flight at once; the rest wait their turn.
+    pub batch: usize,
+    /// Requests of one `send-batch` in flight at once to one origin (0: no limit
+    /// but `batch`), so a page's 40 assets go over 6 connections as in a browser.
+    pub batch_per_host: usize,
 }
 
 impl Default for HttpOptions {
@@ -62,6 +76,8 @@ impl Default for HttpOptions {
             h2: true,
             http1: true,
             h2c: false,
+            batch: DEFAULT_BATCH,
+            batch_per_host: DEFAULT_BATCH_PER_HOST,
         }
     }
 }
@@ -78,7 +94,7 @@ impl HttpOptions {
 }
 
 /// Reads `[http]` from the run config, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
     let mut options = HttpOptions::default();
     let Some(value) = source.get("http") else {
         return Ok(options);
@@ -111,6 +127,24 @@ pub fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             ));
         }
         options.max_headers = n as usize;
+    }
+    if let Some(n) = r.uint("batch")? {
+        if !(1..=MAX_BATCH).contains(&n) {
+            return Err(r.error(
+                "batch",
+                format!("must be between 1 and {MAX_BATCH}, got {n}"),
+            ));
+        }
+        options.batch = n as usize;
+    }
+    if let Some(n) = r.uint("batch_per_host")? {
+        if n > MAX_BATCH {
+            return Err(r.error(
+                "batch_per_host",
+                format!("must be at most {MAX_BATCH} (0 = no limit per host), got {n}"),
+            ));
+        }
+        options.batch_per_host = n as usize;
     }
     if let Some(list) = table.get("local_ips") {
         r.string("local_ips").ok();
@@ -295,6 +329,13 @@ mod tests {
             "{err}"
         );
         assert!(parse_text("[http]\nmax_redirects = 1000").is_err());
+        let err = parse_text("[http]\nbatch = 0").unwrap_err();
+        assert_eq!(err.path, "http.batch");
+        assert!(err.message.contains("between 1 and"), "{}", err.message);
+        let limits = parse_text("[http]\nbatch = 50\nbatch_per_host = 0").unwrap();
+        assert_eq!((limits.batch, limits.batch_per_host), (50, 0));
+        let defaults = parse_text("[http]").unwrap();
+        assert_eq!((defaults.batch, defaults.batch_per_host), (20, 6));
         let err = parse_text("[http]\nmax_headers = 0").unwrap_err();
         assert_eq!(err.path, "http.max_headers");
         assert!(err.message.contains("between 1 and 10000"), "{err}");

@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// Reads each file and layers them in order; `[data]` and `[tls]` paths are made
 /// relative to the file that names them. Errors name the file.
-pub fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
+pub(crate) fn read(paths: &[&Path]) -> Result<toml::Table, ConfigError> {
     let mut merged = toml::Table::new();
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -54,13 +54,13 @@ fn resolve_data_paths(table: &mut toml::Table, dir: &Path) {
 
 /// Makes a config's relative file paths (`[data]`, `[tls]`) relative to `dir`, the
 /// folder of the file that names them.
-pub fn resolve_paths(table: &mut toml::Table, dir: &Path) {
+pub(crate) fn resolve_paths(table: &mut toml::Table, dir: &Path) {
     resolve_data_paths(table, dir);
     super::tls::resolve_paths(table, dir);
 }
 
 /// Lays `over` on `base` by the rules of this module.
-pub fn layer(base: toml::Table, over: toml::Table) -> toml::Table {
+pub(crate) fn layer(base: toml::Table, over: toml::Table) -> toml::Table {
     merge_tables(base, over, Depth::Top)
 }
 

@@ -3,35 +3,35 @@
 //! turned into a [`RunConfig`] the executors can trust. Every mistake found is reported
 //! at once ([`ConfigErrors`]).
 
-pub mod args;
-pub mod cpuset;
-pub mod distributed;
-pub mod duration;
-pub mod env_file;
-pub mod http;
-pub mod layers;
-pub mod outputs;
-pub mod sampling;
-pub mod scenario;
-pub mod segment;
-pub mod stack;
-pub mod table;
-pub mod thresholds;
-pub mod tls;
-pub mod trend_stats;
-pub mod websocket;
+pub(crate) mod args;
+pub(crate) mod cpuset;
+pub(crate) mod distributed;
+pub(crate) mod duration;
+pub(crate) mod env_file;
+pub(crate) mod http;
+pub(crate) mod layers;
+pub(crate) mod outputs;
+pub(crate) mod sampling;
+pub(crate) mod scenario;
+pub(crate) mod segment;
+pub(crate) mod stack;
+pub(crate) mod table;
+pub(crate) mod thresholds;
+pub(crate) mod tls;
+pub(crate) mod trend_stats;
+pub(crate) mod websocket;
 
-pub use cpuset::CpuSet;
-pub use duration::{format_duration, parse_duration};
-pub use http::HttpOptions;
-pub use outputs::OutputsConfig;
-pub use sampling::{PidTarget, SamplingOptions};
-pub use scenario::{ExecutorConfig, ScenarioConfig, Stage};
-pub use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
-pub use stack::{OnServiceExit, StackConfig};
-pub use table::{ConfigError, ConfigErrors};
-pub use trend_stats::TrendStat;
-pub use websocket::WebSocketOptions;
+pub(crate) use cpuset::CpuSet;
+pub(crate) use duration::{format_duration, parse_duration};
+pub(crate) use http::HttpOptions;
+pub(crate) use outputs::OutputsConfig;
+pub(crate) use sampling::SamplingOptions;
+pub(crate) use scenario::{ExecutorConfig, ScenarioConfig, Stage};
+pub(crate) use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
+pub(crate) use stack::{OnServiceExit, StackConfig};
+pub(crate) use table::{ConfigError, ConfigErrors};
+pub(crate) use trend_stats::TrendStat;
+pub(crate) use websocket::WebSocketOptions;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,7 +57,7 @@ const SECTIONS: &[&str] = &[
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
 /// total at their peaks.
-pub const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
+pub(crate) const MAX_ARRIVAL_RATE: f64 = 1_000_000.0;
 
 /// Resource limits applied to every VU and request.
 #[derive(Debug, Clone, PartialEq)]
@@ -244,7 +244,7 @@ pub struct Overrides {
     pub stages: Vec<Stage>,
     /// `--summary-trend-stats`: the trend columns of summary.txt (default: all kept).
     pub summary_trend_stats: Option<Vec<TrendStat>>,
-    /// `--config` files after the first, layered over it in order (see [`layers`]).
+    /// `--config` files after the first, layered over it in order (see `config::layers`).
     pub config_layers: Vec<PathBuf>,
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
     /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
@@ -567,7 +567,7 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), Config
 }
 
 /// Name of the scenario `--stage` makes (k6's default scenario).
-pub const STAGE_SCENARIO: &str = "default";
+pub(crate) const STAGE_SCENARIO: &str = "default";
 
 /// `--stage`: replaces every scenario with one `ramping-vus` scenario, as k6 does with
 /// its `stages` shortcut. It starts at `--vus` VUs (k6's `startVUs = vus`, 1 without

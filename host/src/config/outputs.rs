@@ -49,7 +49,7 @@ pub struct OutputsConfig {
 }
 
 /// Reads `[outputs]`, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<OutputsConfig, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<OutputsConfig, ConfigError> {
     let mut config = OutputsConfig::default();
     let Some(value) = source.get("outputs") else {
         return Ok(config);

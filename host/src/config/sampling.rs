@@ -47,7 +47,7 @@ impl Default for SamplingOptions {
 }
 
 /// Parses `PID` or `NAME=PID`.
-pub fn parse_pid_target(text: &str) -> Result<PidTarget, String> {
+pub(crate) fn parse_pid_target(text: &str) -> Result<PidTarget, String> {
     let (service, pid) = match text.split_once('=') {
         Some((name, pid)) if !name.trim().is_empty() => (Some(name.trim().to_string()), pid),
         Some(_) => return Err(format!("{text:?}: the name before `=` is empty")),
@@ -62,7 +62,7 @@ pub fn parse_pid_target(text: &str) -> Result<PidTarget, String> {
 }
 
 /// Writes the command line's sampling flags into `[sampling]`, so the results keep them.
-pub fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
+pub(crate) fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
     if o.sample_containers.is_empty() && o.sample_pids.is_empty() && o.stats_interval.is_none() {
         return;
     }
@@ -94,7 +94,7 @@ pub fn apply_overrides(source: &mut toml::Table, o: &Overrides) {
 }
 
 /// Reads `[sampling]`, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<SamplingOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<SamplingOptions, ConfigError> {
     let mut options = SamplingOptions::default();
     let Some(value) = source.get("sampling") else {
         return Ok(options);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The executor names, as in k6.
-pub const EXECUTOR_NAMES: &[&str] = &[
+pub(crate) const EXECUTOR_NAMES: &[&str] = &[
     "constant-vus",
     "ramping-vus",
     "per-vu-iterations",
@@ -242,7 +242,10 @@ impl ScenarioConfig {
 }
 
 /// Reads one `[scenarios.NAME]` table.
-pub fn parse_scenario(name: &str, table: &toml::Table) -> Result<ScenarioConfig, ConfigError> {
+pub(crate) fn parse_scenario(
+    name: &str,
+    table: &toml::Table,
+) -> Result<ScenarioConfig, ConfigError> {
     let path = format!("scenarios.{name}");
     let mut r = TableReader::new(path.clone(), table);
     let executor_name = r.string("executor")?.ok_or_else(|| ConfigError {

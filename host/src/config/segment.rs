@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The largest least common denominator a sequence may have: striping deals out one
 /// cycle of this many indexes, kept in memory (8 bytes each).
-pub const MAX_LCD: u64 = 1_000_000;
+pub(crate) const MAX_LCD: u64 = 1_000_000;
 
 /// A fraction `num/den` in lowest terms, `den > 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -53,7 +53,7 @@ pub struct StackConfig {
 
 /// Reads only the `[stack]` section of the run config file at `path` (`host up
 /// --config`, `run --stack`), before the rest of the run is planned.
-pub fn from_file(path: &std::path::Path) -> Result<StackConfig, ConfigError> {
+pub(crate) fn from_file(path: &std::path::Path) -> Result<StackConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
         path: path.display().to_string(),
         message: format!("cannot read it: {e}"),
@@ -62,7 +62,7 @@ pub fn from_file(path: &std::path::Path) -> Result<StackConfig, ConfigError> {
 }
 
 /// Reads `[stack]` from a run config, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     let mut config = StackConfig::default();
     let Some(value) = source.get("stack") else {
         return Ok(config);
@@ -111,7 +111,7 @@ pub fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
 
 /// Parses a memory size as Docker does: a number with an optional binary unit
 /// `b`, `k`, `m`, `g` (also `kb`, `mib`, ...): `256m` is 256 MiB.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim().to_ascii_lowercase();
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')

@@ -53,11 +53,11 @@ impl std::error::Error for ConfigErrors {}
 
 /// Gathers config errors so a reader can go on to the next section after a mistake.
 #[derive(Debug, Default)]
-pub struct Collector(Vec<ConfigError>);
+pub(crate) struct Collector(Vec<ConfigError>);
 
 impl Collector {
     /// The value of `result`, or `None` with its error kept.
-    pub fn keep<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
+    pub(crate) fn keep<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
         match result {
             Ok(v) => Some(v),
             Err(e) => {
@@ -68,7 +68,7 @@ impl Collector {
     }
 
     /// The value of `result`, or `None` with all its errors kept.
-    pub fn keep_all<T>(&mut self, result: Result<T, ConfigErrors>) -> Option<T> {
+    pub(crate) fn keep_all<T>(&mut self, result: Result<T, ConfigErrors>) -> Option<T> {
         match result {
             Ok(v) => Some(v),
             Err(e) => {
@@ -79,17 +79,17 @@ impl Collector {
     }
 
     /// Keeps an error.
-    pub fn push(&mut self, e: ConfigError) {
+    pub(crate) fn push(&mut self, e: ConfigError) {
         self.0.push(e);
     }
 
     /// Whether nothing was kept.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// `Ok(())` when nothing was kept, else every error kept.
-    pub fn finish(self) -> Result<(), ConfigErrors> {
+    pub(crate) fn finish(self) -> Result<(), ConfigErrors> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -100,7 +100,7 @@ impl Collector {
 
 /// Reads keys out of a table and remembers which ones were read, so the leftovers can be
 /// reported as unknown.
-pub struct TableReader<'a> {
+pub(crate) struct TableReader<'a> {
     path: String,
     table: &'a toml::Table,
     read: BTreeSet<&'static str>,
@@ -108,7 +108,7 @@ pub struct TableReader<'a> {
 
 impl<'a> TableReader<'a> {
     /// Starts reading `table`, found at the dotted `path`.
-    pub fn new(path: impl Into<String>, table: &'a toml::Table) -> Self {
+    pub(crate) fn new(path: impl Into<String>, table: &'a toml::Table) -> Self {
         Self {
             path: path.into(),
             table,
@@ -117,7 +117,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An error about `key` of this table.
-    pub fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError {
             path: join(&self.path, key),
             message: message.into(),
@@ -130,7 +130,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional string.
-    pub fn string(&mut self, key: &'static str) -> Result<Option<String>, ConfigError> {
+    pub(crate) fn string(&mut self, key: &'static str) -> Result<Option<String>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s.clone())),
@@ -139,7 +139,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional non-negative integer.
-    pub fn uint(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
+    pub(crate) fn uint(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
@@ -151,7 +151,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional number (integer or float), finite and non-negative.
-    pub fn number(&mut self, key: &'static str) -> Result<Option<f64>, ConfigError> {
+    pub(crate) fn number(&mut self, key: &'static str) -> Result<Option<f64>, ConfigError> {
         let value = match self.get(key) {
             None => return Ok(None),
             Some(toml::Value::Integer(i)) => *i as f64,
@@ -165,7 +165,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional boolean.
-    pub fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ConfigError> {
+    pub(crate) fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
@@ -174,7 +174,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional duration written as a string (`"30s"`).
-    pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
+    pub(crate) fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(toml::Value::String(s)) => parse_duration(s)
@@ -192,7 +192,7 @@ impl<'a> TableReader<'a> {
 
     /// An optional size in bytes: a whole number of bytes, or a string with a unit
     /// (`"1MiB"`, `"512KiB"`, `"2MB"`).
-    pub fn size(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
+    pub(crate) fn size(&mut self, key: &'static str) -> Result<Option<u64>, ConfigError> {
         const HINT: &str = "sizes are a number of bytes or a string such as \"1MiB\" or \"512KiB\"";
         match self.get(key) {
             None => Ok(None),
@@ -207,7 +207,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// An optional array of tables.
-    pub fn tables(
+    pub(crate) fn tables(
         &mut self,
         key: &'static str,
     ) -> Result<Option<Vec<&'a toml::Table>>, ConfigError> {
@@ -229,7 +229,7 @@ impl<'a> TableReader<'a> {
 
     /// An optional table of string values (`env`, `tags`); numbers and booleans are
     /// accepted and turned into text.
-    pub fn string_map(
+    pub(crate) fn string_map(
         &mut self,
         key: &'static str,
     ) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -241,7 +241,7 @@ impl<'a> TableReader<'a> {
     }
 
     /// Fails on the first key that was never read, suggesting the nearest known one.
-    pub fn finish(self) -> Result<(), ConfigError> {
+    pub(crate) fn finish(self) -> Result<(), ConfigError> {
         for key in self.table.keys() {
             if !self.read.contains(key.as_str()) {
                 let known: Vec<&str> = self.read.iter().copied().collect();
@@ -253,7 +253,7 @@ impl<'a> TableReader<'a> {
 }
 
 /// Reads a table whose values must be strings (numbers and booleans are turned into text).
-pub fn string_map(
+pub(crate) fn string_map(
     path: &str,
     table: &toml::Table,
 ) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -278,7 +278,7 @@ pub fn string_map(
 }
 
 /// "unknown option `vu`; did you mean `vus`?" or a list of the known names.
-pub fn unknown_message(what: &str, given: &str, known: &[&str]) -> String {
+pub(crate) fn unknown_message(what: &str, given: &str, known: &[&str]) -> String {
     match nearest(given, known) {
         Some(best) => format!("unknown {what} `{given}`; did you mean `{best}`?"),
         None => format!(
@@ -289,7 +289,7 @@ pub fn unknown_message(what: &str, given: &str, known: &[&str]) -> String {
 }
 
 /// The known name closest to `given`, if it is close enough to be a likely typo.
-pub fn nearest<'k>(given: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn nearest<'k>(given: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(given, k), *k))

@@ -28,7 +28,7 @@ pub enum TrendStat {
 }
 
 /// The columns printed when the flag is not given (what summary.txt always showed).
-pub const DEFAULT: &[TrendStat] = &[
+pub(crate) const DEFAULT: &[TrendStat] = &[
     TrendStat::Avg,
     TrendStat::Min,
     TrendStat::Med,
@@ -78,7 +78,7 @@ impl TrendStat {
 }
 
 /// Parses a comma-separated list; `p(95)` may also be written `p95`, `p(99.9)` `p99.9`.
-pub fn parse_list(text: &str) -> Result<Vec<TrendStat>, String> {
+pub(crate) fn parse_list(text: &str) -> Result<Vec<TrendStat>, String> {
     let known = || ALL.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim) {

@@ -49,7 +49,7 @@ impl Default for WebSocketOptions {
 }
 
 /// Reads `[websocket]` from the run config, or the defaults when it is absent.
-pub fn parse(source: &toml::Table) -> Result<WebSocketOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<WebSocketOptions, ConfigError> {
     let mut options = WebSocketOptions::default();
     let Some(value) = source.get("websocket") else {
         return Ok(options);

@@ -6,7 +6,7 @@
 //! worker when the run stops.
 
 use super::protocol::{
-    self, CoordMsg, FrameError, Init, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+    self, CoordMsg, FrameError, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
 };
 use super::{segments, series, HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT, START_DELAY};
 use crate::config::distributed::OnWorkerLoss;
@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 /// What `host coordinate` was asked.
 #[derive(Debug, Clone)]
-pub struct CoordinateRequest {
+pub(crate) struct CoordinateRequest {
     /// The run (plugin, config files, flags, results folder).
     pub run: RunRequest,
     /// How many workers take part.
@@ -46,7 +46,7 @@ pub const LISTENING: &str = "coordinator listening on ";
 
 /// Runs a distributed run: the plugin's setup and teardown here, its load at the
 /// workers; `before_writing` gets the merged summary before the results are written.
-pub async fn coordinate(
+pub(crate) async fn coordinate(
     request: CoordinateRequest,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {
@@ -81,6 +81,7 @@ pub async fn coordinate(
         plugin_name,
         plugin: bytes,
         sha256,
+        quiet: request.run.quiet,
         state: Mutex::new(State::default()),
         changed: Notify::new(),
         done: done_tx,
@@ -95,6 +96,17 @@ pub async fn coordinate(
     outcome
 }
 
+/// The run was stopped (Ctrl-C, SIGTERM) before the workers started: no figures, so no
+/// results; `host coordinate` exits with [`INTERRUPTED`](crate::run::exit_code::INTERRUPTED).
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by {reason} while waiting for {waiting}; the workers that joined were told to stop, and no results were written (nothing ran)")]
+pub(crate) struct StoppedBeforeStart {
+    /// Why, in words.
+    pub reason: String,
+    /// What the coordinator was waiting for.
+    pub waiting: String,
+}
+
 /// The coordinator's state, shared by the run (through [`Remote`]) and the tasks that
 /// talk to workers.
 struct Hub {
@@ -104,6 +116,8 @@ struct Hub {
     plugin_name: String,
     plugin: Vec<u8>,
     sha256: String,
+    /// `--quiet`: the workers hide their plugin log lines below `warn` too.
+    quiet: bool,
     state: Mutex<State>,
     /// Woken when a worker joins, gets ready, fails or is lost.
     changed: Notify,
@@ -143,6 +157,10 @@ struct Slot {
     id: u64,
     name: String,
     address: String,
+    /// The index the worker asked for (`--index`, `JOB_COMPLETION_INDEX`).
+    claimed: Option<u32>,
+    /// Its index in the run (from the start line): the segment it runs.
+    index: u32,
     segment: String,
     tx: mpsc::UnboundedSender<CoordMsg>,
     status: Status,
@@ -157,6 +175,8 @@ struct Slot {
     duration: hdrhistogram::Histogram<u64>,
     lost_at: Option<f64>,
     lost: Option<String>,
+    /// Its plugin's failures, as last sent.
+    errors: PluginErrors,
 }
 
 impl Hub {
@@ -208,12 +228,29 @@ impl Hub {
                 self.expected
             ));
         }
+        if let Some(index) = hello.index {
+            if index >= self.expected {
+                return Err(format!(
+                    "its index {index} is out of range: the run has {} worker(s), indexes 0 to {}",
+                    self.expected,
+                    self.expected - 1
+                ));
+            }
+            if let Some(holder) = state.workers.iter().find(|w| w.claimed == Some(index)) {
+                return Err(format!(
+                    "index {index} is taken by worker {} ({}): give each worker its own --index",
+                    holder.name, holder.address
+                ));
+            }
+        }
         state.next_id += 1;
         let id = state.next_id;
         state.workers.push(Slot {
             id,
             name: hello.name.clone(),
             address: address.to_string(),
+            claimed: hello.index,
+            index: 0,
             segment: String::new(),
             tx,
             status: Status::Joined,
@@ -228,6 +265,7 @@ impl Hub {
             duration: new_histogram(),
             lost_at: None,
             lost: None,
+            errors: PluginErrors::default(),
         });
         Ok(id)
     }
@@ -266,6 +304,10 @@ impl Hub {
                 }
                 Ok(())
             }
+            WorkerMsg::Aborted(why) => {
+                self.abort_for(id, &why);
+                Ok(())
+            }
             WorkerMsg::Hello(_) => Err("it sent a second hello".into()),
         }
     }
@@ -293,7 +335,13 @@ impl Hub {
             }
         }
         series::absorb(&services.recorder, decoded);
+        if !tick.log.is_empty() || tick.log_not_sent > 0 {
+            self.relay_log(id, &services, tick.log, tick.log_not_sent);
+        }
         self.with_slot(id, |w| {
+            if let Some(errors) = tick.errors {
+                w.errors = errors;
+            }
             w.counts = tick.scenarios;
             w.in_flight = tick.in_flight;
             w.ws_open = tick.ws_open;
@@ -303,6 +351,47 @@ impl Hub {
             let _ = w.duration.add(&duration);
         });
         Ok(())
+    }
+
+    /// Shows worker `id`'s plugin log lines here, each marked with the worker's name.
+    fn relay_log(&self, id: u64, services: &HostServices, lines: Vec<String>, not_sent: u64) {
+        let name = self
+            .lock()
+            .workers
+            .iter()
+            .find(|w| w.id == id)
+            .map(|w| w.name.clone())
+            .unwrap_or_default();
+        for line in lines {
+            services.log.relay(format!("[worker {name}] {line}"));
+        }
+        if not_sent > 0 {
+            services.log.relay(format!(
+                "[worker {name}] {not_sent} more log lines in that second were not sent (over {} a second)\n",
+                crate::plugin::log::FORWARD_MAX
+            ));
+        }
+    }
+
+    /// Worker `id`'s plugin aborted its run: the whole run stops, as a single run
+    /// would (its exit code says the plugin aborted).
+    fn abort_for(&self, id: u64, why: &str) {
+        let state = self.lock();
+        let Some(control) = state.run.as_ref().map(|r| r.control.clone()) else {
+            return;
+        };
+        let who = state
+            .workers
+            .iter()
+            .find(|w| w.id == id)
+            .map(|w| format!("worker {} ({})", w.name, w.address))
+            .unwrap_or_else(|| "a worker".into());
+        drop(state);
+        crate::stderr::line(format_args!(
+            "coordinator: the plugin aborted the run at {who}: {why}; stopping every worker"
+        ));
+        control.stop_with(StopReason::PluginAbort(format!("{who}: {why}")));
+        control.hard_stop.cancel();
     }
 
     fn with_slot(&self, id: u64, f: impl FnOnce(&mut Slot)) {
@@ -384,7 +473,17 @@ impl Hub {
             tokio::select! {
                 _ = &mut notified => {}
                 _ = control.stop.cancelled() => {
-                    bail!("stopped while waiting for {}", waiting_for(&self.lock()))
+                    let reason = control
+                        .reason()
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| "stopped".into());
+                    // Before the stop: the workers leave on it.
+                    let waiting = waiting_for(&self.lock());
+                    self.broadcast(CoordMsg::Stop { reason: reason.clone(), hard: true });
+                    // The writers are tasks of this runtime: give them a moment to pass
+                    // the stop on before the process leaves.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    return Err(StoppedBeforeStart { reason, waiting }.into());
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     bail!(
@@ -419,14 +518,16 @@ impl Hub {
             |s| format!("workers: {} of {n} joined", live(s)),
         )
         .await?;
-        let config_toml = toml::to_string(&ctx.config.source)
+        let (source, data_files) = super::data_files::pack(&ctx.config)?;
+        let config_toml = toml::to_string(&source)
             .map_err(|e| anyhow!("cannot write the run config for the workers: {e}"))?;
         let sequence = segments::sequence(n);
         {
             let mut state = self.lock();
             state.closed = true;
-            for (i, w) in state.workers.iter_mut().enumerate() {
-                w.segment = segments::segment(i as u32, n);
+            assign_indexes(&mut state.workers, n);
+            for w in state.workers.iter_mut() {
+                w.segment = segments::segment(w.index, n);
                 let init = Init {
                     plugin_name: self.plugin_name.clone(),
                     plugin: self.plugin.clone(),
@@ -435,7 +536,9 @@ impl Hub {
                     segment: w.segment.clone(),
                     sequence: sequence.clone(),
                     setup_data: ctx.setup_data.to_string(),
-                    index: i as u32,
+                    index: w.index,
+                    data_files: data_files.clone(),
+                    quiet: self.quiet,
                 };
                 let _ = w.tx.send(CoordMsg::Init(init));
             }
@@ -556,6 +659,9 @@ impl Remote for Hub {
             .map(|w| WorkerSummary {
                 name: w.name.clone(),
                 address: w.address.clone(),
+                index: w.index,
+                plugin_errors: w.errors.entries.iter().map(|e| e.count).sum::<u64>()
+                    + w.errors.unlisted,
                 segment: w.segment.clone(),
                 http_reqs: w.http_reqs as u64,
                 iterations: w.iterations as u64,
@@ -572,6 +678,18 @@ impl Remote for Hub {
                 lost: w.lost.clone(),
             })
             .collect();
+        summary.workers.sort_by_key(|w| w.index);
+        // The workers' plugin failures, listed as one run's (with the coordinator's
+        // own, from setup and teardown).
+        let own = std::mem::take(&mut summary.plugin_errors);
+        let mut parts = vec![(own.as_slice(), summary.plugin_errors_unlisted)];
+        parts.extend(
+            state
+                .workers
+                .iter()
+                .map(|w| (w.errors.entries.as_slice(), w.errors.unlisted)),
+        );
+        (summary.plugin_errors, summary.plugin_errors_unlisted) = crate::vu::errors::merge(&parts);
         let lost: Vec<String> = state
             .workers
             .iter()
@@ -590,6 +708,19 @@ impl Remote for Hub {
                 .warnings
                 .push(format!("{l}; the figures include what it did until then"));
         }
+    }
+}
+
+/// Gives every worker its index: the one it asked for, else the lowest free one in
+/// join order (`join` has refused duplicates and indexes out of range).
+fn assign_indexes(workers: &mut [Slot], n: u32) {
+    let claimed: Vec<u32> = workers.iter().filter_map(|w| w.claimed).collect();
+    let mut free = (0..n).filter(|i| !claimed.contains(i));
+    for w in workers {
+        w.index = match w.claimed {
+            Some(i) => i,
+            None => free.next().unwrap_or(0),
+        };
     }
 }
 
@@ -634,18 +765,45 @@ async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
 async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
-    let hello = tokio::time::timeout(
+    let frame = tokio::time::timeout(
         Duration::from_secs(10),
-        protocol::read::<_, WorkerMsg>(&mut reader, protocol::MAX_HELLO_FRAME),
+        protocol::read_frame(&mut reader, protocol::MAX_HELLO_FRAME),
     )
     .await;
-    let hello = match hello {
-        Ok(Ok(WorkerMsg::Hello(hello))) => hello,
-        Ok(Ok(other)) => {
-            return drop_garbage(address, &format!("it began with {other:?}, not a hello"))
-        }
+    let body = match frame {
+        Ok(Ok(body)) => body,
         Ok(Err(FrameError::Io(_))) | Err(_) => return,
         Ok(Err(e)) => return drop_garbage(address, &e.to_string()),
+    };
+    let hello = match protocol::decode::<WorkerMsg>(&body) {
+        Ok(WorkerMsg::Hello(hello)) => hello,
+        Ok(other) => {
+            return drop_garbage(address, &format!("it began with {other:?}, not a hello"))
+        }
+        Err(e) => {
+            // A hello of another protocol version has other fields after its head:
+            // that worker is told why, not dropped as garbage.
+            if let Ok(protocol::HelloHead::Hello {
+                magic,
+                protocol: version,
+                name,
+                ..
+            }) = protocol::decode(&body)
+            {
+                if magic == protocol::MAGIC && version != protocol::PROTOCOL_VERSION {
+                    let why = format!(
+                        "protocol version {version} is not the coordinator's {}: run the same host binary on every machine",
+                        protocol::PROTOCOL_VERSION
+                    );
+                    crate::stderr::line(format_args!(
+                        "coordinator: refused worker {name} ({address}): {why}"
+                    ));
+                    let _ = protocol::write(&mut writer, &CoordMsg::Refused(why)).await;
+                    return;
+                }
+            }
+            return drop_garbage(address, &e.to_string());
+        }
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let id = match hub.join(&hello, address, tx.clone()) {
@@ -668,8 +826,12 @@ async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
         hub.lose(id, "the connection closed at the hello");
         return;
     }
+    let claim = hello
+        .index
+        .map(|i| format!(" for index {i}"))
+        .unwrap_or_default();
     crate::stderr::line(format_args!(
-        "coordinator: worker {} ({address}) joined",
+        "coordinator: worker {} ({address}) joined{claim}",
         hello.name
     ));
     hub.changed.notify_waiters();

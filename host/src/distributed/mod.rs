@@ -8,24 +8,25 @@
 //! that changes a few steps: a worker skips setup and teardown and streams its
 //! intervals; a coordinator runs no VUs and takes its workers' intervals instead.
 
-pub mod coordinator;
+pub(crate) mod coordinator;
+pub(crate) mod data_files;
 pub mod protocol;
-pub mod segments;
-pub mod series;
-pub mod worker;
+pub(crate) mod segments;
+pub(crate) mod series;
+pub(crate) mod worker;
 
 use std::time::Duration;
 
 /// How often each side tells the other it is alive.
-pub const HEARTBEAT: Duration = Duration::from_millis(500);
+pub(crate) const HEARTBEAT: Duration = Duration::from_millis(500);
 
 /// Silence after which, once the run has started, the other side is taken for lost
 /// (a killed process is seen at once: its connection closes).
-pub const LOSS_AFTER: Duration = Duration::from_millis(2500);
+pub(crate) const LOSS_AFTER: Duration = Duration::from_millis(2500);
 
 /// Silence allowed before the start, while plugins compile and VUs are made.
-pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const PREPARE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Time between the start message and the common start: enough for it to reach every
 /// worker.
-pub const START_DELAY: Duration = Duration::from_millis(500);
+pub(crate) const START_DELAY: Duration = Duration::from_millis(500);

@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub const MAGIC: [u8; 4] = *b"LTD\x01";
 
 /// The protocol's version: bumped on any change to a message. Both sides must agree.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest frame before the hello is accepted: a garbage length cannot make the
 /// reader allocate much.
@@ -34,11 +34,14 @@ pub enum WorkerMsg {
     Failed(String),
     /// A second of samples (deltas), and the live counters (absolute).
     Tick(Tick),
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT) so that a silent worker is known to be
-    /// gone.
+    /// Sent every heartbeat interval (`HEARTBEAT`, 500 ms) so that a silent worker is
+    /// known to be gone.
     Heartbeat,
     /// The worker's run is over: its last samples and its executors' reports.
     Final(Final),
+    /// The plugin aborted the worker's run (`abort_after_failures`, `init_failures =
+    /// "abort"`), and why: the coordinator stops the whole run, as one process would.
+    Aborted(String),
 }
 
 /// A worker's hello.
@@ -54,6 +57,28 @@ pub struct WorkerHello {
     pub name: String,
     /// With `host worker --plugin FILE`: the sha256 of the plugin the worker expects.
     pub plugin_sha256: Option<String>,
+    /// With `host worker --index I` (or `JOB_COMPLETION_INDEX`): the worker runs
+    /// segment `I` of N. Without it, segments go by join order. Last, so that a
+    /// coordinator of another version still reads the fields before it and refuses the
+    /// worker with a message.
+    pub index: Option<u32>,
+}
+
+/// The start of a hello of any protocol version (new fields are only ever appended):
+/// enough to refuse a worker of another version with a message instead of dropping it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub enum HelloHead {
+    /// The same variant index as [`WorkerMsg::Hello`].
+    Hello {
+        /// [`MAGIC`].
+        magic: [u8; 4],
+        /// The peer's protocol version.
+        protocol: u32,
+        /// The peer's host version.
+        host_version: String,
+        /// The peer's name.
+        name: String,
+    },
 }
 
 /// Messages the coordinator sends.
@@ -84,8 +109,8 @@ pub enum CoordMsg {
         /// Interrupt running iterations now.
         hard: bool,
     },
-    /// Sent every [`HEARTBEAT`](super::HEARTBEAT): a worker that hears nothing for
-    /// [`LOSS_AFTER`](super::LOSS_AFTER) stops its load.
+    /// Sent every heartbeat interval (`HEARTBEAT`): a worker that hears nothing for
+    /// `LOSS_AFTER` stops its load.
     Heartbeat,
 }
 
@@ -108,6 +133,20 @@ pub struct Init {
     pub setup_data: String,
     /// The worker's index, from 0.
     pub index: u32,
+    /// The run's `[data]` files, which `config_toml` names by these bare names.
+    pub data_files: Vec<DataFile>,
+    /// The coordinator runs with `--quiet`: the worker's plugin log lines below `warn`
+    /// are hidden, as they would be in one process.
+    pub quiet: bool,
+}
+
+/// A `[data]` file sent with the plugin.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DataFile {
+    /// Its name in the sent config (`data-0-users.csv`): a plain file name.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// One series of a metric: name, kind, tags and the value of one interval.
@@ -171,6 +210,23 @@ pub struct Tick {
     pub in_flight: i64,
     /// WebSockets open now.
     pub ws_open: i64,
+    /// The plugin's failures so far, whole (absolute, like the counters), sent only
+    /// when they changed since the last tick that carried them.
+    pub errors: Option<PluginErrors>,
+    /// The plugin's log lines written in the interval (as the worker wrote them), at
+    /// most 1,000.
+    pub log: Vec<String>,
+    /// Lines of the interval past that many, not sent.
+    pub log_not_sent: u64,
+}
+
+/// A worker's plugin failures: what its summary.json would list in `plugin_errors`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PluginErrors {
+    /// Distinct failures (kind, scenario, message) with their counts.
+    pub entries: Vec<crate::vu::errors::ErrorEntry>,
+    /// Failures past the distinct ones kept.
+    pub unlisted: u64,
 }
 
 /// A worker's last message.
@@ -219,6 +275,11 @@ pub async fn read<R: AsyncRead + Unpin, M: DeserializeOwned>(
     r: &mut R,
     max: u32,
 ) -> Result<M, FrameError> {
+    decode(&read_frame(r, max).await?)
+}
+
+/// Reads one frame of at most `max` bytes, undecoded.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Vec<u8>, FrameError> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len).await?;
     let len = u32::from_be_bytes(len);
@@ -227,7 +288,13 @@ pub async fn read<R: AsyncRead + Unpin, M: DeserializeOwned>(
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body).await?;
-    postcard::from_bytes(&body).map_err(|e| FrameError::Garbage(e.to_string()))
+    Ok(body)
+}
+
+/// Decodes a frame's body (postcard ignores bytes after the message, which is what
+/// lets [`HelloHead`] read a longer hello).
+pub fn decode<M: DeserializeOwned>(body: &[u8]) -> Result<M, FrameError> {
+    postcard::from_bytes(body).map_err(|e| FrameError::Garbage(e.to_string()))
 }
 
 #[cfg(test)]
@@ -242,6 +309,7 @@ mod tests {
             host_version: "0.1.0".into(),
             name: "w1".into(),
             plugin_sha256: None,
+            index: Some(2),
         });
         let tick = WorkerMsg::Tick(Tick {
             elapsed_ms: 1000,
@@ -274,5 +342,56 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, FrameError::Garbage(_)), "{err}");
         junk.clear();
+    }
+
+    /// A hello of protocol 1 (no index), as an older worker sends it.
+    #[derive(Serialize)]
+    enum OldMsg {
+        Hello {
+            magic: [u8; 4],
+            protocol: u32,
+            host_version: String,
+            name: String,
+            plugin_sha256: Option<String>,
+        },
+    }
+
+    #[test]
+    fn a_hello_of_another_version_still_shows_its_version() {
+        let old = postcard::to_allocvec(&OldMsg::Hello {
+            magic: MAGIC,
+            protocol: 1,
+            host_version: "0.0.9".into(),
+            name: "old".into(),
+            plugin_sha256: None,
+        })
+        .unwrap();
+        // Not a hello of this version (its last field is missing) ...
+        assert!(decode::<WorkerMsg>(&old).is_err());
+        // ... but its head says which version it is.
+        let HelloHead::Hello {
+            protocol,
+            host_version,
+            ..
+        } = decode(&old).unwrap();
+        assert_eq!((protocol, host_version.as_str()), (1, "0.0.9"));
+        // And this version's hello has the same head.
+        let new = postcard::to_allocvec(&WorkerMsg::Hello(WorkerHello {
+            magic: MAGIC,
+            protocol: PROTOCOL_VERSION,
+            host_version: "0.1.0".into(),
+            name: "w".into(),
+            plugin_sha256: Some("ab".into()),
+            index: Some(1),
+        }))
+        .unwrap();
+        let head: HelloHead = decode(&new).unwrap();
+        assert!(matches!(
+            head,
+            HelloHead::Hello {
+                protocol: PROTOCOL_VERSION,
+                ..
+            }
+        ));
     }
 }

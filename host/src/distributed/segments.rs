@@ -2,7 +2,7 @@
 //! in k6's syntax (`0:1/3`, `1/3:2/3`, `2/3:1`, and the sequence `0,1/3,2/3,1`).
 
 /// The sequence of `n` equal segments (`0,1/3,2/3,1`).
-pub fn sequence(n: u32) -> String {
+pub(crate) fn sequence(n: u32) -> String {
     (0..=n)
         .map(|i| fraction(i, n))
         .collect::<Vec<_>>()
@@ -10,7 +10,7 @@ pub fn sequence(n: u32) -> String {
 }
 
 /// The segment of worker `i` of `n` (`1/3:2/3`).
-pub fn segment(i: u32, n: u32) -> String {
+pub(crate) fn segment(i: u32, n: u32) -> String {
     format!("{}:{}", fraction(i, n), fraction(i + 1, n))
 }
 

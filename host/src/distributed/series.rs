@@ -9,7 +9,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 
 /// Gauges a coordinator does not take from a worker as they are: it sums them over its
 /// workers itself (one worker's VUs are not the run's).
-pub const SUMMED_GAUGES: [MetricId; 4] = [
+pub(crate) const SUMMED_GAUGES: [MetricId; 4] = [
     builtin::VUS,
     builtin::VUS_MAX,
     builtin::HTTP_REQS_IN_FLIGHT,
@@ -18,7 +18,7 @@ pub const SUMMED_GAUGES: [MetricId; 4] = [
 
 /// Turns an interval into wire series. Histograms that cannot be encoded (none can
 /// fail into a Vec) would be left out rather than stop the run.
-pub fn encode(interval: &SeriesMap, registry: &Registry) -> Vec<WireSeries> {
+pub(crate) fn encode(interval: &SeriesMap, registry: &Registry) -> Vec<WireSeries> {
     let mut serializer = V2DeflateSerializer::new();
     let mut out = Vec::with_capacity(interval.len());
     for ((id, tags), value) in interval {
@@ -50,7 +50,7 @@ pub fn encode(interval: &SeriesMap, registry: &Registry) -> Vec<WireSeries> {
 
 /// Why a worker's series could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// A histogram's bytes are not HdrHistogram's V2 encoding.
     #[error("series {0}: the histogram cannot be decoded: {1}")]
     Histogram(String, String),
@@ -60,7 +60,7 @@ pub enum DecodeError {
 }
 
 /// A decoded series, ready to be folded in.
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// Its id in the coordinator's registry.
     pub id: MetricId,
     /// Its tags.
@@ -71,7 +71,10 @@ pub struct Decoded {
 
 /// Decodes a worker's series against the coordinator's registry (registering custom
 /// metrics it has not seen yet).
-pub fn decode(series: Vec<WireSeries>, registry: &Registry) -> Result<Vec<Decoded>, DecodeError> {
+pub(crate) fn decode(
+    series: Vec<WireSeries>,
+    registry: &Registry,
+) -> Result<Vec<Decoded>, DecodeError> {
     let mut deserializer = Deserializer::new();
     let mut out = Vec::with_capacity(series.len());
     for s in series {
@@ -112,7 +115,7 @@ pub fn decode(series: Vec<WireSeries>, registry: &Registry) -> Result<Vec<Decode
 }
 
 /// Folds decoded series into `recorder`, leaving out the gauges summed elsewhere.
-pub fn absorb(recorder: &Recorder, series: Vec<Decoded>) {
+pub(crate) fn absorb(recorder: &Recorder, series: Vec<Decoded>) {
     for d in series {
         if d.value.kind() == MetricKind::Gauge && SUMMED_GAUGES.contains(&d.id) {
             continue;

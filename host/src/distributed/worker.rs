@@ -3,7 +3,9 @@
 //! segment with the common start, streams every second's samples back, and stops when
 //! told, or on its own within seconds when the coordinator is gone (no orphaned load).
 
-use super::protocol::{self, CoordMsg, Final, Init, ScenarioCounts, Tick, WorkerHello, WorkerMsg};
+use super::protocol::{
+    self, CoordMsg, Final, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+};
 use super::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
 use crate::control::{RunControl, StopReason};
 use crate::executor::{ExecutorReport, ScenarioCtx};
@@ -14,7 +16,7 @@ use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::tcp::OwnedReadHalf;
@@ -23,7 +25,7 @@ use tokio::sync::mpsc;
 
 /// What `host worker` was asked.
 #[derive(Debug, Clone)]
-pub struct WorkerRequest {
+pub(crate) struct WorkerRequest {
     /// The coordinator's address (`host:port`).
     pub coordinator: String,
     /// The worker's name (default: host name and process id).
@@ -34,11 +36,14 @@ pub struct WorkerRequest {
     pub out: PathBuf,
     /// How long to keep dialling a coordinator that is not up yet.
     pub connect_timeout: Duration,
+    /// The segment to run, `I` of N (a Kubernetes Indexed Job's completion index);
+    /// without it the coordinator deals segments by join order.
+    pub index: Option<u32>,
 }
 
 /// Joins a distributed run and runs this worker's segment; returns the run's outcome
 /// (the worker's own results, written under `out`).
-pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
+pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
     let expected_sha = match &request.plugin {
         Some(path) => Some(crate::plugin::read_plugin(path)?.1),
         None => None,
@@ -53,6 +58,7 @@ pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         host_version: env!("CARGO_PKG_VERSION").into(),
         name: name.clone(),
         plugin_sha256: expected_sha.clone(),
+        index: request.index,
     });
     protocol::write(&mut writer, &hello).await?;
     match read(&mut reader, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
@@ -109,6 +115,8 @@ pub async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         reader: Mutex::new(Some(reader)),
         setup_data: init.setup_data.as_str().into(),
         done: Arc::new(AtomicBool::new(false)),
+        errors_sent: AtomicU64::new(0),
+        log_quiet: init.quiet,
     });
     let mut run = run;
     run.remote = Some(RemoteRole(role.clone()));
@@ -182,6 +190,7 @@ fn prepare(
     std::fs::write(&plugin, &init.plugin)?;
     let config = dir.join("run.toml");
     std::fs::write(&config, &init.config_toml)?;
+    super::data_files::unpack(&init.data_files, dir)?;
     Ok(RunRequest {
         plugin,
         config: Some(config),
@@ -239,11 +248,19 @@ struct WorkerRole {
     setup_data: Arc<str>,
     /// Set once the last message is sent: the coordinator closing then is no loss.
     done: Arc<AtomicBool>,
+    /// The plugin failures counted when the list was last sent.
+    errors_sent: AtomicU64,
+    /// Whether the coordinator hides log lines below `warn` (`--quiet`).
+    log_quiet: bool,
 }
 
 impl Remote for WorkerRole {
     fn given_setup_data(&self) -> Option<Arc<str>> {
         Some(self.setup_data.clone())
+    }
+
+    fn log_quiet(&self) -> Option<bool> {
+        Some(self.log_quiet)
     }
 
     fn barrier(&self, ctx: BarrierCtx) -> BoxFuture<'_, Result<()>> {
@@ -254,6 +271,9 @@ impl Remote for WorkerRole {
                 .unwrap_or_else(|p| p.into_inner())
                 .take()
                 .ok_or_else(|| anyhow!("the start line was reached twice"))?;
+            // The coordinator shows the plugin's log lines from the start on (lines
+            // of `init` before it are in this worker's own stderr).
+            ctx.services.log.start_forwarding();
             let _ = self.tx.send(WorkerMsg::Ready);
             let at = loop {
                 match read(&mut reader, protocol::MAX_FRAME, PREPARE_TIMEOUT).await? {
@@ -266,6 +286,7 @@ impl Remote for WorkerRole {
                 }
             };
             tokio::spawn(listen(reader, ctx.control.clone(), self.done.clone()));
+            tokio::spawn(report_abort(ctx.control.clone(), self.tx.clone()));
             let at = UNIX_EPOCH + Duration::from_millis(at);
             if let Ok(wait) = at.duration_since(SystemTime::now()) {
                 tokio::time::sleep(wait).await;
@@ -275,12 +296,15 @@ impl Remote for WorkerRole {
     }
 
     fn tick(&self, tick: TickCtx<'_>) {
-        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick)));
+        // The list goes only when it changed: most seconds of most runs have no failure.
+        let total = tick.errors.total();
+        let changed = self.errors_sent.swap(total, Ordering::Relaxed) != total;
+        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick, changed)));
     }
 
     fn finished(&self, tick: TickCtx<'_>, reports: &BTreeMap<String, ExecutorReport>) {
         let msg = Final {
-            tick: encode_tick(&tick),
+            tick: encode_tick(&tick, true),
             reports: reports
                 .iter()
                 .map(|(name, r)| (name.clone(), r.stages.clone()))
@@ -288,6 +312,15 @@ impl Remote for WorkerRole {
         };
         self.done.store(true, Ordering::Relaxed);
         let _ = self.tx.send(WorkerMsg::Final(msg));
+    }
+}
+
+/// Tells the coordinator when the plugin aborts this worker's run, so that it stops
+/// the others too; a stop from the coordinator is not reported back.
+async fn report_abort(control: Arc<RunControl>, tx: mpsc::UnboundedSender<WorkerMsg>) {
+    control.stop.cancelled().await;
+    if let Some(StopReason::PluginAbort(why)) = control.reason() {
+        let _ = tx.send(WorkerMsg::Aborted(why));
     }
 }
 
@@ -317,13 +350,22 @@ async fn listen(mut reader: OwnedReadHalf, control: Arc<RunControl>, done: Arc<A
     }
 }
 
-fn encode_tick(tick: &TickCtx<'_>) -> Tick {
+/// A tick's message; with the plugin's failures if `with_errors`.
+fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
+    let errors = with_errors.then(|| {
+        let (entries, unlisted) = tick.errors.entries();
+        PluginErrors { entries, unlisted }
+    });
+    let (log, log_not_sent) = tick.services.log.take_forwarded();
     Tick {
         elapsed_ms: tick.elapsed.as_millis() as u64,
         series: super::series::encode(tick.interval, tick.registry),
         scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
         in_flight: tick.services.net.in_flight.load(Ordering::Relaxed),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
+        errors,
+        log,
+        log_not_sent,
     }
 }
 

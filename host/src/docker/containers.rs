@@ -47,7 +47,7 @@ pub struct PublishedPort {
 }
 
 /// The Engine's filter for the objects (containers, networks, volumes) of `project`.
-pub fn project_filter(project: &str) -> HashMap<String, Vec<String>> {
+pub(crate) fn project_filter(project: &str) -> HashMap<String, Vec<String>> {
     HashMap::from([(
         "label".to_string(),
         vec![format!("{PROJECT_LABEL}={project}")],
@@ -55,7 +55,7 @@ pub fn project_filter(project: &str) -> HashMap<String, Vec<String>> {
 }
 
 /// Every container (running or not) of `project`, as the Engine lists them.
-pub async fn list_project(
+pub(crate) async fn list_project(
     docker: &Docker,
     project: &str,
 ) -> Result<Vec<bollard::models::ContainerSummary>> {

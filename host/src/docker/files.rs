@@ -12,7 +12,7 @@ use std::io::Read;
 const MAX_BYTES: usize = 1 << 20;
 
 /// The contents of the regular file at `path` in container `id`.
-pub async fn read_file(docker: &Docker, id: &str, path: &str) -> Result<Vec<u8>> {
+pub(crate) async fn read_file(docker: &Docker, id: &str, path: &str) -> Result<Vec<u8>> {
     let options = DownloadFromContainerOptionsBuilder::default()
         .path(path)
         .build();

@@ -3,12 +3,12 @@
 //! a file read out of one ([`files`]), and the labels Compose puts on them. A leaf: it imports nothing of the host but
 //! the config's core sets.
 
-pub mod containers;
-pub mod engine;
-pub mod files;
+pub(crate) mod containers;
+pub(crate) mod engine;
+pub(crate) mod files;
 
-pub use containers::{project_containers, ContainerTarget, PublishedPort, ServiceContainer};
-pub use engine::connect;
+pub(crate) use containers::{project_containers, ContainerTarget, ServiceContainer};
+pub(crate) use engine::connect;
 
 /// The label Compose (v1 and v2) puts on every container, network and volume of a
 /// project; the one reliable way to find them (container names differ between v1 and
@@ -16,4 +16,4 @@ pub use engine::connect;
 pub const PROJECT_LABEL: &str = "com.docker.compose.project";
 
 /// The label that names a container's Compose service.
-pub const SERVICE_LABEL: &str = "com.docker.compose.service";
+pub(crate) const SERVICE_LABEL: &str = "com.docker.compose.service";

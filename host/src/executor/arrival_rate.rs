@@ -33,7 +33,7 @@ const MIN_WAKE_GAP: Duration = Duration::from_micros(500);
 
 /// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs; `stages` gathers
 /// per-stage figures for ramping schedules.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
     schedule: ArrivalSchedule,

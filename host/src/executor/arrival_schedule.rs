@@ -55,7 +55,7 @@ impl Segment {
 
 /// The due times of an arrival-rate scenario.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ArrivalSchedule {
+pub(crate) struct ArrivalSchedule {
     segments: Vec<Segment>,
     /// Iterations of the whole schedule.
     iterations: u64,
@@ -76,14 +76,14 @@ enum Stripe {
 
 impl ArrivalSchedule {
     /// `rate` iterations per `time_unit` for `duration` (`constant-arrival-rate`).
-    pub fn constant(rate: f64, time_unit: Duration, duration: Duration) -> Self {
+    pub(crate) fn constant(rate: f64, time_unit: Duration, duration: Duration) -> Self {
         let per_second = rate / time_unit.as_secs_f64();
         Self::from_pieces(per_second, [(duration, per_second)])
     }
 
     /// From `start_rate`, each stage ramping linearly to its target over its duration
     /// (`ramping-arrival-rate`); rates are per `time_unit`.
-    pub fn ramping(start_rate: f64, time_unit: Duration, stages: &[Stage]) -> Self {
+    pub(crate) fn ramping(start_rate: f64, time_unit: Duration, stages: &[Stage]) -> Self {
         let unit = time_unit.as_secs_f64();
         Self::from_pieces(
             start_rate / unit,
@@ -131,7 +131,7 @@ impl ArrivalSchedule {
     /// (see [`crate::config::ScenarioConfig::iteration_stripe`]); `None` keeps none.
     /// Numbers given to and returned by the other methods then count this stripe's
     /// iterations only.
-    pub fn striped(mut self, stripe: Option<ExecutionTuple>) -> Self {
+    pub(crate) fn striped(mut self, stripe: Option<ExecutionTuple>) -> Self {
         self.stripe = match stripe {
             None => Stripe::Nothing,
             Some(tuple) if tuple.is_full() => Stripe::Whole,
@@ -144,7 +144,8 @@ impl ArrivalSchedule {
     }
 
     /// How many iterations fall due over the schedule (of its stripe).
-    pub fn iterations(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn iterations(&self) -> u64 {
         match &self.stripe {
             Stripe::Whole => self.iterations,
             Stripe::Part { count, .. } => *count,
@@ -153,13 +154,13 @@ impl ArrivalSchedule {
     }
 
     /// How long the schedule lasts.
-    pub fn length(&self) -> Duration {
+    pub(crate) fn length(&self) -> Duration {
         self.length
     }
 
     /// When iteration `k` (from 0, of the stripe) is due, from the schedule's start;
     /// `None` past the last one.
-    pub fn due(&self, k: u64) -> Option<Duration> {
+    pub(crate) fn due(&self, k: u64) -> Option<Duration> {
         match &self.stripe {
             Stripe::Whole => self.due_whole(k),
             Stripe::Part { tuple, count } => (k < *count)
@@ -172,7 +173,7 @@ impl ArrivalSchedule {
     /// How many iterations (of the stripe) fall due strictly before `t` from the
     /// schedule's start. It lets the scheduler count a batch of missed due times in one
     /// step instead of one by one.
-    pub fn due_before(&self, t: Duration) -> u64 {
+    pub(crate) fn due_before(&self, t: Duration) -> u64 {
         match &self.stripe {
             Stripe::Whole => self.due_before_whole(t),
             // The stripe's share of the first n is the count of its indexes below n.

@@ -11,7 +11,7 @@ use std::time::Duration;
 const END_WINDOW: Duration = Duration::from_secs(1);
 
 /// Gathers the figures while the scheduler runs.
-pub struct StageTracker {
+pub(crate) struct StageTracker {
     ends: Vec<Duration>,
     targets: Vec<u64>,
     /// Start of each stage's end window.
@@ -23,7 +23,7 @@ pub struct StageTracker {
 
 impl StageTracker {
     /// A tracker for `stages`.
-    pub fn new(stages: &[Stage]) -> Self {
+    pub(crate) fn new(stages: &[Stage]) -> Self {
         let ends = stage_ends(stages);
         let window_starts = stages
             .iter()
@@ -56,7 +56,7 @@ impl StageTracker {
     /// of the schedule (those the scheduler got to, started or dropped), given how
     /// many fall due before an offset. Done once at the end, so the scheduler never
     /// visits dropped iterations one by one.
-    pub fn reached(&mut self, reached: u64, due_before: impl Fn(Duration) -> u64) {
+    pub(crate) fn reached(&mut self, reached: u64, due_before: impl Fn(Duration) -> u64) {
         for i in 0..self.ends.len() {
             let from = due_before(self.window_starts[i]).min(reached);
             let to = due_before(self.ends[i]).min(reached);
@@ -65,14 +65,14 @@ impl StageTracker {
     }
 
     /// Counts an iteration due at `offset` that started.
-    pub fn started(&mut self, offset: Duration) {
+    pub(crate) fn started(&mut self, offset: Duration) {
         if let Some(i) = self.window_at(offset) {
             self.started_in_window[i] += 1;
         }
     }
 
     /// Notes that `busy` VUs were busy at `offset`.
-    pub fn busy(&mut self, offset: Duration, busy: u64) {
+    pub(crate) fn busy(&mut self, offset: Duration, busy: u64) {
         if let Some(i) = self.stage_at(offset) {
             self.peak_busy[i] = self.peak_busy[i].max(busy);
         }
@@ -81,7 +81,7 @@ impl StageTracker {
     /// One report per stage: `target` and `at_end` in iterations per time unit, `peak`
     /// in busy VUs. A stage with no iteration due in its last second (zero length, or
     /// a rate too low) reports 0 at its end.
-    pub fn report(&self) -> Vec<StageReport> {
+    pub(crate) fn report(&self) -> Vec<StageReport> {
         (0..self.ends.len())
             .map(|i| {
                 // Float rounding may put a started iteration on the other side of a

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs the executor.
-pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>, duration: Duration) -> ExecutorReport {
+pub(crate) async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>, duration: Duration) -> ExecutorReport {
     ctx.wait_for_start().await;
     let end = ctx.start + duration;
     let hard = end + ctx.config.graceful_stop;

@@ -2,17 +2,17 @@
 //! semantics. This file holds what they share: the scenario's context, its live
 //! counters, and the VU loop helpers; each executor has a file of its own.
 
-pub mod arrival_rate;
-pub mod arrival_schedule;
-pub mod arrival_stages;
-pub mod constant_arrival_rate;
-pub mod constant_vus;
-pub mod per_vu_iterations;
-pub mod ramping_arrival_rate;
-pub mod ramping_vus;
-pub mod shared_iterations;
-pub mod stages;
-pub mod vu_pool;
+pub(crate) mod arrival_rate;
+pub(crate) mod arrival_schedule;
+pub(crate) mod arrival_stages;
+pub(crate) mod constant_arrival_rate;
+pub(crate) mod constant_vus;
+pub(crate) mod per_vu_iterations;
+pub(crate) mod ramping_arrival_rate;
+pub(crate) mod ramping_vus;
+pub(crate) mod shared_iterations;
+pub(crate) mod stages;
+pub(crate) mod vu_pool;
 
 use crate::config::{ExecutionTuple, ExecutorConfig, ScenarioConfig};
 use crate::control::RunControl;
@@ -221,7 +221,7 @@ pub struct ExecutorReport {
 /// Runs the scenario's executor on `vus` (already initialised, the segment's share of
 /// them) until it is over. The options are the whole test's; each executor takes its
 /// segment's share.
-pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
+pub(crate) async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
     let max_vus = ctx.config.max_vus();
     match ctx.config.executor.clone() {
         ExecutorConfig::ConstantVus { duration, .. } => constant_vus::run(ctx, vus, duration).await,
@@ -256,12 +256,12 @@ pub async fn run(ctx: Arc<ScenarioCtx>, vus: Vec<Vu>) -> ExecutorReport {
 }
 
 /// Resolves at `deadline` (a std instant).
-pub async fn sleep_until(deadline: Instant) {
+pub(crate) async fn sleep_until(deadline: Instant) {
     tokio::time::sleep_until(TokioInstant::from_std(deadline)).await;
 }
 
 /// Spawns one task per VU running `body`, waits for all, and keeps `active_vus` true.
-pub async fn run_vu_loops<F, Fut>(ctx: &Arc<ScenarioCtx>, vus: Vec<Vu>, body: F)
+pub(crate) async fn run_vu_loops<F, Fut>(ctx: &Arc<ScenarioCtx>, vus: Vec<Vu>, body: F)
 where
     F: Fn(Arc<ScenarioCtx>, Vu, usize) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,

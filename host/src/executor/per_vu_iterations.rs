@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs the executor.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
     iterations: u64,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// Runs the executor on the pre-allocated `vus`, growing to `max_vus` (both the
 /// segment's share); of the whole schedule, it starts the iterations of its stripe.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
     start_rate: f64,

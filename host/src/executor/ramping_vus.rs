@@ -19,7 +19,7 @@ use tokio::sync::watch;
 const CONTROL_TICK: Duration = Duration::from_millis(5);
 
 /// Runs the executor.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<ScenarioCtx>,
     vus: Vec<Vu>,
     start_vus: u64,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// The schedule's value at `t` after its start: linear within each stage, from the
 /// previous stage's target (or `start`) to this stage's target.
-pub fn value_at(start: f64, stages: &[Stage], t: Duration) -> f64 {
+pub(crate) fn value_at(start: f64, stages: &[Stage], t: Duration) -> f64 {
     let mut from = start;
     let mut stage_start = Duration::ZERO;
     for stage in stages {
@@ -22,7 +22,7 @@ pub fn value_at(start: f64, stages: &[Stage], t: Duration) -> f64 {
 }
 
 /// When each stage ends, from the schedule's start.
-pub fn stage_ends(stages: &[Stage]) -> Vec<Duration> {
+pub(crate) fn stage_ends(stages: &[Stage]) -> Vec<Duration> {
     stages
         .iter()
         .scan(Duration::ZERO, |acc, s| {

@@ -6,11 +6,11 @@
 use std::sync::Mutex;
 
 /// VUs made at once in the background, per scenario.
-pub const CREATIONS_AT_ONCE: u64 = 4;
+pub(crate) const CREATIONS_AT_ONCE: u64 = 4;
 
 /// What the scheduler gets for an iteration that is due.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Take<T> {
+pub(crate) enum Take<T> {
     /// An idle VU: start the iteration on it.
     Idle(T),
     /// No idle VU, but one more may be made: make it in the background (the iteration
@@ -22,7 +22,7 @@ pub enum Take<T> {
 }
 
 /// Idle VUs, and how many exist or are being made.
-pub struct VuPool<T> {
+pub(crate) struct VuPool<T> {
     inner: Mutex<Inner<T>>,
     max: u64,
 }
@@ -35,7 +35,7 @@ struct Inner<T> {
 
 impl<T> VuPool<T> {
     /// A pool holding the VUs made before the start, allowed to grow to `max`.
-    pub fn new(vus: Vec<T>, max: u64) -> Self {
+    pub(crate) fn new(vus: Vec<T>, max: u64) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 made: vus.len() as u64,
@@ -51,7 +51,7 @@ impl<T> VuPool<T> {
     }
 
     /// An idle VU, else leave to make one, else nothing.
-    pub fn take(&self) -> Take<T> {
+    pub(crate) fn take(&self) -> Take<T> {
         let mut inner = self.lock();
         if let Some(vu) = inner.idle.pop() {
             return Take::Idle(vu);
@@ -64,12 +64,12 @@ impl<T> VuPool<T> {
     }
 
     /// Returns a VU whose iteration ended.
-    pub fn put(&self, vu: T) {
+    pub(crate) fn put(&self, vu: T) {
         self.lock().idle.push(vu);
     }
 
     /// Adds a VU made after a [`Take::Make`].
-    pub fn made(&self, vu: T) {
+    pub(crate) fn made(&self, vu: T) {
         let mut inner = self.lock();
         inner.making -= 1;
         inner.made += 1;
@@ -77,13 +77,8 @@ impl<T> VuPool<T> {
     }
 
     /// Gives back the slot of a [`Take::Make`] whose VU could not be made.
-    pub fn not_made(&self) {
+    pub(crate) fn not_made(&self) {
         self.lock().making -= 1;
-    }
-
-    /// VUs made so far (idle or busy).
-    pub fn made_count(&self) -> u64 {
-        self.lock().made
     }
 }
 
@@ -114,7 +109,7 @@ mod tests {
         for v in 5..9 {
             pool.made(v);
         }
-        assert_eq!(pool.made_count(), 8);
+        assert_eq!(pool.lock().made, 8);
         while let Take::Idle(_) = pool.take() {}
         assert_eq!(pool.take(), Take::None, "at max_vus nothing more is made");
         pool.put(1);

@@ -17,23 +17,23 @@ use k8s_openapi::ByteString;
 use std::collections::BTreeMap;
 
 /// Where the ConfigMap's files are mounted in the coordinator.
-pub const FILES_DIR: &str = "/loadtest";
+pub(crate) const FILES_DIR: &str = "/loadtest";
 /// Where the coordinator writes the results folder.
-pub const RESULTS_DIR: &str = "/results";
+pub(crate) const RESULTS_DIR: &str = "/results";
 /// The environment variable holding a worker's completion index.
-pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// The annotation the Job controller sets on each pod of an Indexed Job.
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// The label telling the coordinator's pod from the workers'.
-pub const ROLE_LABEL: &str = "loadtest.host/role";
+pub(crate) const ROLE_LABEL: &str = "loadtest.host/role";
 /// The label naming the run, on every object.
-pub const RUN_LABEL: &str = "app.kubernetes.io/instance";
+pub(crate) const RUN_LABEL: &str = "app.kubernetes.io/instance";
 /// The annotation on the workers' Job listing each index's segment, in order.
-pub const SEGMENTS_ANNOTATION: &str = "loadtest.host/segments";
+pub(crate) const SEGMENTS_ANNOTATION: &str = "loadtest.host/segments";
 
 /// What the objects are made of.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Prefix of every object's name, and the run label's value.
     pub name: String,
     /// Namespace of every object (`None`: kubectl's current one).
@@ -53,7 +53,7 @@ pub struct Plan {
 
 /// The rendered objects.
 #[derive(Debug, Clone)]
-pub struct Manifests {
+pub(crate) struct Manifests {
     /// The plugin and the run's files.
     pub files: ConfigMap,
     /// Selects the coordinator's pod; the workers dial it.
@@ -66,7 +66,7 @@ pub struct Manifests {
 
 impl Manifests {
     /// The objects as JSON values, in the order to apply them.
-    pub fn to_values(&self) -> serde_json::Result<Vec<serde_json::Value>> {
+    pub(crate) fn to_values(&self) -> serde_json::Result<Vec<serde_json::Value>> {
         Ok(vec![
             serde_json::to_value(&self.files)?,
             serde_json::to_value(&self.service)?,
@@ -85,7 +85,7 @@ pub fn segment_of(index: u32, workers: u32) -> ExecutionSegment {
 
 /// The coordinator's address as the workers dial it: the Service's name in the
 /// namespace's DNS.
-pub fn coordinator_address(plan: &Plan) -> String {
+pub(crate) fn coordinator_address(plan: &Plan) -> String {
     format!("{}:{}", service_name(plan), plan.port)
 }
 
@@ -94,7 +94,7 @@ fn service_name(plan: &Plan) -> String {
 }
 
 /// Builds the objects.
-pub fn render(plan: &Plan) -> Manifests {
+pub(crate) fn render(plan: &Plan) -> Manifests {
     let files_name = format!("{}-files", plan.name);
     let files = ConfigMap {
         metadata: meta(plan, &files_name, None),
@@ -181,6 +181,10 @@ pub fn render(plan: &Plan) -> Manifests {
             "--name".into(),
             // Kubernetes expands $(VAR) from the container's environment.
             format!("{}-worker-$({INDEX_ENV})", plan.name),
+            // The completion index picks the segment: pod i runs segment i of N,
+            // whatever order the pods reach the coordinator in.
+            "--index".into(),
+            format!("$({INDEX_ENV})"),
         ],
     );
     // Set by the Job controller on an Indexed Job's pods; declared here so that the

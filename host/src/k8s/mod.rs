@@ -1,7 +1,7 @@
 //! `host k8s render`: writes the Kubernetes manifests of a distributed run (see
 //! [`manifests`]) for `kubectl apply -f`. No cluster is needed to render them.
 
-pub mod manifests;
+pub(crate) mod manifests;
 
 use anyhow::{bail, Context, Result};
 use manifests::{Manifests, Plan};
@@ -24,7 +24,7 @@ const REFUSED_FLAGS: &[&str] = &[
 
 /// `host k8s render`.
 #[derive(clap::Args, Debug)]
-pub struct RenderArgs {
+pub(crate) struct RenderArgs {
     /// How many worker pods (the Indexed Job's completions); worker `i` runs the
     /// `i`-th of that many equal execution segments.
     #[arg(long)]
@@ -61,7 +61,7 @@ pub struct RenderArgs {
 
 /// Renders the manifests `args` ask for; `check_flags` refuses run flags that `host
 /// run` would refuse (given the flags, it returns clap's message).
-pub fn render_command(
+pub(crate) fn render_command(
     args: RenderArgs,
     check_flags: impl Fn(&[String]) -> Result<(), String>,
 ) -> Result<()> {
@@ -77,7 +77,7 @@ pub fn render_command(
 }
 
 /// Checks the arguments and reads the files into a [`Plan`].
-pub fn plan(
+pub(crate) fn plan(
     args: &RenderArgs,
     check_flags: impl Fn(&[String]) -> Result<(), String>,
 ) -> Result<Plan> {
@@ -147,7 +147,7 @@ pub fn plan(
 }
 
 /// The manifests as YAML documents or a JSON `List`.
-pub fn serialize(manifests: &Manifests, format: &str) -> Result<String> {
+pub(crate) fn serialize(manifests: &Manifests, format: &str) -> Result<String> {
     let values = manifests.to_values()?;
     if format == "json" {
         let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": values });

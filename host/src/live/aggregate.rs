@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// A series' figures over one interval.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Aggregate {
+pub(crate) struct Aggregate {
     /// The metric value column: sum, value, share or mean.
     pub value: f64,
     /// The other figures, in a fixed order (empty for counters and gauges).
@@ -19,7 +19,7 @@ pub struct Aggregate {
 impl Aggregate {
     /// The aggregate of `value`; trend values are in microseconds (or thousandths) and
     /// come out in milliseconds (or units).
-    pub fn of(value: &Value) -> Aggregate {
+    pub(crate) fn of(value: &Value) -> Aggregate {
         // The figures are the summary's own (one place computes a trend's percentiles);
         // only a counter's second keeps its sum rather than a rate.
         match stats_of(value, Duration::from_secs(1), None) {
@@ -55,7 +55,7 @@ impl Aggregate {
     }
 
     /// The metadata as k6's CSV writes it: `key=value&key=value`.
-    pub fn metadata_text(&self) -> String {
+    pub(crate) fn metadata_text(&self) -> String {
         self.metadata
             .iter()
             .map(|(k, v)| format!("{k}={}", number(*v)))
@@ -66,7 +66,7 @@ impl Aggregate {
 
 /// A number as the outputs write it: whole numbers without a fraction, others rounded
 /// to the microsecond (1e-6) so that float noise does not show.
-pub fn number(v: f64) -> String {
+pub(crate) fn number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {

@@ -9,7 +9,7 @@ use std::io;
 use std::path::Path;
 
 /// k6's CSV header.
-pub const HEADER: &[&str] = &[
+pub(crate) const HEADER: &[&str] = &[
     "metric_name",
     "timestamp",
     "metric_value",
@@ -33,21 +33,21 @@ pub const HEADER: &[&str] = &[
 const TAG_COLUMNS: std::ops::Range<usize> = 3..15;
 
 /// Writes the CSV output.
-pub struct CsvOutput {
+pub(crate) struct CsvOutput {
     /// `None` once finished.
     out: Option<csv::Writer<SinkFile>>,
 }
 
 impl CsvOutput {
     /// Creates the file and writes the header.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> io::Result<Self> {
         let mut out = csv::Writer::from_writer(SinkFile::create(path)?);
         out.write_record(HEADER)?;
         Ok(Self { out: Some(out) })
     }
 
     /// One row per series of the interval; flushed at once.
-    pub fn write(&mut self, frame: &Frame<'_>) -> io::Result<()> {
+    pub(crate) fn write(&mut self, frame: &Frame<'_>) -> io::Result<()> {
         let Some(out) = &mut self.out else {
             return Err(io::Error::other("the CSV output is already finished"));
         };
@@ -75,7 +75,7 @@ impl CsvOutput {
     }
 
     /// Ends the file (the gzip trailer).
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         match self.out.take() {
             Some(out) => out.into_inner().map_err(|e| e.into_error())?.finish(),
             None => Ok(()),

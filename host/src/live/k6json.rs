@@ -13,14 +13,14 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// Writes the JSON output.
-pub struct JsonOutput {
+pub(crate) struct JsonOutput {
     out: SinkFile,
     declared: HashSet<String>,
 }
 
 impl JsonOutput {
     /// Creates the file.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> io::Result<Self> {
         Ok(Self {
             out: SinkFile::create(path)?,
             declared: HashSet::new(),
@@ -28,7 +28,7 @@ impl JsonOutput {
     }
 
     /// The interval's lines; flushed at once.
-    pub fn write(&mut self, frame: &Frame<'_>) -> io::Result<()> {
+    pub(crate) fn write(&mut self, frame: &Frame<'_>) -> io::Result<()> {
         let time = rfc3339(frame.unix);
         for (def, tags, value) in frame.series() {
             if self.declared.insert(def.name.clone()) {
@@ -57,7 +57,7 @@ impl JsonOutput {
     }
 
     /// Ends the file (the gzip trailer).
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         self.out.finish()
     }
 }
@@ -91,7 +91,7 @@ fn declaration(def: &MetricDef) -> Json {
 }
 
 /// Unix seconds as RFC 3339 in UTC with microseconds, as k6 writes times.
-pub fn rfc3339(unix: f64) -> String {
+pub(crate) fn rfc3339(unix: f64) -> String {
     let nanos = (unix * 1e9) as i128;
     let nanos = nanos - nanos % 1000;
     time::OffsetDateTime::from_unix_timestamp_nanos(nanos)

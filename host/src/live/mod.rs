@@ -12,15 +12,15 @@
 //! [`openmetrics`] renders `/metrics`, [`remote_write`] pushes to a Prometheus, and
 //! [`dashboard`] serves the page and its feed.
 
-pub mod aggregate;
-pub mod dashboard;
-pub mod k6csv;
-pub mod k6json;
-pub mod openmetrics;
-pub mod prom;
-pub mod remote_write;
-pub mod sink_file;
-pub mod spec;
+pub(crate) mod aggregate;
+pub(crate) mod dashboard;
+pub(crate) mod k6csv;
+pub(crate) mod k6json;
+pub(crate) mod openmetrics;
+pub(crate) mod prom;
+pub(crate) mod remote_write;
+pub(crate) mod sink_file;
+pub(crate) mod spec;
 
 use crate::config::OutputsConfig;
 use crate::metrics::{Aggregator, MetricDef, Registry, SeriesMap, TagSet, Value};
@@ -31,10 +31,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use spec::OutputSpec;
+pub(crate) use spec::OutputSpec;
 
 /// Default address of `--dashboard`, as k6's.
-pub const DEFAULT_DASHBOARD: &str = "127.0.0.1:5665";
+pub(crate) const DEFAULT_DASHBOARD: &str = "127.0.0.1:5665";
 
 /// What the operator asked to watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,10 +46,10 @@ pub struct LiveOptions {
 }
 
 /// A sampled service's newest figures.
-pub type ServiceNow = crate::sampling::book::Latest;
+pub(crate) type ServiceNow = crate::sampling::book::Latest;
 
 /// What the run loop hands over each second.
-pub struct Tick<'a> {
+pub(crate) struct Tick<'a> {
     /// Time since the run started, at the end of this interval.
     pub elapsed: Duration,
     /// The interval's samples.
@@ -65,7 +65,7 @@ pub struct Tick<'a> {
 }
 
 /// A tick with what every output derives from it once.
-pub struct Frame<'a> {
+pub(crate) struct Frame<'a> {
     /// The tick.
     pub tick: &'a Tick<'a>,
     /// Length of the interval, seconds.
@@ -78,13 +78,13 @@ pub struct Frame<'a> {
 
 impl Frame<'_> {
     /// The interval's series in a stable order (metric name, then tags).
-    pub fn series(&self) -> Vec<(&MetricDef, &TagSet, &Value)> {
+    pub(crate) fn series(&self) -> Vec<(&MetricDef, &TagSet, &Value)> {
         series_of(self.tick.interval, &self.defs)
     }
 }
 
 /// `map`'s series with their definitions, by metric name then tags.
-pub fn series_of<'m>(
+pub(crate) fn series_of<'m>(
     map: &'m SeriesMap,
     defs: &'m [MetricDef],
 ) -> Vec<(&'m MetricDef, &'m TagSet, &'m Value)> {
@@ -103,7 +103,7 @@ enum FileOutput {
 }
 
 /// The run's live outputs.
-pub struct Live {
+pub(crate) struct Live {
     files: Vec<(PathBuf, FileOutput, bool)>,
     dashboard: Option<dashboard::Dashboard>,
     remote: Vec<remote_write::RemoteWrite>,
@@ -113,7 +113,11 @@ pub struct Live {
 impl Live {
     /// Opens every output and binds the dashboard's address; a file that cannot be
     /// made or an address in use fails the run before it starts.
-    pub fn start(options: &LiveOptions, config: &OutputsConfig, title: &str) -> Result<Live> {
+    pub(crate) fn start(
+        options: &LiveOptions,
+        config: &OutputsConfig,
+        title: &str,
+    ) -> Result<Live> {
         let mut files = Vec::new();
         let mut remote = Vec::new();
         for spec in &options.outputs {
@@ -150,13 +154,13 @@ impl Live {
     }
 
     /// Nothing to watch with: the run loop skips building ticks.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty() && self.dashboard.is_none() && self.remote.is_empty()
     }
 
     /// Hands one interval to every output. A file that fails to be written is warned
     /// about once and the run goes on.
-    pub fn tick(&mut self, tick: Tick<'_>) {
+    pub(crate) fn tick(&mut self, tick: Tick<'_>) {
         if self.is_empty() {
             return;
         }
@@ -196,7 +200,7 @@ impl Live {
 
     /// The run is over: files are ended, the dashboard shows the summary's figures and
     /// links to the report in `results_dir`.
-    pub fn finish(&mut self, summary: &Summary, results_dir: &Path) {
+    pub(crate) fn finish(&mut self, summary: &Summary, results_dir: &Path) {
         for (path, output, _) in &mut self.files {
             let result = match output {
                 FileOutput::Csv(o) => o.finish(),
@@ -216,7 +220,7 @@ impl Live {
 
     /// Waits (briefly) until the pages watching have the final figures and the remote
     /// writes are sent, then stops serving.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         for r in self.remote {
             r.close().await;
         }

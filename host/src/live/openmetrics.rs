@@ -9,13 +9,13 @@ use crate::metrics::{MetricDef, MetricKind, SeriesMap, Value};
 use std::fmt::Write;
 
 /// The content type of the text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Quantiles each trend summary gives.
 const QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 
 /// Renders `totals` and `services` with metric names under `prefix`.
-pub fn render(
+pub(crate) fn render(
     totals: &SeriesMap,
     defs: &[MetricDef],
     services: &[ServiceNow],

@@ -5,7 +5,7 @@
 use crate::metrics::{MetricDef, TagSet};
 
 /// A metric name: the prefix, then the name with anything not allowed made `_`.
-pub fn metric_name(prefix: &str, name: &str) -> String {
+pub(crate) fn metric_name(prefix: &str, name: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + name.len());
     out.push_str(prefix);
     for c in name.chars() {
@@ -22,7 +22,7 @@ pub fn metric_name(prefix: &str, name: &str) -> String {
 }
 
 /// A label name: letters, digits and `_`, not starting with a digit or `__`.
-pub fn label_name(key: &str) -> String {
+pub(crate) fn label_name(key: &str) -> String {
     let mut out: String = key
         .chars()
         .map(|c| {
@@ -40,7 +40,7 @@ pub fn label_name(key: &str) -> String {
 }
 
 /// The labels of a tag set, sorted by label name (remote write requires it).
-pub fn labels(tags: &TagSet) -> Vec<(String, String)> {
+pub(crate) fn labels(tags: &TagSet) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = tags
         .iter()
         .map(|(k, v)| (label_name(k), v.to_string()))
@@ -52,7 +52,7 @@ pub fn labels(tags: &TagSet) -> Vec<(String, String)> {
 
 /// The factor from a trend's stored integers to what Prometheus gets: seconds for
 /// timings (stored in µs), units for others (stored in thousandths).
-pub fn trend_scale(def: &MetricDef) -> f64 {
+pub(crate) fn trend_scale(def: &MetricDef) -> f64 {
     if def.is_time {
         1e-6
     } else {
@@ -61,7 +61,7 @@ pub fn trend_scale(def: &MetricDef) -> f64 {
 }
 
 /// The statistics a trend is sent as (`trend_as = "percentiles"`), with their suffix.
-pub const TREND_STATS: &[(&str, Option<f64>)] = &[
+pub(crate) const TREND_STATS: &[(&str, Option<f64>)] = &[
     ("min", None),
     ("avg", None),
     ("med", Some(0.5)),
@@ -72,7 +72,7 @@ pub const TREND_STATS: &[(&str, Option<f64>)] = &[
 ];
 
 /// A trend statistic of `h` (stored integers, not scaled).
-pub fn trend_stat(h: &hdrhistogram::Histogram<u64>, stat: &str, q: Option<f64>) -> f64 {
+pub(crate) fn trend_stat(h: &hdrhistogram::Histogram<u64>, stat: &str, q: Option<f64>) -> f64 {
     if h.is_empty() {
         return 0.0;
     }

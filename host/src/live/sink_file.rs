@@ -9,7 +9,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 /// A plain or gzipped output file.
-pub enum SinkFile {
+pub(crate) enum SinkFile {
     /// Written as is.
     Plain(BufWriter<File>),
     /// Gzipped; `None` once finished.
@@ -18,7 +18,7 @@ pub enum SinkFile {
 
 impl SinkFile {
     /// Creates (truncates) `path`; the parent folder must exist.
-    pub fn create(path: &Path) -> io::Result<SinkFile> {
+    pub(crate) fn create(path: &Path) -> io::Result<SinkFile> {
         let file = BufWriter::new(File::create(path)?);
         let gz = path.extension().is_some_and(|e| e == "gz");
         Ok(if gz {
@@ -30,12 +30,12 @@ impl SinkFile {
 
     /// Pushes what is buffered to the file. A gzip stream is sync-flushed, so that what
     /// was written so far can be read back before the end.
-    pub fn flush_tick(&mut self) -> io::Result<()> {
+    pub(crate) fn flush_tick(&mut self) -> io::Result<()> {
         self.flush()
     }
 
     /// Ends the gzip stream (its trailer) and flushes; writing after this is an error.
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         match self {
             SinkFile::Plain(f) => f.flush(),
             SinkFile::Gzip(gz) => match gz.take() {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// The kinds of streaming output, by the name `--out` gives them.
-pub const KINDS: &[&str] = &["csv", "json", "prometheus-rw"];
+pub(crate) const KINDS: &[&str] = &["csv", "json", "prometheus-rw"];
 
 /// One streaming output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ impl fmt::Display for OutputSpec {
 
 /// Parses one `--out` value: an output when it starts with a known `KIND=`, else a
 /// folder. A known kind with nothing after `=` is an error that says what to write.
-pub fn parse_one(value: &str) -> Result<Either, String> {
+pub(crate) fn parse_one(value: &str) -> Result<Either, String> {
     let Some((kind, target)) = value.split_once('=') else {
         return Ok(Either::Folder(PathBuf::from(value)));
     };
@@ -72,7 +72,7 @@ fn example(kind: &str) -> &'static str {
 
 /// One `--out` value, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Either {
+pub(crate) enum Either {
     /// The results folder.
     Folder(PathBuf),
     /// A streaming output.

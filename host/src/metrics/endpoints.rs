@@ -14,10 +14,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// Most endpoints listed; the rest are folded into `other`.
-pub const MAX_ENDPOINTS: usize = 200;
+pub(crate) const MAX_ENDPOINTS: usize = 200;
 
 /// The name of the row that gathers endpoints past [`MAX_ENDPOINTS`].
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// One endpoint's figures.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -42,7 +42,7 @@ pub struct Endpoint {
 
 /// The endpoints of a run, busiest first, and how many names were folded into `other`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     /// Rows, by count (then method and name); `other` last.
     pub rows: Vec<Endpoint>,
     /// Distinct method + name pairs folded into `other` (0 when none).
@@ -96,7 +96,7 @@ impl Acc {
 }
 
 /// The endpoints of `totals`, at most `max` (plus `other`).
-pub fn endpoints(totals: &SeriesMap, elapsed: Duration, max: usize) -> Endpoints {
+pub(crate) fn endpoints(totals: &SeriesMap, elapsed: Duration, max: usize) -> Endpoints {
     let mut by_key: HashMap<(String, String), Acc> = HashMap::new();
     for ((id, tags), value) in totals {
         let (Some(method), Some(name)) = (tags.get("method"), tags.get("name")) else {
@@ -143,7 +143,7 @@ pub fn endpoints(totals: &SeriesMap, elapsed: Duration, max: usize) -> Endpoints
 }
 
 /// The warning shown when names were folded into `other`.
-pub fn folded_warning(folded: usize) -> String {
+pub(crate) fn folded_warning(folded: usize) -> String {
     format!(
         "{folded} request names past the first {MAX_ENDPOINTS} are shown as `{OTHER}` in the \
          endpoint figures; URLs with ids need a `name` tag (`.name(\"/notes/{{id}}\")`) to be grouped"
@@ -151,7 +151,7 @@ pub fn folded_warning(folded: usize) -> String {
 }
 
 /// `endpoints.md`: one row per endpoint.
-pub fn markdown(rows: &[Endpoint]) -> String {
+pub(crate) fn markdown(rows: &[Endpoint]) -> String {
     let mut out = String::from(
         "# Endpoints\n\n| method | name | count | rate/s | errors | p50 ms | p95 ms | p99 ms |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",

@@ -1,19 +1,19 @@
 //! Metrics: sharded recording on the hot path, a once-a-tick aggregator, and
 //! summaries computed from HDR histograms (never from averaged percentiles).
 
-pub mod aggregator;
-pub mod endpoints;
-pub mod fused;
-pub mod recorder;
-pub mod registry;
-pub mod summary;
-pub mod tag_cache;
-pub mod tags;
-pub mod value;
+pub(crate) mod aggregator;
+pub(crate) mod endpoints;
+pub(crate) mod fused;
+pub(crate) mod recorder;
+pub(crate) mod registry;
+pub(crate) mod summary;
+pub(crate) mod tag_cache;
+pub(crate) mod tags;
+pub(crate) mod value;
 
-pub use aggregator::Aggregator;
-pub use fused::ResponseTimes;
-pub use recorder::{Recorder, SeriesMap, Shard};
-pub use registry::{builtin, MetricDef, MetricId, Registry};
-pub use tags::TagSet;
-pub use value::{MetricKind, Unit, Value};
+pub(crate) use aggregator::Aggregator;
+pub(crate) use fused::ResponseTimes;
+pub(crate) use recorder::{Recorder, SeriesMap, Shard};
+pub(crate) use registry::{builtin, MetricDef, MetricId, Registry};
+pub(crate) use tags::TagSet;
+pub(crate) use value::{MetricKind, Unit, Value};

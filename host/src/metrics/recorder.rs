@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 /// Samples gathered since the aggregator last took them, keyed by series. Fx hashing:
 /// a tag set carries its own hash, so the key hashes in two multiplications.
-pub type SeriesMap = hashbrown::HashMap<(MetricId, TagSet), Value, rustc_hash::FxBuildHasher>;
+pub(crate) type SeriesMap =
+    hashbrown::HashMap<(MetricId, TagSet), Value, rustc_hash::FxBuildHasher>;
 
 /// A series key by reference: looking a series up clones no tag set.
 #[derive(Hash)]

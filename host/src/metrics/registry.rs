@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 /// Index of a metric in the registry.
-pub type MetricId = u16;
+pub(crate) type MetricId = u16;
 
 /// What a metric is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub struct MetricDef {
 macro_rules! builtins {
     ($( $id:ident = $name:literal : $kind:ident $(, $flag:ident)? ; )*) => {
         /// Ids of the built-in metrics.
-        pub mod builtin {
+        pub(crate) mod builtin {
             use super::MetricId;
             builtins!(@ids 0u16; $($id)*);
         }
@@ -34,7 +34,7 @@ macro_rules! builtins {
     };
     (@ids $n:expr; $id:ident $($rest:ident)*) => {
         #[doc = concat!("The built-in metric `", stringify!($id), "`.")]
-        pub const $id: MetricId = $n;
+        pub(crate) const $id: MetricId = $n;
         builtins!(@ids $n + 1; $($rest)*);
     };
     (@ids $n:expr;) => {};
@@ -200,7 +200,7 @@ impl Registry {
 /// The one rule for metric names, used where metrics are registered and where
 /// thresholds name them: letters, digits and `_`, not starting with a digit, 1 to 128
 /// characters.
-pub fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
         && name

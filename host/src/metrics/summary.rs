@@ -125,7 +125,7 @@ pub struct MetricSummary {
 }
 
 /// Merges the series of metric `id` whose tags contain `selector`.
-pub fn merged_value(
+pub(crate) fn merged_value(
     totals: &SeriesMap,
     id: MetricId,
     kind: MetricKind,
@@ -150,7 +150,7 @@ pub fn merged_value(
 
 /// Statistics of a merged value; `elapsed` turns counts into rates and `gauge_range`
 /// gives a gauge's extremes.
-pub fn stats_of(value: &Value, elapsed: Duration, gauge_range: Option<(f64, f64)>) -> Stats {
+pub(crate) fn stats_of(value: &Value, elapsed: Duration, gauge_range: Option<(f64, f64)>) -> Stats {
     let secs = elapsed.as_secs_f64().max(1e-9);
     match value {
         Value::Counter(c) => Stats::Counter {
@@ -199,7 +199,7 @@ pub fn stats_of(value: &Value, elapsed: Duration, gauge_range: Option<(f64, f64)
 }
 
 /// Statistics of every metric that has samples, by name.
-pub fn summarize(
+pub(crate) fn summarize(
     totals: &SeriesMap,
     defs: &[MetricDef],
     elapsed: Duration,
@@ -223,7 +223,7 @@ pub fn summarize(
 }
 
 /// Passes and fails of each check, by check name.
-pub fn checks(totals: &SeriesMap, checks_id: MetricId) -> BTreeMap<String, (u64, u64)> {
+pub(crate) fn checks(totals: &SeriesMap, checks_id: MetricId) -> BTreeMap<String, (u64, u64)> {
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for ((id, tags), value) in totals {
         if *id != checks_id {

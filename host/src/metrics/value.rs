@@ -49,10 +49,10 @@ impl std::fmt::Display for Unit {
 }
 
 /// Significant digits kept by every trend histogram.
-pub const SIGNIFICANT_DIGITS: u8 = 3;
+pub(crate) const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// A new empty trend histogram (auto-resizing, so it costs only what its range needs).
-pub fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     let mut h = Histogram::new(SIGNIFICANT_DIGITS).expect("3 significant digits are valid");
     h.auto(true);
     h

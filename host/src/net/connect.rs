@@ -18,7 +18,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 /// Time spent opening a connection.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ConnectTimings {
+pub(crate) struct ConnectTimings {
     /// TCP connect.
     pub connecting: Duration,
     /// TLS handshake.
@@ -54,7 +54,7 @@ impl Proto {
 
 /// An open connection owned by one VU (an HTTP/2 one is shared by the VU's concurrent
 /// requests to its origin, each holding a clone).
-pub struct Connection {
+pub(crate) struct Connection {
     sender: Sender,
     /// Bytes and write times of the transport.
     pub stats: Arc<IoStats>,
@@ -67,12 +67,12 @@ pub struct Connection {
 impl Connection {
     /// Why the connection's TLS failed, if it did (a request that met the failure
     /// may have seen only the connection closing).
-    pub fn tls_failure(&self) -> Option<&str> {
+    pub(crate) fn tls_failure(&self) -> Option<&str> {
         self.tls_failure.as_ref()?.get().map(String::as_str)
     }
 
     /// Whether the connection can take another request.
-    pub fn is_usable(&self) -> bool {
+    pub(crate) fn is_usable(&self) -> bool {
         match &self.sender {
             Sender::Http1(s) => s.is_ready(),
             Sender::Http2(s) => !s.is_closed(),
@@ -80,7 +80,7 @@ impl Connection {
     }
 
     /// Its protocol.
-    pub fn proto(&self) -> Proto {
+    pub(crate) fn proto(&self) -> Proto {
         match &self.sender {
             Sender::Http1(_) => Proto::Http1,
             Sender::Http2(_) => Proto::Http2,
@@ -89,7 +89,7 @@ impl Connection {
 
     /// Another handle on an HTTP/2 connection (its streams are concurrent); `None` for
     /// HTTP/1.1, which a request holds alone. The first handle takes the opening time.
-    pub fn share(&mut self) -> Option<Connection> {
+    pub(crate) fn share(&mut self) -> Option<Connection> {
         match &self.sender {
             Sender::Http1(_) => None,
             Sender::Http2(s) => Some(Connection {
@@ -102,19 +102,19 @@ impl Connection {
     }
 
     /// The opening time, if no request took it yet.
-    pub fn take_fresh(&mut self) -> Option<ConnectTimings> {
+    pub(crate) fn take_fresh(&mut self) -> Option<ConnectTimings> {
         self.fresh.take()
     }
 
     /// Where a request's byte counts start.
-    pub fn io_mark(&self) -> (u64, u64) {
+    pub(crate) fn io_mark(&self) -> (u64, u64) {
         (self.stats.sent(), self.stats.received())
     }
 
     /// The bytes of the request that started at `mark`. On HTTP/2 the streams that
     /// share the connection take turns at the counts instead, so concurrent streams
     /// do not each count the others' bytes: the totals stay exact.
-    pub fn io_since(&self, mark: (u64, u64)) -> (u64, u64) {
+    pub(crate) fn io_since(&self, mark: (u64, u64)) -> (u64, u64) {
         match &self.sender {
             Sender::Http1(_) => (self.stats.sent() - mark.0, self.stats.received() - mark.1),
             Sender::Http2(_) => self.stats.take_unaccounted(),
@@ -123,7 +123,7 @@ impl Connection {
 
     /// Sends a request and waits for the response head. HTTP/2 needs the absolute URI
     /// (its `:scheme` and `:authority`); HTTP/1.1 sends the path alone.
-    pub async fn send(
+    pub(crate) async fn send(
         &mut self,
         mut request: http::Request<Full<Bytes>>,
         absolute: &http::Uri,
@@ -167,7 +167,10 @@ fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
 /// with Nagle's algorithm off (latency matters more than packet count here). With
 /// `local`, the connection leaves from that source address (`[http] local_ips`);
 /// addresses of the other family are skipped.
-pub async fn connect_tcp(origin: &Origin, local: Option<IpAddr>) -> Result<TcpStream, HttpError> {
+pub(crate) async fn connect_tcp(
+    origin: &Origin,
+    local: Option<IpAddr>,
+) -> Result<TcpStream, HttpError> {
     let addrs = resolve(origin).await?;
     let mut last_error = None;
     for addr in addrs {
@@ -220,7 +223,7 @@ async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream
 /// HTTP/2 if the server chose it (or h2c is on for `http://`), else HTTP/1.1 accepting
 /// responses of up to `[http] max_headers` header fields. Byte
 /// counts are of the wire, TLS records included, as k6 counts them.
-pub async fn connect(
+pub(crate) async fn connect(
     origin: &Origin,
     local: Option<IpAddr>,
     shared: &NetShared,

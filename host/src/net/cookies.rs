@@ -44,7 +44,7 @@ pub struct CookieJar {
 }
 
 /// Parses `url` for the jar, with a message that names it.
-pub fn parse_url(url: &str) -> Result<Url, String> {
+pub(crate) fn parse_url(url: &str) -> Result<Url, String> {
     Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))
 }
 

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Byte counts and last-write time of one connection.
 #[derive(Debug, Default)]
-pub struct IoStats {
+pub(crate) struct IoStats {
     sent: AtomicU64,
     received: AtomicU64,
     last_write_ns: AtomicU64,
@@ -26,18 +26,18 @@ fn epoch() -> Instant {
 
 impl IoStats {
     /// Bytes written so far.
-    pub fn sent(&self) -> u64 {
+    pub(crate) fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
     }
 
     /// Bytes read so far.
-    pub fn received(&self) -> u64 {
+    pub(crate) fn received(&self) -> u64 {
         self.received.load(Ordering::Relaxed)
     }
 
     /// The bytes each way since the last call: concurrent HTTP/2 streams on one
     /// connection take turns at the counts, so each byte is counted once.
-    pub fn take_unaccounted(&self) -> (u64, u64) {
+    pub(crate) fn take_unaccounted(&self) -> (u64, u64) {
         let sent = self.sent();
         let received = self.received();
         // fetch_max keeps the mark from going back when two streams race.
@@ -48,7 +48,7 @@ impl IoStats {
     }
 
     /// When the last write finished, if there was one.
-    pub fn last_write(&self) -> Option<Instant> {
+    pub(crate) fn last_write(&self) -> Option<Instant> {
         match self.last_write_ns.load(Ordering::Relaxed) {
             0 => None,
             ns => Some(epoch() + Duration::from_nanos(ns)),
@@ -57,14 +57,14 @@ impl IoStats {
 }
 
 /// Wraps a transport and updates an [`IoStats`].
-pub struct CountingIo<T> {
+pub(crate) struct CountingIo<T> {
     inner: T,
     stats: Arc<IoStats>,
 }
 
 impl<T> CountingIo<T> {
     /// Wraps `inner`.
-    pub fn new(inner: T) -> (Self, Arc<IoStats>) {
+    pub(crate) fn new(inner: T) -> (Self, Arc<IoStats>) {
         let stats = Arc::new(IoStats::default());
         epoch();
         (

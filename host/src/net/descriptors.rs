@@ -9,24 +9,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static EXHAUSTED: AtomicU64 = AtomicU64::new(0);
 
 /// Raises the soft descriptor limit to the hard limit; the limit now in force.
-pub fn raise_limit() -> Option<u64> {
+pub(crate) fn raise_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
 }
 
 /// The soft descriptor limit in force.
-pub fn limit() -> Option<u64> {
+pub(crate) fn limit() -> Option<u64> {
     rlimit::getrlimit(rlimit::Resource::NOFILE)
         .ok()
         .map(|(soft, _)| soft)
 }
 
 /// Times descriptors ran out in this process so far (a run reports its own share).
-pub fn exhausted_count() -> u64 {
+pub(crate) fn exhausted_count() -> u64 {
     EXHAUSTED.load(Ordering::Relaxed)
 }
 
 /// Whether `e` is the process (or the system) running out of descriptors; counts it.
-pub fn check(e: &std::io::Error) -> bool {
+pub(crate) fn check(e: &std::io::Error) -> bool {
     let out = matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE));
     if out {
         EXHAUSTED.fetch_add(1, Ordering::Relaxed);
@@ -35,7 +35,7 @@ pub fn check(e: &std::io::Error) -> bool {
 }
 
 /// What to do about it: names the limit and `ulimit -n`.
-pub fn advice() -> String {
+pub(crate) fn advice() -> String {
     let limit = limit().map_or_else(|| "its".to_string(), |n| n.to_string());
     format!(
         "the host may hold {limit} files and connections at once (`ulimit -n`, raised to the \
@@ -45,7 +45,7 @@ pub fn advice() -> String {
 }
 
 /// A summary warning when descriptors ran out `times` times during the run.
-pub fn warning(times: u64) -> Option<String> {
+pub(crate) fn warning(times: u64) -> Option<String> {
     (times > 0).then(|| {
         format!(
             "{times} connections or files could not be opened: too many open files; {}",

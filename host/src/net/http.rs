@@ -6,10 +6,10 @@
 //! `exchange` one request on the wire, `record` its metrics.
 
 mod exchange;
-mod message;
+pub(crate) mod message;
 mod record;
 
-pub use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
+pub(crate) use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
 
 use super::allowlist::Origin;
 use super::connect::{connect, Connection, Proto};
@@ -28,7 +28,9 @@ use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Idle connections kept per origin and VU (browsers keep six).
 const MAX_IDLE_PER_ORIGIN: usize = 6;
@@ -175,19 +177,21 @@ impl HttpClient {
             Ok(p) => p,
             Err(e) => return (Err(e), Ended::NotRecorded),
         };
-        let conn = self.checkout(&prepared.target.pool_key);
+        let conn = checkout(&mut self.idle, &prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
         let (result, conn, io, sent_at) =
             execute(&self.shared, &meta, prepared, conn, deadline).await;
         if let Some((key, conn)) = conn {
-            self.checkin(key, conn);
+            checkin(&mut self.idle, key, conn);
         }
         (result, Ended::Request { meta, io, sent_at })
     }
 
     /// Sends requests in parallel, each on its own HTTP/1.1 connection, or as
     /// concurrent streams of one HTTP/2 connection per origin; results in order.
+    /// At most `[http] batch` are in flight at once, and `batch_per_host` to one
+    /// origin; the others wait their turn and reuse the connections freed.
     /// Redirects are then followed one request at a time.
     pub async fn send_batch(
         &mut self,
@@ -207,27 +211,31 @@ impl HttpClient {
             }
         }
         self.open_shared(&ready).await;
-        let work: Vec<_> = ready
-            .into_iter()
-            .map(|(i, p)| {
-                let conn = self.checkout(&p.target.pool_key);
-                (i, p, conn)
-            })
-            .collect();
+        // The pool is lent to the batch's requests while it runs: each takes a
+        // connection when its turn comes and gives it back when done, so the requests
+        // that wait for their host's turn reuse the connections of those before them,
+        // as a browser's six connections per host carry a page's assets.
+        let pool = Mutex::new(std::mem::take(&mut self.idle));
+        let turns = BatchTurns::new(&self.shared.http, &ready);
         let shared = self.shared.clone();
-        let futures = work.into_iter().map(|(i, p, conn)| {
-            let shared = shared.clone();
+        let futures = ready.into_iter().map(|(i, p)| {
+            let (shared, pool, turns) = (&shared, &pool, &turns);
             async move {
+                let _turn = turns.wait(&p.target.pool_key).await;
+                let conn = checkout(&mut lock(pool), &p.target.pool_key);
                 let meta = p.clone_meta();
+                // The timeout runs from the request's turn, not from the batch's start.
                 let deadline = pin!(tokio::time::sleep(p.timeout));
-                let outcome = execute(&shared, &meta, p, conn, deadline).await;
-                (i, meta, outcome)
+                let (result, conn, io, sent_at) = execute(shared, &meta, p, conn, deadline).await;
+                if let Some((key, conn)) = conn {
+                    checkin(&mut lock(pool), key, conn);
+                }
+                (i, meta, result, io, sent_at)
             }
         });
-        for (i, meta, (result, conn, io, sent_at)) in futures::future::join_all(futures).await {
-            if let Some((key, conn)) = conn {
-                self.checkin(key, conn);
-            }
+        let done = futures::future::join_all(futures).await;
+        self.idle = pool.into_inner().unwrap_or_else(PoisonError::into_inner);
+        for (i, meta, result, io, sent_at) in done {
             slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
         }
         let mut results = Vec::with_capacity(slots.len());
@@ -373,42 +381,90 @@ impl HttpClient {
             let shared = self.shared.clone();
             let connecting = connect(&p.target.origin, p.local_ip, &shared);
             if let Ok(Ok(conn)) = tokio::time::timeout(p.timeout, connecting).await {
-                self.checkin(key.clone(), conn);
+                checkin(&mut self.idle, key.clone(), conn);
             }
         }
     }
+}
 
-    /// A connection to `key` from the pool: an HTTP/2 one is shared (a handle on it is
-    /// handed out and it stays pooled), an HTTP/1.1 one is taken.
-    fn checkout(&mut self, key: &PoolKey) -> Option<Connection> {
-        let idle = self.idle.get_mut(key)?;
-        while let Some(conn) = idle.last_mut() {
-            if !conn.is_usable() {
-                idle.pop();
-                continue;
-            }
-            if let Some(handle) = conn.share() {
-                return Some(handle);
-            }
-            return idle.pop();
+/// A VU's idle connections by origin.
+type Pool = FxHashMap<PoolKey, Vec<Connection>>;
+
+/// A connection to `key` from the pool: an HTTP/2 one is shared (a handle on it is
+/// handed out and it stays pooled), an HTTP/1.1 one is taken.
+fn checkout(pool: &mut Pool, key: &PoolKey) -> Option<Connection> {
+    let idle = pool.get_mut(key)?;
+    while let Some(conn) = idle.last_mut() {
+        if !conn.is_usable() {
+            idle.pop();
+            continue;
         }
-        None
+        if let Some(handle) = conn.share() {
+            return Some(handle);
+        }
+        return idle.pop();
+    }
+    None
+}
+
+/// Returns a connection to the pool; a handle on an HTTP/2 connection already
+/// pooled is dropped (the pooled one serves on).
+fn checkin(pool: &mut Pool, key: PoolKey, conn: Connection) {
+    let idle = pool.entry(key).or_default();
+    if conn.proto() == Proto::Http2
+        && idle
+            .iter()
+            .any(|c| c.proto() == Proto::Http2 && c.is_usable())
+    {
+        return;
+    }
+    if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
+        idle.push(conn);
+    }
+}
+
+/// The pool as a batch's requests share it. The lock is held only to take or give
+/// back a connection, never across an await, and only by one VU's requests.
+fn lock(pool: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
+    pool.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// When a batch's requests may go: at most `[http] batch` of them in flight, and at
+/// most `batch_per_host` to one origin (k6's `batch` and `batchPerHost`). A request
+/// waits for its origin's turn before it takes one of the batch's, so requests to a
+/// busy origin do not hold back those to another.
+struct BatchTurns {
+    all: Semaphore,
+    per_host: FxHashMap<PoolKey, Semaphore>,
+}
+
+/// A request's turn: it ends when dropped.
+type Turn<'a> = (Option<SemaphorePermit<'a>>, Option<SemaphorePermit<'a>>);
+
+impl BatchTurns {
+    fn new(options: &crate::config::HttpOptions, ready: &[(usize, Prepared)]) -> Self {
+        let mut per_host = FxHashMap::default();
+        if options.batch_per_host > 0 {
+            for (_, p) in ready {
+                per_host
+                    .entry(p.target.pool_key.clone())
+                    .or_insert_with(|| Semaphore::new(options.batch_per_host));
+            }
+        }
+        Self {
+            all: Semaphore::new(options.batch),
+            per_host,
+        }
     }
 
-    /// Returns a connection to the pool; a handle on an HTTP/2 connection already
-    /// pooled is dropped (the pooled one serves on).
-    fn checkin(&mut self, key: PoolKey, conn: Connection) {
-        let idle = self.idle.entry(key).or_default();
-        if conn.proto() == Proto::Http2
-            && idle
-                .iter()
-                .any(|c| c.proto() == Proto::Http2 && c.is_usable())
-        {
-            return;
-        }
-        if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
-            idle.push(conn);
-        }
+    /// Waits for the turn of a request to `key`. The semaphores are never closed, so
+    /// each acquire ends with a permit.
+    async fn wait(&self, key: &PoolKey) -> Turn<'_> {
+        let host = match self.per_host.get(key) {
+            Some(s) => s.acquire().await.ok(),
+            None => None,
+        };
+        (host, self.all.acquire().await.ok())
     }
 }
 

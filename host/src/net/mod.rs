@@ -1,19 +1,19 @@
 //! The host side of the plugin's network imports: HTTP over per-VU hyper connection
 //! pools, WebSockets held by the host, and the allowlist every request passes first.
 
-pub mod allowlist;
-pub mod connect;
-pub mod cookies;
-pub mod counting_io;
-pub mod descriptors;
-pub mod http;
-pub mod redirect;
-pub mod request_tags;
-pub mod shared;
-pub mod targets;
-pub mod tls;
-pub mod ws;
+pub(crate) mod allowlist;
+pub(crate) mod connect;
+pub(crate) mod cookies;
+pub(crate) mod counting_io;
+pub(crate) mod descriptors;
+pub(crate) mod http;
+pub(crate) mod redirect;
+pub(crate) mod request_tags;
+pub(crate) mod shared;
+pub(crate) mod targets;
+pub(crate) mod tls;
+pub(crate) mod ws;
 
-pub use allowlist::{Allowlist, Origin};
-pub use http::{HttpClient, HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
-pub use shared::NetShared;
+pub(crate) use allowlist::Allowlist;
+pub(crate) use http::{HttpClient, HttpError, HttpRequest, HttpResponse, ResponseContent};
+pub(crate) use shared::NetShared;

@@ -4,10 +4,10 @@
 
 use super::http::{HttpError, HttpRequest, HttpResponse};
 
-pub use crate::config::http::DEFAULT_MAX_REDIRECTS;
+pub(crate) use crate::config::http::DEFAULT_MAX_REDIRECTS;
 
 /// The request to send next if `response` redirects, or `None` if it does not.
-pub fn next_hop(
+pub(crate) fn next_hop(
     req: &HttpRequest,
     response: &HttpResponse,
 ) -> Option<Result<HttpRequest, HttpError>> {
@@ -64,7 +64,7 @@ pub fn next_hop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{ResponseContent, Timings};
+    use crate::net::http::{ResponseContent, Timings};
 
     fn response(status: u16, location: &str) -> HttpResponse {
         HttpResponse {

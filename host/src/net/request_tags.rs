@@ -17,7 +17,7 @@ const MAX_ENTRIES: usize = 256;
 
 /// Where a request's tag sets live in the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     index: usize,
     generation: u32,
 }
@@ -30,7 +30,7 @@ struct Entry {
 }
 
 /// One VU's cache of request tag sets.
-pub struct RequestTags {
+pub(crate) struct RequestTags {
     base: TagSet,
     scratch: String,
     index: FxHashMap<Box<str>, usize>,
@@ -40,7 +40,7 @@ pub struct RequestTags {
 
 impl RequestTags {
     /// An empty cache.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             base: TagSet::empty(),
             scratch: String::new(),
@@ -52,7 +52,7 @@ impl RequestTags {
 
     /// The slot of a request and its tag set (`base` plus the request's tags, `name`
     /// and `method`), made on first sight.
-    pub fn request(
+    pub(crate) fn request(
         &mut self,
         base: &TagSet,
         method: &str,
@@ -104,7 +104,7 @@ impl RequestTags {
 
     /// The request's tags plus `status`, `expected_response` and, when a response came,
     /// `proto` (`HTTP/1.1` or `HTTP/2`, as k6 names it).
-    pub fn outcome(
+    pub(crate) fn outcome(
         &mut self,
         slot: Slot,
         request: &TagSet,
@@ -139,7 +139,7 @@ impl RequestTags {
     }
 
     /// The request's tags plus `error`.
-    pub fn error(&mut self, slot: Slot, request: &TagSet, kind: &'static str) -> TagSet {
+    pub(crate) fn error(&mut self, slot: Slot, request: &TagSet, kind: &'static str) -> TagSet {
         let make = || request.with([("error", kind)]);
         let Some(entry) = self.entry(slot) else {
             return make();

@@ -14,10 +14,10 @@ use std::sync::Arc;
 const MAX_ENTRIES: usize = 256;
 
 /// The key of a VU's idle connections: scheme, host, port.
-pub type PoolKey = Arc<(String, String, u16)>;
+pub(crate) type PoolKey = Arc<(String, String, u16)>;
 
 /// A parsed, allowed URL.
-pub struct Target {
+pub(crate) struct Target {
     /// Scheme, host and port.
     pub origin: Origin,
     /// Where connections to this origin are pooled.
@@ -32,7 +32,7 @@ pub struct Target {
 
 impl Target {
     /// Parses `url`; `Err` holds the message of an `invalid` error.
-    pub fn parse(url: &str, origin: Origin) -> Result<Target, String> {
+    pub(crate) fn parse(url: &str, origin: Origin) -> Result<Target, String> {
         let uri: http::Uri = url
             .parse()
             .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
@@ -59,18 +59,18 @@ impl Target {
 
 /// One VU's parsed URLs.
 #[derive(Default)]
-pub struct Targets {
+pub(crate) struct Targets {
     known: FxHashMap<Box<str>, Arc<Target>>,
 }
 
 impl Targets {
     /// The remembered target of `url`.
-    pub fn get(&self, url: &str) -> Option<Arc<Target>> {
+    pub(crate) fn get(&self, url: &str) -> Option<Arc<Target>> {
         self.known.get(url).cloned()
     }
 
     /// Remembers an allowed target.
-    pub fn insert(&mut self, url: &str, target: Arc<Target>) {
+    pub(crate) fn insert(&mut self, url: &str, target: Arc<Target>) {
         if self.known.len() >= MAX_ENTRIES {
             self.known.clear();
         }

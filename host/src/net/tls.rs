@@ -231,7 +231,7 @@ fn describe_io(e: &std::io::Error) -> String {
 }
 
 /// The cause of a rustls error in words that say what to fix.
-pub fn describe(e: &rustls::Error) -> String {
+pub(crate) fn describe(e: &rustls::Error) -> String {
     use rustls::{AlertDescription as A, CertificateError as C, Error as E};
     match e {
         E::InvalidCertificate(c) => match c {
@@ -280,7 +280,7 @@ pub fn describe(e: &rustls::Error) -> String {
 
 /// The rustls error in an error's source chain, if any (a client certificate refused
 /// under TLS 1.3 surfaces only at the first read, inside a hyper error).
-pub fn find<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+pub(crate) fn find<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     let mut current = Some(e);
     while let Some(err) = current {
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
@@ -297,20 +297,20 @@ pub fn find<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::
 }
 
 /// The first TLS failure of a connection, in words (see [`describe`]).
-pub type Failure = Arc<OnceLock<String>>;
+pub(crate) type Failure = Arc<OnceLock<String>>;
 
 /// A TLS stream that notes its first TLS error before passing it on. hyper's connection
 /// task meets an error such as a refused client certificate (an alert after the
 /// handshake) and ends; the request waiting on it sees only a closed channel. The note
 /// lets that request name the cause. Only the error path does any work.
-pub struct Watched<IO> {
+pub(crate) struct Watched<IO> {
     inner: IO,
     failure: Failure,
 }
 
 impl<IO> Watched<IO> {
     /// Wraps `inner`; its failure, once there is one, is readable from the second half.
-    pub fn new(inner: IO) -> (Self, Failure) {
+    pub(crate) fn new(inner: IO) -> (Self, Failure) {
         let failure = Failure::default();
         (
             Self {

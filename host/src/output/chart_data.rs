@@ -9,7 +9,7 @@ const MIN_INTERVAL_S: f64 = 0.5;
 
 /// One second of the run as the charts draw it; `NAN` where there was nothing to measure.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Second {
+pub(crate) struct Second {
     /// Seconds from the start to the end of this interval.
     pub t: f32,
     /// HTTP requests per second.
@@ -34,7 +34,7 @@ pub struct Second {
 
 /// The per-second points of a run.
 #[derive(Debug, Default, Clone)]
-pub struct ChartData {
+pub(crate) struct ChartData {
     /// In time order.
     pub seconds: Vec<Second>,
     /// Each sampled service's CPU and memory, on the same time axis.
@@ -45,7 +45,7 @@ impl ChartData {
     /// Adds the interval that ended `t` seconds into the run and lasted `secs`. A
     /// sliver (the moment between the last tick and the end) is left out: its
     /// per-second rates would draw a cliff that never happened.
-    pub fn push(&mut self, t: f64, secs: f64, metrics: &BTreeMap<MetricId, Value>) {
+    pub(crate) fn push(&mut self, t: f64, secs: f64, metrics: &BTreeMap<MetricId, Value>) {
         if secs < MIN_INTERVAL_S && !self.seconds.is_empty() {
             return;
         }
@@ -85,12 +85,12 @@ impl ChartData {
     }
 
     /// Whether any second measured iteration latency (open-model scenarios ran).
-    pub fn has_iteration_latency(&self) -> bool {
+    pub(crate) fn has_iteration_latency(&self) -> bool {
         self.seconds.iter().any(|s| !s.latency[0].is_nan())
     }
 
     /// `(t, value)` pairs of one field, skipping seconds without a value.
-    pub fn points(&self, field: impl Fn(&Second) -> f32) -> Vec<(f32, f32)> {
+    pub(crate) fn points(&self, field: impl Fn(&Second) -> f32) -> Vec<(f32, f32)> {
         self.seconds
             .iter()
             .map(|s| (s.t, field(s)))

@@ -5,37 +5,35 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width and height of every chart, in CSS pixels.
-pub const SIZE: (u32, u32) = (1000, 280);
+pub(crate) const SIZE: (u32, u32) = (1000, 280);
 
 /// The palette; tests look for these colours in the rendered page.
-pub mod colors {
+pub(crate) mod colors {
     use plotters::style::RGBColor;
     /// First line of a chart.
-    pub const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+    pub(crate) const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
     /// Second line.
-    pub const ORANGE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+    pub(crate) const ORANGE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
     /// Third line, and errors.
-    pub const RED: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+    pub(crate) const RED: RGBColor = RGBColor(0xd6, 0x27, 0x28);
     /// Success-like series.
-    pub const GREEN: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
+    pub(crate) const GREEN: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
     /// Extra series.
-    pub const PURPLE: RGBColor = RGBColor(0x94, 0x67, 0xbd);
+    pub(crate) const PURPLE: RGBColor = RGBColor(0x94, 0x67, 0xbd);
     /// More series (one line per sampled service).
-    pub const BROWN: RGBColor = RGBColor(0x8c, 0x56, 0x4b);
+    pub(crate) const BROWN: RGBColor = RGBColor(0x8c, 0x56, 0x4b);
     /// More series.
-    pub const PINK: RGBColor = RGBColor(0xe3, 0x77, 0xc2);
+    pub(crate) const PINK: RGBColor = RGBColor(0xe3, 0x77, 0xc2);
     /// More series.
-    pub const OLIVE: RGBColor = RGBColor(0xbc, 0xbd, 0x22);
-    /// More series.
-    pub const CYAN: RGBColor = RGBColor(0x17, 0xbe, 0xcf);
+    pub(crate) const CYAN: RGBColor = RGBColor(0x17, 0xbe, 0xcf);
     /// The generator's line: grey, as it is not the target.
-    pub const GREY: RGBColor = RGBColor(0x7f, 0x7f, 0x7f);
+    pub(crate) const GREY: RGBColor = RGBColor(0x7f, 0x7f, 0x7f);
     /// Colours given to services in turn.
-    pub const CYCLE: [RGBColor; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, CYAN];
+    pub(crate) const CYCLE: [RGBColor; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, CYAN];
 }
 
 /// One line of a chart.
-pub struct Line {
+pub(crate) struct Line {
     /// Legend text.
     pub label: String,
     /// Its colour.
@@ -47,7 +45,7 @@ pub struct Line {
 }
 
 /// A chart: a title, the y axis' meaning and its lines.
-pub struct Chart {
+pub(crate) struct Chart {
     /// Shown above the plot.
     pub title: &'static str,
     /// Shown along the y axis.
@@ -60,13 +58,13 @@ pub struct Chart {
 const DOTS_BELOW: usize = 60;
 
 /// Draws `chart` over `0..x_max` seconds as an SVG document.
-pub fn draw(chart: &Chart, x_max: f32) -> Result<String> {
+pub(crate) fn draw(chart: &Chart, x_max: f32) -> Result<String> {
     draw_xy(chart, "seconds since start", x_max)
 }
 
 /// Draws `chart` over `0..x_max` of an x axis described by `x_desc` (time for a run's
 /// report, offered load or throughput for a sweep) as an SVG document.
-pub fn draw_xy(chart: &Chart, x_desc: &str, x_max: f32) -> Result<String> {
+pub(crate) fn draw_xy(chart: &Chart, x_desc: &str, x_max: f32) -> Result<String> {
     let mut svg = String::new();
     {
         let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw chart `{}`: {e}", chart.title);

@@ -4,15 +4,23 @@
 //! tolerance and also significant: larger than the run-to-run and second-to-second
 //! noise of the machine, judged from each run's per-second data ([`significance`]).
 //! The target's and the generator's resources follow, side by side ([`compare_stack`]).
+//!
+//! Both files are read back into the typed [`Summary`] the host wrote them from, so
+//! compare reads the same fields the writer writes, and a file of another shape is
+//! refused with what it is instead of being compared as zeros.
 
 use super::compare_stack::{self, ResourceRow};
 use super::significance::{self, Significance, Stat};
-use crate::metrics::Registry;
-use crate::metrics::Unit;
+use crate::metrics::summary::{MetricSummary, Stats};
+use crate::metrics::{MetricKind, Registry, Unit};
+use crate::summary::Summary;
 use anyhow::{bail, Context, Result};
-use serde_json::Value as Json;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+
+/// summary.json's `metrics`: each metric's (or sub-metric's) statistics by name.
+pub(crate) type Metrics = BTreeMap<String, MetricSummary>;
 
 /// Rates below this difference (0.1 percentage point) are noise, not a regression.
 const RATE_NOISE: f64 = 0.001;
@@ -119,7 +127,7 @@ impl Comparison {
 }
 
 /// Parses `10%`, `10` (both ten percent) or `0.5%`.
-pub fn parse_tolerance(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_tolerance(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%').trim();
     match number.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
@@ -146,7 +154,9 @@ fn load_series(summary: &Path) -> Result<Option<significance::Series>> {
     }
 }
 
-fn load(path: &Path) -> Result<(PathBuf, Json)> {
+/// Reads a summary.json back into its type, saying what is wrong with a file that is
+/// not one: not JSON, not a host summary at all, or one of another schema.
+fn load(path: &Path) -> Result<(PathBuf, Summary)> {
     let file = summary_path(path);
     let text = std::fs::read_to_string(&file).with_context(|| {
         format!(
@@ -154,31 +164,44 @@ fn load(path: &Path) -> Result<(PathBuf, Json)> {
             file.display()
         )
     })?;
-    let json: Json = serde_json::from_str(&text)
+    let json: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", file.display()))?;
-    if !json.get("metrics").is_some_and(Json::is_object) {
+    if !json
+        .get("metrics")
+        .is_some_and(serde_json::Value::is_object)
+    {
         bail!(
             "{} has no `metrics`: is it a host summary.json?",
             file.display()
         );
     }
-    Ok((file, json))
+    let schema = json.get("schema").and_then(serde_json::Value::as_u64);
+    let summary: Summary = serde_json::from_value(json).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not a summary.json this host can read (schema {}; this host writes schema {}): {e}; \
+             compare runs written by the same version of host",
+            file.display(),
+            schema.map_or_else(|| "missing".to_string(), |s| s.to_string()),
+            crate::summary::SCHEMA,
+        )
+    })?;
+    Ok((file, summary))
 }
 
 /// Compares the runs at `a` and `b` (folders or summary.json files).
 pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparison> {
-    let (a_path, a_json) = load(a)?;
-    let (b_path, b_json) = load(b)?;
+    let (a_path, a_sum) = load(a)?;
+    let (b_path, b_sum) = load(b)?;
     let series = [load_series(&a_path)?, load_series(&b_path)?];
     Ok(Comparison {
         rows: compare_with(
-            &a_json,
-            &b_json,
+            &a_sum.metrics,
+            &b_sum.metrics,
             [series[0].as_ref(), series[1].as_ref()],
             tolerance,
         ),
-        about: [describe(&a_json), describe(&b_json)],
-        resources: compare_stack::rows(&a_json, &b_json),
+        about: [describe(&a_sum), describe(&b_sum)],
+        resources: compare_stack::rows(a_sum.stack.as_ref(), b_sum.stack.as_ref()),
         seconds: [
             series[0].as_ref().map(|s| s.seconds),
             series[1].as_ref().map(|s| s.seconds),
@@ -189,80 +212,108 @@ pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparis
     })
 }
 
-fn describe(summary: &Json) -> String {
+fn describe(summary: &Summary) -> String {
     format!(
         "{} {}, {:.1} s, {}, started {}",
-        summary["plugin"]["name"].as_str().unwrap_or("?"),
-        summary["plugin"]["version"].as_str().unwrap_or("?"),
-        summary["duration_s"].as_f64().unwrap_or(0.0),
-        summary["status"].as_str().unwrap_or("?"),
-        summary["started_at"].as_str().unwrap_or("?"),
+        summary.plugin.name,
+        summary.plugin.version,
+        summary.duration_s,
+        summary.status,
+        summary.started_at,
     )
 }
 
-/// Compares two parsed summary.json documents without per-second data: changes are
-/// judged on their size alone.
-pub fn compare(a: &Json, b: &Json, tolerance: Tolerance) -> Vec<Row> {
+/// The kind of a metric's statistics.
+fn kind_of(stats: &Stats) -> MetricKind {
+    match stats {
+        Stats::Counter { .. } => MetricKind::Counter,
+        Stats::Gauge { .. } => MetricKind::Gauge,
+        Stats::Rate { .. } => MetricKind::Rate,
+        Stats::Trend(_) => MetricKind::Trend,
+    }
+}
+
+/// The statistics compared for a metric of `kind`: trends by mean and percentiles,
+/// counters by their rate per second, rates by their share; gauges are not compared.
+fn compared_stats(kind: MetricKind) -> &'static [&'static str] {
+    match kind {
+        MetricKind::Trend => &["avg", "p50", "p95", "p99"],
+        MetricKind::Counter | MetricKind::Rate => &["rate"],
+        MetricKind::Gauge => &[],
+    }
+}
+
+/// The value of one of [`compared_stats`] in `stats`.
+fn stat_value(stats: &Stats, stat: &str) -> Option<f64> {
+    match (stats, stat) {
+        (Stats::Trend(t), "avg") => Some(t.avg),
+        (Stats::Trend(t), "p50") => Some(t.med),
+        (Stats::Trend(t), "p95") => Some(t.p95),
+        (Stats::Trend(t), "p99") => Some(t.p99),
+        (Stats::Counter { rate, .. } | Stats::Rate { rate, .. }, "rate") => Some(*rate),
+        _ => None,
+    }
+}
+
+/// Compares two runs' metrics without per-second data: changes are judged on their
+/// size alone.
+#[cfg(test)]
+pub(crate) fn compare(a: &Metrics, b: &Metrics, tolerance: Tolerance) -> Vec<Row> {
     compare_with(a, b, [None, None], tolerance)
 }
 
-/// Compares two parsed summary.json documents, judging the significance of each
-/// change from the runs' per-second data where both have it.
-pub fn compare_with(
-    a: &Json,
-    b: &Json,
+/// Compares two runs' metrics, judging the significance of each change from the
+/// runs' per-second data where both have it.
+pub(crate) fn compare_with(
+    ma: &Metrics,
+    mb: &Metrics,
     series: [Option<&significance::Series>; 2],
     tolerance: Tolerance,
 ) -> Vec<Row> {
     let builtins = Registry::new();
-    let (ma, mb) = (&a["metrics"], &b["metrics"]);
-    let mut names: Vec<&String> = ma
-        .as_object()
-        .into_iter()
-        .chain(mb.as_object())
-        .flat_map(|m| m.keys())
-        .collect();
+    let mut names: Vec<&String> = ma.keys().chain(mb.keys()).collect();
     names.sort();
     names.dedup();
     let mut rows = Vec::new();
     for name in names {
-        let (xa, xb) = (&ma[name.as_str()], &mb[name.as_str()]);
-        let kind = xa["type"].as_str().or(xb["type"].as_str()).unwrap_or("");
+        let (xa, xb) = (ma.get(name), mb.get(name));
+        let Some(kind) = xa.or(xb).map(|m| kind_of(&m.stats)) else {
+            continue;
+        };
+        // A metric of another kind in the other run is not the same metric.
+        let (xa, xb) = (
+            xa.filter(|m| kind_of(&m.stats) == kind),
+            xb.filter(|m| kind_of(&m.stats) == kind),
+        );
         let def = builtins.lookup(name).map(|id| builtins.def(id));
         let is_time = def.as_ref().is_some_and(|d| d.is_time);
-        let stats: &[(&'static str, &'static str)] = match kind {
-            "trend" => &[
-                ("avg", "avg"),
-                ("p50", "med"),
-                ("p95", "p95"),
-                ("p99", "p99"),
-            ],
-            "counter" | "rate" => &[("rate", "rate")],
-            _ => &[],
-        };
+        let stats = compared_stats(kind);
         let worse = match kind {
-            "trend" if is_time => Worse::Higher,
-            "counter" if WORSE_WHEN_HIGHER.contains(&name.as_str()) => Worse::Higher,
-            "counter" if WORSE_WHEN_LOWER.contains(&name.as_str()) => Worse::Lower,
-            "rate" if name == "http_req_failed" => Worse::Higher,
-            "rate" if name == "checks" => Worse::Lower,
+            MetricKind::Trend if is_time => Worse::Higher,
+            MetricKind::Counter if WORSE_WHEN_HIGHER.contains(&name.as_str()) => Worse::Higher,
+            MetricKind::Counter if WORSE_WHEN_LOWER.contains(&name.as_str()) => Worse::Lower,
+            MetricKind::Rate if name == "http_req_failed" => Worse::Higher,
+            MetricKind::Rate if name == "checks" => Worse::Lower,
             _ => Worse::Unknown,
         };
         let unit = match kind {
-            "trend" if is_time => Some(Unit::Millis),
-            "counter" => Some(Unit::PerSecond),
-            "rate" => Some(Unit::Percent),
+            MetricKind::Trend if is_time => Some(Unit::Millis),
+            MetricKind::Counter => Some(Unit::PerSecond),
+            MetricKind::Rate => Some(Unit::Percent),
             _ => None,
         };
         // A counter missing from a run counted nothing there (errors, drops).
-        let absent = if kind == "counter" { Some(0.0) } else { None };
+        let absent = (kind == MetricKind::Counter).then_some(0.0);
+        let value = |x: Option<&MetricSummary>, stat: &str| {
+            x.and_then(|m| stat_value(&m.stats, stat)).or(absent)
+        };
         let mut metric_rows: Vec<Row> = stats
             .iter()
-            .map(|(stat, field)| Row {
+            .map(|stat| Row {
                 metric: name.clone(),
                 stat,
-                a: xa[*field].as_f64().or(absent),
-                b: xb[*field].as_f64().or(absent),
+                a: value(xa, stat),
+                b: value(xb, stat),
                 unit,
                 regression: None,
                 significance: None,
@@ -274,7 +325,7 @@ pub fn compare_with(
             .collect();
         if worse != Worse::Unknown {
             // A bootstrap is worth its time only where the size alone would flag.
-            let judged = if kind == "trend" && by_size.iter().all(Option::is_none) {
+            let judged = if kind == MetricKind::Trend && by_size.iter().all(Option::is_none) {
                 vec![Significance::NotTested; stats.len()]
             } else {
                 significance_of(name, kind, stats, series)
@@ -295,8 +346,8 @@ pub fn compare_with(
 /// The significance of each of `stats` of metric `name`, from both runs' seconds.
 fn significance_of(
     name: &str,
-    kind: &str,
-    stats: &[(&'static str, &'static str)],
+    kind: MetricKind,
+    stats: &[&'static str],
     series: [Option<&significance::Series>; 2],
 ) -> Vec<Significance> {
     let [Some(sa), Some(sb)] = series else {
@@ -307,7 +358,7 @@ fn significance_of(
         return vec![Significance::TooShort { seconds: shorter }; stats.len()];
     }
     match kind {
-        "trend" => {
+        MetricKind::Trend => {
             let (Some(ta), Some(tb)) = (sa.trends.get(name), sb.trends.get(name)) else {
                 return vec![Significance::NoData; stats.len()];
             };
@@ -317,7 +368,7 @@ fn significance_of(
             }
             let wanted: Vec<Stat> = stats
                 .iter()
-                .map(|(stat, _)| match *stat {
+                .map(|stat| match *stat {
                     "avg" => Stat::Avg,
                     "p50" => Stat::Quantile(0.5),
                     "p95" => Stat::Quantile(0.95),
@@ -334,7 +385,7 @@ fn significance_of(
             let zeros = |n: usize| vec![0.0; n];
             let values = |s: &significance::Series| {
                 s.values.get(name).cloned().unwrap_or_else(|| {
-                    if kind == "counter" {
+                    if kind == MetricKind::Counter {
                         zeros(s.seconds)
                     } else {
                         Vec::new()
@@ -350,24 +401,24 @@ fn significance_of(
     }
 }
 
-fn judge(row: &Row, worse: Worse, kind: &str, tolerance: Tolerance) -> Option<&'static str> {
+fn judge(row: &Row, worse: Worse, kind: MetricKind, tolerance: Tolerance) -> Option<&'static str> {
     let (a, b) = (row.a?, row.b?);
-    if kind == "trend" && b - a < tolerance.min_latency_ms {
+    if kind == MetricKind::Trend && b - a < tolerance.min_latency_ms {
         return None;
     }
     let tolerance = tolerance.relative;
     // For rates the bad share is compared: failures of http_req_failed, misses of checks.
-    let (a, b, worse) = if kind == "rate" && worse == Worse::Lower {
+    let (a, b, worse) = if kind == MetricKind::Rate && worse == Worse::Lower {
         (1.0 - a, 1.0 - b, Worse::Higher)
     } else {
         (a, b, worse)
     };
-    if kind == "rate" && (b - a).abs() < RATE_NOISE {
+    if kind == MetricKind::Rate && (b - a).abs() < RATE_NOISE {
         return None;
     }
     let why = match (kind, worse) {
-        ("trend", _) => "latency up",
-        ("rate", _) | ("counter", Worse::Higher) => "errors up",
+        (MetricKind::Trend, _) => "latency up",
+        (MetricKind::Rate, _) | (MetricKind::Counter, Worse::Higher) => "errors up",
         _ => "throughput down",
     };
     match worse {
@@ -488,19 +539,64 @@ fn fmt_num(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::metrics::summary::TrendStats;
 
-    fn summary(p95: f64, reqs_rate: f64, failed: f64, checks: f64) -> Json {
-        json!({
-            "metrics": {
-                "http_req_duration": {"type": "trend", "avg": p95 / 2.0, "med": p95 / 2.0, "p95": p95, "p99": p95},
-                "http_reqs": {"type": "counter", "count": 100.0, "rate": reqs_rate},
-                "http_req_failed": {"type": "rate", "rate": failed, "passes": 0, "fails": 0},
-                "checks": {"type": "rate", "rate": checks, "passes": 0, "fails": 0},
-                "my_sizes": {"type": "trend", "avg": 1.0, "med": 1.0, "p95": 1.0, "p99": 1.0},
-                "vus": {"type": "gauge", "value": 1.0, "min": 1.0, "max": 1.0}
-            }
+    fn metric(name: &str, stats: Stats) -> (String, MetricSummary) {
+        let m = MetricSummary {
+            name: name.to_string(),
+            def: None,
+            stats,
+        };
+        (name.to_string(), m)
+    }
+
+    fn trend(avg: f64, p95: f64) -> Stats {
+        Stats::Trend(TrendStats {
+            count: 100,
+            avg,
+            min: 0.0,
+            med: avg,
+            p90: p95,
+            p95,
+            p99: p95,
+            p999: p95,
+            max: p95,
         })
+    }
+
+    fn rate(rate: f64) -> Stats {
+        Stats::Rate {
+            rate,
+            passes: 0,
+            fails: 0,
+        }
+    }
+
+    fn counter(rate: f64) -> Stats {
+        Stats::Counter {
+            count: rate * 10.0,
+            rate,
+        }
+    }
+
+    fn summary(p95: f64, reqs_rate: f64, failed: f64, checks: f64) -> Metrics {
+        [
+            metric("http_req_duration", trend(p95 / 2.0, p95)),
+            metric("http_reqs", counter(reqs_rate)),
+            metric("http_req_failed", rate(failed)),
+            metric("checks", rate(checks)),
+            metric("my_sizes", trend(1.0, 1.0)),
+            metric(
+                "vus",
+                Stats::Gauge {
+                    value: 1.0,
+                    min: 1.0,
+                    max: 1.0,
+                },
+            ),
+        ]
+        .into_iter()
+        .collect()
     }
 
     const TEN: Tolerance = Tolerance {
@@ -565,7 +661,7 @@ mod tests {
             "+0.7 ms is jitter"
         );
         let mut c = summary(0.2, 100.0, 0.0, 1.0);
-        c["metrics"]["plugin_errors"] = json!({"type": "counter", "count": 3.0, "rate": 0.3});
+        c.extend([metric("plugin_errors", counter(0.3))]);
         assert_eq!(
             flagged(&compare(&a, &c, TEN)),
             vec![("plugin_errors".to_string(), "rate")],

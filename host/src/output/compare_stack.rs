@@ -4,7 +4,7 @@
 //! They are shown, never flagged: more CPU for more throughput is no regression.
 
 use crate::sampling::files::bytes;
-use serde_json::Value as Json;
+use crate::sampling::StackSummary;
 use std::fmt::Write;
 
 /// One service's resource figures in the two runs (`None`: not sampled in that run).
@@ -32,16 +32,10 @@ struct Figures {
     sources: usize,
 }
 
-fn services(summary: &Json) -> Vec<(String, Figures)> {
+fn services(stack: Option<&StackSummary>) -> Vec<(String, Figures)> {
     let mut out: Vec<(String, Figures)> = Vec::new();
-    for s in summary["stack"]["services"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let Some(name) = s["service"].as_str() else {
-            continue;
-        };
+    for s in stack.into_iter().flat_map(|s| &s.services) {
+        let name = s.service.as_str();
         let i = match out.iter().position(|(n, _)| n == name) {
             Some(i) => i,
             None => {
@@ -50,21 +44,17 @@ fn services(summary: &Json) -> Vec<(String, Figures)> {
             }
         };
         let f = &mut out[i].1;
-        f.cpu_avg += s["cpu_avg_percent"].as_f64().unwrap_or(0.0);
-        f.cpu_peak = f
-            .cpu_peak
-            .max(s["cpu_peak_percent"].as_f64().unwrap_or(0.0));
-        f.memory_peak = f
-            .memory_peak
-            .max(s["memory_peak_bytes"].as_u64().unwrap_or(0));
+        f.cpu_avg += s.cpu_avg_percent;
+        f.cpu_peak = f.cpu_peak.max(s.cpu_peak_percent);
+        f.memory_peak = f.memory_peak.max(s.memory_peak_bytes);
         f.sources += 1;
     }
     out
 }
 
 /// The services sampled in either run, in A's order then B's new ones (the generator
-/// wherever it came).
-pub fn rows(a: &Json, b: &Json) -> Vec<ResourceRow> {
+/// wherever it came). `None`: the run sampled nothing (summary.json has no `stack`).
+pub(crate) fn rows(a: Option<&StackSummary>, b: Option<&StackSummary>) -> Vec<ResourceRow> {
     let (sa, sb) = (services(a), services(b));
     let mut names: Vec<&String> = sa.iter().map(|(n, _)| n).collect();
     for (n, _) in &sb {
@@ -90,7 +80,7 @@ pub fn rows(a: &Json, b: &Json) -> Vec<ResourceRow> {
 
 /// The resource table as `host compare` prints it; empty when neither run sampled
 /// anything (a summary.json from before sampling existed).
-pub fn render(rows: &[ResourceRow]) -> String {
+pub(crate) fn render(rows: &[ResourceRow]) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -163,30 +153,49 @@ fn change([a, b]: [Option<f64>; 2]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::sampling::book::ServiceStats;
 
-    fn summary(services: Json) -> Json {
-        json!({"metrics": {}, "stack": {"stats_interval_s": 1.0, "services": services}})
+    fn summary(services: Vec<ServiceStats>) -> StackSummary {
+        StackSummary {
+            stats_interval_s: 1.0,
+            services,
+        }
     }
 
-    fn service(name: &str, source: &str, avg: f64, peak: f64, mem: u64) -> Json {
-        json!({"service": name, "source": source, "cpu_avg_percent": avg,
-               "cpu_peak_percent": peak, "memory_peak_bytes": mem})
+    fn service(name: &str, source: &str, avg: f64, peak: f64, mem: u64) -> ServiceStats {
+        ServiceStats {
+            service: name.to_string(),
+            source: source.to_string(),
+            samples: 10,
+            cpu_avg_percent: avg,
+            cpu_peak_percent: peak,
+            cpus: 1.0,
+            cpu_peak_share: peak / 100.0,
+            memory_peak_bytes: mem,
+            memory_limit_bytes: None,
+            memory_peak_share: None,
+            net_rx_bytes: None,
+            net_tx_bytes: None,
+            blk_read_bytes: None,
+            blk_write_bytes: None,
+            pids_peak: None,
+            ended: None,
+        }
     }
 
     #[test]
     fn each_service_is_shown_in_both_runs_with_its_change() {
-        let a = summary(json!([
+        let a = summary(vec![
             service("api", "a_api_1", 40.0, 60.0, 20 << 20),
             service("generator", "self", 10.0, 15.0, 30 << 20),
-        ]));
-        let b = summary(json!([
+        ]);
+        let b = summary(vec![
             service("api", "b_api_1", 80.0, 95.0, 30 << 20),
             service("api", "b_api_2", 20.0, 50.0, 40 << 20),
             service("worker", "b_worker_1", 5.0, 6.0, 8 << 20),
             service("generator", "self", 10.0, 15.0, 30 << 20),
-        ]));
-        let rows = rows(&a, &b);
+        ]);
+        let rows = rows(Some(&a), Some(&b));
         let names: Vec<&str> = rows.iter().map(|r| r.service.as_str()).collect();
         assert_eq!(names, ["api", "generator", "worker"]);
         assert_eq!(rows[0].cpu_avg, [Some(40.0), Some(100.0)]);
@@ -212,8 +221,7 @@ mod tests {
 
     #[test]
     fn runs_without_a_stack_section_show_no_table() {
-        let a = json!({"metrics": {}});
-        assert!(rows(&a, &a).is_empty());
+        assert!(rows(None, None).is_empty());
         assert_eq!(render(&[]), "");
     }
 }

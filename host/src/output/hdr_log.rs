@@ -30,7 +30,7 @@ struct Pending {
 /// One open log per trend metric, made when the metric first has samples. A log that
 /// cannot be opened (too many open files, a full disk) is tried again on the next
 /// tick with the intervals kept meanwhile, so a passing error loses nothing.
-pub struct HdrLogs {
+pub(crate) struct HdrLogs {
     dir: PathBuf,
     base_time: SystemTime,
     logs: BTreeMap<MetricId, BufWriter<File>>,
@@ -41,7 +41,7 @@ pub struct HdrLogs {
 
 impl HdrLogs {
     /// Logs under `dir` (made on first use), timestamps relative to `base_time`.
-    pub fn new(dir: &Path, base_time: SystemTime) -> Self {
+    pub(crate) fn new(dir: &Path, base_time: SystemTime) -> Self {
         Self {
             dir: dir.to_path_buf(),
             base_time,
@@ -53,24 +53,24 @@ impl HdrLogs {
     }
 
     /// Intervals given up after waiting too long for their log to open.
-    pub fn lost(&self) -> u64 {
+    pub(crate) fn lost(&self) -> u64 {
         self.lost
     }
 
     /// Intervals waiting for their log to open.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.pending.len()
     }
 
     /// The file a metric's log goes to.
-    pub fn path_of(dir: &Path, metric: &str) -> PathBuf {
+    pub(crate) fn path_of(dir: &Path, metric: &str) -> PathBuf {
         dir.join(format!("{metric}.hlog"))
     }
 
     /// Appends each trend's histogram of the interval `[start, start + length]` (from
     /// the base time) and flushes; first retries intervals kept from earlier ticks.
     /// Returns the first error; what could not be written is kept for the next tick.
-    pub fn write_tick(
+    pub(crate) fn write_tick(
         &mut self,
         start: Duration,
         length: Duration,
@@ -189,7 +189,7 @@ impl HdrLogs {
     }
 
     /// Flushes every log.
-    pub fn flush(&mut self) -> std::io::Result<()> {
+    pub(crate) fn flush(&mut self) -> std::io::Result<()> {
         for file in self.logs.values_mut() {
             file.flush()?;
         }

@@ -9,7 +9,7 @@ use quick_xml::escape::escape;
 use std::fmt::Write;
 
 /// Renders the file.
-pub fn render(summary: &Summary) -> String {
+pub(crate) fn render(summary: &Summary) -> String {
     let e = |s: &str| escape(s).into_owned();
     let measured_nothing = usize::from(summary.failure.is_some());
     let tests = summary.thresholds.len() + measured_nothing;

@@ -2,18 +2,18 @@
 //! and histogram logs as the run goes (every tick), then the summary, junit.xml and the
 //! HTML report at the end. An interrupted run writes everything it gathered.
 
-pub mod chart_data;
-pub mod charts;
-pub mod compare;
-pub mod compare_stack;
-pub mod hdr_log;
-pub mod junit;
-pub mod report;
-pub mod significance;
-pub mod text;
-pub mod timeseries;
+pub(crate) mod chart_data;
+pub(crate) mod charts;
+pub(crate) mod compare;
+pub(crate) mod compare_stack;
+pub(crate) mod hdr_log;
+pub(crate) mod junit;
+pub(crate) mod report;
+pub(crate) mod significance;
+pub(crate) mod text;
+pub(crate) mod timeseries;
 
-pub use crate::files::{write_whole, WriteFailure};
+pub(crate) use crate::files::{write_whole, WriteFailure};
 use crate::metrics::{Registry, SeriesMap};
 use crate::summary::Summary;
 use anyhow::{Context, Result};
@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use timeseries::TimeseriesWriter;
 
 /// A run's results folder while the run goes on.
-pub struct ResultsWriter {
+pub(crate) struct ResultsWriter {
     dir: PathBuf,
     start: SystemTime,
     last_tick: Duration,
@@ -44,7 +44,7 @@ struct Trouble {
 }
 
 /// What [`ResultsWriter::finish`] wrote.
-pub struct Written {
+pub(crate) struct Written {
     /// The folder.
     pub dir: PathBuf,
     /// Each file that could not be written.
@@ -54,7 +54,7 @@ pub struct Written {
 impl ResultsWriter {
     /// Makes the run's folder under `out` and opens the files written every tick;
     /// times in them count from now.
-    pub fn create(out: &Path, plugin_name: &str) -> Result<Self> {
+    pub(crate) fn create(out: &Path, plugin_name: &str) -> Result<Self> {
         let dir = crate::files::new_dated_dir(out, plugin_name, "results")?;
         let timeseries = TimeseriesWriter::create(&dir.join("timeseries.jsonl"))
             .with_context(|| format!("cannot write {}", dir.join("timeseries.jsonl").display()))?;
@@ -71,7 +71,7 @@ impl ResultsWriter {
     }
 
     /// The folder.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -80,7 +80,7 @@ impl ResultsWriter {
     /// write that fails is counted and tried again on the next tick (a histogram log
     /// that cannot be opened keeps its intervals until it can), so neither a full disk
     /// nor a passing lack of descriptors stops the run or turns a file off for good.
-    pub fn tick(&mut self, elapsed: Duration, interval: &SeriesMap, registry: &Registry) {
+    pub(crate) fn tick(&mut self, elapsed: Duration, interval: &SeriesMap, registry: &Registry) {
         let length = elapsed.saturating_sub(self.last_tick);
         let start = self.last_tick;
         self.last_tick = elapsed;
@@ -107,12 +107,12 @@ impl ResultsWriter {
     }
 
     /// Hands over the sampled services' chart points (CPU and memory over time).
-    pub fn set_services(&mut self, services: Vec<(String, crate::sampling::book::Series)>) {
+    pub(crate) fn set_services(&mut self, services: Vec<(String, crate::sampling::book::Series)>) {
         self.charts.services = services;
     }
 
     /// Warnings for the summary about writes that failed during the run.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let (n @ 1.., Some(e)) = &self.trouble.timeseries {
             out.push(format!(
@@ -136,7 +136,7 @@ impl ResultsWriter {
     /// Writes summary.json, summary.txt, junit.xml and report.html, each to a
     /// temporary name then renamed, so a file is either whole or absent; a file that
     /// cannot be written does not stop the others. Returns the folder and what failed.
-    pub fn finish(mut self, summary: &Summary) -> Written {
+    pub(crate) fn finish(mut self, summary: &Summary) -> Written {
         let mut failures = Vec::new();
         let _ =
             self.histograms
@@ -219,7 +219,7 @@ fn describe(e: &std::io::Error) -> String {
 
 /// Checks that results can be written under `out` (without making it), so a folder
 /// that cannot take them is refused before any load is sent, not after the run.
-pub fn check_writable(out: &Path) -> Result<()> {
+pub(crate) fn check_writable(out: &Path) -> Result<()> {
     let hint = "pick a writable folder with --out";
     // Nothing is created before the run starts: the probe goes into `out` if it
     // exists, else into its nearest existing ancestor (where `out` would be made).

@@ -25,7 +25,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 /// The charts of a run, in page order; iteration latency only when an open-model
 /// scenario measured it.
-pub fn charts(data: &ChartData) -> Vec<Chart> {
+pub(crate) fn charts(data: &ChartData) -> Vec<Chart> {
     let mut out = vec![
         Chart {
             title: "Throughput",
@@ -138,7 +138,7 @@ fn line(
 }
 
 /// Renders the page.
-pub fn render(summary: &Summary, data: &ChartData) -> Result<String> {
+pub(crate) fn render(summary: &Summary, data: &ChartData) -> Result<String> {
     let mut html = String::new();
     let e = |s: &str| escape(s).into_owned();
     let _ = write!(

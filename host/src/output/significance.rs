@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Fewest whole seconds a run needs before a change in it can be judged.
-pub const MIN_SECONDS: usize = 3;
+pub(crate) const MIN_SECONDS: usize = 3;
 
 /// A change is significant below this p-value, or when the 95 % interval leaves out 0.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// Draws of the bootstrap.
 const RESAMPLES: usize = 1000;
@@ -41,7 +41,7 @@ pub enum Significance {
         /// Upper bound.
         high: f64,
     },
-    /// A run had fewer than [`MIN_SECONDS`] whole seconds (the fewer is given).
+    /// A run had fewer than `MIN_SECONDS` whole seconds (the fewer is given).
     TooShort {
         /// Whole seconds of the shorter run.
         seconds: usize,
@@ -66,7 +66,7 @@ impl Significance {
 
 /// Welch's two-sided t-test of the means of `a` and `b`; `None` with fewer than two
 /// values on a side.
-pub fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
+pub(crate) fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -93,7 +93,7 @@ fn mean_var(x: &[f64]) -> (f64, f64) {
 
 /// A timing statistic, as `host compare` shows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stat {
+pub(crate) enum Stat {
     /// The mean.
     Avg,
     /// A quantile from 0 to 1.
@@ -101,12 +101,12 @@ pub enum Stat {
 }
 
 /// One second of a trend: (value, count) pairs in ascending value.
-pub type Second = Vec<(f64, u64)>;
+pub(crate) type Second = Vec<(f64, u64)>;
 
 /// The 95 % intervals of stat(B) − stat(A) for each of `stats`, drawing whole seconds
 /// with replacement from each run (the draws are seeded, so a comparison prints the
 /// same figures every time).
-pub fn bootstrap(a: &[Second], b: &[Second], stats: &[Stat]) -> Vec<(f64, f64)> {
+pub(crate) fn bootstrap(a: &[Second], b: &[Second], stats: &[Stat]) -> Vec<(f64, f64)> {
     let (mut da, mut db) = (Draws::new(a), Draws::new(b));
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
     let mut diffs: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); stats.len()];
@@ -212,7 +212,7 @@ fn statistics(values: &[f64], counts: &[u64], stats: &[Stat]) -> Vec<f64> {
 
 /// A run's per-second data: what its results folder holds besides summary.json.
 #[derive(Debug, Default)]
-pub struct Series {
+pub(crate) struct Series {
     /// Whole seconds in the run.
     pub seconds: usize,
     /// Per whole second: a counter's rate (0 in a second without samples), or a rate
@@ -224,7 +224,7 @@ pub struct Series {
 
 /// Reads the per-second data of the results folder `dir`; `None` when it has no
 /// `timeseries.jsonl` (only a summary.json was given, or it was not written).
-pub fn load(dir: &Path) -> Result<Option<Series>> {
+pub(crate) fn load(dir: &Path) -> Result<Option<Series>> {
     let path = dir.join("timeseries.jsonl");
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(None);

@@ -7,7 +7,7 @@ use crate::summary::Summary;
 use std::fmt::Write;
 
 /// Renders the summary.
-pub fn render(s: &Summary) -> String {
+pub(crate) fn render(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -166,6 +166,7 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
+    workers(&mut out, s);
     if let Some(stack) = &s.stack {
         let _ = writeln!(
             out,
@@ -205,6 +206,35 @@ pub fn render(s: &Summary) -> String {
 }
 
 /// One metric's line; a trend shows `columns` (`--summary-trend-stats`) in order.
+/// A distributed run's workers, one line each: who ran which segment, and what each
+/// did (the merged figures above are their sum).
+fn workers(out: &mut String, s: &Summary) {
+    if s.workers.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n  workers:");
+    for w in &s.workers {
+        let p95 = w
+            .http_req_duration
+            .as_ref()
+            .map(|t| format!(", http_req_duration p95 {}", time(t.p95)))
+            .unwrap_or_default();
+        let errors = match w.plugin_errors {
+            0 => String::new(),
+            n => format!(", {n} plugin errors"),
+        };
+        let lost = match (w.lost_at_s, &w.lost) {
+            (Some(at), Some(why)) => format!("; lost at {at:.1}s: {why}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {} {} ({}): segment {}: {} requests, {} iterations{p95}{errors}{lost}",
+            w.index, w.name, w.address, w.segment, w.http_reqs, w.iterations
+        );
+    }
+}
+
 fn metric_line(m: &MetricSummary, columns: &[TrendStat]) -> String {
     let def = m.def.as_ref();
     let is_time = def.is_some_and(|d| d.is_time);
@@ -281,7 +311,7 @@ fn number(v: f64) -> String {
 }
 
 /// `host inspect`: what a plugin says of itself.
-pub fn render_inspection(i: &crate::plugin::Inspected) -> String {
+pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let mut out = String::new();
     let info = &i.info;
     let _ = writeln!(out, "name:        {}", info.name);

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The tick's samples merged over tags, one value per metric, in id order.
-pub fn per_metric(interval: &SeriesMap) -> BTreeMap<MetricId, Value> {
+pub(crate) fn per_metric(interval: &SeriesMap) -> BTreeMap<MetricId, Value> {
     let mut out: BTreeMap<MetricId, Value> = BTreeMap::new();
     for ((id, _), value) in interval {
         match out.get_mut(id) {
@@ -28,7 +28,7 @@ pub fn per_metric(interval: &SeriesMap) -> BTreeMap<MetricId, Value> {
 
 /// One line of `timeseries.jsonl`.
 #[derive(Debug, Serialize)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// Seconds from the start of the run to the end of this interval.
     pub t: f64,
     /// Unix time of the end of this interval, in seconds.
@@ -45,7 +45,7 @@ pub struct Line<'a> {
 /// A metric's values over one interval.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "lowercase")]
-pub enum Point {
+pub(crate) enum Point {
     /// What was counted, and that per second.
     Counter {
         /// The interval's sum.
@@ -89,7 +89,7 @@ pub enum Point {
 impl Point {
     /// The point of a merged value over an interval `secs` long. Values are rounded to
     /// what they can mean: trends to their microsecond (or thousandth), rates to 1e-6.
-    pub fn of(value: &Value, secs: f64) -> Point {
+    pub(crate) fn of(value: &Value, secs: f64) -> Point {
         match value {
             Value::Counter(c) => Point::Counter {
                 count: *c,
@@ -137,20 +137,20 @@ impl Point {
 }
 
 /// Appends each tick's lines to `timeseries.jsonl`.
-pub struct TimeseriesWriter {
+pub(crate) struct TimeseriesWriter {
     file: BufWriter<File>,
 }
 
 impl TimeseriesWriter {
     /// Creates (truncates) the file.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
             file: BufWriter::new(File::create(path)?),
         })
     }
 
     /// Writes one line per metric of the interval `[t - secs, t]` and flushes.
-    pub fn write_tick(
+    pub(crate) fn write_tick(
         &mut self,
         t: Duration,
         unix_end: f64,

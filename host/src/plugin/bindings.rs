@@ -18,8 +18,8 @@ wasmtime::component::bindgen!({
     },
     exports: { default: async },
     with: {
-        "loadtest:scenario/websocket.socket": crate::plugin::imports::websocket::Socket,
-        "loadtest:scenario/http.response-content": crate::net::ResponseContent,
+        "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
+        "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
     },
 });
 

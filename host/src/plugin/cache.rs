@@ -9,7 +9,7 @@ use wasmtime::Engine;
 
 /// Where compiled plugins are kept: `$HOST_CACHE_DIR`, else `$XDG_CACHE_HOME/loadtest-host`,
 /// else `~/.cache/loadtest-host`, else a folder in the temp dir.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("HOST_CACHE_DIR") {
         return PathBuf::from(dir);
     }
@@ -24,7 +24,11 @@ pub fn cache_dir() -> PathBuf {
 
 /// Compiles `bytes` or loads the compiled form from the cache; returns whether the
 /// cache was used.
-pub fn load_or_compile(engine: &Engine, bytes: &[u8], sha256: &str) -> Result<(Component, bool)> {
+pub(crate) fn load_or_compile(
+    engine: &Engine,
+    bytes: &[u8],
+    sha256: &str,
+) -> Result<(Component, bool)> {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let file = cache_dir().join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));

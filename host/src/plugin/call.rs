@@ -7,7 +7,7 @@ use super::{classify_trap, TrapCause};
 
 /// Why a call into the guest did not return a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GuestCallError {
+pub(crate) enum GuestCallError {
     /// The export returned `Err(message)`.
     #[error("failed: {0}")]
     Returned(String),
@@ -23,7 +23,7 @@ pub enum GuestCallError {
 
 /// Reads a guest call's result: its value, the export's error, or the trap classified
 /// against the VU's state (budget, panic message, output).
-pub fn outcome<T>(
+pub(crate) fn outcome<T>(
     result: wasmtime::Result<Result<T, String>>,
     state: &VuState,
 ) -> Result<T, GuestCallError> {

@@ -5,9 +5,9 @@
 use wasmparser::{Parser, Payload};
 
 /// Name of the custom section with the plugin's README.
-pub const README_SECTION: &str = "loadtest:readme";
+pub(crate) const README_SECTION: &str = "loadtest:readme";
 /// Name of the custom section with the URL of the plugin's source.
-pub const SOURCE_SECTION: &str = "loadtest:source";
+pub(crate) const SOURCE_SECTION: &str = "loadtest:source";
 
 /// The plugin's embedded README and source URL, when it has them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct Embedded {
 /// Reads the sections from a component (or module), its nested core modules included:
 /// the linker writes them into the core module, which the component embeds whole.
 /// Empty sections count as absent; a file that does not parse has none.
-pub fn read(bytes: &[u8]) -> Embedded {
+pub(crate) fn read(bytes: &[u8]) -> Embedded {
     let mut found = Embedded::default();
     for payload in Parser::new(0).parse_all(bytes) {
         let Ok(Payload::CustomSection(section)) = payload else {

@@ -8,14 +8,14 @@ use std::time::Duration;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances; the granularity of CPU deadlines and fair yielding.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Instances kept spare beyond the plan's VUs (inspection, setup and teardown).
 const SPARE_INSTANCES: u32 = 4;
 
 /// Engine settings that depend on the run.
 #[derive(Debug, Clone, Copy)]
-pub struct EngineOptions {
+pub(crate) struct EngineOptions {
     /// Instances alive at once at most (VUs plus spares are added here).
     pub max_instances: u32,
     /// Linear memory cap per instance, in bytes.
@@ -33,7 +33,7 @@ const MAPPINGS_FOR_HOST: u64 = 4000;
 /// Fails early, naming the sysctl to raise, when `instances` would need more memory
 /// mappings than the kernel allows a process: past that limit even the host's own
 /// allocations fail, so finding out mid-run is too late.
-pub fn check_map_limit(instances: u64) -> Result<()> {
+pub(crate) fn check_map_limit(instances: u64) -> Result<()> {
     let Some(limit) = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -82,7 +82,7 @@ fn check_address_space(instances: u64, memory_bytes: u64) -> Result<()> {
 }
 
 /// Builds an engine; the error names `vm.max_map_count` when the pool cannot be mapped.
-pub fn build_engine(options: EngineOptions) -> Result<Engine> {
+pub(crate) fn build_engine(options: EngineOptions) -> Result<Engine> {
     let instances = options.max_instances.saturating_add(SPARE_INSTANCES);
     check_address_space(instances as u64, options.memory_bytes)?;
     check_map_limit(instances as u64)?;
@@ -126,14 +126,14 @@ pub fn build_engine(options: EngineOptions) -> Result<Engine> {
 }
 
 /// Advances an engine's epoch every [`EPOCH_TICK`] until dropped.
-pub struct EpochTicker {
+pub(crate) struct EpochTicker {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl EpochTicker {
     /// Starts ticking `engine`.
-    pub fn start(engine: &Engine) -> Result<Self> {
+    pub(crate) fn start(engine: &Engine) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let engine = engine.clone();
         let flag = stop.clone();

@@ -3,10 +3,11 @@
 //! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
 //! the VU that wrote them. With `--quiet` only warnings and errors are written.
 
-pub use crate::config::LogLimits;
+pub(crate) use crate::config::LogLimits;
 use crate::stderr::LineWriter;
 use serde::Serialize;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// What became of the plugin's log lines, for `summary.json` (`log`).
@@ -50,9 +51,21 @@ impl LogCounts {
     }
 }
 
+/// Most lines a worker keeps for its coordinator between two ticks; the rest are only
+/// counted (each VU's `log_lines_per_s` bounds them first).
+pub(crate) const FORWARD_MAX: usize = 1000;
+
+/// Lines a worker passes on to its coordinator, kept between two ticks.
+#[derive(Default)]
+struct Forward {
+    on: AtomicBool,
+    lines: Mutex<(Vec<String>, u64)>,
+}
+
 /// The run's log writer, shared by every VU.
 pub struct LogSink {
     out: &'static LineWriter,
+    forward: Forward,
     limits: LogLimits,
     quiet: bool,
     written: AtomicU64,
@@ -99,6 +112,7 @@ impl LogSink {
     pub fn new(limits: LogLimits, quiet: bool, out: &'static LineWriter) -> Self {
         Self {
             out,
+            forward: Forward::default(),
             limits,
             quiet,
             written: AtomicU64::new(0),
@@ -146,6 +160,35 @@ impl LogSink {
         } else {
             format!("[{scenario} vu {vu}] {}: {text}\n", level.name())
         };
+        if self.forward.on.load(Ordering::Relaxed) {
+            let mut kept = self.forward.lines.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.0.len() < FORWARD_MAX {
+                kept.0.push(line.clone());
+            } else {
+                kept.1 += 1;
+            }
+        }
+        if self.out.try_line(line) {
+            self.written.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.blocked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// From now on, keeps each line written for [`take_forwarded`](Self::take_forwarded)
+    /// too (a worker, whose coordinator shows its lines).
+    pub fn start_forwarding(&self) {
+        self.forward.on.store(true, Ordering::Relaxed);
+    }
+
+    /// The lines kept since the last call, and how many more were not kept.
+    pub fn take_forwarded(&self) -> (Vec<String>, u64) {
+        let mut kept = self.forward.lines.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *kept)
+    }
+
+    /// Writes a line that was written elsewhere (a worker's), counted as written here.
+    pub fn relay(&self, line: String) {
         if self.out.try_line(line) {
             self.written.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -297,5 +340,24 @@ mod tests {
         sink.write(&mut budget, "s", 1, Level::Error, "shown");
         let counts = sink.counts();
         assert_eq!((counts.hidden_by_quiet, counts.written), (1, 1));
+    }
+
+    #[test]
+    fn forwarded_lines_are_kept_from_the_start_and_capped() {
+        let limits = LogLimits {
+            lines_per_s: 1e9,
+            line_bytes: 64,
+        };
+        let sink = LogSink::new(limits, false, leaked(std::io::sink()));
+        let mut budget = LogBudget::default();
+        sink.write(&mut budget, "s", 1, Level::Info, "before");
+        sink.start_forwarding();
+        for _ in 0..FORWARD_MAX + 2 {
+            sink.write(&mut budget, "s", 2, Level::Warn, "after");
+        }
+        let (lines, not_kept) = sink.take_forwarded();
+        assert_eq!((lines.len(), not_kept), (FORWARD_MAX, 2));
+        assert_eq!(lines[0], "[s vu 2] warn: after\n");
+        assert_eq!(sink.take_forwarded(), (Vec::new(), 0), "taken once");
     }
 }

@@ -1,19 +1,21 @@
 //! The plugin runtime: reads and checks a component, compiles it (or loads it from the
 //! cache), links the host's imports and WASI, and makes one store + instance per VU.
 
+// Generated code: its items are as public as bindgen makes them.
+#[allow(unreachable_pub, missing_docs)]
 pub mod bindings;
-pub mod budget;
-pub mod cache;
-pub mod call;
-pub mod embedded;
-pub mod engine;
-pub mod imports;
-pub mod log;
-pub mod output;
-pub mod pin;
-pub mod shape;
-pub mod state;
-pub mod validate;
+pub(crate) mod budget;
+pub(crate) mod cache;
+pub(crate) mod call;
+pub(crate) mod embedded;
+pub(crate) mod engine;
+pub(crate) mod imports;
+pub(crate) mod log;
+pub(crate) mod output;
+pub(crate) mod pin;
+pub(crate) mod shape;
+pub(crate) mod state;
+pub(crate) mod validate;
 
 use anyhow::{Context, Result};
 use bindings::{Scenario, ScenarioPre};
@@ -24,9 +26,9 @@ use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
-pub use bindings::exports::loadtest::scenario::plugin::{PluginInfo, ScenarioInfo};
-pub use call::{outcome, GuestCallError};
-pub use engine::{build_engine, EngineOptions, EpochTicker};
+pub(crate) use bindings::exports::loadtest::scenario::plugin::PluginInfo;
+pub(crate) use call::{outcome, GuestCallError};
+pub(crate) use engine::{build_engine, EngineOptions, EpochTicker};
 
 /// A plugin ready to be instantiated for VUs.
 #[derive(Clone)]
@@ -65,7 +67,7 @@ pub struct Inspected {
 }
 
 /// Reads a plugin file, refusing anything that is not a component.
-pub fn read_plugin(path: &Path) -> Result<(Vec<u8>, String)> {
+pub(crate) fn read_plugin(path: &Path) -> Result<(Vec<u8>, String)> {
     let bytes =
         std::fs::read(path).with_context(|| format!("cannot read plugin {}", path.display()))?;
     validate::check_header(path, &bytes)?;
@@ -188,7 +190,7 @@ pub enum TrapCause {
 }
 
 /// Why a call trapped, and the most useful text about it.
-pub fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause, String) {
+pub(crate) fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause, String) {
     use crate::config::format_duration;
     use budget::Exceeded;
     if let Some(exceeded) = state.budget.exceeded {
@@ -252,7 +254,7 @@ fn recursing_function(e: &wasmtime::Error) -> Option<String> {
 
 /// The most useful text about a trap: the plugin's panic report, else the trap with
 /// what the plugin last printed.
-pub fn trap_message(e: &wasmtime::Error, state: &VuState) -> String {
+pub(crate) fn trap_message(e: &wasmtime::Error, state: &VuState) -> String {
     if let Some(panic) = &state.panic_message {
         return panic.clone();
     }

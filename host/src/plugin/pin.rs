@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The `plugin` key of a run config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pin {
+pub(crate) struct Pin {
     /// The file it names, resolved against the config's folder (optional: a pin may
     /// give the hash alone).
     pub path: Option<PathBuf>,
@@ -18,7 +18,7 @@ pub struct Pin {
 }
 
 /// The pin in the run config at `config`, if it has one.
-pub fn read(config: &Path) -> Result<Option<Pin>> {
+pub(crate) fn read(config: &Path) -> Result<Option<Pin>> {
     let text = std::fs::read_to_string(config)
         .with_context(|| format!("cannot read config {}", config.display()))?;
     // Syntax errors are reported by the config reader, with their line; here a file
@@ -33,7 +33,7 @@ pub fn read(config: &Path) -> Result<Option<Pin>> {
 }
 
 /// Reads `plugin = { path, sha256 }` from the config at `origin`.
-pub fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
+pub(crate) fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
     let shown = origin.display();
     let Some(table) = value.as_table() else {
         bail!(
@@ -75,7 +75,7 @@ pub fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
 impl Pin {
     /// Refuses `plugin` (whose sha256 is `sha256`) unless it is the pinned file: the
     /// same file as `path` when the pin names one, and the pinned hash.
-    pub fn verify(&self, plugin: &Path, sha256: &str) -> Result<()> {
+    pub(crate) fn verify(&self, plugin: &Path, sha256: &str) -> Result<()> {
         let origin = self.origin.display();
         if let Some(pinned) = &self.path {
             if !same_file(pinned, plugin) {

@@ -7,7 +7,7 @@ use wasmparser::{Parser, Payload};
 
 /// Pool slots one instance of a component needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolNeeds {
+pub(crate) struct PoolNeeds {
     /// Core instances (each core module instantiated).
     pub core_instances: u32,
     /// Linear memories defined by its core modules.
@@ -30,7 +30,7 @@ impl Default for PoolNeeds {
 impl PoolNeeds {
     /// Counts what `bytes` needs, never less than the default (so a file that does not
     /// parse gets the pool it always had; loading it reports the real error).
-    pub fn of(bytes: &[u8]) -> PoolNeeds {
+    pub(crate) fn of(bytes: &[u8]) -> PoolNeeds {
         let mut counted = PoolNeeds {
             core_instances: 0,
             memories: 0,

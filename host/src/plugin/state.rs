@@ -11,7 +11,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Read-only data sets shared by all VUs (`[data]`), one JSON text per record.
-pub type DataSets = HashMap<String, Vec<String>>;
+pub(crate) type DataSets = HashMap<String, Vec<String>>;
 
 /// Run-wide services every VU's imports use.
 pub struct HostServices {

@@ -9,7 +9,7 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 /// Checks the file's header: a component, not a core module or another file.
-pub fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
     let shown = path.display();
     if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
         bail!(
@@ -31,7 +31,7 @@ pub fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Checks that the component exports the `plugin` interface of this host's contract
 /// version, naming both versions when they differ.
-pub fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> Result<()> {
+pub(crate) fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> Result<()> {
     let ty = component.component_type();
     let expected = format!("{WIT_PACKAGE}/plugin@{WIT_VERSION}");
     let mut found = Vec::new();
@@ -67,7 +67,7 @@ pub fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> R
 
 /// What a component imports and which contract it was built against, for `host inspect`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Interfaces {
+pub(crate) struct Interfaces {
     /// The contract version of the `plugin` interface it exports (`0.3.0`), if any.
     pub contract: Option<String>,
     /// The contract's interfaces it imports (`http`, `websocket`, `vu`, ...): what the
@@ -78,7 +78,7 @@ pub struct Interfaces {
 }
 
 /// Lists a component's imports and the contract version of its `plugin` export.
-pub fn interfaces(engine: &Engine, component: &Component) -> Interfaces {
+pub(crate) fn interfaces(engine: &Engine, component: &Component) -> Interfaces {
     let ty = component.component_type();
     let prefix = format!("{WIT_PACKAGE}/");
     let mut found = Interfaces::default();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Reads every data set named in `[data]`.
-pub fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
+pub(crate) fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
     let mut sets = DataSets::new();
     for (name, path) in files {
         let text = std::fs::read_to_string(path)
@@ -36,7 +36,7 @@ pub fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
 /// CSV with a header row → one JSON object per row, the header's names as keys and
 /// every value a string. A row with more or fewer fields than the header is an error
 /// naming its line, rather than a record that silently lacks keys or loses values.
-pub fn csv_records(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn csv_records(text: &str) -> Result<Vec<String>, String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)

@@ -1,11 +1,11 @@
 //! A run from start to end: plugin and config in, VUs made and initialised, executors
 //! started together, metrics folded every second, results out.
 
-pub mod data;
-pub mod progress;
-pub mod remote;
-pub mod stage;
-pub mod verdict;
+pub(crate) mod data;
+pub(crate) mod progress;
+pub(crate) mod remote;
+pub(crate) mod stage;
+pub(crate) mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::control::{RunControl, StopReason};
@@ -116,7 +116,7 @@ pub mod exit_code {
     }
 }
 
-pub use crate::plugin::Inspected;
+pub(crate) use crate::plugin::Inspected;
 
 /// Loads a plugin in a small engine and calls `describe()`.
 pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
@@ -190,14 +190,14 @@ fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
 
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
 /// order) ← CLI.
-pub fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
+pub(crate) fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let merged = layered_source(&info.default_config, &request.config_files())?;
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
 
 /// The plugin's default config with each run config file laid over it in order, as
 /// TOML not yet checked (`host run` builds it; `host sweep` rescales it per level first).
-pub fn layered_source(default_config: &str, files: &[&Path]) -> Result<toml::Table> {
+pub(crate) fn layered_source(default_config: &str, files: &[&Path]) -> Result<toml::Table> {
     let base = config::parse_toml(default_config, "the plugin's default config")
         .map_err(|e| anyhow!("{e}"))?;
     if files.is_empty() {
@@ -215,7 +215,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome> {
 /// Runs a plugin; `before_writing` gets the summary before the results files are
 /// written (the command line prints it there, so a full disk cannot lose it), then
 /// the results are written.
-pub async fn run_then(
+pub(crate) async fn run_then(
     request: RunRequest,
     before_writing: impl FnOnce(&Summary),
 ) -> Result<RunOutcome> {
@@ -360,7 +360,8 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let services = services_for(config, registry.clone(), request.quiet)?;
+    let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
+    let services = services_for(config, registry.clone(), log_quiet.unwrap_or(request.quiet))?;
     let control = Arc::new(RunControl::default());
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
@@ -536,7 +537,7 @@ async fn drive(
                 let remote = request.remote.as_ref().map(|r| &r.0);
                 if let Some(r) = remote { r.before_tick(contexts, &setup.services) }
                 let interval = aggregator.tick();
-                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services }) }
+                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services, errors: &setup.errors }) }
                 if request.watch.is_some() {
                     let failed = summary::http_counts(aggregator.totals(), 0).failed;
                     failed_by_second.push((t0.elapsed(), failed));
@@ -635,6 +636,7 @@ fn finish(
             registry,
             contexts: &contexts,
             services: &setup.services,
+            errors: &setup.errors,
         };
         r.finished(tick, &reports);
     }

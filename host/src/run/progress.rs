@@ -58,7 +58,7 @@ impl Figures {
 }
 
 /// Shows progress unless quiet.
-pub struct Progress {
+pub(crate) struct Progress {
     display: Display,
     total: Duration,
     last_completed: Vec<u64>,
@@ -70,7 +70,7 @@ pub struct Progress {
 impl Progress {
     /// Progress for a run expected to last at most `total`; bars when stderr is a
     /// terminal.
-    pub fn new(quiet: bool, total: Duration) -> Self {
+    pub(crate) fn new(quiet: bool, total: Duration) -> Self {
         let display = if quiet {
             Display::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -92,7 +92,12 @@ impl Progress {
     }
 
     /// Updates the display with the tick that just ended.
-    pub fn tick(&mut self, elapsed: Duration, contexts: &[Arc<ScenarioCtx>], interval: &SeriesMap) {
+    pub(crate) fn tick(
+        &mut self,
+        elapsed: Duration,
+        contexts: &[Arc<ScenarioCtx>],
+        interval: &SeriesMap,
+    ) {
         if self.control.is_none() {
             self.control = contexts.first().map(|c| c.control.clone());
         }
@@ -185,7 +190,7 @@ impl Progress {
     }
 
     /// Leaves the bars as they last were, so the summary prints below them.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.tell_stop();
         if let Display::Bars { bars, .. } = &self.display {
             for bar in bars {

@@ -38,6 +38,8 @@ pub struct TickCtx<'a> {
     pub contexts: &'a [Arc<ScenarioCtx>],
     /// Network counters (a coordinator writes its workers' in-flight sum there).
     pub services: &'a HostServices,
+    /// The plugin's failures so far (a worker sends them on when they change).
+    pub errors: &'a crate::vu::errors::ErrorLog,
 }
 
 /// A run's part in a distributed run. Every method has the behaviour of a plain run
@@ -46,6 +48,12 @@ pub trait Remote: Send + Sync {
     /// A worker's setup data from the coordinator: `setup()` and `teardown()` are not
     /// called here (they run once, at the coordinator).
     fn given_setup_data(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// Whether the plugin's log lines below `warn` are hidden, if not as `--quiet`
+    /// says (a worker shows its lines as its coordinator was asked to).
+    fn log_quiet(&self) -> Option<bool> {
         None
     }
 

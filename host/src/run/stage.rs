@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// The identity of the instance that runs `setup()` then `teardown()`, in `stage`.
-pub fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentity {
+pub(crate) fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentity {
     VuIdentity {
         vu_id: 0,
         vu_id_in_scenario: 0,
@@ -24,7 +24,7 @@ pub fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentity {
 
 /// The services of the setup instance, and the recorder its requests go to when they
 /// are not counted with the run's (`None`: they are).
-pub fn services(
+pub(crate) fn services(
     config: &RunConfig,
     run: &Arc<HostServices>,
 ) -> (Arc<HostServices>, Option<Arc<Recorder>>) {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 /// Judges a finished run: sets `failure` (and the status `failed` for a run that went to
 /// its end) and returns the exit code. An early stop keeps its own code; a run that
 /// measured nothing fails before its thresholds are looked at.
-pub fn judge(summary: &mut Summary) -> i32 {
+pub(crate) fn judge(summary: &mut Summary) -> i32 {
     summary.failure = failure(summary);
     match &summary.stop_reason {
         Some(StopReason::Interrupted) => exit_code::INTERRUPTED,
@@ -32,7 +32,7 @@ pub fn judge(summary: &mut Summary) -> i32 {
 
 /// Why the run measured nothing, or `None` when some iteration succeeded and some
 /// request was allowed.
-pub fn failure(summary: &Summary) -> Option<String> {
+pub(crate) fn failure(summary: &Summary) -> Option<String> {
     // A denial is usually why the iterations failed, so it comes first.
     let reasons: Vec<String> = [
         requests_failure(summary),

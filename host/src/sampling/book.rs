@@ -63,14 +63,14 @@ pub struct StackSummary {
 
 /// A service's chart points: seconds, CPU percent, memory MiB.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     /// `(t, cpu %, memory MiB)` in time order.
     pub points: Vec<(f32, f32, f32)>,
 }
 
 /// A sampled service's newest figures, as the live dashboard shows them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Latest {
+pub(crate) struct Latest {
     /// The service (`service source` when a service has several sources).
     pub service: String,
     /// CPU of its last interval, percent of one core.
@@ -81,13 +81,13 @@ pub struct Latest {
 
 /// Per (service, source) running figures.
 #[derive(Debug, Default)]
-pub struct StatsBook {
+pub(crate) struct StatsBook {
     entries: Vec<(ServiceStats, f64, Series)>,
 }
 
 impl StatsBook {
     /// Folds one sample in.
-    pub fn add(&mut self, s: &Sample) {
+    pub(crate) fn add(&mut self, s: &Sample) {
         let i = match self
             .entries
             .iter()
@@ -150,7 +150,7 @@ impl StatsBook {
     }
 
     /// Notes that a source stopped sending samples.
-    pub fn ended(&mut self, service: &str, source: &str, t: f64, why: &str) {
+    pub(crate) fn ended(&mut self, service: &str, source: &str, t: f64, why: &str) {
         if let Some((e, _, _)) = self
             .entries
             .iter_mut()
@@ -164,7 +164,7 @@ impl StatsBook {
     }
 
     /// The `stack` section: the generator last, the others by service.
-    pub fn summary(&self, stats_interval_s: f64) -> StackSummary {
+    pub(crate) fn summary(&self, stats_interval_s: f64) -> StackSummary {
         let mut services: Vec<ServiceStats> =
             self.entries.iter().map(|(e, _, _)| e.clone()).collect();
         services.sort_by(|a, b| {
@@ -181,7 +181,7 @@ impl StatsBook {
     }
 
     /// Each service's newest sample, in the summary's order.
-    pub fn latest(&self) -> Vec<Latest> {
+    pub(crate) fn latest(&self) -> Vec<Latest> {
         let mut out: Vec<(bool, Latest)> = self
             .entries
             .iter()
@@ -214,7 +214,7 @@ impl StatsBook {
 
     /// Chart points per service (labelled by service, or `service source` when a service
     /// has several sources), in the summary's order.
-    pub fn series(&self) -> Vec<(String, Series)> {
+    pub(crate) fn series(&self) -> Vec<(String, Series)> {
         let order = self.summary(0.0).services;
         order
             .iter()

@@ -5,7 +5,7 @@
 use super::sample::{cpu_percent, memory_without_cache, CpuReading, Sample};
 use super::sampler::Message;
 use crate::config::CpuSet;
-pub use crate::docker::ContainerTarget;
+pub(crate) use crate::docker::ContainerTarget;
 use crate::docker::SERVICE_LABEL;
 use anyhow::{bail, Context, Result};
 use bollard::models::ContainerStatsResponse;
@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::Sender;
 
-pub use crate::docker::connect;
+pub(crate) use crate::docker::connect;
 
 /// Looks a container up by name or id.
-pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
+pub(crate) async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
     let info = docker
         .inspect_container(name, None)
         .await
@@ -56,7 +56,10 @@ pub async fn inspect(docker: &Docker, name: &str) -> Result<ContainerTarget> {
 
 /// The running containers of a Compose project (as `host up` made them), sorted by
 /// service.
-pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<ContainerTarget>> {
+pub(crate) async fn project_containers(
+    docker: &Docker,
+    project: &str,
+) -> Result<Vec<ContainerTarget>> {
     Ok(crate::docker::project_containers(docker, project)
         .await?
         .into_iter()
@@ -135,7 +138,7 @@ impl Frame {
 /// Streams `target`'s stats until the container stops or `tx` closes, sending a sample
 /// every `interval` (the engine sends a frame a second). The first frame only sets the
 /// baseline: its CPU counters have nothing before them.
-pub async fn stream(
+pub(crate) async fn stream(
     docker: Docker,
     target: ContainerTarget,
     interval: Duration,

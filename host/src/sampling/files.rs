@@ -17,7 +17,7 @@ const MAX_PENDING: usize = 10_000;
 /// killed run keeps them. A write that fails does not turn the file off: its lines are
 /// kept and tried again on the next tick (a full disk may be freed during a long run),
 /// and the failures are counted for the summary's warnings.
-pub struct StatsJsonl<W: Write = File> {
+pub(crate) struct StatsJsonl<W: Write = File> {
     /// Where the lines go (a real file; a test may swap it).
     pub(crate) out: W,
     /// Lines not yet written whole, oldest first; the first may be written in part.
@@ -34,14 +34,14 @@ pub struct StatsJsonl<W: Write = File> {
 
 impl StatsJsonl {
     /// Creates the file.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self::new(File::create(path)?))
     }
 }
 
 impl<W: Write> StatsJsonl<W> {
     /// Lines written to `out`.
-    pub fn new(out: W) -> Self {
+    pub(crate) fn new(out: W) -> Self {
         Self {
             out,
             pending: VecDeque::new(),
@@ -54,7 +54,7 @@ impl<W: Write> StatsJsonl<W> {
 
     /// Appends the samples, after any lines earlier ticks could not write. A failure
     /// is counted (and said once on stderr); its lines wait for the next call.
-    pub fn write(&mut self, samples: &[&Sample]) {
+    pub(crate) fn write(&mut self, samples: &[&Sample]) {
         for s in samples {
             if self.pending.len() >= MAX_PENDING {
                 self.lost += 1;
@@ -100,13 +100,13 @@ impl<W: Write> StatsJsonl<W> {
     }
 
     /// Samples not in the file: dropped, or still waiting for a write that works.
-    pub fn missing(&self) -> u64 {
+    pub(crate) fn missing(&self) -> u64 {
         self.lost + self.pending.len() as u64
     }
 
     /// The summary's warning when some write failed, saying whether the retries
     /// caught up.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         let error = self.first_error.as_ref()?;
         let outcome = match self.missing() {
             0 => "retried on later ticks: every sample was written".to_string(),
@@ -120,7 +120,7 @@ impl<W: Write> StatsJsonl<W> {
 }
 
 /// Bytes in binary units: `512 B`, `1.5 KiB`, `12.0 MiB`.
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
     let mut unit = 0;
@@ -148,7 +148,7 @@ fn cores(n: f64) -> String {
 }
 
 /// stats.md: a table per sampled service, then how to read it.
-pub fn render_md(title: &str, stack: &StackSummary, saturation: Option<&str>) -> String {
+pub(crate) fn render_md(title: &str, stack: &StackSummary, saturation: Option<&str>) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Resources: {title}\n");
     let _ = writeln!(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// What `host stats` was asked.
 #[derive(Debug, Clone)]
-pub struct LiveOptions {
+pub(crate) struct LiveOptions {
     /// The Compose project.
     pub project: String,
     /// Time between two tables.
@@ -23,7 +23,7 @@ pub struct LiveOptions {
 }
 
 /// Prints the table every interval until `count` tables or Ctrl-C; returns the exit code.
-pub async fn run(options: LiveOptions) -> Result<i32> {
+pub(crate) async fn run(options: LiveOptions) -> Result<i32> {
     let client = docker::connect().await?;
     let targets = docker::project_containers(&client, &options.project).await?;
     if targets.is_empty() {

@@ -9,16 +9,16 @@
 //! [`book`] folds samples per service, [`saturation`] judges the generator, [`files`]
 //! writes the files, [`watch`] ties them to a run, [`live`] is `host stats`.
 
-pub mod book;
-pub mod docker;
-pub mod files;
-pub mod live;
-pub mod process;
-pub mod sample;
-pub mod sampler;
-pub mod saturation;
-pub mod watch;
+pub(crate) mod book;
+pub(crate) mod docker;
+pub(crate) mod files;
+pub(crate) mod live;
+pub(crate) mod process;
+pub(crate) mod sample;
+pub(crate) mod sampler;
+pub(crate) mod saturation;
+pub(crate) mod watch;
 
-pub use book::StackSummary;
-pub use saturation::GeneratorVerdict;
-pub use watch::{prepare, Prepared, ResourceWatch, Sampled};
+pub(crate) use book::StackSummary;
+pub(crate) use saturation::GeneratorVerdict;
+pub(crate) use watch::{prepare, Prepared, ResourceWatch};

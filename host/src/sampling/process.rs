@@ -8,7 +8,7 @@ use procfs::process::Process;
 use std::time::Instant;
 
 /// A process to sample, and what it read last.
-pub struct ProcessSource {
+pub(crate) struct ProcessSource {
     process: Process,
     /// The service name its samples carry.
     pub service: String,
@@ -30,7 +30,7 @@ struct Reading {
 impl ProcessSource {
     /// The process `pid`, sampled as `service` (default: its command name and pid).
     /// Fails with a clear message when there is no such process.
-    pub fn pid(pid: i32, service: Option<String>) -> Result<Self> {
+    pub(crate) fn pid(pid: i32, service: Option<String>) -> Result<Self> {
         let process = Process::new(pid)
             .ok()
             .filter(|p| p.stat().is_ok())
@@ -47,13 +47,13 @@ impl ProcessSource {
     }
 
     /// The host's own process, as the service `generator`.
-    pub fn generator() -> Result<Self> {
+    pub(crate) fn generator() -> Result<Self> {
         let process = Process::myself().context("cannot read /proc/self")?;
         Ok(Self::new(process, "generator".into(), "self".into(), true))
     }
 
     /// Where it is read: `pid N` or `self`.
-    pub fn source(&self) -> &str {
+    pub(crate) fn source(&self) -> &str {
         &self.source
     }
 
@@ -71,7 +71,7 @@ impl ProcessSource {
 
     /// Reads the process now. The first call only sets the baseline (`None`), as a
     /// container's first frame; `Err` once the process is gone.
-    pub fn sample(&mut self, t: f64) -> Result<Option<Sample>> {
+    pub(crate) fn sample(&mut self, t: f64) -> Result<Option<Sample>> {
         let stat = self.process.stat();
         let stat = match stat {
             Ok(s) if s.state != 'Z' && s.state != 'X' => s,
@@ -200,7 +200,7 @@ fn core_busy(before: &[(u32, u64, u64)], after: &[(u32, u64, u64)]) -> Vec<CoreB
 }
 
 /// Logical CPUs online.
-pub fn online_cpus() -> usize {
+pub(crate) fn online_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 /// What a sampled service used during one interval: a line of `stats.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Seconds from the run's start to this sample (the axis of timeseries.jsonl).
     pub t: f64,
     /// The service: the Compose service, the container's name, the process's name, or
@@ -40,7 +40,7 @@ pub struct Sample {
 
 /// How busy one core was during the interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CoreBusy {
+pub(crate) struct CoreBusy {
     /// Its number, as in /proc/stat and cpusets.
     pub core: u32,
     /// Busy share in percent (100 = never idle).
@@ -50,7 +50,7 @@ pub struct CoreBusy {
 /// Cumulative CPU counters at one instant: time the source ran, and the time it could
 /// have run on `cpus` cores over the same span, both in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CpuReading {
+pub(crate) struct CpuReading {
     /// CPU time the source used so far.
     pub used_ns: u64,
     /// The clock it is measured against: the whole machine's CPU time for containers
@@ -62,7 +62,7 @@ pub struct CpuReading {
 
 /// CPU % of one core between two readings, as `docker stats` computes it:
 /// `Δused / Δclock × clock_cpus × 100`. Zero when the clock did not move.
-pub fn cpu_percent(before: &CpuReading, after: &CpuReading) -> f64 {
+pub(crate) fn cpu_percent(before: &CpuReading, after: &CpuReading) -> f64 {
     let used = after.used_ns.saturating_sub(before.used_ns);
     let clock = after.clock_ns.saturating_sub(before.clock_ns);
     if clock == 0 {
@@ -74,7 +74,7 @@ pub fn cpu_percent(before: &CpuReading, after: &CpuReading) -> f64 {
 /// A container's memory without its page cache. Cgroup v1 (this engine) reports the
 /// cache as `cache`, which `docker stats` of Engine 20.10 subtracts; cgroup v2 has no
 /// `cache` and `docker stats` subtracts `inactive_file` there.
-pub fn memory_without_cache(usage: u64, stats: &HashMap<String, u64>) -> u64 {
+pub(crate) fn memory_without_cache(usage: u64, stats: &HashMap<String, u64>) -> u64 {
     if let Some(cache) = stats.get("cache") {
         usage.saturating_sub(*cache)
     } else if let Some(inactive) = stats.get("inactive_file") {

@@ -17,7 +17,7 @@ const CHANNEL: usize = 4096;
 
 /// What the sampler hands over.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub(crate) enum Message {
     /// A service's figures over one interval.
     Sample(Sample),
     /// A source that will send no more samples, and why.
@@ -35,7 +35,7 @@ pub enum Message {
 
 /// What to sample.
 #[derive(Default)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// Containers, each read through its own stats stream.
     pub containers: Vec<ContainerTarget>,
     /// Processes (and the generator itself), read from /proc.
@@ -43,7 +43,7 @@ pub struct Sources {
 }
 
 /// A running sampler.
-pub struct Sampler {
+pub(crate) struct Sampler {
     rx: Receiver<Message>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -51,7 +51,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling `sources` every `interval`; sample times count from `t0`.
-    pub fn start(sources: Sources, interval: Duration, t0: Instant) -> Result<Sampler> {
+    pub(crate) fn start(sources: Sources, interval: Duration, t0: Instant) -> Result<Sampler> {
         let (tx, rx) = mpsc::channel(CHANNEL);
         let (stop, stopped) = oneshot::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -77,7 +77,7 @@ impl Sampler {
     }
 
     /// Everything sampled since the last call.
-    pub fn drain(&mut self) -> Vec<Message> {
+    pub(crate) fn drain(&mut self) -> Vec<Message> {
         let mut out = Vec::new();
         while let Ok(m) = self.rx.try_recv() {
             out.push(m);
@@ -85,16 +85,8 @@ impl Sampler {
         out
     }
 
-    /// Waits up to `timeout` for the next message (`host stats`).
-    pub async fn next(&mut self, timeout: Duration) -> Option<Message> {
-        tokio::time::timeout(timeout, self.rx.recv())
-            .await
-            .ok()
-            .flatten()
-    }
-
     /// Stops sampling and returns what was sampled but not yet drained.
-    pub fn stop(&mut self) -> Vec<Message> {
+    pub(crate) fn stop(&mut self) -> Vec<Message> {
         self.shut_down();
         self.drain()
     }

@@ -12,11 +12,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// CPU above this share of the cores the generator may use counts as saturated...
-pub const CPU_SHARE: f64 = 0.9;
+pub(crate) const CPU_SHARE: f64 = 0.9;
 /// ...when it lasts at least this many seconds.
-pub const CPU_SUSTAINED_S: f64 = 3.0;
+pub(crate) const CPU_SUSTAINED_S: f64 = 3.0;
 /// `iteration_start_lag` p99 above this (milliseconds) means iterations started late.
-pub const START_LAG_P99_MS: f64 = 10.0;
+pub(crate) const START_LAG_P99_MS: f64 = 10.0;
 
 /// Whether the generator was the bottleneck, and why (`generator_saturated` in
 /// summary.json).
@@ -60,7 +60,7 @@ impl GeneratorVerdict {
 
 /// Watches the generator's samples and the scenarios' drops as the run goes.
 #[derive(Debug, Default)]
-pub struct SaturationWatch {
+pub(crate) struct SaturationWatch {
     /// Start and last time of the current run of samples over the CPU line.
     streak: Option<(f64, f64)>,
     longest_s: f64,
@@ -74,7 +74,7 @@ pub struct SaturationWatch {
 
 impl SaturationWatch {
     /// A watch for samples `interval_s` apart.
-    pub fn new(interval_s: f64) -> Self {
+    pub(crate) fn new(interval_s: f64) -> Self {
         Self {
             interval_s,
             ..Self::default()
@@ -82,7 +82,7 @@ impl SaturationWatch {
     }
 
     /// Takes one of the generator's samples.
-    pub fn generator(&mut self, s: &Sample) {
+    pub(crate) fn generator(&mut self, s: &Sample) {
         self.cpus = s.cpus;
         self.peak_percent = self.peak_percent.max(s.cpu_percent);
         if s.cpu_percent > CPU_SHARE * s.cpus * 100.0 {
@@ -98,7 +98,7 @@ impl SaturationWatch {
     /// Looks at the scenarios once a tick: drops since the last look, made while the
     /// scenario had made all of its `max_vus` (they are never given back), were drops
     /// with every VU busy.
-    pub fn tick(&mut self, contexts: &[Arc<ScenarioCtx>]) {
+    pub(crate) fn tick(&mut self, contexts: &[Arc<ScenarioCtx>]) {
         for ctx in contexts {
             let dropped = ctx.stats.dropped.load(Ordering::Relaxed);
             let seen = self
@@ -121,7 +121,7 @@ impl SaturationWatch {
 
     /// The verdict, given the run's `iteration_start_lag` p99 in milliseconds (`None`
     /// when no open-model scenario ran).
-    pub fn verdict(&self, start_lag_p99_ms: Option<f64>) -> GeneratorVerdict {
+    pub(crate) fn verdict(&self, start_lag_p99_ms: Option<f64>) -> GeneratorVerdict {
         let mut evidence = Vec::new();
         if self.longest_s >= CPU_SUSTAINED_S {
             evidence.push(Evidence {

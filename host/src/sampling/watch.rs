@@ -18,14 +18,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a run will sample, checked before it starts.
-pub struct Prepared {
+pub(crate) struct Prepared {
     sources: Sources,
 }
 
 impl Prepared {
     /// Adds containers found another way (the stack a run started); one named already
     /// (`--sample-container`) is not sampled twice.
-    pub fn add_containers(&mut self, containers: impl IntoIterator<Item = ContainerTarget>) {
+    pub(crate) fn add_containers(&mut self, containers: impl IntoIterator<Item = ContainerTarget>) {
         for c in containers {
             if !self.sources.containers.iter().any(|s| s.id == c.id) {
                 self.sources.containers.push(c);
@@ -36,7 +36,7 @@ impl Prepared {
 
 /// Checks every target of `options` (containers running, processes alive) so a typo
 /// fails before the run, not after it; the generator is always sampled.
-pub async fn prepare(options: &SamplingOptions) -> Result<Prepared> {
+pub(crate) async fn prepare(options: &SamplingOptions) -> Result<Prepared> {
     let mut sources = Sources::default();
     sources.processes.push(ProcessSource::generator()?);
     for p in &options.pids {
@@ -56,7 +56,7 @@ pub async fn prepare(options: &SamplingOptions) -> Result<Prepared> {
 }
 
 /// The sampler of a running run and what it gathered so far.
-pub struct ResourceWatch {
+pub(crate) struct ResourceWatch {
     sampler: Sampler,
     book: StatsBook,
     jsonl: StatsJsonl,
@@ -68,7 +68,12 @@ pub struct ResourceWatch {
 impl ResourceWatch {
     /// Starts sampling; sample times count from `t0` (the run's start) and the files go
     /// to the results folder `dir`.
-    pub fn start(prepared: Prepared, interval: Duration, t0: Instant, dir: &Path) -> Result<Self> {
+    pub(crate) fn start(
+        prepared: Prepared,
+        interval: Duration,
+        t0: Instant,
+        dir: &Path,
+    ) -> Result<Self> {
         let path = dir.join("stats.jsonl");
         let jsonl = StatsJsonl::create(&path)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -83,14 +88,14 @@ impl ResourceWatch {
     }
 
     /// Folds what was sampled since the last tick, and looks at the scenarios' drops.
-    pub fn tick(&mut self, contexts: &[Arc<ScenarioCtx>]) {
+    pub(crate) fn tick(&mut self, contexts: &[Arc<ScenarioCtx>]) {
         let messages = self.sampler.drain();
         self.fold(messages);
         self.saturation.tick(contexts);
     }
 
     /// Each sampled service's newest CPU and memory (the live dashboard's table).
-    pub fn latest(&self) -> Vec<crate::sampling::book::Latest> {
+    pub(crate) fn latest(&self) -> Vec<crate::sampling::book::Latest> {
         self.book.latest()
     }
 
@@ -125,7 +130,7 @@ impl ResourceWatch {
     /// summary.json and the report; `start_lag_p99_ms` is the run's
     /// `iteration_start_lag` p99, one of the saturation signals. A stats.md that cannot
     /// be written is returned as a write failure, so a full disk loses no other file.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         contexts: &[Arc<ScenarioCtx>],
         title: &str,
@@ -154,7 +159,7 @@ impl ResourceWatch {
 }
 
 /// What a run's sampling found.
-pub struct Sampled {
+pub(crate) struct Sampled {
     /// summary.json's `stack` section.
     pub stack: StackSummary,
     /// Whether the generator was the bottleneck.

@@ -6,7 +6,7 @@ use super::images::binary_for_image;
 use super::resources::Resources;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use tokio::process::Command;
 
@@ -15,7 +15,7 @@ const COMPOSE: &str = "docker-compose";
 
 /// A service of a compose file, as far as the host needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceSpec {
+pub(crate) struct ServiceSpec {
     /// The image it runs, as written (`loadtest/NAME` is built from a binary).
     pub image: Option<String>,
     /// True when it has a healthcheck that is not disabled.
@@ -26,16 +26,14 @@ pub struct ServiceSpec {
 
 /// A compose file that `docker-compose config` accepted.
 #[derive(Debug, Clone)]
-pub struct ComposeFile {
-    /// The file.
-    pub path: PathBuf,
+pub(crate) struct ComposeFile {
     /// Its services by name.
     pub services: BTreeMap<String, ServiceSpec>,
 }
 
 /// Checks that a Compose project name is one Compose keeps as it is (it lowercases
 /// and strips other characters, and the project's label would then differ).
-pub fn check_project_name(name: &str) -> Result<()> {
+pub(crate) fn check_project_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name
             .chars()
@@ -81,7 +79,7 @@ fn stderr_of(output: &Output) -> String {
 impl ComposeFile {
     /// Reads `path` through `docker-compose config`; a missing file, a YAML error or
     /// an invalid service each get Compose's own message with the file named.
-    pub async fn load(path: &Path, project: &str) -> Result<ComposeFile> {
+    pub(crate) async fn load(path: &Path, project: &str) -> Result<ComposeFile> {
         if !path.is_file() {
             bail!(
                 "compose file {} does not exist; pass -f FILE (the demo stack is compose/docker-compose.yml)",
@@ -109,19 +107,7 @@ impl ComposeFile {
         if services.is_empty() {
             bail!("compose file {} has no services", path.display());
         }
-        Ok(ComposeFile {
-            path: path.to_path_buf(),
-            services,
-        })
-    }
-
-    /// The services that publish a port.
-    pub fn entry_services(&self) -> Vec<&str> {
-        self.services
-            .iter()
-            .filter(|(_, s)| s.publishes)
-            .map(|(n, _)| n.as_str())
-            .collect()
+        Ok(ComposeFile { services })
     }
 }
 
@@ -167,7 +153,10 @@ fn parse_services(yaml: &str) -> Result<BTreeMap<String, ServiceSpec>> {
 /// The override file's content: per service, the image built for it, its `cpuset`,
 /// and `mem_limit` (with `memswap_limit` equal, so the limit is not stretched by swap
 /// and a service over it is OOM-killed, as it would be in production).
-pub fn override_yaml(images: &BTreeMap<String, String>, resources: &Resources) -> Result<String> {
+pub(crate) fn override_yaml(
+    images: &BTreeMap<String, String>,
+    resources: &Resources,
+) -> Result<String> {
     let mut services = serde_norway::Mapping::new();
     let names: std::collections::BTreeSet<&String> = images
         .keys()
@@ -194,7 +183,7 @@ pub fn override_yaml(images: &BTreeMap<String, String>, resources: &Resources) -
 }
 
 /// The images a compose file's `loadtest/NAME` services need: service → binary name.
-pub fn project_binaries(file: &ComposeFile) -> BTreeMap<String, String> {
+pub(crate) fn project_binaries(file: &ComposeFile) -> BTreeMap<String, String> {
     file.services
         .iter()
         .filter_map(|(service, spec)| {
@@ -206,7 +195,7 @@ pub fn project_binaries(file: &ComposeFile) -> BTreeMap<String, String> {
 
 /// `docker-compose -f FILE -f OVERRIDE -p PROJECT up -d`; its error names the cause
 /// when it is a port already in use.
-pub async fn up(file: &Path, override_file: &Path, project: &str) -> Result<()> {
+pub(crate) async fn up(file: &Path, override_file: &Path, project: &str) -> Result<()> {
     let output = compose(&[
         "-f".as_ref(),
         file.as_os_str(),
@@ -247,11 +236,8 @@ mod tests {
         assert!(services["api"].healthcheck && services["api"].publishes);
         assert!(!services["db"].healthcheck, "test: [NONE] disables it");
         assert!(!services["worker"].healthcheck && !services["worker"].publishes);
-        let file = ComposeFile {
-            path: "x.yml".into(),
-            services,
-        };
-        assert_eq!(file.entry_services(), vec!["api"]);
+        let file = ComposeFile { services };
+
         let binaries = project_binaries(&file);
         assert_eq!(binaries.len(), 2);
         assert_eq!(binaries["worker"], "demo-target");

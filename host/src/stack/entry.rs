@@ -21,10 +21,10 @@ use bollard::Docker;
 use std::path::{Path, PathBuf};
 
 /// The label listing the container ports that speak TLS (comma-separated).
-pub const TLS_PORTS_LABEL: &str = "loadtest.tls-ports";
+pub(crate) const TLS_PORTS_LABEL: &str = "loadtest.tls-ports";
 
 /// The label naming the CA certificate (PEM) inside the container.
-pub const TLS_CA_LABEL: &str = "loadtest.tls-ca";
+pub(crate) const TLS_CA_LABEL: &str = "loadtest.tls-ca";
 
 /// A published port of an entry service, as a URL the host can reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub struct EntryUrl {
 /// One URL per published port; a port bound to every interface is still reached
 /// through loopback, since the host only ever aims at loopback. A port listed in
 /// `loadtest.tls-ports` is https.
-pub fn entry_urls(containers: &[ServiceContainer]) -> Result<Vec<EntryUrl>> {
+pub(crate) fn entry_urls(containers: &[ServiceContainer]) -> Result<Vec<EntryUrl>> {
     let mut urls = Vec::new();
     for c in containers {
         let tls_ports = tls_ports(c)?;
@@ -98,7 +98,7 @@ fn tls_ports(c: &ServiceContainer) -> Result<Vec<u16>> {
 /// Reads each https entry's CA (`loadtest.tls-ca`) out of its container into `dir`,
 /// and records where. An https entry without the label is trusted by the system's
 /// roots (or the run's `[tls] ca_file`) alone.
-pub async fn fetch_cas(
+pub(crate) async fn fetch_cas(
     docker: &Docker,
     containers: &[ServiceContainer],
     urls: &mut [EntryUrl],
@@ -130,7 +130,7 @@ pub async fn fetch_cas(
 /// Points a run at the stack and nothing else: `BASE_URL` (the first entry) and
 /// `BASE_URL_<SERVICE>` for each, the allowlist replaced by the entry URLs, and their
 /// CAs trusted.
-pub fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
+pub(crate) fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
     if let Some(entry) = urls.first() {
         overrides.env.push(("BASE_URL".into(), entry.url.clone()));
     }
@@ -150,7 +150,7 @@ pub fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docker::PublishedPort;
+    use crate::docker::containers::PublishedPort;
 
     fn container(labels: &[(&str, &str)], ports: &[(u16, u16)]) -> ServiceContainer {
         ServiceContainer {

@@ -19,7 +19,7 @@ const LOG_LINES: usize = 20;
 
 /// Waits until each of `services` has a ready container; returns the project's
 /// containers then. On failure the error describes every service not ready.
-pub async fn wait_ready(
+pub(crate) async fn wait_ready(
     docker: &Docker,
     project: &str,
     services: &[&str],
@@ -128,7 +128,7 @@ async fn describe(docker: &Docker, c: &ServiceContainer, why: &str) -> String {
 }
 
 /// The newest healthcheck's exit code and output, as `docker inspect` keeps them.
-pub async fn last_healthcheck(docker: &Docker, id: &str) -> Option<String> {
+pub(crate) async fn last_healthcheck(docker: &Docker, id: &str) -> Option<String> {
     let inspected = docker.inspect_container(id, None).await.ok()?;
     let log = inspected.state?.health?.log?;
     let last = log.last()?;
@@ -141,7 +141,7 @@ pub async fn last_healthcheck(docker: &Docker, id: &str) -> Option<String> {
 }
 
 /// The last lines the container wrote to stdout and stderr.
-pub async fn last_log_lines(docker: &Docker, id: &str) -> Vec<String> {
+pub(crate) async fn last_log_lines(docker: &Docker, id: &str) -> Vec<String> {
     let options = LogsOptionsBuilder::default()
         .stdout(true)
         .stderr(true)

@@ -6,21 +6,29 @@
 //!
 //! A service whose image is `loadtest/NAME` gets the image built from the binary
 //! `NAME`, tagged with the first 12 hex digits of the binary's SHA-256: a rebuilt binary
-//! gets a new image, an unchanged one is never imported twice.
+//! gets a new image, an unchanged one is never imported twice. Each import removes the
+//! repository's older tags past the newest [`KEEP`], so rebuilding the host all day does
+//! not fill the Engine's disk with a 130 MB image per build.
 
 use anyhow::{bail, Context, Result};
-use bollard::query_parameters::CreateImageOptionsBuilder;
+use bollard::query_parameters::{
+    CreateImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+};
 use bollard::Docker;
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Images named `loadtest/NAME` are built from the project's binary `NAME`.
-pub const REPO_PREFIX: &str = "loadtest/";
+pub(crate) const REPO_PREFIX: &str = "loadtest/";
+
+/// Tags of one `loadtest/NAME` repository kept in the Engine, newest first.
+pub(crate) const KEEP: usize = 3;
 
 /// Where a binary sits inside its image.
-pub const BIN_DIR: &str = "/usr/local/bin";
+pub(crate) const BIN_DIR: &str = "/usr/local/bin";
 
 /// An image ready in the Engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +40,7 @@ pub struct Image {
 }
 
 /// The binary name an image stands for, when it is one of ours (`loadtest/NAME[:tag]`).
-pub fn binary_for_image(image: &str) -> Option<&str> {
+pub(crate) fn binary_for_image(image: &str) -> Option<&str> {
     let name = image.strip_prefix(REPO_PREFIX)?;
     let name = name.split(':').next().unwrap_or(name);
     (!name.is_empty()).then_some(name)
@@ -68,6 +76,25 @@ pub fn find_binary(name: &str) -> Result<PathBuf> {
     )
 }
 
+/// The variable the Compose and stack files read an image's tag from
+/// (`demo-target` → `DEMO_TARGET_TAG`).
+pub(crate) fn tag_variable(name: &str) -> String {
+    format!("{}_TAG", name.to_uppercase().replace('-', "_"))
+}
+
+/// `host images NAME...`: imports each binary's image if the Engine lacks it, and
+/// returns `VAR=TAG` lines for the Compose and stack files (`export $(host images)`).
+pub(crate) async fn import_for_files(docker: &Docker, names: &[String]) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for name in names {
+        let binary = find_binary(name)?;
+        let image = ensure_image(docker, name, &binary).await?;
+        let tag = image.reference.rsplit(':').next().unwrap_or_default();
+        lines.push(format!("{}={tag}", tag_variable(name)));
+    }
+    Ok(lines)
+}
+
 /// Makes sure the image of binary `name` (at `binary`) exists, importing it if not.
 pub async fn ensure_image(docker: &Docker, name: &str, binary: &Path) -> Result<Image> {
     let bytes =
@@ -93,10 +120,39 @@ pub async fn ensure_image(docker: &Docker, name: &str, binary: &Path) -> Result<
         .try_collect::<Vec<_>>()
         .await
         .with_context(|| format!("the Engine could not import the image {reference}"))?;
+    prune_old_tags(docker, &repo, KEEP).await;
     Ok(Image {
         reference,
         imported: true,
     })
+}
+
+/// Removes the tags of `repo` past the newest `keep`. Without force: the Engine refuses
+/// to remove an image a container (of any project, running or stopped) still uses, and
+/// such a refusal is left alone. Pruning is housekeeping, so no failure is an error.
+pub(crate) async fn prune_old_tags(docker: &Docker, repo: &str, keep: usize) -> Vec<String> {
+    let filters = HashMap::from([("reference", vec![repo.to_string()])]);
+    let options = ListImagesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let Ok(mut images) = docker.list_images(Some(options)).await else {
+        return Vec::new();
+    };
+    images.sort_by_key(|i| std::cmp::Reverse(i.created));
+    let mut removed = Vec::new();
+    for image in images.iter().skip(keep) {
+        for tag in image
+            .repo_tags
+            .iter()
+            .filter(|t| t.starts_with(&format!("{repo}:")))
+        {
+            let options = RemoveImageOptionsBuilder::default().force(false).build();
+            if docker.remove_image(tag, Some(options), None).await.is_ok() {
+                removed.push(tag.clone());
+            }
+        }
+    }
+    removed
 }
 
 /// The image's root filesystem: the binary, its shared libraries and loader, an

@@ -12,24 +12,22 @@
 //! puts them in order, [`watch`] notes services that die during a run, and [`cycle`] is
 //! `run --stack`: up, run, down.
 
-pub mod compose;
-pub mod cycle;
-pub mod entry;
-pub mod health;
-pub mod images;
-pub mod render;
-pub mod resources;
-pub mod teardown;
-pub mod up;
-pub mod watch;
+pub(crate) mod compose;
+pub(crate) mod cycle;
+pub(crate) mod entry;
+pub(crate) mod health;
+pub(crate) mod images;
+pub(crate) mod render;
+pub(crate) mod resources;
+pub(crate) mod teardown;
+pub(crate) mod up;
+pub(crate) mod watch;
 
-pub use crate::config::CpuSet;
+pub(crate) use crate::config::CpuSet;
 // The Engine connection and the project's containers live below this module (in
 // `docker`), since the samplers read them too.
-pub use crate::docker::{connect, project_containers, PublishedPort, ServiceContainer};
-pub use crate::docker::{containers, engine};
-pub use entry::EntryUrl;
-pub use resources::Resources;
-pub use up::{down, up, Stack, UpOptions};
+pub(crate) use crate::docker::ServiceContainer;
+pub(crate) use crate::docker::{containers, engine};
+pub(crate) use up::{down, up, UpOptions};
 
-pub use crate::docker::{PROJECT_LABEL, SERVICE_LABEL};
+pub(crate) use crate::docker::{PROJECT_LABEL, SERVICE_LABEL};

@@ -5,7 +5,7 @@ use super::up::Stack;
 use std::fmt::Write as _;
 
 /// The stack as a short table plus its entry URLs.
-pub fn render(stack: &Stack) -> String {
+pub(crate) fn render(stack: &Stack) -> String {
     let mut out = format!(
         "stack {} is up ({:.1}s):\n",
         stack.project,

@@ -2,7 +2,7 @@
 //! `--memory SERVICE=SIZE` (or the run config's `[stack]` tables), checked against the
 //! compose file's services and the machine's cores before anything starts.
 
-pub use crate::config::stack::parse_size;
+pub(crate) use crate::config::stack::parse_size;
 use crate::config::CpuSet;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;

@@ -16,13 +16,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The compose file used when none is given.
-pub const DEFAULT_FILE: &str = "compose/docker-compose.yml";
+pub(crate) const DEFAULT_FILE: &str = "compose/docker-compose.yml";
 
 /// The Compose project name used when none is given.
-pub const DEFAULT_PROJECT: &str = "loadtest";
+pub(crate) const DEFAULT_PROJECT: &str = "loadtest";
 
 /// How long `up` waits for the services when not told otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What `host up` was asked for.
 #[derive(Debug, Clone)]
@@ -190,14 +190,14 @@ pub async fn down(project: &str) -> Result<Removed> {
 }
 
 /// Removes the project with a connection of its own, for cleanup after errors.
-pub async fn down_quietly(project: &str) {
+pub(crate) async fn down_quietly(project: &str) {
     if let Err(e) = down(project).await {
         eprintln!("warning: could not remove the stack {project}: {e:#}");
     }
 }
 
 /// `2 containers, 1 network, 0 volumes`.
-pub fn describe_removed(r: &Removed) -> String {
+pub(crate) fn describe_removed(r: &Removed) -> String {
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     format!(
         "{}, {}, {}",

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 /// The watcher of one stack; stop it (or drop it) before the stack is taken down, or
 /// the teardown would be noted as deaths.
-pub struct ServiceWatch {
+pub(crate) struct ServiceWatch {
     docker: Docker,
     project: String,
     on_exit: OnServiceExit,
@@ -32,7 +32,7 @@ pub struct ServiceWatch {
 impl ServiceWatch {
     /// A watch of `project`, not started yet; `containers` (the stack's, as `up` found
     /// them) are handed to the run's sampler.
-    pub fn new(
+    pub(crate) fn new(
         docker: Docker,
         project: &str,
         on_exit: OnServiceExit,
@@ -58,7 +58,7 @@ impl ServiceWatch {
     }
 
     /// Stops watching.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if let Some(task) = self
             .task
             .lock()

@@ -1,10 +1,10 @@
 //! The run's summary: what `summary.json` holds and `summary.txt` prints. Built once at
 //! the end from the aggregator's totals; the schema is documented in results/README.md.
 
-pub mod service_events;
-pub mod setup;
+pub(crate) mod service_events;
+pub(crate) mod setup;
 mod warnings;
-pub mod workers;
+pub(crate) mod workers;
 
 use crate::config::RunConfig;
 use crate::control::StopReason;
@@ -18,6 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+/// The version of summary.json's shape this host writes (`schema`), raised when a
+/// field changes meaning or goes away, so a reader can tell the file is not its own.
+pub const SCHEMA: u32 = 1;
 
 /// How a run ended, as `status` in summary.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -302,7 +306,7 @@ impl Summary {
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         Summary {
-            schema: 1,
+            schema: SCHEMA,
             host: HostInfo {
                 name: "host".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -351,7 +355,7 @@ impl Summary {
 }
 
 /// Requests by fate from the aggregator's totals.
-pub fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
+pub(crate) fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) -> HttpCounts {
     let mut c = HttpCounts {
         in_flight: in_flight.max(0) as u64,
         ..Default::default()

@@ -18,7 +18,7 @@ pub struct SetupSummary {
 
 /// The setup and teardown requests in `series` (the run's totals when they were
 /// counted, the setup recorder's samples otherwise).
-pub fn summarize(series: &SeriesMap, counted: bool) -> SetupSummary {
+pub(crate) fn summarize(series: &SeriesMap, counted: bool) -> SetupSummary {
     let mut out = SetupSummary {
         counted,
         ..Default::default()

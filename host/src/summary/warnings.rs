@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One warning per open-model scenario that dropped iterations for want of a VU.
-pub fn dropped_iterations(contexts: &[Arc<ScenarioCtx>]) -> Vec<String> {
+pub(super) fn dropped_iterations(contexts: &[Arc<ScenarioCtx>]) -> Vec<String> {
     contexts
         .iter()
         .filter_map(|ctx| {

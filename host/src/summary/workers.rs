@@ -11,6 +11,14 @@ pub struct WorkerSummary {
     pub name: String,
     /// The address it connected from.
     pub address: String,
+    /// Its index in the run, from 0 (`--index`, else join order): it runs the
+    /// `index`-th of N equal segments.
+    #[serde(default)]
+    pub index: u32,
+    /// Its plugin's failures (errors, panics, traps, timeouts); the messages are in the
+    /// summary's `plugin_errors`, merged over the workers.
+    #[serde(default)]
+    pub plugin_errors: u64,
     /// Its execution segment (`0:1/3`).
     pub segment: String,
     /// Requests it made (its `http_reqs`).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// `host sweep PLUGIN (--levels LIST | --from A --to B [--factor F]) ...`.
 #[derive(Args, Debug)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// The plugin component (.wasm).
     pub plugin: PathBuf,
     /// Run config (TOML) overlaid on the plugin's defaults; its scenarios are scaled to
@@ -83,7 +83,7 @@ pub struct SweepArgs {
 
 /// Runs `host sweep`; returns the exit code: 0 when the sweep ran to its end (whatever
 /// its levels' verdicts), 105 when Ctrl-C ended it early.
-pub async fn run(args: SweepArgs) -> Result<i32> {
+pub(crate) async fn run(args: SweepArgs) -> Result<i32> {
     let levels = match (&args.levels, args.from, args.to) {
         (Some(list), _, _) => levels::parse_list(list)?,
         (None, Some(from), Some(to)) => levels::geometric(from, to, args.factor)?,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// What a sweep is asked to do.
 #[derive(Debug, Clone)]
-pub struct SweepPlan {
+pub(crate) struct SweepPlan {
     /// The plugin file.
     pub plugin: PathBuf,
     /// `--config run.toml`.
@@ -45,7 +45,7 @@ pub struct SweepPlan {
 }
 
 /// How a sweep ended.
-pub struct SweepOutcome {
+pub(crate) struct SweepOutcome {
     /// What sweep.json holds.
     pub result: SweepResult,
     /// The sweep folder.
@@ -54,7 +54,7 @@ pub struct SweepOutcome {
 
 /// Runs the sweep. Ctrl-C stops it after the level running (which ends gracefully, as
 /// any run does) and still writes the outputs.
-pub async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
+pub(crate) async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
     let inspected = run::inspect(&plan.plugin, config::Limits::default().memory_bytes).await?;
     let info = inspected.info;
     let source = merged_source(&info.default_config, plan.config.as_deref())?;

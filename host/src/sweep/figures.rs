@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// A level's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Every threshold held.
     Pass,
     /// A threshold failed (the first one named), or the run measured nothing.
@@ -28,7 +28,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// `pass`, `fail`, `invalid` or `interrupted`.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Self::Pass => "pass",
             Self::Fail { .. } => "fail",
@@ -38,7 +38,7 @@ impl Verdict {
     }
 
     /// The word and its reason, for a table cell.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Self::Fail { reason } | Self::Invalid { reason } => {
                 format!("{}: {reason}", self.word())
@@ -50,7 +50,7 @@ impl Verdict {
 
 /// p50, p95 and p99 of a trend, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     /// Mean.
     pub avg: f64,
     /// Median.
@@ -63,7 +63,7 @@ pub struct Percentiles {
 
 /// One service's resources during a level (from the run's sampled stats).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServiceFigures {
+pub(crate) struct ServiceFigures {
     /// The service (`generator` is the host itself).
     pub service: String,
     /// Average CPU, percent of one core.
@@ -80,7 +80,7 @@ pub struct ServiceFigures {
 
 /// Everything a sweep keeps of one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelFigures {
+pub(crate) struct LevelFigures {
     /// The level: iterations per second, or VUs.
     pub level: f64,
     /// Offered load in iterations per second: the level for arrival rates; for VU
@@ -120,7 +120,7 @@ pub struct LevelFigures {
 
 impl LevelFigures {
     /// The generator's own figures (service `generator`), if it was sampled.
-    pub fn generator(&self) -> Option<&ServiceFigures> {
+    pub(crate) fn generator(&self) -> Option<&ServiceFigures> {
         self.services.iter().find(|s| s.service == "generator")
     }
 }
@@ -131,7 +131,7 @@ impl LevelFigures {
 /// past the capacity, work queued at the end of the hold completes during the graceful
 /// stop, and counting it over the hold alone would credit the target with the offered
 /// rate. A linear ramp offers half the load, so half of it is taken off.
-pub fn from_summary(
+pub(crate) fn from_summary(
     level: f64,
     open: bool,
     ramp_s: f64,

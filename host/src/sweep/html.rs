@@ -48,7 +48,7 @@ fn line(
 }
 
 /// The page.
-pub fn render(r: &SweepResult) -> Result<String> {
+pub(crate) fn render(r: &SweepResult) -> Result<String> {
     // Charts read in order of load; refined levels ran last but sit in between.
     let mut levels: Vec<&LevelFigures> = r
         .levels

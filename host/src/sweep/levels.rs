@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 const MAX_LEVELS: usize = 100;
 
 /// Parses `--levels 50,100,200`: positive numbers, strictly rising.
-pub fn parse_list(text: &str) -> Result<Vec<f64>> {
+pub(crate) fn parse_list(text: &str) -> Result<Vec<f64>> {
     let mut levels = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let level: f64 = match item.parse() {
@@ -40,7 +40,7 @@ pub fn parse_list(text: &str) -> Result<Vec<f64>> {
 
 /// `from`, `from × factor`, … up to `to` (included when the series lands on it within
 /// a rounding error; otherwise the last level is the largest below `to`).
-pub fn geometric(from: f64, to: f64, factor: f64) -> Result<Vec<f64>> {
+pub(crate) fn geometric(from: f64, to: f64, factor: f64) -> Result<Vec<f64>> {
     if !(from > 0.0 && from.is_finite()) {
         bail!("--from must be a positive number, got {from}");
     }
@@ -68,7 +68,7 @@ pub fn geometric(from: f64, to: f64, factor: f64) -> Result<Vec<f64>> {
 /// The level halfway between one that passed and one that failed. Levels are rounded
 /// to whole numbers when both ends are at least 10 apart, so a table reads `450`, not
 /// `449.99`.
-pub fn midpoint(passed: f64, failed: f64) -> f64 {
+pub(crate) fn midpoint(passed: f64, failed: f64) -> f64 {
     let mid = (passed + failed) / 2.0;
     if (failed - passed).abs() >= 10.0 {
         mid.round()
@@ -83,7 +83,7 @@ fn round_level(level: f64) -> f64 {
 }
 
 /// A level as the tables print it: whole numbers without a point.
-pub fn label(level: f64) -> String {
+pub(crate) fn label(level: f64) -> String {
     if level.fract() == 0.0 {
         format!("{level:.0}")
     } else {

@@ -9,14 +9,14 @@
 //! line; [`target_capacity`] is the demo target's capacity
 //! switch that sweeps are checked against.
 
-pub mod command;
-pub mod driver;
-pub mod figures;
-pub mod html;
-pub mod levels;
-pub mod model;
-pub mod report;
-pub mod scale;
-pub mod stack;
-pub mod target_capacity;
-pub mod usl;
+pub(crate) mod command;
+pub(crate) mod driver;
+pub(crate) mod figures;
+pub(crate) mod html;
+pub(crate) mod levels;
+pub(crate) mod model;
+pub(crate) mod report;
+pub(crate) mod scale;
+pub(crate) mod stack;
+pub(crate) mod target_capacity;
+pub(crate) mod usl;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// How much p99 per unit of throughput may rise over its best before a level counts as
 /// past the knee: half again, which absorbs the jitter of a p99 of a few milliseconds.
-pub const KNEE_RISE: f64 = 1.5;
+pub(crate) const KNEE_RISE: f64 = 1.5;
 
 /// A generator whose VUs were this busy (work in flight ÷ VUs available) limited the
 /// load, not the target.
@@ -19,7 +19,7 @@ const TARGET_SHARE_LIMIT: f64 = 0.5;
 
 /// The highest level that passed below the lowest that failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Breakpoint {
+pub(crate) struct Breakpoint {
     /// The highest level that passed, below `failed`.
     pub passed: Option<f64>,
     /// The lowest level that failed.
@@ -30,7 +30,7 @@ pub struct Breakpoint {
 
 /// Where latency starts to grow faster than throughput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Knee {
+pub(crate) struct Knee {
     /// The last level before latency grew faster than linearly.
     pub level: f64,
     /// Its throughput (iterations/s).
@@ -43,7 +43,7 @@ pub struct Knee {
 
 /// The resource nearest its cap at the breakpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Binding {
+pub(crate) struct Binding {
     /// The service.
     pub service: String,
     /// `cpu` (share of its cpuset) or `memory` (share of its limit).
@@ -56,7 +56,7 @@ pub struct Binding {
 
 /// One level's Little's-law check: work in flight = throughput × time in the system.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LittleCheck {
+pub(crate) struct LittleCheck {
     /// The level.
     pub level: f64,
     /// Throughput × mean iteration duration: the mean number of iterations in flight.
@@ -71,7 +71,7 @@ pub struct LittleCheck {
 
 /// Everything the sweep concludes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CapacityModel {
+pub(crate) struct CapacityModel {
     /// The breakpoint.
     pub breakpoint: Breakpoint,
     /// The knee, if latency grew faster than linearly within the sweep.
@@ -102,7 +102,7 @@ fn valid(levels: &[LevelFigures]) -> Vec<&LevelFigures> {
 }
 
 /// The lowest failed level and the highest passed level below it.
-pub fn breakpoint(levels: &[LevelFigures]) -> Breakpoint {
+pub(crate) fn breakpoint(levels: &[LevelFigures]) -> Breakpoint {
     let valid = valid(levels);
     let failed = valid
         .iter()
@@ -121,7 +121,7 @@ pub fn breakpoint(levels: &[LevelFigures]) -> Breakpoint {
 }
 
 /// The knee rule, as written into sweep.md and sweep.json.
-pub fn knee_rule() -> String {
+pub(crate) fn knee_rule() -> String {
     format!(
         "Valid levels in order of load; P = p99 of http_req_duration (else of \
          iteration_duration), X = throughput. While latency grows no faster than \
@@ -132,7 +132,7 @@ pub fn knee_rule() -> String {
 }
 
 /// The knee, by [`knee_rule`].
-pub fn knee(levels: &[LevelFigures]) -> Option<Knee> {
+pub(crate) fn knee(levels: &[LevelFigures]) -> Option<Knee> {
     let points: Vec<(f64, f64, f64)> = valid(levels)
         .into_iter()
         .filter_map(|l| {
@@ -157,14 +157,14 @@ pub fn knee(levels: &[LevelFigures]) -> Option<Knee> {
 }
 
 /// Mean iterations in flight by Little's law: throughput × mean iteration duration.
-pub fn in_flight(l: &LevelFigures) -> Option<f64> {
+pub(crate) fn in_flight(l: &LevelFigures) -> Option<f64> {
     let r = l.iteration_duration?.avg / 1000.0;
     Some(l.throughput_per_s * r)
 }
 
 /// USL points: concurrency (the VUs of a closed level, the work in flight by Little's
 /// law of an arrival-rate level) against throughput, for each valid level.
-pub fn usl_points(levels: &[LevelFigures], open: bool) -> Vec<(f64, f64)> {
+pub(crate) fn usl_points(levels: &[LevelFigures], open: bool) -> Vec<(f64, f64)> {
     valid(levels)
         .into_iter()
         .filter_map(|l| {
@@ -176,7 +176,7 @@ pub fn usl_points(levels: &[LevelFigures], open: bool) -> Vec<(f64, f64)> {
 
 /// The service resource nearest its cap at the breakpoint's failed level (else the
 /// highest level run), the generator left out.
-pub fn binding(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Binding> {
+pub(crate) fn binding(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Binding> {
     let at = bp
         .failed
         .or(bp.passed)
@@ -203,7 +203,7 @@ pub fn binding(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Binding> {
 }
 
 /// Little's-law check of one level.
-pub fn little(l: &LevelFigures, open: bool) -> LittleCheck {
+pub(crate) fn little(l: &LevelFigures, open: bool) -> LittleCheck {
     let n = in_flight(l).unwrap_or(0.0);
     let vus = l.vus.max(1) as f64;
     let (limited, note) = if matches!(l.verdict, Verdict::Invalid { .. }) {
@@ -254,7 +254,7 @@ pub fn little(l: &LevelFigures, open: bool) -> LittleCheck {
 }
 
 /// The whole model.
-pub fn build(levels: &[LevelFigures], open: bool) -> CapacityModel {
+pub(crate) fn build(levels: &[LevelFigures], open: bool) -> CapacityModel {
     let bp = breakpoint(levels);
     let points = usl_points(levels, open);
     let (usl, usl_note) = match usl::fit(&points) {

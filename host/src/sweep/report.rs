@@ -12,7 +12,7 @@ const BINDING_SHARE: f64 = 0.5;
 
 /// What `sweep.json` holds.
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepResult {
+pub(crate) struct SweepResult {
     /// Schema version of this file.
     pub schema: u32,
     /// The plugin's name.
@@ -66,7 +66,7 @@ fn verdict_cell(l: &LevelFigures) -> String {
 }
 
 /// `sweep.md`.
-pub fn markdown(r: &SweepResult) -> String {
+pub(crate) fn markdown(r: &SweepResult) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Sweep of {}\n", r.plugin);
     let _ = writeln!(
@@ -141,7 +141,7 @@ pub fn markdown(r: &SweepResult) -> String {
 }
 
 /// The model in a few lines (sweep.md and the printed summary).
-pub fn model_lines(r: &SweepResult) -> Vec<String> {
+pub(crate) fn model_lines(r: &SweepResult) -> Vec<String> {
     let m = &r.model;
     let unit = &r.unit;
     let mut lines = Vec::new();
@@ -249,7 +249,7 @@ pub fn model_lines(r: &SweepResult) -> Vec<String> {
 }
 
 /// What is printed at the end of a sweep.
-pub fn printed(r: &SweepResult) -> String {
+pub(crate) fn printed(r: &SweepResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\nsweep of {} ({}):", r.plugin, r.unit);
     for l in &r.levels {

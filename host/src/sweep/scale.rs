@@ -43,7 +43,7 @@ struct Base {
 
 /// Makes the run config of each level from the sweep's config.
 #[derive(Debug, Clone)]
-pub struct Scaler {
+pub(crate) struct Scaler {
     source: toml::Table,
     scenarios: Vec<Base>,
     open: bool,
@@ -53,7 +53,7 @@ pub struct Scaler {
 impl Scaler {
     /// `source` is the merged config table (plugin defaults ← run.toml), `config` the
     /// same checked.
-    pub fn new(source: toml::Table, config: &RunConfig) -> Result<Scaler> {
+    pub(crate) fn new(source: toml::Table, config: &RunConfig) -> Result<Scaler> {
         let mut scenarios = Vec::new();
         for s in &config.scenarios {
             let (value, open, pre, max) = match &s.executor {
@@ -103,12 +103,12 @@ impl Scaler {
     }
 
     /// Whether levels are arrival rates (else VU counts).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.open
     }
 
     /// What a level counts: `iterations/s` or `VUs`.
-    pub fn unit(&self) -> &'static str {
+    pub(crate) fn unit(&self) -> &'static str {
         if self.open {
             "iterations/s"
         } else {
@@ -117,7 +117,7 @@ impl Scaler {
     }
 
     /// The run config of `level`, held for `hold` after a ramp of `ramp`.
-    pub fn level_config(&self, level: f64, hold: Duration, ramp: Duration) -> toml::Table {
+    pub(crate) fn level_config(&self, level: f64, hold: Duration, ramp: Duration) -> toml::Table {
         let factor = level / self.total;
         let mut source = self.source.clone();
         let Some(toml::Value::Table(tables)) = source.get_mut("scenarios") else {

@@ -9,7 +9,7 @@ use anyhow::{anyhow, Result};
 use std::path::Path;
 
 /// A stack brought up for a sweep.
-pub struct SweepStack {
+pub(crate) struct SweepStack {
     project: String,
     keep: bool,
 }
@@ -18,7 +18,7 @@ impl SweepStack {
     /// Brings the stack up and points `overrides` at it: `BASE_URL` (and
     /// `BASE_URL_<SERVICE>`) set, the entry URLs the only targets allowed, every
     /// container sampled.
-    pub async fn up(
+    pub(crate) async fn up(
         flags: &StackFlags,
         config: Option<&Path>,
         keep: bool,
@@ -66,7 +66,7 @@ impl SweepStack {
     }
 
     /// Removes the stack, unless it is to be kept.
-    pub async fn down(self) {
+    pub(crate) async fn down(self) {
         if self.keep {
             eprintln!(
                 "stack {} kept running; remove it with: host down --project {}",

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// `--workers`, `--service-time` and `--queue`.
 #[derive(Args, Debug, Clone, Default)]
-pub struct CapacityArgs {
+pub(crate) struct CapacityArgs {
     /// Capacity limit: serve at most this many requests at once; the rest wait.
     #[arg(long, requires = "service_time")]
     pub workers: Option<usize>,
@@ -21,7 +21,7 @@ pub struct CapacityArgs {
 
 impl CapacityArgs {
     /// The limit to give the target, if one was asked for.
-    pub fn capacity(&self) -> Option<demo_target::Capacity> {
+    pub(crate) fn capacity(&self) -> Option<demo_target::Capacity> {
         match (self.workers, self.service_time) {
             (Some(workers), Some(service_time)) if workers > 0 => Some(demo_target::Capacity {
                 workers,
@@ -33,7 +33,7 @@ impl CapacityArgs {
     }
 
     /// The same as `host target` flags, for the demo's child target.
-    pub fn flags(&self) -> Vec<String> {
+    pub(crate) fn flags(&self) -> Vec<String> {
         match self.capacity() {
             None => Vec::new(),
             Some(c) => vec![

@@ -30,11 +30,11 @@ use serde::{Deserialize, Serialize};
 
 /// Fewest points a fit takes: three parameters need at least one more point than they
 /// have, or any three points fit exactly and R² says nothing.
-pub const MIN_POINTS: usize = 4;
+pub(crate) const MIN_POINTS: usize = 4;
 
 /// A fitted model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Usl {
+pub(crate) struct Usl {
     /// Throughput of a single unit of concurrency (per second).
     pub lambda: f64,
     /// Contention.
@@ -53,7 +53,7 @@ pub struct Usl {
 
 impl Usl {
     /// Predicted throughput at concurrency `n`.
-    pub fn throughput(&self, n: f64) -> f64 {
+    pub(crate) fn throughput(&self, n: f64) -> f64 {
         model(&[self.lambda, self.sigma, self.kappa], n)
     }
 }
@@ -64,7 +64,7 @@ fn model(p: &[f64; 3], n: f64) -> f64 {
 }
 
 /// Fits the model to `(concurrency, throughput)` points.
-pub fn fit(points: &[(f64, f64)]) -> Result<Usl> {
+pub(crate) fn fit(points: &[(f64, f64)]) -> Result<Usl> {
     let points: Vec<(f64, f64)> = points
         .iter()
         .copied()

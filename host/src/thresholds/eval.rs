@@ -73,7 +73,7 @@ enum Observation {
 }
 
 /// What evaluation needs of the run.
-pub struct RunView<'a> {
+pub(crate) struct RunView<'a> {
     /// Cumulative series and gauge ranges.
     pub aggregator: &'a Aggregator,
     /// Metric names and kinds, custom ones included.
@@ -84,7 +84,7 @@ pub struct RunView<'a> {
 
 /// A run's thresholds and whether one has aborted it.
 #[derive(Debug, Default)]
-pub struct Evaluator {
+pub(crate) struct Evaluator {
     thresholds: Vec<Threshold>,
     /// Whether a threshold whose metric got no sample passes (k6) instead of failing.
     allow_missing: bool,
@@ -94,7 +94,7 @@ pub struct Evaluator {
 
 impl Evaluator {
     /// Evaluates `thresholds`.
-    pub fn new(thresholds: Vec<Threshold>) -> Self {
+    pub(crate) fn new(thresholds: Vec<Threshold>) -> Self {
         Self {
             thresholds,
             allow_missing: false,
@@ -103,24 +103,14 @@ impl Evaluator {
     }
 
     /// Lets thresholds whose metric got no sample pass, as k6 does.
-    pub fn allow_missing(mut self, allow: bool) -> Self {
+    pub(crate) fn allow_missing(mut self, allow: bool) -> Self {
         self.allow_missing = allow;
         self
     }
 
-    /// Whether there is anything to evaluate.
-    pub fn is_empty(&self) -> bool {
-        self.thresholds.is_empty()
-    }
-
-    /// The thresholds evaluated.
-    pub fn thresholds(&self) -> &[Threshold] {
-        &self.thresholds
-    }
-
     /// Checks the `abort_on_fail` thresholds whose delay has passed; returns why the run
     /// must stop the first time one fails.
-    pub fn check_abort(&mut self, view: &RunView<'_>) -> Option<String> {
+    pub(crate) fn check_abort(&mut self, view: &RunView<'_>) -> Option<String> {
         if self.aborted_by.is_some() {
             return None;
         }
@@ -145,7 +135,7 @@ impl Evaluator {
     }
 
     /// Evaluates every threshold once more, for the verdict.
-    pub fn finish(&self, view: &RunView<'_>) -> Vec<ThresholdOutcome> {
+    pub(crate) fn finish(&self, view: &RunView<'_>) -> Vec<ThresholdOutcome> {
         self.thresholds
             .iter()
             .enumerate()

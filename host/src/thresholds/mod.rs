@@ -2,18 +2,18 @@
 //! checked every tick for those with `abort_on_fail`, and judged at the end. A crossed
 //! threshold makes the run's exit code 99.
 
-pub mod eval;
+pub(crate) mod eval;
 
 // Parsing lives with the config (config::thresholds); re-exported for the callers
 // that judge thresholds.
-pub use crate::config::thresholds::{expression, metric_key, parse, syntax_error};
+pub(crate) use crate::config::thresholds::{expression, parse};
 
-pub use eval::{Evaluator, RunView, ThresholdOutcome};
-pub use parse::{parse_thresholds, Threshold};
+pub(crate) use eval::{Evaluator, RunView, ThresholdOutcome};
+pub(crate) use parse::parse_thresholds;
 
 /// Warnings about thresholds worth printing after a run (metrics that never got a sample,
 /// so their thresholds tested nothing).
-pub fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
+pub(crate) fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
     outcomes
         .iter()
         .filter(|o| !o.aborted_run)
@@ -26,12 +26,12 @@ pub fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
 }
 
 /// Whether every threshold held.
-pub fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
+pub(crate) fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
     outcomes.iter().all(|o| o.ok)
 }
 
 /// Stops the run (gracefully, then at once) when an `abort_on_fail` threshold is crossed.
-pub fn abort_if_crossed(
+pub(crate) fn abort_if_crossed(
     evaluator: &mut Evaluator,
     view: &RunView<'_>,
     control: &crate::control::RunControl,

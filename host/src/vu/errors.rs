@@ -63,7 +63,7 @@ impl ErrorKind {
 }
 
 /// One distinct failure.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
     /// Kind.
     pub kind: ErrorKind,
@@ -73,6 +73,37 @@ pub struct ErrorEntry {
     pub message: String,
     /// How often.
     pub count: u64,
+}
+
+/// Several processes' failures as one list (a coordinator's and its workers'): counts
+/// of the same kind, scenario and message added, most frequent first, at most as many
+/// distinct ones as one process keeps; the rest, and every part's unlisted ones,
+/// counted as unlisted.
+pub(crate) fn merge(parts: &[(&[ErrorEntry], u64)]) -> (Vec<ErrorEntry>, u64) {
+    let mut counts: BTreeMap<(ErrorKind, &str, &str), u64> = BTreeMap::new();
+    let mut unlisted = 0;
+    for (entries, part_unlisted) in parts {
+        unlisted += part_unlisted;
+        for e in entries.iter() {
+            *counts
+                .entry((e.kind, e.scenario.as_str(), e.message.as_str()))
+                .or_default() += e.count;
+        }
+    }
+    let mut list: Vec<ErrorEntry> = counts
+        .into_iter()
+        .map(|((kind, scenario, message), count)| ErrorEntry {
+            kind,
+            scenario: scenario.into(),
+            message: message.into(),
+            count,
+        })
+        .collect();
+    list.sort_by_key(|e| std::cmp::Reverse(e.count));
+    for e in list.drain(list.len().min(MAX_MESSAGES)..) {
+        unlisted += e.count;
+    }
+    (list, unlisted)
 }
 
 /// The run's failures.
@@ -124,5 +155,48 @@ impl ErrorLog {
             .collect();
         list.sort_by_key(|e| std::cmp::Reverse(e.count));
         (list, self.unlisted.load(Ordering::Relaxed))
+    }
+
+    /// Failures recorded so far, listed or not (a worker sends its list when this
+    /// changes).
+    pub fn total(&self) -> u64 {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.values().sum::<u64>() + self.unlisted.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: ErrorKind, message: &str, count: u64) -> ErrorEntry {
+        ErrorEntry {
+            kind,
+            scenario: "default".into(),
+            message: message.into(),
+            count,
+        }
+    }
+
+    #[test]
+    fn merged_lists_add_alike_failures_and_keep_the_cap() {
+        let a = [
+            entry(ErrorKind::Panic, "boom", 2),
+            entry(ErrorKind::Error, "no", 1),
+        ];
+        let b = [entry(ErrorKind::Panic, "boom", 3)];
+        let (list, unlisted) = merge(&[(&a, 1), (&b, 0)]);
+        assert_eq!(unlisted, 1);
+        assert_eq!(list.len(), 2);
+        assert_eq!((list[0].kind, list[0].count), (ErrorKind::Panic, 5));
+        assert_eq!((list[1].message.as_str(), list[1].count), ("no", 1));
+
+        // Past the cap, the least frequent are counted as unlisted.
+        let many: Vec<ErrorEntry> = (0..MAX_MESSAGES as u64 + 2)
+            .map(|i| entry(ErrorKind::Error, &format!("e{i}"), i + 1))
+            .collect();
+        let (list, unlisted) = merge(&[(&many, 0)]);
+        assert_eq!(list.len(), MAX_MESSAGES);
+        assert_eq!(unlisted, 1 + 2, "e0 and e1, counted 1 and 2");
     }
 }

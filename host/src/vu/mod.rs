@@ -6,8 +6,8 @@
 //!
 //! `factory` makes VUs; `errors` gathers their failures over the run.
 
-pub mod errors;
-pub mod factory;
+pub(crate) mod errors;
+pub(crate) mod factory;
 
 use crate::config::InitFailures;
 use crate::control::{RunControl, StopReason};

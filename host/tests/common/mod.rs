@@ -7,14 +7,14 @@ pub mod containers;
 pub mod servers;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
-use host::config::Overrides;
-use host::run::{RunOutcome, RunRequest};
+use host::Overrides;
+use host::{RunOutcome, RunRequest};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A plugin built from plugins/ by the host's build script.
 pub fn plugin(name: &str) -> PathBuf {
-    let path = PathBuf::from(host::demo::PLUGINS_DIR).join(format!("{name}.wasm"));
+    let path = PathBuf::from(host::PLUGINS_DIR).join(format!("{name}.wasm"));
     assert!(path.exists(), "{} was not built", path.display());
     path
 }
@@ -67,7 +67,7 @@ pub async fn run(plugin_name: &str, toml: &str, env: &[(&str, &str)]) -> anyhow:
         live: Default::default(),
         remote: None,
     };
-    let outcome = host::run::run(request).await?;
+    let outcome = host::run(request).await?;
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json"))?;
     let json = serde_json::from_str(&text)?;
     assert_http_counts_add_up(&json);
@@ -149,7 +149,7 @@ pub async fn run_at(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let outcome = host::run::run(request).await.expect("the run completes");
+    let outcome = host::run(request).await.expect("the run completes");
     let json = summary_json(&outcome.results_dir);
     assert_http_counts_add_up(&json);
     outcome

@@ -129,7 +129,7 @@ impl Scenario for Capacity {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("cap-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", base_url()))
+        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
             .json(&loadtest::serde_json::json!({ "user": user }))
             .name("/auth/token")
             .send()?;
@@ -163,7 +163,7 @@ fn token() -> Result<&'static str, String> {
 
 /// List, open, think.
 fn browse() -> Result<(), String> {
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let mut rng = SplitMix64::new(info.vu_id, info.iteration);
     let group = rng.next() % 10 + 1;
@@ -188,12 +188,12 @@ fn browse() -> Result<(), String> {
 
 /// Create, edit, delete, with a pause after each.
 fn write() -> Result<(), String> {
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let mut rng = SplitMix64::new(info.vu_id, info.iteration);
-    let group = env_number("GROUP", 1);
-    let min = env_number("PAUSE_MIN_MS", 500);
-    let max = env_number("PAUSE_MAX_MS", 1500).max(min);
+    let group = vu::env_parse("GROUP", 1u64);
+    let min = vu::env_parse("PAUSE_MIN_MS", 500u64);
+    let max = vu::env_parse("PAUSE_MAX_MS", 1500u64).max(min);
     let mut pause = || vu::sleep(Duration::from_millis(min + rng.next() % (max - min + 1)));
 
     let res = http::post(format!("{base}/groups/{group}/notes"))
@@ -235,7 +235,7 @@ fn write() -> Result<(), String> {
 
 /// Keeps this VU's socket open and drains it for `DRAIN_MS`.
 fn sockets() -> Result<(), String> {
-    let drain_for = Duration::from_millis(env_number("DRAIN_MS", 1000));
+    let drain_for = Duration::from_millis(vu::env_parse("DRAIN_MS", 1000u64));
     LIVE.with(|live| {
         let mut live = live.borrow_mut();
         if live.is_none() {
@@ -272,9 +272,16 @@ fn sockets() -> Result<(), String> {
 
 /// Connects, subscribes, waits for the acknowledgement.
 fn open_socket() -> Result<Socket, String> {
-    let url = format!("{}/ws?token={}", ws_base(&base_url()), token()?);
+    let url = format!(
+        "{}/ws?token={}",
+        ws_base(&vu::base_url(DEFAULT_BASE_URL)),
+        token()?
+    );
     let socket = Socket::connect_with(&url, &[], &[("name", "/ws")])?;
-    socket.send_text(&format!("{{\"subscribe\": [{}]}}", env_number("GROUP", 1)))?;
+    socket.send_text(&format!(
+        "{{\"subscribe\": [{}]}}",
+        vu::env_parse("GROUP", 1u64)
+    ))?;
     let deadline = Instant::now() + SUBSCRIBE_TIMEOUT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -298,20 +305,6 @@ fn kind_of(text: &str) -> String {
     loadtest::serde_json::from_str::<LiveMessage>(text)
         .map(|m| m.kind)
         .unwrap_or_default()
-}
-
-/// A whole number from the environment, or `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// `BASE_URL` without a trailing slash.
-fn base_url() -> String {
-    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
-        .trim_end_matches('/')
-        .to_owned()
 }
 
 /// `base` with `ws://` for `http://` (and `wss://` for `https://`).

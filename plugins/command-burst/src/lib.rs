@@ -65,18 +65,6 @@ struct Command {
 /// The scenario.
 struct CommandBurst;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
 impl Scenario for CommandBurst {
     fn describe() -> PluginInfo {
         PluginInfo::new("command-burst")
@@ -93,10 +81,13 @@ impl Scenario for CommandBurst {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", base_url()))
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
-            .send()?;
+        let res = http::post(format!(
+            "{}/auth/token",
+            vu::base_url("http://127.0.0.1:8080")
+        ))
+        .json(&loadtest::serde_json::json!({ "user": user }))
+        .name("/auth/token")
+        .send()?;
         if !check("sign-in status is 200", res.status() == 200) {
             return Err(format!("sign-in as {user} answered {}", res.status()));
         }
@@ -119,9 +110,9 @@ impl Scenario for CommandBurst {
 /// Submits one command and follows it to its final status.
 fn burst() -> Result<(), String> {
     let token = TOKEN.get().ok_or("no token: init did not run")?;
-    let base = base_url();
+    let base = vu::base_url("http://127.0.0.1:8080");
     let info = vu::info();
-    let fail_every = env_u64("FAIL_EVERY", 20);
+    let fail_every = vu::env_parse("FAIL_EVERY", 20u64);
     let group = if fail_every > 0 && info.iteration_in_scenario % fail_every == fail_every - 1 {
         0
     } else {
@@ -140,8 +131,8 @@ fn burst() -> Result<(), String> {
     drop(res);
     metrics::counter("commands_submitted", 1.0, &[]);
 
-    let poll = Duration::from_millis(env_u64("POLL_MS", 50));
-    let deadline = Duration::from_secs(env_u64("FOLLOW_TIMEOUT_S", 30));
+    let poll = Duration::from_millis(vu::env_parse("POLL_MS", 50u64));
+    let deadline = Duration::from_secs(vu::env_parse("FOLLOW_TIMEOUT_S", 30u64));
     loop {
         vu::sleep(poll);
         let res = http::get(format!("{base}/commands/{id}"))

@@ -103,7 +103,7 @@ impl Scenario for Visitor {
 
 /// One visitor, from the first request to the end of the live view.
 fn visit() -> Result<(), String> {
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let started = Instant::now();
     counter("visits", 1.0, &[]);
 
@@ -180,9 +180,9 @@ fn sign_in(base: &str) -> Result<String, String> {
 
 /// Holds the live socket for `LIVE_MS`, pinging and polling the inbox on schedule.
 fn live_view(base: &str, token: &str) -> Result<(), String> {
-    let live_for = Duration::from_millis(env_number("LIVE_MS", 20_000));
-    let ping_every = Duration::from_millis(env_number("PING_MS", 5_000).max(10));
-    let inbox_every = Duration::from_millis(env_number("INBOX_MS", 10_000).max(10));
+    let live_for = Duration::from_millis(vu::env_parse("LIVE_MS", 20_000u64));
+    let ping_every = Duration::from_millis(vu::env_parse("PING_MS", 5_000u64).max(10));
+    let inbox_every = Duration::from_millis(vu::env_parse("INBOX_MS", 10_000u64).max(10));
     let ws_url = format!("{}/ws?token={token}", ws_base(base));
     let socket = Socket::connect_with(&ws_url, &[], &[("name", "/ws")])?;
     socket.send_text("{\"subscribe\": [1]}")?;
@@ -270,20 +270,6 @@ fn kind_of(text: &str) -> String {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// A whole number from the environment, or `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// `BASE_URL` without a trailing slash.
-fn base_url() -> String {
-    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
-        .trim_end_matches('/')
-        .to_owned()
 }
 
 /// `base` with `ws://` for `http://` (and `wss://` for `https://`).

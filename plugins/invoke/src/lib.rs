@@ -33,12 +33,6 @@ http_req_failed = ["rate<0.01"]
 /// The scenario.
 struct Invoke;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
 impl Scenario for Invoke {
     fn describe() -> PluginInfo {
         PluginInfo::new("invoke")
@@ -53,7 +47,7 @@ impl Scenario for Invoke {
     }
 
     fn setup(_config: String) -> Result<String, String> {
-        let res = http::post(format!("{}/invoke", base_url()))
+        let res = http::post(format!("{}/invoke", vu::base_url("http://127.0.0.1:8080")))
             .json(&loadtest::serde_json::json!({ "ping": true }))
             .name("/invoke")
             .expect_status(401)
@@ -74,7 +68,7 @@ impl Scenario for Invoke {
             ));
         }
         let info = vu::info();
-        let res = http::post(format!("{}/invoke", base_url()))
+        let res = http::post(format!("{}/invoke", vu::base_url("http://127.0.0.1:8080")))
             .header("X-Api-Key", vu::env_or("API_KEY", "demo-key"))
             .json(&loadtest::serde_json::json!({
                 "vu": info.vu_id,

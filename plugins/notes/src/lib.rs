@@ -64,7 +64,7 @@ impl Scenario for Notes {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", base_url()))
+        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
             .json(&loadtest::serde_json::json!({ "user": user }))
             .name("/auth/token")
             .send()?;
@@ -94,7 +94,7 @@ impl Scenario for Notes {
 /// One visit: list a group, open one of its notes, think.
 fn browse() -> Result<(), String> {
     let token = TOKEN.get().ok_or("no token: init did not run")?;
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let mut rng = SplitMix64::new(info.vu_id, info.iteration);
     let group = (info.vu_id + info.iteration) % GROUPS + 1;
@@ -132,13 +132,6 @@ fn browse() -> Result<(), String> {
     // Think time: 1 to 3 s, spread over VUs and iterations.
     vu::sleep(Duration::from_millis(1000 + rng.next() % 2001));
     Ok(())
-}
-
-/// `BASE_URL` without a trailing slash.
-fn base_url() -> String {
-    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
-        .trim_end_matches('/')
-        .to_owned()
 }
 
 /// A small deterministic pseudo-random sequence (SplitMix64) seeded from the VU and

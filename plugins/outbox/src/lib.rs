@@ -51,18 +51,6 @@ struct Counts {
 /// The scenario.
 struct Outbox;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
 fn counts(base: &str) -> Result<Counts, String> {
     let res = http::get(format!("{base}/events"))
         .name("GET /events")
@@ -93,7 +81,7 @@ impl Scenario for Outbox {
             ));
         }
         let info = vu::info();
-        let res = http::post(format!("{}/events", base_url()))
+        let res = http::post(format!("{}/events", vu::base_url("http://127.0.0.1:8080")))
             .json(&loadtest::serde_json::json!({
                 "type": "order.created",
                 "vu": info.vu_id,
@@ -109,12 +97,12 @@ impl Scenario for Outbox {
     }
 
     fn teardown(_data: String) -> Result<(), String> {
-        let base = base_url();
+        let base = vu::base_url("http://127.0.0.1:8080");
         let began = Instant::now();
         let first = counts(&base)?;
         metrics::gauge("outbox_pending_after_load", first.pending as f64, &[]);
-        let timeout = Duration::from_secs(env_u64("DRAIN_TIMEOUT_S", 120));
-        let poll = Duration::from_millis(env_u64("DRAIN_POLL_MS", 100));
+        let timeout = Duration::from_secs(vu::env_parse("DRAIN_TIMEOUT_S", 120u64));
+        let poll = Duration::from_millis(vu::env_parse("DRAIN_POLL_MS", 100u64));
         let mut now = first;
         while now.pending > 0 {
             if began.elapsed() > timeout {

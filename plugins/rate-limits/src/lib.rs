@@ -61,12 +61,6 @@ struct TokenResponse {
 /// The scenario.
 struct RateLimits;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
 /// Counts a response's status: a 429 (checked for `Retry-After`) or not.
 fn count(res: &http::Response, addresses: &str) -> bool {
     let limited = res.status() == 429;
@@ -137,7 +131,7 @@ impl Scenario for RateLimits {
                 ))
             }
         };
-        let base = base_url();
+        let base = vu::base_url("http://127.0.0.1:8080");
         let (token, address) = match IDENTITY.with(|i| i.borrow().clone()) {
             Some(identity) => identity,
             None => {

@@ -127,7 +127,7 @@ impl Session {
 
     /// Renews the pair if the access token is about to expire.
     fn fresh(&mut self, base: &str) -> Result<&str, String> {
-        let margin = Duration::from_millis(env_number("REFRESH_MARGIN_MS", 1000));
+        let margin = Duration::from_millis(vu::env_parse("REFRESH_MARGIN_MS", 1000u64));
         if Instant::now() + margin >= self.expires {
             self.refresh(base)?;
         }
@@ -167,7 +167,7 @@ impl Scenario for RestMix {
     }
 
     fn setup(_config: String) -> Result<String, String> {
-        let res = http::get(format!("{}/api/config", base_url()))
+        let res = http::get(format!("{}/api/config", vu::base_url(DEFAULT_BASE_URL)))
             .name("/api/config")
             .send()?;
         if res.status() != 200 {
@@ -202,7 +202,7 @@ impl Scenario for RestMix {
 
 /// Sign up, browse, delete.
 fn user_life() -> Result<(), String> {
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let mut rng = SplitMix64::new(info.vu_id, info.iteration);
     let user = format!(
@@ -221,9 +221,9 @@ fn user_life() -> Result<(), String> {
     counter("signups", 1.0, &[]);
     let mut session = Session::new(res.json()?);
 
-    let pages = env_number("PAGES", 10);
-    let think_min = env_number("THINK_MIN_MS", 2000);
-    let think_max = env_number("THINK_MAX_MS", 4000).max(think_min);
+    let pages = vu::env_parse("PAGES", 10u64);
+    let think_min = vu::env_parse("THINK_MIN_MS", 2000u64);
+    let think_max = vu::env_parse("THINK_MAX_MS", 4000u64).max(think_min);
     let mut result = Ok(());
     for page in 0..pages {
         if page > 0 {
@@ -326,20 +326,6 @@ fn create(base: &str, session: &mut Session, rng: &mut SplitMix64) -> Result<(),
     }
     counter("notes_created", 1.0, &[]);
     Ok(())
-}
-
-/// A whole number from the environment, or `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// `BASE_URL` without a trailing slash.
-fn base_url() -> String {
-    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
-        .trim_end_matches('/')
-        .to_owned()
 }
 
 /// A small deterministic pseudo-random sequence (SplitMix64) seeded from the VU and

@@ -42,6 +42,51 @@ pub fn env_or(name: &str, default: &str) -> String {
     wit::env(name).unwrap_or_else(|| default.to_owned())
 }
 
+/// A variable of the environment parsed as `T` (spaces around it ignored), or
+/// `default` when it is unset: `vu::env_parse("RATE", 10u64)`.
+///
+/// # Panics
+///
+/// When the variable is set but does not parse. That is a mistake in the run's
+/// config, so the VU stops with a message naming the variable and its value (the host
+/// reports it as the plugin's error) instead of quietly running with the default.
+pub fn env_parse<T: std::str::FromStr>(name: &str, default: T) -> T
+where
+    T::Err: std::fmt::Display,
+{
+    match parse_var(name, wit::env(name), default) {
+        Ok(v) => v,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// The target's base URL: `BASE_URL` from the environment without its trailing
+/// slashes, or `default` when unset, so paths can be appended as `{base}/path`.
+pub fn base_url(default: &str) -> String {
+    env_or("BASE_URL", default).trim_end_matches('/').to_owned()
+}
+
+/// [`env_parse`]'s rule, apart from the host call.
+fn parse_var<T: std::str::FromStr>(
+    name: &str,
+    value: Option<String>,
+    default: T,
+) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    value.trim().parse().map_err(|e| {
+        format!(
+            "environment variable {name} = {value:?} is not a valid {}: {e} \
+             (set it with -e {name}=... or in [env], or leave it unset for the default)",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
 /// A stable address for this VU out of `cidr` (`"10.0.0.0/8"`, `"2001:db8::/32"`), to
 /// send as `X-Forwarded-For` when the target sits behind a proxy it trusts: each VU
 /// looks like a client of its own, and the same VU always gets the same address.
@@ -129,6 +174,16 @@ mod tests {
         let distinct: std::collections::HashSet<_> =
             (1..=1000).map(|n| ip("10.0.0.0/16", n)).collect();
         assert_eq!(distinct.len(), 1000);
+    }
+
+    #[test]
+    fn variables_parse_or_default_and_bad_values_say_which() {
+        assert_eq!(parse_var("N", None, 7u64), Ok(7));
+        assert_eq!(parse_var("N", Some(" 12 ".into()), 7u64), Ok(12));
+        assert_eq!(parse_var("R", Some("0.5".into()), 1.0f64), Ok(0.5));
+        let err = parse_var("N", Some("ten".into()), 7u64).unwrap_err();
+        assert!(err.contains("N = \"ten\" is not a valid u64"), "{err}");
+        assert!(err.contains("-e N="), "{err}");
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl Scenario for Sockets {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", base_url()))
+        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
             .json(&loadtest::serde_json::json!({ "user": user }))
             .name("/auth/token")
             .send()?;
@@ -138,9 +138,9 @@ impl Scenario for Sockets {
 /// Opens the missing tabs, then drains every tab for `DRAIN_MS`.
 fn listen() -> Result<(), String> {
     let started = Instant::now();
-    let wanted = env_number("TABS", 20) as usize;
-    let drain_for = Duration::from_millis(env_number("DRAIN_MS", 1000));
-    let poll_every = Duration::from_millis(env_number("POLL_MS", 200).max(1));
+    let wanted = vu::env_parse("TABS", 20u64) as usize;
+    let drain_for = Duration::from_millis(vu::env_parse("DRAIN_MS", 1000u64));
+    let poll_every = Duration::from_millis(vu::env_parse("POLL_MS", 200u64).max(1));
     TABS.with(|tabs| {
         let mut tabs = tabs.borrow_mut();
         let mut opened = Ok(());
@@ -177,7 +177,7 @@ fn open_tab() -> Result<Socket, String> {
     let token = TOKEN.get().ok_or("no token: init did not run")?;
     let url = format!("{}/ws?token={token}", ws_base_url());
     let socket = Socket::connect_with(&url, &[], &[("name", "/ws")])?;
-    let group = env_number("GROUP", 1);
+    let group = vu::env_parse("GROUP", 1u64);
     socket.send_text(&format!("{{\"subscribe\": [{group}]}}"))?;
     let deadline = Instant::now() + SUBSCRIBE_TIMEOUT;
     loop {
@@ -238,8 +238,8 @@ fn write() -> Result<(), String> {
 /// Creates a note in `GROUP` and deletes it, counting the pushes the app sent.
 fn change_a_note() -> Result<(), String> {
     let token = TOKEN.get().ok_or("no token: init did not run")?;
-    let group = env_number("GROUP", 1);
-    let base = base_url();
+    let group = vu::env_parse("GROUP", 1u64);
+    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let res = http::post(format!("{base}/groups/{group}/notes"))
         .bearer(token)
@@ -280,23 +280,9 @@ fn kind_of(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A whole number from the environment, or `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// `BASE_URL` without a trailing slash.
-fn base_url() -> String {
-    vu::env_or("BASE_URL", DEFAULT_BASE_URL)
-        .trim_end_matches('/')
-        .to_owned()
-}
-
 /// `BASE_URL` with `ws://` for `http://` (and `wss://` for `https://`).
 fn ws_base_url() -> String {
-    let base = base_url();
+    let base = vu::base_url(DEFAULT_BASE_URL);
     match base.split_once("://") {
         Some(("https", rest)) => format!("wss://{rest}"),
         Some((_, rest)) => format!("ws://{rest}"),

@@ -58,18 +58,6 @@ struct Command {
 /// The scenario.
 struct Starter;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    vu::env(name)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
 impl Scenario for Starter {
     fn describe() -> PluginInfo {
         PluginInfo::new("starter")
@@ -87,10 +75,13 @@ impl Scenario for Starter {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("starter-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", base_url()))
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
-            .send()?;
+        let res = http::post(format!(
+            "{}/auth/token",
+            vu::base_url("http://127.0.0.1:8080")
+        ))
+        .json(&loadtest::serde_json::json!({ "user": user }))
+        .name("/auth/token")
+        .send()?;
         if !check("sign-in status is 200", res.status() == 200) {
             return Err(format!("sign-in as {user} answered {}", res.status()));
         }
@@ -113,7 +104,7 @@ impl Scenario for Starter {
 /// Starts one instance and waits for it to complete.
 fn start() -> Result<(), String> {
     let token = TOKEN.get().ok_or("no token: init did not run")?;
-    let base = base_url();
+    let base = vu::base_url("http://127.0.0.1:8080");
     let group = vu::info().iteration_in_scenario % 10 + 1;
     let started = Instant::now();
     let res = http::post(format!("{base}/commands"))
@@ -128,8 +119,8 @@ fn start() -> Result<(), String> {
     drop(res);
     metrics::counter("instances_sent", 1.0, &[]);
 
-    let poll = Duration::from_millis(env_u64("POLL_MS", 100));
-    let deadline = Duration::from_secs(env_u64("COMPLETION_TIMEOUT_S", 30));
+    let poll = Duration::from_millis(vu::env_parse("POLL_MS", 100u64));
+    let deadline = Duration::from_secs(vu::env_parse("COMPLETION_TIMEOUT_S", 30u64));
     while started.elapsed() < deadline {
         vu::sleep(poll);
         let res = http::get(format!("{base}/commands/{id}"))

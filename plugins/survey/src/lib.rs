@@ -49,10 +49,6 @@ struct SurveyData {
 /// The scenario.
 struct Survey;
 
-fn base_url() -> String {
-    vu::env_or("BASE_URL", "http://127.0.0.1:8080")
-}
-
 impl Scenario for Survey {
     fn describe() -> PluginInfo {
         PluginInfo::new("survey")
@@ -70,7 +66,7 @@ impl Scenario for Survey {
     }
 
     fn iteration(_scenario: String) -> Result<(), String> {
-        let base = base_url();
+        let base = vu::base_url("http://127.0.0.1:8080");
         let user = format!("vu-{}", vu::id());
 
         // 1. The form sign-in; the 302 itself, with its Set-Cookie.

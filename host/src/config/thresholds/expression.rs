@@ -72,7 +72,7 @@ impl Operator {
 }
 
 /// The name an aggregation is written with (`p(95)`, `avg`, ...).
-pub fn aggregation_name(a: &Aggregation) -> String {
+pub(crate) fn aggregation_name(a: &Aggregation) -> String {
     match a {
         Aggregation::Avg => "avg".into(),
         Aggregation::Min => "min".into(),
@@ -86,7 +86,7 @@ pub fn aggregation_name(a: &Aggregation) -> String {
 }
 
 /// The aggregations a metric kind offers, as written.
-pub fn aggregations_of(kind: MetricKind) -> &'static str {
+pub(crate) fn aggregations_of(kind: MetricKind) -> &'static str {
     match kind {
         MetricKind::Counter => "count, rate",
         MetricKind::Gauge => "value, min, max",
@@ -96,7 +96,7 @@ pub fn aggregations_of(kind: MetricKind) -> &'static str {
 }
 
 /// A kind as configs and messages write it.
-pub fn kind_name(kind: MetricKind) -> &'static str {
+pub(crate) fn kind_name(kind: MetricKind) -> &'static str {
     match kind {
         MetricKind::Counter => "counter",
         MetricKind::Gauge => "gauge",
@@ -106,7 +106,7 @@ pub fn kind_name(kind: MetricKind) -> &'static str {
 }
 
 /// Whether `aggregation` can be computed for a metric of `kind`.
-pub fn applies_to(aggregation: &Aggregation, kind: MetricKind) -> bool {
+pub(crate) fn applies_to(aggregation: &Aggregation, kind: MetricKind) -> bool {
     use Aggregation as A;
     matches!(
         (kind, aggregation),

@@ -3,9 +3,9 @@
 //! expressions (`p(95)<500`) and errors that point at the character at fault. Judging
 //! them against a run's metrics is the job of the `thresholds` module above.
 
-pub mod expression;
-pub mod metric_key;
-pub mod parse;
-pub mod syntax_error;
+pub(crate) mod expression;
+pub(crate) mod metric_key;
+pub(crate) mod parse;
+pub(crate) mod syntax_error;
 
-pub use parse::{parse_thresholds, Threshold};
+pub(crate) use parse::parse_thresholds;

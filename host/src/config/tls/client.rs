@@ -25,7 +25,7 @@ fn provider(suites: &[String]) -> CryptoProvider {
 }
 
 /// k6's (Go's, IANA's) name of a cipher suite: rustls spells the TLS 1.3 ones `TLS13_`.
-pub fn suite_name(suite: rustls::CipherSuite) -> &'static str {
+pub(crate) fn suite_name(suite: rustls::CipherSuite) -> &'static str {
     let name = suite.as_str().unwrap_or("unknown");
     match name.strip_prefix("TLS13_") {
         // The TLS 1.3 names are the same without the 13; keep a static str.
@@ -47,7 +47,7 @@ const TLS13_NAMES: &[(&str, &str)] = &[
 ];
 
 /// The cipher suites `[tls] tls_cipher_suites` may name.
-pub fn cipher_suite_names() -> Vec<&'static str> {
+pub(crate) fn cipher_suite_names() -> Vec<&'static str> {
     rustls::crypto::ring::default_provider()
         .cipher_suites
         .iter()
@@ -68,7 +68,7 @@ fn versions(options: &TlsOptions) -> Vec<&'static rustls::SupportedProtocolVersi
 
 /// A config problem: the `[tls]` key to fix and why.
 /// What is wrong with a setting: the `[tls]` key, and what to fix.
-pub type Problem = (&'static str, String);
+pub(crate) type Problem = (&'static str, String);
 
 fn read_certs(key: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, Problem> {
     let text =
@@ -103,7 +103,7 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
 }
 
 /// Builds a client configuration from `options` over `roots`, offering `alpn`.
-pub fn build(
+pub(crate) fn build(
     options: &TlsOptions,
     roots: RootCertStore,
     alpn: &[&[u8]],
@@ -161,7 +161,10 @@ fn version_label(v: TlsVersion) -> &'static str {
 
 /// The roots to trust: `ca_file`, the stack's CAs and (with `system`) the system's
 /// store; also how many came from the system.
-pub fn roots_from(options: &TlsOptions, system: bool) -> Result<(RootCertStore, usize), Problem> {
+pub(crate) fn roots_from(
+    options: &TlsOptions,
+    system: bool,
+) -> Result<(RootCertStore, usize), Problem> {
     let mut roots = RootCertStore::empty();
     let files = options
         .ca_file
@@ -192,7 +195,7 @@ pub fn roots_from(options: &TlsOptions, system: bool) -> Result<(RootCertStore, 
 
 /// Checks `[tls]` as the config is read: files readable and of the right kind, the key
 /// matching the certificate, the versions and suites compatible.
-pub fn check(options: &TlsOptions) -> Result<(), Problem> {
+pub(crate) fn check(options: &TlsOptions) -> Result<(), Problem> {
     let (roots, _) = roots_from(options, false)?;
     build(options, roots, &[]).map(|_| ())
 }

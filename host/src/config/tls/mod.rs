@@ -15,7 +15,7 @@
 //! Files are read, and every setting checked, when the config is: a missing file or
 //! an unknown suite stops the run before it starts, not at its first request.
 
-pub mod client;
+pub(crate) mod client;
 
 use super::table::{unknown_message, ConfigError, TableReader};
 use std::path::PathBuf;
@@ -91,7 +91,7 @@ impl Default for TlsOptions {
 
 /// Reads `[tls]` from the run config, or the defaults when it is absent, and checks
 /// it by building a client configuration from it (which reads its files).
-pub fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
+pub(crate) fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
     let mut options = TlsOptions::default();
     let Some(value) = source.get("tls") else {
         return Ok(options);
@@ -188,7 +188,7 @@ pub fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
 
 /// Makes the section's relative file names relative to `dir`, the run config's
 /// folder, as `[data]` files are.
-pub fn resolve_paths(table: &mut toml::Table, dir: &std::path::Path) {
+pub(crate) fn resolve_paths(table: &mut toml::Table, dir: &std::path::Path) {
     let Some(toml::Value::Table(tls)) = table.get_mut("tls") else {
         return;
     };

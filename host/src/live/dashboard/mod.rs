@@ -3,8 +3,8 @@
 //! HTML file with its script and styles) is built into the binary: it fetches nothing
 //! else. At the end it shows the summary's figures and links to report.html.
 
-pub mod server;
-pub mod snapshot;
+pub(crate) mod server;
+pub(crate) mod snapshot;
 
 use super::Frame;
 use crate::summary::Summary;
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 const DELIVERY_WAIT: Duration = Duration::from_secs(3);
 
 /// The dashboard while the run goes.
-pub struct Dashboard {
+pub(crate) struct Dashboard {
     shared: Arc<Shared>,
     title: String,
     last: Option<Snapshot>,
@@ -30,7 +30,7 @@ pub struct Dashboard {
 
 impl Dashboard {
     /// Binds `addr` (an address in use fails the run before it starts) and serves.
-    pub fn start(addr: SocketAddr, title: &str) -> Result<Dashboard> {
+    pub(crate) fn start(addr: SocketAddr, title: &str) -> Result<Dashboard> {
         let listener = std::net::TcpListener::bind(addr).with_context(|| {
             format!("--dashboard {addr}: cannot listen there (another run's dashboard? give another address, --dashboard 127.0.0.1:5666)")
         })?;
@@ -49,7 +49,7 @@ impl Dashboard {
     }
 
     /// Publishes one second's update and the `/metrics` text.
-    pub fn tick(&mut self, frame: &Frame<'_>) {
+    pub(crate) fn tick(&mut self, frame: &Frame<'_>) {
         let snap = snapshot::live(&self.title, frame);
         self.shared.publish(&snap);
         let text = super::openmetrics::render(
@@ -66,7 +66,7 @@ impl Dashboard {
 
     /// Publishes the last update, from the summary; report.html is then served from
     /// `results_dir`.
-    pub fn finish(&mut self, summary: &Summary, results_dir: &Path) {
+    pub(crate) fn finish(&mut self, summary: &Summary, results_dir: &Path) {
         let report = results_dir.join("report.html");
         let path = report.exists().then(|| report.display().to_string());
         if let Ok(mut r) = self.shared.report.write() {
@@ -79,7 +79,7 @@ impl Dashboard {
 
     /// Waits until every open page has the last update (at most [`DELIVERY_WAIT`]),
     /// then stops serving.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let deadline = Instant::now() + DELIVERY_WAIT;
         while self.shared.delivered.load(Ordering::SeqCst)
             < self.shared.clients.load(Ordering::SeqCst)

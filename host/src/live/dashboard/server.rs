@@ -14,11 +14,11 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
 /// The page, built into the binary.
-pub const PAGE: &str = include_str!("page.html");
+pub(crate) const PAGE: &str = include_str!("page.html");
 
 /// One published update: the event's bytes and whether it is the last.
 #[derive(Clone)]
-pub struct Update {
+pub(crate) struct Update {
     /// `data: {...}\n\n`.
     pub event: Bytes,
     /// The run is over.
@@ -26,7 +26,7 @@ pub struct Update {
 }
 
 /// What the server and the run share.
-pub struct Shared {
+pub(crate) struct Shared {
     updates: watch::Sender<Update>,
     /// The newest `/metrics` text.
     pub metrics: RwLock<String>,
@@ -40,7 +40,7 @@ pub struct Shared {
 
 impl Shared {
     /// Nothing published yet but the title.
-    pub fn new(title: &str) -> Shared {
+    pub(crate) fn new(title: &str) -> Shared {
         let first = serde_json::json!({ "title": title, "waiting": true });
         Shared {
             updates: watch::channel(Update {
@@ -56,7 +56,7 @@ impl Shared {
     }
 
     /// Sends `snap` to every open page.
-    pub fn publish(&self, snap: &Snapshot) {
+    pub(crate) fn publish(&self, snap: &Snapshot) {
         let json = serde_json::to_string(snap).unwrap_or_default();
         self.updates.send_replace(Update {
             event: Bytes::from(format!("data: {json}\n\n")),
@@ -66,7 +66,7 @@ impl Shared {
 }
 
 /// Accepts connections until aborted.
-pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;

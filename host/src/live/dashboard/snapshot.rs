@@ -17,7 +17,7 @@ const ENDPOINT_ROWS: usize = 50;
 
 /// One update of the page.
 #[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The plugin and version.
     pub title: String,
     /// Seconds since the start.
@@ -44,7 +44,7 @@ pub struct Snapshot {
 
 /// Figures of the last second.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Now {
+pub(crate) struct Now {
     /// Requests per second.
     pub rps: f64,
     /// Iterations per second.
@@ -61,7 +61,7 @@ pub struct Now {
 
 /// Figures of the run so far (at the end: the summary's).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// `http_reqs`.
     pub reqs: u64,
     /// Requests per second of the run.
@@ -96,7 +96,7 @@ pub struct Totals {
 
 /// A check's tally.
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// Its name.
     pub name: String,
     /// Times it held.
@@ -107,7 +107,7 @@ pub struct Check {
 
 /// A threshold's standing.
 #[derive(Debug, Clone, Serialize)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     /// `http_req_duration{name:x}`.
     pub metric: String,
     /// `p(95)<500`.
@@ -120,7 +120,7 @@ pub struct Threshold {
 
 impl Totals {
     /// From every metric's statistics (summary.json's `metrics`).
-    pub fn of(metrics: &BTreeMap<String, MetricSummary>) -> Totals {
+    pub(crate) fn of(metrics: &BTreeMap<String, MetricSummary>) -> Totals {
         let stats = |name: &str| metrics.get(name).map(|m| &m.stats);
         let count = |name: &str| match stats(name) {
             Some(Stats::Counter { count, .. }) => count.round() as u64,
@@ -172,7 +172,7 @@ fn thresholds_of(outcomes: &[ThresholdOutcome]) -> Vec<Threshold> {
 }
 
 /// The snapshot of a running run at `frame`.
-pub fn live(title: &str, frame: &Frame<'_>) -> Snapshot {
+pub(crate) fn live(title: &str, frame: &Frame<'_>) -> Snapshot {
     let tick = frame.tick;
     let totals = tick.aggregator.totals();
     let metrics = summarize(totals, &frame.defs, tick.elapsed, |id| {
@@ -233,7 +233,11 @@ pub fn live(title: &str, frame: &Frame<'_>) -> Snapshot {
 
 /// The last snapshot: the summary's figures, the report's path, and the last second's
 /// `now` and services as they were.
-pub fn last(previous: Option<&Snapshot>, summary: &Summary, report: Option<String>) -> Snapshot {
+pub(crate) fn last(
+    previous: Option<&Snapshot>,
+    summary: &Summary,
+    report: Option<String>,
+) -> Snapshot {
     Snapshot {
         title: format!("{} {}", summary.plugin.name, summary.plugin.version),
         elapsed_s: summary.duration_s,

@@ -8,8 +8,8 @@
 //! loop: requests queue (a few) and past that a second is skipped, which loses
 //! nothing since every push carries the totals.
 
-pub mod native;
-pub mod proto;
+pub(crate) mod native;
+pub(crate) mod proto;
 
 use super::prom::{labels, metric_name, trend_scale, trend_stat, TREND_STATS};
 use super::Frame;
@@ -34,7 +34,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 const PUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A remote-write output while the run goes.
-pub struct RemoteWrite {
+pub(crate) struct RemoteWrite {
     url: String,
     options: PrometheusOptions,
     admitted: HashSet<(MetricId, TagSet)>,
@@ -45,7 +45,7 @@ pub struct RemoteWrite {
 
 impl RemoteWrite {
     /// Starts the task that pushes to `url`.
-    pub fn start(url: &str, options: &PrometheusOptions) -> Result<RemoteWrite> {
+    pub(crate) fn start(url: &str, options: &PrometheusOptions) -> Result<RemoteWrite> {
         let uri: hyper::Uri = url
             .parse()
             .map_err(|e| anyhow::anyhow!("--out prometheus-rw={url}: {e}"))?;
@@ -62,7 +62,7 @@ impl RemoteWrite {
     }
 
     /// Queues one push of the totals.
-    pub fn tick(&mut self, frame: &Frame<'_>) {
+    pub(crate) fn tick(&mut self, frame: &Frame<'_>) {
         let request = self.request(frame);
         let mut body = Vec::with_capacity(request.encoded_len());
         if request.encode(&mut body).is_err() {
@@ -77,7 +77,7 @@ impl RemoteWrite {
     }
 
     /// The write request of the totals at `frame`, within the series bound.
-    pub fn request(&mut self, frame: &Frame<'_>) -> WriteRequest {
+    pub(crate) fn request(&mut self, frame: &Frame<'_>) -> WriteRequest {
         let timestamp = (frame.unix * 1000.0) as i64;
         let prefix = &self.options.prefix;
         let mut out = Vec::new();
@@ -153,7 +153,7 @@ impl RemoteWrite {
     }
 
     /// Sends what is queued (bounded by [`CLOSE_WAIT`]) and stops.
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         let Some(task) = self.task.take() else {
             return;
         };

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 /// Buckets per doubling: 2^3 = 8, each about 9 % wide (HDR keeps 0.1 %, so this is
 /// where the precision goes).
-pub const SCHEMA: i32 = 3;
+pub(crate) const SCHEMA: i32 = 3;
 
 /// The bucket of a positive value at `schema`.
-pub fn bucket_index(v: f64, schema: i32) -> i32 {
+pub(crate) fn bucket_index(v: f64, schema: i32) -> i32 {
     let scaled = v.log2() * f64::from(1u32 << schema);
     let mut i = scaled.ceil() as i32;
     // Exact powers sit on their bucket's upper bound; float error must not push them up.
@@ -21,7 +21,7 @@ pub fn bucket_index(v: f64, schema: i32) -> i32 {
 }
 
 /// `h` (stored integers) as a native histogram of values times `scale`, at `timestamp`.
-pub fn native(h: &hdrhistogram::Histogram<u64>, scale: f64, timestamp: i64) -> Histogram {
+pub(crate) fn native(h: &hdrhistogram::Histogram<u64>, scale: f64, timestamp: i64) -> Histogram {
     let mut buckets: BTreeMap<i32, u64> = BTreeMap::new();
     let mut zero = 0;
     for v in h.iter_recorded() {

@@ -4,7 +4,7 @@
 
 /// `prometheus.WriteRequest`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WriteRequest {
+pub(crate) struct WriteRequest {
     /// The series.
     #[prost(message, repeated, tag = "1")]
     pub timeseries: Vec<TimeSeries>,
@@ -12,7 +12,7 @@ pub struct WriteRequest {
 
 /// `prometheus.TimeSeries`: labels sorted by name, then samples or histograms.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TimeSeries {
+pub(crate) struct TimeSeries {
     /// `__name__` and the tags.
     #[prost(message, repeated, tag = "1")]
     pub labels: Vec<Label>,
@@ -26,7 +26,7 @@ pub struct TimeSeries {
 
 /// `prometheus.Label`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Label {
+pub(crate) struct Label {
     /// Its name.
     #[prost(string, tag = "1")]
     pub name: String,
@@ -37,7 +37,7 @@ pub struct Label {
 
 /// `prometheus.Sample`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// The value.
     #[prost(double, tag = "1")]
     pub value: f64,
@@ -49,7 +49,7 @@ pub struct Sample {
 /// `prometheus.Histogram`, integer counts: a sparse exponential histogram whose bucket
 /// `i` holds values in `(2^((i-1)/2^schema), 2^(i/2^schema)]`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     /// Observations (`count_int`).
     #[prost(uint64, tag = "1")]
     pub count_int: u64,
@@ -78,7 +78,7 @@ pub struct Histogram {
 
 /// `prometheus.BucketSpan`: `length` buckets starting `offset` after the last span.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct BucketSpan {
+pub(crate) struct BucketSpan {
     /// Gap from the end of the previous span (from 0 for the first).
     #[prost(sint32, tag = "1")]
     pub offset: i32,

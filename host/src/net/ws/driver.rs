@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::{Error as TError, Message};
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Timers of a socket.
-pub struct Timing {
+pub(super) struct Timing {
     /// How often to ping the peer; `None` for never.
     pub ping_interval: Option<Duration>,
     /// Longest a write may take (a peer that stops reading fills the TCP window).
@@ -36,7 +36,7 @@ struct PendingPing {
 }
 
 /// Runs a socket until it ends; see the module documentation.
-pub async fn run(
+pub(super) async fn run(
     mut ws: Stream,
     mut commands: mpsc::Receiver<Command>,
     incoming: mpsc::Sender<WsMessage>,

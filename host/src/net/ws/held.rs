@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::Notify;
 
 /// Bytes held for one socket, shared by the plugin's handle and the socket's task.
-pub struct Held {
+pub(super) struct Held {
     bytes: AtomicUsize,
     limit: usize,
     freed: Notify,
@@ -15,7 +15,7 @@ pub struct Held {
 
 impl Held {
     /// Nothing held yet; reading stops once `limit` bytes are held.
-    pub fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         Self {
             bytes: AtomicUsize::new(0),
             limit,
@@ -24,30 +24,30 @@ impl Held {
     }
 
     /// Whether the task may read another message.
-    pub fn has_room(&self) -> bool {
+    pub(super) fn has_room(&self) -> bool {
         self.bytes.load(Ordering::Acquire) < self.limit
     }
 
     /// A message of `len` bytes was put in the buffer.
-    pub fn add(&self, len: usize) {
+    pub(super) fn add(&self, len: usize) {
         self.bytes.fetch_add(len, Ordering::AcqRel);
     }
 
     /// The plugin took a message of `len` bytes: wakes the task if it was waiting.
-    pub fn take(&self, len: usize) {
+    pub(super) fn take(&self, len: usize) {
         self.bytes.fetch_sub(len, Ordering::AcqRel);
         // A stored permit if the task is not waiting yet, so no wake-up is lost.
         self.freed.notify_one();
     }
 
     /// Waits until the plugin takes a message.
-    pub async fn freed(&self) {
+    pub(super) async fn freed(&self) {
         self.freed.notified().await;
     }
 
     /// Bytes held now.
     #[cfg(test)]
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
     }
 }

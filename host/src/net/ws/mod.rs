@@ -17,7 +17,7 @@ mod session;
 mod tests;
 mod transport;
 
-pub use open::{connect, connect_from};
+pub(crate) use open::connect_from;
 
 use session::Session;
 use std::sync::Arc;
@@ -100,7 +100,7 @@ impl WsMessage {
 }
 
 /// A byte count for messages: `16 MiB`, `512 KiB`, `100 B`.
-pub fn format_size(bytes: usize) -> String {
+pub(crate) fn format_size(bytes: usize) -> String {
     let text = format!("{:.1}", bytesize::ByteSize(bytes as u64).display().iec());
     text.replace(".0 ", " ")
 }

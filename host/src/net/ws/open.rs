@@ -34,7 +34,8 @@ pub(super) type Stream = WebSocketStream<Transport>;
 /// Opens a socket to a `ws://` URL for a VU whose tags are `base_tags`, adding the
 /// plugin's `headers` to the upgrade request and its `tags` to the socket's metrics.
 /// `name` defaults to the URL without its query, which often carries a token.
-pub async fn connect(
+#[cfg(test)]
+pub(crate) async fn connect(
     shared: &Arc<NetShared>,
     url: &str,
     headers: &[(String, String)],
@@ -44,9 +45,9 @@ pub async fn connect(
     connect_from(shared, url, headers, tags, base_tags, None).await
 }
 
-/// [`connect`] from the source address `local` when given (`[http] local_ips`: a VU's
+/// Opens a socket (see `connect`) from the source address `local` when given (`[http] local_ips`: a VU's
 /// sockets leave from the same address as its HTTP requests).
-pub async fn connect_from(
+pub(crate) async fn connect_from(
     shared: &Arc<NetShared>,
     url: &str,
     headers: &[(String, String)],

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How a socket ended.
-pub enum Ending {
+pub(super) enum Ending {
     /// Its VU let go of it (the resource was dropped, or the VU's store went away).
     Dropped,
     /// The plugin closed it with this code and reason.
@@ -35,7 +35,7 @@ impl Ending {
 }
 
 /// Shared by the plugin's [`Socket`](super::Socket) handle and the socket's task.
-pub struct Session {
+pub(super) struct Session {
     shared: Arc<NetShared>,
     tags: TagSet,
     started: Instant,
@@ -48,7 +48,12 @@ pub struct Session {
 
 impl Session {
     /// A session that started at `started`, counted open from now on.
-    pub fn open(shared: Arc<NetShared>, tags: TagSet, started: Instant, io: Arc<IoStats>) -> Self {
+    pub(super) fn open(
+        shared: Arc<NetShared>,
+        tags: TagSet,
+        started: Instant,
+        io: Arc<IoStats>,
+    ) -> Self {
         shared.ws_open.fetch_add(1, Ordering::Relaxed);
         shared.ws_used.store(true, Ordering::Relaxed);
         Self {
@@ -64,7 +69,7 @@ impl Session {
     }
 
     /// Counts a message received from the peer.
-    pub fn received(&self) {
+    pub(super) fn received(&self) {
         let (sent, received) = self.io_delta();
         self.shared.recorder.with_shard(|s| {
             s.count(builtin::WS_MSGS_RECEIVED, &self.tags, 1.0);
@@ -73,7 +78,7 @@ impl Session {
     }
 
     /// Counts a message sent by the plugin.
-    pub fn sent(&self) {
+    pub(super) fn sent(&self) {
         let (sent, received) = self.io_delta();
         self.shared.recorder.with_shard(|s| {
             s.count(builtin::WS_MSGS_SENT, &self.tags, 1.0);
@@ -82,7 +87,7 @@ impl Session {
     }
 
     /// Records a ping's round trip.
-    pub fn ping_answered(&self, round_trip: Duration) {
+    pub(super) fn ping_answered(&self, round_trip: Duration) {
         self.shared
             .recorder
             .trend(builtin::WS_PING, &self.tags, round_trip.as_micros() as u64);
@@ -90,7 +95,7 @@ impl Session {
 
     /// Ends the session once: the first call records its duration, its error if it
     /// failed, and the bytes not yet counted; later calls change nothing.
-    pub fn finish(&self, ending: Ending) {
+    pub(super) fn finish(&self, ending: Ending) {
         {
             let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
             if end.is_none() {
@@ -121,7 +126,7 @@ impl Session {
     }
 
     /// Why the socket can no longer be used.
-    pub fn end_error(&self) -> WsError {
+    pub(super) fn end_error(&self) -> WsError {
         self.end
             .lock()
             .unwrap_or_else(|p| p.into_inner())

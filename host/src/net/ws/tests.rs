@@ -1,6 +1,7 @@
 //! The socket's life against real peers on 127.0.0.1: backpressure when the plugin
 //! does not read, and the close a dropped socket sends.
 
+use super::open::connect;
 use super::*;
 use crate::config::WebSocketOptions;
 use crate::metrics::{builtin, Recorder, Registry, TagSet, Value};

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 /// A socket's byte stream; bytes are counted on the wire (under TLS).
-pub enum Transport {
+pub(super) enum Transport {
     /// `ws://`.
     Plain(CountingIo<TcpStream>),
     /// `wss://` (boxed: the TLS state is large, and most sockets are plain).

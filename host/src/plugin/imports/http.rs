@@ -12,7 +12,7 @@ use wasmtime::component::Resource;
 /// Responses one VU may hold at once before requests are refused: a plugin that keeps
 /// every response would otherwise grow the host's memory without bound, outside its
 /// own `memory_mb`.
-pub const MAX_LIVE_RESPONSES: u64 = 10_000;
+pub(crate) const MAX_LIVE_RESPONSES: u64 = 10_000;
 
 fn to_host(req: wit::Request) -> HttpRequest {
     HttpRequest {

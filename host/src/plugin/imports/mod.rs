@@ -1,10 +1,10 @@
 //! The host's implementations of the plugin's imports, one file per WIT interface.
 
-pub mod cookies;
-pub mod http;
-pub mod metrics;
-pub mod vu;
-pub mod websocket;
+pub(crate) mod cookies;
+pub(crate) mod http;
+pub(crate) mod metrics;
+pub(crate) mod vu;
+pub(crate) mod websocket;
 
 use super::bindings::loadtest::scenario::types;
 use super::state::VuState;

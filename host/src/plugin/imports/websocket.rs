@@ -9,7 +9,7 @@ use std::time::Duration;
 use wasmtime::component::Resource;
 
 /// A socket held by the host for a plugin.
-pub use crate::net::ws::Socket;
+pub(crate) use crate::net::ws::Socket;
 
 fn to_wit(e: WsError) -> wit::WsError {
     match e {
