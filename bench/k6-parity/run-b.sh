@@ -45,9 +45,10 @@ target_flags() {
 # k6's environment for the same shape as <scenario>.toml.
 k6_env() {
     case "$1" in
-    command-burst) echo "-e STAGE_S=5" ;;
-    rate-limits) echo "-e PHASE_S=10" ;;
-    *) echo "-e DURATION_S=15" ;;
+    command-burst) echo "-e STAGE_S=10" ;;
+    rate-limits) echo "-e PHASE_S=20" ;;
+    invoke | outbox) echo "-e DURATION_S=30" ;;
+    *) echo "-e DURATION_S=60" ;;
     esac
 }
 
@@ -107,6 +108,8 @@ for i, name in enumerate(names):
 PY
 }
 
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 echo "| scenario | tool | CPU s | peak RSS MiB | requests | endpoint | p50 ms | p95 ms | p99 ms |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for s in "${SCENARIOS[@]}"; do
@@ -128,6 +131,8 @@ for s in "${SCENARIOS[@]}"; do
         --summary-export "$OUT/$s-k6.json" "$DIR/$s.js" >"$OUT/$s-k6.log" 2>&1 || true
     stop_target
     rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "${names[@]}"
+    echo "$s: load average $(cut -d' ' -f1-3 /proc/loadavg) after both runs" >>"$OUT/loadavg.txt"
 done
 echo
+cat "$OUT/loadavg.txt"
 echo "machine: $(nproc) cores; target on core $TARGET_CPU, generator on core $GEN_CPU; commit $(git rev-parse --short HEAD); logs in $OUT"

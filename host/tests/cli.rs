@@ -192,3 +192,71 @@ fn target_limits_each_client_address_behind_a_trusted_proxy() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// One request over a fresh connection; the whole answer (status line, headers, body).
+fn exchange(addr: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn target_passes_large_groups_and_access_token_ttl_to_the_demo_system() {
+    use std::io::BufRead;
+    // rest-mix needs both: a large group to search, and tokens short-lived enough to
+    // be refreshed within a run.
+    let mut child = host()
+        .args([
+            "target",
+            "--listen",
+            "127.0.0.1:0",
+            "--large-groups",
+            "2",
+            "--large-group-notes",
+            "30",
+            "--access-token-ttl",
+            "7s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let config = exchange(&addr, "GET", "/api/config", "");
+    let account = exchange(&addr, "POST", "/accounts", r#"{"user":"ttl-check"}"#);
+    let _ = child.kill();
+    let _ = child.wait();
+    // Ten small groups, then the two large ones numbered 11 and 12.
+    assert!(config.contains(r#""large_groups":[11,12]"#), "{config}");
+    assert!(account.starts_with("HTTP/1.1 201"), "{account}");
+    assert!(account.contains(r#""expires_in":7.0"#), "{account}");
+
+    let out = host()
+        .args(["target", "--access-token-ttl", "0s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--access-token-ttl must be longer than 0"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
