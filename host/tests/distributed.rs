@@ -132,6 +132,22 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Three spawned workers running `hello` against `target` with `toml`, once each
+    /// has said which segment it runs (the load is on).
+    fn hello_running(target: &Target, toml: &str) -> Self {
+        let cluster = Self::start(
+            "hello",
+            toml,
+            &[format!("BASE_URL={}", target.url())],
+            3,
+            true,
+        );
+        for w in &cluster.workers {
+            w.wait_for_line("runs segment", Duration::from_secs(60));
+        }
+        cluster
+    }
+
     /// A coordinator expecting `workers`, and those workers (with `spawn`; else the
     /// test adds them).
     fn start(plugin: &str, toml: &str, env: &[String], workers: usize, spawn: bool) -> Self {
@@ -481,16 +497,7 @@ fn a_cut_off_worker_aborts_the_run_with_its_code_and_results() {
 fn workers_stop_within_five_seconds_when_the_coordinator_dies() {
     let target = Target::start();
     let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 2\nduration = \"60s\"\n";
-    let mut cluster = Cluster::start(
-        "hello",
-        toml,
-        &[format!("BASE_URL={}", target.url())],
-        3,
-        true,
-    );
-    for w in &cluster.workers {
-        w.wait_for_line("runs segment", Duration::from_secs(60));
-    }
+    let mut cluster = Cluster::hello_running(&target, toml);
     std::thread::sleep(Duration::from_secs(3));
     cluster.coordinator.signal(libc::SIGKILL);
     let killed = Instant::now();
@@ -714,16 +721,7 @@ fn indexed_workers_run_their_own_segments_whatever_their_join_order() {
 fn sigint_at_the_coordinator_stops_every_worker_and_writes_the_results() {
     let target = Target::start();
     let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 6\nduration = \"120s\"\ngraceful_stop = \"5s\"\n";
-    let mut cluster = Cluster::start(
-        "hello",
-        toml,
-        &[format!("BASE_URL={}", target.url())],
-        3,
-        true,
-    );
-    for w in &cluster.workers {
-        w.wait_for_line("runs segment", Duration::from_secs(60));
-    }
+    let mut cluster = Cluster::hello_running(&target, toml);
     std::thread::sleep(Duration::from_secs(3));
     cluster.coordinator.signal(libc::SIGINT);
     let signalled = Instant::now();
