@@ -118,6 +118,29 @@ fn a_plugin_after_a_flag_with_an_optional_value_is_explained() {
     assert!(err.contains("write IP:PORT"), "{err}");
 }
 
+/// `host target --listen 127.0.0.1:0 ARGS...`, and the address it printed it listens on.
+fn spawn_target(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = host()
+        .args(["target", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    (child, addr)
+}
+
 /// One `GET /` with `X-Forwarded-For: xff` over a fresh connection; the status line
 /// and whether a `Retry-After` came with it.
 fn get_from(addr: &str, xff: &str) -> (u16, bool) {
@@ -143,31 +166,7 @@ fn get_from(addr: &str, xff: &str) -> (u16, bool) {
 
 #[test]
 fn target_limits_each_client_address_behind_a_trusted_proxy() {
-    use std::io::BufRead;
-    let mut child = host()
-        .args([
-            "target",
-            "--listen",
-            "127.0.0.1:0",
-            "--rate-limit",
-            "3",
-            "--trusted-proxy",
-            "127.0.0.1/32",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .rsplit("http://")
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = spawn_target(&["--rate-limit", "3", "--trusted-proxy", "127.0.0.1/32"]);
     // 12 requests from one client: at 3 a second, even spread over two seconds at
     // most 6 get through; the rest are refused with Retry-After.
     let answers: Vec<(u16, bool)> = (0..12).map(|_| get_from(&addr, "10.0.0.1")).collect();
@@ -211,35 +210,16 @@ fn exchange(addr: &str, method: &str, path: &str, body: &str) -> String {
 
 #[test]
 fn target_passes_large_groups_and_access_token_ttl_to_the_demo_system() {
-    use std::io::BufRead;
     // rest-mix needs both: a large group to search, and tokens short-lived enough to
     // be refreshed within a run.
-    let mut child = host()
-        .args([
-            "target",
-            "--listen",
-            "127.0.0.1:0",
-            "--large-groups",
-            "2",
-            "--large-group-notes",
-            "30",
-            "--access-token-ttl",
-            "7s",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .rsplit("http://")
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = spawn_target(&[
+        "--large-groups",
+        "2",
+        "--large-group-notes",
+        "30",
+        "--access-token-ttl",
+        "7s",
+    ]);
     let config = exchange(&addr, "GET", "/api/config", "");
     let account = exchange(&addr, "POST", "/accounts", r#"{"user":"ttl-check"}"#);
     let _ = child.kill();
