@@ -529,26 +529,6 @@ impl Drop for ComposeCleanup {
     }
 }
 
-/// `demo_requests_total - demo_internal_requests_total` from the API's /metrics.
-fn user_requests(addr: &str) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let value = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    // The scrape itself is internal, and counted on arrival.
-    value("demo_requests_total") - value("demo_internal_requests_total")
-}
-
 #[test]
 fn compose_scaled_to_three_workers_counts_what_the_api_served() {
     let project = format!("t{}-dist", std::process::id());
@@ -612,7 +592,7 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
     let logs = String::from_utf8_lossy(&logs.stderr).to_string();
     assert_eq!(code.trim(), "0", "coordinator:\n{logs}");
     let port = String::from_utf8(compose(&["port", "api", "8080"]).stdout).unwrap();
-    let served = user_requests(port.trim());
+    let served = common::scrape_user_requests(port.trim());
     let summary = common::summary_json(&common::only_results_dir(results.path()));
     assert_eq!(summary["workers"].as_array().unwrap().len(), 3, "{logs}");
     assert!(http_reqs(&summary) > 0);

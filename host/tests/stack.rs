@@ -406,15 +406,7 @@ async fn user_requests(metrics_url: &str) -> u64 {
     let text = demo_target::probe::check(metrics_url, Duration::from_secs(5))
         .await
         .unwrap();
-    let counter = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    counter("demo_requests_total") - counter("demo_internal_requests_total")
+    common::user_requests_in(&text)
 }
 
 #[tokio::test(flavor = "multi_thread")]

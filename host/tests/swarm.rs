@@ -117,26 +117,6 @@ impl Drop for SwarmGuard {
     }
 }
 
-/// `demo_requests_total - demo_internal_requests_total` from the API's /metrics.
-fn user_requests(addr: &str) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let value = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    // The scrape itself is internal, and counted on arrival.
-    value("demo_requests_total") - value("demo_internal_requests_total")
-}
-
 /// Waits for the coordinator job's task to end; returns its state and exit code.
 fn wait_for_coordinator(stack: &str, within: Duration) -> (String, String) {
     let service = format!("{stack}_coordinator");
@@ -262,7 +242,7 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
     let log = coordinator_log(&stack);
     assert_eq!((state.as_str(), code.as_str()), ("complete", "0"), "{log}");
 
-    let served = user_requests(&api_port);
+    let served = common::scrape_user_requests(&api_port);
 
     let summary = common::summary_json(&common::only_results_dir(results.path()));
     let workers = summary["workers"].as_array().unwrap();

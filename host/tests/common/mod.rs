@@ -12,6 +12,33 @@ use host::{RunOutcome, RunRequest};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The demo API's user requests in its `/metrics` text: all requests less its internal
+/// ones (health checks, scrapes, the worker), which `/metrics` counts apart.
+pub fn user_requests_in(metrics: &str) -> u64 {
+    let counter = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    counter("demo_requests_total") - counter("demo_internal_requests_total")
+}
+
+/// [`user_requests_in`] of one blocking scrape of the demo API at `addr` (the scrape
+/// itself is internal, and counted on arrival).
+pub fn scrape_user_requests(addr: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    user_requests_in(&text)
+}
+
 /// A plugin built from plugins/ by the host's build script.
 pub fn plugin(name: &str) -> PathBuf {
     let path = PathBuf::from(host::PLUGINS_DIR).join(format!("{name}.wasm"));
