@@ -67,6 +67,16 @@ pub struct TrendStats {
 }
 
 impl Stats {
+    /// The kind of metric these are the statistics of.
+    pub(crate) fn kind(&self) -> MetricKind {
+        match self {
+            Stats::Counter { .. } => MetricKind::Counter,
+            Stats::Gauge { .. } => MetricKind::Gauge,
+            Stats::Rate { .. } => MetricKind::Rate,
+            Stats::Trend(_) => MetricKind::Trend,
+        }
+    }
+
     /// The value a threshold aggregation names (`avg`, `p(95)`, `rate`, `count`, ...).
     pub fn aggregate(&self, trend: &Value, what: &Aggregation) -> Option<f64> {
         match (self, what) {

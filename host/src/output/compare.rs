@@ -223,16 +223,6 @@ fn describe(summary: &Summary) -> String {
     )
 }
 
-/// The kind of a metric's statistics.
-fn kind_of(stats: &Stats) -> MetricKind {
-    match stats {
-        Stats::Counter { .. } => MetricKind::Counter,
-        Stats::Gauge { .. } => MetricKind::Gauge,
-        Stats::Rate { .. } => MetricKind::Rate,
-        Stats::Trend(_) => MetricKind::Trend,
-    }
-}
-
 /// The statistics compared for a metric of `kind`: trends by mean and percentiles,
 /// counters by their rate per second, rates by their share; gauges are not compared.
 fn compared_stats(kind: MetricKind) -> &'static [&'static str] {
@@ -277,13 +267,13 @@ pub(crate) fn compare_with(
     let mut rows = Vec::new();
     for name in names {
         let (xa, xb) = (ma.get(name), mb.get(name));
-        let Some(kind) = xa.or(xb).map(|m| kind_of(&m.stats)) else {
+        let Some(kind) = xa.or(xb).map(|m| m.stats.kind()) else {
             continue;
         };
         // A metric of another kind in the other run is not the same metric.
         let (xa, xb) = (
-            xa.filter(|m| kind_of(&m.stats) == kind),
-            xb.filter(|m| kind_of(&m.stats) == kind),
+            xa.filter(|m| m.stats.kind() == kind),
+            xb.filter(|m| m.stats.kind() == kind),
         );
         let def = builtins.lookup(name).map(|id| builtins.def(id));
         let is_time = def.as_ref().is_some_and(|d| d.is_time);

@@ -130,16 +130,15 @@ pub async fn ensure_image(docker: &Docker, name: &str, binary: &Path) -> Result<
 /// Removes the tags of `repo` past the newest `keep`. Without force: the Engine refuses
 /// to remove an image a container (of any project, running or stopped) still uses, and
 /// such a refusal is left alone. Pruning is housekeeping, so no failure is an error.
-pub(crate) async fn prune_old_tags(docker: &Docker, repo: &str, keep: usize) -> Vec<String> {
+async fn prune_old_tags(docker: &Docker, repo: &str, keep: usize) {
     let filters = HashMap::from([("reference", vec![repo.to_string()])]);
     let options = ListImagesOptionsBuilder::default()
         .filters(&filters)
         .build();
     let Ok(mut images) = docker.list_images(Some(options)).await else {
-        return Vec::new();
+        return;
     };
     images.sort_by_key(|i| std::cmp::Reverse(i.created));
-    let mut removed = Vec::new();
     for image in images.iter().skip(keep) {
         for tag in image
             .repo_tags
@@ -147,12 +146,9 @@ pub(crate) async fn prune_old_tags(docker: &Docker, repo: &str, keep: usize) -> 
             .filter(|t| t.starts_with(&format!("{repo}:")))
         {
             let options = RemoveImageOptionsBuilder::default().force(false).build();
-            if docker.remove_image(tag, Some(options), None).await.is_ok() {
-                removed.push(tag.clone());
-            }
+            let _ = docker.remove_image(tag, Some(options), None).await;
         }
     }
-    removed
 }
 
 /// The image's root filesystem: the binary, its shared libraries and loader, an
