@@ -104,13 +104,7 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
         message: "must be a table: write it as [http]".into(),
     })?;
     let mut r = TableReader::new("http", table);
-    if let Some(n) = r.uint("max_redirects")? {
-        if n > MAX_REDIRECTS {
-            return Err(r.error(
-                "max_redirects",
-                format!("must be at most {MAX_REDIRECTS}, got {n}"),
-            ));
-        }
+    if let Some(n) = r.uint_in("max_redirects", 0..=MAX_REDIRECTS)? {
         options.max_redirects = n as u32;
     }
     if let Some(b) = r.boolean("no_cookies_reset")? {
@@ -119,22 +113,10 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
     if let Some(b) = r.boolean("count_setup")? {
         options.count_setup = b;
     }
-    if let Some(n) = r.uint("max_headers")? {
-        if !(1..=MAX_MAX_HEADERS).contains(&n) {
-            return Err(r.error(
-                "max_headers",
-                format!("must be between 1 and {MAX_MAX_HEADERS}, got {n}"),
-            ));
-        }
+    if let Some(n) = r.uint_in("max_headers", 1..=MAX_MAX_HEADERS)? {
         options.max_headers = n as usize;
     }
-    if let Some(n) = r.uint("batch")? {
-        if !(1..=MAX_BATCH).contains(&n) {
-            return Err(r.error(
-                "batch",
-                format!("must be between 1 and {MAX_BATCH}, got {n}"),
-            ));
-        }
+    if let Some(n) = r.uint_in("batch", 1..=MAX_BATCH)? {
         options.batch = n as usize;
     }
     if let Some(n) = r.uint("batch_per_host")? {
@@ -328,7 +310,9 @@ mod tests {
             err.message.contains("did you mean `max_redirects`"),
             "{err}"
         );
-        assert!(parse_text("[http]\nmax_redirects = 1000").is_err());
+        let err = parse_text("[http]\nmax_redirects = 1000").unwrap_err();
+        assert_eq!(err.path, "http.max_redirects");
+        assert_eq!(err.message, "must be at most 100, got 1000");
         let err = parse_text("[http]\nbatch = 0").unwrap_err();
         assert_eq!(err.path, "http.batch");
         assert!(err.message.contains("between 1 and"), "{}", err.message);

@@ -150,6 +150,30 @@ impl<'a> TableReader<'a> {
         }
     }
 
+    /// An optional non-negative integer within `range`; one outside it is refused with
+    /// the range and the value given.
+    pub(crate) fn uint_in(
+        &mut self,
+        key: &'static str,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Option<u64>, ConfigError> {
+        let Some(n) = self.uint(key)? else {
+            return Ok(None);
+        };
+        if range.contains(&n) {
+            return Ok(Some(n));
+        }
+        let (low, high) = (range.start(), range.end());
+        Err(self.error(
+            key,
+            if *low == 0 {
+                format!("must be at most {high}, got {n}")
+            } else {
+                format!("must be between {low} and {high}, got {n}")
+            },
+        ))
+    }
+
     /// An optional number (integer or float), finite and non-negative.
     pub(crate) fn number(&mut self, key: &'static str) -> Result<Option<f64>, ConfigError> {
         let value = match self.get(key) {
