@@ -351,14 +351,14 @@ def main():
                 lines.append(f"| {key[0]} {key[1]} | {h[0]:.0f} | {k[0]:.0f} | {fmt(h[1])} | {fmt(k[1])} | "
                              f"{fmt(h[2])} | {fmt(k[2])} | {fmt(h[3])} | {fmt(k[3])} |")
             if CAPTURE:
-                lines += wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop)
+                lines += wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum)
             lines += ["", f"Load average after both runs: {loadavg()}."]
             lines.append("")
             print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + 12):]), flush=True)
     write_section("\n".join(lines))
 
 
-def wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop):
+def wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum):
     """Each tool's figures beside the wire's (its own run's capture) and the target's
     handling time, per endpoint."""
     rows = ["", f"On the wire (tcpdump on lo, `{CAPTURE}/{{host,k6}}-{name}.pcap`; packets dropped "
@@ -376,6 +376,17 @@ def wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop):
             v = server.get(key, (0, 0, 0, 0))
             rows.append(f"| {key[0]} {key[1]} | {tool} | {t[0]:.0f} / {w[0]:.0f} / {v[0]:.0f} | "
                         + " | ".join(f"{fmt(t[i])} / {fmt(w[i])} / {fmt(v[i])}" for i in (1, 2, 3)) + " |")
+    rows += ["", "Phases over every request (p50 / p95 ms; the wire's waiting runs from the request's "
+             "first packet to the response's first, its receiving to the response's last):", "",
+             "| tool | sending | waiting | wire waiting | receiving | wire receiving |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for tool, summary in (("host", h_sum), ("k6", k_sum)):
+        w = wire.phases(CAPTURE / f"{tool}-{name}.pcap", PORT)
+        m = summary["metrics"]
+        cell = lambda metric: f"{fmt(m[metric]['med'])} / {fmt(m[metric]['p95' if 'p95' in m[metric] else 'p(95)'])}"
+        rows.append(f"| {tool} | {cell('http_req_sending')} | {cell('http_req_waiting')} | "
+                    f"{fmt(w['waiting'][0])} / {fmt(w['waiting'][1])} | {cell('http_req_receiving')} | "
+                    f"{fmt(w['receiving'][0])} / {fmt(w['receiving'][1])} |")
     return rows
 
 

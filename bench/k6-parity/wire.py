@@ -95,7 +95,8 @@ class Conn:
     """One TCP connection's requests, paired in order."""
 
     def __init__(self):
-        self.current = None  # [endpoint, first request packet, last response packet]
+        # [endpoint, first request packet, last response packet, first response packet]
+        self.current = None
         self.upgraded = False
         self.done = []
 
@@ -110,25 +111,28 @@ class Conn:
         if len(parts) < 3 or not parts[2].startswith("HTTP/"):
             # A packet that is not a request line: a request cut by the snaplen, or not
             # HTTP at all; counted apart by the caller.
-            self.current = ["?", t, None]
+            self.current = ["?", t, None, None]
             return
         name = endpoint(parts[0], parts[1])
-        self.current = [name, t, None]
+        self.current = [name, t, None, None]
         if name == "GET /ws":
             self.upgraded = True  # frames follow: no more pairing here
 
     def server_data(self, t):
         if self.current is not None and not self.upgraded:
             self.current[2] = t
+            if self.current[3] is None:
+                self.current[3] = t
 
     def finish(self):
         if self.current is not None and self.current[2] is not None:
-            self.done.append((self.current[0], self.current[1], self.current[2]))
+            self.done.append(tuple(self.current))
         self.current = None
 
 
 def pair(path, port):
-    """Every answered request of the capture: (endpoint, start s, end s)."""
+    """Every answered request of the capture: (endpoint, start s, end s, first response
+    packet s)."""
     conns = {}
     for t, sport, dport, flags, length, head in packets(path):
         if dport == port:
@@ -172,12 +176,27 @@ def percentile(sorted_values, p):
 def summary(path, port):
     """{endpoint: (count, p50, p95, p99)} in ms."""
     by = {}
-    for name, start, end in pair(path, port):
+    for name, start, end, _ in pair(path, port):
         by.setdefault(name, []).append((end - start) * 1000)
     out = {}
     for name, values in by.items():
         values.sort()
         out[name] = (len(values), percentile(values, 50), percentile(values, 95), percentile(values, 99))
+    return out
+
+
+def phases(path, port):
+    """k6's phases as the wire sees them, over every request, in ms:
+    {"waiting": (p50, p95), "receiving": (p50, p95)}: waiting from the request's first
+    packet to the response's first, receiving from there to the response's last."""
+    waiting, receiving = [], []
+    for _, start, end, first in pair(path, port):
+        waiting.append((first - start) * 1000)
+        receiving.append((end - first) * 1000)
+    out = {}
+    for name, values in (("waiting", waiting), ("receiving", receiving)):
+        values.sort()
+        out[name] = (percentile(values, 50), percentile(values, 95))
     return out
 
 
