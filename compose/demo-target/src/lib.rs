@@ -31,6 +31,7 @@ mod site;
 mod state;
 mod store;
 mod survey;
+mod timings;
 pub mod tls;
 mod webhooks;
 pub mod worker;

@@ -314,9 +314,12 @@ async fn serve<S>(
 }
 
 /// Counts the request, applies rate limits, the capacity limit and faults, routes it, and counts the
-/// response status.
+/// response status and the time it took.
 async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp {
+    let started = Instant::now();
     state.metrics.request_received();
+    // Found now: the request itself is consumed by its handler.
+    let timed = crate::timings::RouteTimings::slot(req.method(), req.uri().path());
     if !faults::applies_to(req.uri().path()) || req.uri().path() == "/metrics" {
         state.metrics.internal_received();
     }
@@ -365,5 +368,6 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
     };
     drop(worker);
     state.metrics.response_sent(resp.status());
+    state.timings.record(timed, started.elapsed());
     resp
 }

@@ -13,6 +13,7 @@ use crate::metrics::Metrics;
 use crate::site::SiteCounters;
 use crate::store::{NoteStore, TokenStore};
 use crate::survey::Survey;
+use crate::timings::RouteTimings;
 use crate::webhooks::Outbox;
 use crate::DemoConfig;
 
@@ -20,6 +21,8 @@ use crate::DemoConfig;
 pub struct AppState {
     /// Request, response and connection counters.
     pub metrics: Metrics,
+    /// Handling time of each request, by method and route.
+    pub timings: RouteTimings,
     /// The active faults and the clock their stall windows are measured from.
     pub faults: FaultInjector,
     /// Notes, by group.
@@ -60,6 +63,7 @@ impl AppState {
         );
         AppState {
             metrics: Metrics::default(),
+            timings: RouteTimings::default(),
             faults: FaultInjector::new(config.faults.clone(), started),
             notes,
             tokens: TokenStore::new(config.max_tokens),

@@ -53,6 +53,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
                 state.live.counters.render(&mut text);
                 site::render_metrics(state, &mut text);
                 render_parts(state, &mut text);
+                state.timings.render(&mut text);
                 let mut resp = Response::new(Full::new(Bytes::from(text)));
                 resp.headers_mut().insert(
                     CONTENT_TYPE,
