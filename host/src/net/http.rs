@@ -27,6 +27,7 @@ use exchange::execute;
 use http_body_util::Full;
 use record::Ended;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::pin::pin;
 use std::sync::Arc;
@@ -116,7 +117,7 @@ impl HttpClient {
     /// request of its own, and the cookies each hop sets are stored before the next.
     pub async fn send(&mut self, req: HttpRequest, tags: &TagSet) -> Result<HttpResponse, HttpError> {
         let first = self.send_once(&req, tags).await;
-        self.follow_through(&req, first, tags).await
+        self.follow_through(Cow::Owned(req), first, tags).await
     }
 
     /// Sends a prepared request, as [`send`](Self::send) sends the request it was
@@ -130,14 +131,14 @@ impl HttpClient {
             Ok(p) => self.execute_one(p).await,
             Err(e) => (Err(e), Ended::NotRecorded),
         };
-        self.follow_through(&prepared.request, first, tags).await
+        self.follow_through(Cow::Borrowed(&prepared.request), first, tags).await
     }
 
     /// Records the first hop's outcome and follows its redirects, recording each hop;
-    /// the response of the last, with its URL.
+    /// the response of the last, with its URL (moved out of the request when owned).
     async fn follow_through(
         &mut self,
-        first_req: &HttpRequest,
+        first_req: Cow<'_, HttpRequest>,
         first: (Result<HttpResponse, HttpError>, Ended),
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
@@ -147,7 +148,7 @@ impl HttpClient {
         let mut hop: Option<HttpRequest> = None;
         let (mut result, mut ended) = first;
         loop {
-            let req = hop.as_ref().unwrap_or(first_req);
+            let req = hop.as_ref().unwrap_or(&first_req);
             let mut response = match result {
                 Ok(response) => response,
                 Err(e) => {
@@ -165,9 +166,10 @@ impl HttpClient {
                 }
                 Ok(None) => {
                     self.record(&ended, Ok(&response));
-                    response.url = match hop {
-                        Some(last) => last.url,
-                        None => first_req.url.clone(),
+                    response.url = match (hop, first_req) {
+                        (Some(last), _) => last.url,
+                        (None, Cow::Owned(first)) => first.url,
+                        (None, Cow::Borrowed(first)) => first.url.clone(),
                     };
                     return Ok(response);
                 }
