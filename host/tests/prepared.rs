@@ -59,9 +59,7 @@ fn exact_parts(run: &common::Finished) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| {
-            serde_json::json!([e["method"], e["name"], e["count"], e["error_rate"]])
-        })
+        .map(|e| serde_json::json!([e["method"], e["name"], e["count"], e["error_rate"]]))
         .collect();
     let mut http = run.json["http"].clone();
     http.as_object_mut().unwrap().remove("in_flight");

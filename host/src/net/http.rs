@@ -115,7 +115,11 @@ impl HttpClient {
     /// Sends one request; `tags` are the VU's base tags (scenario, ...). Redirects are
     /// followed hop by hop (up to the request's limit, else the run's), each hop a
     /// request of its own, and the cookies each hop sets are stored before the next.
-    pub async fn send(&mut self, req: HttpRequest, tags: &TagSet) -> Result<HttpResponse, HttpError> {
+    pub async fn send(
+        &mut self,
+        req: HttpRequest,
+        tags: &TagSet,
+    ) -> Result<HttpResponse, HttpError> {
         let first = self.send_once(&req, tags).await;
         self.follow_through(Cow::Owned(req), first, tags).await
     }
@@ -127,11 +131,12 @@ impl HttpClient {
         prepared: &PreparedRequest,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
-        let first = match self.from_template(prepared, tags) {
+        let first = match self.ready_prepared(prepared, tags) {
             Ok(p) => self.execute_one(p).await,
             Err(e) => (Err(e), Ended::NotRecorded),
         };
-        self.follow_through(Cow::Borrowed(&prepared.request), first, tags).await
+        self.follow_through(Cow::Borrowed(&prepared.request), first, tags)
+            .await
     }
 
     /// Records the first hop's outcome and follows its redirects, recording each hop;
@@ -222,7 +227,10 @@ impl HttpClient {
     }
 
     /// Sends a request made ready, without following redirects; the caller records it.
-    async fn execute_one(&mut self, prepared: Prepared) -> (Result<HttpResponse, HttpError>, Ended) {
+    async fn execute_one(
+        &mut self,
+        prepared: Prepared,
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
         let conn = checkout(&mut self.idle, &prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
@@ -390,7 +398,7 @@ impl HttpClient {
     /// A prepared request's next send made ready: its template as it is, the jar's
     /// cookies of now, and its tag set (made again only if the VU's cache started
     /// over since it was prepared).
-    fn from_template(
+    fn ready_prepared(
         &mut self,
         prepared: &PreparedRequest,
         base_tags: &TagSet,

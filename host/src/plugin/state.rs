@@ -4,10 +4,10 @@
 use super::budget::CallBudget;
 use super::output::OutputTail;
 use crate::metrics::{Recorder, TagSet};
+use crate::net::http::PreparedRequest;
 use crate::net::{HttpClient, NetShared};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use crate::net::http::PreparedRequest;
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -132,7 +132,12 @@ impl VuState {
     ) -> Result<(&PreparedRequest, &mut HttpClient, &mut CallBudget, &TagSet), ResourceTableError>
     {
         let prepared = self.table.get(prepared)?;
-        Ok((prepared, &mut self.http, &mut self.budget, &self.identity.tags))
+        Ok((
+            prepared,
+            &mut self.http,
+            &mut self.budget,
+            &self.identity.tags,
+        ))
     }
 }
 

@@ -133,7 +133,10 @@ mod tests {
     fn earlier_patches_of_the_line_run_and_nothing_else() {
         assert!(runs(WIT_VERSION));
         assert!(runs("0.3.0"));
-        assert!(!runs("0.3.2"), "a later patch may import what this host lacks");
+        assert!(
+            !runs("0.3.2"),
+            "a later patch may import what this host lacks"
+        );
         assert!(!runs("0.2.0"));
         assert!(!runs("0.4.0"));
         assert!(!runs("1.0.0"));

@@ -183,8 +183,10 @@ impl wit::HostPreparedRequest for VuState {
             let (prepared, http, budget, tags) = self
                 .prepared_send_parts(&prepared)
                 .map_err(|e| wit::HttpError::Invalid(format!("no such prepared request: {e}")))?;
-            let send = pin!(http.send_prepared(prepared, tags));
-            budget.wait(send).await
+            // Boxed: wasmtime's generated wrapper moves this future's state (the whole
+            // send, over a kilobyte) when it starts it; a box moves a pointer.
+            let mut send = Box::pin(http.send_prepared(prepared, tags));
+            budget.wait(send.as_mut()).await
         };
         self.response_to_wit(result)
     }
