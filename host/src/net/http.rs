@@ -7,9 +7,11 @@
 
 mod exchange;
 pub(crate) mod message;
+pub(crate) mod prepared;
 mod record;
 
 pub(crate) use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
+pub(crate) use prepared::PreparedRequest;
 
 use super::allowlist::Origin;
 use super::connect::{connect, Connection, Proto};
@@ -25,6 +27,7 @@ use exchange::execute;
 use http_body_util::Full;
 use record::Ended;
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::pin::pin;
 use std::sync::Arc;
@@ -47,6 +50,15 @@ pub struct HttpClient {
     jar: CookieJar,
     /// The source address of the VU's connections (`[http] local_ips`).
     local_ip: Option<IpAddr>,
+}
+
+/// What every send of one request shares, made once by [`HttpClient::template`].
+#[derive(Clone)]
+struct Template {
+    target: Arc<Target>,
+    method: http::Method,
+    /// The request's own header fields and `Host`; not the jar's cookies.
+    headers: http::HeaderMap,
 }
 
 /// A request checked and ready to go on the wire.
@@ -105,13 +117,43 @@ impl HttpClient {
     /// request of its own, and the cookies each hop sets are stored before the next.
     pub async fn send(
         &mut self,
-        mut req: HttpRequest,
+        req: HttpRequest,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
-        let limit = req.redirects.unwrap_or(self.shared.max_redirects);
+        let first = self.send_once(&req, tags).await;
+        self.follow_through(Cow::Owned(req), first, tags).await
+    }
+
+    /// Sends a prepared request, as [`send`](Self::send) sends the request it was
+    /// prepared from: the jar's cookies of the moment, redirects, every record.
+    pub async fn send_prepared(
+        &mut self,
+        prepared: &PreparedRequest,
+        tags: &TagSet,
+    ) -> Result<HttpResponse, HttpError> {
+        let first = match self.ready_prepared(prepared, tags) {
+            Ok(p) => self.execute_one(p).await,
+            Err(e) => (Err(e), Ended::NotRecorded),
+        };
+        self.follow_through(Cow::Borrowed(&prepared.request), first, tags)
+            .await
+    }
+
+    /// Records the first hop's outcome and follows its redirects, recording each hop;
+    /// the response of the last, with its URL (moved out of the request when owned).
+    async fn follow_through(
+        &mut self,
+        first_req: Cow<'_, HttpRequest>,
+        first: (Result<HttpResponse, HttpError>, Ended),
+        tags: &TagSet,
+    ) -> Result<HttpResponse, HttpError> {
+        let limit = first_req.redirects.unwrap_or(self.shared.max_redirects);
         let mut hops = 0;
+        // The hop in progress when it is not the first (the first is borrowed).
+        let mut hop: Option<HttpRequest> = None;
+        let (mut result, mut ended) = first;
         loop {
-            let (result, ended) = self.send_once(&req, tags).await;
+            let req = hop.as_ref().unwrap_or(&first_req);
             let mut response = match result {
                 Ok(response) => response,
                 Err(e) => {
@@ -119,16 +161,21 @@ impl HttpClient {
                     return Err(e);
                 }
             };
-            self.keep_cookies(&req, &response);
-            match self.follow(&req, &response, hops, limit, tags) {
+            self.keep_cookies(req, &response);
+            match self.follow(req, &response, hops, limit, tags) {
                 Ok(Some(next)) => {
                     self.record(&ended, Ok(&response));
-                    req = next;
                     hops += 1;
+                    (result, ended) = self.send_once(&next, tags).await;
+                    hop = Some(next);
                 }
                 Ok(None) => {
                     self.record(&ended, Ok(&response));
-                    response.url = req.url;
+                    response.url = match (hop, first_req) {
+                        (Some(last), _) => last.url,
+                        (None, Cow::Owned(first)) => first.url,
+                        (None, Cow::Borrowed(first)) => first.url.clone(),
+                    };
                     return Ok(response);
                 }
                 Err(e) => {
@@ -173,10 +220,17 @@ impl HttpClient {
         req: &HttpRequest,
         tags: &TagSet,
     ) -> (Result<HttpResponse, HttpError>, Ended) {
-        let prepared = match self.prepare(req, tags) {
-            Ok(p) => p,
-            Err(e) => return (Err(e), Ended::NotRecorded),
-        };
+        match self.prepare(req, tags) {
+            Ok(p) => self.execute_one(p).await,
+            Err(e) => (Err(e), Ended::NotRecorded),
+        }
+    }
+
+    /// Sends a request made ready, without following redirects; the caller records it.
+    async fn execute_one(
+        &mut self,
+        prepared: Prepared,
+    ) -> (Result<HttpResponse, HttpError>, Ended) {
         let conn = checkout(&mut self.idle, &prepared.target.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
@@ -295,7 +349,18 @@ impl HttpClient {
         Ok(target)
     }
 
+    /// A request made ready to go on the wire: checked, parsed, with the jar's cookies.
     fn prepare(&mut self, req: &HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
+        let template = self.template(req, base_tags)?;
+        let tags = self
+            .tags
+            .request(base_tags, template.method.as_str(), &req.url, &req.tags);
+        self.ready(req, template, tags)
+    }
+
+    /// What every send of `req` shares: its allowed target, method and header fields
+    /// (with `Host`, without the jar's cookies, which are the jar's of each send).
+    fn template(&mut self, req: &HttpRequest, base_tags: &TagSet) -> Result<Template, HttpError> {
         let target = self.target(&req.url, base_tags)?;
         let method = if req.method.bytes().any(|b| b.is_ascii_lowercase()) {
             http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
@@ -303,12 +368,7 @@ impl HttpClient {
             http::Method::from_bytes(req.method.as_bytes())
         }
         .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
-        // The request is built in place: a builder moves its parts (a few hundred
-        // bytes) through every `header` call.
-        let mut request = http::Request::new(Full::new(req.body.clone()));
-        *request.method_mut() = method.clone();
-        *request.uri_mut() = target.path.clone();
-        let headers = request.headers_mut();
+        let mut headers = http::HeaderMap::new();
         let mut has_host = false;
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -328,14 +388,57 @@ impl HttpClient {
                 .try_append(http::header::HOST, target.host_header.clone())
                 .map_err(|e| HttpError::Invalid(e.to_string()))?;
         }
+        Ok(Template {
+            target,
+            method,
+            headers,
+        })
+    }
+
+    /// A prepared request's next send made ready: its template as it is, the jar's
+    /// cookies of now, and its tag set (made again only if the VU's cache started
+    /// over since it was prepared).
+    fn ready_prepared(
+        &mut self,
+        prepared: &PreparedRequest,
+        base_tags: &TagSet,
+    ) -> Result<Prepared, HttpError> {
+        let req = &prepared.request;
+        let tags = match self.tags.current(prepared.tags.0, base_tags) {
+            true => prepared.tags.clone(),
+            false => self.tags.request(
+                base_tags,
+                prepared.template.method.as_str(),
+                &req.url,
+                &req.tags,
+            ),
+        };
+        self.ready(req, prepared.template.clone(), tags)
+    }
+
+    /// The request on the wire from its template: the body, the jar's cookies.
+    fn ready(
+        &mut self,
+        req: &HttpRequest,
+        template: Template,
+        (slot, tags): (Slot, TagSet),
+    ) -> Result<Prepared, HttpError> {
+        let Template {
+            target,
+            method,
+            mut headers,
+        } = template;
         if !req.no_cookie_jar {
             if let Some(jar_cookies) = self.jar.header_for(&req.url) {
-                with_jar_cookies(headers, jar_cookies)?;
+                with_jar_cookies(&mut headers, jar_cookies)?;
             }
         }
-        let (slot, tags) = self
-            .tags
-            .request(base_tags, method.as_str(), &req.url, &req.tags);
+        // The request is built in place: a builder moves its parts (a few hundred
+        // bytes) through every `header` call.
+        let mut request = http::Request::new(Full::new(req.body.clone()));
+        *request.method_mut() = method;
+        *request.uri_mut() = target.path.clone();
+        *request.headers_mut() = headers;
         Ok(Prepared {
             target,
             local_ip: self.local_ip,
@@ -345,6 +448,28 @@ impl HttpClient {
             expected: req.expected_statuses.clone(),
             tags,
             slot,
+        })
+    }
+
+    /// Checks `req` once for sending by handle ([`send_prepared`](Self::send_prepared)):
+    /// an error here is the one its send would have met before sending (a denied
+    /// target is counted as such).
+    pub fn prepare_request(
+        &mut self,
+        request: HttpRequest,
+        base_tags: &TagSet,
+    ) -> Result<PreparedRequest, HttpError> {
+        let template = self.template(&request, base_tags)?;
+        let tags = self.tags.request(
+            base_tags,
+            template.method.as_str(),
+            &request.url,
+            &request.tags,
+        );
+        Ok(PreparedRequest {
+            request,
+            template,
+            tags,
         })
     }
 

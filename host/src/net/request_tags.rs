@@ -102,6 +102,13 @@ impl RequestTags {
         (slot, self.entries[index].request.clone())
     }
 
+    /// Whether `slot`, handed out earlier for requests of base tags `base`, still
+    /// holds its tag set: the cache has not started over since (a prepared request
+    /// keeps its slot).
+    pub(crate) fn current(&self, slot: Slot, base: &TagSet) -> bool {
+        slot.generation == self.generation && *base == self.base
+    }
+
     /// The request's tags plus `status`, `expected_response` and, when a response came,
     /// `proto` (`HTTP/1.1` or `HTTP/2`, as k6 names it).
     pub(crate) fn outcome(

@@ -8,6 +8,7 @@ wasmtime::component::bindgen!({
     imports: {
         "loadtest:scenario/http.send": async,
         "loadtest:scenario/http.send-batch": async,
+        "loadtest:scenario/http.[method]prepared-request.send": async,
         "loadtest:scenario/vu.sleep": async,
         "loadtest:scenario/websocket.[static]socket.connect": async,
         "loadtest:scenario/websocket.[method]socket.send-text": async,
@@ -20,10 +21,12 @@ wasmtime::component::bindgen!({
     with: {
         "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
         "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
+        "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
     },
 });
 
 /// The WIT package and version this host implements.
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
-/// The contract version this host implements.
-pub const WIT_VERSION: &str = "0.3.0";
+/// The contract version this host implements; it also runs plugins built against an
+/// earlier patch version of the same line (see `validate::check_contract`).
+pub const WIT_VERSION: &str = "0.3.1";

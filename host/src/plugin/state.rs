@@ -4,10 +4,11 @@
 use super::budget::CallBudget;
 use super::output::OutputTail;
 use crate::metrics::{Recorder, TagSet};
+use crate::net::http::PreparedRequest;
 use crate::net::{HttpClient, NetShared};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Read-only data sets shared by all VUs (`[data]`), one JSON text per record.
@@ -72,6 +73,8 @@ pub struct VuState {
     pub panic_message: Option<String>,
     /// HTTP responses the plugin holds (`response-content` resources not yet dropped).
     pub live_responses: u64,
+    /// Prepared requests the plugin holds (`prepared-request` resources not yet dropped).
+    pub live_prepared: u64,
     /// What the plugin last printed.
     pub output: OutputTail,
     /// Limits of the call in progress.
@@ -108,6 +111,7 @@ impl VuState {
             iteration_in_scenario: 0,
             panic_message: None,
             live_responses: 0,
+            live_prepared: 0,
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),
@@ -118,6 +122,22 @@ impl VuState {
     /// The resource table (sockets live here).
     pub fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+
+    /// What the send of a prepared request uses at once: the request (in the table),
+    /// the VU's client, the call's budget and the VU's tags.
+    pub(crate) fn prepared_send_parts(
+        &mut self,
+        prepared: &Resource<PreparedRequest>,
+    ) -> Result<(&PreparedRequest, &mut HttpClient, &mut CallBudget, &TagSet), ResourceTableError>
+    {
+        let prepared = self.table.get(prepared)?;
+        Ok((
+            prepared,
+            &mut self.http,
+            &mut self.budget,
+            &self.identity.tags,
+        ))
     }
 }
 

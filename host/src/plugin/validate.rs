@@ -30,20 +30,20 @@ pub(crate) fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Checks that the component exports the `plugin` interface of this host's contract
-/// version, naming both versions when they differ.
+/// version or of an earlier one that it still runs, naming both versions when not.
 pub(crate) fn check_contract(engine: &Engine, component: &Component, shown: &Path) -> Result<()> {
     let ty = component.component_type();
     let expected = format!("{WIT_PACKAGE}/plugin@{WIT_VERSION}");
+    let prefix = format!("{WIT_PACKAGE}/plugin@");
     let mut found = Vec::new();
     for (name, item) in ty.exports(engine) {
-        if name == expected {
+        if name.strip_prefix(&prefix).is_some_and(runs) {
             return Ok(());
         }
         if matches!(item.ty, ComponentItem::ComponentInstance(_)) {
             found.push(name.to_string());
         }
     }
-    let prefix = format!("{WIT_PACKAGE}/plugin@");
     if let Some(other) = found.iter().find(|n| n.starts_with(&prefix)) {
         let version = &other[prefix.len()..];
         bail!(
@@ -63,6 +63,26 @@ pub(crate) fn check_contract(engine: &Engine, component: &Component, shown: &Pat
         shown.display(),
         found.join(", ")
     )
+}
+
+/// Whether this host runs a plugin built against contract `version`: the same
+/// version, or an earlier patch of the same 0.x line (a patch version only adds to the
+/// contract, and wasmtime links a plugin's `@0.3.0` imports to the host's `@0.3.1`).
+/// A later patch may import what this host lacks, and another line changed the
+/// contract.
+fn runs(version: &str) -> bool {
+    let parse = |v: &str| -> Option<(u64, u64, u64)> {
+        let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+        let version = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(version)
+    };
+    match (parse(version), parse(WIT_VERSION)) {
+        (Some((0, minor, patch)), Some((0, host_minor, host_patch))) => {
+            minor == host_minor && patch <= host_patch
+        }
+        (Some(found), Some(host)) => found == host,
+        _ => false,
+    }
 }
 
 /// What a component imports and which contract it was built against, for `host inspect`.
@@ -108,6 +128,21 @@ pub(crate) fn interfaces(engine: &Engine, component: &Component) -> Interfaces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earlier_patches_of_the_line_run_and_nothing_else() {
+        assert!(runs(WIT_VERSION));
+        assert!(runs("0.3.0"));
+        assert!(
+            !runs("0.3.2"),
+            "a later patch may import what this host lacks"
+        );
+        assert!(!runs("0.2.0"));
+        assert!(!runs("0.4.0"));
+        assert!(!runs("1.0.0"));
+        assert!(!runs("0.3.0-rc1"));
+        assert!(!runs("0.3"));
+    }
 
     #[test]
     fn headers_are_recognised() {

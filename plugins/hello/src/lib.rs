@@ -3,6 +3,7 @@
 //! `BASE_URL` comes from the run's environment (`-e BASE_URL=...`) and defaults to
 //! `http://127.0.0.1:8080`, where `host demo` serves the demo application.
 
+use loadtest::http::PreparedRequest;
 use loadtest::{check, http, PluginInfo, Scenario};
 use std::sync::OnceLock;
 
@@ -28,13 +29,20 @@ impl Scenario for Hello {
     }
 
     fn iteration(_scenario: String) -> Result<(), String> {
-        // The URL is the same for every iteration: ask the host for BASE_URL once.
-        static URL: OnceLock<String> = OnceLock::new();
-        let url = URL.get_or_init(|| {
-            let base = loadtest::vu::env_or("BASE_URL", DEFAULT_BASE_URL);
-            format!("{}/", base.trim_end_matches('/'))
-        });
-        let res = http::get(url.as_str()).name("/").send()?;
+        // The request is the same every iteration: built and handed to the host once
+        // (BASE_URL asked for once), then sent by handle. A failed prepare (a denied
+        // target) is not kept, so every iteration meets it and it is counted each time.
+        static HOME: OnceLock<PreparedRequest> = OnceLock::new();
+        let home = match HOME.get() {
+            Some(home) => home,
+            None => {
+                let base = loadtest::vu::env_or("BASE_URL", DEFAULT_BASE_URL);
+                let url = format!("{}/", base.trim_end_matches('/'));
+                let prepared = http::get(url).name("/").prepare()?;
+                HOME.get_or_init(|| prepared)
+            }
+        };
+        let res = home.send()?;
         check("status is 200", res.status() == 200);
         Ok(())
     }

@@ -25,6 +25,10 @@
 //! [`Response`]. Which statuses count as failed in `http_req_failed` is set with
 //! [`RequestBuilder::expect_status`] (200–399 by default).
 //!
+//! A request sent again and again (the same URL, headers and tags) can be handed to
+//! the host once with [`RequestBuilder::prepare`] and sent by handle
+//! ([`PreparedRequest::send`]): the host then skips copying and checking it per send.
+//!
 //! Bodies: [`RequestBuilder::json`], [`RequestBuilder::form`] (form-encoded, as an HTML
 //! form posts) and [`RequestBuilder::multipart`] (with file parts, see [`Multipart`]);
 //! [`RequestBuilder::query`] appends percent-encoded query parameters to the URL.
@@ -319,12 +323,39 @@ impl RequestBuilder {
             .map_err(HttpError::from_wit)
     }
 
+    /// Hands the request to the host once, to [`send`](PreparedRequest::send) by
+    /// handle as often as wanted: a scenario that repeats the same request saves the
+    /// host copying, parsing and checking it on every send. Fails as `send` would
+    /// before sending anything: a target outside the allowlist is
+    /// [`HttpError::Denied`] (and counted as a denied request), a malformed URL,
+    /// method or header [`HttpError::Invalid`].
+    ///
+    /// ```no_run
+    /// use loadtest::http;
+    /// # fn f(base: &str) -> Result<(), String> {
+    /// let home = http::get(format!("{base}/")).name("/").prepare()?;
+    /// for _ in 0..3 {
+    ///     let res = home.send()?;
+    ///     loadtest::check("status is 200", res.status() == 200);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn prepare(self) -> Result<PreparedRequest, HttpError> {
+        let req = self.into_wit()?;
+        wit::prepare(&req)
+            .map(|inner| PreparedRequest { inner })
+            .map_err(HttpError::from_wit)
+    }
+
     fn into_wit(self) -> Result<wit::Request, HttpError> {
         if let Some(e) = self.error {
             return Err(HttpError::Invalid(e));
         }
+        let mut method = self.method;
+        // In place: a copy upper-cased was an allocation on every send.
+        method.make_ascii_uppercase();
         Ok(wit::Request {
-            method: self.method.to_ascii_uppercase(),
+            method,
             url: self.url,
             headers: self.headers,
             body: self.body,
@@ -337,6 +368,26 @@ impl RequestBuilder {
                 no_cookie_jar: self.no_cookie_jar,
             },
         })
+    }
+}
+
+/// A request held by the host, made by [`RequestBuilder::prepare`]: each
+/// [`send`](PreparedRequest::send) is what sending the builder would be (the same
+/// metrics, tags and timings; the VU's cookie jar as it is at that send; redirects
+/// followed), without the host copying and checking the request again. Dropping it
+/// frees it on the host.
+#[derive(Debug)]
+pub struct PreparedRequest {
+    inner: wit::PreparedRequest,
+}
+
+impl PreparedRequest {
+    /// Sends the request and waits for the response.
+    pub fn send(&self) -> Result<Response, HttpError> {
+        self.inner
+            .send()
+            .map(Response::from_wit)
+            .map_err(HttpError::from_wit)
     }
 }
 

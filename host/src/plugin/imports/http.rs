@@ -2,6 +2,7 @@
 //! header fields and body stay on the host side (the `response-content` resource in
 //! the VU's table) until the plugin asks for them.
 
+use crate::net::http::PreparedRequest;
 use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::state::VuState;
@@ -13,6 +14,10 @@ use wasmtime::component::Resource;
 /// every response would otherwise grow the host's memory without bound, outside its
 /// own `memory_mb`.
 pub(crate) const MAX_LIVE_RESPONSES: u64 = 10_000;
+
+/// Prepared requests one VU may hold at once, for the same reason: a plugin that
+/// prepares a request per iteration and keeps them would grow the host's memory.
+pub(crate) const MAX_PREPARED: u64 = 10_000;
 
 fn to_host(req: wit::Request) -> HttpRequest {
     HttpRequest {
@@ -101,6 +106,26 @@ impl wit::Host for VuState {
         self.response_to_wit(result)
     }
 
+    fn prepare(
+        &mut self,
+        req: wit::Request,
+    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+        if self.live_prepared >= MAX_PREPARED {
+            return Ok(Err(wit::HttpError::Invalid(format!(
+                "this VU holds {} prepared requests (the most is {MAX_PREPARED}); \
+                 prepare a request once and send it many times, or drop the ones done with",
+                self.live_prepared
+            ))));
+        }
+        let prepared = match self.http.prepare_request(to_host(req), &self.identity.tags) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(error_to_wit(e))),
+        };
+        let handle = self.table().push(prepared)?;
+        self.live_prepared += 1;
+        Ok(Ok(handle))
+    }
+
     async fn send_batch(
         &mut self,
         reqs: Vec<wit::Request>,
@@ -144,6 +169,31 @@ impl wit::HostResponseContent for VuState {
     fn drop(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<()> {
         self.table().delete(content)?;
         self.live_responses = self.live_responses.saturating_sub(1);
+        Ok(())
+    }
+}
+
+impl wit::HostPreparedRequest for VuState {
+    async fn send(
+        &mut self,
+        prepared: Resource<PreparedRequest>,
+    ) -> Result<wit::Response, wit::HttpError> {
+        self.room_for_responses(1)?;
+        let result = {
+            let (prepared, http, budget, tags) = self
+                .prepared_send_parts(&prepared)
+                .map_err(|e| wit::HttpError::Invalid(format!("no such prepared request: {e}")))?;
+            // Boxed: wasmtime's generated wrapper moves this future's state (the whole
+            // send, over a kilobyte) when it starts it; a box moves a pointer.
+            let mut send = Box::pin(http.send_prepared(prepared, tags));
+            budget.wait(send.as_mut()).await
+        };
+        self.response_to_wit(result)
+    }
+
+    fn drop(&mut self, prepared: Resource<PreparedRequest>) -> wasmtime::Result<()> {
+        self.table().delete(prepared)?;
+        self.live_prepared = self.live_prepared.saturating_sub(1);
         Ok(())
     }
 }
