@@ -22,7 +22,7 @@
 //! - `mt`: tokio's multi-thread runtime with its defaults (a worker per core, work
 //!   stealing), as the host builds it.
 //!
-//! With `SPIN_US` set in the environment, each task spins that many microseconds of
+//! With `HYPER_FLOOR_SPIN_US` set in the environment, each task spins that many microseconds of
 //! user CPU before each request: a client as slow per request as the host, with
 //! hyper's syscalls, to tell what in the kernel's time per request follows the rate.
 
@@ -135,7 +135,8 @@ fn main() {
         claimed: AtomicU64::new(0),
         limit,
         spin: Duration::from_micros(
-            std::env::var("SPIN_US").map_or(0, |v| v.parse().unwrap_or_else(|_| usage())),
+            std::env::var("HYPER_FLOOR_SPIN_US")
+                .map_or(0, |v| v.parse().unwrap_or_else(|_| usage())),
         ),
     });
     let job = Job {
