@@ -5,8 +5,16 @@
 # 127.0.0.1:$((TLS_PORT + 1)) https that closes the connection after each request (every
 # request then costs a new TCP connection and a full TLS handshake); the certificate is
 # made by make_tls_cert, its CA in $WORK/tls/ca.pem for the clients to trust.
+#
+# Knobs, read by each start_nginx (bench/scaling starts two nginx at once this way):
+# NGINX_WORKERS (1), NGINX_CPUS (0: the cores nginx is pinned to, as taskset takes
+# them; empty: any core), NGINX_RETURN (0; 1: the 13 bytes are answered by a `return`
+# in the config instead of read from the file: a lighter target, no open/fstat/read per
+# request), NGINX_NAME (nginx: names its config and pid files, so two can run).
+# NGINX_PID is the last one started; stop_nginx stops every one.
 
 NGINX_PID=
+NGINX_PIDS=()
 
 start_nginx() {
     # Something else answering on the port would be measured in nginx's place.
@@ -41,11 +49,13 @@ start_nginx() {
         location / { index index.html; }
     }"
     fi
-    cat >"$WORK/nginx.conf" <<EOF
-worker_processes 1;
+    local name=${NGINX_NAME:-nginx} content="index index.html;"
+    [ "${NGINX_RETURN:-0}" = 1 ] && content='default_type text/html; return 200 "hello, world\n";'
+    cat >"$WORK/$name.conf" <<EOF
+worker_processes ${NGINX_WORKERS:-1};
 daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
+pid $WORK/$name.pid;
+error_log $WORK/logs/$name.error.log warn;
 events { worker_connections 4096; }
 http {
     access_log off;
@@ -54,17 +64,23 @@ http {
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         root $WORK/www;
-        location / { index index.html; }
+        location / { $content }
     }$tls_servers
 }
 EOF
-    taskset -c 0 nginx -p "$WORK" -c "$WORK/nginx.conf" &
+    local cpus=${NGINX_CPUS-0}
+    if [ -n "$cpus" ]; then
+        taskset -c "$cpus" nginx -p "$WORK" -c "$WORK/$name.conf" &
+    else
+        nginx -p "$WORK" -c "$WORK/$name.conf" &
+    fi
     NGINX_PID=$!
+    NGINX_PIDS+=("$NGINX_PID")
     for _ in $(seq 50); do
         curl -fsS "$URL" >/dev/null 2>&1 && return 0
         sleep 0.1
     done
-    echo "nginx did not start: $(tail -3 "$WORK/logs/error.log")" >&2
+    echo "nginx did not start: $(tail -3 "$WORK/logs/$name.error.log")" >&2
     exit 1
 }
 
@@ -84,8 +100,20 @@ make_tls_cert() {
 }
 
 stop_nginx() {
-    if [ -n "$NGINX_PID" ]; then
-        kill "$NGINX_PID" 2>/dev/null || true
-        wait "$NGINX_PID" 2>/dev/null || true
-    fi
+    local pid
+    for pid in "${NGINX_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+# CPU seconds (user + sys) the nginx whose master is $1 has used so far: its workers'
+# (the master only reads the config).
+nginx_cpu() {
+    local total=0 pid ticks
+    for pid in $(pgrep -P "$1"); do
+        ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + ticks))
+    done
+    echo "$total $(getconf CLK_TCK)" | awk '{printf "%.2f", $1 / $2}'
 }

@@ -1,6 +1,7 @@
 //! Stop signals shared by every part of a run: a graceful stop (no new iterations), a
 //! hard stop (interrupt running ones), and why the run stopped early.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -42,10 +43,15 @@ impl std::fmt::Display for StopReason {
 /// The run's stop signals.
 #[derive(Default)]
 pub struct RunControl {
-    /// Set: executors start no new iterations.
+    /// Set: executors start no new iterations. Cancelled only by
+    /// [`RunControl::stop_with`], which also sets what [`RunControl::stopping`] reads.
     pub stop: CancellationToken,
     /// Set: running iterations are interrupted now.
     pub hard_stop: CancellationToken,
+    /// `stop` was cancelled. Checked before every iteration: the token's own
+    /// `is_cancelled` takes a mutex, which VU loops on two worker threads contend for
+    /// (results/scaling.md).
+    stopped: AtomicBool,
     reason: Mutex<Option<StopReason>>,
 }
 
@@ -56,7 +62,14 @@ impl RunControl {
         if slot.is_none() {
             *slot = Some(reason);
         }
+        self.stopped.store(true, Ordering::Release);
         self.stop.cancel();
+    }
+
+    /// Whether the run was stopped (no new iterations): `stop.is_cancelled()` without
+    /// its lock.
+    pub fn stopping(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
     }
 
     /// Why the run stopped early, if it did.

@@ -9,9 +9,22 @@
 //! - `raw`: a hand-written loop (one `write` of a fixed request, `httparse` on what is
 //!   read, the body skipped by its `Content-Length`), the least a client can do.
 //!
-//! Usage: `hyper-floor hyper|raw URL CONNS LIMIT`, LIMIT being seconds (`8s`) or a
-//! number of requests over all tasks (`100000`, for instruction counts under
+//! Usage: `hyper-floor hyper|raw URL CONNS LIMIT [RUNTIME]`, LIMIT being seconds (`8s`)
+//! or a number of requests over all tasks (`100000`, for instruction counts under
 //! callgrind). Prints `requests N` and `seconds S`.
+//!
+//! RUNTIME says how the tasks are spread over threads (bench/scaling compares them):
+//!
+//! - `ct` (the default): one current-thread runtime, so one thread whatever the cores;
+//! - `tpc`: thread per core, one current-thread runtime on each core the process may
+//!   use (its affinity, as `taskset` sets it), the connections dealt out among them;
+//!   a task and its connection always share a thread;
+//! - `mt`: tokio's multi-thread runtime with its defaults (a worker per core, work
+//!   stealing), as the host builds it.
+//!
+//! With `HYPER_FLOOR_SPIN_US` set in the environment, each task spins that many microseconds of
+//! user CPU before each request: a client as slow per request as the host, with
+//! hyper's syscalls, to tell what in the kernel's time per request follows the rate.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -28,15 +41,23 @@ enum Limit {
     Requests(u64),
 }
 
-/// Requests claimed so far (a task claims one before sending it) and the limit.
+/// Requests claimed so far (a task claims one before sending it), the limit, and the
+/// user CPU to burn per request (`SPIN_US`).
 struct Budget {
     claimed: AtomicU64,
     limit: Limit,
+    spin: Duration,
 }
 
 impl Budget {
-    /// Whether the task may send one more request.
+    /// Whether the task may send one more request (after spinning `spin`).
     fn claim(&self) -> bool {
+        if !self.spin.is_zero() {
+            let start = Instant::now();
+            while start.elapsed() < self.spin {
+                std::hint::spin_loop();
+            }
+        }
         match self.limit {
             Limit::Until(end) => {
                 self.claimed.fetch_add(1, Ordering::Relaxed);
@@ -48,14 +69,57 @@ impl Budget {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: hyper-floor hyper|raw URL CONNS LIMIT (LIMIT: 8s, or a request count)");
+    eprintln!(
+        "usage: hyper-floor hyper|raw URL CONNS LIMIT [ct|tpc|mt] \
+         (LIMIT: 8s, or a request count; ct: one thread, tpc: a thread per core, \
+         mt: tokio's multi-thread runtime)"
+    );
     std::process::exit(2)
+}
+
+/// What one connection's task needs.
+#[derive(Clone)]
+struct Job {
+    mode: String,
+    uri: http::Uri,
+    authority: String,
+    budget: Arc<Budget>,
+}
+
+impl Job {
+    /// Runs `conns` connections' loops as tasks on the current runtime; their requests.
+    async fn run(self, conns: u64) -> u64 {
+        let mut tasks = Vec::new();
+        for _ in 0..conns {
+            let job = self.clone();
+            tasks.push(match job.mode.as_str() {
+                "hyper" => tokio::spawn(hyper_loop(job.uri, job.authority, job.budget)),
+                "raw" => tokio::spawn(raw_loop(job.uri, job.authority, job.budget)),
+                _ => usage(),
+            });
+        }
+        let mut done = 0;
+        for t in tasks {
+            done += t.await.expect("task");
+        }
+        done
+    }
+}
+
+/// A current-thread runtime, as each thread of `ct` and `tpc` runs.
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [mode, url, conns, limit] = args.as_slice() else {
-        usage()
+    let (mode, url, conns, limit, runtime) = match args.as_slice() {
+        [mode, url, conns, limit] => (mode, url, conns, limit, None),
+        [mode, url, conns, limit, runtime] => (mode, url, conns, limit, Some(runtime)),
+        _ => usage(),
     };
     let uri: http::Uri = url.parse().unwrap_or_else(|_| usage());
     let conns: u64 = conns.parse().unwrap_or_else(|_| usage());
@@ -70,27 +134,38 @@ fn main() {
     let budget = Arc::new(Budget {
         claimed: AtomicU64::new(0),
         limit,
+        spin: Duration::from_micros(
+            std::env::var("HYPER_FLOOR_SPIN_US")
+                .map_or(0, |v| v.parse().unwrap_or_else(|_| usage())),
+        ),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let done: u64 = runtime.block_on(async {
-        let mut tasks = Vec::new();
-        for _ in 0..conns {
-            let (budget, uri, authority) = (budget.clone(), uri.clone(), authority.clone());
-            tasks.push(match mode.as_str() {
-                "hyper" => tokio::spawn(hyper_loop(uri, authority, budget)),
-                "raw" => tokio::spawn(raw_loop(uri, authority, budget)),
-                _ => usage(),
-            });
+    let job = Job {
+        mode: mode.clone(),
+        uri,
+        authority,
+        budget,
+    };
+    let done: u64 = match runtime.map_or("ct", String::as_str) {
+        "ct" => current_thread().block_on(job.run(conns)),
+        "mt" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(job.run(conns)),
+        "tpc" => {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+            let handles: Vec<_> = (0..threads)
+                .map(|i| {
+                    // Connections dealt out as evenly as they go.
+                    let share = conns / threads + u64::from(i < conns % threads);
+                    let job = job.clone();
+                    std::thread::spawn(move || current_thread().block_on(job.run(share)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).sum()
         }
-        let mut done = 0;
-        for t in tasks {
-            done += t.await.expect("task");
-        }
-        done
-    });
+        _ => usage(),
+    };
     println!("requests {done}");
     println!("seconds {:.3}", start.elapsed().as_secs_f64());
 }

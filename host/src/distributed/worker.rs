@@ -339,7 +339,7 @@ async fn listen(mut reader: OwnedReadHalf, control: Arc<RunControl>, done: Arc<A
             Ok(_) => {}
             Err(_) if done.load(Ordering::Relaxed) => return,
             Err(e) => {
-                if !control.stop.is_cancelled() {
+                if !control.stopping() {
                     crate::stderr::line(format_args!("worker: stopping the load: {e:#}"));
                 }
                 control.stop_with(StopReason::Coordinator(format!("lost: {e:#}")));

@@ -102,7 +102,7 @@ impl Scheduler {
                 let busy = self.ctx.stats.active_vus.load(Ordering::Relaxed);
                 stages.busy(now.saturating_duration_since(start), busy);
             }
-            let stop = || self.ctx.control.stop.is_cancelled();
+            let stop = || self.ctx.control.stopping();
             let caught_up = catch_up(&self.schedule, start, now, next, stop, |due| {
                 match self.pool.take() {
                     Take::Idle(vu) => {
@@ -146,7 +146,7 @@ impl Scheduler {
     /// Sleeps until `due`; false if the run was stopped meanwhile.
     fn sleep_until(&self, due: Instant) -> bool {
         loop {
-            if self.ctx.control.stop.is_cancelled() {
+            if self.ctx.control.stopping() {
                 return false;
             }
             let now = Instant::now();

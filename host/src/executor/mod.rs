@@ -13,6 +13,7 @@ pub(crate) mod ramping_vus;
 pub(crate) mod shared_iterations;
 pub(crate) mod stages;
 pub(crate) mod vu_pool;
+pub(crate) mod vu_threads;
 
 use crate::config::{ExecutionTuple, ExecutorConfig, ScenarioConfig};
 use crate::control::RunControl;
@@ -166,7 +167,7 @@ impl ScenarioCtx {
 
     /// Whether new iterations may start at `now` given the schedule's end.
     pub fn may_start(&self, end: Instant) -> bool {
-        Instant::now() < end && !self.control.stop.is_cancelled()
+        Instant::now() < end && !self.control.stopping()
     }
 
     /// Resolves at `hard` or on a hard stop of the run: what interrupts an iteration.
@@ -261,6 +262,8 @@ pub(crate) async fn sleep_until(deadline: Instant) {
 }
 
 /// Spawns one task per VU running `body`, waits for all, and keeps `active_vus` true.
+/// Each VU's task runs on one of the VU threads ([`vu_threads`], one per core), with
+/// the connections it opens.
 pub(crate) async fn run_vu_loops<F, Fut>(ctx: &Arc<ScenarioCtx>, vus: Vec<Vu>, body: F)
 where
     F: Fn(Arc<ScenarioCtx>, Vu, usize) -> Fut,
@@ -268,7 +271,11 @@ where
 {
     let mut tasks = tokio::task::JoinSet::new();
     for (index, vu) in vus.into_iter().enumerate() {
-        tasks.spawn(body(ctx.clone(), vu, index));
+        let task = body(ctx.clone(), vu, index);
+        match vu_threads::runtime_for(index) {
+            Some(runtime) => tasks.spawn_on(task, runtime),
+            None => tasks.spawn(task),
+        };
     }
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {

@@ -74,7 +74,7 @@ async fn control(
     let mut stage = 0;
     let mut tick = tokio::time::interval(CONTROL_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    while stage < stages.len() && !ctx.control.stop.is_cancelled() {
+    while stage < stages.len() && !ctx.control.stopping() {
         tick.tick().await;
         let elapsed = Instant::now().saturating_duration_since(ctx.start);
         let active = ctx.stats.active_vus.load(Ordering::Relaxed);
