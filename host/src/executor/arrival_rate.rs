@@ -119,6 +119,13 @@ impl Scheduler {
                     Take::None => Turn::NoVu,
                 }
             });
+            // Sampled again once the due iterations have started: with a fast target
+            // every earlier iteration may have ended before this wake-up, and the VUs
+            // just started are busy now.
+            if let Some(stages) = &mut stages {
+                let busy = self.ctx.stats.active_vus.load(Ordering::Relaxed);
+                stages.busy(Instant::now().saturating_duration_since(start), busy);
+            }
             next = caught_up.next;
             self.count_dropped(caught_up.dropped);
             if caught_up.stopped {
