@@ -352,10 +352,20 @@ impl HttpClient {
     /// A request made ready to go on the wire: checked, parsed, with the jar's cookies.
     fn prepare(&mut self, req: &HttpRequest, base_tags: &TagSet) -> Result<Prepared, HttpError> {
         let template = self.template(req, base_tags)?;
-        let tags = self
-            .tags
-            .request(base_tags, template.method.as_str(), &req.url, &req.tags);
+        let tags = self.request_tags(base_tags, &template.method, req);
         self.ready(req, template, tags)
+    }
+
+    /// The tag set of `req` sent with `method` by a VU of tags `base_tags`, from the
+    /// VU's cache, with its place there.
+    fn request_tags(
+        &mut self,
+        base_tags: &TagSet,
+        method: &http::Method,
+        req: &HttpRequest,
+    ) -> (Slot, TagSet) {
+        self.tags
+            .request(base_tags, method.as_str(), &req.url, &req.tags)
     }
 
     /// What every send of `req` shares: its allowed target, method and header fields
@@ -406,12 +416,7 @@ impl HttpClient {
         let req = &prepared.request;
         let tags = match self.tags.current(prepared.tags.0, base_tags) {
             true => prepared.tags.clone(),
-            false => self.tags.request(
-                base_tags,
-                prepared.template.method.as_str(),
-                &req.url,
-                &req.tags,
-            ),
+            false => self.request_tags(base_tags, &prepared.template.method, req),
         };
         self.ready(req, prepared.template.clone(), tags)
     }
@@ -460,12 +465,7 @@ impl HttpClient {
         base_tags: &TagSet,
     ) -> Result<PreparedRequest, HttpError> {
         let template = self.template(&request, base_tags)?;
-        let tags = self.tags.request(
-            base_tags,
-            template.method.as_str(),
-            &request.url,
-            &request.tags,
-        );
+        let tags = self.request_tags(base_tags, &template.method, &request);
         Ok(PreparedRequest {
             request,
             template,
