@@ -8,13 +8,19 @@
 //! done. If no VU is idle the iteration is dropped and counted, and a VU is made in the
 //! background if `max_vus` allows. Nothing waits in a queue: the scheduler holds only the
 //! number of the next iteration.
+//!
+//! Each VU has a home among the VU threads ([`vu_threads`], one current-thread runtime
+//! per core), dealt in turn as the VUs are made: its iterations, and so the connections
+//! they open, always run there, as the closed-model executors' VU loops do.
 
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
 use super::vu_pool::{Take, VuPool};
-use super::{sleep_until, ActiveVu, ExecutorReport, ScenarioCtx};
+use super::{sleep_until, vu_threads, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::metrics::builtin;
 use crate::vu::Vu;
+use std::cell::Cell;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -42,11 +48,17 @@ pub(crate) async fn run(
 ) -> ExecutorReport {
     ctx.wait_for_start().await;
     let end = ctx.start + schedule.length();
+    let homes = vus.len();
+    let vus = vus
+        .into_iter()
+        .enumerate()
+        .map(|(home, vu)| Homed { home, vu });
     let scheduler = Scheduler {
         hard: end + ctx.config.graceful_stop,
         end,
         ctx: ctx.clone(),
-        pool: Arc::new(VuPool::new(vus, max_vus)),
+        pool: Arc::new(VuPool::new(vus.collect(), max_vus)),
+        next_home: Cell::new(homes),
         tasks: TaskTracker::new(),
         schedule,
         stages,
@@ -69,10 +81,20 @@ pub(crate) async fn run(
     }
 }
 
+/// A VU and the VU thread it runs on.
+struct Homed {
+    /// Its turn among the scenario's VUs; [`vu_threads::runtime_for`] maps it to a
+    /// thread.
+    home: usize,
+    vu: Vu,
+}
+
 /// Starts a scenario's iterations when they are due.
 struct Scheduler {
     ctx: Arc<ScenarioCtx>,
-    pool: Arc<VuPool<Vu>>,
+    pool: Arc<VuPool<Homed>>,
+    /// The home of the next VU made while the scenario runs.
+    next_home: Cell<usize>,
     tasks: TaskTracker,
     schedule: ArrivalSchedule,
     /// When the schedule ends.
@@ -91,6 +113,7 @@ impl Scheduler {
         let mut stages = self.stages.take();
         let mut next = 0;
         let mut woke: Option<Instant> = None;
+        let mut starts = Vec::new();
         while let Some(due) = self.schedule.due(next).map(|d| start + d) {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !self.sleep_until(wake_at) {
@@ -105,8 +128,9 @@ impl Scheduler {
             let stop = || self.ctx.control.stopping();
             let caught_up = catch_up(&self.schedule, start, now, next, stop, |due| {
                 match self.pool.take() {
-                    Take::Idle(vu) => {
-                        self.start_iteration(vu, due);
+                    Take::Idle(homed) => {
+                        let busy = ActiveVu::new(&self.ctx.stats);
+                        starts.push(Start { homed, due, busy });
                         if let Some(stages) = &mut stages {
                             stages.started(due - start);
                         }
@@ -119,6 +143,7 @@ impl Scheduler {
                     Take::None => Turn::NoVu,
                 }
             });
+            self.start_iterations(&mut starts);
             // Sampled again once the due iterations have started: with a fast target
             // every earlier iteration may have ended before this wake-up, and the VUs
             // just started are busy now.
@@ -164,26 +189,39 @@ impl Scheduler {
         }
     }
 
-    /// Starts iteration `due` on `vu` in a task of its own; the VU goes back to the pool
-    /// when the iteration ends (or is interrupted at `hard`).
-    fn start_iteration(&self, mut vu: Vu, due: Instant) {
-        let busy = ActiveVu::new(&self.ctx.stats);
-        let (ctx, pool, hard, end) = (self.ctx.clone(), self.pool.clone(), self.hard, self.end);
-        self.tasks.spawn(async move {
-            let mut interrupt = ctx.interrupt_at(hard);
-            ctx.run_iteration(&mut vu, Some(due), Pin::new(&mut interrupt))
-                .await;
-            drop(busy);
-            rest_after_init_failure(&ctx, vu.retry_at(), end).await;
-            pool.put(vu);
-        });
+    /// Starts each iteration of `starts` (a VU, when it was due, and its count in
+    /// `active_vus`) in a task of its own on the VU's thread; the VU goes back to the
+    /// pool when the iteration ends (or is interrupted at `hard`). The iterations bound
+    /// for one thread are handed over together in one task, which spawns them there:
+    /// a task spawned from another thread wakes the runtime's thread (a write to its
+    /// eventfd, and its `epoll_wait` returning), so one per thread per wake-up rather
+    /// than one per iteration.
+    fn start_iterations(&self, starts: &mut Vec<Start>) {
+        let threads = vu_threads::count().max(1);
+        while !starts.is_empty() {
+            let thread = starts[0].homed.home % threads;
+            let (batch, rest): (Vec<Start>, Vec<Start>) = std::mem::take(starts)
+                .into_iter()
+                .partition(|s| s.homed.home % threads == thread);
+            *starts = rest;
+            let (ctx, pool, tasks) = (self.ctx.clone(), self.pool.clone(), self.tasks.clone());
+            let (hard, end) = (self.hard, self.end);
+            self.spawn_at(thread, async move {
+                for start in batch {
+                    tasks.spawn(iteration(ctx.clone(), pool.clone(), start, hard, end));
+                }
+            });
+        }
     }
 
-    /// Makes one VU in the background and adds it to the pool; gives up at the
-    /// schedule's end or a stop, since no iteration could use it then.
+    /// Makes one VU in the background, on the thread that will be its home, and adds it
+    /// to the pool; gives up at the schedule's end or a stop, since no iteration could
+    /// use it then.
     fn make_vu(&self) {
         let (ctx, pool, end) = (self.ctx.clone(), self.pool.clone(), self.end);
-        self.tasks.spawn(async move {
+        let home = self.next_home.get();
+        self.next_home.set(home + 1);
+        self.spawn_at(home, async move {
             let made = tokio::select! {
                 made = ctx.factory.make() => Some(made),
                 _ = sleep_until(end) => None,
@@ -193,7 +231,7 @@ impl Scheduler {
                 Some(Ok(vu)) => {
                     ctx.stats.allocated_vus.fetch_add(1, Ordering::Relaxed);
                     rest_after_init_failure(&ctx, vu.retry_at(), end).await;
-                    pool.made(vu);
+                    pool.made(Homed { home, vu });
                 }
                 Some(Err(e)) => {
                     ctx.factory.report_failure(&e);
@@ -203,6 +241,45 @@ impl Scheduler {
             }
         });
     }
+
+    /// Spawns `task` on the VU thread of `home` (or on the scheduler's runtime when no
+    /// VU thread could be started), tracked so the scenario waits for it.
+    fn spawn_at(&self, home: usize, task: impl Future<Output = ()> + Send + 'static) {
+        match vu_threads::runtime_for(home) {
+            Some(runtime) => self.tasks.spawn_on(task, runtime),
+            None => self.tasks.spawn(task),
+        };
+    }
+}
+
+/// An iteration the scheduler started: its VU, when it was due, and the VU's count in
+/// `active_vus`, taken when it started so the stage figures see it at once.
+struct Start {
+    homed: Homed,
+    due: Instant,
+    busy: ActiveVu,
+}
+
+/// Runs `start`'s iteration, then hands its VU back to `pool` (after the pause of a VU
+/// whose `init` failed).
+async fn iteration(
+    ctx: Arc<ScenarioCtx>,
+    pool: Arc<VuPool<Homed>>,
+    start: Start,
+    hard: Instant,
+    end: Instant,
+) {
+    let Start {
+        mut homed,
+        due,
+        busy,
+    } = start;
+    let mut interrupt = ctx.interrupt_at(hard);
+    ctx.run_iteration(&mut homed.vu, Some(due), Pin::new(&mut interrupt))
+        .await;
+    drop(busy);
+    rest_after_init_failure(&ctx, homed.vu.retry_at(), end).await;
+    pool.put(homed);
 }
 
 /// What became of a due iteration.

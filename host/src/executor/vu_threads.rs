@@ -23,6 +23,12 @@ pub(crate) fn runtime_for(index: usize) -> Option<&'static Handle> {
     (!runtimes.is_empty()).then(|| &runtimes[index % runtimes.len()])
 }
 
+/// How many VU threads there are (started on first use); 0 when none could be
+/// started.
+pub(crate) fn count() -> usize {
+    RUNTIMES.get_or_init(start).len()
+}
+
 /// One current-thread runtime per core the process may use (its affinity, as
 /// `taskset` sets it).
 fn start() -> Vec<Handle> {
