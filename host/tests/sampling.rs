@@ -172,10 +172,18 @@ async fn containers_are_sampled_every_second_with_their_cpuset_and_limit() {
     let expected = before.percent_since();
     let lines = lines(&results);
     let busy_lines = of(&lines, &busy.name);
-    // The first frame is a baseline; the run lasts `seconds` plus the end.
+    // The first frame is a baseline; the run lasts `seconds` plus the end. Docker's
+    // first stats answer can take two seconds or more while the engine is busy (the
+    // rest of the suite starts containers meanwhile), so the lines may start late:
+    // what must hold is a line a second from the first on, up to the run's end.
     assert!(
-        (seconds as usize - 2..=seconds as usize + 1).contains(&busy_lines.len()),
+        (3..=seconds as usize + 1).contains(&busy_lines.len()),
         "a line per second: {busy_lines:?}"
+    );
+    let last_t = busy_lines.last().unwrap()["t"].as_f64().unwrap();
+    assert!(
+        last_t >= seconds as f64 - 1.5,
+        "sampled up to the run's end ({seconds} s): {busy_lines:?}"
     );
     for pair in busy_lines.windows(2) {
         let gap = pair[1]["t"].as_f64().unwrap() - pair[0]["t"].as_f64().unwrap();
@@ -202,7 +210,7 @@ async fn containers_are_sampled_every_second_with_their_cpuset_and_limit() {
         assert!(l["pids"].as_u64().unwrap() >= 1, "{l}");
     }
     let idle_lines = of(&lines, &idle.name);
-    assert!(idle_lines.len() >= seconds as usize - 2, "{idle_lines:?}");
+    assert!(idle_lines.len() >= 3, "{idle_lines:?}");
     let idle_mean = idle_lines
         .iter()
         .map(|l| l["cpu_percent"].as_f64().unwrap())
