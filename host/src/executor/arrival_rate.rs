@@ -83,7 +83,7 @@ pub(crate) async fn run(
 
 /// A VU and the VU thread it runs on.
 struct Homed {
-    /// Its turn among the scenario's VUs; [`vu_threads::runtime_for`] maps it to a
+    /// Its turn among the scenario's VUs; [`vu_threads::thread_of`] maps it to a
     /// thread.
     home: usize,
     vu: Vu,
@@ -197,13 +197,16 @@ impl Scheduler {
     /// eventfd, and its `epoll_wait` returning), so one per thread per wake-up rather
     /// than one per iteration.
     fn start_iterations(&self, starts: &mut Vec<Start>) {
-        let threads = vu_threads::count().max(1);
-        while !starts.is_empty() {
-            let thread = starts[0].homed.home % threads;
-            let (batch, rest): (Vec<Start>, Vec<Start>) = std::mem::take(starts)
-                .into_iter()
-                .partition(|s| s.homed.home % threads == thread);
-            *starts = rest;
+        let mut batches: Vec<Vec<Start>> = (0..vu_threads::count().max(1))
+            .map(|_| Vec::new())
+            .collect();
+        for start in starts.drain(..) {
+            batches[vu_threads::thread_of(start.homed.home)].push(start);
+        }
+        for (thread, batch) in batches.into_iter().enumerate() {
+            if batch.is_empty() {
+                continue;
+            }
             let (ctx, pool, tasks) = (self.ctx.clone(), self.pool.clone(), self.tasks.clone());
             let (hard, end) = (self.hard, self.end);
             self.spawn_at(thread, async move {

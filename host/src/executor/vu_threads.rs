@@ -20,7 +20,14 @@ static RUNTIMES: OnceLock<Vec<Handle>> = OnceLock::new();
 /// The runtime VU number `index` runs on, or `None` for the caller's own runtime.
 pub(crate) fn runtime_for(index: usize) -> Option<&'static Handle> {
     let runtimes = RUNTIMES.get_or_init(start);
-    (!runtimes.is_empty()).then(|| &runtimes[index % runtimes.len()])
+    (!runtimes.is_empty()).then(|| &runtimes[thread_of(index)])
+}
+
+/// The number of the VU thread VU number `index` runs on (0 when there are none):
+/// VUs go to the threads in turn. Callers that gather VUs by thread use this rather
+/// than repeating the rule.
+pub(crate) fn thread_of(index: usize) -> usize {
+    index % count().max(1)
 }
 
 /// How many VU threads there are (started on first use); 0 when none could be
