@@ -775,33 +775,54 @@ fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunCont
 /// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
 /// a second one interrupts them at once.
 fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Both listeners are made once, before the first wait: a signal that arrives while
+    // the handler is between its two waits is kept by the listener and seen by the
+    // second. (A fresh `ctrl_c()` per wait listens only from its first poll, so a
+    // second Ctrl-C sent right after "stopping" was printed could be lost.)
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).ok();
-        wait_for_signal(&mut term).await;
+        wait_for_signal(&mut int, &mut term).await;
         crate::stderr::line(format_args!(
             "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
             crate::config::format_duration(graceful_stop)
         ));
         control.stop_with(StopReason::Interrupted);
         tokio::select! {
-            _ = wait_for_signal(&mut term) => {}
+            _ = wait_for_signal(&mut int, &mut term) => {}
             _ = tokio::time::sleep(graceful_stop) => {}
         }
         control.hard_stop.cancel();
     });
 }
 
-async fn wait_for_signal(term: &mut Option<tokio::signal::unix::Signal>) {
-    match term {
-        Some(t) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = t.recv() => {}
+/// Resolves on the next SIGINT or SIGTERM seen by the listeners (SIGINT through
+/// `ctrl_c()` if its listener could not be made).
+async fn wait_for_signal(
+    int: &mut Option<tokio::signal::unix::Signal>,
+    term: &mut Option<tokio::signal::unix::Signal>,
+) {
+    let interrupt = async {
+        match int {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
             }
         }
-        None => {
-            let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match term {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending::<()>().await,
         }
+    };
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
     }
 }
