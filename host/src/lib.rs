@@ -74,6 +74,7 @@ mod run;
 mod sampling;
 mod stack;
 mod stderr;
+mod striped;
 mod summary;
 mod sweep;
 mod target_process;

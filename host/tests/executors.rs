@@ -34,6 +34,40 @@ async fn shared_iterations_runs_exactly_the_pool() {
     assert_eq!(run.metric("iterations", "count"), 50.0);
 }
 
+/// Iteration numbers (`iteration-in-scenario`) are unique in the scenario and run
+/// from 0 without gaps, with VUs on every VU thread taking them at once; an iteration
+/// that asks twice gets its own number twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iteration_numbers_are_unique_and_without_gaps() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let record = seen.clone();
+    let server = common::servers::canned(move |path| {
+        if let Some(n) = path.strip_prefix("/n/").and_then(|n| n.parse().ok()) {
+            record.lock().unwrap().push(n);
+        }
+        common::servers::response("200 OK", "", "")
+    })
+    .await;
+    let config = r#"
+        [scenarios.pool]
+        executor = "shared-iterations"
+        vus = 8
+        iterations = 400
+    "#;
+    let base = server.base_url();
+    let env = [("BASE_URL", base.as_str()), ("MODE", "numbers")];
+    let run = common::run("http_probe", config, &env).await.unwrap();
+    assert_eq!(run.scenario("pool", "completed"), 400);
+    assert_eq!(
+        run.scenario("pool", "failed"),
+        0,
+        "two numbers in one iteration"
+    );
+    let mut numbers = seen.lock().unwrap().clone();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (0..400).collect::<Vec<u64>>());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_duration_cuts_iterations_short() {
     // 100 iterations of 100 ms on one VU cannot fit in 1 s.

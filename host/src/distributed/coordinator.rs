@@ -635,16 +635,15 @@ impl Remote for Hub {
             s.active_vus.store(sum(|c| c.active_vus), Ordering::Relaxed);
             s.allocated_vus
                 .store(sum(|c| c.allocated_vus), Ordering::Relaxed);
-            s.started.store(sum(|c| c.started), Ordering::Relaxed);
-            s.completed.store(sum(|c| c.completed), Ordering::Relaxed);
-            s.failed.store(sum(|c| c.failed), Ordering::Relaxed);
-            s.interrupted
-                .store(sum(|c| c.interrupted), Ordering::Relaxed);
+            s.started.set(sum(|c| c.started));
+            s.completed.set(sum(|c| c.completed));
+            s.failed.set(sum(|c| c.failed));
+            s.interrupted.set(sum(|c| c.interrupted));
             s.dropped.store(sum(|c| c.dropped), Ordering::Relaxed);
         }
         let in_flight: i64 = state.workers.iter().map(|w| w.in_flight).sum();
         let ws_open: i64 = state.workers.iter().map(|w| w.ws_open).sum();
-        services.net.in_flight.store(in_flight, Ordering::Relaxed);
+        services.net.in_flight.set(in_flight);
         services.net.ws_open.store(ws_open, Ordering::Relaxed);
         if ws_open > 0 {
             services.net.ws_used.store(true, Ordering::Relaxed);

@@ -361,7 +361,7 @@ fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
         elapsed_ms: tick.elapsed.as_millis() as u64,
         series: super::series::encode(tick.interval, tick.registry),
         scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
-        in_flight: tick.services.net.in_flight.load(Ordering::Relaxed),
+        in_flight: tick.services.net.in_flight.get(),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
         errors,
         log,
@@ -376,10 +376,10 @@ fn counts(ctx: &ScenarioCtx) -> ScenarioCounts {
         name: ctx.config.name.clone(),
         active_vus: n(&s.active_vus),
         allocated_vus: n(&s.allocated_vus),
-        started: n(&s.started),
-        completed: n(&s.completed),
-        failed: n(&s.failed),
-        interrupted: n(&s.interrupted),
+        started: s.started.get(),
+        completed: s.completed.get(),
+        failed: s.failed.get(),
+        interrupted: s.interrupted.get(),
         dropped: n(&s.dropped),
     }
 }

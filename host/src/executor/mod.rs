@@ -17,6 +17,7 @@ pub(crate) mod vu_threads;
 
 use crate::config::{ExecutionTuple, ExecutorConfig, ScenarioConfig};
 use crate::control::RunControl;
+use crate::striped::StripedCounter;
 use crate::vu::factory::VuFactory;
 use crate::vu::{Outcome, Vu};
 use std::future::Future;
@@ -27,7 +28,10 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::time::Instant as TokioInstant;
 
-/// Live counters of one scenario, read by progress and the summary.
+/// Live counters of one scenario, read by progress and the summary. The iteration
+/// counts are written by every VU thread per iteration, so they are striped over the
+/// threads ([`StripedCounter`]); the VU counts change per VU, or are read by the
+/// arrival-rate scheduler as it decides, so they stay single atomics.
 #[derive(Debug, Default)]
 pub struct ScenarioStats {
     /// VUs currently active (looping or running an iteration).
@@ -35,13 +39,13 @@ pub struct ScenarioStats {
     /// VUs made for this scenario.
     pub allocated_vus: AtomicU64,
     /// Iterations started.
-    pub started: AtomicU64,
+    pub started: StripedCounter,
     /// Iterations that ended on their own (including failed ones).
-    pub completed: AtomicU64,
+    pub completed: StripedCounter,
     /// Iterations that failed (error, trap, timeout).
-    pub failed: AtomicU64,
+    pub failed: StripedCounter,
     /// Iterations stopped by the executor.
-    pub interrupted: AtomicU64,
+    pub interrupted: StripedCounter,
     /// Iterations of an open model that were due but had no VU.
     pub dropped: AtomicU64,
 }
@@ -88,8 +92,6 @@ pub struct ScenarioCtx {
     pub stats: Arc<ScenarioStats>,
     /// Makes more VUs while the scenario runs (arrival-rate executors).
     pub factory: Arc<VuFactory>,
-    /// Next iteration number within the scenario, counted in this process.
-    next_iteration: AtomicU64,
     /// How this process's iterations map to the whole test's (its execution segment's
     /// stripe); `None` when it has no share of them.
     stripe: Option<ExecutionTuple>,
@@ -110,7 +112,6 @@ impl ScenarioCtx {
             control,
             stats: Arc::new(ScenarioStats::default()),
             factory,
-            next_iteration: AtomicU64::new(0),
         }
     }
 
@@ -135,28 +136,18 @@ impl ScenarioCtx {
                 return None;
             }
         }
-        let n = self.global_iteration(self.next_iteration.fetch_add(1, Ordering::Relaxed));
-        self.stats.started.fetch_add(1, Ordering::Relaxed);
-        let outcome = vu.iterate(&self.config.exec, n, due, interrupt).await;
+        self.stats.started.add(1);
+        let outcome = vu.iterate(&self.config.exec, due, interrupt).await;
         let counter = match &outcome {
             Outcome::Interrupted => &self.stats.interrupted,
             o if o.is_failure() => {
-                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                self.stats.failed.add(1);
                 &self.stats.completed
             }
             _ => &self.stats.completed,
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter.add(1);
         Some(outcome)
-    }
-
-    /// The whole test's number of this process's `local`-th iteration: the same as
-    /// `local` in a run of the whole test, and never the same in two segments.
-    fn global_iteration(&self, local: u64) -> u64 {
-        match &self.stripe {
-            Some(stripe) if !stripe.is_full() => stripe.global(local),
-            _ => local,
-        }
     }
 
     /// The striping of this scenario's iterations (see

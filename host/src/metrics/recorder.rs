@@ -6,7 +6,7 @@ use super::fused::HttpRecords;
 use super::registry::{MetricId, Registry};
 use super::tags::TagSet;
 use super::value::{MetricKind, Value};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Samples gathered since the aggregator last took them, keyed by series. Fx hashing:
@@ -27,12 +27,6 @@ impl hashbrown::Equivalent<(MetricId, TagSet)> for SeriesRef<'_> {
 /// Shards per recorder: more than any machine here has worker threads, so each thread
 /// gets its own.
 const SHARDS: usize = 64;
-
-static NEXT_THREAD_SLOT: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static THREAD_SLOT: usize = NEXT_THREAD_SLOT.fetch_add(1, Ordering::Relaxed);
-}
 
 /// A shard's samples, written by the threads that map to it.
 #[derive(Default)]
@@ -110,7 +104,7 @@ impl Recorder {
 
     /// Runs `f` on this thread's shard; several samples can be recorded under one lock.
     pub fn with_shard<R>(&self, f: impl FnOnce(&mut Shard) -> R) -> R {
-        let slot = THREAD_SLOT.with(|s| *s) % SHARDS;
+        let slot = crate::striped::thread_slot() % SHARDS;
         let mut shard = self.shards[slot].lock().unwrap_or_else(|p| p.into_inner());
         f(&mut shard)
     }

@@ -17,8 +17,9 @@ pub struct NetShared {
     pub max_body: u64,
     /// Where samples go.
     pub recorder: Arc<Recorder>,
-    /// Requests sent and not yet completed.
-    pub in_flight: AtomicI64,
+    /// Requests sent and not yet completed; striped, as every VU thread writes it
+    /// twice per request.
+    pub in_flight: crate::striped::StripedGauge,
     /// Redirects followed per request.
     pub max_redirects: u32,
     /// Denied origins already warned about (warned once each).
@@ -52,7 +53,7 @@ impl NetShared {
             default_timeout,
             max_body,
             recorder,
-            in_flight: AtomicI64::new(0),
+            in_flight: Default::default(),
             max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
             denied_warned: Default::default(),
             websocket: Default::default(),

@@ -53,6 +53,9 @@ pub struct VuIdentity {
     pub tags: TagSet,
     /// Environment: the run's `[env]` overlaid by the scenario's.
     pub env: Arc<BTreeMap<String, String>>,
+    /// Where its scenario's iteration numbers come from; `None` outside a scenario
+    /// (setup, teardown), whose number is 0.
+    pub numbers: Option<Arc<crate::vu::numbers::IterationNumbers>>,
 }
 
 /// The data of one VU's store.
@@ -67,8 +70,10 @@ pub struct VuState {
     pub identity: VuIdentity,
     /// The VU's iteration number, from 0.
     pub iteration: u64,
-    /// The iteration's number in its scenario, from 0.
-    pub iteration_in_scenario: u64,
+    /// The iteration's number in its scenario, from 0, once the plugin asked for it
+    /// (see [`crate::vu::numbers`]); `None` in an iteration that has not asked yet.
+    /// 0 before the first iteration (`init`), which takes no number.
+    pub iteration_in_scenario: Option<u64>,
     /// The message the plugin's panic hook reported, if it panicked.
     pub panic_message: Option<String>,
     /// HTTP responses the plugin holds (`response-content` resources not yet dropped).
@@ -108,7 +113,7 @@ impl VuState {
             http,
             identity,
             iteration: 0,
-            iteration_in_scenario: 0,
+            iteration_in_scenario: Some(0),
             panic_message: None,
             live_responses: 0,
             live_prepared: 0,

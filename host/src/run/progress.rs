@@ -124,7 +124,7 @@ impl Progress {
                 }
             }
             let stats = &ctx.stats;
-            let completed = stats.completed.load(Ordering::Relaxed);
+            let completed = stats.completed.get();
             let per_second = completed - self.last_completed[i];
             self.last_completed[i] = completed;
             // Scenario time: a scenario with a start_time counts from its own start.
@@ -139,7 +139,7 @@ impl Progress {
                 completed,
                 per_second,
                 p95_ms: (!p95.is_empty()).then(|| p95.value_at_quantile(0.95) as f64 / 1000.0),
-                failed_iterations: stats.failed.load(Ordering::Relaxed),
+                failed_iterations: stats.failed.get(),
                 failed_requests: self.failed_requests[i],
                 dropped: stats.dropped.load(Ordering::Relaxed),
             };

@@ -19,6 +19,7 @@ pub(crate) fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentit
         scenario: Arc::from(stage),
         tags: TagSet::from_pairs([("scenario", stage), ("stage", stage)]),
         env: Arc::new(env.clone()),
+        numbers: None,
     }
 }
 

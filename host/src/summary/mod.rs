@@ -274,10 +274,10 @@ impl Summary {
                 let summary = ScenarioSummary {
                     executor: ctx.config.executor.name().to_string(),
                     exec: ctx.config.exec.clone(),
-                    started: s.started.load(Ordering::Relaxed),
-                    completed: s.completed.load(Ordering::Relaxed),
-                    failed: s.failed.load(Ordering::Relaxed),
-                    interrupted: s.interrupted.load(Ordering::Relaxed),
+                    started: s.started.get(),
+                    completed: s.completed.get(),
+                    failed: s.failed.get(),
+                    interrupted: s.interrupted.get(),
                     dropped: s.dropped.load(Ordering::Relaxed),
                     vus_allocated: s.allocated_vus.load(Ordering::Relaxed),
                     stages: input

@@ -15,7 +15,7 @@ pub(super) fn dropped_iterations(contexts: &[Arc<ScenarioCtx>]) -> Vec<String> {
             if dropped == 0 {
                 return None;
             }
-            let due = dropped + stats.started.load(Ordering::Relaxed);
+            let due = dropped + stats.started.get();
             let allocated = stats.allocated_vus.load(Ordering::Relaxed);
             let max_vus = ctx.config.max_vus();
             let why = if allocated >= max_vus {

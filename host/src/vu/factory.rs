@@ -7,6 +7,7 @@
 use crate::config::{ExecutionTuple, ScenarioConfig};
 use crate::metrics::{Recorder, TagSet};
 use crate::plugin::state::VuIdentity;
+use crate::vu::numbers::IterationNumbers;
 use crate::vu::{Vu, VuContext};
 use anyhow::Result;
 use futures::StreamExt;
@@ -20,6 +21,8 @@ pub struct VuFactory {
     /// Shared by every scenario's factory, so VU ids are unique in the run.
     next_vu_id: Arc<AtomicU64>,
     next_in_scenario: AtomicU64,
+    /// The scenario's iteration numbers, shared by its VUs.
+    numbers: Arc<IterationNumbers>,
     scenario: Arc<str>,
     /// The run's execution segment: maps this process's numbers to the whole test's.
     segment: ExecutionTuple,
@@ -51,6 +54,7 @@ impl VuFactory {
                     ctx: ctx.clone(),
                     next_vu_id: next_vu_id.clone(),
                     next_in_scenario: AtomicU64::new(1),
+                    numbers: Arc::new(IterationNumbers::new(scenario.iteration_stripe())),
                     scenario: Arc::from(scenario.name.as_str()),
                     segment: scenario.segment.clone(),
                     tags,
@@ -86,6 +90,7 @@ impl VuFactory {
             scenario: self.scenario.clone(),
             tags: self.tags.clone(),
             env: self.env.clone(),
+            numbers: Some(self.numbers.clone()),
         }
     }
 

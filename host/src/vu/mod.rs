@@ -4,10 +4,12 @@
 //! again on a later turn, waiting longer after each failure in a row (or the run stops,
 //! with `[limits] init_failures = "abort"`).
 //!
-//! `factory` makes VUs; `errors` gathers their failures over the run.
+//! `factory` makes VUs; `errors` gathers their failures over the run; `numbers` hands
+//! out iteration numbers.
 
 pub(crate) mod errors;
 pub(crate) mod factory;
+pub(crate) mod numbers;
 
 use crate::config::InitFailures;
 use crate::control::{RunControl, StopReason};
@@ -171,7 +173,6 @@ impl Vu {
     pub async fn iterate(
         &mut self,
         exec: &str,
-        iteration_in_scenario: u64,
         due: Option<Instant>,
         interrupt: impl Future<Output = ()>,
     ) -> Outcome {
@@ -199,7 +200,7 @@ impl Vu {
             Ok((store, instance)) => {
                 let state = store.data_mut();
                 state.iteration = iteration;
-                state.iteration_in_scenario = iteration_in_scenario;
+                state.iteration_in_scenario = None;
                 state.panic_message = None;
                 state.http.jar_mut().start_iteration();
                 state.budget.start_call(timeout);

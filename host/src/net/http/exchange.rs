@@ -9,7 +9,6 @@ use crate::net::targets::PoolKey;
 use crate::net::NetShared;
 use http_body_util::BodyExt;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio::time::Sleep;
 
@@ -39,7 +38,7 @@ impl<'a> Tracker<'a> {
     /// The request is about to be written to a ready connection.
     fn sent(&self) {
         if self.sent_at.set(Instant::now()).is_ok() {
-            self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            self.shared.in_flight.add(1);
             self.shared
                 .recorder
                 .with_shard(|s| s.http.sent(&self.meta.tags));
@@ -51,7 +50,7 @@ impl<'a> Tracker<'a> {
         self.ended = true;
         let sent_at = self.sent_at.get().copied();
         if sent_at.is_some() {
-            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            self.shared.in_flight.add(-1);
         }
         sent_at
     }
@@ -64,7 +63,7 @@ impl Drop for Tracker<'_> {
         }
         let sent_at = self.sent_at.get().copied();
         if sent_at.is_some() {
-            self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            self.shared.in_flight.add(-1);
         }
         // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
         // held.

@@ -10,11 +10,15 @@ const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 impl wit::Host for VuState {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
+        let numbers = &self.identity.numbers;
+        let iteration_in_scenario = *self
+            .iteration_in_scenario
+            .get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()));
         Ok(wit::VuInfo {
             vu_id: self.identity.vu_id,
             vu_id_in_scenario: self.identity.vu_id_in_scenario,
             iteration: self.iteration,
-            iteration_in_scenario: self.iteration_in_scenario,
+            iteration_in_scenario,
             scenario: self.identity.scenario.to_string(),
         })
     }
