@@ -4,21 +4,27 @@
 //! until the next iteration is due with the OS's timer, which is precise to tens of
 //! microseconds where tokio's ticks in whole milliseconds, and is never stuck behind
 //! iteration tasks on a busy worker. When it wakes it starts every iteration whose time
-//! has come, each at once on an idle VU in a task of its own that hands the VU back when
-//! done. If no VU is idle the iteration is dropped and counted, and a VU is made in the
+//! has come, each at once on an idle VU, which goes back to the pool when it is done.
+//! If no VU is idle the iteration is dropped and counted, and a VU is made in the
 //! background if `max_vus` allows. Nothing waits in a queue: the scheduler holds only the
 //! number of the next iteration.
 //!
 //! Each VU has a home among the VU threads ([`vu_threads`], one current-thread runtime
 //! per core), dealt in turn as the VUs are made: its iterations, and so the connections
 //! they open, always run there, as the closed-model executors' VU loops do.
+//!
+//! What one iteration shares with other threads is kept to what the model needs (the
+//! pool, and `active_vus` for the stage figures): the iterations a wake-up starts on
+//! one thread run in one task there, which holds the scenario's context once for all
+//! of them, and each VU keeps what interrupts its iterations from one to the next.
 
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
 use super::vu_pool::{Take, VuPool};
-use super::{sleep_until, vu_threads, ActiveVu, ExecutorReport, ScenarioCtx};
+use super::{sleep_until, vu_threads, ActiveVu, ExecutorReport, Interrupt, ScenarioCtx};
 use crate::metrics::builtin;
 use crate::vu::Vu;
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
@@ -52,7 +58,7 @@ pub(crate) async fn run(
     let vus = vus
         .into_iter()
         .enumerate()
-        .map(|(home, vu)| Homed { home, vu });
+        .map(|(home, vu)| Homed::new(home, vu));
     let scheduler = Scheduler {
         hard: end + ctx.config.graceful_stop,
         end,
@@ -87,6 +93,22 @@ struct Homed {
     /// thread.
     home: usize,
     vu: Vu,
+    /// What interrupts its iterations at the scenario's hard stop: made on its first
+    /// iteration, on its home thread, and kept from one iteration to the next, as a
+    /// closed-model VU loop keeps its own. Made per iteration it cost a timer entry and
+    /// a waiter on the run's stop token, whose list is behind a lock that every VU
+    /// thread takes.
+    interrupt: Option<Interrupt>,
+}
+
+impl Homed {
+    fn new(home: usize, vu: Vu) -> Self {
+        Self {
+            home,
+            vu,
+            interrupt: None,
+        }
+    }
 }
 
 /// Starts a scenario's iterations when they are due.
@@ -190,12 +212,14 @@ impl Scheduler {
     }
 
     /// Starts each iteration of `starts` (a VU, when it was due, and its count in
-    /// `active_vus`) in a task of its own on the VU's thread; the VU goes back to the
-    /// pool when the iteration ends (or is interrupted at `hard`). The iterations bound
-    /// for one thread are handed over together in one task, which spawns them there:
-    /// a task spawned from another thread wakes the runtime's thread (a write to its
+    /// `active_vus`) on the VU's thread; the VU goes back to the pool when the
+    /// iteration ends (or is interrupted at `hard`). The iterations bound for one
+    /// thread are handed over together in one task, which runs them all at once: a
+    /// task spawned from another thread wakes the runtime's thread (a write to its
     /// eventfd, and its `epoll_wait` returning), so one per thread per wake-up rather
-    /// than one per iteration.
+    /// than one per iteration; and the task holds the scenario and the pool for all of
+    /// them, where a task per iteration took a reference to each (counts that every
+    /// thread writes).
     fn start_iterations(&self, starts: &mut Vec<Start>) {
         let mut batches: Vec<Vec<Start>> = (0..vu_threads::count().max(1))
             .map(|_| Vec::new())
@@ -207,12 +231,14 @@ impl Scheduler {
             if batch.is_empty() {
                 continue;
             }
-            let (ctx, pool, tasks) = (self.ctx.clone(), self.pool.clone(), self.tasks.clone());
+            let (ctx, pool) = (self.ctx.clone(), self.pool.clone());
             let (hard, end) = (self.hard, self.end);
             self.spawn_at(thread, async move {
-                for start in batch {
-                    tasks.spawn(iteration(ctx.clone(), pool.clone(), start, hard, end));
-                }
+                let mut running: FuturesUnordered<_> = batch
+                    .into_iter()
+                    .map(|start| iteration(&ctx, &pool, start, hard, end))
+                    .collect();
+                while running.next().await.is_some() {}
             });
         }
     }
@@ -234,7 +260,7 @@ impl Scheduler {
                 Some(Ok(vu)) => {
                     ctx.stats.allocated_vus.fetch_add(1, Ordering::Relaxed);
                     rest_after_init_failure(&ctx, vu.retry_at(), end).await;
-                    pool.made(Homed { home, vu });
+                    pool.made(Homed::new(home, vu));
                 }
                 Some(Err(e)) => {
                     ctx.factory.report_failure(&e);
@@ -266,8 +292,8 @@ struct Start {
 /// Runs `start`'s iteration, then hands its VU back to `pool` (after the pause of a VU
 /// whose `init` failed).
 async fn iteration(
-    ctx: Arc<ScenarioCtx>,
-    pool: Arc<VuPool<Homed>>,
+    ctx: &ScenarioCtx,
+    pool: &VuPool<Homed>,
     start: Start,
     hard: Instant,
     end: Instant,
@@ -277,11 +303,13 @@ async fn iteration(
         due,
         busy,
     } = start;
-    let mut interrupt = ctx.interrupt_at(hard);
-    ctx.run_iteration(&mut homed.vu, Some(due), Pin::new(&mut interrupt))
+    let interrupt = homed
+        .interrupt
+        .get_or_insert_with(|| ctx.interrupt_at(hard));
+    ctx.run_iteration(&mut homed.vu, Some(due), Pin::new(interrupt))
         .await;
     drop(busy);
-    rest_after_init_failure(&ctx, homed.vu.retry_at(), end).await;
+    rest_after_init_failure(ctx, homed.vu.retry_at(), end).await;
     pool.put(homed);
 }
 
