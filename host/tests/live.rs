@@ -55,7 +55,10 @@ fn free_addr() -> SocketAddr {
 async fn csv_and_json_outputs_add_up_to_the_summary() {
     let server = demo_target(Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "3s"));
+    // 4 s, so that a second lost to a loaded machine (Chromium starting in the
+    // dashboard test beside this one left one CI run with rows in only 2 of 3
+    // seconds) still leaves three seconds with rows.
+    let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "4s"));
     let csv_path = dir.path().join("metrics.csv.gz");
     let json_path = dir.path().join("metrics.json");
     let live = LiveOptions {
@@ -73,7 +76,7 @@ async fn csv_and_json_outputs_add_up_to_the_summary() {
     assert_eq!(outcome.exit_code, 0);
     let summary = summary_json(&only_results_dir(&out));
     let total_reqs = metric(&summary, "http_reqs", "count");
-    assert!(total_reqs >= 60.0, "{total_reqs} requests");
+    assert!(total_reqs >= 100.0, "{total_reqs} requests");
     let check_passes = summary["checks"][0]["passes"].as_u64().unwrap();
 
     // CSV, gzipped: k6's header, then rows whose http_reqs values add up.
