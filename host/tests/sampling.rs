@@ -11,6 +11,12 @@ use host::RunRequest;
 use std::path::Path;
 use std::process::Command;
 
+/// Held by the tests that start containers or a demo run, one at a time: Docker's
+/// stats stream stalls while the engine starts containers for a test beside it (a CI
+/// run saw a 3.7 s gap between two frames), and the demo's load takes the cores the
+/// busy container's figures are checked against.
+static DOCKER_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A process killed when dropped.
 struct Burner(std::process::Child);
 
@@ -150,6 +156,7 @@ async fn run_hello(overrides: Overrides, seconds: u32) -> (tempfile::TempDir, st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containers_are_sampled_every_second_with_their_cpuset_and_limit() {
+    let _one_at_a_time = DOCKER_HEAVY.lock().await;
     // One container keeps a core busy on a 1-core cpuset with a 64 MiB limit; the other
     // sleeps.
     let busy = Container::run(
@@ -370,6 +377,7 @@ async fn unknown_targets_fail_before_the_run_with_what_to_do() {
 
 #[test]
 fn host_stats_shows_a_live_table_of_a_project() {
+    let _one_at_a_time = DOCKER_HEAVY.blocking_lock();
     let project = unique("sampling-stats");
     let label = |service: &str| {
         [
@@ -446,6 +454,7 @@ fn host_stats_shows_a_live_table_of_a_project() {
 
 #[test]
 fn host_demo_samples_its_target_process() {
+    let _one_at_a_time = DOCKER_HEAVY.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_host"))
         .args([
