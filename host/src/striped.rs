@@ -7,7 +7,7 @@
 //! the scenario's shared counters (results/scaling.md).
 
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Stripes per value: more than any machine here has threads that write them, so
 /// each thread gets its own (threads past this share, which is correct, only slower).
@@ -51,7 +51,11 @@ impl<T> Striped<T> {
     }
 }
 
-/// A counter written by many threads and read now and then (live view, summary).
+/// A count written by many threads and read now and then (live view, summary). Counts
+/// that go up and down (requests in flight) use [`StripedCounter::sub`] and read with
+/// [`StripedCounter::get_signed`]: a thread may end what another began, so one stripe
+/// may go below zero (wrapping), and a reader racing a begin and its end may see the
+/// end first; the sum, read as signed, stays right.
 #[derive(Default)]
 pub struct StripedCounter(Striped<AtomicU64>);
 
@@ -61,13 +65,25 @@ impl StripedCounter {
         self.0.local().fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The sum of the stripes.
-    pub fn get(&self) -> u64 {
-        self.0.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    /// Takes `n` from the calling thread's stripe (wrapping).
+    pub fn sub(&self, n: u64) {
+        self.0.local().fetch_sub(n, Ordering::Relaxed);
     }
 
-    /// Sets the counter to `n`, for a process that only mirrors counts made
-    /// elsewhere (a coordinator); not meant to race with `add`.
+    /// The sum of the stripes, for counts that only go up.
+    pub fn get(&self) -> u64 {
+        self.0
+            .iter()
+            .fold(0u64, |sum, s| sum.wrapping_add(s.load(Ordering::Relaxed)))
+    }
+
+    /// The sum of the stripes as a signed number, for counts that go up and down.
+    pub fn get_signed(&self) -> i64 {
+        self.get() as i64
+    }
+
+    /// Sets the count to `n`, for a process that only mirrors counts made elsewhere
+    /// (a coordinator); not meant to race with `add`.
     pub fn set(&self, n: u64) {
         for (i, s) in self.0.iter().enumerate() {
             s.store(if i == 0 { n } else { 0 }, Ordering::Relaxed);
@@ -81,30 +97,6 @@ impl std::fmt::Debug for StripedCounter {
     }
 }
 
-/// A signed count of things begun and not yet ended (requests in flight): a thread
-/// may end what another began, so one stripe may go below zero; the sum does not.
-#[derive(Default)]
-pub struct StripedGauge(Striped<AtomicI64>);
-
-impl StripedGauge {
-    /// Adds `n` (negative to subtract) in the calling thread's stripe.
-    pub fn add(&self, n: i64) {
-        self.0.local().fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// The sum of the stripes.
-    pub fn get(&self) -> i64 {
-        self.0.iter().map(|s| s.load(Ordering::Relaxed)).sum()
-    }
-
-    /// Sets the gauge to `n`, for a process that only mirrors counts made elsewhere.
-    pub fn set(&self, n: i64) {
-        for (i, s) in self.0.iter().enumerate() {
-            s.store(if i == 0 { n } else { 0 }, Ordering::Relaxed);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,14 +105,12 @@ mod tests {
     #[test]
     fn threads_write_their_own_stripes_and_the_sum_is_exact() {
         let counter = Arc::new(StripedCounter::default());
-        let gauge = Arc::new(StripedGauge::default());
         let threads: Vec<_> = (0..4)
             .map(|_| {
-                let (c, g) = (counter.clone(), gauge.clone());
+                let c = counter.clone();
                 std::thread::spawn(move || {
                     for _ in 0..10_000 {
                         c.add(1);
-                        g.add(1);
                     }
                     thread_slot()
                 })
@@ -128,18 +118,17 @@ mod tests {
             .collect();
         let slots: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         assert_eq!(counter.get(), 40_000);
-        assert_eq!(gauge.get(), 40_000);
         let mut distinct = slots.clone();
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), 4, "each thread its own slot: {slots:?}");
-        // Begun on one thread, ended on another: one stripe goes negative, the sum
-        // is still right.
-        gauge.add(-40_000);
-        assert_eq!(gauge.get(), 0);
+        // Begun on those threads, ended on this one: this stripe goes below zero, the
+        // sum is still right, and a reader that sees an end before its begin reads -1.
+        counter.sub(40_000);
+        assert_eq!(counter.get_signed(), 0);
+        counter.sub(1);
+        assert_eq!(counter.get_signed(), -1);
         counter.set(7);
         assert_eq!(counter.get(), 7);
-        gauge.set(-3);
-        assert_eq!(gauge.get(), -3);
     }
 }

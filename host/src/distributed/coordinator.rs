@@ -643,7 +643,7 @@ impl Remote for Hub {
         }
         let in_flight: i64 = state.workers.iter().map(|w| w.in_flight).sum();
         let ws_open: i64 = state.workers.iter().map(|w| w.ws_open).sum();
-        services.net.in_flight.set(in_flight);
+        services.net.in_flight.set(in_flight as u64);
         services.net.ws_open.store(ws_open, Ordering::Relaxed);
         if ws_open > 0 {
             services.net.ws_used.store(true, Ordering::Relaxed);

@@ -361,7 +361,7 @@ fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
         elapsed_ms: tick.elapsed.as_millis() as u64,
         series: super::series::encode(tick.interval, tick.registry),
         scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
-        in_flight: tick.services.net.in_flight.get(),
+        in_flight: tick.services.net.in_flight.get_signed(),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
         errors,
         log,

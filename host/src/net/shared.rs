@@ -17,9 +17,9 @@ pub struct NetShared {
     pub max_body: u64,
     /// Where samples go.
     pub recorder: Arc<Recorder>,
-    /// Requests sent and not yet completed; striped, as every VU thread writes it
-    /// twice per request.
-    pub in_flight: crate::striped::StripedGauge,
+    /// Requests sent and not yet completed (read with `get_signed`); striped, as every
+    /// VU thread writes it twice per request.
+    pub in_flight: crate::striped::StripedCounter,
     /// Redirects followed per request.
     pub max_redirects: u32,
     /// Denied origins already warned about (warned once each).

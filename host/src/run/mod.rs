@@ -663,7 +663,7 @@ fn finish(
         reports: &reports,
         errors: &setup.errors,
         stop_reason: stop_reason.clone(),
-        in_flight: setup.services.net.in_flight.get(),
+        in_flight: setup.services.net.in_flight.get_signed(),
         net_warnings: setup.services.net.warnings(),
     });
     let view = RunView {
@@ -748,7 +748,7 @@ fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
     recorder.gauge(
         builtin::HTTP_REQS_IN_FLIGHT,
         &none,
-        services.net.in_flight.get().max(0) as f64,
+        services.net.in_flight.get_signed().max(0) as f64,
     );
     if services.net.ws_used.load(Ordering::Relaxed) {
         let open = services.net.ws_open.load(Ordering::Relaxed).max(0);

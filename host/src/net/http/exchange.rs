@@ -50,7 +50,7 @@ impl<'a> Tracker<'a> {
         self.ended = true;
         let sent_at = self.sent_at.get().copied();
         if sent_at.is_some() {
-            self.shared.in_flight.add(-1);
+            self.shared.in_flight.sub(1);
         }
         sent_at
     }
@@ -63,7 +63,7 @@ impl Drop for Tracker<'_> {
         }
         let sent_at = self.sent_at.get().copied();
         if sent_at.is_some() {
-            self.shared.in_flight.add(-1);
+            self.shared.in_flight.sub(1);
         }
         // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
         // held.
