@@ -1,4 +1,4 @@
-//! Values striped over threads: each thread writes the stripe its slot maps to, on a
+//! Counters striped over threads: each thread writes the stripe its slot maps to, on a
 //! cache line of its own, and readers add the stripes up. Why: a counter that every
 //! VU thread bumps per iteration or per request moves its cache line between the
 //! cores on every write, and with it whatever else shares the line. Measured with
@@ -9,7 +9,7 @@
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Stripes per value: more than any machine here has threads that write them, so
+/// Stripes per counter: more than any machine here has threads that write them, so
 /// each thread gets its own (threads past this share, which is correct, only slower).
 const STRIPES: usize = 64;
 
@@ -24,55 +24,45 @@ pub(crate) fn thread_slot() -> usize {
     THREAD_SLOT.with(|s| *s)
 }
 
-/// One `T` per stripe, each on its own cache line.
-pub(crate) struct Striped<T> {
-    stripes: Box<[CachePadded<T>]>,
-}
-
-impl<T: Default> Default for Striped<T> {
-    fn default() -> Self {
-        Self {
-            stripes: (0..STRIPES)
-                .map(|_| CachePadded::new(T::default()))
-                .collect(),
-        }
-    }
-}
-
-impl<T> Striped<T> {
-    /// The calling thread's stripe.
-    pub(crate) fn local(&self) -> &T {
-        &self.stripes[thread_slot() % self.stripes.len()]
-    }
-
-    /// Every stripe, for readers that add them up.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.stripes.iter().map(|s| &**s)
-    }
-}
-
 /// A count written by many threads and read now and then (live view, summary). Counts
 /// that go up and down (requests in flight) use [`StripedCounter::sub`] and read with
 /// [`StripedCounter::get_signed`]: a thread may end what another began, so one stripe
 /// may go below zero (wrapping), and a reader racing a begin and its end may see the
 /// end first; the sum, read as signed, stays right.
-#[derive(Default)]
-pub struct StripedCounter(Striped<AtomicU64>);
+pub struct StripedCounter {
+    /// One count per stripe, each on its own cache line.
+    stripes: Box<[CachePadded<AtomicU64>]>,
+}
+
+impl Default for StripedCounter {
+    fn default() -> Self {
+        Self {
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+        }
+    }
+}
 
 impl StripedCounter {
+    /// The calling thread's stripe.
+    fn local(&self) -> &AtomicU64 {
+        &self.stripes[thread_slot() % self.stripes.len()]
+    }
+
     /// Adds `n` in the calling thread's stripe.
     pub fn add(&self, n: u64) {
-        self.0.local().fetch_add(n, Ordering::Relaxed);
+        self.local().fetch_add(n, Ordering::Relaxed);
     }
 
     /// Takes `n` from the calling thread's stripe (wrapping).
     pub fn sub(&self, n: u64) {
-        self.0.local().fetch_sub(n, Ordering::Relaxed);
+        self.local().fetch_sub(n, Ordering::Relaxed);
     }
 
     /// The sum of the stripes, for counts that only go up.
     pub fn get(&self) -> u64 {
-        self.0
+        self.stripes
             .iter()
             .fold(0u64, |sum, s| sum.wrapping_add(s.load(Ordering::Relaxed)))
     }
@@ -85,7 +75,7 @@ impl StripedCounter {
     /// Sets the count to `n`, for a process that only mirrors counts made elsewhere
     /// (a coordinator); not meant to race with `add`.
     pub fn set(&self, n: u64) {
-        for (i, s) in self.0.iter().enumerate() {
+        for (i, s) in self.stripes.iter().enumerate() {
             s.store(if i == 0 { n } else { 0 }, Ordering::Relaxed);
         }
     }
