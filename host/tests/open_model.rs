@@ -195,20 +195,34 @@ graceful_stop = "3s"
         s["metrics"]["iteration_latency"],
         s["metrics"]["http_req_duration"]
     );
-    // Two warnings: the drops, and the generator's verdict that it ran out of VUs, so
-    // the throughput is a lower bound of what the target could do.
+    // Two warnings: the drops, and the verdict on who ran out. Every VU was busy waiting
+    // on a target that answers in 2 s throughout: the VU pool was too small for its
+    // latency (500/s × 2 s = 1,000 VUs, of 50), not the generator, which idled. Both
+    // warnings give the same count of drops.
     let warnings = s["warnings"].as_array().expect("warnings list");
     assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let counted = format!("{dropped} of 5000");
     let warning = warnings[0].as_str().unwrap();
     assert!(
-        warning.contains("overload") && warning.contains(&format!("{dropped} of 5000")),
+        warning.contains("overload") && warning.contains(&counted),
         "{warning}"
     );
-    assert_eq!(s["generator_saturated"]["saturated"], true);
-    let evidence = &s["generator_saturated"]["evidence"][0];
+    assert_eq!(s["generator_saturated"]["saturated"], false, "{s}");
+    assert_eq!(s["generator_saturated"]["evidence"], serde_json::json!([]));
+    assert_eq!(s["target_saturated"]["saturated"], true);
+    let evidence = &s["target_saturated"]["evidence"][0];
     assert_eq!(evidence["signal"], "vus_exhausted", "{evidence}");
-    assert!(evidence["observed"].as_f64().unwrap() > 0.0, "{evidence}");
-    assert!(warnings[1].as_str().unwrap().contains("lower bound"));
+    assert_eq!(evidence["dropped"].as_f64().unwrap(), dropped, "{evidence}");
+    assert_eq!(evidence["latency_rose"], false, "{evidence}");
+    assert_eq!(evidence["limit"], 50.0, "{evidence}");
+    // 500/s offered (over the run's whole length) × 2 s an iteration.
+    assert!(evidence["observed"].as_f64().unwrap() > 300.0, "{evidence}");
+    assert_eq!(s["bottleneck"]["who"], "vu_pool", "{}", s["bottleneck"]);
+    let verdict = warnings[1].as_str().unwrap();
+    assert!(!verdict.contains("lower bound"), "{verdict}");
+    assert!(verdict.contains("not the load generator"), "{verdict}");
+    assert!(verdict.contains(&counted), "{verdict}");
+    assert!(verdict.contains("Raise max_vus"), "{verdict}");
     // The schedule ends at 10 s and running iterations get 3 s more, not a queue's worth.
     assert!(
         outcome.summary.duration_s < 10.0 + 3.0 + 2.0,

@@ -42,6 +42,14 @@ struct Args {
     /// With --workers: requests that may wait for a worker; past it, 503 with Retry-After.
     #[arg(long, env = "DEMO_QUEUE", default_value_t = demo_target::capacity::DEFAULT_QUEUE)]
     queue: usize,
+    /// With --workers, the retrograde mode: service time grows by this share for each
+    /// other request in service (σ of the Universal Scalability Law).
+    #[arg(long, env = "DEMO_CONTENTION", default_value_t = 0.0, requires = "workers", value_parser = parse_share)]
+    contention: f64,
+    /// With --workers, the retrograde mode: service time grows by this share for each
+    /// pair of requests in service (κ), so throughput falls past a peak.
+    #[arg(long, env = "DEMO_CROSSTALK", default_value_t = 0.0, requires = "workers", value_parser = parse_share)]
+    crosstalk: f64,
     /// How often the server pings each live-updates WebSocket (`GET /ws`).
     #[arg(long, env = "DEMO_WS_PING_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     ws_ping_interval: Duration,
@@ -155,6 +163,10 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_share(text: &str) -> Result<f64, String> {
+    demo_target::capacity::parse_share(text)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -195,9 +207,10 @@ async fn main() -> anyhow::Result<()> {
             error_rate: args.error_rate,
             capacity: match (args.workers, args.service_time) {
                 (Some(workers), Some(service_time)) if workers > 0 => Some(Capacity {
-                    workers,
-                    service_time,
                     queue: args.queue,
+                    contention: args.contention,
+                    crosstalk: args.crosstalk,
+                    ..Capacity::new(workers, service_time)
                 }),
                 _ => None,
             },

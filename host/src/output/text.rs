@@ -196,6 +196,7 @@ pub(crate) fn render(s: &Summary) -> String {
             );
         }
     }
+    bottleneck(&mut out, s);
     if !s.warnings.is_empty() {
         let _ = writeln!(out, "\n  warnings:");
         for w in &s.warnings {
@@ -203,6 +204,31 @@ pub(crate) fn render(s: &Summary) -> String {
         }
     }
     out
+}
+
+/// Who was the bottleneck, in one line (the reasons are among the warnings).
+fn bottleneck(out: &mut String, s: &Summary) {
+    use crate::sampling::saturation::Who;
+    let b = &s.bottleneck;
+    let f = &b.figures;
+    let who = match b.who {
+        Who::None => return,
+        Who::Target => "the target (all VUs busy while its latency rose)",
+        Who::VuPool => "the VU pool (all VUs busy at the target's steady latency; raise max_vus)",
+        Who::Generator => "the load generator (its CPU or late starts; the figures are a lower bound)",
+    };
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
+    let _ = writeln!(
+        out,
+        "\n  bottleneck: {who}\n    target: p50 {}, served {:.1} iterations/s; generator: CPU avg {:.0}%, peak {:.0}% of {} core{}, iteration_start_lag p99 {}",
+        ms(f.latency_p50_ms),
+        f.served_per_s,
+        f.generator_cpu_avg_percent,
+        f.generator_cpu_peak_percent,
+        f.generator_cpus,
+        if f.generator_cpus == 1.0 { "" } else { "s" },
+        ms(f.start_lag_p99_ms),
+    );
 }
 
 /// One metric's line; a trend shows `columns` (`--summary-trend-stats`) in order.

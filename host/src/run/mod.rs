@@ -686,13 +686,16 @@ fn finish(
         "{} {}, started {}",
         summary.plugin.name, summary.plugin.version, summary.started_at
     );
-    let mut sampled = resources.finish(&contexts, &title, start_lag_p99(&summary));
+    let run_figures = crate::sampling::RunFigures::of(&summary);
+    let mut sampled = resources.finish(&contexts, &title, &run_figures);
     let stats_failure = sampled.write_failure.take();
     if let Some(warning) = sampled.verdict.warning() {
         summary.warnings.push(warning);
     }
     summary.stack = Some(sampled.stack);
-    summary.generator_saturated = sampled.verdict;
+    summary.generator_saturated = sampled.verdict.generator;
+    summary.target_saturated = sampled.verdict.target;
+    summary.bottleneck = sampled.verdict.bottleneck;
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
     summary.tls = setup.services.net.tls.summary();
@@ -721,15 +724,6 @@ fn finish(
         exit_code,
         write_failures: written.failures,
     })
-}
-
-/// The run's `iteration_start_lag` p99 in milliseconds, if an open-model scenario
-/// measured one.
-fn start_lag_p99(summary: &Summary) -> Option<f64> {
-    match &summary.metrics.get("iteration_start_lag")?.stats {
-        crate::metrics::summary::Stats::Trend(t) if t.count > 0 => Some(t.p99),
-        _ => None,
-    }
 }
 
 fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {

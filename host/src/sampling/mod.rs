@@ -2,11 +2,11 @@
 //! call each) and processes (/proc), and the generator itself. The sampler keeps off the
 //! hot path on a thread of its own; the run loop folds its samples at each aggregator
 //! tick into `stats.jsonl`, `stats.md`, the report's charts, summary.json's `stack`
-//! section and the verdict on whether the generator was the bottleneck.
+//! section and the verdict on who was the bottleneck: the generator, the target or neither.
 //!
 //! One job per file: [`sample`] is a sample and the `docker stats` arithmetic,
 //! [`docker`] and [`process`] read the two kinds of source, [`sampler`] runs them,
-//! [`book`] folds samples per service, [`saturation`] judges the generator, [`files`]
+//! [`book`] folds samples per service, [`saturation`] judges who saturated, [`files`]
 //! writes the files, [`watch`] ties them to a run, [`live`] is `host stats`.
 
 pub(crate) mod book;
@@ -20,5 +20,5 @@ pub(crate) mod saturation;
 pub(crate) mod watch;
 
 pub(crate) use book::StackSummary;
-pub(crate) use saturation::GeneratorVerdict;
+pub(crate) use saturation::{Bottleneck, RunFigures, SaturationVerdict};
 pub(crate) use watch::{prepare, Prepared, ResourceWatch};

@@ -1,11 +1,23 @@
-//! The generator watches itself: a run whose generator was the bottleneck measured the
-//! generator, not the target, and must say so. Three signals, any one is enough:
-//! its CPU near every core it may use for a while, an arrival-rate scenario dropping
-//! iterations with all of its `max_vus` busy, and iterations starting late
-//! (`iteration_start_lag` p99).
+//! Who was the bottleneck of a run: the generator, the target, or neither.
+//!
+//! The generator is named only on its own evidence: its CPU near every core it may use
+//! for a while (`cpu`), or iterations starting late (`start_lag`, p99 of
+//! `iteration_start_lag`; an iteration only starts on an idle VU, so a late start is the
+//! generator's lateness, not a wait for a VU). Either makes the figures a lower bound of
+//! the target's capacity.
+//!
+//! An arrival-rate scenario dropping iterations with all of its `max_vus` busy is not
+//! the generator's fault: by Little's law the VUs in flight are the rate times the time
+//! each iteration takes, so when the target's latency rises, `offered rate × latency`
+//! outgrows `max_vus` and the due iterations find no VU. That is the target saturating
+//! (`vus_exhausted`, under `target_saturated`): what it served at that latency is its
+//! capacity at that latency. When its latency stayed steady, the VU pool was too small
+//! for the offered rate at the target's latency: the same evidence, with
+//! `latency_rose: false`, and the fix is more `max_vus`.
 
 use super::sample::Sample;
 use crate::executor::ScenarioCtx;
+use crate::metrics::summary::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -17,13 +29,20 @@ pub(crate) const CPU_SHARE: f64 = 0.9;
 pub(crate) const CPU_SUSTAINED_S: f64 = 3.0;
 /// `iteration_start_lag` p99 above this (milliseconds) means iterations started late.
 pub(crate) const START_LAG_P99_MS: f64 = 10.0;
+/// The target's latency rose when its median is at least this many times its fastest
+/// response...
+pub(crate) const LATENCY_ROSE: f64 = 2.0;
+/// ...and at least this many milliseconds slower (so 0.2 ms against 0.1 ms is jitter).
+const LATENCY_ROSE_MS: f64 = 5.0;
 
-/// Whether the generator was the bottleneck, and why (`generator_saturated` in
-/// summary.json).
+/// What the signals of one side found (`generator_saturated` and `target_saturated`
+/// in summary.json).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GeneratorVerdict {
-    /// True when any signal fired: the figures are then a lower bound of the target's
-    /// capacity, not its ceiling.
+pub struct SaturationVerdict {
+    /// True when this side was the bottleneck. For the generator: the figures are then
+    /// a lower bound of the target's capacity, not its ceiling. For the target: every
+    /// VU was busy waiting on it (its evidence is kept, with `saturated` false, when the
+    /// generator saturated too, since a starved generator also holds its VUs longer).
     pub saturated: bool,
     /// Each signal that fired.
     pub evidence: Vec<Evidence>,
@@ -32,29 +51,165 @@ pub struct GeneratorVerdict {
 /// One signal that fired.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
-    /// `cpu`, `vus_exhausted` or `start_lag`.
+    /// `cpu` or `start_lag` (the generator), `vus_exhausted` (the target).
     pub signal: String,
-    /// The figure observed: seconds over the CPU line, iterations dropped, or p99 ms.
+    /// The figure observed: seconds over the CPU line, p99 ms of the start lag, or the
+    /// VUs the offered rate needs at the iterations' duration (Little's law).
     pub observed: f64,
-    /// The line it crossed.
+    /// The line it crossed (for `vus_exhausted`: the scenario's `max_vus`).
     pub limit: f64,
     /// The same in words.
     pub detail: String,
+    /// The scenario (`vus_exhausted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    /// Its dropped iterations, the same count as its `dropped` and the warning's
+    /// (`vus_exhausted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
+    /// Whether the target's latency rose during the run (`vus_exhausted`): true is a
+    /// saturating target, false a VU pool too small for its steady latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_rose: Option<bool>,
 }
 
-impl GeneratorVerdict {
-    /// The plain-words warning the summary and report show, if saturated.
-    pub fn warning(&self) -> Option<String> {
-        if !self.saturated {
-            return None;
+/// Who was the bottleneck.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Who {
+    /// Nothing ran out.
+    #[default]
+    None,
+    /// The target: all VUs busy while its latency rose.
+    Target,
+    /// The VU pool: all VUs busy at the target's steady latency (raise `max_vus`).
+    VuPool,
+    /// The generator, on its own evidence (CPU or late starts).
+    Generator,
+}
+
+/// The figures a verdict is read from (summary.json `bottleneck.figures`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// The generator's mean CPU, percent of one core.
+    pub generator_cpu_avg_percent: f64,
+    /// Its peak CPU, percent of one core.
+    pub generator_cpu_peak_percent: f64,
+    /// The cores it may use.
+    pub generator_cpus: f64,
+    /// `iteration_start_lag` p99 (ms), when an arrival-rate scenario ran.
+    pub start_lag_p99_ms: Option<f64>,
+    /// The metric the target's latency is read from (`http_req_duration`, else
+    /// `iteration_duration`).
+    pub latency_metric: Option<String>,
+    /// Its fastest value (ms).
+    pub latency_min_ms: Option<f64>,
+    /// Its median (ms).
+    pub latency_p50_ms: Option<f64>,
+    /// Its p95 (ms).
+    pub latency_p95_ms: Option<f64>,
+    /// Iterations completed per second of the run: what the target served.
+    pub served_per_s: f64,
+}
+
+/// The run's bottleneck (summary.json `bottleneck`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bottleneck {
+    /// Who.
+    pub who: Who,
+    /// The figures of both sides.
+    pub figures: Figures,
+    /// Which, why and what to do, in words (also among the warnings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Both sides' verdicts and the bottleneck.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Saturation {
+    /// The generator's own evidence.
+    pub(crate) generator: SaturationVerdict,
+    /// The target's.
+    pub(crate) target: SaturationVerdict,
+    /// Who, with the figures.
+    pub(crate) bottleneck: Bottleneck,
+}
+
+impl Saturation {
+    /// The plain-words warning the summary and report show, if anything ran out.
+    pub(crate) fn warning(&self) -> Option<String> {
+        self.bottleneck.message.clone()
+    }
+}
+
+/// One scenario's counts at the end of the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ScenarioCounts {
+    /// Iterations started.
+    pub started: u64,
+    /// Iterations completed.
+    pub completed: u64,
+    /// Iterations dropped.
+    pub dropped: u64,
+}
+
+/// The run's figures a verdict needs, read from its summary.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunFigures {
+    /// The run's length (s).
+    pub duration_s: f64,
+    /// `iteration_start_lag` p99 (ms).
+    pub start_lag_p99_ms: Option<f64>,
+    /// (metric, min, p50, p95) of the target's latency, in ms.
+    pub latency: Option<(String, f64, f64, f64)>,
+    /// Mean `iteration_duration` (ms).
+    pub iteration_avg_ms: Option<f64>,
+    /// Per scenario.
+    pub scenarios: BTreeMap<String, ScenarioCounts>,
+}
+
+impl RunFigures {
+    /// Reads them from a run's summary.
+    pub(crate) fn of(summary: &crate::summary::Summary) -> RunFigures {
+        let trend = |name: &str| match summary.metrics.get(name).map(|m| &m.stats) {
+            Some(Stats::Trend(t)) if t.count > 0 => Some(t.clone()),
+            _ => None,
+        };
+        let latency = ["http_req_duration", "iteration_duration"]
+            .iter()
+            .find_map(|m| trend(m).map(|t| (m.to_string(), t.min, t.med, t.p95)));
+        RunFigures {
+            duration_s: summary.duration_s,
+            start_lag_p99_ms: trend("iteration_start_lag").map(|t| t.p99),
+            latency,
+            iteration_avg_ms: trend("iteration_duration").map(|t| t.avg),
+            scenarios: summary
+                .scenarios
+                .iter()
+                .map(|(name, s)| {
+                    let counts = ScenarioCounts {
+                        started: s.started,
+                        completed: s.completed,
+                        dropped: s.dropped,
+                    };
+                    (name.clone(), counts)
+                })
+                .collect(),
         }
-        let why: Vec<&str> = self.evidence.iter().map(|e| e.detail.as_str()).collect();
-        Some(format!(
-            "the load generator was the bottleneck of this run ({}). These figures are a lower \
-             bound of the target's capacity, not its ceiling: give the generator more cores, \
-             VUs or machines and run again to find the ceiling",
-            why.join("; ")
-        ))
+    }
+
+    fn per_s(&self, n: u64) -> f64 {
+        if self.duration_s > 0.0 {
+            n as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether the target's latency rose: its median well above its fastest.
+    fn latency_rose(&self) -> Option<bool> {
+        let (_, min, med, _) = self.latency.as_ref()?;
+        Some(*med >= LATENCY_ROSE * min && med - min >= LATENCY_ROSE_MS)
     }
 }
 
@@ -65,11 +220,15 @@ pub(crate) struct SaturationWatch {
     streak: Option<(f64, f64)>,
     longest_s: f64,
     peak_percent: f64,
+    cpu_sum: f64,
+    cpu_samples: u64,
     cpus: f64,
     interval_s: f64,
-    /// Drops per scenario already seen, and those made with every VU busy.
+    /// Drops per scenario already seen.
     dropped_seen: BTreeMap<String, u64>,
-    dropped_at_max: BTreeMap<String, (u64, u64)>,
+    /// Scenarios that dropped with all of their `max_vus` made: that `max_vus`, and
+    /// the seconds their schedule lasts (the offered rate is due iterations over it).
+    exhausted: BTreeMap<String, (u64, f64)>,
 }
 
 impl SaturationWatch {
@@ -85,6 +244,8 @@ impl SaturationWatch {
     pub(crate) fn generator(&mut self, s: &Sample) {
         self.cpus = s.cpus;
         self.peak_percent = self.peak_percent.max(s.cpu_percent);
+        self.cpu_sum += s.cpu_percent;
+        self.cpu_samples += 1;
         if s.cpu_percent > CPU_SHARE * s.cpus * 100.0 {
             // A sample covers the interval before it.
             let (start, _) = *self.streak.get_or_insert((s.t - self.interval_s, s.t));
@@ -109,19 +270,60 @@ impl SaturationWatch {
             *seen = dropped;
             let max_vus = ctx.config.max_vus();
             if new > 0 && ctx.stats.allocated_vus.load(Ordering::Relaxed) >= max_vus {
-                let entry = self
-                    .dropped_at_max
-                    .entry(ctx.config.name.clone())
-                    .or_default();
-                entry.0 += new;
-                entry.1 = max_vus;
+                let schedule_s = ctx.config.executor.duration().as_secs_f64();
+                self.exhausted
+                    .insert(ctx.config.name.clone(), (max_vus, schedule_s));
             }
         }
     }
 
-    /// The verdict, given the run's `iteration_start_lag` p99 in milliseconds (`None`
-    /// when no open-model scenario ran).
-    pub(crate) fn verdict(&self, start_lag_p99_ms: Option<f64>) -> GeneratorVerdict {
+    /// The verdicts, from the run's figures.
+    pub(crate) fn verdict(&self, run: &RunFigures) -> Saturation {
+        let figures = Figures {
+            generator_cpu_avg_percent: if self.cpu_samples > 0 {
+                self.cpu_sum / self.cpu_samples as f64
+            } else {
+                0.0
+            },
+            generator_cpu_peak_percent: self.peak_percent,
+            generator_cpus: self.cpus,
+            start_lag_p99_ms: run.start_lag_p99_ms,
+            latency_metric: run.latency.as_ref().map(|l| l.0.clone()),
+            latency_min_ms: run.latency.as_ref().map(|l| l.1),
+            latency_p50_ms: run.latency.as_ref().map(|l| l.2),
+            latency_p95_ms: run.latency.as_ref().map(|l| l.3),
+            served_per_s: run.per_s(run.scenarios.values().map(|s| s.completed).sum()),
+        };
+        let generator = self.generator_evidence(run);
+        let target = self.target_evidence(run);
+        let who = if !generator.is_empty() {
+            Who::Generator
+        } else if target.is_empty() {
+            Who::None
+        } else if target.iter().all(|e| e.latency_rose == Some(false)) {
+            Who::VuPool
+        } else {
+            Who::Target
+        };
+        let message = message(who, &generator, &target, &figures);
+        Saturation {
+            generator: SaturationVerdict {
+                saturated: who == Who::Generator,
+                evidence: generator,
+            },
+            target: SaturationVerdict {
+                saturated: matches!(who, Who::Target | Who::VuPool),
+                evidence: target,
+            },
+            bottleneck: Bottleneck {
+                who,
+                figures,
+                message,
+            },
+        }
+    }
+
+    fn generator_evidence(&self, run: &RunFigures) -> Vec<Evidence> {
         let mut evidence = Vec::new();
         if self.longest_s >= CPU_SUSTAINED_S {
             evidence.push(Evidence {
@@ -129,38 +331,152 @@ impl SaturationWatch {
                 observed: self.longest_s,
                 limit: CPU_SUSTAINED_S,
                 detail: format!(
-                    "its CPU stayed above {:.0}% of the {} core{} it may use for {:.0} s (peak {:.0}%)",
+                    "its CPU stayed above {:.0}% of the {} it may use for {:.0} s (peak {:.0}%)",
                     CPU_SHARE * 100.0,
-                    self.cpus,
-                    if self.cpus == 1.0 { "" } else { "s" },
+                    cores(self.cpus),
                     self.longest_s,
                     self.peak_percent
                 ),
+                scenario: None,
+                dropped: None,
+                latency_rose: None,
             });
         }
-        for (scenario, (dropped, max_vus)) in &self.dropped_at_max {
-            evidence.push(Evidence {
-                signal: "vus_exhausted".into(),
-                observed: *dropped as f64,
-                limit: 0.0,
-                detail: format!(
-                    "scenario {scenario} dropped {dropped} iterations while all of its {max_vus} VUs (max_vus) were busy"
-                ),
-            });
-        }
-        if let Some(p99) = start_lag_p99_ms.filter(|p| *p > START_LAG_P99_MS) {
+        if let Some(p99) = run.start_lag_p99_ms.filter(|p| *p > START_LAG_P99_MS) {
             evidence.push(Evidence {
                 signal: "start_lag".into(),
                 observed: p99,
                 limit: START_LAG_P99_MS,
                 detail: format!(
-                    "iteration_start_lag p99 was {p99:.1} ms (over {START_LAG_P99_MS:.0} ms): iterations started late"
+                    "iterations started late on idle VUs: iteration_start_lag p99 was \
+                     {p99:.1} ms (over {START_LAG_P99_MS:.0} ms)"
                 ),
+                scenario: None,
+                dropped: None,
+                latency_rose: None,
             });
         }
-        GeneratorVerdict {
-            saturated: !evidence.is_empty(),
-            evidence,
+        evidence
+    }
+
+    fn target_evidence(&self, run: &RunFigures) -> Vec<Evidence> {
+        let rose = run.latency_rose();
+        let iteration_s = run
+            .iteration_avg_ms
+            .or(run.latency.as_ref().map(|l| l.2))
+            .unwrap_or(0.0)
+            / 1000.0;
+        self.exhausted
+            .iter()
+            .map(|(name, &(max_vus, schedule_s))| {
+                let counts = run.scenarios.get(name).copied().unwrap_or_default();
+                let due = counts.started + counts.dropped;
+                let offered = if schedule_s > 0.0 {
+                    due as f64 / schedule_s
+                } else {
+                    run.per_s(due)
+                };
+                let needed = offered * iteration_s;
+                let latency = match (&run.latency, rose) {
+                    (Some((metric, min, med, p95)), Some(true)) => format!(
+                        "while the target's latency rose from {min:.1} ms (fastest) to \
+                         p50 {med:.1} ms (p95 {p95:.1} ms, {metric})"
+                    ),
+                    (Some((metric, min, med, _)), _) => format!(
+                        "while the target's latency held steady (p50 {med:.1} ms, fastest \
+                         {min:.1} ms, {metric})"
+                    ),
+                    (None, _) => "with no latency measured".to_string(),
+                };
+                Evidence {
+                    signal: "vus_exhausted".into(),
+                    observed: needed,
+                    limit: max_vus as f64,
+                    detail: format!(
+                        "scenario {name} had all {max_vus} of its VUs (max_vus) busy and \
+                         dropped {} of {due} iterations ({:.1}%) {latency}: at {:.3} s an \
+                         iteration, the offered {offered:.1}/s needs {needed:.0} VUs \
+                         (Little's law: rate × time in flight), more than its {max_vus}",
+                        counts.dropped,
+                        100.0 * counts.dropped as f64 / due.max(1) as f64,
+                        iteration_s,
+                    ),
+                    scenario: Some(name.clone()),
+                    dropped: Some(counts.dropped),
+                    latency_rose: rose,
+                }
+            })
+            .collect()
+    }
+}
+
+fn cores(n: f64) -> String {
+    format!("{n} core{}", if n == 1.0 { "" } else { "s" })
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1} ms"))
+}
+
+/// The words of a verdict: who, with both sides' figures, and what to do.
+fn message(
+    who: Who,
+    generator: &[Evidence],
+    target: &[Evidence],
+    f: &Figures,
+) -> Option<String> {
+    let details = |e: &[Evidence]| -> String {
+        e.iter()
+            .map(|e| e.detail.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let generator_room = format!(
+        "the generator had room to spare (CPU avg {:.0}%, peak {:.0}% of the {} it may \
+         use; iteration_start_lag p99 {})",
+        f.generator_cpu_avg_percent,
+        f.generator_cpu_peak_percent,
+        cores(f.generator_cpus),
+        ms(f.start_lag_p99_ms)
+    );
+    match who {
+        Who::None => None,
+        Who::Generator => {
+            let also = if target.is_empty() {
+                String::new()
+            } else {
+                ". All VUs were busy too, which a starved generator also causes, so that \
+                 says nothing of the target"
+                    .to_string()
+            };
+            Some(format!(
+                "the load generator was the bottleneck of this run ({}), while the target \
+                 answered in p50 {} and served {:.1} iterations/s. These figures are a \
+                 lower bound of the target's capacity, not its ceiling: give the generator \
+                 more cores, or spread the load over more generators (host coordinate \
+                 --workers N), and run again to find the ceiling{also}",
+                details(generator),
+                ms(f.latency_p50_ms),
+                f.served_per_s
+            ))
+        }
+        Who::Target => Some(format!(
+            "the target saturated, not the load generator: {}; {generator_room}. The \
+             target served {:.1} iterations/s at p50 {}: that is its capacity at this \
+             latency. Raise max_vus to queue more load at it (its latency will grow), or \
+             find what limits the target",
+            details(target),
+            f.served_per_s,
+            ms(f.latency_p50_ms)
+        )),
+        Who::VuPool => {
+            let needed = target.iter().map(|e| e.observed).fold(0.0, f64::max);
+            Some(format!(
+                "the VU pool was too small for the target's latency, not the load \
+                 generator nor a saturating target: {}; {generator_room}. Raise max_vus \
+                 to at least {needed:.0} to offer the whole rate at this latency",
+                details(target)
+            ))
         }
     }
 }
@@ -187,6 +503,34 @@ mod tests {
         }
     }
 
+    fn run(lag: Option<f64>) -> RunFigures {
+        RunFigures {
+            duration_s: 10.0,
+            start_lag_p99_ms: lag,
+            ..RunFigures::default()
+        }
+    }
+
+    /// A run of 10 s whose scenario `open` dropped 400 of 1,000 iterations with its 20
+    /// VUs busy, at a latency from `min` to p50 `med` (ms), iterations of 500 ms.
+    fn exhausted(min: f64, med: f64) -> (SaturationWatch, RunFigures) {
+        let mut w = SaturationWatch::new(1.0);
+        w.generator(&gen(1.0, 10.0));
+        w.exhausted.insert("open".into(), (20, 10.0));
+        let mut r = run(Some(1.2));
+        r.latency = Some(("http_req_duration".into(), min, med, med * 1.5));
+        r.iteration_avg_ms = Some(500.0);
+        r.scenarios.insert(
+            "open".into(),
+            ScenarioCounts {
+                started: 600,
+                completed: 400,
+                dropped: 400,
+            },
+        );
+        (w, r)
+    }
+
     #[test]
     fn cpu_near_every_core_for_seconds_saturates() {
         let mut w = SaturationWatch::new(1.0);
@@ -200,34 +544,87 @@ mod tests {
         ] {
             w.generator(&gen(t, cpu));
         }
-        assert!(
-            !w.verdict(None).saturated,
-            "two seconds are not enough: {:?}",
-            w.verdict(None)
-        );
+        let v = w.verdict(&run(None));
+        assert!(!v.generator.saturated, "two seconds are not enough: {v:?}");
+        assert_eq!(v.bottleneck.who, Who::None);
         w.generator(&gen(6.0, 181.0));
-        let v = w.verdict(None);
-        assert!(v.saturated);
-        assert_eq!(v.evidence[0].signal, "cpu");
-        assert_eq!(v.evidence[0].observed, 3.0);
+        let v = w.verdict(&run(None));
+        assert!(v.generator.saturated);
+        assert_eq!(v.bottleneck.who, Who::Generator);
+        assert_eq!(v.generator.evidence[0].signal, "cpu");
+        assert_eq!(v.generator.evidence[0].observed, 3.0);
         assert!(
-            v.evidence[0].detail.contains("2 cores"),
+            v.generator.evidence[0].detail.contains("2 cores"),
             "{}",
-            v.evidence[0].detail
+            v.generator.evidence[0].detail
         );
+        assert_eq!(v.bottleneck.figures.generator_cpu_peak_percent, 199.0);
         let warning = v.warning().unwrap();
         assert!(warning.contains("lower bound of the target's capacity, not its ceiling"));
+        assert!(warning.contains("more cores"), "{warning}");
     }
 
     #[test]
     fn start_lag_over_the_line_saturates_and_under_it_does_not() {
         let w = SaturationWatch::new(1.0);
-        assert!(!w.verdict(Some(9.9)).saturated);
-        assert!(!w.verdict(None).saturated);
-        assert!(w.verdict(None).warning().is_none());
-        let v = w.verdict(Some(25.0));
-        assert!(v.saturated);
-        assert_eq!(v.evidence[0].signal, "start_lag");
-        assert!(v.evidence[0].detail.contains("25.0 ms"));
+        assert!(!w.verdict(&run(Some(9.9))).generator.saturated);
+        assert!(!w.verdict(&run(None)).generator.saturated);
+        assert!(w.verdict(&run(None)).warning().is_none());
+        let v = w.verdict(&run(Some(25.0)));
+        assert!(v.generator.saturated);
+        assert_eq!(v.generator.evidence[0].signal, "start_lag");
+        assert!(v.generator.evidence[0].detail.contains("25.0 ms"));
+    }
+
+    #[test]
+    fn all_vus_busy_while_latency_rose_is_the_target() {
+        let (w, r) = exhausted(20.0, 800.0);
+        let v = w.verdict(&r);
+        assert!(!v.generator.saturated, "{v:?}");
+        assert!(v.generator.evidence.is_empty());
+        assert!(v.target.saturated);
+        assert_eq!(v.bottleneck.who, Who::Target);
+        let e = &v.target.evidence[0];
+        assert_eq!(
+            (e.signal.as_str(), e.dropped, e.latency_rose),
+            ("vus_exhausted", Some(400), Some(true))
+        );
+        // 100/s offered × 0.5 s = 50 VUs needed, of 20.
+        assert!((e.observed - 50.0).abs() < 1e-9, "{e:?}");
+        assert_eq!(e.limit, 20.0);
+        let w = v.warning().unwrap();
+        assert!(w.starts_with("the target saturated, not the load generator"), "{w}");
+        assert!(!w.contains("lower bound"), "{w}");
+        for figure in ["400 of 1000", "p50 800.0 ms", "40.0 iterations/s", "p99 1.2 ms"] {
+            assert!(w.contains(figure), "{figure}: {w}");
+        }
+        assert!(w.contains("raise max_vus") || w.contains("Raise max_vus"), "{w}");
+    }
+
+    #[test]
+    fn all_vus_busy_at_a_steady_latency_is_the_vu_pool() {
+        let (w, r) = exhausted(480.0, 500.0);
+        let v = w.verdict(&r);
+        assert_eq!(v.bottleneck.who, Who::VuPool);
+        assert!(v.target.saturated && !v.generator.saturated);
+        let w = v.warning().unwrap();
+        assert!(w.contains("at least 50"), "{w}");
+        assert!(!w.contains("lower bound"), "{w}");
+    }
+
+    #[test]
+    fn a_starved_generator_is_named_even_with_every_vu_busy() {
+        let (mut w, mut r) = exhausted(20.0, 800.0);
+        r.start_lag_p99_ms = Some(40.0);
+        for t in 2..=6 {
+            w.generator(&gen(t as f64, 195.0));
+        }
+        let v = w.verdict(&r);
+        assert_eq!(v.bottleneck.who, Who::Generator);
+        assert!(v.generator.saturated && !v.target.saturated);
+        let signals: Vec<&str> = v.generator.evidence.iter().map(|e| e.signal.as_str()).collect();
+        assert_eq!(signals, ["cpu", "start_lag"]);
+        assert_eq!(v.target.evidence.len(), 1, "the drops are kept as a fact");
+        assert!(v.warning().unwrap().contains("says nothing of the target"));
     }
 }

@@ -1,15 +1,15 @@
 //! A run's resource watch: checks what to sample before the run, starts the sampler
 //! with the run's clock, folds its samples at each aggregator tick (stats.jsonl, the
 //! per-service figures, the saturation signals), and at the end writes stats.md and
-//! hands back what summary.json's `stack` and `generator_saturated` hold.
+//! hands back what summary.json's `stack`, `generator_saturated`, `target_saturated`
+//! and `bottleneck` hold.
 
 use super::book::{Series, StackSummary, StatsBook};
 use super::docker::{self, ContainerTarget};
 use super::files::{render_md, StatsJsonl};
 use super::process::ProcessSource;
 use super::sampler::{Message, Sampler, Sources};
-use super::saturation::GeneratorVerdict;
-use super::saturation::SaturationWatch;
+use super::saturation::{RunFigures, Saturation, SaturationWatch};
 use crate::config::SamplingOptions;
 use crate::executor::ScenarioCtx;
 use anyhow::{Context, Result};
@@ -127,19 +127,19 @@ impl ResourceWatch {
     }
 
     /// Stops sampling, writes stats.md (headed `title`) and returns the figures for
-    /// summary.json and the report; `start_lag_p99_ms` is the run's
-    /// `iteration_start_lag` p99, one of the saturation signals. A stats.md that cannot
-    /// be written is returned as a write failure, so a full disk loses no other file.
+    /// summary.json and the report; `run` holds the run's figures the verdict on who
+    /// saturated reads (latency, start lag, counts). A stats.md that cannot be written
+    /// is returned as a write failure, so a full disk loses no other file.
     pub(crate) fn finish(
         mut self,
         contexts: &[Arc<ScenarioCtx>],
         title: &str,
-        start_lag_p99_ms: Option<f64>,
+        run: &RunFigures,
     ) -> Sampled {
         let rest = self.sampler.stop();
         self.fold(rest);
         self.saturation.tick(contexts);
-        let verdict = self.saturation.verdict(start_lag_p99_ms);
+        let verdict = self.saturation.verdict(run);
         let stack = self.book.summary(self.interval_s);
         let text = render_md(title, &stack, verdict.warning().as_deref());
         let write_failure = crate::files::write_whole(&self.dir, "stats.md", text.as_bytes())
@@ -162,8 +162,8 @@ impl ResourceWatch {
 pub(crate) struct Sampled {
     /// summary.json's `stack` section.
     pub stack: StackSummary,
-    /// Whether the generator was the bottleneck.
-    pub verdict: GeneratorVerdict,
+    /// Who was the bottleneck: the generator, the target or neither.
+    pub verdict: Saturation,
     /// Per-service chart points for the report.
     pub series: Vec<(String, Series)>,
     /// stats.md, when it could not be written.

@@ -107,9 +107,19 @@ pub struct Summary {
     pub setup: setup::SetupSummary,
     /// Figures per method + `name`, busiest first (at most 200, then `other`).
     pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
-    /// Whether the generator was the bottleneck, and the evidence: when it was, the
-    /// figures are a lower bound of the target's capacity, not its ceiling.
-    pub generator_saturated: crate::sampling::GeneratorVerdict,
+    /// Whether the generator was the bottleneck, on its own evidence (its CPU, late
+    /// starts): when it was, the figures are a lower bound of the target's capacity,
+    /// not its ceiling.
+    pub generator_saturated: crate::sampling::SaturationVerdict,
+    /// Whether every VU was busy waiting on the target (`vus_exhausted`): the target
+    /// saturated, or the VU pool was too small for its latency; never the generator's
+    /// fault.
+    #[serde(default)]
+    pub target_saturated: crate::sampling::SaturationVerdict,
+    /// Who was the bottleneck (`none`, `target`, `vu_pool`, `generator`), the figures
+    /// of both sides, and the verdict in words.
+    #[serde(default)]
+    pub bottleneck: crate::sampling::Bottleneck,
     /// Resource figures of every sampled service, the generator included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<crate::sampling::StackSummary>,
@@ -347,6 +357,8 @@ impl Summary {
             setup: Default::default(),
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
+            target_saturated: Default::default(),
+            bottleneck: Default::default(),
             stack: None,
             workers: Vec::new(),
             trend_stats: input.config.summary_trend_stats.clone(),

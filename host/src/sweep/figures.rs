@@ -16,8 +16,9 @@ pub(crate) enum Verdict {
         /// `http_req_duration p(99)<100 (observed p(99)=231.5ms)`.
         reason: String,
     },
-    /// The generator saturated: the figures are a lower bound of the target's capacity,
-    /// so the level says nothing about the target's breakpoint.
+    /// The generator saturated (its CPU, or late starts), on its own evidence: the
+    /// figures are a lower bound of the target's capacity, so the level says nothing
+    /// about the target's breakpoint. All VUs busy waiting on the target is not this.
     Invalid {
         /// The generator's evidence, in words.
         reason: String,
@@ -111,6 +112,10 @@ pub(crate) struct LevelFigures {
     pub services: Vec<ServiceFigures>,
     /// The level's verdict.
     pub verdict: Verdict,
+    /// Who was the bottleneck of the level's run (`target`, `vu_pool`, `generator`,
+    /// `none`).
+    #[serde(default)]
+    pub bottleneck: crate::sampling::saturation::Who,
     /// What qualifies the verdict (a generator that was late, but not enough to matter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caveat: Option<String>,
@@ -213,6 +218,7 @@ pub(crate) fn from_summary(
         vus,
         services,
         verdict,
+        bottleneck: summary.bottleneck.who,
         caveat,
         results: String::new(),
     }
@@ -225,8 +231,10 @@ const SERVED_SHARE: f64 = 0.9;
 /// The level's verdict:
 ///
 /// - interrupted, when Ctrl-C ended it;
-/// - invalid, when the generator saturated by its CPU or by running out of VUs: the
-///   load the target saw was not the level's, nor were the timings the target's alone;
+/// - invalid, when the generator saturated by its CPU: the load the target saw was not
+///   the level's, nor were the timings the target's alone (VUs all busy waiting on the
+///   target are the target's verdict, not the generator's: such a level passes or
+///   fails on its thresholds);
 /// - when the generator's only fault was starting iterations late (`start_lag`, p99
 ///   of L ms): a pass stands if the target still served 90 % of the offered load; a
 ///   failed time threshold stands if the value observed exceeds its limit by more than

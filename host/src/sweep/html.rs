@@ -95,7 +95,13 @@ pub(crate) fn render(r: &SweepResult) -> Result<String> {
         if let Some(u) = &r.model.usl {
             let n_max = r.model.usl_points.iter().map(|p| p.0).fold(0.0, f64::max);
             series.push(Line {
-                label: format!("USL fit (peak {:.0}/s)", u.peak_throughput),
+                label: match &r.model.usl_range {
+                    Some(range) if !range.peak_within => format!(
+                        "USL fit (peak {:.0}/s: extrapolated past N = {:.0} to {:.0})",
+                        u.peak_throughput, range.fitted[0], range.fitted[1]
+                    ),
+                    _ => format!("USL fit (peak {:.0}/s)", u.peak_throughput),
+                },
                 color: colors::RED,
                 points: (0..=100)
                     .map(|i| {

@@ -164,6 +164,16 @@ pub(crate) fn model_lines(r: &SweepResult) -> Vec<String> {
         ),
         (None, None) => "- breakpoint: none; no level gave a valid verdict".to_string(),
     });
+    lines.push(match &m.capacity {
+        Some(c) => format!(
+            "- capacity: {}{:.1} good iterations/s ({}: {})",
+            if c.lower_bound { "at least " } else { "" },
+            c.throughput_per_s,
+            c.basis.replace('_', " "),
+            c.note
+        ),
+        None => "- capacity: unknown (no valid level served anything)".into(),
+    });
     lines.push(match &m.knee {
         Some(k) => format!(
             "- knee: {} {unit} (throughput {:.1}/s, p99 {:.1} ms); latency outgrew throughput at {} {unit}",
@@ -182,19 +192,7 @@ pub(crate) fn model_lines(r: &SweepResult) -> Vec<String> {
             u.sigma,
             u.kappa,
             u.r_squared,
-            match u.peak_concurrency {
-                Some(n) => format!(
-                    "predicted peak {:.1}/s at concurrency N* = {n:.1}",
-                    u.peak_throughput
-                ),
-                None if u.peak_throughput.is_finite() => format!(
-                    "predicted peak {:.1}/s (κ = 0: no peak, the curve levels off toward λ/σ)",
-                    u.peak_throughput
-                ),
-                None => "no predicted peak (σ = κ = 0: throughput grew linearly with \
-                         concurrency over these levels; sweep higher)"
-                    .into(),
-            }
+            usl_peak(m, u)
         ),
         None => format!(
             "- USL fit: none ({})",
@@ -223,16 +221,26 @@ pub(crate) fn model_lines(r: &SweepResult) -> Vec<String> {
         ),
         None => "- binding resource: unknown (no service was sampled: use --stack, --sample-pid or --sample-container)".into(),
     });
-    let limited: Vec<String> = m
-        .littles_law
-        .iter()
-        .filter(|c| c.generator_limited)
-        .map(|c| label(c.level))
-        .collect();
+    let levels_where = |pick: fn(&super::model::LittleCheck) -> bool| -> Vec<String> {
+        m.littles_law
+            .iter()
+            .filter(|c| pick(c))
+            .map(|c| label(c.level))
+            .collect()
+    };
+    let limited = levels_where(|c| c.generator_limited);
     if !limited.is_empty() {
         lines.push(format!(
             "- generator-limited levels (Little's law): {}",
             limited.join(", ")
+        ));
+    }
+    let full = levels_where(|c| c.vu_limited);
+    if !full.is_empty() {
+        lines.push(format!(
+            "- levels with every VU busy waiting on the target (the target's latency × the \
+             rate outgrew max_vus; not the generator): {}",
+            full.join(", ")
         ));
     }
     let invalid = r
@@ -242,10 +250,41 @@ pub(crate) fn model_lines(r: &SweepResult) -> Vec<String> {
         .count();
     if invalid > 0 {
         lines.push(format!(
-            "- {invalid} level(s) invalid: the generator saturated; they are not taken as the target's breakpoint"
+            "- {invalid} level(s) invalid: the generator saturated (its CPU, or late starts); \
+             they are not taken as the target's breakpoint"
         ));
     }
     lines
+}
+
+/// The USL's peak in words: a prediction where it lies within the concurrency the fit
+/// saw, marked as an extrapolation (with that range) where it does not.
+pub(crate) fn usl_peak(m: &CapacityModel, u: &super::usl::Usl) -> String {
+    let range = m
+        .usl_range
+        .as_ref()
+        .map(|r| format!("N = {:.1} to {:.1}", r.fitted[0], r.fitted[1]))
+        .unwrap_or_else(|| "the levels'".into());
+    match u.peak_concurrency {
+        Some(n) if m.usl_range.as_ref().is_some_and(|r| r.peak_within) => format!(
+            "predicted peak {:.1}/s at concurrency N* = {n:.1}, within the fitted range {range}",
+            u.peak_throughput
+        ),
+        Some(n) => format!(
+            "peak {:.1}/s at N* = {n:.1} is an extrapolation outside the fitted range \
+             {range}, not a measurement",
+            u.peak_throughput
+        ),
+        None if u.peak_throughput.is_finite() => format!(
+            "no peak (κ = 0): the curve levels off toward λ/σ = {:.1}/s only as N grows \
+             without bound, an extrapolation past the fitted range {range}",
+            u.peak_throughput
+        ),
+        None => format!(
+            "no predicted peak (σ = κ = 0: throughput grew linearly with concurrency over \
+             the fitted range {range}; sweep higher)"
+        ),
+    }
 }
 
 /// What is printed at the end of a sweep.
@@ -297,6 +336,7 @@ mod tests {
             vus: 100,
             services: Vec::new(),
             verdict,
+            bottleneck: Default::default(),
             caveat: None,
             results: format!("level-{level}/run"),
         }

@@ -30,6 +30,10 @@ struct FaultsJson {
     service_time_ms: f64,
     /// Requests that may wait for a worker; `null` means the default (10000).
     queue: Option<usize>,
+    /// Retrograde mode: service time added per other request in service (σ).
+    contention: f64,
+    /// Retrograde mode: service time added per pair of requests in service (κ).
+    crosstalk: f64,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -49,6 +53,8 @@ impl From<&Faults> for FaultsJson {
                 .as_ref()
                 .map_or(0.0, |c| c.service_time.as_secs_f64() * 1000.0),
             queue: f.capacity.as_ref().map(|c| c.queue),
+            contention: f.capacity.as_ref().map_or(0.0, |c| c.contention),
+            crosstalk: f.capacity.as_ref().map_or(0.0, |c| c.crosstalk),
         }
     }
 }
@@ -64,9 +70,13 @@ impl From<FaultsJson> for Faults {
             stall_for: Duration::from_millis(j.stall_for_ms),
             error_rate: j.error_rate,
             capacity: j.workers.filter(|&n| n > 0).map(|workers| Capacity {
-                workers,
-                service_time: Duration::from_secs_f64(j.service_time_ms / 1000.0),
                 queue: j.queue.unwrap_or(DEFAULT_QUEUE),
+                contention: j.contention,
+                crosstalk: j.crosstalk,
+                ..Capacity::new(
+                    workers,
+                    Duration::from_secs_f64(j.service_time_ms / 1000.0),
+                )
             }),
         }
     }
@@ -93,6 +103,14 @@ pub async fn faults(state: &AppState, req: Request<Incoming>) -> Resp {
                     StatusCode::BAD_REQUEST,
                     "service_time_ms must be between 0 and 3600000 (one hour)",
                 );
+            }
+            for (name, v) in [
+                ("contention", wanted.contention),
+                ("crosstalk", wanted.crosstalk),
+            ] {
+                if let Err(why) = crate::capacity::parse_share(&v.to_string()) {
+                    return error(StatusCode::BAD_REQUEST, &format!("{name}: {why}"));
+                }
             }
             let faults = Faults::from(wanted);
             state.faults.set(faults.clone());
