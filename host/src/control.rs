@@ -24,6 +24,9 @@ pub enum StopReason {
     WorkerLost(String),
     /// The coordinator of a distributed run stopped this worker, or was lost.
     Coordinator(String),
+    /// The run could not measure anything (every request so far was denied by the
+    /// allowlist): going on to its end would only repeat that.
+    CannotMeasure(String),
 }
 
 impl std::fmt::Display for StopReason {
@@ -36,6 +39,7 @@ impl std::fmt::Display for StopReason {
             Self::ServiceExit(why) => write!(f, "the stack: {why}"),
             Self::WorkerLost(why) => write!(f, "a lost worker: {why}"),
             Self::Coordinator(why) => write!(f, "the coordinator: {why}"),
+            Self::CannotMeasure(why) => write!(f, "the host, as the run could not measure: {why}"),
         }
     }
 }

@@ -88,6 +88,47 @@ max_redirects = 500
     );
 }
 
+/// Issue 29, item 4: a required key written with a typo was reported as missing, and
+/// a scenario's table stopped at its first mistake.
+#[test]
+fn misspelled_required_keys_are_named_and_every_mistake_of_a_table_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "typos.toml",
+        r#"
+[scenarios.open]
+executor = "constant-arrival-rate"
+rate = 10
+duraton = "5s"
+pre_alocated_vus = 2
+max_vus = "many"
+"#,
+    );
+    let out = run(
+        &dir.path().join("results"),
+        &["--config", config.to_str().unwrap()],
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("3 mistakes"), "{all}");
+    assert!(
+        all.contains("scenarios.open.duraton: unknown option `duraton`; did you mean `duration`?"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "scenarios.open.pre_alocated_vus: unknown option `pre_alocated_vus`; did you mean `pre_allocated_vus`?"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains("scenarios.open.max_vus: expected a whole number"),
+        "{all}"
+    );
+    assert!(!all.contains("missing"), "the keys were written: {all}");
+}
+
 #[test]
 fn configs_given_twice_are_layered_in_order() {
     let dir = tempfile::tempdir().unwrap();

@@ -168,3 +168,52 @@ async fn every_vu_failing_init_is_a_run_that_measured_nothing() {
     assert!(run.json["duration_s"].as_f64().unwrap() >= 2.0);
     assert!(init_errors(&run.json).iter().map(|e| e.0).sum::<u64>() >= 4);
 }
+
+/// Issue 29, item 7: an `init` that loops made a 3 s run last 20 s and more, the
+/// progress past its duration. The VU's instance is lost at every iteration (a stack
+/// overflow), so each iteration makes it again; once the run is under way its `init`
+/// spins (`INIT=loop-late`), held only by the 10 s CPU budget. It is now cut off at
+/// the scenario's end, and the VU is reported as interrupted in `init`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_init_that_loops_is_cut_off_at_the_end_of_the_run() {
+    let config = r#"
+        [scenarios.s]
+        executor = "constant-vus"
+        vus = 1
+        duration = "2s"
+        graceful_stop = "1s"
+    "#;
+    let started = std::time::Instant::now();
+    let run = common::run(
+        "misbehave",
+        config,
+        &[
+            ("INIT", "loop-late"),
+            ("INIT_LATE_MS", "300"),
+            ("MODE", "recurse"),
+        ],
+    )
+    .await
+    .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "a 2 s run with a graceful stop of 1 s took {took:?}"
+    );
+    let errors = init_errors(&run.json);
+    assert!(
+        errors.iter().any(|(n, m)| *n == 1
+            && m.starts_with("init() of VU 1 was interrupted at the end of the scenario")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        run.scenario("s", "interrupted"),
+        1,
+        "{}",
+        run.json["scenarios"]
+    );
+    assert!(
+        run.scenario("s", "failed") >= 1,
+        "the stack overflows counted"
+    );
+}

@@ -78,7 +78,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.1",
+        "built against: 0.3.2",
         "http, metrics, vu",
     ] {
         assert!(shown.contains(expected), "no {expected:?} in\n{shown}");

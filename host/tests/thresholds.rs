@@ -213,3 +213,75 @@ async fn a_bad_threshold_is_refused_with_a_caret_under_it() {
     assert_eq!(carets.trim(), "^^", "{err}");
     assert!(!dir.path().join("out").exists(), "nothing ran");
 }
+
+/// Issue 29, item 6: a plugin declares its custom metrics and tags from `describe()`
+/// (`metrics.declare`, contract 0.3.2), and a threshold on a metric or a tag value
+/// that nothing records is refused before the first VU starts, with the nearest name;
+/// the thresholds that fit it run. (A plugin that declares nothing, misbehave above,
+/// keeps its `never_recorded` threshold until the end.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thresholds_nothing_can_record_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        r#"
+        [scenarios.default]
+        executor = "per-vu-iterations"
+        vus = 1
+        iterations = 3
+        [thresholds]
+        ordrs = ["count>0"]
+        "orders{kind:retial}" = ["count>0"]
+        "orders{knid:retail}" = ["count>0"]
+        order_ms = ["rate>0"]
+        "iterations{scenario:defualt}" = ["count>0"]
+        http_req_duration = ["p(95)<500"]
+        "#,
+    );
+    let request = host::RunRequest {
+        plugin: common::plugin("declared"),
+        config: Some(config),
+        out: dir.path().join("out"),
+        quiet: true,
+        ..Default::default()
+    };
+    let err = match host::run(request).await {
+        Ok(_) => panic!("thresholds nothing records must not run"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("5 mistakes"), "{err}");
+    for needle in [
+        "thresholds.ordrs: nothing records the metric `ordrs`",
+        "did you mean `orders`?",
+        "no sample has kind `retial`: the plugin declares the values retail, bulk; did you mean `retail`?",
+        "no sample has the tag `knid`",
+        "did you mean `kind`?",
+        "`order_ms` is a trend metric (as the plugin declares it): rate does not apply",
+        "no sample has scenario `defualt`: the run's scenarios are default; did you mean `default`?",
+    ] {
+        assert!(err.contains(needle), "{needle:?} in {err}");
+    }
+    assert!(
+        !err.contains("http_req_duration"),
+        "built-ins are known: {err}"
+    );
+    assert!(!dir.path().join("out").exists(), "no VU started: {err}");
+
+    let config = write_config(
+        dir.path(),
+        r#"
+        [scenarios.default]
+        executor = "per-vu-iterations"
+        vus = 1
+        iterations = 3
+        [thresholds]
+        orders = ["count==3"]
+        "orders{kind:retail}" = ["count==3"]
+        order_ms = ["p(95)>12"]
+        "#,
+    );
+    let out = dir.path().join("out2");
+    let outcome = run_at("declared", &config, &[], &out).await;
+    let summary = summary_json(&only_results_dir(&out));
+    assert_eq!(outcome.exit_code, 0, "{}", summary["thresholds"]);
+}

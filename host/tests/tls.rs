@@ -132,6 +132,88 @@ async fn a_self_signed_certificate_is_refused_unless_verification_is_skipped() {
     assert!(warned, "{}", skipped.json["warnings"]);
 }
 
+/// Makes a certificate as most guides do, `openssl req -x509` (its CA flag set, the
+/// openssl default), for `names` (subjectAltName entries such as `IP:127.0.0.1`);
+/// returns its PEM and its key's PEM.
+fn openssl_self_signed(dir: &Path, stem: &str, names: &str) -> (String, String) {
+    let cert = dir.join(format!("{stem}.pem"));
+    let key = dir.join(format!("{stem}.key"));
+    let out = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=load test", "-addext"])
+        .arg(format!("subjectAltName={names}"))
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("the openssl CLI runs");
+    assert!(out.status.success(), "{out:?}");
+    let cert = std::fs::read_to_string(cert).unwrap();
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text"])
+        .stdin(std::fs::File::open(dir.join(format!("{stem}.pem"))).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        "openssl's default sets the CA flag: {text:?}"
+    );
+    (cert, std::fs::read_to_string(key).unwrap())
+}
+
+/// A rustls server presenting the PEM certificate and key (no client auth).
+fn pem_server_config(cert: &str, key: &str) -> Arc<rustls::ServerConfig> {
+    let chain = vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    Arc::new(config)
+}
+
+/// Issue 29, item 3: webpki refuses a CA certificate as the server's own
+/// (`CaUsedAsEndEntity`), which is what `openssl req -x509` makes; curl and k6 accept
+/// it when it is itself trusted, and so does the host now. Not trusted, or for another
+/// name, it is refused in words that say what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openssl_self_signed_certificate_given_as_ca_file_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = openssl_self_signed(dir.path(), "server", "IP:127.0.0.1,DNS:localhost");
+    let server = TestServer::start(pem_server_config(&cert, &key)).await;
+    let ca = write(dir.path(), "trusted.pem", &cert);
+    let f = probe(&server.url(), 3, &format!("ca_file = {ca:?}")).await;
+    assert_eq!(f.json["http"]["succeeded"], 3, "{}", first_error(&f));
+    assert_eq!(f.json["tls"]["handshakes"], 1, "{}", f.json["tls"]);
+
+    // Another certificate of the same kind is trusted, not this one.
+    let (other, _) = openssl_self_signed(dir.path(), "other", "IP:127.0.0.1");
+    let other = write(dir.path(), "other-trusted.pem", &other);
+    let f = probe(&server.url(), 1, &format!("ca_file = {other:?}")).await;
+    let message = first_error(&f);
+    assert!(
+        message.contains("is a CA certificate")
+            && message.contains("put this very certificate in ca_file"),
+        "{message}"
+    );
+    assert!(!message.contains("OtherError"), "in words: {message}");
+    assert_eq!(f.json["http"]["not_sent"]["tls"], 1, "{}", f.json["http"]);
+
+    // Trusted as it is, but for another name: still refused, for the name.
+    let (named, named_key) = openssl_self_signed(dir.path(), "named", "DNS:other.example");
+    let wrong = TestServer::start(pem_server_config(&named, &named_key)).await;
+    let named = write(dir.path(), "named-trusted.pem", &named);
+    let f = probe(&wrong.url(), 1, &format!("ca_file = {named:?}")).await;
+    let message = first_error(&f);
+    assert!(message.contains("certificate name mismatch"), "{message}");
+    assert_eq!(f.json["http"]["succeeded"], 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_mismatch_an_expired_certificate_and_plain_http_are_named() {
     let dir = tempfile::tempdir().unwrap();

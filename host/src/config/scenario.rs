@@ -2,7 +2,7 @@
 //! meanings), and what every scenario shares (`exec`, `start_time`, `graceful_stop`, ...).
 
 use super::segment::ExecutionTuple;
-use super::table::{unknown_message, ConfigError, TableReader};
+use super::table::{unknown_message, Collector, ConfigError, ConfigErrors, TableReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -241,123 +241,180 @@ impl ScenarioConfig {
     }
 }
 
-/// Reads one `[scenarios.NAME]` table.
+/// Every option an executor takes, besides those every scenario takes: the keys a
+/// scenario without a valid executor may hold without being unknown.
+const EXECUTOR_OPTIONS: &[&str] = &[
+    "vus",
+    "duration",
+    "start_vus",
+    "stages",
+    "graceful_ramp_down",
+    "iterations",
+    "max_duration",
+    "rate",
+    "start_rate",
+    "time_unit",
+    "pre_allocated_vus",
+    "max_vus",
+];
+
+/// Reads one `[scenarios.NAME]` table, to its end whatever it holds: every mistake
+/// of the table is reported at once, and a required key written with a typo is named
+/// as written (`duraton`), not reported as missing.
 pub(crate) fn parse_scenario(
     name: &str,
     table: &toml::Table,
-) -> Result<ScenarioConfig, ConfigError> {
+) -> Result<ScenarioConfig, ConfigErrors> {
     let path = format!("scenarios.{name}");
-    let mut r = TableReader::new(path.clone(), table);
-    let executor_name = r.string("executor")?.ok_or_else(|| ConfigError {
-        path: format!("{path}.executor"),
-        message: format!(
-            "missing; set executor to one of: {}",
-            EXECUTOR_NAMES.join(", ")
-        ),
-    })?;
-    let exec = r.string("exec")?.unwrap_or_else(|| "default".to_string());
-    let start_time = r.duration("start_time")?.unwrap_or_default();
-    let graceful_stop = r
-        .duration("graceful_stop")?
+    let mut r = TableReader::new(path, table);
+    let mut c = Collector::default();
+    let executor_name = c.keep(r.required(
+        "executor",
+        &format!("set executor to one of: {}", EXECUTOR_NAMES.join(", ")),
+        TableReader::string,
+    ));
+    let exec = c
+        .opt(r.string("exec"))
+        .unwrap_or_else(|| "default".to_string());
+    let start_time = c.opt(r.duration("start_time")).unwrap_or_default();
+    let graceful_stop = c
+        .opt(r.duration("graceful_stop"))
         .unwrap_or(Duration::from_secs(30));
-    let env = r.string_map("env")?;
-    let tags = r.string_map("tags")?;
-    let executor = match executor_name.as_str() {
-        "constant-vus" => ExecutorConfig::ConstantVus {
-            vus: positive_or(&mut r, "vus", 1)?,
-            duration: required_duration(&mut r, "duration")?,
-        },
-        "ramping-vus" => {
-            let start_vus = r.uint("start_vus")?.unwrap_or(1);
-            let stages = stages(&mut r, false)?;
-            let graceful_ramp_down = r
-                .duration("graceful_ramp_down")?
-                .unwrap_or(Duration::from_secs(30));
-            ExecutorConfig::RampingVus {
-                start_vus,
-                stages,
-                graceful_ramp_down,
-            }
-        }
-        "per-vu-iterations" | "shared-iterations" => {
-            let vus = positive_or(&mut r, "vus", 1)?;
-            let iterations = positive_or(&mut r, "iterations", 1)?;
-            let max_duration = r
-                .duration("max_duration")?
-                .unwrap_or(Duration::from_secs(600));
-            if executor_name == "per-vu-iterations" {
-                ExecutorConfig::PerVuIterations {
-                    vus,
-                    iterations,
-                    max_duration,
-                }
-            } else {
-                if iterations < vus {
-                    return Err(r.error(
-                        "iterations",
-                        format!("{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"),
-                    ));
-                }
-                ExecutorConfig::SharedIterations {
-                    vus,
-                    iterations,
-                    max_duration,
-                }
-            }
-        }
-        "constant-arrival-rate" => {
-            let rate = r
-                .number("rate")?
-                .ok_or_else(|| r.error("rate", "missing; how many iterations per time_unit?"))?;
-            // Written so that NaN is refused too.
-            if !(rate > 0.0 && rate.is_finite()) {
-                return Err(r.error("rate", "must be a number greater than 0"));
-            }
-            let time_unit = time_unit(&mut r)?;
-            let duration = required_duration(&mut r, "duration")?;
-            let (pre_allocated_vus, max_vus) = vu_bounds(&mut r)?;
-            ExecutorConfig::ConstantArrivalRate {
-                rate,
-                time_unit,
-                duration,
-                pre_allocated_vus,
-                max_vus,
-            }
-        }
-        "ramping-arrival-rate" => {
-            let start_rate = r.number("start_rate")?.unwrap_or(0.0);
-            if !(start_rate >= 0.0 && start_rate.is_finite()) {
-                return Err(r.error("start_rate", "must be a number of at least 0"));
-            }
-            let time_unit = time_unit(&mut r)?;
-            let stages = stages(&mut r, true)?;
-            let (pre_allocated_vus, max_vus) = vu_bounds(&mut r)?;
-            ExecutorConfig::RampingArrivalRate {
-                start_rate,
-                time_unit,
-                stages,
-                pre_allocated_vus,
-                max_vus,
-            }
-        }
+    let env = c.keep(r.string_map("env")).unwrap_or_default();
+    let tags = c.keep(r.string_map("tags")).unwrap_or_default();
+    let executor = match executor_name.as_deref() {
+        Some(known) if EXECUTOR_NAMES.contains(&known) => executor(&mut r, &mut c, known),
         other => {
-            return Err(r.error(
-                "executor",
-                unknown_message("executor", other, EXECUTOR_NAMES),
-            ))
+            if let Some(other) = other {
+                c.push(r.error(
+                    "executor",
+                    unknown_message("executor", other, EXECUTOR_NAMES),
+                ));
+            }
+            // Which options apply is not known: only keys no executor takes are
+            // reported.
+            r.known(EXECUTOR_OPTIONS);
+            None
         }
     };
-    r.finish()?;
+    r.finish_into(&mut c);
+    c.finish()?;
     Ok(ScenarioConfig {
         name: name.to_string(),
         exec,
-        executor,
+        executor: executor.expect("an executor is read when no error was kept"),
         start_time,
         graceful_stop,
         env,
         tags,
         segment: ExecutionTuple::full(),
     })
+}
+
+/// The options of executor `name` (one of [`EXECUTOR_NAMES`]); `None` when one of
+/// them is wrong (its error kept in `c`).
+fn executor(r: &mut TableReader, c: &mut Collector, name: &str) -> Option<ExecutorConfig> {
+    match name {
+        "constant-vus" => {
+            let vus = c.keep(positive_or(r, "vus", 1));
+            let duration = c.keep(required_duration(r, "duration"));
+            Some(ExecutorConfig::ConstantVus {
+                vus: vus?,
+                duration: duration?,
+            })
+        }
+        "ramping-vus" => {
+            let start_vus = c.opt(r.uint("start_vus")).unwrap_or(1);
+            let stages = stages(r, c, false);
+            let graceful_ramp_down = c
+                .opt(r.duration("graceful_ramp_down"))
+                .unwrap_or(Duration::from_secs(30));
+            Some(ExecutorConfig::RampingVus {
+                start_vus,
+                stages: stages?,
+                graceful_ramp_down,
+            })
+        }
+        "per-vu-iterations" | "shared-iterations" => {
+            let vus = c.keep(positive_or(r, "vus", 1));
+            let iterations = c.keep(positive_or(r, "iterations", 1));
+            let max_duration = c
+                .opt(r.duration("max_duration"))
+                .unwrap_or(Duration::from_secs(600));
+            let (vus, iterations) = (vus?, iterations?);
+            if name == "per-vu-iterations" {
+                return Some(ExecutorConfig::PerVuIterations {
+                    vus,
+                    iterations,
+                    max_duration,
+                });
+            }
+            if iterations < vus {
+                c.push(r.error(
+                    "iterations",
+                    format!(
+                        "{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"
+                    ),
+                ));
+                return None;
+            }
+            Some(ExecutorConfig::SharedIterations {
+                vus,
+                iterations,
+                max_duration,
+            })
+        }
+        "constant-arrival-rate" => {
+            let rate = c.keep(rate(r));
+            let time_unit = c.keep(time_unit(r));
+            let duration = c.keep(required_duration(r, "duration"));
+            let bounds = vu_bounds(r, c);
+            let (pre_allocated_vus, max_vus) = bounds?;
+            Some(ExecutorConfig::ConstantArrivalRate {
+                rate: rate?,
+                time_unit: time_unit?,
+                duration: duration?,
+                pre_allocated_vus,
+                max_vus,
+            })
+        }
+        "ramping-arrival-rate" => {
+            let start_rate = c.keep(start_rate(r));
+            let time_unit = c.keep(time_unit(r));
+            let stages = stages(r, c, true);
+            let bounds = vu_bounds(r, c);
+            let (pre_allocated_vus, max_vus) = bounds?;
+            Some(ExecutorConfig::RampingArrivalRate {
+                start_rate: start_rate?,
+                time_unit: time_unit?,
+                stages: stages?,
+                pre_allocated_vus,
+                max_vus,
+            })
+        }
+        other => unreachable!("`{other}` is checked against EXECUTOR_NAMES"),
+    }
+}
+
+fn rate(r: &mut TableReader) -> Result<f64, ConfigError> {
+    let rate = r.required(
+        "rate",
+        "how many iterations per time_unit?",
+        TableReader::number,
+    )?;
+    // Written so that NaN is refused too.
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Err(r.error("rate", "must be a number greater than 0"));
+    }
+    Ok(rate)
+}
+
+fn start_rate(r: &mut TableReader) -> Result<f64, ConfigError> {
+    let start_rate = r.number("start_rate")?.unwrap_or(0.0);
+    if !(start_rate >= 0.0 && start_rate.is_finite()) {
+        return Err(r.error("start_rate", "must be a number of at least 0"));
+    }
+    Ok(start_rate)
 }
 
 /// A count that defaults to `default` when absent and must be at least 1.
@@ -370,9 +427,11 @@ fn positive_or(r: &mut TableReader, key: &'static str, default: u64) -> Result<u
 }
 
 fn required_duration(r: &mut TableReader, key: &'static str) -> Result<Duration, ConfigError> {
-    let d = r
-        .duration(key)?
-        .ok_or_else(|| r.error(key, "missing; give it as a string such as \"30s\""))?;
+    let d = r.required(
+        key,
+        "give it as a string such as \"30s\"",
+        TableReader::duration,
+    )?;
     if d.is_zero() {
         return Err(r.error(key, "must be longer than 0s"));
     }
@@ -387,61 +446,146 @@ fn time_unit(r: &mut TableReader) -> Result<Duration, ConfigError> {
     Ok(unit)
 }
 
-fn vu_bounds(r: &mut TableReader) -> Result<(u64, u64), ConfigError> {
-    let pre = r.uint("pre_allocated_vus")?.ok_or_else(|| {
-        r.error(
-            "pre_allocated_vus",
-            "missing; how many VUs to make before the start (for example 10)",
-        )
-    })?;
-    let max = r.uint("max_vus")?.unwrap_or(pre);
+fn vu_bounds(r: &mut TableReader, c: &mut Collector) -> Option<(u64, u64)> {
+    let pre = c.keep(r.required(
+        "pre_allocated_vus",
+        "how many VUs to make before the start (for example 10)",
+        TableReader::uint,
+    ));
+    let max = c.keep(r.uint("max_vus"))?;
+    let pre = pre?;
+    let max = max.unwrap_or(pre);
     if max < pre {
-        return Err(r.error(
+        c.push(r.error(
             "max_vus",
             format!("{max} is less than pre_allocated_vus ({pre})"),
         ));
+        return None;
     }
     if max == 0 {
-        return Err(r.error("max_vus", "must be at least 1"));
+        c.push(r.error("max_vus", "must be at least 1"));
+        return None;
     }
-    Ok((pre, max))
+    Some((pre, max))
 }
 
-fn stages(r: &mut TableReader, rates: bool) -> Result<Vec<Stage>, ConfigError> {
-    let tables = r.tables("stages")?.ok_or_else(|| {
-        r.error(
-            "stages",
-            "missing; add stages = [{ duration = \"30s\", target = 10 }]",
-        )
-    })?;
+/// The `stages` of a ramping executor, each stage read to its end.
+fn stages(r: &mut TableReader, c: &mut Collector, rates: bool) -> Option<Vec<Stage>> {
+    let tables = c.keep(r.required(
+        "stages",
+        "add stages = [{ duration = \"30s\", target = 10 }]",
+        TableReader::tables,
+    ))?;
     if tables.is_empty() {
-        return Err(r.error("stages", "needs at least one stage"));
+        c.push(r.error("stages", "needs at least one stage"));
+        return None;
     }
     let mut stages = Vec::with_capacity(tables.len());
+    let mut ok = true;
     for (i, t) in tables.into_iter().enumerate() {
-        let mut s = TableReader::new(format!("stages[{i}]"), t);
-        let duration = s
-            .duration("duration")?
-            .ok_or_else(|| s.error("duration", "missing"))?;
+        let mut s = TableReader::new(r.path_of(&format!("stages[{i}]")), t);
+        let duration = c.keep(s.required(
+            "duration",
+            "how long the stage lasts, such as \"30s\"",
+            TableReader::duration,
+        ));
         let target = if rates {
-            s.number("target")?.map(|v| v.round() as u64)
+            s.required(
+                "target",
+                "the rate to reach by the stage's end",
+                TableReader::number,
+            )
+            .map(|v| v.round() as u64)
         } else {
-            s.uint("target")?
+            s.required(
+                "target",
+                "the VUs to reach by the stage's end",
+                TableReader::uint,
+            )
+        };
+        let target = c.keep(target);
+        s.finish_into(c);
+        match (duration, target) {
+            (Some(duration), Some(target)) => stages.push(Stage { duration, target }),
+            _ => ok = false,
         }
-        .ok_or_else(|| s.error("target", "missing"))?;
-        s.finish()?;
-        stages.push(Stage { duration, target });
     }
-    Ok(stages)
+    ok.then_some(stages)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The scenario, or its first mistake.
     fn parse(text: &str) -> Result<ScenarioConfig, ConfigError> {
+        parse_all(text).map_err(|e| e.0[0].clone())
+    }
+
+    fn parse_all(text: &str) -> Result<ScenarioConfig, ConfigErrors> {
         let table: toml::Table = toml::from_str(text).unwrap();
         parse_scenario("s", &table)
+    }
+
+    /// `path: message` of every mistake, in order.
+    fn mistakes(text: &str) -> Vec<String> {
+        parse_all(text)
+            .unwrap_err()
+            .0
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_misspelled_required_key_is_named_as_written() {
+        let found = mistakes("executor = \"constant-vus\"\nvus = 2\nduraton = \"5s\"");
+        assert_eq!(
+            found,
+            [
+                "scenarios.s.duraton: unknown option `duraton`; did you mean `duration`? \
+              (`duration` is required and is not set)"
+            ],
+        );
+        let found = mistakes(
+            "executor = \"constant-arrival-rate\"\nrate = 10\nduration = \"5s\"\npre_alocated_vus = 2",
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("scenarios.s.pre_alocated_vus: unknown option")
+                && found[0].contains("did you mean `pre_allocated_vus`?"),
+            "{found:?}"
+        );
+        let found = mistakes("executr = \"constant-vus\"\nvus = 2\nduration = \"5s\"");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("did you mean `executor`?"), "{found:?}");
+    }
+
+    #[test]
+    fn every_mistake_of_a_table_is_reported_at_once() {
+        let found = mistakes(
+            "executor = \"ramping-arrival-rate\"\ntime_unit = \"0s\"\nstart_rate = -1\n\
+             stages = [{ duraton = \"5s\", target = 3 }, { duration = 5, target = \"x\" }]\n\
+             max_vus = 3\nmax_vu = 4\ngraceful_stp = \"1s\"",
+        );
+        let paths: Vec<&str> = found
+            .iter()
+            .map(|m| m.split(": ").next().unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "scenarios.s.start_rate",
+                "scenarios.s.time_unit",
+                "scenarios.s.stages[0].duraton",
+                "scenarios.s.stages[1].duration",
+                "scenarios.s.stages[1].target",
+                "scenarios.s.pre_allocated_vus",
+                "scenarios.s.graceful_stp",
+                "scenarios.s.max_vu",
+            ],
+            "{found:#?}"
+        );
     }
 
     #[test]

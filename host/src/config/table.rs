@@ -56,12 +56,12 @@ impl std::error::Error for ConfigErrors {}
 pub(crate) struct Collector(Vec<ConfigError>);
 
 impl Collector {
-    /// The value of `result`, or `None` with its error kept.
-    pub(crate) fn keep<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
+    /// The value of `result`, or `None` with its error (or errors) kept.
+    pub(crate) fn keep<T, E: Into<ConfigErrors>>(&mut self, result: Result<T, E>) -> Option<T> {
         match result {
             Ok(v) => Some(v),
             Err(e) => {
-                self.0.push(e);
+                self.0.extend(e.into().0);
                 None
             }
         }
@@ -81,6 +81,12 @@ impl Collector {
     /// Keeps an error.
     pub(crate) fn push(&mut self, e: ConfigError) {
         self.0.push(e);
+    }
+
+    /// The value of `result`, or `None` with its error kept: for the optional keys of
+    /// a table that is read to its end whatever it holds.
+    pub(crate) fn opt<T>(&mut self, result: Result<Option<T>, ConfigError>) -> Option<T> {
+        self.keep(result).flatten()
     }
 
     /// Whether nothing was kept.
@@ -104,6 +110,9 @@ pub(crate) struct TableReader<'a> {
     path: String,
     table: &'a toml::Table,
     read: BTreeSet<&'static str>,
+    /// Required keys found absent: a key left unread that is one typo away from one of
+    /// them is named in its stead ([`TableReader::finish_into`]).
+    missing: BTreeSet<&'static str>,
 }
 
 impl<'a> TableReader<'a> {
@@ -113,6 +122,37 @@ impl<'a> TableReader<'a> {
             path: path.into(),
             table,
             read: BTreeSet::new(),
+            missing: BTreeSet::new(),
+        }
+    }
+
+    /// Marks `keys` as known without reading them: when a table's kind could not be
+    /// told (a scenario without a valid executor), its other keys are not reported
+    /// as unknown, except those that are no known key at all.
+    pub(crate) fn known(&mut self, keys: &[&'static str]) {
+        self.read.extend(keys.iter().copied());
+    }
+
+    /// The error of a required `key` that is absent ("missing; {hint}"). If the
+    /// table holds an unread key one typo away from it, [`TableReader::finish_into`]
+    /// reports that key instead, since that is what the user wrote.
+    pub(crate) fn missing(&mut self, key: &'static str, hint: &str) -> ConfigError {
+        self.read.insert(key);
+        self.missing.insert(key);
+        self.error(key, format!("missing; {hint}"))
+    }
+
+    /// A required key: `read` is the typed reader (`TableReader::uint`, ...), an
+    /// absent key is [`TableReader::missing`].
+    pub(crate) fn required<T>(
+        &mut self,
+        key: &'static str,
+        hint: &str,
+        read: impl FnOnce(&mut Self, &'static str) -> Result<Option<T>, ConfigError>,
+    ) -> Result<T, ConfigError> {
+        match read(self, key)? {
+            Some(value) => Ok(value),
+            None => Err(self.missing(key, hint)),
         }
     }
 
@@ -122,6 +162,11 @@ impl<'a> TableReader<'a> {
             path: join(&self.path, key),
             message: message.into(),
         }
+    }
+
+    /// The dotted path of `key` in this table, for the reader of a table inside it.
+    pub(crate) fn path_of(&self, key: &str) -> String {
+        join(&self.path, key)
     }
 
     fn get(&mut self, key: &'static str) -> Option<&'a toml::Value> {
@@ -264,15 +309,42 @@ impl<'a> TableReader<'a> {
         }
     }
 
-    /// Fails on the first key that was never read, suggesting the nearest known one.
+    /// Fails on the first key that was never read, suggesting the nearest known one
+    /// (for the sections read up to their first mistake; a scenario's table is read to
+    /// its end with [`TableReader::finish_into`]).
     pub(crate) fn finish(self) -> Result<(), ConfigError> {
+        let mut errors = Collector::default();
+        self.finish_into(&mut errors);
+        match errors.0.into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds to `errors` every key that was never read, each with the nearest known
+    /// name suggested. A key one typo away from a required key found absent replaces
+    /// that key's "missing" error: `duraton` was written, so `duraton` is named.
+    pub(crate) fn finish_into(self, errors: &mut Collector) {
+        let known: Vec<&str> = self.read.iter().copied().collect();
         for key in self.table.keys() {
-            if !self.read.contains(key.as_str()) {
-                let known: Vec<&str> = self.read.iter().copied().collect();
-                return Err(self.error(key, unknown_message("option", key, &known)));
+            if self.read.contains(key.as_str()) {
+                continue;
+            }
+            match nearest(key, &known) {
+                Some(best) if self.missing.contains(best) => {
+                    let superseded = join(&self.path, best);
+                    errors.0.retain(|e| e.path != superseded);
+                    errors.push(self.error(
+                        key,
+                        format!(
+                            "unknown option `{key}`; did you mean `{best}`? (`{best}` is \
+                             required and is not set)"
+                        ),
+                    ));
+                }
+                _ => errors.push(self.error(key, unknown_message("option", key, &known))),
             }
         }
-        Ok(())
     }
 }
 

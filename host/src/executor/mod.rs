@@ -125,8 +125,8 @@ impl ScenarioCtx {
         due: Option<Instant>,
         mut interrupt: Pin<&mut impl Future<Output = ()>>,
     ) -> Option<Outcome> {
+        let end = self.start + self.config.executor.duration();
         if let (Some(retry_at), None) = (vu.retry_at(), due) {
-            let end = self.start + self.config.executor.duration();
             tokio::select! {
                 _ = sleep_until(retry_at.min(end)) => {}
                 _ = self.control.stop.cancelled() => return None,
@@ -137,7 +137,7 @@ impl ScenarioCtx {
             }
         }
         self.stats.started.add(1);
-        let outcome = vu.iterate(&self.config.exec, due, interrupt).await;
+        let outcome = vu.iterate(&self.config.exec, due, end, interrupt).await;
         let counter = match &outcome {
             Outcome::Interrupted => &self.stats.interrupted,
             o if o.is_failure() => {

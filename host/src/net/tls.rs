@@ -102,16 +102,17 @@ impl TlsClient {
     fn config(&self, purpose: Purpose) -> Result<Arc<ClientConfig>, HttpError> {
         let configs = self.configs.get_or_init(|| {
             let load = !self.options.insecure_skip_verify;
-            let (roots, system) =
+            let trust =
                 roots_from(&self.options, load).map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
-            if load && roots.is_empty() {
+            if load && trust.roots.is_empty() {
                 return Err(format!(
-                    "no trusted root certificates: the system store is empty ({system} found) and \
-                     [tls] ca_file is not set; install ca-certificates or set ca_file"
+                    "no trusted root certificates: the system store is empty ({} found) and \
+                     [tls] ca_file is not set; install ca-certificates or set ca_file",
+                    trust.system
                 ));
             }
             let make = |p: Purpose| {
-                build(&self.options, roots.clone(), p.alpn())
+                build(&self.options, trust.clone(), p.alpn())
                     .map(Arc::new)
                     .map_err(|(k, m)| format!("[tls] {k}: {m}"))
             };
@@ -230,27 +231,72 @@ fn describe_io(e: &std::io::Error) -> String {
     }
 }
 
-/// The cause of a rustls error in words that say what to fix.
+/// The cause of a rustls error in words: what is wrong, then what to do. rustls's own
+/// text (`invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`) is kept
+/// only where it adds a detail (a date, the names presented).
 pub(crate) fn describe(e: &rustls::Error) -> String {
     use rustls::{AlertDescription as A, CertificateError as C, Error as E};
     match e {
         E::InvalidCertificate(c) => match c {
             C::UnknownIssuer => format!(
                 "bad certificate: not signed by a trusted authority (self-signed, or its CA is \
-                 not in the system's roots; trust it with [tls] ca_file): {e}"
+                 not in the system's roots); trust it by putting the CA's certificate (or the \
+                 server's own) in [tls] ca_file: {e}"
             ),
             C::BadSignature => format!(
                 "bad certificate: its signature does not verify with the key of the trusted \
-                 authority it names (forged, or signed by another CA of the same name): {e}"
+                 authority it names (forged, or signed by another CA of the same name); put \
+                 the CA that really signed it in [tls] ca_file: {e}"
             ),
-            C::Expired | C::ExpiredContext { .. } => format!("certificate expired: {e}"),
-            C::NotValidYet | C::NotValidYetContext { .. } => {
-                format!("certificate not yet valid: {e}")
+            C::Expired | C::ExpiredContext { .. } => format!(
+                "certificate expired: renew the server's certificate (or check this machine's \
+                 clock): {e}"
+            ),
+            C::NotValidYet | C::NotValidYetContext { .. } => format!(
+                "certificate not yet valid: check the clocks of this machine and the server, \
+                 or reissue the certificate: {e}"
+            ),
+            C::NotValidForName | C::NotValidForNameContext { .. } => format!(
+                "certificate name mismatch: the certificate does not name the host of the \
+                 URL; use a URL with a name it has, or reissue it with this name in its \
+                 subjectAltName: {e}"
+            ),
+            C::Revoked => "certificate revoked by its authority: the server needs a new one".into(),
+            #[allow(deprecated)]
+            C::UnsupportedSignatureAlgorithm
+            | C::UnsupportedSignatureAlgorithmContext { .. }
+            | C::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => format!(
+                "bad certificate: it is signed with an algorithm this client does not accept \
+                 (RSA with SHA-1 or MD5, or an unusual curve); reissue it with SHA-256 or \
+                 better: {e}"
+            ),
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => format!(
+                "bad certificate: it is not issued for servers (its extended key usage lacks \
+                 serverAuth); reissue it for server authentication: {e}"
+            ),
+            C::UnhandledCriticalExtension => "bad certificate: it has a critical extension \
+                this client does not know; reissue it without"
+                .into(),
+            C::BadEncoding => "bad certificate: the server sent a certificate that is not \
+                valid DER; check the server's certificate file"
+                .into(),
+            C::Other(_) if crate::config::tls::client::is_ca_used_as_end_entity(e) => {
+                "bad certificate: the server's certificate is a CA certificate (its CA flag is \
+                 set, as `openssl req -x509` makes by default) and it is not itself in [tls] \
+                 ca_file; put this very certificate in ca_file to trust it, or make the \
+                 server's certificate without the CA flag (-addext \
+                 basicConstraints=critical,CA:FALSE)"
+                    .into()
             }
-            C::NotValidForName | C::NotValidForNameContext { .. } => {
-                format!("certificate name mismatch: {e}")
-            }
-            _ => format!("bad certificate: {e}"),
+            C::Other(other) => format!(
+                "bad certificate: {} ({other:?}); check the server's certificate, or trust it \
+                 with [tls] ca_file",
+                webpki_words(other)
+            ),
+            _ => format!(
+                "bad certificate ({c:?}); check the server's certificate, or trust its CA with \
+                 [tls] ca_file"
+            ),
         },
         E::AlertReceived(
             alert @ (A::CertificateRequired
@@ -272,9 +318,41 @@ pub(crate) fn describe(e: &rustls::Error) -> String {
              http:// on this port?): {e}"
         ),
         E::PeerIncompatible(_) | E::AlertReceived(A::HandshakeFailure | A::ProtocolVersion) => {
-            format!("no common TLS version or cipher suite with the server ([tls] tls_version, tls_cipher_suites): {e}")
+            format!(
+                "no common TLS version or cipher suite with the server; widen [tls] \
+                 tls_version or tls_cipher_suites, or check what the server offers: {e}"
+            )
         }
-        _ => format!("TLS failed: {e}"),
+        E::NoCertificatesPresented => "the server sent no certificate; check its TLS \
+            configuration"
+            .into(),
+        E::AlertReceived(alert) => format!(
+            "the server ended the handshake with the alert {alert:?}; its log says why (a \
+             name it does not serve, a version or suite it refuses)"
+        ),
+        _ => format!(
+            "TLS failed: {e}; check that the URL's port serves TLS, and [tls] in the run \
+             config"
+        ),
+    }
+}
+
+/// A certificate refusal of WebPKI's that rustls passes on as `Other`, in words.
+fn webpki_words(other: &rustls::OtherError) -> &'static str {
+    match other.0.downcast_ref::<webpki::Error>() {
+        Some(webpki::Error::EndEntityUsedAsCa) => {
+            "a certificate of the chain that signs another is not a CA certificate"
+        }
+        Some(webpki::Error::PathLenConstraintViolated) => {
+            "the chain is longer than its CA allows (pathLenConstraint)"
+        }
+        Some(webpki::Error::NameConstraintViolation) => {
+            "the certificate's names are outside what its CA may sign (name constraints)"
+        }
+        Some(
+            webpki::Error::MaximumPathDepthExceeded | webpki::Error::MaximumPathBuildCallsExceeded,
+        ) => "the chain of certificates is too long to check",
+        _ => "WebPKI refused it",
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Inspected {
     pub plugin: Plugin,
     /// Its self-description.
     pub info: PluginInfo,
+    /// What it declared it may record from `describe()` (contract 0.3.2); `None` for a
+    /// plugin that declares nothing.
+    pub declared: Option<crate::thresholds::declared::Declared>,
     /// The README and source URL in its custom sections.
     pub embedded: embedded::Embedded,
 }
@@ -139,11 +142,15 @@ impl Plugin {
         Ok((store, instance))
     }
 
-    /// Calls `describe()` in a throwaway instance.
-    pub async fn describe(&self, state: VuState) -> Result<PluginInfo> {
+    /// Calls `describe()` in a throwaway instance; also what it declared it may record
+    /// (`metrics.declare`), if it declared anything.
+    pub async fn describe(
+        &self,
+        state: VuState,
+    ) -> Result<(PluginInfo, Option<crate::thresholds::declared::Declared>)> {
         let (mut store, instance) = self.instantiate(state).await?;
         store.data_mut().budget.start_call(DESCRIBE_DEADLINE);
-        instance
+        let info = instance
             .loadtest_scenario_plugin()
             .call_describe(&mut store)
             .await
@@ -153,7 +160,8 @@ impl Plugin {
                     self.meta.path.display(),
                     trap_message(&e, store.data())
                 )
-            })
+            })?;
+        Ok((info, store.data_mut().declared.take()))
     }
 }
 

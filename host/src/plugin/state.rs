@@ -88,6 +88,9 @@ pub struct VuState {
     pub tag_cache: crate::metrics::tag_cache::TagCache,
     /// What is left of this VU's log lines for the current second.
     pub log_budget: super::log::LogBudget,
+    /// What the plugin declared it may record (`metrics.declare`, called from
+    /// `describe`); `None` until it declares anything.
+    pub declared: Option<crate::thresholds::declared::Declared>,
 }
 
 impl VuState {
@@ -121,6 +124,7 @@ impl VuState {
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),
             log_budget: Default::default(),
+            declared: None,
         }
     }
 

@@ -133,12 +133,13 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
         Arc::new(Registry::new()),
         false,
     )?;
-    let info = plugin
+    let (info, declared) = plugin
         .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
         .await?;
     Ok(Inspected {
         plugin,
         info,
+        declared,
         embedded: plugin::embedded::read(&bytes),
     })
 }
@@ -310,11 +311,12 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
     crate::output::check_writable(&request.out)?;
     // Every VU's connections take descriptors: the soft limit goes up to the hard one.
     crate::net::descriptors::raise_limit();
-    let thresholds = Evaluator::new(
-        crate::thresholds::parse_thresholds(&config.thresholds)
-            .map_err(|e| anyhow!("config error: {e}"))?,
-    )
-    .allow_missing(config.allow_missing_thresholds);
+    let parsed = crate::thresholds::parse_thresholds(&config.thresholds)
+        .map_err(|e| anyhow!("config error: {e}"))?;
+    // Before any VU starts: a threshold nothing can feed would fail only at the end.
+    crate::thresholds::declared::check(&parsed, inspected.declared.as_ref(), &config)
+        .map_err(|e| anyhow!("config error: {e}"))?;
+    let thresholds = Evaluator::new(parsed).allow_missing(config.allow_missing_thresholds);
     let known: Vec<&str> = inspected
         .info
         .scenarios
@@ -560,6 +562,7 @@ async fn drive(
                 };
                 crate::thresholds::abort_if_crossed(&mut plan.thresholds, &view, &setup.control);
                 check_failure_streak(&plan.config, &setup.errors, &setup.control);
+                verdict::stop_if_all_denied(t0.elapsed(), aggregator.totals(), &setup.control);
             }
         }
     }
@@ -679,9 +682,6 @@ fn finish(
         Some(apart) => summary::setup::summarize(&apart.drain(), false),
         None => summary::setup::summarize(aggregator.totals(), true),
     };
-    for warning in crate::thresholds::warnings(&summary.thresholds) {
-        crate::stderr::warn(warning);
-    }
     let title = format!(
         "{} {}, started {}",
         summary.plugin.name, summary.plugin.version, summary.started_at
@@ -711,8 +711,17 @@ fn finish(
         r.annotate(&mut summary);
     }
     let exit_code = verdict::judge(&mut summary);
-    if let Some(failure) = &summary.failure {
-        crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
+    match &summary.failure {
+        // Said once: the thresholds without samples are explained by it.
+        Some(failure) => {
+            crate::thresholds::eval::blame_missing_samples_on(&mut summary.thresholds, failure);
+            crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
+        }
+        None => {
+            for warning in crate::thresholds::warnings(&summary.thresholds) {
+                crate::stderr::warn(warning);
+            }
+        }
     }
     before_writing(&summary);
     let mut written = results.finish(&summary);

@@ -182,7 +182,8 @@ impl Progress {
             StopReason::PluginAbort(why) => format!("stopping: {why}"),
             StopReason::ServiceExit(why)
             | StopReason::WorkerLost(why)
-            | StopReason::Coordinator(why) => {
+            | StopReason::Coordinator(why)
+            | StopReason::CannotMeasure(why) => {
                 format!("stopping: {why}")
             }
         };

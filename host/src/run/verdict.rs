@@ -8,6 +8,35 @@ use crate::metrics::summary::Stats;
 use crate::summary::{RunStatus, ScenarioSummary, Summary};
 use crate::vu::errors::{ErrorEntry, ErrorKind};
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long a run whose every request was denied by the allowlist goes on: long enough
+/// for a plugin whose first requests go elsewhere (a sign-in, a page of links) to
+/// reach an allowed one, short enough not to sit through a whole duration that can
+/// measure nothing.
+pub(crate) const ALL_DENIED_AFTER: Duration = Duration::from_secs(3);
+
+/// Stops the run when, [`ALL_DENIED_AFTER`] into it, every request so far was denied
+/// by the allowlist (and none was sent): it cannot measure anything. The reason is
+/// said once, in the run's failure at the end.
+pub(crate) fn stop_if_all_denied(
+    elapsed: Duration,
+    totals: &crate::metrics::SeriesMap,
+    control: &crate::control::RunControl,
+) {
+    if elapsed < ALL_DENIED_AFTER || control.stopping() {
+        return;
+    }
+    let c = crate::summary::http_counts(totals, 0);
+    let attempted = c.sent + c.received + c.failed + c.not_sent.values().sum::<u64>();
+    if c.denied > 0 && attempted == 0 {
+        control.stop_with(StopReason::CannotMeasure(format!(
+            "stopped after {}: every request so far was denied by the allowlist",
+            crate::config::format_duration(ALL_DENIED_AFTER)
+        )));
+        control.hard_stop.cancel();
+    }
+}
 
 /// Judges a finished run: sets `failure` (and the status `failed` for a run that went to
 /// its end) and returns the exit code. An early stop keeps its own code; a run that
@@ -21,6 +50,10 @@ pub(crate) fn judge(summary: &mut Summary) -> i32 {
         Some(StopReason::ServiceExit(_)) => exit_code::ERROR,
         Some(StopReason::WorkerLost(_)) => exit_code::WORKER_LOST,
         Some(StopReason::Coordinator(_)) => exit_code::INTERRUPTED,
+        Some(StopReason::CannotMeasure(_)) => {
+            summary.status = RunStatus::Failed;
+            exit_code::MEASURED_NOTHING
+        }
         None if summary.failure.is_some() => {
             summary.status = RunStatus::Failed;
             exit_code::MEASURED_NOTHING
@@ -99,9 +132,16 @@ fn requests_failure(summary: &Summary) -> Option<String> {
         None => 0,
     };
     let denied = summary.http.denied;
+    let early = match summary.stop_reason {
+        Some(StopReason::CannotMeasure(_)) => format!(
+            " (so the run was stopped after {})",
+            crate::config::format_duration(ALL_DENIED_AFTER)
+        ),
+        _ => String::new(),
+    };
     (denied > 0 && requests == 0).then(|| {
         format!(
-            "every request was denied by the allowlist ({denied}); allow the target with [targets] allow or --allow URL"
+            "every request was denied by the allowlist ({denied}){early}; allow the target with [targets] allow or --allow URL"
         )
     })
 }

@@ -154,6 +154,22 @@ impl Evaluator {
     }
 }
 
+/// What the note of a threshold whose metric got no samples says.
+const NO_SAMPLES: &str = "got no samples";
+
+/// When the run measured nothing, a threshold whose metric got no samples is explained
+/// by that (`why`), not by a plugin that does not record the metric.
+pub(crate) fn blame_missing_samples_on(outcomes: &mut [ThresholdOutcome], why: &str) {
+    for o in outcomes {
+        if o.observed.is_none() && o.note.as_deref().is_some_and(|n| n.contains(NO_SAMPLES)) {
+            o.note = Some(format!(
+                "metric `{}` {NO_SAMPLES}: the run measured nothing ({why})",
+                o.metric
+            ));
+        }
+    }
+}
+
 fn outcome_of(
     t: &Threshold,
     observation: Observation,
@@ -172,7 +188,7 @@ fn outcome_of(
             true,
             None,
             Some(format!(
-                "metric `{}` got no samples; passed because allow_missing = true",
+                "metric `{}` {NO_SAMPLES}; passed because allow_missing = true",
                 t.metric.text
             )),
         ),
@@ -180,7 +196,7 @@ fn outcome_of(
             false,
             None,
             Some(format!(
-                "metric `{}` got no samples, so nothing was tested; make the plugin record it, \
+                "metric `{}` {NO_SAMPLES}, so nothing was tested; make the plugin record it, \
                  or set [thresholds] allow_missing = true to let it pass (as k6 does)",
                 t.metric.text
             )),

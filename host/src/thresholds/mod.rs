@@ -2,6 +2,7 @@
 //! checked every tick for those with `abort_on_fail`, and judged at the end. A crossed
 //! threshold makes the run's exit code 99.
 
+pub(crate) mod declared;
 pub(crate) mod eval;
 
 // Parsing lives with the config (config::thresholds); re-exported for the callers

@@ -138,6 +138,12 @@ impl Vu {
     }
 
     async fn ensure_live(&mut self) -> Result<&mut (Store<VuState>, Scenario), NotLive> {
+        self.make_live().await?;
+        Ok(self.live.as_mut().expect("just made live"))
+    }
+
+    /// Makes the instance and runs `init`, unless the VU has an instance already.
+    async fn make_live(&mut self) -> Result<(), NotLive> {
         if self.live.is_none() {
             let state = VuState::new(self.ctx.services.clone(), self.identity.clone());
             let (mut store, instance) = self
@@ -165,17 +171,22 @@ impl Vu {
             self.retry_at = None;
             self.live = Some((store, instance));
         }
-        Ok(self.live.as_mut().expect("just made live"))
+        Ok(())
     }
 
     /// Runs one iteration of `exec`. `due` is when the schedule wanted it to start
-    /// (open model); `interrupt` resolves when the executor wants it stopped.
+    /// (open model); `interrupt` resolves when the executor wants it stopped. A VU
+    /// without an instance runs `init` first; that `init` is cut off by `interrupt`
+    /// and at `init_until` (the schedule's end, after which no iteration could start:
+    /// an `init` that loops must not hold the run past its end).
     pub async fn iterate(
         &mut self,
         exec: &str,
         due: Option<Instant>,
+        init_until: Instant,
         interrupt: impl Future<Output = ()>,
     ) -> Outcome {
+        let mut interrupt = std::pin::pin!(interrupt);
         let started = Instant::now();
         // The tags and the recorder are borrowed, not cloned: both are shared by every
         // VU, and a reference count written per iteration from two worker threads
@@ -194,10 +205,25 @@ impl Vu {
         let mut deadline = std::mem::take(&mut self.deadline);
         let mut timer = deadline.at(started + timeout);
 
-        let outcome = match self.ensure_live().await {
-            Err(NotLive::Instantiate(e)) => Outcome::Failed(format!("{e:#}")),
-            Err(NotLive::Init(message)) => Outcome::InitFailed(message),
-            Ok((store, instance)) => {
+        let made = if self.live.is_some() {
+            Some(Ok(()))
+        } else {
+            let init_started = Instant::now();
+            let made = tokio::select! {
+                made = self.make_live() => Some(made),
+                _ = interrupt.as_mut() => None,
+                _ = tokio::time::sleep_until(init_until.into()) => None,
+            };
+            if made.is_none() {
+                self.init_cut_off(init_started.elapsed());
+            }
+            made
+        };
+        let outcome = match made.map(|m| m.map(|()| self.live.as_mut().expect("made live"))) {
+            None => Outcome::Interrupted,
+            Some(Err(NotLive::Instantiate(e))) => Outcome::Failed(format!("{e:#}")),
+            Some(Err(NotLive::Init(message))) => Outcome::InitFailed(message),
+            Some(Ok((store, instance))) => {
                 let state = store.data_mut();
                 state.iteration = iteration;
                 state.iteration_in_scenario = None;
@@ -211,7 +237,7 @@ impl Vu {
                 let result = tokio::select! {
                     r = call => Some(Some(r)),
                     _ = timer.as_mut() => Some(None),
-                    _ = interrupt => None,
+                    _ = interrupt.as_mut() => None,
                 };
                 match result {
                     None => Outcome::Interrupted,
@@ -284,6 +310,20 @@ impl Vu {
         self.ctx
             .errors
             .failure(kind, &self.identity.scenario, &message);
+    }
+
+    /// Records an `init` cut off at the end of the scenario (or by a hard stop) after
+    /// `ran`: the VU is reported as interrupted in `init`, among the plugin's errors.
+    fn init_cut_off(&self, ran: Duration) {
+        let message = format!(
+            "init() of VU {} was interrupted at the end of the scenario, still running \
+             after {} (an iteration could no longer start)",
+            self.identity.vu_id,
+            crate::config::format_duration(Duration::from_millis(ran.as_millis() as u64))
+        );
+        self.ctx
+            .errors
+            .failure(ErrorKind::Init, &self.identity.scenario, &message);
     }
 
     /// Records a failed `init`: in `plugin_errors` (kind `init`) with its message, and

@@ -58,6 +58,12 @@ class Scenario:
     scenarios = [("default", "the default scenario")]
     #: The run config (TOML) used when the operator gives none.
     default_config = ""
+    #: Custom metrics it records, declared to the host so a threshold on one it does
+    #: not record is refused before the run: {name: "counter" | "gauge" | "rate" | "trend"}.
+    metrics = {}
+    #: Tags it sets and every value each takes (an empty list: any value):
+    #: {"kind": ["retail", "bulk"]}.
+    tags = {}
 
     def setup(self, config: dict) -> str:
         """Once before the run, with the run config; the result goes to `init`/`teardown`."""
@@ -97,6 +103,17 @@ def export(scenario_class):
 
         def describe(self):
             s = scenario_class
+            if s.metrics or s.tags:
+                kinds = {
+                    "counter": _metrics.MetricKind.COUNTER,
+                    "gauge": _metrics.MetricKind.GAUGE,
+                    "rate": _metrics.MetricKind.RATE,
+                    "trend": _metrics.MetricKind.TREND,
+                }
+                _metrics.declare(
+                    [_metrics.MetricDeclaration(name=n, kind=kinds[k]) for n, k in s.metrics.items()],
+                    [_metrics.TagDeclaration(name=n, values=list(v)) for n, v in s.tags.items()],
+                )
             return _plugin.PluginInfo(
                 name=s.name,
                 version=s.version,

@@ -7,6 +7,7 @@ use std::panic::PanicHookInfo;
 use std::sync::Once;
 
 use crate::bindings::exports::loadtest::scenario::plugin as wit;
+use crate::bindings::loadtest::scenario::metrics as wit_metrics;
 use crate::bindings::loadtest::scenario::vu as wit_vu;
 use crate::scenario::{PluginInfo, Scenario};
 
@@ -102,7 +103,8 @@ fn panic_message(info: &PanicHookInfo<'_>) -> String {
 }
 
 /// Calls `S::describe()` and converts the result for the host, filling in the version
-/// (`crate_version`, the plugin crate's) and the `default` scenario when left unset.
+/// (`crate_version`, the plugin crate's) and the `default` scenario when left unset;
+/// declares the metrics and tags it names to the host (`metrics.declare`).
 pub fn describe<S: Scenario>(crate_version: &str) -> wit::PluginInfo {
     enter();
     let PluginInfo {
@@ -111,7 +113,20 @@ pub fn describe<S: Scenario>(crate_version: &str) -> wit::PluginInfo {
         description,
         scenarios,
         default_config,
+        metrics,
+        tags,
     } = S::describe();
+    if !metrics.is_empty() || !tags.is_empty() {
+        let metrics: Vec<wit_metrics::MetricDeclaration> = metrics
+            .into_iter()
+            .map(|(name, kind)| wit_metrics::MetricDeclaration { name, kind })
+            .collect();
+        let tags: Vec<wit_metrics::TagDeclaration> = tags
+            .into_iter()
+            .map(|(name, values)| wit_metrics::TagDeclaration { name, values })
+            .collect();
+        wit_metrics::declare(&metrics, &tags);
+    }
     let mut scenarios: Vec<wit::ScenarioInfo> = scenarios
         .into_iter()
         .map(|s| wit::ScenarioInfo {

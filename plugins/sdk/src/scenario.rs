@@ -79,6 +79,12 @@ pub struct PluginInfo {
     /// A run config in TOML (`[scenarios.NAME]` tables, thresholds, ...) used when the
     /// operator gives none; values from a run file and CLI flags override it.
     pub default_config: String,
+    /// The custom metrics the plugin records ([`PluginInfo::metric`]), declared to the
+    /// host so a threshold on a metric nothing records is refused before the run.
+    pub metrics: Vec<(String, crate::metrics::Kind)>,
+    /// The tags the plugin sets, with the values each takes (empty: any value)
+    /// ([`PluginInfo::tag`]).
+    pub tags: Vec<(String, Vec<String>)>,
 }
 
 impl PluginInfo {
@@ -114,6 +120,37 @@ impl PluginInfo {
     /// Sets the default run config (TOML).
     pub fn default_config(mut self, toml: impl Into<String>) -> Self {
         self.default_config = toml.into();
+        self
+    }
+
+    /// Declares a custom metric the plugin records (with [`crate::metrics::add`] and
+    /// its kin). Once a plugin declares anything, the host refuses before the run a
+    /// threshold on a custom metric it did not declare, with the nearest name
+    /// suggested; built-in metrics are always known.
+    ///
+    /// ```
+    /// use loadtest::{metrics::Kind, PluginInfo};
+    ///
+    /// let info = PluginInfo::new("shop")
+    ///     .metric("orders", Kind::Counter)
+    ///     .tag("kind", &["retail", "bulk"])
+    ///     .tag("name", &["/", "/cart"]);
+    /// assert_eq!(info.metrics.len(), 1);
+    /// ```
+    pub fn metric(mut self, name: impl Into<String>, kind: crate::metrics::Kind) -> Self {
+        self.metrics.push((name.into(), kind));
+        self
+    }
+
+    /// Declares a tag the plugin sets (on requests, as `name`; on checks or custom
+    /// metrics) and every value it takes; `&[]` when it takes any value. The host then
+    /// refuses a threshold that selects another value (`{kind:retial}`), and one on a
+    /// tag that neither the host nor the plugin sets.
+    pub fn tag(mut self, name: impl Into<String>, values: &[&str]) -> Self {
+        self.tags.push((
+            name.into(),
+            values.iter().map(|v| (*v).to_owned()).collect(),
+        ));
         self
     }
 }

@@ -120,7 +120,7 @@ pub fn parse_thresholds(table: &toml::Table) -> Result<Vec<Threshold>, ConfigErr
 }
 
 /// A key as TOML needs it in a dotted path (quoted unless bare).
-fn toml_key(key: &str) -> String {
+pub(crate) fn toml_key(key: &str) -> String {
     if !key.is_empty()
         && key
             .chars()

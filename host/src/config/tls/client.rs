@@ -102,10 +102,23 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
     })
 }
 
-/// Builds a client configuration from `options` over `roots`, offering `alpn`.
+/// What a run trusts: the roots (the system's and the files'), and the certificates
+/// of `ca_file` and the stack's CA files themselves, which are also accepted as a
+/// server's own certificate.
+#[derive(Debug, Clone)]
+pub(crate) struct Trust {
+    /// Every trusted root.
+    pub(crate) roots: RootCertStore,
+    /// The certificates read from the files, as written.
+    pub(crate) from_files: Vec<CertificateDer<'static>>,
+    /// How many roots came from the system's store.
+    pub(crate) system: usize,
+}
+
+/// Builds a client configuration from `options` over `trust`, offering `alpn`.
 pub(crate) fn build(
     options: &TlsOptions,
-    roots: RootCertStore,
+    trust: Trust,
     alpn: &[&[u8]],
 ) -> Result<ClientConfig, Problem> {
     let provider = Arc::new(provider(&options.cipher_suites));
@@ -134,7 +147,10 @@ pub(crate) fn build(
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
     } else {
-        builder.with_root_certificates(roots)
+        let verifier = TrustedAsIs::new(trust, provider.clone())?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
     };
     let mut config = match (&options.client_cert, &options.client_key) {
         (Some(cert), Some(key)) => builder
@@ -160,12 +176,10 @@ fn version_label(v: TlsVersion) -> &'static str {
 }
 
 /// The roots to trust: `ca_file`, the stack's CAs and (with `system`) the system's
-/// store; also how many came from the system.
-pub(crate) fn roots_from(
-    options: &TlsOptions,
-    system: bool,
-) -> Result<(RootCertStore, usize), Problem> {
+/// store.
+pub(crate) fn roots_from(options: &TlsOptions, system: bool) -> Result<Trust, Problem> {
     let mut roots = RootCertStore::empty();
+    let mut from_files = Vec::new();
     let files = options
         .ca_file
         .iter()
@@ -173,7 +187,7 @@ pub(crate) fn roots_from(
         .chain(options.extra_ca_files.iter().map(|p| ("stack CA", p)));
     for (key, path) in files {
         for cert in read_certs(key, path)? {
-            roots.add(cert).map_err(|e| {
+            roots.add(cert.clone()).map_err(|e| {
                 (
                     key,
                     format!(
@@ -182,6 +196,7 @@ pub(crate) fn roots_from(
                     ),
                 )
             })?;
+            from_files.push(cert);
         }
     }
     let mut system_count = 0;
@@ -190,14 +205,123 @@ pub(crate) fn roots_from(
         let (added, _ignored) = roots.add_parsable_certificates(found.certs);
         system_count = added;
     }
-    Ok((roots, system_count))
+    Ok(Trust {
+        roots,
+        from_files,
+        system: system_count,
+    })
 }
 
 /// Checks `[tls]` as the config is read: files readable and of the right kind, the key
 /// matching the certificate, the versions and suites compatible.
 pub(crate) fn check(options: &TlsOptions) -> Result<(), Problem> {
-    let (roots, _) = roots_from(options, false)?;
-    build(options, roots, &[]).map(|_| ())
+    let trust = roots_from(options, false)?;
+    if trust.roots.is_empty() {
+        // The system's roots are read at the first connection, not here: without a
+        // root a verifier cannot be made, and the rest is checked without one.
+        let unverified = TlsOptions {
+            insecure_skip_verify: true,
+            ..options.clone()
+        };
+        return build(&unverified, trust, &[]).map(|_| ());
+    }
+    build(options, trust, &[]).map(|_| ())
+}
+
+/// rustls's WebPKI verifier, which also accepts a server certificate that is itself
+/// one of the certificates of the CA files, as curl, Go and k6 do. `openssl req -x509`
+/// makes a certificate with the CA flag set, and WebPKI refuses a CA certificate as a
+/// server's own (`CaUsedAsEndEntity`) even when it is the trusted root: such a
+/// certificate is accepted when its DER is exactly one of the trusted ones and it
+/// names the server (its validity was checked before the CA flag). The handshake's
+/// signature is still verified, so the server holds the certificate's key.
+#[derive(Debug)]
+struct TrustedAsIs {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    from_files: Vec<CertificateDer<'static>>,
+}
+
+impl TrustedAsIs {
+    fn new(trust: Trust, provider: Arc<CryptoProvider>) -> Result<Self, Problem> {
+        let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(trust.roots),
+            provider,
+        )
+        .build()
+        .map_err(|e| ("ca_file", format!("no usable trusted root: {e}")))?;
+        Ok(Self {
+            inner,
+            from_files: trust.from_files,
+        })
+    }
+}
+
+/// Whether `e` is WebPKI's refusal of a CA certificate used as the server's own.
+pub(crate) fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => matches!(
+            other.0.downcast_ref::<webpki::Error>(),
+            Some(webpki::Error::CaUsedAsEndEntity)
+        ),
+        _ => false,
+    }
+}
+
+impl ServerCertVerifier for TrustedAsIs {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verdict = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match verdict {
+            Err(e)
+                if is_ca_used_as_end_entity(&e)
+                    && self
+                        .from_files
+                        .iter()
+                        .any(|t| t.as_ref() == end_entity.as_ref()) =>
+            {
+                let cert = webpki::EndEntityCert::try_from(end_entity)
+                    .map_err(|_| rustls::CertificateError::BadEncoding)?;
+                cert.verify_is_valid_for_subject_name(server_name)
+                    .map_err(|_| rustls::CertificateError::NotValidForName)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// `insecure_skip_verify`: any certificate is accepted, but the handshake's signatures

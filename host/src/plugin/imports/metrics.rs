@@ -25,12 +25,7 @@ impl wit::Host for VuState {
         value: f64,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
-        let kind = match kind {
-            wit::MetricKind::Counter => MetricKind::Counter,
-            wit::MetricKind::Gauge => MetricKind::Gauge,
-            wit::MetricKind::Rate => MetricKind::Rate,
-            wit::MetricKind::Trend => MetricKind::Trend,
-        };
+        let kind = kind_of(kind);
         let recorder = &self.services.recorder;
         let id = match recorder.registry().get_or_register(&name, kind) {
             Ok(id) => id,
@@ -60,5 +55,29 @@ impl wit::Host for VuState {
             }
         }
         Ok(())
+    }
+
+    fn declare(
+        &mut self,
+        metrics: Vec<wit::MetricDeclaration>,
+        tags: Vec<wit::TagDeclaration>,
+    ) -> wasmtime::Result<()> {
+        let declared = self.declared.get_or_insert_with(Default::default);
+        for m in metrics {
+            declared.add_metric(m.name, kind_of(m.kind));
+        }
+        for t in tags {
+            declared.add_tag(t.name, t.values);
+        }
+        Ok(())
+    }
+}
+
+fn kind_of(kind: wit::MetricKind) -> MetricKind {
+    match kind {
+        wit::MetricKind::Counter => MetricKind::Counter,
+        wit::MetricKind::Gauge => MetricKind::Gauge,
+        wit::MetricKind::Rate => MetricKind::Rate,
+        wit::MetricKind::Trend => MetricKind::Trend,
     }
 }
