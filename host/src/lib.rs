@@ -55,6 +55,7 @@
 #![deny(missing_docs, unreachable_pub)]
 
 mod author;
+mod bounded;
 mod cli;
 mod config;
 mod control;
@@ -123,7 +124,9 @@ pub use stack::cycle::{run_with_stack, StackRun};
 pub use stack::images::{ensure_image, find_binary};
 pub use stack::resources::Resources;
 pub use stack::teardown::remove_project;
-pub use stack::up::{down as stack_down, up as stack_up, StackFlags, UpOptions};
+pub use stack::up::{
+    down as stack_down, override_dir as stack_dir, up as stack_up, StackFlags, UpOptions,
+};
 
 // Distributed runs: the coordinator's ready line, the wire protocol, k8s segments.
 pub use distributed::coordinator::LISTENING;

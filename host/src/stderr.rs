@@ -82,14 +82,47 @@ pub(crate) fn writer() -> &'static LineWriter {
     STDERR.get_or_init(|| LineWriter::start(QUEUE_LINES, std::io::stderr()))
 }
 
-/// Writes `text` and a newline to stderr without ever blocking (see the module).
+/// Writes `text` and a newline to stderr without ever blocking (see the module);
+/// terminal control characters in it are escaped (newlines and tabs kept).
 pub(crate) fn line(text: impl std::fmt::Display) {
-    writer().try_line(format!("{text}\n"));
+    let text = text.to_string();
+    writer().try_line(format!("{}\n", escape_controls(&text, true)));
 }
 
-/// `warning: TEXT` on stderr, without ever blocking.
+/// `warning: TEXT` on stderr, without ever blocking, escaped as [`line`] does.
 pub(crate) fn warn(text: impl std::fmt::Display) {
-    writer().try_line(format!("warning: {text}\n"));
+    let text = text.to_string();
+    writer().try_line(format!("warning: {}\n", escape_controls(&text, true)));
+}
+
+/// `text` with the characters that drive a terminal written as escapes (`\x1b`,
+/// `\r`, `\u{202e}`): what a plugin logs or a worker sends can then neither move the
+/// cursor, rewrite earlier lines, retitle the window nor reorder text. With
+/// `keep_lines`, newlines and tabs stay as they are (the host's own messages span lines).
+pub(crate) fn escape_controls(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| {
+        (c.is_control() && !(keep_lines && matches!(c, '\n' | '\t')))
+            // Bidirectional overrides and isolates reorder what follows them.
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !escaped(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -108,6 +141,23 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let hostile = "ok\x1b[2J\x1b]0;pwned\x07\rfake\u{9b}31m\u{202e}txt\nnext\tcol";
+        assert_eq!(
+            escape_controls(hostile, false),
+            "ok\\x1b[2J\\x1b]0;pwned\\x07\\rfake\\x9b31m\\u{202e}txt\\nnext\\tcol"
+        );
+        assert_eq!(
+            escape_controls(hostile, true),
+            "ok\\x1b[2J\\x1b]0;pwned\\x07\\rfake\\x9b31m\\u{202e}txt\nnext\tcol"
+        );
+        assert!(matches!(
+            escape_controls("plain text, é", false),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -570,9 +570,7 @@ async fn run_stack_over_tls_trusts_the_ca_read_from_the_container_and_verifies()
         .all(|w| !w.as_str().unwrap().contains("insecure_skip_verify")));
     // Not kept: the stack and the CA read out of it are gone.
     assert_eq!(leftovers(&name).await, (0, 0, 0));
-    assert!(!std::env::temp_dir()
-        .join(format!("host-stack-{name}"))
-        .exists());
+    assert!(!host::stack_dir(&name).exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -96,6 +96,12 @@ pub struct DemoConfig {
     pub webhook_secret: String,
     /// Webhooks delivered per second at most, so the outbox drains at a known pace.
     pub webhook_rate: u32,
+    /// Peers that may call `/admin/*` (switch faults, hold memory, claim the outbox);
+    /// others get 403. Empty: anyone who reaches the port (the Compose files publish
+    /// it on 127.0.0.1 only).
+    pub admin_from: Vec<Cidr>,
+    /// The most MiB `POST /admin/hold` holds in all; past it the answer is 409.
+    pub max_held_mb: usize,
 }
 
 impl Default for DemoConfig {
@@ -122,6 +128,8 @@ impl Default for DemoConfig {
             invoke_work: Duration::from_millis(20),
             webhook_secret: "demo-webhook-secret".to_string(),
             webhook_rate: 100,
+            admin_from: Vec::new(),
+            max_held_mb: 4096,
         }
     }
 }

@@ -62,6 +62,10 @@ struct Args {
     /// Requests per second each client address may make; past it, 429 with Retry-After.
     #[arg(long, env = "DEMO_RATE_LIMIT")]
     rate_limit: Option<u32>,
+    /// Only these peers (address or CIDR range; repeatable) may call /admin/*, which
+    /// switches faults and holds memory: others get 403. Default: anyone.
+    #[arg(long = "admin-from", value_parser = Cidr::parse)]
+    admin_from: Vec<Cidr>,
     /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
     #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
     trusted_proxies: Vec<Cidr>,
@@ -228,6 +232,7 @@ async fn main() -> anyhow::Result<()> {
         invoke_concurrency: args.invoke_concurrency,
         invoke_work: args.invoke_work,
         webhook_rate: args.webhook_rate,
+        admin_from: args.admin_from,
         ..DemoConfig::default()
     };
     if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {

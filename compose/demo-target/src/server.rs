@@ -338,7 +338,18 @@ async fn handle(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Resp 
         } else {
             None
         };
-    let resp = if limited {
+    let path = req.uri().path();
+    let admin = path == "/admin" || path.starts_with("/admin/");
+    let peer_ip = peer.to_canonical();
+    let admin_refused = admin
+        && !state.admin_from.is_empty()
+        && !state.admin_from.iter().any(|c| c.contains(peer_ip));
+    let resp = if admin_refused {
+        routes::error(
+            StatusCode::FORBIDDEN,
+            "/admin/* is not open to this address (--admin-from)",
+        )
+    } else if limited {
         let _ = Limited::new(req.into_body(), state.max_body_bytes)
             .collect()
             .await;

@@ -31,6 +31,10 @@ pub struct AppState {
     pub tokens: TokenStore,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Peers that may call `/admin/*` (empty: anyone).
+    pub admin_from: Vec<crate::Cidr>,
+    /// Memory taken by `POST /admin/hold`, and the most it may hold (MiB).
+    pub held: (std::sync::Mutex<Vec<Vec<u8>>>, usize),
     /// Live-update WebSockets and their subscriptions.
     pub live: Arc<LiveHub>,
     /// The survey's sessions and single-use tokens.
@@ -68,6 +72,8 @@ impl AppState {
             notes,
             tokens: TokenStore::new(config.max_tokens),
             max_body_bytes: config.max_body_bytes,
+            admin_from: config.admin_from.clone(),
+            held: (Default::default(), config.max_held_mb),
             live: Arc::new(LiveHub::new(LiveConfig::from_demo(config))),
             survey: Survey::default(),
             clients: Clients::new(config.trusted_proxies.clone(), config.rate_limit, started),

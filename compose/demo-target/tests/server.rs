@@ -29,10 +29,14 @@ struct Harness {
 
 impl Harness {
     async fn start(faults: Faults) -> Harness {
-        let config = DemoConfig {
+        Self::with(DemoConfig {
             faults,
             ..DemoConfig::default()
-        };
+        })
+        .await
+    }
+
+    async fn with(config: DemoConfig) -> Harness {
         let server = DemoServer::start("127.0.0.1:0".parse().unwrap(), config)
             .await
             .unwrap();
@@ -372,6 +376,55 @@ async fn admin_hold_keeps_the_memory_it_takes() {
         h.get("/admin/hold?mb=1").await.status,
         StatusCode::METHOD_NOT_ALLOWED
     );
+}
+
+#[tokio::test]
+async fn admin_hold_is_capped_in_all() {
+    let h = Harness::with(DemoConfig {
+        max_held_mb: 20,
+        ..DemoConfig::default()
+    })
+    .await;
+    let hold = |mb: u32| h.send(Method::POST, &format!("/admin/hold?mb={mb}"), &[], "");
+    assert_eq!(hold(16).await.status, StatusCode::OK);
+    let refused = hold(8).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    let why = refused.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        why.contains("already holding 16 MiB") && why.contains("20 MiB"),
+        "{why}"
+    );
+    assert_eq!(
+        hold(4).await.json()["held_mb"],
+        20,
+        "what fits is still held"
+    );
+}
+
+#[tokio::test]
+async fn admin_is_refused_to_peers_outside_admin_from() {
+    // 127.0.0.1 is outside 10.0.0.0/8: every /admin/* call is refused, the rest served.
+    let h = Harness::with(DemoConfig {
+        admin_from: vec![demo_target::Cidr::parse("10.0.0.0/8").unwrap()],
+        ..DemoConfig::default()
+    })
+    .await;
+    for path in ["/admin/hold?mb=1", "/admin/outbox/claim?max=1&wait_ms=0"] {
+        let reply = h.send(Method::POST, path, &[], "").await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{path}");
+        assert!(reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("--admin-from"));
+    }
+    assert_eq!(h.get("/health").await.status, StatusCode::OK);
+    let open = Harness::with(DemoConfig {
+        admin_from: vec![demo_target::Cidr::parse("127.0.0.0/8").unwrap()],
+        ..DemoConfig::default()
+    })
+    .await;
+    let held = open.send(Method::POST, "/admin/hold?mb=1", &[], "").await;
+    assert_eq!(held.status, StatusCode::OK);
 }
 
 #[tokio::test]

@@ -10,13 +10,20 @@ pub(crate) fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// `KEY=VALUE` of `-e`.
+/// `KEY=VALUE` of `-e`; a bare `KEY` takes its value from this process's environment
+/// (as `docker run -e KEY` does), so a secret need not be written on a command line.
+/// Errors never quote the value.
 pub(crate) fn key_value(text: &str) -> Result<(String, String), String> {
-    let (k, v) = text
-        .split_once('=')
-        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
+    let Some((k, v)) = text.split_once('=') else {
+        return match std::env::var(text) {
+            Ok(v) if !text.is_empty() => Ok((text.to_string(), v)),
+            _ => Err(format!(
+                "expected KEY=VALUE, or a KEY set in this environment: {text:?} is not set"
+            )),
+        };
+    };
     if k.is_empty() {
-        return Err(format!("empty key in {text:?}"));
+        return Err("empty key before `=`: give KEY=VALUE".into());
     }
     Ok((k.to_string(), v.to_string()))
 }

@@ -13,6 +13,7 @@ pub(crate) mod layers;
 pub(crate) mod outputs;
 pub(crate) mod sampling;
 pub(crate) mod scenario;
+pub(crate) mod secrets;
 pub(crate) mod segment;
 pub(crate) mod stack;
 pub(crate) mod table;

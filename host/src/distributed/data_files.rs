@@ -47,7 +47,8 @@ pub(crate) fn unpack(files: &[DataFile], dir: &Path) -> Result<()> {
                 file.name
             );
         }
-        std::fs::write(dir.join(&file.name), &file.bytes)
+        crate::files::create_private(&dir.join(&file.name))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &file.bytes))
             .map_err(|e| anyhow!("cannot write the data file {}: {e}", file.name))?;
     }
     Ok(())

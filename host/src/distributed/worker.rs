@@ -93,7 +93,8 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
     };
     // Beside the results, not in /tmp: a worker's image may have no /tmp.
     let dir = request.out.join(format!(".worker-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
+    // Private (0700, files 0600): the config holds the run's environment values.
+    crate::files::create_private_dir_all(&dir)
         .with_context(|| format!("cannot make a folder for the plugin: {}", dir.display()))?;
     let _remove = RemoveOnDrop(dir.clone());
     let run = match prepare(&init, expected_sha.as_deref(), &dir, &request) {
@@ -132,6 +133,10 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
 }
 
 /// Removes the worker's copy of the plugin when the worker is done.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::io::Write::write_all(&mut crate::files::create_private(path)?, bytes)
+}
+
 struct RemoveOnDrop(PathBuf);
 
 impl Drop for RemoveOnDrop {
@@ -187,9 +192,9 @@ fn prepare(
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("plugin.wasm"));
     let plugin = dir.join(file);
-    std::fs::write(&plugin, &init.plugin)?;
+    write_private(&plugin, &init.plugin)?;
     let config = dir.join("run.toml");
-    std::fs::write(&config, &init.config_toml)?;
+    write_private(&config, init.config_toml.as_bytes())?;
     super::data_files::unpack(&init.data_files, dir)?;
     Ok(RunRequest {
         plugin,

@@ -8,8 +8,8 @@ use crate::config::{ExecutionSegment, SegmentSequence};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, ObjectFieldSelector, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec,
-    Volume, VolumeMount,
+    EnvVarSource, ObjectFieldSelector, PodSpec, PodTemplateSpec, Secret, SecretKeySelector,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -47,13 +47,18 @@ pub(crate) struct Plan {
     /// Files for the ConfigMap: the plugin first, then the run's files, by key.
     pub files: Vec<(String, Vec<u8>)>,
     /// The coordinator's arguments after `coordinate PLUGIN`: the run flags, paths
-    /// already pointing into [`FILES_DIR`].
+    /// already pointing into [`FILES_DIR`], `-e KEY` (no value) for each of `env`.
     pub run_flags: Vec<String>,
+    /// The plugin's environment: the values go into a Secret that the coordinator's
+    /// variables read (`secretKeyRef`), never into its arguments or the ConfigMap.
+    pub env: BTreeMap<String, String>,
 }
 
 /// The rendered objects.
 #[derive(Debug, Clone)]
 pub(crate) struct Manifests {
+    /// The plugin's environment values (absent when it has none).
+    pub env: Option<Secret>,
     /// The plugin and the run's files.
     pub files: ConfigMap,
     /// Selects the coordinator's pod; the workers dial it.
@@ -67,12 +72,17 @@ pub(crate) struct Manifests {
 impl Manifests {
     /// The objects as JSON values, in the order to apply them.
     pub(crate) fn to_values(&self) -> serde_json::Result<Vec<serde_json::Value>> {
-        Ok(vec![
+        let mut values = Vec::new();
+        if let Some(env) = &self.env {
+            values.push(serde_json::to_value(env)?);
+        }
+        values.extend([
             serde_json::to_value(&self.files)?,
             serde_json::to_value(&self.service)?,
             serde_json::to_value(&self.coordinator)?,
             serde_json::to_value(&self.workers)?,
-        ])
+        ]);
+        Ok(values)
     }
 }
 
@@ -135,6 +145,33 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
     ];
     coordinator_args.extend(plan.run_flags.iter().cloned());
     let mut coordinator_container = container(plan, "coordinator", coordinator_args);
+    let env_name = format!("{}-env", plan.name);
+    let env = (!plan.env.is_empty()).then(|| Secret {
+        metadata: meta(plan, &env_name, Some("coordinator")),
+        type_: Some("Opaque".into()),
+        data: Some(
+            plan.env
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+                .collect(),
+        ),
+        ..Default::default()
+    });
+    coordinator_container
+        .env
+        .get_or_insert_with(Vec::new)
+        .extend(plan.env.keys().map(|key| EnvVar {
+            name: key.clone(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: env_name.clone(),
+                    key: key.clone(),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }));
     coordinator_container.ports = Some(vec![ContainerPort {
         name: Some("control".into()),
         container_port: i32::from(plan.port),
@@ -225,6 +262,7 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
         .get_or_insert_with(BTreeMap::new)
         .insert(SEGMENTS_ANNOTATION.into(), segments.join(" "));
     Manifests {
+        env,
         files,
         service,
         coordinator,

@@ -5,6 +5,7 @@ pub(crate) mod manifests;
 
 use anyhow::{bail, Context, Result};
 use manifests::{Manifests, Plan};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,9 @@ const CONFIG_MAP_LIMIT: usize = 1 << 20;
 
 /// Run flags whose value is a file the coordinator must read in its pod.
 const FILE_FLAGS: &[&str] = &["-c", "--config", "--env-file"];
+
+/// Run flags giving the plugin's environment: their values go into a Secret.
+const ENV_FLAGS: &[&str] = &["-e", "--env"];
 
 /// Run flags the manifests set themselves, or that make no sense in a pod.
 const REFUSED_FLAGS: &[&str] = &[
@@ -69,7 +73,9 @@ pub(crate) fn render_command(
     let manifests = manifests::render(&plan);
     let text = serialize(&manifests, &args.format)?;
     match &args.output {
-        Some(path) => std::fs::write(path, text)
+        // 0600: the Secret's values are in it.
+        Some(path) => crate::files::create_private(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => std::io::stdout().write_all(text.as_bytes())?,
     }
@@ -107,12 +113,23 @@ pub(crate) fn plan(
         .with_context(|| format!("cannot read the plugin {}", args.plugin.display()))?;
     let mut files = vec![("plugin.wasm".to_string(), plugin)];
     let mut run_flags = Vec::new();
+    // The environment in the order the run applies it: each config's [env], then
+    // --env-file, then -e (the later wins).
+    let (mut from_configs, mut from_file, mut from_flags) = (Vec::new(), Vec::new(), Vec::new());
     let mut flags = args.run_flags.iter();
     while let Some(flag) = flags.next() {
         let (name, inline) = match flag.split_once('=') {
             Some((name, value)) if flag.starts_with("--") => (name, Some(value.to_string())),
+            _ if flag.starts_with("-e") && flag.len() > 2 => ("-e", Some(flag[2..].to_string())),
             _ => (flag.as_str(), None),
         };
+        if ENV_FLAGS.contains(&name) {
+            let Some(pair) = inline.or_else(|| flags.next().cloned()) else {
+                bail!("{name} needs KEY=VALUE");
+            };
+            from_flags.push(crate::config::args::key_value(&pair).map_err(anyhow::Error::msg)?);
+            continue;
+        }
         if !FILE_FLAGS.contains(&name) {
             run_flags.push(flag.clone());
             continue;
@@ -121,11 +138,37 @@ pub(crate) fn plan(
             Some(path) => path,
             None => bail!("{name} needs a file"),
         };
+        if name == "--env-file" {
+            from_file =
+                crate::config::env_file::read(Path::new(&path)).map_err(anyhow::Error::msg)?;
+            continue;
+        }
         let key = format!("file{}-{}", files.len(), file_name(Path::new(&path)));
-        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name} {path}"))?;
+        let mut bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {name} {path}"))?;
+        if let Some((env, rest)) = split_env(&bytes, &path)? {
+            from_configs.extend(env);
+            bytes = rest;
+        }
         files.push((key.clone(), bytes));
         run_flags.push(name.to_string());
         run_flags.push(format!("{}/{key}", manifests::FILES_DIR));
+    }
+    let env: BTreeMap<String, String> = from_configs
+        .into_iter()
+        .chain(from_file)
+        .chain(from_flags)
+        .collect();
+    for key in env.keys() {
+        if !is_secret_key(key) {
+            bail!(
+                "environment variable {key:?}: a Kubernetes Secret key may hold only letters, \
+                 digits, '-', '_' and '.'; rename it"
+            );
+        }
+        // Read by the coordinator from its own environment, which the Secret fills.
+        run_flags.push("-e".into());
+        run_flags.push(key.clone());
     }
     let size: usize = files.iter().map(|(k, v)| k.len() + v.len()).sum();
     if size > CONFIG_MAP_LIMIT * 3 / 4 {
@@ -143,7 +186,39 @@ pub(crate) fn plan(
         port: args.port,
         files,
         run_flags,
+        env,
     })
+}
+
+/// A run config's `[env]` pairs and the file without them, or `None` when it has no
+/// `[env]` (then its bytes are shipped as written). The values go into the Secret, not
+/// the ConfigMap, which anyone who may read the namespace's objects can read.
+fn split_env(bytes: &[u8], path: &str) -> Result<Option<(Vec<(String, String)>, Vec<u8>)>> {
+    let text = std::str::from_utf8(bytes).with_context(|| format!("{path} is not UTF-8"))?;
+    let mut table = crate::config::parse_toml(text, path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(env) = table.remove("env") else {
+        return Ok(None);
+    };
+    let toml::Value::Table(env) = env else {
+        bail!("{path}: [env] must be a table of KEY = \"value\"");
+    };
+    let mut pairs = Vec::new();
+    for (key, value) in env {
+        let toml::Value::String(value) = value else {
+            bail!("{path}: [env] {key} must be a string");
+        };
+        pairs.push((key, value));
+    }
+    let rest = toml::to_string(&table).with_context(|| format!("cannot rewrite {path}"))?;
+    Ok(Some((pairs, rest.into_bytes())))
+}
+
+/// Whether `key` may name a Secret's entry (and so the coordinator's variable).
+fn is_secret_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The manifests as YAML documents or a JSON `List`.

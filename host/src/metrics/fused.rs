@@ -71,7 +71,7 @@ struct Requests {
 
 /// A shard's HTTP records since the aggregator last took them.
 #[derive(Default)]
-pub struct HttpRecords {
+pub(crate) struct HttpRecords {
     responses: hashbrown::HashMap<TagSet, Responses, FxBuildHasher>,
     requests: hashbrown::HashMap<TagSet, Requests, FxBuildHasher>,
 }
@@ -79,8 +79,19 @@ pub struct HttpRecords {
 impl HttpRecords {
     /// A response: counted, rated as failed unless `expected`, its phases in the
     /// trends, all under `tags`.
-    pub fn response(&mut self, tags: &TagSet, expected: bool, times: &ResponseTimes) {
-        let r = self.responses.entry_ref(tags).or_default();
+    /// `admit` gives the tag set of a series not yet recorded since the last drain.
+    pub(crate) fn response(
+        &mut self,
+        tags: &TagSet,
+        expected: bool,
+        times: &ResponseTimes,
+        admit: impl FnOnce(&TagSet) -> TagSet,
+    ) {
+        let r = if self.responses.contains_key(tags) {
+            self.responses.get_mut(tags).expect("just checked")
+        } else {
+            self.responses.entry(admit(tags)).or_default()
+        };
         r.count += 1;
         r.failed += u64::from(!expected);
         let values = [
@@ -102,21 +113,34 @@ impl HttpRecords {
     }
 
     /// A request written to a connection (`http_reqs_sent`).
-    pub fn sent(&mut self, tags: &TagSet) {
-        let r = self.requests.entry_ref(tags).or_default();
+    pub(crate) fn sent(&mut self, tags: &TagSet, admit: impl FnOnce(&TagSet) -> TagSet) {
+        let r = self.request(tags, admit);
         *r.sent.get_or_insert(0.0) += 1.0;
     }
 
     /// A request's bytes on the wire (`data_sent`, `data_received`).
-    pub fn bytes(&mut self, tags: &TagSet, sent: u64, received: u64) {
-        let r = self.requests.entry_ref(tags).or_default();
+    pub(crate) fn bytes(
+        &mut self,
+        tags: &TagSet,
+        sent: u64,
+        received: u64,
+        admit: impl FnOnce(&TagSet) -> TagSet,
+    ) {
+        let r = self.request(tags, admit);
         let data = r.data.get_or_insert((0.0, 0.0));
         data.0 += sent as f64;
         data.1 += received as f64;
     }
 
+    fn request(&mut self, tags: &TagSet, admit: impl FnOnce(&TagSet) -> TagSet) -> &mut Requests {
+        if self.requests.contains_key(tags) {
+            return self.requests.get_mut(tags).expect("just checked");
+        }
+        self.requests.entry(admit(tags)).or_default()
+    }
+
     /// Turns the records into series, merged into `out`.
-    pub fn drain_into(&mut self, out: &mut SeriesMap) {
+    pub(crate) fn drain_into(&mut self, out: &mut SeriesMap) {
         for (tags, r) in self.responses.drain() {
             merge(
                 out,
@@ -200,9 +224,9 @@ mod tests {
         io: (u64, u64),
     ) {
         recorder.with_shard(|s| {
-            s.http.sent(request);
-            s.http.response(tags, expected, t);
-            s.http.bytes(request, io.0, io.1);
+            s.http_sent(request);
+            s.http_response(tags, expected, t);
+            s.http_bytes(request, io.0, io.1);
         });
     }
 
@@ -258,7 +282,7 @@ mod tests {
         // A sent request with no response yet: its sent count only.
         let pending = TagSet::from_pairs([("name", "/slow")]);
         a.count(builtin::HTTP_REQS_SENT, &pending, 1.0);
-        b.with_shard(|s| s.http.sent(&pending));
+        b.with_shard(|s| s.http_sent(&pending));
         let (a, b) = (a.drain(), b.drain());
         assert_eq!(a.len(), 2 * 9 + 3 + 1);
         assert_eq!(spelled(&a), spelled(&b));
@@ -270,7 +294,7 @@ mod tests {
         let r = Recorder::new(Arc::new(Registry::new()));
         r.with_shard(|s| {
             s.count(builtin::HTTP_REQS, &tags, 1.0);
-            s.http.response(&tags, false, &ResponseTimes::default());
+            s.http_response(&tags, false, &ResponseTimes::default());
         });
         let drained = r.drain();
         assert!(matches!(

@@ -2,8 +2,9 @@
 //! recording thread, so tokio's worker threads never contend on a lock; only the
 //! aggregator visits every shard, once a second, and takes what they gathered.
 
-use super::fused::HttpRecords;
-use super::registry::{MetricId, Registry};
+use super::fused::{HttpRecords, ResponseTimes};
+use super::registry::{builtin, MetricId, Registry};
+use super::series_gate::{Cost, SeriesGate};
 use super::tags::TagSet;
 use super::value::{MetricKind, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,22 +30,65 @@ impl hashbrown::Equivalent<(MetricId, TagSet)> for SeriesRef<'_> {
 const SHARDS: usize = 64;
 
 /// A shard's samples, written by the threads that map to it.
-#[derive(Default)]
 pub struct Shard {
     series: SeriesMap,
     /// HTTP requests, one record each; series once drained.
-    pub http: HttpRecords,
+    http: HttpRecords,
+    gate: Arc<SeriesGate>,
 }
 
 impl Shard {
+    fn new(gate: Arc<SeriesGate>) -> Self {
+        Self {
+            series: SeriesMap::default(),
+            http: HttpRecords::default(),
+            gate,
+        }
+    }
+
     fn entry(&mut self, id: MetricId, tags: &TagSet, kind: MetricKind) -> &mut Value {
         // The tag set is cloned only the first time a series is seen in a second; a
         // lookup by reference costs a probe, cheaper than an Arc clone and drop.
         let key = SeriesRef(id, tags);
         if !self.series.contains_key(&key) {
-            self.series.insert((id, tags.clone()), Value::empty(kind));
+            // New this second: the gate says whether it is a series of its own.
+            let cost = if kind == MetricKind::Trend {
+                Cost::Trend
+            } else {
+                Cost::Plain
+            };
+            let tags = self.gate.admit(id, tags, cost);
+            return self
+                .series
+                .entry((id, tags))
+                .or_insert_with(|| Value::empty(kind));
         }
-        self.series.get_mut(&key).expect("just inserted")
+        self.series.get_mut(&key).expect("just checked")
+    }
+
+    /// An HTTP response: counted, rated as failed unless `expected`, its phases in the
+    /// trends, all under `tags` (see [`HttpRecords::response`]).
+    pub fn http_response(&mut self, tags: &TagSet, expected: bool, times: &ResponseTimes) {
+        let gate = &self.gate;
+        self.http.response(tags, expected, times, |t| {
+            gate.admit(builtin::HTTP_REQS, t, Cost::HttpResponses)
+        });
+    }
+
+    /// A request written to a connection (`http_reqs_sent`).
+    pub fn http_sent(&mut self, tags: &TagSet) {
+        let gate = &self.gate;
+        self.http.sent(tags, |t| {
+            gate.admit(builtin::HTTP_REQS_SENT, t, Cost::HttpRequests)
+        });
+    }
+
+    /// A request's bytes on the wire (`data_sent`, `data_received`).
+    pub fn http_bytes(&mut self, tags: &TagSet, sent: u64, received: u64) {
+        let gate = &self.gate;
+        self.http.bytes(tags, sent, received, |t| {
+            gate.admit(builtin::HTTP_REQS_SENT, t, Cost::HttpRequests)
+        });
     }
 
     /// Adds to a counter.
@@ -75,8 +119,12 @@ impl Shard {
 
     /// Sets a gauge.
     pub fn gauge(&mut self, id: MetricId, tags: &TagSet, value: f64, seq: u64) {
-        self.series
-            .insert((id, tags.clone()), Value::Gauge { value, seq });
+        if let Some(v) = self.series.get_mut(&SeriesRef(id, tags)) {
+            *v = Value::Gauge { value, seq };
+            return;
+        }
+        let tags = self.gate.admit(id, tags, Cost::Plain);
+        self.series.insert((id, tags), Value::Gauge { value, seq });
     }
 }
 
@@ -85,16 +133,26 @@ pub struct Recorder {
     registry: Arc<Registry>,
     shards: Vec<Mutex<Shard>>,
     gauge_seq: AtomicU64,
+    gate: Arc<SeriesGate>,
 }
 
 impl Recorder {
     /// A recorder for the metrics of `registry`.
     pub fn new(registry: Arc<Registry>) -> Self {
+        let gate = Arc::new(SeriesGate::default());
         Self {
             registry,
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(Shard::new(gate.clone())))
+                .collect(),
             gauge_seq: AtomicU64::new(1),
+            gate,
         }
+    }
+
+    /// The cap on the run's series, and what it folded.
+    pub fn gate(&self) -> &SeriesGate {
+        &self.gate
     }
 
     /// The run's metric registry.
@@ -143,7 +201,17 @@ impl Recorder {
         self.with_shard(|s| match s.series.get_mut(&SeriesRef(id, tags)) {
             Some(existing) => existing.merge(&value),
             None => {
-                s.series.insert((id, tags.clone()), value);
+                let cost = match value {
+                    Value::Trend(_) => Cost::Trend,
+                    _ => Cost::Plain,
+                };
+                let tags = s.gate.admit(id, tags, cost);
+                match s.series.get_mut(&(id, tags.clone())) {
+                    Some(existing) => existing.merge(&value),
+                    None => {
+                        s.series.insert((id, tags), value);
+                    }
+                }
             }
         });
     }

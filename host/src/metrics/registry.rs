@@ -101,7 +101,8 @@ pub enum RegistryError {
     TooMany(usize),
 }
 
-const MAX_METRICS: usize = 1024;
+/// Most custom metrics a run holds.
+pub(crate) const MAX_METRICS: usize = 1024;
 
 /// All metrics of a run.
 pub struct Registry {
@@ -156,7 +157,9 @@ impl Registry {
             };
         }
         if !is_valid_name(name) {
-            return Err(RegistryError::BadName(name.to_string()));
+            // Quoted in a warning: a long name is cut.
+            let shown = crate::bounded::cut(name, crate::bounded::QUOTED_BYTES);
+            return Err(RegistryError::BadName(shown.into_owned()));
         }
         let mut inner = self.inner.write().expect("registry lock");
         if let Some(id) = inner.by_name.get(name) {

@@ -9,6 +9,9 @@ use rustc_hash::FxHashMap;
 /// Distinct tag sets remembered per VU before the cache starts over.
 const MAX_ENTRIES: usize = 256;
 
+/// Longest spelling of a tag list that is remembered.
+const MAX_KEY_BYTES: usize = 1024;
+
 /// Tag sets made from a base set plus a plugin's tags, remembered by their spelling.
 #[derive(Default)]
 pub struct TagCache {
@@ -54,7 +57,14 @@ impl TagCache {
             return set.clone();
         }
         let set = base.with(pairs());
-        self.sets.insert(key.as_str().into(), set.clone());
+        // A long spelling (a plugin's huge tag value) is not remembered: 256 of them
+        // would hold megabytes per VU.
+        if key.len() <= MAX_KEY_BYTES {
+            self.sets.insert(key.as_str().into(), set.clone());
+        }
+        if key.capacity() > MAX_KEY_BYTES * 4 {
+            *key = String::new();
+        }
         set
     }
 }

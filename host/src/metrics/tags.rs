@@ -42,7 +42,8 @@ impl TagSet {
     ) -> Self {
         let mut v: Vec<(Arc<str>, Arc<str>)> = Vec::new();
         for (k, val) in pairs {
-            let (k, val) = (k.as_ref(), val.as_ref());
+            let (k, val) = (bounded(k.as_ref()), bounded(val.as_ref()));
+            let (k, val) = (&*k, &*val);
             match v.iter_mut().find(|(existing, _)| &**existing == k) {
                 Some(slot) => slot.1 = val.into(),
                 None => v.push((k.into(), val.into())),
@@ -60,7 +61,8 @@ impl TagSet {
     ) -> Self {
         let mut v: Vec<(Arc<str>, Arc<str>)> = self.0.pairs.to_vec();
         for (k, val) in pairs {
-            let (k, val) = (k.as_ref(), val.as_ref());
+            let (k, val) = (bounded(k.as_ref()), bounded(val.as_ref()));
+            let (k, val) = (&*k, &*val);
             match v.iter_mut().find(|(existing, _)| &**existing == k) {
                 Some(slot) => {
                     if &*slot.1 != val {
@@ -97,6 +99,13 @@ impl TagSet {
     pub fn is_empty(&self) -> bool {
         self.0.pairs.is_empty()
     }
+}
+
+/// A key or value as a set keeps it: cut to [`crate::bounded::TAG_BYTES`] (a 200 KB URL
+/// used as the `name` tag is named by its first part), so no set holds a plugin's
+/// megabytes for the run.
+fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::bounded::cut(text, crate::bounded::TAG_BYTES)
 }
 
 /// One allocation per distinct live tag set in the process. Sets are made only when a
@@ -212,6 +221,18 @@ mod tests {
         assert!(t.contains_all(&TagSet::from_pairs([("name", "a")])));
         assert!(!t.contains_all(&TagSet::from_pairs([("name", "b")])));
         assert_eq!(t.with([("name", "b")]).get("name"), Some("b"));
+    }
+
+    #[test]
+    fn long_keys_and_values_are_cut() {
+        let url = format!("http://127.0.0.1/{}", "a".repeat(200_000));
+        let t = TagSet::from_pairs([("name", url.as_str())]);
+        let name = t.get("name").unwrap();
+        assert!(name.len() < 400, "{}", name.len());
+        assert!(name.starts_with("http://127.0.0.1/aaa"));
+        assert!(name.ends_with("(cut: 200017 bytes in all)"), "{name}");
+        let u = TagSet::empty().with([(url.as_str(), "v")]);
+        assert!(u.iter().all(|(k, _)| k.len() < 400));
     }
 
     #[test]

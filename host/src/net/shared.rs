@@ -23,7 +23,7 @@ pub struct NetShared {
     /// Redirects followed per request.
     pub max_redirects: u32,
     /// Denied origins already warned about (warned once each).
-    pub denied_warned: std::sync::Mutex<std::collections::HashSet<String>>,
+    pub denied_warned: crate::bounded::WarnOnce,
     /// How WebSockets are kept alive (`[websocket]`).
     pub websocket: crate::config::WebSocketOptions,
     /// WebSockets open now, over all VUs.
@@ -108,12 +108,11 @@ impl NetShared {
     /// Warns on stderr that the plugin tried to reach a denied `origin`, once per
     /// origin for the run: a plugin looping on a denied URL would flood it otherwise.
     pub fn warn_denied_once(&self, origin: &impl std::fmt::Display, what: &str, why: &str) {
-        let mut warned = self.denied_warned.lock().unwrap_or_else(|p| p.into_inner());
-        if warned.insert(origin.to_string()) {
-            crate::stderr::warn(format_args!(
-                "plugin tried to {what} {origin}: denied ({why})"
-            ));
-        }
+        let origin = origin.to_string();
+        self.denied_warned.warn(
+            &origin,
+            &format!("plugin tried to {what} {origin}: denied ({why})"),
+        );
     }
 
     /// The same, with the run's `[http]` options.

@@ -213,8 +213,10 @@ fn open_log(
     base_time: SystemTime,
     serializer: &mut V2DeflateSerializer,
 ) -> std::io::Result<BufWriter<File>> {
-    std::fs::create_dir_all(dir)?;
-    let mut file = BufWriter::new(File::create(HdrLogs::path_of(dir, &def.name))?);
+    crate::files::create_private_dir_all(dir)?;
+    let mut file = BufWriter::new(crate::files::create_private(&HdrLogs::path_of(
+        dir, &def.name,
+    ))?);
     write_header(&mut file, def, base_time, serializer)?;
     Ok(file)
 }

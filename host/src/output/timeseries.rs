@@ -145,7 +145,7 @@ impl TimeseriesWriter {
     /// Creates (truncates) the file.
     pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            file: BufWriter::new(File::create(path)?),
+            file: BufWriter::new(crate::files::create_private(path)?),
         })
     }
 

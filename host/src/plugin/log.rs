@@ -151,6 +151,8 @@ impl LogSink {
             return;
         }
         let (text, cut) = cut_at(message, self.limits.line_bytes);
+        // One line, and nothing in it that drives the terminal.
+        let text = crate::stderr::escape_controls(text, false);
         let line = if cut > 0 {
             self.truncated.fetch_add(1, Ordering::Relaxed);
             format!(
@@ -187,8 +189,16 @@ impl LogSink {
         std::mem::take(&mut *kept)
     }
 
-    /// Writes a line that was written elsewhere (a worker's), counted as written here.
+    /// Writes a line that was written elsewhere (a worker's), counted as written here;
+    /// escaped again, as it came from the wire, and cut to the line budget.
     pub fn relay(&self, line: String) {
+        let body = line.strip_suffix('\n').unwrap_or(&line);
+        let (body, cut) = cut_at(body, self.limits.line_bytes.saturating_add(256));
+        let mut line = crate::stderr::escape_controls(body, false).into_owned();
+        if cut > 0 {
+            line.push_str(&format!("… ({cut} more bytes not shown)"));
+        }
+        line.push('\n');
         if self.out.try_line(line) {
             self.written.fetch_add(1, Ordering::Relaxed);
         } else {

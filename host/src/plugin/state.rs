@@ -6,8 +6,8 @@ use super::output::OutputTail;
 use crate::metrics::{Recorder, TagSet};
 use crate::net::http::PreparedRequest;
 use crate::net::{HttpClient, NetShared};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -24,19 +24,43 @@ pub struct HostServices {
     pub data: Arc<DataSets>,
     /// CPU one call into the plugin may use.
     pub cpu_per_call: std::time::Duration,
-    /// Custom metric problems already reported (each is reported once).
-    pub warned: Mutex<HashSet<String>>,
+    /// Custom metric problems already reported (each is reported once, a bounded
+    /// number of them).
+    pub warned: crate::bounded::WarnOnce,
+    /// Samples of custom metrics refused because the registry was full.
+    pub metrics_refused: std::sync::atomic::AtomicU64,
     /// Where the plugin's `log()` lines go.
     pub log: super::log::LogSink,
 }
 
 impl HostServices {
-    /// Prints `message` once per `key` for the whole run.
+    /// Prints `message` once per `key` for the whole run (for a bounded number of keys).
     pub fn warn_once(&self, key: &str, message: &str) {
-        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
-        if warned.insert(key.to_string()) {
-            crate::stderr::warn(message);
+        self.warned.warn(key, message);
+    }
+
+    /// The summary's warnings about what the plugin made past the host's bounds: custom
+    /// metrics past the cap, series folded, warnings not printed.
+    pub fn bound_warnings(&self) -> Vec<String> {
+        use std::sync::atomic::Ordering;
+        let mut out = Vec::new();
+        let refused = self.metrics_refused.load(Ordering::Relaxed);
+        if refused > 0 {
+            out.push(format!(
+                "{refused} samples of custom metrics were ignored: the plugin used more than \
+                 {} custom metric names",
+                crate::metrics::MAX_METRICS
+            ));
         }
+        out.extend(self.recorder.gate().warning());
+        let unprinted = self.warned.unprinted();
+        if unprinted > 0 {
+            out.push(format!(
+                "{unprinted} plugin warnings were not printed (more than {} distinct ones)",
+                crate::bounded::MAX_WARNINGS
+            ));
+        }
+        out
     }
 }
 

@@ -174,6 +174,7 @@ fn services_for(
         data: Arc::new(data::load(&config.data)?),
         cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
+        metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
     }))
 }
@@ -702,6 +703,7 @@ fn finish(
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));
+    summary.warnings.extend(setup.services.bound_warnings());
     summary.warnings.extend(crate::net::descriptors::warning(
         crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
     ));

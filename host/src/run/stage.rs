@@ -8,8 +8,8 @@ use crate::config::RunConfig;
 use crate::metrics::{Recorder, TagSet};
 use crate::net::NetShared;
 use crate::plugin::state::{HostServices, VuIdentity};
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The identity of the instance that runs `setup()` then `teardown()`, in `stage`.
 pub(crate) fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentity {
@@ -48,7 +48,8 @@ pub(crate) fn services(
         net: Arc::new(net),
         data: run.data.clone(),
         cpu_per_call: run.cpu_per_call,
-        warned: Mutex::new(HashSet::new()),
+        warned: Default::default(),
+        metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
     };
     (Arc::new(services), Some(recorder))

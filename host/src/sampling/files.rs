@@ -35,7 +35,7 @@ pub(crate) struct StatsJsonl<W: Write = File> {
 impl StatsJsonl {
     /// Creates the file.
     pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
-        Ok(Self::new(File::create(path)?))
+        Ok(Self::new(crate::files::create_private(path)?))
     }
 }
 

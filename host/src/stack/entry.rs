@@ -121,7 +121,9 @@ pub(crate) async fn fetch_cas(
                 )
             })?;
         let file = dir.join(format!("{}-ca.pem", c.service));
-        std::fs::write(&file, pem).with_context(|| format!("cannot write {}", file.display()))?;
+        crate::files::create_private(&file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &pem))
+            .with_context(|| format!("cannot write {}", file.display()))?;
         url.ca_file = Some(file);
     }
     Ok(())

@@ -176,7 +176,9 @@ async fn entry_urls_with_cas(
     project: &str,
 ) -> Result<Vec<EntryUrl>> {
     let mut urls = entry::entry_urls(containers)?;
-    entry::fetch_cas(docker, containers, &mut urls, &override_dir(project)).await?;
+    let dir = override_dir(project);
+    crate::files::own_private_dir(&dir)?;
+    entry::fetch_cas(docker, containers, &mut urls, &dir).await?;
     Ok(urls)
 }
 
@@ -234,8 +236,22 @@ async fn build_images(
     Ok(images)
 }
 
-fn override_dir(project: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("host-stack-{project}"))
+/// The project's folder (the override file Compose runs, the CAs the run trusts): a
+/// fixed name, so that `host down` finds it from another process, but one per user
+/// (`$XDG_RUNTIME_DIR` is the user's own; in the shared temporary folder the name
+/// carries the user id), and [`crate::files::own_private_dir`] refuses one that another
+/// user made first, who could otherwise swap the files.
+pub fn override_dir(project: &str) -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(base) if base.is_absolute() && base.is_dir() => {
+            base.join(format!("host-stack-{project}"))
+        }
+        _ => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("host-stack-{uid}-{project}"))
+        }
+    }
 }
 
 fn write_override(
@@ -244,13 +260,15 @@ fn write_override(
     resources: &Resources,
 ) -> Result<PathBuf> {
     let dir = override_dir(project);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::files::own_private_dir(&dir)?;
     let path = dir.join("docker-compose.override.yml");
     let text = format!(
         "# Written by `host up` for project {project}: images built from this project's\n\
          # binaries, and the cores and memory asked for.\n{}",
         compose::override_yaml(images, resources)?
     );
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::files::create_private(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }

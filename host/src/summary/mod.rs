@@ -343,7 +343,9 @@ impl Summary {
                 .chain(input.net_warnings)
                 .chain(folded)
                 .collect(),
-            config: serde_json::to_value(&input.config.source).unwrap_or_default(),
+            // Keys kept, values `***`: results are no place for a token.
+            config: serde_json::to_value(crate::config::secrets::redacted(&input.config.source))
+                .unwrap_or_default(),
             scenarios,
             http: http_counts(totals, input.in_flight),
             tls: None,

@@ -166,15 +166,22 @@ impl Sweep<'_> {
     async fn level(&mut self, level: f64) -> Result<Verdict> {
         let n = self.result.levels.len() + 1;
         let level_dir = self.dir.join(format!("level-{n:02}-{}", label(level)));
-        std::fs::create_dir_all(&level_dir)
+        crate::files::create_private_dir_all(&level_dir)
             .with_context(|| format!("cannot create {}", level_dir.display()))?;
         let table = self
             .scaler
             .level_config(level, self.plan.hold, self.plan.ramp);
-        let config_path = level_dir.join("run.toml");
+        // The level folder keeps the config with its environment values shown as `***`;
+        // the run reads the real one from a private folder removed after it.
+        let record = toml::to_string(&config::secrets::redacted(&table))
+            .context("cannot write the level's run config")?;
+        crate::files::write_whole(&level_dir, "run.toml", record.as_bytes())
+            .with_context(|| format!("cannot write {}", level_dir.join("run.toml").display()))?;
+        let private = crate::files::private_temp_dir("host-sweep-level-")?;
         let text = toml::to_string(&table).context("cannot write the level's run config")?;
-        std::fs::write(&config_path, text)
-            .with_context(|| format!("cannot write {}", config_path.display()))?;
+        crate::files::write_whole(private.path(), "run.toml", text.as_bytes())
+            .with_context(|| format!("cannot write {}", private.path().display()))?;
+        let config_path = private.path().join("run.toml");
         eprintln!(
             "sweep: level {n}: {} {} for {:.0} s",
             label(level),

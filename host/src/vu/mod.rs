@@ -11,6 +11,7 @@ pub(crate) mod errors;
 pub(crate) mod factory;
 pub(crate) mod numbers;
 
+use crate::bounded::{cut_owned, MESSAGE_BYTES};
 use crate::config::InitFailures;
 use crate::control::{RunControl, StopReason};
 use crate::deadline::Deadline;
@@ -161,7 +162,10 @@ impl Vu {
                 .call_init(&mut store, &self.ctx.setup_data)
                 .await;
             if let Err(e) = outcome(init, store.data()) {
-                let message = format!("init() of VU {} {e}", self.identity.vu_id);
+                let message = cut_owned(
+                    format!("init() of VU {} {e}", self.identity.vu_id),
+                    MESSAGE_BYTES,
+                );
                 self.init_failed(&message);
                 return Err(NotLive::Init(message));
             }
@@ -244,10 +248,14 @@ impl Vu {
                     Some(None) => Outcome::TimedOut,
                     Some(Some(r)) => match outcome(r, store.data()) {
                         Ok(()) => Outcome::Completed,
-                        Err(GuestCallError::Returned(message)) => Outcome::Failed(message),
+                        // A plugin's message is cut to a few KiB: kept per distinct
+                        // message, a 4 MiB one each iteration filled the results.
+                        Err(GuestCallError::Returned(message)) => {
+                            Outcome::Failed(cut_owned(message, MESSAGE_BYTES))
+                        }
                         Err(GuestCallError::Trapped { cause, message }) => match cause {
                             TrapCause::Deadline => Outcome::TimedOut,
-                            cause => Outcome::Trapped(cause, message),
+                            cause => Outcome::Trapped(cause, cut_owned(message, MESSAGE_BYTES)),
                         },
                     },
                 }

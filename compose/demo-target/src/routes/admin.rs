@@ -2,7 +2,7 @@
 //! at runtime; and `/admin/hold`: memory taken and never given back, so a test can
 //! push the process past its container's memory limit and see the OOM kill reported.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -123,14 +123,13 @@ pub async fn faults(state: &AppState, req: Request<Incoming>) -> Resp {
 /// The most `/admin/hold` takes in one request.
 const MAX_HOLD_MB: usize = 4096;
 
-/// Memory taken by `/admin/hold`, kept until the process exits.
-static HELD: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-
 /// `POST /admin/hold?mb=N`: takes N MiB (1 to 4096), every page written so it is
 /// resident rather than only promised, keeps it until the process exits, and answers
 /// the MiB held in all. Under a container memory limit smaller than that, the kernel
 /// kills the process: what a leak looks like to the load test.
-pub fn hold(req: &Request<Incoming>) -> Resp {
+/// Past `max_held_mb` in all (4096 by default) the answer is 409, so a caller looping on
+/// it cannot take the machine's memory.
+pub fn hold(state: &AppState, req: &Request<Incoming>) -> Resp {
     if req.method() != Method::POST {
         return method_not_allowed("POST");
     }
@@ -146,10 +145,17 @@ pub fn hold(req: &Request<Incoming>) -> Resp {
             "give the MiB to hold as ?mb=N, from 1 to 4096",
         );
     };
+    let (held, max) = &state.held;
+    let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+    let before: usize = held.iter().map(Vec::len).sum::<usize>() >> 20;
+    if before + mb > *max {
+        return error(
+            StatusCode::CONFLICT,
+            &format!("already holding {before} MiB: /admin/hold holds at most {max} MiB in all"),
+        );
+    }
     // Non-zero bytes: a zeroed allocation may be mapped lazily and never be resident.
-    let block = vec![0x5a_u8; mb << 20];
-    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-    held.push(block);
+    held.push(vec![0x5a_u8; mb << 20]);
     let total: usize = held.iter().map(Vec::len).sum();
     json(
         StatusCode::OK,

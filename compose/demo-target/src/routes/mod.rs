@@ -80,7 +80,7 @@ pub async fn dispatch(state: &AppState, req: Request<Incoming>) -> Resp {
         ["survey", ..] | ["cookies", ..] => survey::dispatch(state, req, &segments).await,
         ["ws"] => ws::upgrade(state, req),
         ["admin", "faults"] => admin::faults(state, req).await,
-        ["admin", "hold"] => admin::hold(&req),
+        ["admin", "hold"] => admin::hold(state, &req),
         ["admin", "outbox", "claim"] => commands::claim(state, req).await,
         ["admin", "outbox", id, "done"] => match id.parse() {
             Ok(id) => commands::done(state, req, id).await,

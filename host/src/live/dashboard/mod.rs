@@ -3,6 +3,7 @@
 //! HTML file with its script and styles) is built into the binary: it fetches nothing
 //! else. At the end it shows the summary's figures and links to report.html.
 
+pub(crate) mod access;
 pub(crate) mod server;
 pub(crate) mod snapshot;
 
@@ -38,8 +39,16 @@ impl Dashboard {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let bound = listener.local_addr()?;
         let shared = Arc::new(Shared::new(title));
-        let server = tokio::spawn(server::serve(listener, shared.clone()));
-        crate::stderr::line(format_args!("dashboard: http://{bound}/"));
+        let access = access::Access::for_address(bound);
+        if access.token.is_some() {
+            crate::stderr::warn(format_args!(
+                "--dashboard {bound} is off loopback: anyone who can reach it could watch the \
+                 run, so every request needs the token in this URL (set {} to choose it)",
+                access::TOKEN_ENV
+            ));
+        }
+        crate::stderr::line(format_args!("dashboard: {}", access.url()));
+        let server = tokio::spawn(server::serve(listener, shared.clone(), access));
         Ok(Dashboard {
             shared,
             title: title.to_string(),

@@ -1,6 +1,7 @@
 //! The dashboard's HTTP server (hyper, HTTP/1.1): `/` the page, `/events` the
 //! server-sent events, `/metrics` OpenMetrics text, `/report.html` once the run wrote it.
 
+use super::access::{Access, Verdict, MAX_CONNECTIONS};
 use super::snapshot::Snapshot;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -65,22 +66,57 @@ impl Shared {
     }
 }
 
-/// Accepts connections until aborted.
-pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+/// Accepts connections until aborted: at most [`MAX_CONNECTIONS`] at once (later ones
+/// are closed at once), each request head within `access.head_timeout`.
+pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, access: Access) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let access = Arc::new(access);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
         let shared = shared.clone();
+        let access = access.clone();
         tokio::spawn(async move {
+            let timeout = access.head_timeout;
             let service = hyper::service::service_fn(move |req| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(route(req, &shared)) }
+                let (shared, access) = (shared.clone(), access.clone());
+                async move { Ok::<_, Infallible>(guarded(req, &shared, &access)) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(timeout)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
+            drop(slot);
         });
+    }
+}
+
+/// [`route`] for a request that [`Access`] lets through.
+fn guarded(
+    req: Request<hyper::body::Incoming>,
+    shared: &Arc<Shared>,
+    access: &Access,
+) -> Response<Body> {
+    match access.judge(req.headers(), req.uri().query()) {
+        Verdict::Serve => route(req, shared),
+        Verdict::ServeAndRemember(cookie) => {
+            let mut resp = route(req, shared);
+            if let Ok(value) = hyper::header::HeaderValue::from_str(&cookie) {
+                resp.headers_mut().insert(hyper::header::SET_COOKIE, value);
+            }
+            resp
+        }
+        Verdict::Refuse(status, why) => full(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+            "text/plain; charset=utf-8",
+            format!("{why}\n"),
+        ),
     }
 }
 
@@ -159,4 +195,87 @@ fn events(shared: &Arc<Shared>) -> Response<Body> {
         .header("cache-control", "no-store")
         .body(StreamBody::new(stream).boxed_unsync())
         .expect("static headers are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn start(head_timeout: Duration) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let bound = listener.local_addr().unwrap();
+        let mut access = Access::for_address(bound);
+        access.head_timeout = head_timeout;
+        tokio::spawn(serve(listener, Arc::new(Shared::new("t")), access));
+        bound
+    }
+
+    /// Sends `head` and reads until the server closes (at most 5 s).
+    async fn exchange(addr: std::net::SocketAddr, head: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_foreign_host_is_refused_and_a_loopback_one_served() {
+        let addr = start(Duration::from_secs(5)).await;
+        let port = addr.port();
+        let ok = exchange(
+            addr,
+            &format!(
+                "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        let rebound = exchange(
+            addr,
+            &format!(
+                "GET /metrics HTTP/1.1\r\nHost: evil.example:{port}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+        assert!(rebound.contains("DNS rebinding"), "{rebound}");
+    }
+
+    #[tokio::test]
+    async fn slow_heads_time_out_and_connections_are_capped() {
+        let addr = start(Duration::from_millis(500)).await;
+        // A head that never ends is dropped after the timeout.
+        let started = std::time::Instant::now();
+        let slow = exchange(addr, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "open for {took:?}: {slow}");
+        // Every slot taken by idle connections: the next one is closed at once.
+        let mut idle = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(Duration::from_millis(400), extra.read(&mut buf))
+            .await
+            .expect("closed at once, before the head timeout")
+            .unwrap_or(0);
+        assert_eq!(n, 0);
+        // Once the idle ones time out, a request is served again.
+        drop(idle);
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let port = addr.port();
+        let ok = exchange(
+            addr,
+            &format!(
+                "GET /metrics HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    }
 }

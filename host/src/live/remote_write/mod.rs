@@ -8,6 +8,7 @@
 //! loop: requests queue (a few) and past that a second is skipped, which loses
 //! nothing since every push carries the totals.
 
+pub(crate) mod client;
 pub(crate) mod native;
 pub(crate) mod proto;
 
@@ -17,7 +18,6 @@ use crate::config::outputs::{PrometheusOptions, TrendAs};
 use crate::metrics::{MetricId, TagSet, Value};
 use anyhow::Result;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use prost::Message;
 use proto::{Label, Sample, TimeSeries, WriteRequest};
 use std::collections::HashSet;
@@ -46,13 +46,12 @@ pub(crate) struct RemoteWrite {
 impl RemoteWrite {
     /// Starts the task that pushes to `url`.
     pub(crate) fn start(url: &str, options: &PrometheusOptions) -> Result<RemoteWrite> {
-        let uri: hyper::Uri = url
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--out prometheus-rw={url}: {e}"))?;
+        let endpoint = client::Endpoint::new(url, std::env::vars())?;
+        let url = client::shown(url);
         let (queue, rx) = mpsc::channel(QUEUE);
-        let task = tokio::spawn(push_loop(uri, url.to_string(), rx));
+        let task = tokio::spawn(push_loop(endpoint, url.clone(), rx));
         Ok(RemoteWrite {
-            url: url.to_string(),
+            url,
             options: options.clone(),
             admitted: HashSet::new(),
             warned_cardinality: false,
@@ -194,39 +193,12 @@ fn with_name(name: &str, labels: &[(String, String)]) -> Vec<Label> {
 }
 
 /// Sends each queued push in turn; the first failure (and then every tenth) is warned.
-async fn push_loop(uri: hyper::Uri, url: String, mut rx: mpsc::Receiver<Bytes>) {
-    let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build_http();
+async fn push_loop(mut endpoint: client::Endpoint, url: String, mut rx: mpsc::Receiver<Bytes>) {
     let mut failures = 0u64;
     while let Some(body) = rx.recv().await {
-        let request = hyper::Request::post(uri.clone())
-            .header("content-type", "application/x-protobuf")
-            .header("content-encoding", "snappy")
-            .header("x-prometheus-remote-write-version", "0.1.0")
-            .header(
-                "user-agent",
-                concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(Full::new(body));
-        let Ok(request) = request else { continue };
-        let outcome = tokio::time::timeout(PUSH_TIMEOUT, async {
-            let response = client.request(request).await.map_err(|e| e.to_string())?;
-            let status = response.status();
-            let text = response
-                .into_body()
-                .collect()
-                .await
-                .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
-                .unwrap_or_default();
-            if status.is_success() {
-                Ok(())
-            } else {
-                Err(format!("HTTP {status}: {}", text.trim()))
-            }
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("no answer within {} s", PUSH_TIMEOUT.as_secs())));
+        let outcome = tokio::time::timeout(PUSH_TIMEOUT, endpoint.push(body))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {} s", PUSH_TIMEOUT.as_secs())));
         if let Err(e) = outcome {
             if failures.is_multiple_of(10) {
                 crate::stderr::warn(format_args!(

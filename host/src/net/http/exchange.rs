@@ -41,7 +41,7 @@ impl<'a> Tracker<'a> {
             self.shared.in_flight.add(1);
             self.shared
                 .recorder
-                .with_shard(|s| s.http.sent(&self.meta.tags));
+                .with_shard(|s| s.http_sent(&self.meta.tags));
         }
     }
 

@@ -51,7 +51,7 @@ impl HttpClient {
             Ok(_) => None,
         };
         self.shared.recorder.with_shard(|s| {
-            s.http.bytes(&meta.tags, io.0, io.1);
+            s.http_bytes(&meta.tags, io.0, io.1);
             match result {
                 Ok(r) => {
                     let t = &r.timings;
@@ -64,7 +64,7 @@ impl HttpClient {
                         waiting: us(t.waiting),
                         receiving: us(t.receiving),
                     };
-                    s.http.response(&tags, expected, &times);
+                    s.http_response(&tags, expected, &times);
                 }
                 Err(_) => {
                     s.count(builtin::HTTP_REQS, &tags, 1.0);

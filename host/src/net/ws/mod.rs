@@ -82,6 +82,9 @@ pub struct Socket {
     incoming: mpsc::Receiver<WsMessage>,
     held: Arc<held::Held>,
     session: Arc<Session>,
+    /// `[websocket] max_message`, for sends too: a message waits in the host (encoded,
+    /// then in the write buffer) outside the plugin's memory cap.
+    max_message: usize,
 }
 
 impl WsMessage {
@@ -108,14 +111,28 @@ pub(crate) fn format_size(bytes: usize) -> String {
 impl Socket {
     /// Sends a text message.
     pub async fn send_text(&mut self, text: String) -> Result<(), WsError> {
+        self.check_size(text.len())?;
         let message = tokio_tungstenite::tungstenite::Message::Text(text.into());
         self.request(|reply| Command::Send(message, reply)).await
     }
 
     /// Sends a binary message.
     pub async fn send_binary(&mut self, data: Vec<u8>) -> Result<(), WsError> {
+        self.check_size(data.len())?;
         let message = tokio_tungstenite::tungstenite::Message::Binary(data.into());
         self.request(|reply| Command::Send(message, reply)).await
+    }
+
+    fn check_size(&self, len: usize) -> Result<(), WsError> {
+        if len > self.max_message {
+            return Err(WsError::Invalid(format!(
+                "a message of {} is larger than [websocket] max_message = {}; raise \
+                 max_message to send it",
+                format_size(len),
+                format_size(self.max_message)
+            )));
+        }
+        Ok(())
     }
 
     /// The next message, waiting up to `timeout` (`Duration::ZERO`: only what has

@@ -123,6 +123,7 @@ async fn open(
         incoming,
         held,
         session,
+        max_message: shared.websocket.max_message,
     })
 }
 

@@ -172,6 +172,49 @@ async fn a_message_past_max_message_ends_the_socket_from_its_header() {
 }
 
 #[tokio::test]
+async fn a_send_past_max_message_is_refused_and_the_socket_stays_usable() {
+    let (tx, rx) = oneshot::channel::<Vec<usize>>();
+    let url = server(move |mut ws| async move {
+        let mut sizes = Vec::new();
+        while let Some(Ok(m)) = ws.next().await {
+            if m.is_close() {
+                break;
+            }
+            sizes.push(m.len());
+        }
+        let _ = tx.send(sizes);
+    })
+    .await;
+    let shared = shared(WebSocketOptions {
+        max_message: 1 << 20,
+        ..WebSocketOptions::default()
+    });
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    let err = socket
+        .send_binary(vec![0u8; (1 << 20) + 1])
+        .await
+        .unwrap_err();
+    let WsError::Invalid(text) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(text.contains("[websocket] max_message = 1 MiB"), "{text}");
+    let err = socket.send_text("x".repeat(2 << 20)).await.unwrap_err();
+    assert!(matches!(err, WsError::Invalid(_)), "{err:?}");
+    // What fits still goes, and only it reached the peer.
+    socket.send_binary(vec![0u8; 1 << 20]).await.unwrap();
+    // The peer stops at the close frame without answering it: how the close ends is
+    // not what is tested.
+    let _ = socket.close(1000, String::new()).await;
+    let sizes = tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sizes, [1 << 20]);
+}
+
+#[tokio::test]
 async fn a_dropped_socket_says_going_away_and_ends_its_session() {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let url = server(move |mut ws| async move {

@@ -1,6 +1,6 @@
 //! `metrics`: checks and custom metrics, recorded with the VU's tags.
 
-use crate::metrics::{builtin, MetricKind};
+use crate::metrics::{builtin, MetricKind, RegistryError};
 use crate::plugin::bindings::loadtest::scenario::metrics as wit;
 use crate::plugin::state::VuState;
 
@@ -29,6 +29,22 @@ impl wit::Host for VuState {
         let recorder = &self.services.recorder;
         let id = match recorder.registry().get_or_register(&name, kind) {
             Ok(id) => id,
+            Err(e @ RegistryError::TooMany(_)) => {
+                // One warning and a count: remembering each refused name (to warn once
+                // per name) was itself the unbounded cost.
+                self.services
+                    .metrics_refused
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.services.warn_once(
+                    "metric:too-many",
+                    &format!(
+                        "plugin metric `{}` ignored: {e}; samples of further new names are \
+                         counted in the summary's warnings, not printed",
+                        crate::bounded::cut(&name, crate::bounded::QUOTED_BYTES)
+                    ),
+                );
+                return Ok(());
+            }
             Err(e) => {
                 self.services.warn_once(
                     &format!("metric:{name}"),
