@@ -1,5 +1,6 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
-//! `host up`, `host down`, `host sweep`, `host k8s render`.
+//! `host up`, `host down`, `host sweep`, `host k8s render`, `host push`, `host pull`,
+//! `host login`.
 
 use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
@@ -22,9 +23,19 @@ enum Command {
     Run(RunArgs),
     /// Show a plugin's name, version, scenarios, default config and contract version.
     Inspect {
-        /// The plugin component (.wasm).
+        /// The plugin component (.wasm), or a registry reference
+        /// (REGISTRY/REPOSITORY:TAG or @sha256:DIGEST).
         plugin: PathBuf,
+        #[command(flatten)]
+        registry: crate::oci::RegistryOptions,
     },
+    /// Push a plugin (or a plugin project, built first) to an OCI registry as a
+    /// WebAssembly artifact, and print its digest and the pin for a run config.
+    Push(crate::oci::command::PushArgs),
+    /// Pull a plugin from an OCI registry into the cache (verified by digest).
+    Pull(crate::oci::command::PullArgs),
+    /// Check credentials for a registry and store them in Docker's config.json.
+    Login(crate::oci::command::LoginArgs),
     /// Start the embedded demo target and run the bundled `notes` plugin against it.
     Demo(DemoArgs),
     /// Start a plugin project in a folder of its own (scenario, run.toml, README, SDK).
@@ -82,7 +93,7 @@ enum Command {
     },
     /// Run a plugin at rising load levels until its thresholds break, and model the
     /// target's capacity (breakpoint, knee, USL fit): sweep.md, sweep.json, sweep.html.
-    Sweep(crate::sweep::command::SweepArgs),
+    Sweep(SweepCommand),
     /// Kubernetes: `host k8s render` writes the manifests of a distributed run.
     #[command(subcommand)]
     K8s(K8sCommand),
@@ -119,6 +130,15 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         large_group_notes: u32,
     },
+}
+
+/// `host sweep`: its own flags, and how to reach a registry its plugin is in.
+#[derive(Args, Debug)]
+struct SweepCommand {
+    #[command(flatten)]
+    args: crate::sweep::command::SweepArgs,
+    #[command(flatten)]
+    registry: crate::oci::RegistryOptions,
 }
 
 /// `host k8s ...`.
@@ -242,8 +262,11 @@ fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The plugin component (.wasm).
-    plugin: PathBuf,
+    /// The plugin component (.wasm), or a registry reference (REGISTRY/REPOSITORY:TAG
+    /// or @sha256:DIGEST); without it, the run config's `plugin = { oci | path, sha256 }`.
+    plugin: Option<PathBuf>,
+    #[command(flatten)]
+    registry: crate::oci::RegistryOptions,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
     #[arg(long, value_name = "COMPOSE_FILE", num_args = 0..=1, value_parser = stack_arg)]
@@ -259,8 +282,11 @@ struct RunArgs {
 
 #[derive(Args, Debug)]
 struct CoordinateArgs {
-    /// The plugin component (.wasm); the workers receive it from the coordinator.
+    /// The plugin component (.wasm), or a registry reference; the workers receive it
+    /// from the coordinator.
     plugin: PathBuf,
+    #[command(flatten)]
+    registry: crate::oci::RegistryOptions,
     /// How many workers take part (the run starts when all have joined).
     #[arg(long)]
     workers: u32,
@@ -547,7 +573,9 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(mut args) => {
             args.common.read_env_file()?;
             let quiet = args.common.quiet;
-            let request = args.common.request(args.plugin);
+            let plugin =
+                resolve_plugin(args.plugin.as_deref(), &args.common.config, &args.registry).await?;
+            let request = args.common.request(plugin);
             let outcome = match args.stack {
                 None => run::run_then(request, print_summary).await?,
                 Some(file) => {
@@ -562,9 +590,14 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             };
             Ok(finish(outcome))
         }
-        Command::Inspect { plugin } => {
+        Command::Inspect { plugin, registry } => {
+            let named = crate::oci::reference::names_reference(&plugin).then(|| plugin.clone());
+            let plugin = resolve_plugin(Some(plugin.as_path()), &[], &registry).await?;
             let inspected =
                 run::inspect(&plugin, crate::config::Limits::default().memory_bytes).await?;
+            if let Some(reference) = named {
+                println!("reference:   {}", reference.display());
+            }
             print!("{}", crate::output::text::render_inspection(&inspected));
             Ok(0)
         }
@@ -681,11 +714,24 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
-        Command::Sweep(args) => crate::sweep::command::run(args).await,
+        Command::Sweep(SweepCommand { mut args, registry }) => {
+            let configs: Vec<PathBuf> = args.config.iter().cloned().collect();
+            args.plugin = resolve_plugin(Some(args.plugin.as_path()), &configs, &registry).await?;
+            crate::sweep::command::run(args).await
+        }
+        Command::Push(args) => crate::oci::command::push(args).await,
+        Command::Pull(args) => crate::oci::command::pull(args).await,
+        Command::Login(args) => crate::oci::command::login(args).await,
         Command::Coordinate(mut args) => {
             args.common.read_env_file()?;
+            let plugin = resolve_plugin(
+                Some(args.plugin.as_path()),
+                &args.common.config,
+                &args.registry,
+            )
+            .await?;
             let request = crate::distributed::coordinator::CoordinateRequest {
-                run: args.common.request(args.plugin),
+                run: args.common.request(plugin),
                 workers: args.workers,
                 listen: args.listen,
             };
@@ -772,6 +818,17 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// The plugin file an argument names: itself, or a registry reference pulled into the
+/// cache (checked against the pins of `configs`).
+async fn resolve_plugin(
+    arg: Option<&std::path::Path>,
+    configs: &[PathBuf],
+    registry: &crate::oci::RegistryOptions,
+) -> anyhow::Result<PathBuf> {
+    let configs: Vec<&std::path::Path> = configs.iter().map(PathBuf::as_path).collect();
+    crate::oci::resolve_plugin(arg, &configs, registry).await
 }
 
 /// Prints a run's summary (before its results files are written).

@@ -11,8 +11,11 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → author, sweep, demo, distributed, run, stack, output, sampling,
+//! cli         → oci, author, sweep, demo, distributed, run, stack, output, sampling,
 //!               target_process, live, k8s, config
+//! oci         → author, run, plugin, net, config   (`host push`, `host pull`, `host
+//!               login`, plugins named by registry reference; `oci::reference` is a
+//!               leaf that `plugin::pin` reads `plugin.oci` with)
 //! k8s         → config   (`host k8s render`: the manifests of a distributed run)
 //! distributed → run, summary, metrics, plugin, executor, control, config
 //!               (`host coordinate`, `host worker`: wire protocol, exact merging)
@@ -69,6 +72,7 @@ mod k8s;
 mod live;
 mod metrics;
 mod net;
+mod oci;
 mod output;
 mod plugin;
 mod run;

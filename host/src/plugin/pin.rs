@@ -1,6 +1,8 @@
 //! Pinned plugins: a run config may name the exact file it was written for,
 //! `plugin = { path = "checkout.wasm", sha256 = "…" }`, and the host then refuses to run
 //! any other file — a team that receives a plugin runs the file it reviewed, or nothing.
+//! `plugin = { oci = "registry/repo:tag", sha256 = "…" }` names it in a registry
+//! instead (pulled, checked against the hash, and kept in the cache by digest).
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -11,6 +13,8 @@ pub(crate) struct Pin {
     /// The file it names, resolved against the config's folder (optional: a pin may
     /// give the hash alone).
     pub path: Option<PathBuf>,
+    /// The registry reference it names instead of a file.
+    pub oci: Option<String>,
     /// The sha256 the file must have, lowercase hex.
     pub sha256: String,
     /// The config file the pin is in, for messages.
@@ -41,8 +45,8 @@ pub(crate) fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
         );
     };
     for key in table.keys() {
-        if key != "path" && key != "sha256" {
-            bail!("config error in {shown}: plugin.{key} is not a known key; plugin takes `path` and `sha256`");
+        if key != "path" && key != "sha256" && key != "oci" {
+            bail!("config error in {shown}: plugin.{key} is not a known key; plugin takes `path` or `oci`, and `sha256`");
         }
     }
     let sha256 = match table.get("sha256") {
@@ -65,8 +69,23 @@ pub(crate) fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
         }
         Some(_) => bail!("config error in {shown}: plugin.path must be a string (the .wasm file)"),
     };
+    let oci = match table.get("oci") {
+        None => None,
+        Some(toml::Value::String(r)) => {
+            crate::oci::reference::Reference::parse(r)
+                .map_err(|e| anyhow::anyhow!("config error in {shown}: plugin.oci: {e}"))?;
+            Some(r.clone())
+        }
+        Some(_) => {
+            bail!("config error in {shown}: plugin.oci must be a string (registry/repository:tag)")
+        }
+    };
+    if path.is_some() && oci.is_some() {
+        bail!("config error in {shown}: plugin takes `path` or `oci`, not both: say where the plugin is in one way");
+    }
     Ok(Pin {
         path,
+        oci,
         sha256,
         origin: origin.to_path_buf(),
     })
@@ -77,7 +96,8 @@ impl Pin {
     /// same file as `path` when the pin names one, and the pinned hash.
     pub(crate) fn verify(&self, plugin: &Path, sha256: &str) -> Result<()> {
         let origin = self.origin.display();
-        if let Some(pinned) = &self.path {
+        // A registry pin names content, not a file: the hash below is the check.
+        if let Some(pinned) = self.path.as_ref().filter(|_| self.oci.is_none()) {
             if !same_file(pinned, plugin) {
                 bail!(
                     "{origin} pins the plugin {}, but the run was given {}; run the pinned file, or change plugin.path",
@@ -136,6 +156,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("plugin.sha"), "{err}");
+        let p = pin(&format!(
+            "plugin = {{ oci = \"127.0.0.1:5000/a/b:1\", sha256 = \"{HASH}\" }}"
+        ))
+        .unwrap();
+        assert_eq!(p.oci.as_deref(), Some("127.0.0.1:5000/a/b:1"));
+        let err = pin(&format!(
+            "plugin = {{ oci = \"a/b:1\", sha256 = \"{HASH}\" }}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("plugin.oci") && err.contains("registry host"),
+            "{err}"
+        );
+        let err = pin(&format!(
+            "plugin = {{ oci = \"x.io/a:1\", path = \"x.wasm\", sha256 = \"{HASH}\" }}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not both"), "{err}");
         let err = pin("plugin = \"x.wasm\"").unwrap_err().to_string();
         assert!(err.contains("must be a table"), "{err}");
     }
