@@ -133,3 +133,73 @@ async fn every_request_denied_exits_110_and_names_the_allowlist() {
         "{failure}"
     );
 }
+
+/// Issue 29, item 5: a 30 s run whose every request was denied went on for its whole
+/// duration, said so four times, and its thresholds advised to "make the plugin record
+/// it". It now stops after 3 s, exits 110, and says why once.
+#[test]
+fn a_run_whose_every_request_is_denied_stops_early_and_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("run.toml");
+    std::fs::write(
+        &config,
+        r#"
+        [scenarios.s]
+        executor = "constant-vus"
+        vus = 2
+        duration = "30s"
+        [thresholds]
+        http_req_duration = ["p(95)<500"]
+        checks = ["rate>0.9"]
+        "#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["-e", "BASE_URL=http://192.0.2.1:8080", "--out"])
+        .arg(&out)
+        .arg(common::plugin("hello"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        run.status.code(),
+        Some(exit_code::MEASURED_NOTHING),
+        "{stderr}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(12),
+        "a 30 s run that can measure nothing took {took:?}"
+    );
+    // The warning at the first denial names the origin; the error at the end counts.
+    assert_eq!(
+        stderr.matches("not an allowed target").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("denied by the allowlist").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error: the run measured nothing: every request was denied"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("make the plugin record it"), "{stderr}");
+    assert!(!stdout.contains("make the plugin record it"), "{stdout}");
+    let json = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(json["status"], "failed");
+    assert_eq!(
+        json["stop_reason"]["by"], "cannot_measure",
+        "{}",
+        json["stop_reason"]
+    );
+    let note = json["thresholds"][0]["note"].as_str().unwrap();
+    assert!(note.contains("the run measured nothing"), "{note}");
+}

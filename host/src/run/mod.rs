@@ -716,7 +716,7 @@ fn finish(
     match &summary.failure {
         // Said once: the thresholds without samples are explained by it.
         Some(failure) => {
-            crate::thresholds::eval::blame_missing_samples_on(&mut summary.thresholds, failure);
+            crate::thresholds::eval::blame_missing_samples_on_the_failure(&mut summary.thresholds);
             crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
         }
         None => {

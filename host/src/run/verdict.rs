@@ -31,7 +31,7 @@ pub(crate) fn stop_if_all_denied(
     let attempted = c.sent + c.received + c.failed + c.not_sent.values().sum::<u64>();
     if c.denied > 0 && attempted == 0 {
         control.stop_with(StopReason::CannotMeasure(format!(
-            "stopped after {}: every request so far was denied by the allowlist",
+            "every request of its first {} was denied by the allowlist",
             crate::config::format_duration(ALL_DENIED_AFTER)
         )));
         control.hard_stop.cancel();
@@ -66,14 +66,19 @@ pub(crate) fn judge(summary: &mut Summary) -> i32 {
 /// Why the run measured nothing, or `None` when some iteration succeeded and some
 /// request was allowed.
 pub(crate) fn failure(summary: &Summary) -> Option<String> {
-    // A denial is usually why the iterations failed, so it comes first.
-    let reasons: Vec<String> = [
-        requests_failure(summary),
-        iterations_failure(&summary.scenarios, &summary.plugin_errors),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    // A denial is usually why the iterations failed, so it comes first, and the
+    // iterations' most frequent error (the same denial, as the plugin saw it) is not
+    // said again.
+    let denied = requests_failure(summary);
+    let errors: &[ErrorEntry] = if denied.is_some() {
+        &[]
+    } else {
+        &summary.plugin_errors
+    };
+    let reasons: Vec<String> = [denied, iterations_failure(&summary.scenarios, errors)]
+        .into_iter()
+        .flatten()
+        .collect();
     (!reasons.is_empty()).then(|| reasons.join("; and "))
 }
 
@@ -132,16 +137,9 @@ fn requests_failure(summary: &Summary) -> Option<String> {
         None => 0,
     };
     let denied = summary.http.denied;
-    let early = match summary.stop_reason {
-        Some(StopReason::CannotMeasure(_)) => format!(
-            " (so the run was stopped after {})",
-            crate::config::format_duration(ALL_DENIED_AFTER)
-        ),
-        _ => String::new(),
-    };
     (denied > 0 && requests == 0).then(|| {
         format!(
-            "every request was denied by the allowlist ({denied}){early}; allow the target with [targets] allow or --allow URL"
+            "every request was denied by the allowlist ({denied}); allow the target with [targets] allow or --allow URL"
         )
     })
 }

@@ -158,12 +158,13 @@ impl Evaluator {
 const NO_SAMPLES: &str = "got no samples";
 
 /// When the run measured nothing, a threshold whose metric got no samples is explained
-/// by that (`why`), not by a plugin that does not record the metric.
-pub(crate) fn blame_missing_samples_on(outcomes: &mut [ThresholdOutcome], why: &str) {
+/// by that (said once, where the run's failure is), not by a plugin that does not
+/// record the metric.
+pub(crate) fn blame_missing_samples_on_the_failure(outcomes: &mut [ThresholdOutcome]) {
     for o in outcomes {
         if o.observed.is_none() && o.note.as_deref().is_some_and(|n| n.contains(NO_SAMPLES)) {
             o.note = Some(format!(
-                "metric `{}` {NO_SAMPLES}: the run measured nothing ({why})",
+                "metric `{}` {NO_SAMPLES}: the run measured nothing (its failure says why)",
                 o.metric
             ));
         }
