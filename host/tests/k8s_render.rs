@@ -8,7 +8,7 @@ mod common;
 use host::segment_from_flags as from_flags;
 use host::segment_of;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -66,26 +66,26 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ConfigMap", "Service", "Job", "Job"]);
+    assert_eq!(kinds, ["Secret", "ConfigMap", "Service", "Job", "Job"]);
     // Each is a valid object of its kind.
-    let files: ConfigMap = serde_json::from_value(items[0].clone()).unwrap();
-    let service: Service = serde_json::from_value(items[1].clone()).unwrap();
-    let coordinator: Job = serde_json::from_value(items[2].clone()).unwrap();
-    let workers: Job = serde_json::from_value(items[3].clone()).unwrap();
+    let env: Secret = serde_json::from_value(items[0].clone()).unwrap();
+    let files: ConfigMap = serde_json::from_value(items[1].clone()).unwrap();
+    let service: Service = serde_json::from_value(items[2].clone()).unwrap();
+    let coordinator: Job = serde_json::from_value(items[3].clone()).unwrap();
+    let workers: Job = serde_json::from_value(items[4].clone()).unwrap();
     for item in items {
         assert_eq!(item["metadata"]["namespace"], "load");
     }
 
-    // The ConfigMap carries the plugin's and the run config's bytes.
+    // The ConfigMap carries the plugin's and the run config's bytes, the config
+    // without its [env], whose values are in the Secret.
     let data = files.binary_data.unwrap();
     assert_eq!(
         data["plugin.wasm"].0,
         std::fs::read(common::plugin("hello")).unwrap()
     );
-    assert_eq!(
-        data["file1-run.toml"].0,
-        std::fs::read(dir.path().join("run.toml")).unwrap()
-    );
+    assert_eq!(data["file1-run.toml"].0, b"");
+    assert_eq!(env.data.unwrap()["BASE_URL"].0, b"http://api:8080");
 
     // The coordinator reads them from the ConfigMap's mount, listens on the Service's
     // port, and gets the run flags.
@@ -109,6 +109,8 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
             "/loadtest/file1-run.toml",
             "--allow",
             "http://api:8080",
+            "-e",
+            "BASE_URL",
         ]
     );
     let files_volume = pod_spec

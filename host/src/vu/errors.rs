@@ -117,8 +117,9 @@ pub struct ErrorLog {
 impl ErrorLog {
     /// Records a failure; returns the consecutive-failure streak including it.
     pub fn failure(&self, kind: ErrorKind, scenario: &str, message: &str) -> u64 {
-        // Cut where it is kept, whoever sent it (a worker's list comes from the wire).
-        let message = crate::bounded::cut(message, crate::bounded::MESSAGE_BYTES);
+        // Cut where it is kept, whoever sent it (a worker's list comes from the wire);
+        // a message already cut keeps its note of how long it was.
+        let message = crate::bounded::cut(message, crate::bounded::MESSAGE_BYTES + 64);
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let key = (kind, scenario.to_string(), message.into_owned());
         if let Some(count) = entries.get_mut(&key) {
