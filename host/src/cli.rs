@@ -242,7 +242,8 @@ fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The plugin component (.wasm).
+    /// The plugin component (.wasm), or a plugin project's folder (as `host new` makes
+    /// it), which is built first when its sources changed since its last build.
     plugin: PathBuf,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
@@ -445,6 +446,8 @@ impl CommonArgs {
             live: crate::live::LiveOptions {
                 dashboard: self.dashboard,
                 outputs,
+                // From the command line the finished page stays up until Ctrl-C.
+                linger: self.dashboard.is_some(),
             },
             remote: None,
         }
@@ -547,7 +550,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(mut args) => {
             args.common.read_env_file()?;
             let quiet = args.common.quiet;
-            let request = args.common.request(args.plugin);
+            let plugin = crate::author::project::component_for(&args.plugin, quiet)?;
+            let request = args.common.request(plugin);
             let outcome = match args.stack {
                 None => run::run_then(request, print_summary).await?,
                 Some(file) => {
@@ -653,6 +657,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     return Ok(run::exit_code::INTERRUPTED);
                 }
             };
+            // Left running on purpose: a second `up` with its name is refused.
+            stack.keep();
             print!("{}", crate::stack::render::render(&stack));
             println!("stop it with: host down --project {}", stack.project);
             Ok(0)

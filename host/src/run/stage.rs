@@ -50,6 +50,7 @@ pub(crate) fn services(
         cpu_per_call: run.cpu_per_call,
         warned: Mutex::new(HashSet::new()),
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
+        sleeps_cut: Default::default(),
     };
     (Arc::new(services), Some(recorder))
 }
