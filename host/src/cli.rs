@@ -262,8 +262,10 @@ fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The plugin component (.wasm), or a registry reference (REGISTRY/REPOSITORY:TAG
-    /// or @sha256:DIGEST); without it, the run config's `plugin = { oci | path, sha256 }`.
+    /// The plugin component (.wasm), a plugin project's folder (as `host new` makes it,
+    /// built first when its sources changed since its last build), or a registry
+    /// reference (REGISTRY/REPOSITORY:TAG or @sha256:DIGEST); without it, the run
+    /// config's `plugin = { oci | path, sha256 }`.
     plugin: Option<PathBuf>,
     #[command(flatten)]
     registry: crate::oci::RegistryOptions,
@@ -471,6 +473,8 @@ impl CommonArgs {
             live: crate::live::LiveOptions {
                 dashboard: self.dashboard,
                 outputs,
+                // From the command line the finished page stays up until Ctrl-C.
+                linger: self.dashboard.is_some(),
             },
             remote: None,
         }
@@ -575,6 +579,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             let quiet = args.common.quiet;
             let plugin =
                 resolve_plugin(args.plugin.as_deref(), &args.common.config, &args.registry).await?;
+            let plugin = crate::author::project::component_for(&plugin, quiet)?;
             let request = args.common.request(plugin);
             let outcome = match args.stack {
                 None => run::run_then(request, print_summary).await?,
@@ -686,6 +691,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     return Ok(run::exit_code::INTERRUPTED);
                 }
             };
+            // Left running on purpose: a second `up` with its name is refused.
+            stack.keep();
             print!("{}", crate::stack::render::render(&stack));
             println!("stop it with: host down --project {}", stack.project);
             Ok(0)

@@ -316,3 +316,84 @@ async fn endpoints_list_each_name_of_the_notes_plugin_and_add_up_to_http_reqs() 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<h2>Endpoints</h2>") && html.contains("/groups/{g}/notes/{id}"));
 }
+
+/// A server on loopback that answers `200` to every request and keeps each request's
+/// `User-Agent` (`None` for a request without one).
+async fn agent_recorder() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let keep = keep.clone();
+            tokio::spawn(async move {
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+                        pending.drain(..end + 4);
+                        let agent = head.lines().find_map(|l| {
+                            let (name, value) = l.split_once(':')?;
+                            name.eq_ignore_ascii_case("user-agent")
+                                .then(|| value.trim().to_string())
+                        });
+                        keep.lock().unwrap().push(agent);
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if socket.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    match socket.read(&mut buf).await {
+                        Ok(n) if n > 0 => pending.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// The User-Agent of one run's requests (two iterations of one GET each), with
+/// `http` as the run's `[http]` lines and `UA` (a request's own header) if given.
+async fn agents_sent(http: &str, per_request: Option<&str>) -> Vec<Option<String>> {
+    let (url, seen) = agent_recorder().await;
+    let config = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 2\n\
+         [http]\n{http}\n"
+    );
+    let mut env = vec![("BASE_URL", url.as_str()), ("MODE", "paced"), ("SLEEP_MS", "0")];
+    if let Some(agent) = per_request {
+        env.push(("UA", agent));
+    }
+    let run = common::run("http_probe", &config, &env).await.unwrap();
+    assert_eq!(run.metric("http_reqs", "count"), 2.0);
+    let seen = seen.lock().unwrap().clone();
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_carry_a_user_agent_the_run_and_each_request_may_change() {
+    // By default, as k6 sends `k6/VERSION (https://k6.io/)`, the tool and its version.
+    let default = format!("host/{} (WebAssembly load tester)", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        agents_sent("", None).await,
+        [Some(default.clone()), Some(default)]
+    );
+    let custom = Some("shop-test/1.0".to_string());
+    assert_eq!(
+        agents_sent("user_agent = \"shop-test/1.0\"", None).await,
+        [custom.clone(), custom]
+    );
+    // A request's own header wins over the run's.
+    let own = Some("own/2".to_string());
+    assert_eq!(
+        agents_sent("user_agent = \"shop-test/1.0\"", Some("own/2")).await,
+        [own.clone(), own]
+    );
+    // An empty one sends none.
+    assert_eq!(agents_sent("user_agent = \"\"", None).await, [None, None]);
+}

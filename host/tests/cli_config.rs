@@ -355,3 +355,41 @@ fn summary_trend_stats_choose_the_columns_of_summary_txt() {
     assert!(all.contains("`p(97)` is not a trend column"), "{all}");
     assert!(all.contains("p(99.9)"), "the choices are listed: {all}");
 }
+
+#[test]
+fn a_duration_that_shortens_no_scenario_says_how_long_it_really_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "ramp.toml",
+        "[scenarios.ramp]\nexecutor = \"ramping-vus\"\nstages = [{ duration = \"1s\", target = 2 }, \
+         { duration = \"1s\", target = 0 }]\nenv = { MODE = \"sleep\", SLEEP_MS = \"50\" }\n\
+         [scenarios.steady]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"5s\"\n\
+         env = { MODE = \"sleep\", SLEEP_MS = \"50\" }\n",
+    );
+    let out = dir.path().join("out");
+    let output = run(
+        &out,
+        &["--config", config.to_str().unwrap(), "--duration", "500ms"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let said = "--duration 500ms does not shorten scenario `ramp` (ramping-vus: its stages set \
+                its length); it runs for 2s";
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches(said).count(), 1, "{}", text(&output));
+    // The scenario it does shorten is not named.
+    assert!(!stderr.contains("scenario `steady`"), "{stderr}");
+    let s = summary(&out);
+    assert!(
+        s["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(said)),
+        "{}",
+        s["warnings"]
+    );
+    // It did run its two seconds: the warning tells the truth.
+    let duration = s["duration_s"].as_f64().unwrap();
+    assert!((1.9..10.0).contains(&duration), "{duration}");
+}

@@ -86,3 +86,37 @@ async fn slow_iteration_is_stopped_by_the_wall_clock_timeout() {
     assert!(message.contains("300ms"), "{message}");
     assert!(run.json["duration_s"].as_f64().unwrap() < 10.0);
 }
+
+#[test]
+fn a_sleep_past_an_hour_is_cut_to_it_and_said_once_per_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::write_config(
+        dir.path(),
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"1s\"\n\
+         graceful_stop = \"0s\"\nenv = { MODE = \"sleep\", SLEEP_MS = \"7200000\" }\n",
+    );
+    let out = dir.path().join("results");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["run", common::plugin("misbehave").to_str().unwrap(), "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Three VUs asked for two hours: one line says so.
+    let said = "the plugin asked to sleep 7200 s; a sleep lasts at most 3600 s";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let warnings: Vec<&str> = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains("longer than the longest allowed (3600 s)"))
+        .collect();
+    assert_eq!(
+        warnings,
+        ["3 sleeps longer than the longest allowed (3600 s) were cut to it (the longest asked: 7200 s)"]
+    );
+}

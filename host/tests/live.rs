@@ -67,6 +67,7 @@ async fn csv_and_json_outputs_add_up_to_the_summary() {
             OutputSpec::Csv(csv_path.clone()),
             OutputSpec::Json(json_path.clone()),
         ],
+        linger: false,
     };
     let out = dir.path().join("out");
     let outcome = host::run(request(&config, &out, &server.base_url(), live))
@@ -374,6 +375,7 @@ async fn the_dashboard_shows_the_run_as_it_goes_and_ends_on_the_summary() {
     let live = LiveOptions {
         dashboard: Some(addr),
         outputs: Vec::new(),
+        linger: false,
     };
     let out = dir.path().join("out");
     // The run's future stays on this task (it is not Send); the page is watched from
@@ -487,6 +489,170 @@ async fn the_dashboard_shows_the_run_as_it_goes_and_ends_on_the_summary() {
     assert_eq!(href, "/report.html");
 }
 
+/// Waits until something listens at `addr`.
+async fn wait_listening(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the dashboard never listened on {addr}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
+    let server = demo_target(Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "8s"));
+    let addr = free_addr();
+    let live = LiveOptions {
+        dashboard: Some(addr),
+        outputs: Vec::new(),
+        linger: false,
+    };
+    let out = dir.path().join("out");
+    let watcher = tokio::spawn(async move {
+        wait_listening(addr).await;
+        // Opened about four seconds into the run.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let mut page = Browser::open(&format!("http://{addr}/")).await;
+        page.wait_for(
+            "the seconds before it opened",
+            "Number(document.getElementById('c-rps').dataset.points || 0) >= 4",
+            Duration::from_secs(30),
+        )
+        .await;
+        let first = page.eval("hist.t[0]").await.as_f64().unwrap();
+        assert!(first <= 1.5, "the charts start at the run's start: {first} s");
+        let times = page.eval("hist.t").await;
+        let times: Vec<f64> = times
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[1] > w[0]),
+            "each second once, in order: {times:?}"
+        );
+        for (chart, unit) in [("c-rps", "req/s"), ("c-lat", "ms"), ("c-vus", "VUs"), ("c-err", "%")] {
+            let said = page
+                .eval(&format!(
+                    "JSON.stringify(document.getElementById('{chart}').dataset)"
+                ))
+                .await;
+            let data: serde_json::Value = serde_json::from_str(said.as_str().unwrap()).unwrap();
+            assert_eq!(data["unit"], unit, "{chart}: {data}");
+            let y: Vec<String> = serde_json::from_str(data["yTicks"].as_str().unwrap()).unwrap();
+            assert!(
+                y.len() >= 2 && y.iter().all(|l| l.ends_with(&format!(" {unit}"))),
+                "{chart}: the value axis is labelled in {unit}: {y:?}"
+            );
+            let t: Vec<String> = serde_json::from_str(data["tTicks"].as_str().unwrap()).unwrap();
+            assert!(
+                t.first().map(String::as_str) == Some("0s") && t.len() >= 2,
+                "{chart}: a time axis from 0s: {t:?}"
+            );
+        }
+        let legend = page.text("l-lat").await;
+        for name in ["p50", "p95", "p99", "ms"] {
+            assert!(legend.contains(name), "the latency legend names {name}: {legend}");
+        }
+        assert!(page.text("l-rps").await.contains("requests/s"));
+    });
+    let outcome = host::run(request(&config, &out, &server.base_url(), live))
+        .await
+        .expect("the run completes");
+    watcher.await.expect("the page drew the whole run");
+    server.shutdown().await;
+    assert_eq!(outcome.exit_code, 0);
+}
+
+#[test]
+fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(demo_target(Duration::ZERO));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "2s"));
+    let addr = free_addr();
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["run", plugin("hello").to_str().unwrap(), "--quiet", "--config"])
+        .arg(&config)
+        .args(["--dashboard", &addr.to_string(), "--out"])
+        .arg(&out)
+        .args(["-e", &format!("BASE_URL={}", server.base_url())])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stops the child if an assertion fails first.
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
+    let _kill = Kill(child.id());
+    let mut stderr = child.stderr.take().unwrap();
+    let (lines, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+            let _ = lines.send(text.clone());
+        }
+    });
+    let line = format!("its dashboard stays up at http://{addr}/");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut text = String::new();
+    while !text.contains(&line) {
+        assert!(Instant::now() < deadline, "never said {line:?}: {text}");
+        if let Ok(t) = said.recv_timeout(Duration::from_millis(200)) {
+            text = t;
+        }
+    }
+    assert!(text.contains("press Ctrl-C to exit"), "{text}");
+    // The run is over and still the page and its report are served.
+    runtime.block_on(async {
+        let (status, _, page) = get(&format!("http://{addr}/")).await;
+        assert_eq!(status, 200);
+        assert!(page.contains("<canvas"));
+        let (status, content_type, report) = get(&format!("http://{addr}/report.html")).await;
+        assert_eq!(status, 200, "{report}");
+        assert!(content_type.starts_with("text/html") && report.contains("<html"));
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "it waits for Ctrl-C");
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "Ctrl-C did not end it");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The run's own exit code, not an interruption's.
+    assert_eq!(status.code(), Some(0));
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert!(stdout.contains("results: "), "{stdout}");
+    runtime.block_on(server.shutdown());
+}
+
 /// Prometheus from Debian's package, on a free port with its own storage, killed on
 /// drop.
 struct Prometheus {
@@ -589,6 +755,7 @@ async fn remote_write_lands_the_run_in_prometheus() {
         let live = LiveOptions {
             dashboard: None,
             outputs: vec![OutputSpec::PrometheusRw(write_url.clone())],
+            linger: false,
         };
         let out: PathBuf = dir.path().join("out");
         let outcome = host::run(request(&config, &out, &server.base_url(), live))

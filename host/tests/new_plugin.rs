@@ -210,3 +210,120 @@ async fn a_pinned_plugin_refuses_another_file() {
     assert_eq!(outcome.exit_code, 0);
     assert_eq!(target.requests_served(), 5);
 }
+
+/// `host run DIR` from `tmp` (results under `out`), building with the shared target
+/// folder; the output.
+fn run_dir(tmp: &Path, plugin: &Path, base_url: &str, out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(tmp)
+        .arg("run")
+        .arg(plugin)
+        .args(["--iterations", "4", "--quiet", "-e"])
+        .arg(format!("BASE_URL={base_url}"))
+        .arg("--out")
+        .arg(out)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .unwrap()
+}
+
+/// The newest results folder under `out`.
+fn newest(out: &Path) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    dirs.pop().expect("a results folder")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_dir_builds_a_project_only_when_it_changed_and_names_an_edited_run_toml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = host(tmp.path(), &["new", "dir-run"]);
+    assert!(made.status.success(), "{}", text(&made));
+    let project = tmp.path().join("dir-run");
+    let target = common::demo_target(Duration::ZERO).await;
+    let base = target.base_url();
+    let out = tmp.path().join("results");
+    let (t, p, b, o) = (
+        tmp.path().to_path_buf(),
+        project.clone(),
+        base.clone(),
+        out.clone(),
+    );
+    let run = move || {
+        let (t, p, b, o) = (t.clone(), p.clone(), b.clone(), o.clone());
+        tokio::task::spawn_blocking(move || run_dir(&t, &p, &b, &o))
+    };
+
+    // First: built, then run.
+    let first = run().await.unwrap();
+    assert!(first.status.success(), "{}", text(&first));
+    let said = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(said.contains("building ") && said.contains("built "), "{said}");
+    let summary = common::summary_json(&newest(&out));
+    assert_eq!(summary["metrics"]["http_reqs"]["count"], 4.0);
+
+    // Unchanged: no build at all.
+    let second = run().await.unwrap();
+    assert!(second.status.success(), "{}", text(&second));
+    let said = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(
+        said.contains("sources unchanged since the last build") && !said.contains("building "),
+        "{said}"
+    );
+
+    // An edited run.toml is a changed source: built again, and the new config runs.
+    let run_toml = project.join("run.toml");
+    let original = std::fs::read_to_string(&run_toml).unwrap();
+    std::fs::write(&run_toml, original.replace("vus = 2", "vus = 3")).unwrap();
+    let third = run().await.unwrap();
+    assert!(third.status.success(), "{}", text(&third));
+    let said = String::from_utf8_lossy(&third.stderr).into_owned();
+    assert!(
+        said.contains("its sources changed since the last build"),
+        "{said}"
+    );
+    let summary = common::summary_json(&newest(&out));
+    assert_eq!(
+        summary["config"]["scenarios"]["default"]["vus"], 3,
+        "{}",
+        summary["config"]
+    );
+
+    // Edited again, and the component run as a file (where cargo writes it by
+    // default) without a build: the run says its run.toml is not the one built in.
+    std::fs::write(&run_toml, original.replace("vus = 2", "vus = 5")).unwrap();
+    let stamp = std::fs::read_to_string(project.join("target/host-build.stamp")).unwrap();
+    let built = PathBuf::from(stamp.lines().nth(1).unwrap());
+    let release = project.join("target/wasm32-wasip2/release");
+    std::fs::create_dir_all(&release).unwrap();
+    let component = release.join("dir_run.wasm");
+    std::fs::copy(&built, &component).unwrap();
+    let fourth = tokio::task::spawn_blocking({
+        let (t, b, o) = (tmp.path().to_path_buf(), base.clone(), out.clone());
+        move || run_dir(&t, &component, &b, &o)
+    })
+    .await
+    .unwrap();
+    assert!(fourth.status.success(), "{}", text(&fourth));
+    let said = String::from_utf8_lossy(&fourth.stderr).into_owned();
+    let root = project.canonicalize().unwrap();
+    let warning = format!(
+        "{}/run.toml differs from the default config built into",
+        root.display()
+    );
+    assert!(said.contains(&warning), "{said}");
+    let summary = common::summary_json(&newest(&out));
+    assert_eq!(summary["config"]["scenarios"]["default"]["vus"], 3);
+    assert!(
+        summary["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(&warning)),
+        "{}",
+        summary["warnings"]
+    );
+}

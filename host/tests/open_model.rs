@@ -323,3 +323,36 @@ graceful_stop = "5s"
     }
     assert!(stage["peak"].as_u64().unwrap() >= 1, "{stage}");
 }
+
+/// k6's rule: per-second rates are over the run's duration. At 2/s for 3 s the last
+/// iteration is due at 2.5 s and done soon after; the scenario still lasts 3 s, so
+/// `http_reqs` reads 2/s, not 6 / 2.5 s = 2.4/s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rates_are_over_the_whole_duration_not_the_time_to_the_last_iteration() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let target = target(Faults::default()).await;
+    let (_, s) = run_hello(
+        &target,
+        r#"
+[scenarios.open]
+executor = "constant-arrival-rate"
+rate = 2
+duration = "3s"
+pre_allocated_vus = 2
+"#,
+    )
+    .await;
+    target.shutdown().await;
+    let duration = num(&s, "duration_s");
+    let count = num(&s, "metrics/http_reqs/count");
+    let rate = num(&s, "metrics/http_reqs/rate");
+    assert_eq!(count, 6.0, "{}", brief(&s));
+    assert!(
+        (3.0..4.0).contains(&duration),
+        "the run lasts its 3 s: {duration}"
+    );
+    assert!(
+        (rate - count / duration).abs() < 1e-6 && rate <= 2.0,
+        "{rate}/s over {duration} s"
+    );
+}

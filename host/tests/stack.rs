@@ -39,6 +39,8 @@ impl Drop for Cleanup {
                     let _ = remove_project(&docker, &project).await;
                 }
             });
+            let lock = std::env::temp_dir().join(format!("host-stack-{project}.lock"));
+            let _ = std::fs::remove_file(lock);
         })
         .join();
     }
@@ -949,4 +951,126 @@ async fn importing_images_keeps_the_newest_three_and_those_in_use() {
     ];
     want.sort();
     assert_eq!(left, want, "the newest three, and the one in use");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_up_with_the_name_of_a_stack_in_use_is_refused_and_the_first_goes_on() {
+    let name = project("clash");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"6s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let ids = |c: &[host::ServiceContainer]| c.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+    // The run stays on this task (its future is not Send); the second `up` is tried
+    // from a task of its own while the run uses the stack.
+    let second = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let before = wait_for_load(&name).await;
+            let output = tokio::task::spawn_blocking({
+                let name = name.clone();
+                move || host_cmd(&["up", "--project", &name]).output().unwrap()
+            })
+            .await
+            .unwrap();
+            let docker = host::connect_docker().await.unwrap();
+            let during = project_containers(&docker, &name).await.unwrap();
+            (before, output, during)
+        })
+    };
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    let (before, output, during) = second.await.unwrap();
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("project {name} is in use"))
+            && said.contains(&format!("pid {}", std::process::id()))
+            && said.contains("--project NAME"),
+        "{said}"
+    );
+    // It touched nothing: the same containers, running.
+    assert_eq!(ids(&during), ids(&before));
+    assert!(during.iter().all(|c| c.state == "running"), "{during:?}");
+    let docker = host::connect_docker().await.unwrap();
+
+    // The first run ends as it would have alone: no service died under it.
+    assert_eq!(outcome.exit_code, 0);
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["service_events"], serde_json::json!([]));
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+
+    // A stack that `host up` left running is someone's too: a second `up` is refused
+    // with the way to remove it, and the first stays up.
+    let output = host_cmd(&["up", "--project", &name]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let kept = project_containers(&docker, &name).await.unwrap();
+    let output = host_cmd(&["up", "--project", &name]).output().unwrap();
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("project {name} is already running (2 containers running: api, worker)"))
+            && said.contains(&format!("host down --project {name}")),
+        "{said}"
+    );
+    let after = project_containers(&docker, &name).await.unwrap();
+    assert_eq!(ids(&after), ids(&kept));
+    assert!(after.iter().all(|c| c.state == "running"), "{after:?}");
+    let output = host_cmd(&["down", "--project", &name]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_service_is_recorded_with_its_times_and_the_run_goes_on() {
+    let name = project("pause");
+    let _cleanup = Cleanup(name.clone());
+    let dir = tempfile::tempdir().unwrap();
+    // The default `on_service_exit = "abort"`: a pause is not an exit.
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"7s\"\n\
+         [limits]\nrequest_timeout = \"2s\"\n\
+         [stack]\nfile = \"{}\"\nproject = \"{name}\"\n",
+        demo_file().display()
+    );
+    let request = stack_request("hello", &toml, dir.path());
+    let pauser = {
+        let name = name.clone();
+        tokio::spawn(async move {
+            let containers = wait_for_load(&name).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let api = containers.iter().find(|c| c.service == "api").unwrap();
+            let docker = host::connect_docker().await.unwrap();
+            docker.pause_container(&api.id).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            docker.unpause_container(&api.id).await.unwrap();
+        })
+    };
+    let outcome = run_with_stack(request, StackRun::default()).await.unwrap();
+    pauser.await.unwrap();
+    let summary = common::summary_json(&outcome.results_dir);
+    assert_eq!(summary["status"], "completed", "{}", summary["stop_reason"]);
+    let events = summary["service_events"].as_array().unwrap();
+    let what: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e["service"].as_str().unwrap(), e["what"].as_str().unwrap()))
+        .collect();
+    assert_eq!(what, [("api", "was paused"), ("api", "was unpaused")]);
+    let paused = events[0]["at_s"].as_f64().unwrap();
+    let unpaused = events[1]["at_s"].as_f64().unwrap();
+    assert!(
+        (0.5..6.0).contains(&paused) && (1.0..3.0).contains(&(unpaused - paused)),
+        "paused at {paused}s, unpaused at {unpaused}s"
+    );
+    let warned = summary["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().starts_with("service api was paused at "));
+    assert!(warned, "{}", summary["warnings"]);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
 }

@@ -3,7 +3,9 @@
 //! it is — Rust with cargo, Python with componentize-py.
 
 pub(crate) mod build;
+pub(crate) mod drift;
 pub(crate) mod new;
+pub(crate) mod project;
 pub(crate) mod python;
 pub(crate) mod sdk;
 pub(crate) mod templates;

@@ -11,6 +11,7 @@
 //! h2c = false                             # plain http:// as HTTP/2 with prior knowledge
 //! batch = 20                              # requests of one send-batch in flight at once
 //! batch_per_host = 6                      # ... and to one host (0 = no limit), as browsers
+//! user_agent = "my-test/1.0"              # User-Agent of requests without one ("" = none)
 //! ```
 
 use super::table::{ConfigError, TableReader};
@@ -36,6 +37,13 @@ pub(crate) const DEFAULT_BATCH: usize = 20;
 pub(crate) const DEFAULT_BATCH_PER_HOST: usize = 6;
 /// Most requests of a batch `batch` may let run at once.
 const MAX_BATCH: u64 = 10_000;
+/// The `User-Agent` of requests that set none, as k6 sends `k6/VERSION (https://k6.io/)`:
+/// a server's logs then say which tool the load came from.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
+    "host/",
+    env!("CARGO_PKG_VERSION"),
+    " (WebAssembly load tester)"
+);
 
 /// HTTP settings of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +71,9 @@ pub struct HttpOptions {
     /// Requests of one `send-batch` in flight at once to one origin (0: no limit
     /// but `batch`), so a page's 40 assets go over 6 connections as in a browser.
     pub batch_per_host: usize,
+    /// The `User-Agent` sent with requests whose own header fields have none;
+    /// `None` (`user_agent = ""`) sends none.
+    pub user_agent: Option<http::HeaderValue>,
 }
 
 impl Default for HttpOptions {
@@ -78,6 +89,7 @@ impl Default for HttpOptions {
             h2c: false,
             batch: DEFAULT_BATCH,
             batch_per_host: DEFAULT_BATCH_PER_HOST,
+            user_agent: Some(http::HeaderValue::from_static(DEFAULT_USER_AGENT)),
         }
     }
 }
@@ -178,6 +190,21 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             ));
         }
         options.h2c = b;
+    }
+    if let Some(text) = r.string("user_agent")? {
+        options.user_agent = if text.is_empty() {
+            None
+        } else {
+            Some(http::HeaderValue::from_str(&text).map_err(|_| {
+                r.error(
+                    "user_agent",
+                    format!(
+                        "{text:?} cannot be a header value (CR, LF and other control \
+                         characters are not allowed)"
+                    ),
+                )
+            })?)
+        };
     }
     r.finish()?;
     Ok(options)

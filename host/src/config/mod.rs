@@ -7,6 +7,7 @@ pub(crate) mod args;
 pub(crate) mod cpuset;
 pub(crate) mod distributed;
 pub(crate) mod duration;
+pub(crate) mod duration_flag;
 pub(crate) mod env_file;
 pub(crate) mod http;
 pub(crate) mod layers;

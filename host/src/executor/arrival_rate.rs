@@ -182,6 +182,11 @@ impl Scheduler {
         if let Some(stages) = &mut stages {
             stages.reached(next, |offset| self.schedule.due_before(offset));
         }
+        // The scenario lasts its whole duration, as in k6, even when its last
+        // iteration was due (and done) before the end: the run's per-second rates are
+        // over its duration, not over the time to its last iteration (a 10 s run at
+        // 1/s would say 1.11/s). A stop of the run ends the wait.
+        self.sleep_until(self.end);
         stages
     }
 

@@ -43,6 +43,9 @@ pub struct LiveOptions {
     pub dashboard: Option<SocketAddr>,
     /// `--out KIND=TARGET`, in order.
     pub outputs: Vec<OutputSpec>,
+    /// Keep serving the dashboard after the run until Ctrl-C (the command line's
+    /// `--dashboard`; a run started from code ends when it is over).
+    pub linger: bool,
 }
 
 /// A sampled service's newest figures.
@@ -108,6 +111,7 @@ pub(crate) struct Live {
     dashboard: Option<dashboard::Dashboard>,
     remote: Vec<remote_write::RemoteWrite>,
     last: Duration,
+    linger: bool,
 }
 
 impl Live {
@@ -150,6 +154,7 @@ impl Live {
             dashboard,
             remote,
             last: Duration::ZERO,
+            linger: options.linger,
         })
     }
 
@@ -219,13 +224,13 @@ impl Live {
     }
 
     /// Waits (briefly) until the pages watching have the final figures and the remote
-    /// writes are sent, then stops serving.
+    /// writes are sent (and, when asked to linger, until Ctrl-C), then stops serving.
     pub(crate) async fn close(self) {
         for r in self.remote {
             r.close().await;
         }
         if let Some(d) = self.dashboard {
-            d.close().await;
+            d.close(self.linger).await;
         }
     }
 }

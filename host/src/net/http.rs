@@ -379,7 +379,7 @@ impl HttpClient {
         }
         .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
         let mut headers = http::HeaderMap::new();
-        let mut has_host = false;
+        let (mut has_host, mut has_user_agent) = (false, false);
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| HttpError::Invalid(format!("invalid header name {name:?}")))?;
@@ -389,6 +389,7 @@ impl HttpClient {
                 ))
             })?;
             has_host |= name == http::header::HOST;
+            has_user_agent |= name == http::header::USER_AGENT;
             headers
                 .try_append(name, value)
                 .map_err(|e| HttpError::Invalid(e.to_string()))?;
@@ -396,6 +397,12 @@ impl HttpClient {
         if !has_host {
             headers
                 .try_append(http::header::HOST, target.host_header.clone())
+                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+        }
+        // The run's User-Agent (`[http] user_agent`), unless the request sets its own.
+        if let (false, Some(agent)) = (has_user_agent, &self.shared.http.user_agent) {
+            headers
+                .try_append(http::header::USER_AGENT, agent.clone())
                 .map_err(|e| HttpError::Invalid(e.to_string()))?;
         }
         Ok(Template {

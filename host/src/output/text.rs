@@ -367,6 +367,9 @@ pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
         }
     );
     let _ = writeln!(out, "wasi:        {}", interfaces.other_imports.join(", "));
+    if let Some(note) = no_access_note(&interfaces.other_imports) {
+        let _ = writeln!(out, "             {note}");
+    }
     let _ = writeln!(
         out,
         "source:      {}",
@@ -389,9 +392,52 @@ pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     out
 }
 
+/// What a plugin's runtime imports of `wasi:sockets` and `wasi:filesystem` give it:
+/// nothing. They are linked because a language runtime (CPython, Rust's std) imports
+/// them whether the scenario uses them or not, and each VU's WASI context has no
+/// preopened directory and denies TCP, UDP and name lookups.
+fn no_access_note(imports: &[String]) -> Option<String> {
+    let has = |prefix: &str| imports.iter().any(|i| i.starts_with(prefix));
+    let named: Vec<&str> = ["wasi:sockets", "wasi:filesystem"]
+        .into_iter()
+        .filter(|p| has(p))
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let (list, verb) = match named.as_slice() {
+        [one] => (format!("{one} is"), "has"),
+        _ => (named.join(" and ") + " are", "have"),
+    };
+    Some(format!(
+        "({list} linked, as the plugin's runtime imports them, but {verb} no access: no \
+         directory is opened to the plugin and every socket is refused; its requests go \
+         through the host's imports and the run's allowlist)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linked_sockets_and_files_are_said_to_have_no_access() {
+        let imports = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let both = no_access_note(&imports(&[
+            "wasi:cli/environment@0.2.0",
+            "wasi:filesystem/preopens@0.2.0",
+            "wasi:sockets/tcp@0.2.0",
+        ]))
+        .unwrap();
+        assert!(
+            both.starts_with("(wasi:sockets and wasi:filesystem are linked")
+                && both.contains("have no access"),
+            "{both}"
+        );
+        let one = no_access_note(&imports(&["wasi:filesystem/types@0.2.0"])).unwrap();
+        assert!(one.starts_with("(wasi:filesystem is linked") && one.contains("has no access"));
+        assert_eq!(no_access_note(&imports(&["wasi:clocks/monotonic-clock@0.2.0"])), None);
+    }
 
     #[test]
     fn units_are_readable() {

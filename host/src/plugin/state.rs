@@ -31,6 +31,8 @@ pub struct HostServices {
     pub metrics_refused: std::sync::atomic::AtomicU64,
     /// Where the plugin's `log()` lines go.
     pub log: super::log::LogSink,
+    /// Sleeps asked for longer than the most one may last, and the longest asked (ms).
+    pub sleeps_cut: Mutex<(u64, u64)>,
 }
 
 impl HostServices {
@@ -61,6 +63,36 @@ impl HostServices {
             ));
         }
         out
+    }
+
+    /// Notes a sleep of `asked_ms` that was cut to `max`; warns on the first one.
+    pub fn sleep_cut(&self, asked_ms: u64, max: std::time::Duration) {
+        let mut cut = self.sleeps_cut.lock().unwrap_or_else(|p| p.into_inner());
+        if cut.0 == 0 {
+            crate::stderr::warn(format_args!(
+                "the plugin asked to sleep {:.0} s; a sleep lasts at most {} s, so it (and any \
+                 longer one of this run) is cut to that",
+                asked_ms as f64 / 1000.0,
+                max.as_secs()
+            ));
+        }
+        cut.0 += 1;
+        cut.1 = cut.1.max(asked_ms);
+    }
+
+    /// Warnings for the summary about what the plugin asked for and did not get.
+    pub fn warnings(&self) -> Vec<String> {
+        let (n, longest) = *self.sleeps_cut.lock().unwrap_or_else(|p| p.into_inner());
+        if n == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{n} sleep{} longer than the longest allowed ({} s) {} cut to it (the longest asked: {:.0} s)",
+            if n == 1 { "" } else { "s" },
+            super::imports::vu::MAX_SLEEP.as_secs(),
+            if n == 1 { "was" } else { "were" },
+            longest as f64 / 1000.0
+        )]
     }
 }
 

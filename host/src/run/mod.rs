@@ -176,6 +176,7 @@ fn services_for(
         warned: Default::default(),
         metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
+        sleeps_cut: Default::default(),
     }))
 }
 
@@ -256,6 +257,10 @@ struct Plan {
     thresholds: Evaluator,
     /// Times the process had run out of file descriptors before this run.
     descriptors_exhausted: u64,
+    /// What the plan found worth saying before the run (a `--duration` that shortens
+    /// nothing, a `run.toml` edited since the build); printed at once, and kept for the
+    /// summary.
+    warnings: Vec<String>,
 }
 
 /// The plugin loaded for the run, the run's shared parts, and `setup()` done.
@@ -285,6 +290,8 @@ struct Started {
     t0: Instant,
     contexts: Vec<Arc<ScenarioCtx>>,
     tasks: JoinSet<(String, ExecutorReport)>,
+    /// Stopped when this is dropped, at the end of the run.
+    _signals: Option<SignalHandler>,
 }
 
 /// What the drive loop leaves when every executor is done.
@@ -334,11 +341,22 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
             );
         }
     }
+    let mut warnings =
+        crate::config::duration_flag::unshortened(&config, request.overrides.duration);
+    warnings.extend(crate::author::drift::run_toml_drift(
+        &request.plugin,
+        &inspected.info.default_config,
+        &request.config_files(),
+    ));
+    for warning in &warnings {
+        crate::stderr::warn(warning);
+    }
     Ok(Plan {
         info: inspected.info,
         config,
         thresholds,
         descriptors_exhausted: crate::net::descriptors::exhausted_count(),
+        warnings,
     })
 }
 
@@ -433,7 +451,7 @@ async fn start(
         scenario_vus.push(factory.make_many(initial, INIT_CONCURRENCY).await?);
     }
 
-    if request.handle_signals {
+    let signals = request.handle_signals.then(|| {
         spawn_signal_handler(
             setup.control.clone(),
             config
@@ -442,8 +460,8 @@ async fn start(
                 .map(|s| s.graceful_stop)
                 .max()
                 .unwrap_or_default(),
-        );
-    }
+        )
+    });
 
     if let Some(remote) = &remote {
         remote
@@ -491,6 +509,7 @@ async fn start(
         t0,
         contexts,
         tasks,
+        _signals: signals,
     })
 }
 
@@ -510,6 +529,7 @@ async fn drive(
         t0,
         contexts,
         tasks,
+        ..
     } = started;
     let t0 = *t0;
     let mut aggregator = Aggregator::new(setup.services.recorder.clone());
@@ -668,7 +688,13 @@ fn finish(
         errors: &setup.errors,
         stop_reason: stop_reason.clone(),
         in_flight: setup.services.net.in_flight.get_signed(),
-        net_warnings: setup.services.net.warnings(),
+        net_warnings: setup
+            .services
+            .net
+            .warnings()
+            .into_iter()
+            .chain(setup.services.warnings())
+            .collect(),
     });
     let view = RunView {
         aggregator: &aggregator,
@@ -709,6 +735,7 @@ fn finish(
     ));
     summary.warnings.extend(results.warnings());
     summary.warnings.append(&mut sampled.warnings);
+    summary.warnings.extend(plan.warnings.iter().cloned());
     if let Some(r) = remote {
         r.annotate(&mut summary);
     }
@@ -779,7 +806,7 @@ fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunCont
 
 /// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
 /// a second one interrupts them at once.
-fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
+fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) -> SignalHandler {
     use tokio::signal::unix::{signal, SignalKind};
     // Both listeners are made once, before the first wait: a signal that arrives while
     // the handler is between its two waits is kept by the listener and seen by the
@@ -787,7 +814,7 @@ fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
     // second Ctrl-C sent right after "stopping" was printed could be lost.)
     let mut int = signal(SignalKind::interrupt()).ok();
     let mut term = signal(SignalKind::terminate()).ok();
-    tokio::spawn(async move {
+    SignalHandler(tokio::spawn(async move {
         wait_for_signal(&mut int, &mut term).await;
         crate::stderr::line(format_args!(
             "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
@@ -799,7 +826,17 @@ fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) {
             _ = tokio::time::sleep(graceful_stop) => {}
         }
         control.hard_stop.cancel();
-    });
+    }))
+}
+
+/// The run's signal handler, stopped when the run is over: a Ctrl-C after it (to
+/// leave a dashboard that stays up) is not a stop of the run.
+struct SignalHandler(tokio::task::JoinHandle<()>);
+
+impl Drop for SignalHandler {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Resolves on the next SIGINT or SIGTERM seen by the listeners (SIGINT through

@@ -51,6 +51,7 @@ pub(crate) fn services(
         warned: Default::default(),
         metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
+        sleeps_cut: Default::default(),
     };
     (Arc::new(services), Some(recorder))
 }

@@ -81,6 +81,7 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     // Stopped first, so the teardown is not taken for services dying.
     watch.stop();
     if keep {
+        stack.keep();
         eprintln!(
             "stack {} kept running; remove it with: host down --project {}",
             stack.project, stack.project

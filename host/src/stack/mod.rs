@@ -8,10 +8,12 @@
 //! [`compose`] drives `docker-compose` and writes the override file, [`images`] wraps a
 //! built binary into an image, [`health`] waits until the services are ready,
 //! [`entry`] finds its entry URLs (http or https, with the CA to trust),
+//! [`claim`] keeps a second host off a project name in use,
 //! [`render`] prints a stack, [`teardown`] removes what a project left behind, [`up`]
 //! puts them in order, [`watch`] notes services that die during a run, and [`cycle`] is
 //! `run --stack`: up, run, down.
 
+pub(crate) mod claim;
 pub(crate) mod compose;
 pub(crate) mod cycle;
 pub(crate) mod entry;

@@ -4,15 +4,17 @@
 
 use super::compose::{self, ComposeFile};
 use super::containers::ServiceContainer;
+use super::claim::{Claim, Mark};
 use super::entry::{self, EntryUrl};
 use super::resources::Resources;
 use super::teardown::{remove_project, Removed};
 use super::{engine, health, images, CpuSet};
 use crate::config::StackConfig;
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use bollard::Docker;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The compose file used when none is given.
@@ -102,6 +104,21 @@ pub struct Stack {
     pub entry_urls: Vec<EntryUrl>,
     /// How long `up` took, from the first check to every service ready.
     pub took: Duration,
+    /// The project's lock, held as long as this stack (or a clone) lives.
+    claim: Arc<Claim>,
+}
+
+impl Stack {
+    /// Marks the stack as left running on purpose (`host up`, `--keep`): a later `up`
+    /// with its name is refused until it is taken down.
+    pub fn keep(&self) {
+        self.claim.mark_kept();
+    }
+
+    /// The project's lock, for whoever outlives this value and uses the stack.
+    pub(crate) fn claim(&self) -> Arc<Claim> {
+        self.claim.clone()
+    }
 }
 
 /// Brings the stack up and waits until it is ready; on failure nothing is left running.
@@ -118,6 +135,9 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
     options.resources.check(&names, &online)?;
     let docker = engine::connect().await?;
 
+    // A stack that someone else uses is theirs: refused, never removed.
+    let claim = Claim::take(&options.project)?;
+    refuse_if_running(&docker, &options.project, claim.previous()).await?;
     let left = remove_project(&docker, &options.project).await?;
     if !left.is_empty() && !options.quiet {
         eprintln!(
@@ -165,7 +185,50 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
         containers,
         entry_urls,
         took: begun.elapsed(),
+        claim: Arc::new(claim),
     })
+}
+
+/// Refuses to go on when the project has running containers that are not what a host
+/// killed mid-run left behind (its lock is free, and its file says `run`): a stack
+/// that `host up` or `--keep` left, or one started by hand with docker-compose.
+async fn refuse_if_running(docker: &Docker, project: &str, mark: &Mark) -> Result<()> {
+    if matches!(mark, Mark::Run(_)) {
+        return Ok(());
+    }
+    let running: Vec<String> = super::containers::list_project(docker, project)
+        .await?
+        .into_iter()
+        .filter(|c| {
+            c.state.as_ref().is_some_and(|s| {
+                matches!(s.to_string().as_str(), "running" | "paused" | "restarting")
+            })
+        })
+        .map(|c| {
+            c.labels
+                .and_then(|l| l.get(super::SERVICE_LABEL).cloned())
+                .unwrap_or_else(|| c.id.unwrap_or_default().chars().take(12).collect())
+        })
+        .collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    let started_by = if *mark == Mark::Kept {
+        "`host up` (or a run with --keep)"
+    } else {
+        "someone else (docker-compose, or a host of another machine)"
+    };
+    Err(anyhow!(
+        "project {project} is already running ({} running: {}), started by {started_by}; \
+         give this stack another name (--project NAME or [stack] project), or remove that \
+         one first with: host down --project {project}",
+        if running.len() == 1 {
+            "1 container".to_string()
+        } else {
+            format!("{} containers", running.len())
+        },
+        running.join(", ")
+    ))
 }
 
 /// The entry URLs, with the CAs of https entries read into the project's folder
@@ -188,6 +251,7 @@ pub async fn down(project: &str) -> Result<Removed> {
     let docker = engine::connect().await?;
     let removed = remove_project(&docker, project).await?;
     let _ = std::fs::remove_dir_all(override_dir(project));
+    super::claim::forget(project);
     Ok(removed)
 }
 

@@ -1,6 +1,7 @@
 //! Watches a stack's containers while a run goes on (Docker events, filtered by the
 //! project's label): a service that exits or is OOM-killed is noted with its time,
-//! and with `[stack] on_service_exit = "abort"` stops the run.
+//! and with `[stack] on_service_exit = "abort"` stops the run; one that is paused or
+//! unpaused (`docker pause`) is noted with its time too, and the run goes on.
 
 use super::{ServiceContainer, PROJECT_LABEL, SERVICE_LABEL};
 use crate::config::OnServiceExit;
@@ -86,7 +87,9 @@ impl RunWatch for ServiceWatch {
             ),
             (
                 "event".to_string(),
-                vec!["die".to_string(), "oom".to_string()],
+                ["die", "oom", "pause", "unpause"]
+                    .map(String::from)
+                    .to_vec(),
             ),
         ]);
         let options = EventsOptionsBuilder::default()
@@ -110,6 +113,21 @@ impl RunWatch for ServiceWatch {
                 match event.action.as_deref() {
                     Some("oom") => {
                         oom.insert(id);
+                    }
+                    Some(action @ ("pause" | "unpause")) => {
+                        // A paused service answers nothing but is not gone: noted, and
+                        // the run goes on whatever `on_service_exit` says.
+                        let at = Instant::now().max(t0);
+                        let what = if action == "pause" {
+                            "was paused"
+                        } else {
+                            "was unpaused"
+                        }
+                        .to_string();
+                        eprintln!("warning: service {service} {what}");
+                        seen.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(WatchEvent { at, service, what });
                     }
                     Some("die") => {
                         // An event from before the run (`since` has second

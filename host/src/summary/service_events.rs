@@ -6,12 +6,13 @@ use crate::control::WatchEvent;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
-/// A service that exited or was OOM-killed during the run.
+/// A service that exited, was OOM-killed, paused or unpaused during the run.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ServiceEvent {
     /// The Compose service.
     pub service: String,
-    /// What happened (`exited with code 137 (killed)`, `was OOM-killed`).
+    /// What happened (`exited with code 137 (killed)`, `was OOM-killed`, `was paused`,
+    /// `was unpaused`).
     pub what: String,
     /// Seconds from the start of the run.
     pub at_s: f64,

@@ -12,6 +12,8 @@ use std::path::Path;
 pub(crate) struct SweepStack {
     project: String,
     keep: bool,
+    /// The project's lock, held until the sweep ends.
+    claim: std::sync::Arc<crate::stack::claim::Claim>,
 }
 
 impl SweepStack {
@@ -43,6 +45,7 @@ impl SweepStack {
         let this = SweepStack {
             project: stack.project.clone(),
             keep,
+            claim: stack.claim(),
         };
         let Some(entry) = stack.entry_urls.first() else {
             this.down().await;
@@ -68,6 +71,7 @@ impl SweepStack {
     /// Removes the stack, unless it is to be kept.
     pub(crate) async fn down(self) {
         if self.keep {
+            self.claim.mark_kept();
             eprintln!(
                 "stack {} kept running; remove it with: host down --project {}",
                 self.project, self.project

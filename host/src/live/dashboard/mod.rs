@@ -1,9 +1,11 @@
 //! `--dashboard [ADDR]`: a web page served during the run, updated every second by
 //! server-sent events, with `/metrics` in OpenMetrics text beside it. The page (one
 //! HTML file with its script and styles) is built into the binary: it fetches nothing
-//! else. At the end it shows the summary's figures and links to report.html.
+//! else. At the end it shows the summary's figures and links to report.html; from the
+//! command line it then stays up until Ctrl-C, so that page and its link still work.
 
 pub(crate) mod access;
+pub(crate) mod history;
 pub(crate) mod server;
 pub(crate) mod snapshot;
 
@@ -27,6 +29,8 @@ pub(crate) struct Dashboard {
     title: String,
     last: Option<Snapshot>,
     server: tokio::task::JoinHandle<()>,
+    /// Where it listens.
+    bound: SocketAddr,
 }
 
 impl Dashboard {
@@ -54,12 +58,16 @@ impl Dashboard {
             title: title.to_string(),
             last: None,
             server,
+            bound,
         })
     }
 
     /// Publishes one second's update and the `/metrics` text.
     pub(crate) fn tick(&mut self, frame: &Frame<'_>) {
         let snap = snapshot::live(&self.title, frame);
+        if let Ok(mut history) = self.shared.history.write() {
+            history.push(&snap);
+        }
         self.shared.publish(&snap);
         let text = super::openmetrics::render(
             frame.tick.aggregator.totals(),
@@ -86,9 +94,10 @@ impl Dashboard {
         self.last = Some(snap);
     }
 
-    /// Waits until every open page has the last update (at most [`DELIVERY_WAIT`]),
-    /// then stops serving.
-    pub(crate) async fn close(self) {
+    /// Waits until every open page has the last update (at most [`DELIVERY_WAIT`]);
+    /// with `linger`, keeps serving the finished page and its report until Ctrl-C (or
+    /// SIGTERM), saying so; then stops serving.
+    pub(crate) async fn close(self, linger: bool) {
         let deadline = Instant::now() + DELIVERY_WAIT;
         while self.shared.delivered.load(Ordering::SeqCst)
             < self.shared.clients.load(Ordering::SeqCst)
@@ -101,6 +110,33 @@ impl Dashboard {
             || self.shared.clients.load(Ordering::SeqCst) > 0
         {
             tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        if linger {
+            crate::stderr::line(format_args!(
+                "the run is over; its dashboard stays up at http://{}/ (the finished page \
+                 and its report): press Ctrl-C to exit",
+                self.bound
+            ));
+            wait_for_exit().await;
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn wait_for_exit() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub clients: AtomicUsize,
     /// Of those, the ones that were handed the last update.
     pub delivered: AtomicUsize,
+    /// Every second of the run so far, for the charts of a page opened mid-run.
+    pub history: RwLock<super::history::History>,
 }
 
 impl Shared {
@@ -53,6 +55,7 @@ impl Shared {
             report: RwLock::new(None),
             clients: AtomicUsize::new(0),
             delivered: AtomicUsize::new(0),
+            history: RwLock::new(Default::default()),
         }
     }
 
@@ -178,6 +181,13 @@ fn events(shared: &Arc<Shared>) -> Response<Body> {
     let client = Client(shared.clone());
     let mut rx = shared.updates.subscribe();
     rx.mark_changed();
+    // The run from its start first (a page opened mid-run draws it all), then the
+    // newest update and each one after it.
+    let history = shared
+        .history
+        .read()
+        .map(|h| h.event())
+        .unwrap_or_default();
     let stream =
         futures::stream::unfold((rx, client, false), |(mut rx, client, ended)| async move {
             if ended || rx.changed().await.is_err() {
@@ -189,6 +199,9 @@ fn events(shared: &Arc<Shared>) -> Response<Body> {
             }
             Some((update.event, (rx, client, update.done)))
         })
+        ;
+    let stream = futures::stream::once(async move { history })
+        .chain(stream)
         .map(|b| Ok::<_, Infallible>(Frame::data(b)));
     Response::builder()
         .header("content-type", "text/event-stream")

@@ -260,3 +260,23 @@ pub(crate) fn last(
         report,
     }
 }
+
+#[cfg(test)]
+impl Snapshot {
+    /// A snapshot with nothing in it, for tests to fill in.
+    pub(crate) fn empty_for_tests() -> Snapshot {
+        Snapshot {
+            title: String::new(),
+            elapsed_s: 0.0,
+            done: false,
+            status: None,
+            now: Now::default(),
+            totals: Totals::default(),
+            endpoints: Vec::new(),
+            checks: Vec::new(),
+            thresholds: Vec::new(),
+            services: Vec::new(),
+            report: None,
+        }
+    }
+}

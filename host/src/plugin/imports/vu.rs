@@ -5,8 +5,9 @@ use crate::plugin::log::Level;
 use crate::plugin::state::VuState;
 use std::time::Duration;
 
-/// Longest sleep a plugin may ask for in one call; longer asks are cut to it.
-const MAX_SLEEP: Duration = Duration::from_secs(3600);
+/// Longest sleep a plugin may ask for in one call; longer asks are cut to it (and
+/// said once per run).
+pub(crate) const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 impl wit::Host for VuState {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
@@ -24,7 +25,11 @@ impl wit::Host for VuState {
     }
 
     async fn sleep(&mut self, ms: u64) {
-        let sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(ms).min(MAX_SLEEP)));
+        let asked = Duration::from_millis(ms);
+        if asked > MAX_SLEEP {
+            self.services.sleep_cut(ms, MAX_SLEEP);
+        }
+        let sleep = std::pin::pin!(tokio::time::sleep(asked.min(MAX_SLEEP)));
         self.budget.wait(sleep).await;
     }
 
