@@ -37,6 +37,7 @@ fn main() {
     check_sdk_wit(&root);
     embed_sdk(&plugins);
 
+    ensure_wasm_target();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&plugins).args([
@@ -61,8 +62,8 @@ fn main() {
     let status = cmd.status().expect("cannot run cargo to build plugins/");
     if !status.success() {
         panic!(
-            "building plugins/ for wasm32-wasip2 failed; is the target installed? \
-             Run `rustup target add wasm32-wasip2` (or ./dev setup) and build again"
+            "building plugins/ for wasm32-wasip2 failed (its errors are above); if the \
+             target is missing, run `rustup target add wasm32-wasip2` and build again"
         );
     }
     let built = plugins.join("target/wasm32-wasip2/release");
@@ -73,6 +74,56 @@ fn main() {
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
     }
     println!("cargo:rustc-env=HOST_PLUGINS_DIR={}", built.display());
+}
+
+/// The one command that installs the guest target, for messages.
+const ADD_TARGET: &str = "rustup target add wasm32-wasip2";
+
+/// The plugins are built for wasm32-wasip2, which a fresh rustup toolchain lacks:
+/// `cargo install --path host` (or a first build) installs it with rustup, for the
+/// toolchain building the host (rustup's proxies set RUSTUP_TOOLCHAIN), instead of
+/// failing with an error deep in the plugins' build. Without rustup, the message names
+/// the one command to run.
+fn ensure_wasm_target() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = |sysroot: &Path| {
+        std::fs::read_dir(sysroot.join("lib/rustlib/wasm32-wasip2/lib")).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
+        })
+    };
+    let Some(sysroot) = sysroot else {
+        return; // The build below says what is wrong.
+    };
+    if installed(&sysroot) {
+        return;
+    }
+    println!(
+        "cargo:warning=the wasm32-wasip2 target (for the bundled plugins) is missing; running `{ADD_TARGET}`"
+    );
+    let added = Command::new("rustup")
+        .args(["target", "add", "wasm32-wasip2"])
+        .status();
+    match added {
+        Ok(status) if status.success() && installed(&sysroot) => {}
+        Ok(_) => panic!(
+            "`{ADD_TARGET}` failed (see its output above); the host embeds plugins built \
+             for that target: run it again once it can reach the network, then build again"
+        ),
+        Err(_) => panic!(
+            "the host embeds plugins built for wasm32-wasip2, which {} lacks, and rustup is \
+             not there to add it: install Rust with rustup (https://rustup.rs) and run \
+             `{ADD_TARGET}`, or add that target to this toolchain, then build again",
+            sysroot.display()
+        ),
+    }
 }
 
 /// The SDK carries its own copy of the WIT (so the crate builds alone, wherever it is

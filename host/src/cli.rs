@@ -1,11 +1,11 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
 //! `host up`, `host down`, `host sweep`, `host k8s render`, `host push`, `host pull`,
-//! `host login`.
+//! `host login`, `host completions`, `host man`, `host schema`.
 
 use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
 use crate::run::{self, RunRequest};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +13,9 @@ use std::time::Duration;
 #[derive(Parser, Debug)]
 #[command(name = "host", version, about, long_about = None)]
 pub(crate) struct Cli {
+    /// No colours in the output (as the NO_COLOR convention).
+    #[arg(long, global = true, env = "K6_NO_COLOR", value_parser = clap::builder::BoolishValueParser::new())]
+    no_color: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -130,6 +133,20 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         large_group_notes: u32,
     },
+    /// Print a shell completion script: `host completions bash > ~/.local/share/bash-completion/completions/host`.
+    Completions {
+        /// The shell (bash, zsh, fish, powershell, elvish).
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `host man | man -l -`; with --dir, write one page
+    /// per command there (host.1, host-run.1, ...).
+    Man {
+        /// Folder to write every command's page into, instead of printing host.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of a run config (run.toml), for editors' TOML plugins.
+    Schema,
 }
 
 /// `host sweep`: its own flags, and how to reach a registry its plugin is in.
@@ -343,21 +360,24 @@ struct CommonArgs {
     config: Vec<PathBuf>,
     /// VUs of every scenario that has a `vus` option (with --stage: the VUs at the
     /// start, 1 without it).
-    #[arg(long)]
+    #[arg(long, env = "K6_VUS")]
     vus: Option<u64>,
     /// Duration of every constant-vus / constant-arrival-rate scenario (`30s`, `1m30s`).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = duration_arg, env = "K6_DURATION")]
     duration: Option<Duration>,
     /// Total iterations (constant-vus scenarios become shared-iterations, as in k6).
-    #[arg(long)]
+    #[arg(long, env = "K6_ITERATIONS")]
     iterations: Option<u64>,
-    /// A stage DURATION:TARGET (`30s:100`), repeatable, in order: as k6's --stage, the
-    /// scenarios are replaced by one ramping-vus scenario `default` with these stages.
+    /// A stage DURATION:TARGET (`30s:100`), repeatable or comma-separated, in order: as
+    /// k6's --stage, the scenarios are replaced by one ramping-vus scenario `default`
+    /// with these stages.
     #[arg(
         short = 's',
         long = "stage",
         value_name = "DURATION:TARGET",
         value_parser = stage_arg,
+        value_delimiter = ',',
+        env = "K6_STAGES",
         conflicts_with_all = ["duration", "iterations"]
     )]
     stage: Vec<crate::config::Stage>,
@@ -375,8 +395,17 @@ struct CommonArgs {
     /// The trend columns summary.txt prints, in order (summary.json keeps them all):
     /// a comma-separated list of avg, min, med, max, p(90), p(95), p(99), p(99.9),
     /// count.
-    #[arg(long, value_name = "LIST", value_parser = trend_stats_arg)]
+    #[arg(long, value_name = "LIST", value_parser = trend_stats_arg, env = "K6_SUMMARY_TREND_STATS")]
     summary_trend_stats: Option<TrendColumns>,
+    /// Also write the summary to FILE in the JSON shape of k6's --summary-export
+    /// (metrics keyed as k6 keys them, `p(95)`, thresholds inline), for the scripts
+    /// and CI steps that read k6 summaries.
+    #[arg(long, value_name = "FILE", env = "K6_SUMMARY_EXPORT")]
+    summary_export: Option<PathBuf>,
+    /// Accept any server certificate (as `[tls] insecure_skip_verify = true`; the
+    /// summary warns that certificates were not verified).
+    #[arg(long, env = "K6_INSECURE_SKIP_TLS_VERIFY", value_parser = clap::builder::BoolishValueParser::new())]
+    insecure_skip_tls_verify: bool,
     /// Allow a target (scheme://host:port) besides those in the config (repeatable).
     #[arg(long)]
     allow: Vec<String>,
@@ -384,14 +413,14 @@ struct CommonArgs {
     /// k6, a streaming output KIND=TARGET: `csv=FILE` and `json=FILE` (k6's formats,
     /// gzipped when FILE ends in .gz), `prometheus-rw=URL` (Prometheus remote write).
     /// Repeatable.
-    #[arg(long, value_name = "DIR|KIND=TARGET", value_parser = out_arg)]
+    #[arg(long, value_name = "DIR|KIND=TARGET", value_parser = out_arg, env = "K6_OUT")]
     out: Vec<crate::live::spec::Either>,
     /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
     /// run's metrics in OpenMetrics text at /metrics.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
     dashboard: Option<std::net::SocketAddr>,
     /// No progress lines.
-    #[arg(short, long)]
+    #[arg(short, long, env = "K6_QUIET", value_parser = clap::builder::BoolishValueParser::new())]
     quiet: bool,
     /// Sample this container's CPU, memory, network and block I/O during the run
     /// (name or id; repeatable).
@@ -455,6 +484,7 @@ impl CommonArgs {
                 iterations: self.iterations,
                 stages: self.stage,
                 summary_trend_stats: self.summary_trend_stats.map(|c| c.0),
+                insecure_skip_tls_verify: self.insecure_skip_tls_verify,
                 config_layers: configs.collect(),
                 rate: self.rate,
                 env: self.env,
@@ -547,6 +577,11 @@ fn share_arg(text: &str) -> Result<f64, String> {
 /// Parses the command line, runs the command, returns the exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    if cli.no_color {
+        // Read by the terminal styling of the progress bars (the `console` crate);
+        // set before any thread starts.
+        std::env::set_var("NO_COLOR", "1");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -574,12 +609,33 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "host", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man { dir } => {
+            match dir {
+                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
+                Some(dir) => {
+                    std::fs::create_dir_all(&dir)
+                        .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", dir.display()))?;
+                    clap_mangen::generate_to(Cli::command(), &dir)
+                        .map_err(|e| anyhow::anyhow!("cannot write into {}: {e}", dir.display()))?;
+                }
+            }
+            Ok(0)
+        }
+        Command::Schema => {
+            print!("{}", crate::config::schema::render());
+            Ok(0)
+        }
         Command::Run(mut args) => {
             args.common.read_env_file()?;
             let quiet = args.common.quiet;
             let plugin =
                 resolve_plugin(args.plugin.as_deref(), &args.common.config, &args.registry).await?;
             let plugin = crate::author::project::component_for(&plugin, quiet)?;
+            let export = args.common.summary_export.clone();
             let request = args.common.request(plugin);
             let outcome = match args.stack {
                 None => run::run_then(request, print_summary).await?,
@@ -593,7 +649,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     outcome
                 }
             };
-            Ok(finish(outcome))
+            Ok(finish(export_summary(outcome, export.as_deref())))
         }
         Command::Inspect { plugin, registry } => {
             let named = crate::oci::reference::names_reference(&plugin).then(|| plugin.clone());
@@ -620,6 +676,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Build(args) => crate::author::build::run(&args),
         Command::Demo(mut args) => {
             args.common.read_env_file()?;
+            let export = args.common.summary_export.clone();
             let flags = args.faults.flags();
             let demo = crate::demo::run_demo(
                 args.plugin,
@@ -628,7 +685,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 print_summary,
             )
             .await?;
-            let code = finish(demo.outcome);
+            let code = finish(export_summary(demo.outcome, export.as_deref()));
             match demo.served {
                 Some(n) => println!("  the demo target served {n} requests"),
                 None => println!("  the demo target did not say how many requests it served"),
@@ -737,13 +794,14 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 &args.registry,
             )
             .await?;
+            let export = args.common.summary_export.clone();
             let request = crate::distributed::coordinator::CoordinateRequest {
                 run: args.common.request(plugin),
                 workers: args.workers,
                 listen: args.listen,
             };
             match crate::distributed::coordinator::coordinate(request, print_summary).await {
-                Ok(outcome) => Ok(finish(outcome)),
+                Ok(outcome) => Ok(finish(export_summary(outcome, export.as_deref()))),
                 Err(e) => {
                     match e.downcast_ref::<crate::distributed::coordinator::StoppedBeforeStart>() {
                         // Ctrl-C before the start is an interruption, not a failure.
@@ -841,6 +899,17 @@ async fn resolve_plugin(
 /// Prints a run's summary (before its results files are written).
 pub(crate) fn print_summary(summary: &crate::summary::Summary) {
     print!("{}", crate::output::text::render(summary));
+}
+
+/// Writes `--summary-export FILE` (k6's shape) when asked; a failure joins the results
+/// files that could not be written.
+fn export_summary(mut outcome: run::RunOutcome, path: Option<&std::path::Path>) -> run::RunOutcome {
+    if let Some(path) = path {
+        if let Err(failure) = crate::output::k6_export::write(path, &outcome.summary) {
+            outcome.write_failures.push(failure);
+        }
+    }
+    outcome
 }
 
 /// Prints where the results are and each file that could not be written; returns

@@ -14,6 +14,7 @@ pub(crate) mod layers;
 pub(crate) mod outputs;
 pub(crate) mod sampling;
 pub(crate) mod scenario;
+pub(crate) mod schema;
 pub(crate) mod secrets;
 pub(crate) mod segment;
 pub(crate) mod stack;
@@ -246,6 +247,8 @@ pub struct Overrides {
     pub stages: Vec<Stage>,
     /// `--summary-trend-stats`: the trend columns of summary.txt (default: all kept).
     pub summary_trend_stats: Option<Vec<TrendStat>>,
+    /// `--insecure-skip-tls-verify` (k6's flag): sets `[tls] insecure_skip_verify`.
+    pub insecure_skip_tls_verify: bool,
     /// `--config` files after the first, layered over it in order (see `config::layers`).
     pub config_layers: Vec<PathBuf>,
     /// `allow` replaces the config's `[targets] allow` instead of adding to it
@@ -537,6 +540,14 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), Config
                     s.insert("rate".into(), rate.into());
                 }
             }
+        }
+    }
+    if o.insecure_skip_tls_verify {
+        let tls = source
+            .entry("tls")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let Some(tls) = tls.as_table_mut() {
+            tls.insert("insecure_skip_verify".into(), true.into());
         }
     }
     if !o.env.is_empty() {

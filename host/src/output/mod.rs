@@ -8,6 +8,7 @@ pub(crate) mod compare;
 pub(crate) mod compare_stack;
 pub(crate) mod hdr_log;
 pub(crate) mod junit;
+pub(crate) mod k6_export;
 pub(crate) mod report;
 pub(crate) mod significance;
 pub(crate) mod text;

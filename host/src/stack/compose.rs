@@ -1,6 +1,11 @@
-//! The `docker-compose` side: checking the tool is there, reading a compose file
-//! through `docker-compose config` (so Compose itself validates and normalises it),
-//! writing the override file, and `up -d`.
+//! The Compose side: finding the tool (Compose v2, the `docker compose` plugin, first;
+//! v1, the `docker-compose` program, as the fallback), reading a compose file through
+//! `compose config` (so Compose itself validates and normalises it), writing the
+//! override file, and `up -d` (with `--wait` where v2 has it).
+//!
+//! Containers are never found by name (v1 names them `project_service_1`, v2
+//! `project-service-1`): everything after `up` goes by the Engine's labels
+//! (`com.docker.compose.project`, `com.docker.compose.service`), which both write.
 
 use super::images::binary_for_image;
 use super::resources::Resources;
@@ -8,10 +13,82 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 use tokio::process::Command;
 
-/// The Compose program (v1 from Debian's package; `up --wait` does not exist there).
-const COMPOSE: &str = "docker-compose";
+/// Which Compose runs the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavour {
+    /// Compose v2, the Docker CLI plugin: `docker compose ...`, with `up --wait`.
+    V2,
+    /// Compose v1, the Python program: `docker-compose ...` (Debian's package).
+    V1,
+}
+
+impl Flavour {
+    /// The program and the words before Compose's own arguments.
+    pub(crate) fn command(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            Flavour::V2 => ("docker", &["compose"]),
+            Flavour::V1 => ("docker-compose", &[]),
+        }
+    }
+
+    /// How it is written in messages (`docker compose`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Flavour::V2 => "docker compose",
+            Flavour::V1 => "docker-compose",
+        }
+    }
+
+    /// The arguments of `up`: detached, no builds (the images are imported), orphans
+    /// removed; v2 also waits until every service is running or healthy (the host
+    /// still checks each through the Engine afterwards, for its own messages).
+    pub(crate) fn up_args(self, wait: Duration) -> Vec<String> {
+        let mut args: Vec<String> = ["up", "-d", "--no-build", "--remove-orphans"]
+            .map(String::from)
+            .to_vec();
+        if self == Flavour::V2 {
+            args.push("--wait".into());
+            args.push("--wait-timeout".into());
+            args.push(wait.as_secs().max(1).to_string());
+        }
+        args
+    }
+}
+
+/// The Compose of this machine, found once: `docker compose version` answers for v2,
+/// `docker-compose version` for v1.
+async fn flavour() -> Result<Flavour> {
+    static FOUND: tokio::sync::OnceCell<Flavour> = tokio::sync::OnceCell::const_new();
+    FOUND
+        .get_or_try_init(|| async {
+            for flavour in [Flavour::V2, Flavour::V1] {
+                let (program, prefix) = flavour.command();
+                let answered = Command::new(program)
+                    .args(prefix)
+                    .arg("version")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .status()
+                    .await
+                    .is_ok_and(|s| s.success());
+                if answered {
+                    return Ok(flavour);
+                }
+            }
+            Err(anyhow!(
+                "Docker Compose is not installed: neither `docker compose version` (Compose v2, \
+                 the Docker CLI plugin) nor `docker-compose version` (v1) answered; install the \
+                 plugin (Debian/Ubuntu: `sudo apt-get install docker-compose-plugin`) or v1 \
+                 (`sudo apt-get install docker-compose`)"
+            ))
+        })
+        .await
+        .copied()
+}
 
 /// A service of a compose file, as far as the host needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,21 +127,18 @@ pub(crate) fn check_project_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs `docker-compose ARGS` and returns its output, or says how to install it.
-async fn compose(args: &[&std::ffi::OsStr]) -> Result<Output> {
+/// Runs `compose ARGS` with the machine's Compose and returns its output.
+async fn compose(args: &[&std::ffi::OsStr]) -> Result<(Flavour, Output)> {
+    let flavour = flavour().await?;
+    let (program, prefix) = flavour.command();
     // Killed if the caller gives up (Ctrl-C), instead of running on unseen.
-    let mut command = Command::new(COMPOSE);
-    command.args(args).kill_on_drop(true);
-    command.output().await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow!(
-                "`{COMPOSE}` is not installed (or not on PATH); install it with \
-                 `sudo apt-get install docker-compose` (Debian's package, Compose v1)"
-            )
-        } else {
-            anyhow!("cannot run `{COMPOSE}`: {e}")
-        }
-    })
+    let mut command = Command::new(program);
+    command.args(prefix).args(args).kill_on_drop(true);
+    let output = command
+        .output()
+        .await
+        .map_err(|e| anyhow!("cannot run `{}`: {e}", flavour.name()))?;
+    Ok((flavour, output))
 }
 
 fn stderr_of(output: &Output) -> String {
@@ -77,7 +151,7 @@ fn stderr_of(output: &Output) -> String {
 }
 
 impl ComposeFile {
-    /// Reads `path` through `docker-compose config`; a missing file, a YAML error or
+    /// Reads `path` through `compose config`; a missing file, a YAML error or
     /// an invalid service each get Compose's own message with the file named.
     pub(crate) async fn load(path: &Path, project: &str) -> Result<ComposeFile> {
         if !path.is_file() {
@@ -86,7 +160,7 @@ impl ComposeFile {
                 path.display()
             );
         }
-        let output = compose(&[
+        let (_, output) = compose(&[
             "-f".as_ref(),
             path.as_os_str(),
             "-p".as_ref(),
@@ -193,22 +267,26 @@ pub(crate) fn project_binaries(file: &ComposeFile) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `docker-compose -f FILE -f OVERRIDE -p PROJECT up -d`; its error names the cause
-/// when it is a port already in use.
-pub(crate) async fn up(file: &Path, override_file: &Path, project: &str) -> Result<()> {
-    let output = compose(&[
+/// `compose -f FILE -f OVERRIDE -p PROJECT up -d` (v2: `--wait` up to `wait`); its
+/// error names the cause when it is a port already in use.
+pub(crate) async fn up(
+    file: &Path,
+    override_file: &Path,
+    project: &str,
+    wait: Duration,
+) -> Result<()> {
+    let flavour = flavour().await?;
+    let up_args = flavour.up_args(wait);
+    let mut args: Vec<&std::ffi::OsStr> = vec![
         "-f".as_ref(),
         file.as_os_str(),
         "-f".as_ref(),
         override_file.as_os_str(),
         "-p".as_ref(),
         project.as_ref(),
-        "up".as_ref(),
-        "-d".as_ref(),
-        "--no-build".as_ref(),
-        "--remove-orphans".as_ref(),
-    ])
-    .await?;
+    ];
+    args.extend(up_args.iter().map(std::ffi::OsStr::new));
+    let (flavour, output) = compose(&args).await?;
     if output.status.success() {
         return Ok(());
     }
@@ -220,7 +298,10 @@ pub(crate) async fn up(file: &Path, override_file: &Path, project: &str) -> Resu
             file.display()
         );
     }
-    bail!("`docker-compose up` failed for project {project}:\n{message}")
+    bail!(
+        "`{} up` failed for project {project}:\n{message}",
+        flavour.name()
+    )
 }
 
 #[cfg(test)]
@@ -241,6 +322,54 @@ mod tests {
         let binaries = project_binaries(&file);
         assert_eq!(binaries.len(), 2);
         assert_eq!(binaries["worker"], "demo-target");
+    }
+
+    #[test]
+    fn both_flavours_have_their_command_and_only_v2_waits() {
+        assert_eq!(Flavour::V2.command(), ("docker", &["compose"][..]));
+        assert_eq!(Flavour::V1.command(), ("docker-compose", &[][..]));
+        let wait = Duration::from_secs(90);
+        assert_eq!(
+            Flavour::V2.up_args(wait),
+            [
+                "up",
+                "-d",
+                "--no-build",
+                "--remove-orphans",
+                "--wait",
+                "--wait-timeout",
+                "90"
+            ]
+        );
+        assert_eq!(
+            Flavour::V1.up_args(wait),
+            ["up", "-d", "--no-build", "--remove-orphans"],
+            "v1 has no --wait: the host waits through the Engine"
+        );
+    }
+
+    /// The Compose this machine has is the one picked: v2 when `docker compose`
+    /// answers, else v1 (this project's machines have v1 only).
+    #[tokio::test]
+    async fn the_machines_compose_is_found() {
+        let answers = |program: &str, args: &[&str]| {
+            std::process::Command::new(program)
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let expected = if answers("docker", &["compose", "version"]) {
+            Flavour::V2
+        } else if answers("docker-compose", &["version"]) {
+            Flavour::V1
+        } else {
+            assert!(flavour().await.is_err());
+            return;
+        };
+        assert_eq!(flavour().await.unwrap(), expected);
+        let (used, output) = compose(&["version".as_ref()]).await.unwrap();
+        assert_eq!(used, expected);
+        assert!(output.status.success());
     }
 
     #[test]

@@ -156,7 +156,13 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
         );
     }
     let started = async {
-        compose::up(&options.file, &override_file, &options.project).await?;
+        compose::up(
+            &options.file,
+            &override_file,
+            &options.project,
+            options.timeout,
+        )
+        .await?;
         health::wait_ready(&docker, &options.project, &names, options.timeout).await
     }
     .await;

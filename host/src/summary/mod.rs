@@ -90,6 +90,10 @@ pub struct Summary {
     pub tls: Option<crate::net::tls::TlsSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
+    /// The sub-metrics thresholds name (`http_req_duration{name:static}`) and
+    /// `http_req_duration{expected_response:true}`, as k6 summarises them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub submetrics: BTreeMap<String, MetricSummary>,
     /// Checks by name.
     pub checks: Vec<CheckSummary>,
     /// Each threshold's verdict, in config order.
@@ -267,6 +271,7 @@ impl Summary {
         let metrics = summarize(totals, &defs, input.elapsed, |id| {
             input.aggregator.gauge_range(id)
         });
+        let submetrics = submetrics(input.config, input.registry, totals, input.elapsed);
         let checks = checks(totals, builtin::CHECKS)
             .into_iter()
             .map(|(name, (passes, fails))| CheckSummary {
@@ -350,6 +355,7 @@ impl Summary {
             http: http_counts(totals, input.in_flight),
             tls: None,
             metrics,
+            submetrics,
             checks,
             thresholds: Vec::new(),
             plugin_errors,
@@ -366,6 +372,50 @@ impl Summary {
             trend_stats: input.config.summary_trend_stats.clone(),
         }
     }
+}
+
+/// The sub-metric k6 always summarises beside `http_req_duration`.
+const EXPECTED_DURATION: &str = "http_req_duration{expected_response:true}";
+
+/// Statistics of each sub-metric a threshold names, plus [`EXPECTED_DURATION`], keyed
+/// as written: what k6 lists beside the metrics in its summary.
+fn submetrics(
+    config: &RunConfig,
+    registry: &Registry,
+    totals: &crate::metrics::SeriesMap,
+    elapsed: Duration,
+) -> BTreeMap<String, MetricSummary> {
+    let keys = config
+        .thresholds
+        .keys()
+        .map(String::as_str)
+        .chain([EXPECTED_DURATION]);
+    let mut out = BTreeMap::new();
+    for key in keys {
+        let Ok((name, selector)) = crate::config::thresholds::metric_key::parse_metric_key(key)
+        else {
+            continue;
+        };
+        if selector.is_empty() {
+            continue;
+        }
+        let Some(id) = registry.lookup(&name) else {
+            continue;
+        };
+        let def = registry.def(id);
+        if let Some(value) = crate::metrics::summary::merged_value(totals, id, def.kind, &selector)
+        {
+            out.insert(
+                key.trim().to_string(),
+                MetricSummary {
+                    name: key.trim().to_string(),
+                    stats: crate::metrics::summary::stats_of(&value, elapsed, None),
+                    def: Some(def),
+                },
+            );
+        }
+    }
+    out
 }
 
 /// Requests by fate from the aggregator's totals.
