@@ -7,7 +7,7 @@ use crate::metrics::{Recorder, TagSet};
 use crate::net::http::PreparedRequest;
 use crate::net::{HttpClient, NetShared};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
