@@ -331,7 +331,7 @@ pub(crate) fn usl_range(usl: &Usl, points: &[(f64, f64)]) -> Option<UslRange> {
         .filter(|n| n.is_finite() && *n > 0.0);
     let lo = ns.clone().fold(f64::INFINITY, f64::min);
     let hi = ns.fold(0.0, f64::max);
-    if !(lo <= hi) {
+    if points.is_empty() || lo > hi {
         return None;
     }
     let measured = points.iter().map(|p| p.1).fold(0.0, f64::max);
