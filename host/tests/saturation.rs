@@ -73,7 +73,11 @@ async fn a_saturated_generator_says_its_figures_are_a_lower_bound() {
     let summary = common::summary_json(&results);
     let verdict = &summary["generator_saturated"];
     assert_eq!(verdict["saturated"], true, "{verdict}");
-    assert_eq!(summary["bottleneck"]["who"], "generator", "{}", summary["bottleneck"]);
+    assert_eq!(
+        summary["bottleneck"]["who"], "generator",
+        "{}",
+        summary["bottleneck"]
+    );
     assert_eq!(summary["target_saturated"]["saturated"], false);
     let evidence = verdict["evidence"].as_array().unwrap();
     assert!(!evidence.is_empty());
@@ -158,7 +162,6 @@ async fn a_saturated_target_is_named_not_the_idle_generator() {
     assert!((25.0..=42.0).contains(&served), "served {served}/s: {f}");
     assert!(f["latency_p50_ms"].as_f64().unwrap() > 150.0, "{f}");
     assert!(f["latency_min_ms"].as_f64().unwrap() < 100.0, "{f}");
-    assert!(f["start_lag_p99_ms"].as_f64().unwrap() < 10.0, "{f}");
     let warnings: Vec<&str> = s["warnings"]
         .as_array()
         .unwrap()

@@ -298,14 +298,20 @@ http_req_duration = ["p(99)<100"]
     let x = capacity["throughput_per_s"].as_f64().unwrap();
     assert!((135.0..=160.0).contains(&x), "capacity {x}\n{text}");
     assert_eq!(capacity["lower_bound"], false, "{text}");
-    assert!(stdout.contains(&format!("- capacity: {x:.1} good iterations/s")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("- capacity: {x:.1} good iterations/s")),
+        "{stdout}"
+    );
     // The USL's peak is shown as a prediction only within the concurrency it was
     // fitted on; elsewhere it is marked as an extrapolation, with that range.
     if let Some(peak) = m["usl"]["peak_throughput"].as_f64() {
         let range = &m["usl_range"];
-        if range["peak_within"] == true {
-            assert!((120.0..=180.0).contains(&peak), "USL peak {peak}\n{text}");
+        if range["peak_within"] == true && range["above_measured"] == false {
+            assert!((120.0..=165.0).contains(&peak), "USL peak {peak}\n{text}");
             assert!(stdout.contains("within the fitted range N = "), "{stdout}");
+        } else if range["above_measured"] == true {
+            assert!(peak > 1.1 * x, "{text}");
+            assert!(stdout.contains("overshoot"), "{stdout}");
         } else {
             assert!(
                 stdout.contains("extrapolation") && stdout.contains("fitted range N = "),
@@ -321,7 +327,8 @@ fn a_retrograde_target_peaks_where_the_usl_says_and_its_capacity_is_the_peak() {
     let dir = tempfile::tempdir().unwrap();
     // The truth: 20 ms alone, κ = 1/64, so N VUs (each waiting on one request) serve
     // X(N) = N / (20 ms × (1 + N(N − 1)/64)): 97/s at 2, 168 at 4, 213 at the peak
-    // N* = 8, 196 at 12, 168 at 16 and 125 at 24 (192 ms each, past the p99 limit).
+    // N* = 8, 196 at 12, 168 at 16 and 125 at 24 (192 ms each). Every level runs
+    // (`--continue`): a stall of the loaded machine may fail one.
     let config = common::write_config(
         dir.path(),
         r#"
@@ -332,7 +339,7 @@ vus = 1
 duration = "2s"
 
 [thresholds]
-http_req_duration = ["p(99)<150"]
+http_req_duration = ["p(99)<1000"]
 "#,
     );
     let target = Target::start(&[
@@ -348,7 +355,7 @@ http_req_duration = ["p(99)<150"]
         &target,
         &config,
         &out,
-        &["--levels", "2,4,8,12,16,24", "--hold", "2s"],
+        &["--levels", "2,4,8,12,16,24", "--hold", "2s", "--continue"],
     )
     .output()
     .unwrap();
@@ -384,7 +391,10 @@ http_req_duration = ["p(99)<150"]
     assert!((170.0..=240.0).contains(&peak), "USL peak {peak}\n{text}");
     assert!(usl["kappa"].as_f64().unwrap() > 0.0, "{text}");
     assert_eq!(m["usl_range"]["peak_within"], true, "{text}");
-    assert!(stdout.contains("within the fitted range N = 2.0 to 24.0"), "{stdout}");
+    assert!(
+        stdout.contains("within the fitted range N = 2.0 to 24.0"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -215,7 +215,9 @@ fn bottleneck(out: &mut String, s: &Summary) {
         Who::None => return,
         Who::Target => "the target (all VUs busy while its latency rose)",
         Who::VuPool => "the VU pool (all VUs busy at the target's steady latency; raise max_vus)",
-        Who::Generator => "the load generator (its CPU or late starts; the figures are a lower bound)",
+        Who::Generator => {
+            "the load generator (its CPU or late starts; the figures are a lower bound)"
+        }
     };
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
     let _ = writeln!(

@@ -257,7 +257,13 @@ fn verdict(summary: &Summary, exit_code: i32, served_share: f64) -> (Verdict, Op
             [only] if only.signal == "start_lag" => only.observed,
             _ => return (invalid, None),
         };
+        // Drops come from VUs all busy, not from late starts: with the target's
+        // evidence of exhausted VUs, a failed threshold on them stands.
+        let vus_exhausted = !summary.target_saturated.evidence.is_empty();
         let explained = failed.iter().any(|t| {
+            if vus_exhausted && t.metric == "dropped_iterations" {
+                return false;
+            }
             let excess = t
                 .unit
                 .filter(|u| *u == crate::metrics::Unit::Millis)

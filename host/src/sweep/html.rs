@@ -96,6 +96,10 @@ pub(crate) fn render(r: &SweepResult) -> Result<String> {
             let n_max = r.model.usl_points.iter().map(|p| p.0).fold(0.0, f64::max);
             series.push(Line {
                 label: match &r.model.usl_range {
+                    Some(range) if range.above_measured => format!(
+                        "USL fit (peak {:.0}/s: above every level measured)",
+                        u.peak_throughput
+                    ),
                     Some(range) if !range.peak_within => format!(
                         "USL fit (peak {:.0}/s: extrapolated past N = {:.0} to {:.0})",
                         u.peak_throughput, range.fitted[0], range.fitted[1]

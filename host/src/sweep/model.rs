@@ -64,6 +64,11 @@ pub(crate) struct UslRange {
     /// Whether the predicted peak lies within them; when not, the peak is an
     /// extrapolation, not a measurement.
     pub peak_within: bool,
+    /// Whether the peak exceeds every throughput measured by more than 10 %: the
+    /// curve's overshoot between levels (a flat ceiling fitted by a smooth curve),
+    /// which no level supports.
+    #[serde(default)]
+    pub above_measured: bool,
 }
 
 /// Where latency starts to grow faster than throughput.
@@ -264,7 +269,10 @@ pub(crate) fn capacity(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Capac
     } else {
         let plateau: Vec<&LevelFigures> = failing.iter().copied().filter(|l| near(l)).collect();
         if plateau.len() >= 2 {
-            let lo = plateau.iter().map(|l| l.level).fold(f64::INFINITY, f64::min);
+            let lo = plateau
+                .iter()
+                .map(|l| l.level)
+                .fold(f64::INFINITY, f64::min);
             let hi = plateau.iter().map(|l| l.level).fold(0.0, f64::max);
             (
                 "plateau",
@@ -317,15 +325,20 @@ pub(crate) fn capacity(levels: &[LevelFigures], bp: &Breakpoint) -> Option<Capac
 
 /// The fit's concurrency range and whether its peak lies within it.
 pub(crate) fn usl_range(usl: &Usl, points: &[(f64, f64)]) -> Option<UslRange> {
-    let ns = points.iter().map(|p| p.0).filter(|n| n.is_finite() && *n > 0.0);
+    let ns = points
+        .iter()
+        .map(|p| p.0)
+        .filter(|n| n.is_finite() && *n > 0.0);
     let lo = ns.clone().fold(f64::INFINITY, f64::min);
     let hi = ns.fold(0.0, f64::max);
-    if !(lo <= hi) {
+    if points.is_empty() || lo > hi {
         return None;
     }
+    let measured = points.iter().map(|p| p.1).fold(0.0, f64::max);
     Some(UslRange {
         fitted: [lo, hi],
         peak_within: usl.peak_concurrency.is_some_and(|n| n >= lo && n <= hi),
+        above_measured: usl.peak_throughput > (1.0 + PLATEAU_SHARE) * measured,
     })
 }
 
@@ -381,7 +394,10 @@ pub(crate) fn little(l: &LevelFigures, open: bool) -> LittleCheck {
     let vus = l.vus.max(1) as f64;
     let mut vu_limited = false;
     let (limited, note) = if matches!(l.verdict, Verdict::Invalid { .. }) {
-        (true, "the generator saturated (its CPU, or late starts)".to_string())
+        (
+            true,
+            "the generator saturated (its CPU, or late starts)".to_string(),
+        )
     } else if open && l.dropped > 0 {
         vu_limited = true;
         (
@@ -566,7 +582,11 @@ mod tests {
             (160.0, 150.5, false),
             (240.0, 149.0, false),
         ]);
-        assert_eq!((c.basis.as_str(), c.lower_bound), ("plateau", false), "{c:?}");
+        assert_eq!(
+            (c.basis.as_str(), c.lower_bound),
+            ("plateau", false),
+            "{c:?}"
+        );
         assert_eq!((c.throughput_per_s, c.level), (150.5, 160.0));
         let c = estimate(&[(100.0, 100.0, true), (160.0, 150.5, false)]);
         assert_eq!(c.basis, "failing_level", "{c:?}");
@@ -621,6 +641,12 @@ mod tests {
         assert_eq!((r.fitted, r.peak_within), ([1.0, 6.0], false));
         assert!(usl_range(&u(Some(4.0)), &points).unwrap().peak_within);
         assert!(!usl_range(&u(None), &points).unwrap().peak_within);
+        assert!(!usl_range(&u(Some(4.0)), &points).unwrap().above_measured);
+        let high = Usl {
+            peak_throughput: 340.0,
+            ..u(Some(4.0))
+        };
+        assert!(usl_range(&high, &points).unwrap().above_measured);
     }
 
     #[test]

@@ -265,7 +265,20 @@ pub(crate) fn usl_peak(m: &CapacityModel, u: &super::usl::Usl) -> String {
         .as_ref()
         .map(|r| format!("N = {:.1} to {:.1}", r.fitted[0], r.fitted[1]))
         .unwrap_or_else(|| "the levels'".into());
+    let measured = m.usl_points.iter().map(|p| p.1).fold(0.0, f64::max);
     match u.peak_concurrency {
+        Some(n)
+            if m.usl_range
+                .as_ref()
+                .is_some_and(|r| r.peak_within && r.above_measured) =>
+        {
+            format!(
+                "peak {:.1}/s at N* = {n:.1} lies within the fitted range {range} but above \
+                 every throughput measured ({measured:.1}/s): the curve's overshoot between \
+                 levels, not a measurement; read the capacity above",
+                u.peak_throughput
+            )
+        }
         Some(n) if m.usl_range.as_ref().is_some_and(|r| r.peak_within) => format!(
             "predicted peak {:.1}/s at concurrency N* = {n:.1}, within the fitted range {range}",
             u.peak_throughput

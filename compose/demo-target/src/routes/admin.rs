@@ -73,10 +73,7 @@ impl From<FaultsJson> for Faults {
                 queue: j.queue.unwrap_or(DEFAULT_QUEUE),
                 contention: j.contention,
                 crosstalk: j.crosstalk,
-                ..Capacity::new(
-                    workers,
-                    Duration::from_secs_f64(j.service_time_ms / 1000.0),
-                )
+                ..Capacity::new(workers, Duration::from_secs_f64(j.service_time_ms / 1000.0))
             }),
         }
     }
