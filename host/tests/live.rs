@@ -13,6 +13,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The tests that start Chromium take turns: two at once on a small machine can leave a
+/// short run over before a page has opened.
+static BROWSER_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A run of `hello` at a fixed rate, bounded in time, with `live` outputs.
 const RATE_CONFIG: &str = r#"
 [scenarios.default]
@@ -364,6 +368,7 @@ impl Browser {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_run_as_it_goes_and_ends_on_the_summary() {
+    let _turn = BROWSER_TURN.lock().await;
     let server = demo_target(Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
@@ -503,6 +508,7 @@ async fn wait_listening(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
+    let _turn = BROWSER_TURN.lock().await;
     let server = demo_target(Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "8s"));

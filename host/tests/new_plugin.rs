@@ -218,7 +218,7 @@ fn run_dir(tmp: &Path, plugin: &Path, base_url: &str, out: &Path) -> Output {
         .current_dir(tmp)
         .arg("run")
         .arg(plugin)
-        .args(["--iterations", "4", "--quiet", "-e"])
+        .args(["--iterations", "4", "-e"])
         .arg(format!("BASE_URL={base_url}"))
         .arg("--out")
         .arg(out)

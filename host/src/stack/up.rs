@@ -125,6 +125,9 @@ impl Stack {
 pub async fn up(options: &UpOptions) -> Result<Stack> {
     let begun = Instant::now();
     compose::check_project_name(&options.project)?;
+    // A stack that someone else uses is theirs: refused (before anything slow), never
+    // removed.
+    let claim = Claim::take(&options.project)?;
     let online = CpuSet::online();
     for (service, set) in &options.resources.cpus {
         set.check_within(&online)
@@ -135,8 +138,6 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
     options.resources.check(&names, &online)?;
     let docker = engine::connect().await?;
 
-    // A stack that someone else uses is theirs: refused, never removed.
-    let claim = Claim::take(&options.project)?;
     refuse_if_running(&docker, &options.project, claim.previous()).await?;
     let left = remove_project(&docker, &options.project).await?;
     if !left.is_empty() && !options.quiet {
