@@ -219,7 +219,9 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     let errors = summary["plugin_errors"].as_array().unwrap();
     let message = errors[0]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("MemoryError: out of memory: the plugin's memory is capped ([limits] memory_mb)"),
+        message.starts_with(
+            "MemoryError: out of memory: the plugin's memory is capped ([limits] memory_mb)"
+        ),
         "{message}\n{}",
         text(&ran)
     );

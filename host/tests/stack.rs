@@ -1021,8 +1021,9 @@ async fn a_second_up_with_the_name_of_a_stack_in_use_is_refused_and_the_first_go
     let said = text(&output);
     assert!(!output.status.success(), "{said}");
     assert!(
-        said.contains(&format!("project {name} is already running (2 containers running: api, worker)"))
-            && said.contains(&format!("host down --project {name}")),
+        said.contains(&format!(
+            "project {name} is already running (2 containers running: api, worker)"
+        )) && said.contains(&format!("host down --project {name}")),
         "{said}"
     );
     let after = project_containers(&docker, &name).await.unwrap();
@@ -1074,11 +1075,11 @@ async fn a_paused_service_is_recorded_with_its_times_and_the_run_goes_on() {
         (0.5..6.0).contains(&paused) && (1.0..3.0).contains(&(unpaused - paused)),
         "paused at {paused}s, unpaused at {unpaused}s"
     );
-    let warned = summary["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|w| w.as_str().unwrap().starts_with("service api was paused at "));
+    let warned = summary["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .starts_with("service api was paused at ")
+    });
     assert!(warned, "{}", summary["warnings"]);
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }

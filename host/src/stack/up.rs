@@ -2,9 +2,9 @@
 //! run left behind, build the images, write the override, `docker-compose up -d`, wait
 //! until ready; and on any failure remove what was started.
 
+use super::claim::{Claim, Mark};
 use super::compose::{self, ComposeFile};
 use super::containers::ServiceContainer;
-use super::claim::{Claim, Mark};
 use super::entry::{self, EntryUrl};
 use super::resources::Resources;
 use super::teardown::{remove_project, Removed};
@@ -214,6 +214,8 @@ async fn refuse_if_running(docker: &Docker, project: &str, mark: &Mark) -> Resul
     if running.is_empty() {
         return Ok(());
     }
+    let mut running = running;
+    running.sort();
     let started_by = if *mark == Mark::Kept {
         "`host up` (or a run with --keep)"
     } else {
