@@ -319,7 +319,10 @@ async fn endpoints_list_each_name_of_the_notes_plugin_and_add_up_to_http_reqs() 
 
 /// A server on loopback that answers `200` to every request and keeps each request's
 /// `User-Agent` (`None` for a request without one).
-async fn agent_recorder() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>) {
+async fn agent_recorder() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -365,7 +368,11 @@ async fn agents_sent(http: &str, per_request: Option<&str>) -> Vec<Option<String
         "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 2\n\
          [http]\n{http}\n"
     );
-    let mut env = vec![("BASE_URL", url.as_str()), ("MODE", "paced"), ("SLEEP_MS", "0")];
+    let mut env = vec![
+        ("BASE_URL", url.as_str()),
+        ("MODE", "paced"),
+        ("SLEEP_MS", "0"),
+    ];
     if let Some(agent) = per_request {
         env.push(("UA", agent));
     }
@@ -378,7 +385,10 @@ async fn agents_sent(http: &str, per_request: Option<&str>) -> Vec<Option<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_carry_a_user_agent_the_run_and_each_request_may_change() {
     // By default, as k6 sends `k6/VERSION (https://k6.io/)`, the tool and its version.
-    let default = format!("host/{} (WebAssembly load tester)", env!("CARGO_PKG_VERSION"));
+    let default = format!(
+        "host/{} (WebAssembly load tester)",
+        env!("CARGO_PKG_VERSION")
+    );
     assert_eq!(
         agents_sent("", None).await,
         [Some(default.clone()), Some(default)]

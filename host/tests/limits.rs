@@ -97,7 +97,11 @@ fn a_sleep_past_an_hour_is_cut_to_it_and_said_once_per_run() {
     );
     let out = dir.path().join("results");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-        .args(["run", common::plugin("misbehave").to_str().unwrap(), "--config"])
+        .args([
+            "run",
+            common::plugin("misbehave").to_str().unwrap(),
+            "--config",
+        ])
         .arg(&config)
         .arg("--out")
         .arg(&out)

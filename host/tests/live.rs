@@ -13,6 +13,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The tests that start Chromium take turns: two at once on a small machine can leave a
+/// short run over before a page has opened.
+static BROWSER_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A run of `hello` at a fixed rate, bounded in time, with `live` outputs.
 const RATE_CONFIG: &str = r#"
 [scenarios.default]
@@ -364,6 +368,7 @@ impl Browser {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_run_as_it_goes_and_ends_on_the_summary() {
+    let _turn = BROWSER_TURN.lock().await;
     let server = demo_target(Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
@@ -503,6 +508,7 @@ async fn wait_listening(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
+    let _turn = BROWSER_TURN.lock().await;
     let server = demo_target(Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "8s"));
@@ -525,7 +531,10 @@ async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
         )
         .await;
         let first = page.eval("hist.t[0]").await.as_f64().unwrap();
-        assert!(first <= 1.5, "the charts start at the run's start: {first} s");
+        assert!(
+            first <= 1.5,
+            "the charts start at the run's start: {first} s"
+        );
         let times = page.eval("hist.t").await;
         let times: Vec<f64> = times
             .as_array()
@@ -537,7 +546,12 @@ async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
             times.windows(2).all(|w| w[1] > w[0]),
             "each second once, in order: {times:?}"
         );
-        for (chart, unit) in [("c-rps", "req/s"), ("c-lat", "ms"), ("c-vus", "VUs"), ("c-err", "%")] {
+        for (chart, unit) in [
+            ("c-rps", "req/s"),
+            ("c-lat", "ms"),
+            ("c-vus", "VUs"),
+            ("c-err", "%"),
+        ] {
             let said = page
                 .eval(&format!(
                     "JSON.stringify(document.getElementById('{chart}').dataset)"
@@ -558,7 +572,10 @@ async fn a_page_opened_mid_run_draws_the_run_from_its_start_on_labelled_axes() {
         }
         let legend = page.text("l-lat").await;
         for name in ["p50", "p95", "p99", "ms"] {
-            assert!(legend.contains(name), "the latency legend names {name}: {legend}");
+            assert!(
+                legend.contains(name),
+                "the latency legend names {name}: {legend}"
+            );
         }
         assert!(page.text("l-rps").await.contains("requests/s"));
     });
@@ -579,7 +596,12 @@ fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
     let addr = free_addr();
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-        .args(["run", plugin("hello").to_str().unwrap(), "--quiet", "--config"])
+        .args([
+            "run",
+            plugin("hello").to_str().unwrap(),
+            "--quiet",
+            "--config",
+        ])
         .arg(&config)
         .args(["--dashboard", &addr.to_string(), "--out"])
         .arg(&out)
@@ -648,7 +670,12 @@ fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
     // The run's own exit code, not an interruption's.
     assert_eq!(status.code(), Some(0));
     let mut stdout = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
     assert!(stdout.contains("results: "), "{stdout}");
     runtime.block_on(server.shutdown());
 }

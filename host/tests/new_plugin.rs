@@ -218,7 +218,7 @@ fn run_dir(tmp: &Path, plugin: &Path, base_url: &str, out: &Path) -> Output {
         .current_dir(tmp)
         .arg("run")
         .arg(plugin)
-        .args(["--iterations", "4", "--quiet", "-e"])
+        .args(["--iterations", "4", "-e"])
         .arg(format!("BASE_URL={base_url}"))
         .arg("--out")
         .arg(out)
@@ -261,7 +261,10 @@ async fn run_dir_builds_a_project_only_when_it_changed_and_names_an_edited_run_t
     let first = run().await.unwrap();
     assert!(first.status.success(), "{}", text(&first));
     let said = String::from_utf8_lossy(&first.stderr).into_owned();
-    assert!(said.contains("building ") && said.contains("built "), "{said}");
+    assert!(
+        said.contains("building ") && said.contains("built "),
+        "{said}"
+    );
     let summary = common::summary_json(&newest(&out));
     assert_eq!(summary["metrics"]["http_reqs"]["count"], 4.0);
 

@@ -64,6 +64,17 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         assert!(project.join(file).is_file(), "host new wrote no {file}");
     }
 
+    // A request body larger than the plugin's memory may hold (BODY_MB).
+    let app = project.join("app.py");
+    let code = std::fs::read_to_string(&app).unwrap();
+    let big = code.replacen(
+        "    def iteration(self, scenario):\n",
+        "    def iteration(self, scenario):\n        mb = int(loadtest.env(\"BODY_MB\", \"0\"))\n        if mb:\n            loadtest.http.post(self.url, body=b\"x\" * (mb << 20), name=\"/big\")\n            return\n",
+        1,
+    );
+    assert_ne!(big, code, "the template has an iteration method");
+    std::fs::write(&app, big).unwrap();
+
     let built = host(&project, &["build"]);
     assert!(built.status.success(), "{}", text(&built));
     let component = PathBuf::from(String::from_utf8(built.stdout.clone()).unwrap().trim());
@@ -178,4 +189,40 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         .find(|c| c["name"] == "socket subscribed")
         .unwrap_or_else(|| panic!("no socket check: {}", summary["checks"]));
     assert_eq!(subscribed["passes"].as_u64(), Some(2), "{subscribed}");
+
+    // A body past the plugin's memory: CPython raises MemoryError without a word; the
+    // run's error says what happened, not "MemoryError: ".
+    let out = tmp.path().join("results-big");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "1".into(),
+        "--iterations".into(),
+        "1".into(),
+        "-e".into(),
+        format!("BASE_URL={}", target.base_url()),
+        "-e".into(),
+        "BODY_MB=200".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let errors = summary["plugin_errors"].as_array().unwrap();
+    let message = errors[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "MemoryError: out of memory: the plugin's memory is capped ([limits] memory_mb)"
+        ),
+        "{message}\n{}",
+        text(&ran)
+    );
 }

@@ -76,7 +76,8 @@ mod tests {
         (dir, wasm)
     }
 
-    const BUILT: &str = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"10s\"\n";
+    const BUILT: &str =
+        "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"10s\"\n";
 
     #[test]
     fn an_edited_run_toml_is_named_with_the_way_to_use_it() {

@@ -438,7 +438,10 @@ mod tests {
         );
         let one = no_access_note(&imports(&["wasi:filesystem/types@0.2.0"])).unwrap();
         assert!(one.starts_with("(wasi:filesystem is linked") && one.contains("has no access"));
-        assert_eq!(no_access_note(&imports(&["wasi:clocks/monotonic-clock@0.2.0"])), None);
+        assert_eq!(
+            no_access_note(&imports(&["wasi:clocks/monotonic-clock@0.2.0"])),
+            None
+        );
     }
 
     #[test]

@@ -270,10 +270,13 @@ pub(crate) fn trap_message(e: &wasmtime::Error, state: &VuState) -> String {
         .downcast_ref::<wasmtime::Trap>()
         .map(|t| t.to_string())
         .unwrap_or_else(|| {
+            // The whole reason (`{:#}`: `{}` omits a trap's), its first line that says
+            // something; never an empty message.
             format!("{e:#}")
                 .lines()
-                .next()
-                .unwrap_or_default()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("the plugin trapped and the runtime gave no reason")
                 .to_string()
         });
     let printed = state.output.text();

@@ -2,9 +2,9 @@
 //! run left behind, build the images, write the override, `docker-compose up -d`, wait
 //! until ready; and on any failure remove what was started.
 
+use super::claim::{Claim, Mark};
 use super::compose::{self, ComposeFile};
 use super::containers::ServiceContainer;
-use super::claim::{Claim, Mark};
 use super::entry::{self, EntryUrl};
 use super::resources::Resources;
 use super::teardown::{remove_project, Removed};
@@ -125,6 +125,9 @@ impl Stack {
 pub async fn up(options: &UpOptions) -> Result<Stack> {
     let begun = Instant::now();
     compose::check_project_name(&options.project)?;
+    // A stack that someone else uses is theirs: refused (before anything slow), never
+    // removed.
+    let claim = Claim::take(&options.project)?;
     let online = CpuSet::online();
     for (service, set) in &options.resources.cpus {
         set.check_within(&online)
@@ -135,8 +138,6 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
     options.resources.check(&names, &online)?;
     let docker = engine::connect().await?;
 
-    // A stack that someone else uses is theirs: refused, never removed.
-    let claim = Claim::take(&options.project)?;
     refuse_if_running(&docker, &options.project, claim.previous()).await?;
     let left = remove_project(&docker, &options.project).await?;
     if !left.is_empty() && !options.quiet {
@@ -219,6 +220,8 @@ async fn refuse_if_running(docker: &Docker, project: &str, mark: &Mark) -> Resul
     if running.is_empty() {
         return Ok(());
     }
+    let mut running = running;
+    running.sort();
     let started_by = if *mark == Mark::Kept {
         "`host up` (or a run with --keep)"
     } else {

@@ -84,7 +84,11 @@ def _failure(e: BaseException) -> Err:
     """An exception as the contract's error: its text, and where it was raised."""
     frames = _traceback.extract_tb(e.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return Err(f"{type(e).__name__}: {e}{where}")
+    text = str(e)
+    if not text and isinstance(e, MemoryError):
+        # CPython raises it without a word when an allocation does not fit.
+        text = "out of memory: the plugin's memory is capped ([limits] memory_mb)"
+    return Err(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}")
 
 
 def export(scenario_class):

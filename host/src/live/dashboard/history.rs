@@ -72,7 +72,11 @@ mod tests {
         assert_eq!(h.points[0][0], 0.0);
         assert_eq!(h.points.last().unwrap()[0], (MAX_POINTS + 9) as f64);
         let text = String::from_utf8(h.event().to_vec()).unwrap();
-        assert!(text.starts_with("event: history\ndata: [[0.0,"), "{}", &text[..40]);
+        assert!(
+            text.starts_with("event: history\ndata: [[0.0,"),
+            "{}",
+            &text[..40]
+        );
         assert!(text.ends_with("]]\n\n"));
     }
 }

@@ -183,11 +183,7 @@ fn events(shared: &Arc<Shared>) -> Response<Body> {
     rx.mark_changed();
     // The run from its start first (a page opened mid-run draws it all), then the
     // newest update and each one after it.
-    let history = shared
-        .history
-        .read()
-        .map(|h| h.event())
-        .unwrap_or_default();
+    let history = shared.history.read().map(|h| h.event()).unwrap_or_default();
     let stream =
         futures::stream::unfold((rx, client, false), |(mut rx, client, ended)| async move {
             if ended || rx.changed().await.is_err() {
@@ -198,8 +194,7 @@ fn events(shared: &Arc<Shared>) -> Response<Body> {
                 client.0.delivered.fetch_add(1, Ordering::SeqCst);
             }
             Some((update.event, (rx, client, update.done)))
-        })
-        ;
+        });
     let stream = futures::stream::once(async move { history })
         .chain(stream)
         .map(|b| Ok::<_, Infallible>(Frame::data(b)));
