@@ -359,7 +359,7 @@ pub(crate) fn parse_challenge(header: &str) -> Option<Challenge> {
             let end = quoted.find('"')?;
             (&quoted[..end], &quoted[end + 1..])
         } else {
-            after.split_once(',').map_or((after, ""), |(v, t)| (v, t))
+            after.split_once(',').unwrap_or((after, ""))
         };
         match key.trim().to_ascii_lowercase().as_str() {
             "realm" => realm = Some(value.to_string()),
@@ -407,6 +407,22 @@ pub(crate) fn error_words(response: &Response<Bytes>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn https_unless_loopback_or_asked() {
+        let remote = Reference::parse("ghcr.io/team/x:1").unwrap();
+        let local = Reference::parse("localhost:5000/team/x:1").unwrap();
+        let plain = RegistryOptions { plain_http: true };
+        assert_eq!(
+            Session::new(&remote, &RegistryOptions::default()).base(),
+            "https://ghcr.io"
+        );
+        assert_eq!(Session::new(&remote, &plain).base(), "http://ghcr.io");
+        assert_eq!(
+            Session::new(&local, &RegistryOptions::default()).base(),
+            "http://localhost:5000"
+        );
+    }
 
     #[test]
     fn challenges_are_read() {
