@@ -54,11 +54,14 @@ enum Kind {
     Trend,
 }
 
+/// A metric's kind, its figures, and its thresholds (expression → crossed).
+type Metric = (Kind, BTreeMap<String, f64>, BTreeMap<String, bool>);
+
 /// What a reader of k6 summaries gets out of a file.
 #[derive(Debug)]
 struct Export {
     /// Name → kind, its figures, and its thresholds (expression → crossed).
-    metrics: BTreeMap<String, (Kind, BTreeMap<String, f64>, BTreeMap<String, bool>)>,
+    metrics: BTreeMap<String, Metric>,
     /// Check name → (passes, fails).
     checks: BTreeMap<String, (u64, u64)>,
 }
@@ -174,12 +177,12 @@ fn the_k6_file_reads_with_the_shape_k6_writes() {
     let (_, figures, thresholds) = &k6.metrics["http_req_duration"];
     let keys: Vec<&str> = figures.keys().map(String::as_str).collect();
     assert_eq!(keys, ["avg", "max", "med", "min", "p(90)", "p(95)"]);
-    assert_eq!(
-        thresholds["p(95)<500"], false,
+    assert!(
+        !thresholds["p(95)<500"],
         "k6 writes false for a threshold that held"
     );
-    assert_eq!(
-        k6.metrics["my_counter"].2["count>1000"], true,
+    assert!(
+        k6.metrics["my_counter"].2["count>1000"],
         "and true when crossed"
     );
     assert!(k6.metrics["http_req_duration{name:home}"]
@@ -250,11 +253,8 @@ async fn summary_export_reads_as_k6s_with_the_same_code() {
             ("p(95)<5000".to_string(), false)
         ])
     );
-    assert_eq!(ours.metrics["iterations"].2["count>100000000"], true);
-    assert_eq!(
-        ours.metrics["http_req_duration{method:GET}"].2["p(99)<8000"],
-        false
-    );
+    assert!(ours.metrics["iterations"].2["count>100000000"]);
+    assert!(!ours.metrics["http_req_duration{method:GET}"].2["p(99)<8000"]);
     // The figures are the run's: the same as its summary.json.
     let summary = common::summary_json(&common::only_results_dir(dir.path()));
     let requests = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap();
@@ -378,4 +378,50 @@ fn k6_environment_variables_set_what_their_flags_set() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("many") && err.contains("--vus"), "{err}");
+}
+
+/// The progress bars a run draws on a terminal (a pseudo-terminal made by `script`,
+/// util-linux), with `env`.
+fn drawn_on_a_terminal(env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "{} run --stage 1500ms:1 -e MODE=ok --out {} {}",
+        env!("CARGO_BIN_EXE_host"),
+        dir.path().display(),
+        common::plugin("misbehave").display()
+    );
+    let mut command = Command::new("script");
+    for var in K6_VARS
+        .iter()
+        .chain(&["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"])
+    {
+        command.env_remove(var);
+    }
+    let out = command
+        .args(["-qec", &line, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .envs(env.iter().copied())
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn k6_no_color_takes_the_colours_out_of_the_bars() {
+    const CYAN: &str = "\x1b[36m";
+    let coloured = drawn_on_a_terminal(&[]);
+    assert!(
+        coloured.contains(CYAN),
+        "bars are coloured on a terminal: {coloured:?}"
+    );
+    for env in [[("K6_NO_COLOR", "true")], [("NO_COLOR", "1")]] {
+        let plain = drawn_on_a_terminal(&env);
+        assert!(plain.contains("iterations="), "bars drawn: {plain:?}");
+        assert!(!plain.contains(CYAN), "{env:?}: {plain:?}");
+    }
 }
