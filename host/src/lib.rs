@@ -128,6 +128,9 @@ pub use stack::up::{down as stack_down, up as stack_up, StackFlags, UpOptions};
 // Distributed runs: the coordinator's ready line, the wire protocol, k8s segments.
 pub use distributed::coordinator::LISTENING;
 pub use distributed::protocol;
+pub use distributed::trust;
+// The kind of a metric, as `protocol::WireSeries` names it.
+pub use metrics::value::MetricKind;
 pub use k8s::manifests::segment_of;
 
 // Plugins: where the bundled ones are built, the Python tool's pinned version.
