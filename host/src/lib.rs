@@ -130,8 +130,8 @@ pub use distributed::coordinator::LISTENING;
 pub use distributed::protocol;
 pub use distributed::trust;
 // The kind of a metric, as `protocol::WireSeries` names it.
-pub use metrics::value::MetricKind;
 pub use k8s::manifests::segment_of;
+pub use metrics::value::MetricKind;
 
 // Plugins: where the bundled ones are built, the Python tool's pinned version.
 pub use author::python::COMPONENTIZE_PY_VERSION;

@@ -74,7 +74,14 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
     let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["Secret", "ConfigMap", "Service", "NetworkPolicy", "Job", "Job"]
+        [
+            "Secret",
+            "ConfigMap",
+            "Service",
+            "NetworkPolicy",
+            "Job",
+            "Job"
+        ]
     );
     // Each is a valid object of its kind.
     let secret: Secret = serde_json::from_value(items[0].clone()).unwrap();
@@ -205,7 +212,10 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
             .secret_key_ref
             .as_ref()
             .unwrap();
-        assert_eq!((key.name.as_str(), key.key.as_str()), (secret_name.as_str(), "token"));
+        assert_eq!(
+            (key.name.as_str(), key.key.as_str()),
+            (secret_name.as_str(), "token")
+        );
         assert!(!c.args.as_ref().unwrap().iter().any(|a| a.contains(TOKEN)));
     };
     reads_token(c);

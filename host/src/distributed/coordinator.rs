@@ -817,19 +817,22 @@ async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
 }
 
 /// One worker's connection from its hello to its end.
-async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>, permit: OwnedSemaphorePermit) {
+async fn serve(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: Arc<Hub>,
+    permit: OwnedSemaphorePermit,
+) {
     let _ = stream.set_nodelay(true);
     let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
     drop(permit);
     let (mut conn, hello, join) = match admitted {
         Ok(Some(admitted)) => admitted,
         Ok(None) => return,
-        Err(_) => {
-            return crate::stderr::line(format_args!(
-                "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
-                ADMIT_WITHIN.as_secs()
-            ))
-        }
+        Err(_) => return crate::stderr::line(format_args!(
+            "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
+            ADMIT_WITHIN.as_secs()
+        )),
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let id = match hub.join(&hello, &join, address, tx.clone()) {
@@ -868,7 +871,11 @@ async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>, permit: Ow
 
 /// The TLS handshake, the hello, and the proofs both ways; then the worker's join.
 /// `None` when the connection is refused or dropped (said on stderr).
-async fn admit(stream: TcpStream, address: SocketAddr, hub: &Hub) -> Option<(Conn, WorkerHello, Join)> {
+async fn admit(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: &Hub,
+) -> Option<(Conn, WorkerHello, Join)> {
     let mut conn = match hub.tls.accept(stream).await {
         Ok(conn) => conn,
         Err(e) => {
@@ -922,7 +929,8 @@ async fn admit(stream: TcpStream, address: SocketAddr, hub: &Hub) -> Option<(Con
     let proof = match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
         Ok(WorkerMsg::Proof(proof)) => proof,
         _ => {
-            let why = "it did not answer the challenge with a proof of the cluster token".to_string();
+            let why =
+                "it did not answer the challenge with a proof of the cluster token".to_string();
             refuse(&mut conn, &hello.name, address, why).await;
             return None;
         }
@@ -955,11 +963,16 @@ async fn admit(stream: TcpStream, address: SocketAddr, hub: &Hub) -> Option<(Con
     let ours = hub
         .token
         .proof(Role::Coordinator, &exporter, &hello.nonce, &nonce);
-    protocol::write(&mut conn, &CoordMsg::Proof(ours)).await.ok()?;
+    protocol::write(&mut conn, &CoordMsg::Proof(ours))
+        .await
+        .ok()?;
     match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
         Ok(WorkerMsg::Join(join)) => Some((conn, hello, join)),
         Ok(other) => {
-            drop_garbage(address, &format!("it sent {other:?} where its join was due"));
+            drop_garbage(
+                address,
+                &format!("it sent {other:?} where its join was due"),
+            );
             None
         }
         Err(e) => {
@@ -997,10 +1010,7 @@ fn drop_garbage(address: SocketAddr, why: &str) {
     ));
 }
 
-async fn write_loop(
-    mut writer: WriteHalf<Conn>,
-    mut rx: mpsc::UnboundedReceiver<CoordMsg>,
-) {
+async fn write_loop(mut writer: WriteHalf<Conn>, mut rx: mpsc::UnboundedReceiver<CoordMsg>) {
     while let Some(msg) = rx.recv().await {
         if protocol::write(&mut writer, &msg).await.is_err() {
             break;

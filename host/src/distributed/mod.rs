@@ -11,8 +11,8 @@
 
 pub(crate) mod coordinator;
 pub(crate) mod data_files;
-pub mod protocol;
 pub(crate) mod policy;
+pub mod protocol;
 pub(crate) mod segments;
 pub(crate) mod series;
 pub mod trust;

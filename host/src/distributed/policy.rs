@@ -138,7 +138,11 @@ mod tests {
             let err = apply(text, &[]).unwrap_err().to_string();
             assert!(err.contains("refused"), "{text}: {err}");
         }
-        apply("[data]\nusers = \"data-0-users.csv\"\n[tls]\nca_file = \"tls-ca_file.pem\"\n", &[]).unwrap();
+        apply(
+            "[data]\nusers = \"data-0-users.csv\"\n[tls]\nca_file = \"tls-ca_file.pem\"\n",
+            &[],
+        )
+        .unwrap();
     }
 
     #[test]

@@ -385,7 +385,9 @@ mod tests {
         junk.clear();
         // A frame cut short is an I/O error, not garbage.
         let mut short = vec![0, 0, 0, 10, 1, 2];
-        let err = read_frame(&mut short.as_slice(), MAX_FRAME).await.unwrap_err();
+        let err = read_frame(&mut short.as_slice(), MAX_FRAME)
+            .await
+            .unwrap_err();
         assert!(matches!(err, FrameError::Io(_)), "{err}");
         short.clear();
     }

@@ -41,7 +41,11 @@ pub struct ClusterToken(Option<Arc<[u8]>>);
 impl std::fmt::Debug for ClusterToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the token itself.
-        f.write_str(if self.0.is_some() { "ClusterToken(set)" } else { "ClusterToken(none)" })
+        f.write_str(if self.0.is_some() {
+            "ClusterToken(set)"
+        } else {
+            "ClusterToken(none)"
+        })
     }
 }
 
@@ -61,10 +65,10 @@ impl ClusterToken {
     /// `--token-file FILE`, else [`TOKEN_ENV`], else none.
     pub fn from_flag_or_env(file: Option<&Path>) -> Result<Self> {
         if let Some(file) = file {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the cluster token file {}", file.display()))?;
-            return Self::new(&text)
-                .with_context(|| format!("--token-file {}", file.display()));
+            let text = std::fs::read_to_string(file).with_context(|| {
+                format!("cannot read the cluster token file {}", file.display())
+            })?;
+            return Self::new(&text).with_context(|| format!("--token-file {}", file.display()));
         }
         match std::env::var(TOKEN_ENV) {
             Ok(text) if text.trim().is_empty() => {
@@ -84,7 +88,13 @@ impl ClusterToken {
     /// The proof of holding the token for `role`, over both nonces and the session's
     /// export. Without a token the key is empty: such a proof only shows that the peer
     /// has no token either (allowed on loopback only).
-    pub fn proof(&self, role: Role, exporter: &[u8], worker_nonce: &[u8], coord_nonce: &[u8]) -> [u8; 32] {
+    pub fn proof(
+        &self,
+        role: Role,
+        exporter: &[u8],
+        worker_nonce: &[u8],
+        coord_nonce: &[u8],
+    ) -> [u8; 32] {
         self.mac(role, exporter, worker_nonce, coord_nonce)
             .finalize()
             .into_bytes()
@@ -105,7 +115,13 @@ impl ClusterToken {
             .is_ok()
     }
 
-    fn mac(&self, role: Role, exporter: &[u8], worker_nonce: &[u8], coord_nonce: &[u8]) -> Hmac<Sha256> {
+    fn mac(
+        &self,
+        role: Role,
+        exporter: &[u8],
+        worker_nonce: &[u8],
+        coord_nonce: &[u8],
+    ) -> Hmac<Sha256> {
         let key: &[u8] = self.0.as_deref().unwrap_or_default();
         let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
         // Fixed-length fields after a role label: no two inputs read alike.
@@ -228,7 +244,12 @@ impl ServerCertVerifier for BoundByProof {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -237,7 +258,12 @@ impl ServerCertVerifier for BoundByProof {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -256,10 +282,19 @@ mod tests {
         let (e, nw, nc) = ([1u8; 32], [2u8; 32], [3u8; 32]);
         let p = a.proof(Role::Worker, &e, &nw, &nc);
         assert!(a.verify(Role::Worker, &e, &nw, &nc, &p));
-        assert!(!a.verify(Role::Coordinator, &e, &nw, &nc, &p), "echoed back");
-        assert!(!a.verify(Role::Worker, &[9u8; 32], &nw, &nc, &p), "another session");
+        assert!(
+            !a.verify(Role::Coordinator, &e, &nw, &nc, &p),
+            "echoed back"
+        );
+        assert!(
+            !a.verify(Role::Worker, &[9u8; 32], &nw, &nc, &p),
+            "another session"
+        );
         assert!(!b.verify(Role::Worker, &e, &nw, &nc, &p), "another token");
-        assert!(!ClusterToken::default().verify(Role::Worker, &e, &nw, &nc, &p), "no token");
+        assert!(
+            !ClusterToken::default().verify(Role::Worker, &e, &nw, &nc, &p),
+            "no token"
+        );
         assert!(ClusterToken::new("short").is_err());
     }
 

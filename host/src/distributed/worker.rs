@@ -280,10 +280,7 @@ async fn read<R: AsyncRead + Unpin>(r: &mut R, max: u32, within: Duration) -> Re
     }
 }
 
-async fn write_loop(
-    mut writer: WriteHalf<Conn>,
-    mut rx: mpsc::UnboundedReceiver<WorkerMsg>,
-) {
+async fn write_loop(mut writer: WriteHalf<Conn>, mut rx: mpsc::UnboundedReceiver<WorkerMsg>) {
     while let Some(msg) = rx.recv().await {
         if protocol::write(&mut writer, &msg).await.is_err() {
             break;

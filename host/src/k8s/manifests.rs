@@ -285,7 +285,11 @@ fn read_token(plan: &Plan, container: &mut Container) {
 /// Ingress to the coordinator's pod: from the run's workers, to its port, only.
 fn network_policy(plan: &Plan) -> NetworkPolicy {
     NetworkPolicy {
-        metadata: meta(plan, &format!("{}-coordinator", plan.name), Some("coordinator")),
+        metadata: meta(
+            plan,
+            &format!("{}-coordinator", plan.name),
+            Some("coordinator"),
+        ),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
                 match_labels: Some(labels(plan, "coordinator")),

@@ -154,13 +154,13 @@ pub(crate) fn plan(
 /// `--token-file`, else `HOST_CLUSTER_TOKEN`, else 32 random bytes in hex.
 fn token(file: Option<&Path>) -> Result<String> {
     use crate::distributed::trust::{ClusterToken, TOKEN_ENV};
-    let given = match file {
-        Some(file) => Some(
-            std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the cluster token file {}", file.display()))?,
-        ),
-        None => std::env::var(TOKEN_ENV).ok(),
-    };
+    let given =
+        match file {
+            Some(file) => Some(std::fs::read_to_string(file).with_context(|| {
+                format!("cannot read the cluster token file {}", file.display())
+            })?),
+            None => std::env::var(TOKEN_ENV).ok(),
+        };
     match given {
         Some(text) => {
             ClusterToken::new(&text)?;
