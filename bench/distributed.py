@@ -19,10 +19,14 @@ Environment:
   VUS         VUs per worker (4); the run has VUS x workers.
   GEN_CPUS    cores for the coordinator and the workers (taskset list; unset: not pinned).
   PORT        the coordinator's port (17878).
+  HOST_CLUSTER_TOKEN  the cluster token (default: a random one, made here): the
+              coordinator and the workers inherit it, so the figures include TLS and
+              the proofs, as a run beyond loopback has them.
 """
 import glob
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -33,6 +37,7 @@ long = int(sys.argv[4]) if len(sys.argv) > 4 else 25
 vus_per_worker = int(os.environ.get("VUS", "4"))
 pin = ["taskset", "-c", os.environ["GEN_CPUS"]] if os.environ.get("GEN_CPUS") else []
 port = os.environ.get("PORT", "17878")
+os.environ.setdefault("HOST_CLUSTER_TOKEN", secrets.token_hex(32))
 base_url = os.environ.get("BASE_URL")
 target = None
 if not base_url:

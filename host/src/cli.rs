@@ -309,9 +309,14 @@ struct CoordinateArgs {
     /// How many workers take part (the run starts when all have joined).
     #[arg(long)]
     workers: u32,
-    /// Address the workers dial (0.0.0.0:PORT to take workers from other machines).
+    /// Address the workers dial (0.0.0.0:PORT to take workers from other machines:
+    /// that needs a cluster token).
     #[arg(long, default_value = "127.0.0.1:7878")]
     listen: std::net::SocketAddr,
+    /// File holding the cluster token every worker must prove it holds (else
+    /// HOST_CLUSTER_TOKEN; without either, loopback only).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -337,6 +342,14 @@ struct WorkerArgs {
     /// JOB_COMPLETION_INDEX. Without it the coordinator deals segments by join order.
     #[arg(long, env = "JOB_COMPLETION_INDEX", value_name = "I")]
     index: Option<u32>,
+    /// File holding the cluster token the coordinator must prove it holds (else
+    /// HOST_CLUSTER_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Targets this worker lets the plugin reach (repeatable): the coordinator's
+    /// `[targets] allow` is narrowed to those listed here too.
+    #[arg(long, value_name = "URL")]
+    allow: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -799,6 +812,9 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 run: args.common.request(plugin),
                 workers: args.workers,
                 listen: args.listen,
+                token: crate::distributed::trust::ClusterToken::from_flag_or_env(
+                    args.token_file.as_deref(),
+                )?,
             };
             match crate::distributed::coordinator::coordinate(request, print_summary).await {
                 Ok(outcome) => Ok(finish(export_summary(outcome, export.as_deref()))),
@@ -823,6 +839,10 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                     out: args.out,
                     connect_timeout: args.connect_timeout,
                     index: args.index,
+                    token: crate::distributed::trust::ClusterToken::from_flag_or_env(
+                        args.token_file.as_deref(),
+                    )?,
+                    allow: args.allow,
                 })
                 .await?;
             println!(

@@ -135,7 +135,10 @@ pub use stack::up::{
 // Distributed runs: the coordinator's ready line, the wire protocol, k8s segments.
 pub use distributed::coordinator::LISTENING;
 pub use distributed::protocol;
+pub use distributed::trust;
+// The kind of a metric, as `protocol::WireSeries` names it.
 pub use k8s::manifests::segment_of;
+pub use metrics::value::MetricKind;
 
 // Plugins: where the bundled ones are built, the Python tool's pinned version.
 pub use author::python::COMPONENTIZE_PY_VERSION;

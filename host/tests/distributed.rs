@@ -1,6 +1,7 @@
 //! `host coordinate` with local `host worker` processes (the built binary) against the
 //! demo target on loopback: exact merging, setup once, lost workers, a lost
-//! coordinator, and the workers that are refused.
+//! coordinator, the workers that are refused, and the trust boundary (the cluster
+//! token, rogue workers and coordinators written here, frame limits).
 
 mod common;
 
@@ -13,6 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const HOST: &str = env!("CARGO_BIN_EXE_host");
+
+/// The cluster token every coordinator and worker of these tests holds (unless a test
+/// says otherwise).
+const TOKEN: &str = "test-cluster-token-0123456789abcdef";
 
 /// The demo target, served by a runtime of its own so the test can block.
 struct Target {
@@ -51,11 +56,19 @@ impl Proc {
         Self::spawn_env(args, &[])
     }
 
-    /// Spawns with extra environment variables.
+    /// Spawns with extra environment variables (`HOST_CLUSTER_TOKEN` is [`TOKEN`]
+    /// unless `env` sets it; set to "" it is removed).
     fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(HOST)
-            .args(args)
-            .envs(env.iter().copied())
+        let mut command = Command::new(HOST);
+        command.args(args).env(host::trust::TOKEN_ENV, TOKEN);
+        for (k, v) in env {
+            if *k == host::trust::TOKEN_ENV && v.is_empty() {
+                command.env_remove(k);
+            } else {
+                command.env(k, v);
+            }
+        }
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -286,28 +299,18 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
             .coordinator
             .wait_for_line("sent garbage", Duration::from_secs(10));
     }
-    // A worker of another host version is refused with a message.
+    // A worker of another host version (with the token) is refused with a message.
     {
-        use host::protocol::{self, CoordMsg, WorkerHello, WorkerMsg};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let answer: CoordMsg = rt.block_on(async {
-            let mut s = tokio::net::TcpStream::connect(&cluster.addr).await.unwrap();
-            let hello = WorkerMsg::Hello(WorkerHello {
-                magic: protocol::MAGIC,
-                protocol: protocol::PROTOCOL_VERSION,
-                host_version: "0.0.0-other".into(),
-                name: "old".into(),
-                plugin_sha256: None,
-                index: None,
-            });
-            protocol::write(&mut s, &hello).await.unwrap();
-            protocol::read(&mut s, protocol::MAX_FRAME).await.unwrap()
+        use host::protocol::CoordMsg;
+        let answer = rogue::runtime().block_on(async {
+            let mut c = rogue::connect(&cluster.addr).await;
+            let token = host::trust::ClusterToken::new(TOKEN).unwrap();
+            rogue::prove(&mut c, "old", "0.0.0-other", &token).await;
+            rogue::join(&mut c).await;
+            rogue::rest::<_, CoordMsg>(&mut c).await
         });
         assert!(
-            matches!(&answer, CoordMsg::Refused(why) if why.contains("0.0.0-other")),
+            matches!(answer.as_slice(), [CoordMsg::Refused(why)] if why.contains("0.0.0-other")),
             "{answer:?}"
         );
     }
@@ -452,6 +455,21 @@ fn a_killed_worker_is_named_and_the_run_goes_on() {
     let merged = http_reqs(&summary);
     assert!(served >= merged && merged > served / 2, "{served} {merged}");
     assert!(summary["warnings"].to_string().contains("w1"));
+    // Its last, unreported second is named: about what the target served and no one
+    // merged (its rate then over the time to its loss).
+    let not_merged = lost[0]["http_reqs_not_merged"].as_u64().expect("a count");
+    let missing = served - merged;
+    assert!(
+        not_merged > 0 && not_merged <= 2 * missing + 100,
+        "estimated {not_merged}, served but not merged {missing}"
+    );
+    assert!(
+        summary["warnings"]
+            .to_string()
+            .contains(&format!("about {not_merged} requests")),
+        "{}",
+        summary["warnings"]
+    );
 }
 
 #[test]
@@ -547,6 +565,9 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
         (tags[0].clone(), tags[1].clone())
     });
     let results = tempfile::tempdir().unwrap();
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("cluster.token");
+    std::fs::write(&token_file, TOKEN).unwrap();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/distributed.yml");
     let compose = |args: &[&str]| {
         Command::new("docker-compose")
@@ -558,6 +579,7 @@ fn compose_scaled_to_three_workers_counts_what_the_api_served() {
             .env("DEMO_TARGET_TAG", &target_tag)
             .env("PLUGIN_DIR", host::PLUGINS_DIR)
             .env("RESULTS_DIR", results.path())
+            .env("CLUSTER_TOKEN_FILE", &token_file)
             .env("WORKERS", "3")
             .env("DURATION", "3s")
             .output()
@@ -955,4 +977,487 @@ fn the_workers_plugin_log_lines_show_at_the_coordinator() {
     }
     let summary = cluster.summary();
     assert_eq!(summary["log"]["written"], 6, "{}", summary["log"]);
+}
+
+/// A client or server of the documented protocol written here: TLS as a worker makes
+/// it, then the hello and the proofs, by hand.
+mod rogue {
+    use host::protocol::{self, CoordMsg, Join, WorkerHello, WorkerMsg};
+    use host::trust::{self, ClusterToken, Role};
+    use std::time::Duration;
+
+    /// A worker's side of a connection.
+    pub type Conn = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+    /// A coordinator's side of a connection.
+    pub type ServerConn = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+    pub fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// TLS to `addr`, taking its certificate as a worker does.
+    pub async fn connect(addr: &str) -> Conn {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        trust::connector()
+            .unwrap()
+            .connect(trust::server_name(), tcp)
+            .await
+            .unwrap()
+    }
+
+    /// The hello of this version; the nonce sent and the coordinator's answer.
+    pub async fn hello(conn: &mut Conn, name: &str, host_version: &str) -> ([u8; 32], CoordMsg) {
+        let nonce = trust::nonce();
+        let hello = WorkerMsg::Hello(WorkerHello {
+            magic: protocol::MAGIC,
+            protocol: protocol::PROTOCOL_VERSION,
+            host_version: host_version.into(),
+            name: name.into(),
+            nonce,
+        });
+        protocol::write(conn, &hello).await.unwrap();
+        let answer = protocol::read(conn, protocol::MAX_FRAME).await.unwrap();
+        (nonce, answer)
+    }
+
+    /// The hello and this side's proof with `token`; the coordinator's answer to it.
+    pub async fn prove(
+        conn: &mut Conn,
+        name: &str,
+        host_version: &str,
+        token: &ClusterToken,
+    ) -> CoordMsg {
+        let (nonce, answer) = hello(conn, name, host_version).await;
+        let CoordMsg::Challenge { nonce: theirs, .. } = answer else {
+            panic!("no challenge: {answer:?}");
+        };
+        let exporter = trust::exporter(conn.get_ref().1).unwrap();
+        let proof = token.proof(Role::Worker, &exporter, &nonce, &theirs);
+        protocol::write(conn, &WorkerMsg::Proof(proof))
+            .await
+            .unwrap();
+        protocol::read(conn, protocol::MAX_FRAME).await.unwrap()
+    }
+
+    /// The join, asking for nothing.
+    pub async fn join(conn: &mut Conn) {
+        let join = WorkerMsg::Join(Join {
+            plugin_sha256: None,
+            index: None,
+        });
+        protocol::write(conn, &join).await.unwrap();
+    }
+
+    /// Everything the peer sends until it closes (or is silent for 5 s).
+    pub async fn rest<S, M>(conn: &mut S) -> Vec<M>
+    where
+        S: tokio::io::AsyncRead + Unpin,
+        M: serde::de::DeserializeOwned,
+    {
+        let mut got = Vec::new();
+        while let Ok(Ok(msg)) = tokio::time::timeout(
+            Duration::from_secs(5),
+            protocol::read::<_, M>(conn, protocol::MAX_FRAME),
+        )
+        .await
+        {
+            got.push(msg);
+        }
+        got
+    }
+
+    /// A forged tick: four billion requests in a second.
+    pub fn forged_tick() -> WorkerMsg {
+        WorkerMsg::Tick(protocol::Tick {
+            elapsed_ms: 1000,
+            series: vec![protocol::WireSeries {
+                metric: "http_reqs".into(),
+                kind: host::MetricKind::Counter,
+                tags: Vec::new(),
+                value: protocol::WireValue::Counter(4e9),
+            }],
+            ..Default::default()
+        })
+    }
+
+    /// A coordinator written here: takes one worker's TLS connection and hello, sends
+    /// a challenge, reads the worker's proof, and answers it with a proof of `token`.
+    pub async fn coordinator_side(
+        listener: &tokio::net::TcpListener,
+        token: &ClusterToken,
+    ) -> ServerConn {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut conn = trust::acceptor().unwrap().accept(tcp).await.unwrap();
+        let WorkerMsg::Hello(hello) = protocol::read(&mut conn, protocol::MAX_HELLO_FRAME)
+            .await
+            .unwrap()
+        else {
+            panic!("no hello");
+        };
+        let nonce = trust::nonce();
+        let challenge = CoordMsg::Challenge {
+            magic: protocol::MAGIC,
+            protocol: protocol::PROTOCOL_VERSION,
+            nonce,
+        };
+        protocol::write(&mut conn, &challenge).await.unwrap();
+        let WorkerMsg::Proof(_) = protocol::read(&mut conn, protocol::MAX_HELLO_FRAME)
+            .await
+            .unwrap()
+        else {
+            panic!("no proof");
+        };
+        let exporter = trust::exporter(conn.get_ref().1).unwrap();
+        let ours = token.proof(Role::Coordinator, &exporter, &hello.nonce, &nonce);
+        protocol::write(&mut conn, &CoordMsg::Proof(ours))
+            .await
+            .unwrap();
+        conn
+    }
+}
+
+#[test]
+fn a_rogue_without_the_token_gets_nothing_and_its_ticks_are_never_merged() {
+    use host::protocol::{self, CoordMsg, WorkerMsg};
+    use host::trust::ClusterToken;
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 2\nduration = \"3s\"\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        2,
+        false,
+    );
+    let addr = cluster.addr.clone();
+    let version = env!("CARGO_PKG_VERSION");
+    let rt = rogue::runtime();
+    let refused_only = |got: &[CoordMsg]| {
+        assert!(
+            matches!(got, [CoordMsg::Refused(why)] if why.contains("cluster token")),
+            "a rogue was sent {got:?}"
+        );
+    };
+    rt.block_on(async {
+        // A wrong proof: refused with the reason, and nothing else.
+        let mut c = rogue::connect(&addr).await;
+        let (_, answer) = rogue::hello(&mut c, "rogue1", version).await;
+        assert!(matches!(answer, CoordMsg::Challenge { .. }), "{answer:?}");
+        protocol::write(&mut c, &WorkerMsg::Proof([0; 32]))
+            .await
+            .unwrap();
+        refused_only(&rogue::rest::<_, CoordMsg>(&mut c).await);
+        // The proof of another token.
+        let mut c = rogue::connect(&addr).await;
+        let other = ClusterToken::new("another-token-0123456789").unwrap();
+        let answer = rogue::prove(&mut c, "rogue2", version, &other).await;
+        let mut got = vec![answer];
+        got.extend(rogue::rest::<_, CoordMsg>(&mut c).await);
+        refused_only(&got);
+        // No proof: the join at once, then forged ticks.
+        let mut c = rogue::connect(&addr).await;
+        rogue::hello(&mut c, "rogue3", version).await;
+        rogue::join(&mut c).await;
+        for _ in 0..3 {
+            let _ = protocol::write(&mut c, &rogue::forged_tick()).await;
+        }
+        refused_only(&rogue::rest::<_, CoordMsg>(&mut c).await);
+    });
+    // Without TLS: a plain hello is no handshake, and the connection is dropped.
+    {
+        use std::io::{Read, Write};
+        let mut plain = std::net::TcpStream::connect(&addr).unwrap();
+        let frame = protocol::encode(&rogue::forged_tick()).unwrap();
+        plain.write_all(&frame).unwrap();
+        plain
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = Vec::new();
+        let _ = plain.read_to_end(&mut buf);
+        // At most a TLS alert: no frame of the protocol.
+        assert!(buf.len() < 64, "{buf:?}");
+        cluster
+            .coordinator
+            .wait_for_line("no TLS handshake", Duration::from_secs(10));
+    }
+    // The real workers: one with the token in the environment, one from a file.
+    let token_file = cluster.dir.path().join("cluster.token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    cluster.add_worker("w0");
+    cluster.add_worker_with(
+        "w1",
+        &["--token-file", token_file.to_str().unwrap()],
+        &[(host::trust::TOKEN_ENV, "")],
+    );
+    cluster.workers[1].wait_for_line("runs segment", Duration::from_secs(60));
+    // During the run: forged ticks in place of the proof.
+    rt.block_on(async {
+        let mut c = rogue::connect(&addr).await;
+        rogue::hello(&mut c, "rogue4", version).await;
+        for _ in 0..3 {
+            let _ = protocol::write(&mut c, &rogue::forged_tick()).await;
+        }
+        refused_only(&rogue::rest::<_, CoordMsg>(&mut c).await);
+    });
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let summary = cluster.summary();
+    let merged = http_reqs(&summary);
+    assert!(merged > 0);
+    assert_eq!(
+        target.server.requests_served(),
+        merged,
+        "the target served what the coordinator merged: no forged tick"
+    );
+    let mut names: Vec<&str> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["w0", "w1"]);
+}
+
+/// The coordinator's resident memory, MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb / 1024.0
+}
+
+#[test]
+fn an_unproven_peer_cannot_make_the_coordinator_allocate() {
+    use host::protocol;
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\n";
+    let cluster = Cluster::start("hello", toml, &[], 1, false);
+    let pid = cluster.coordinator.child.id();
+    // Settled: the plugin compiled and setup() ran while no worker came.
+    let mut baseline = rss_mib(pid);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = rss_mib(pid);
+        let settled = (now - baseline).abs() < 0.5;
+        baseline = now;
+        if settled {
+            break;
+        }
+    }
+    // Three connections say hello, then send a frame of 512 MiB, streaming its bytes;
+    // two more send that length as their hello. Each streams until it is cut off.
+    let streaming = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut peers = Vec::new();
+    for i in 0..5 {
+        let addr = cluster.addr.clone();
+        peers.push(std::thread::spawn(move || {
+            rogue::runtime().block_on(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut c = rogue::connect(&addr).await;
+                if i < 3 {
+                    rogue::hello(&mut c, "flood", env!("CARGO_PKG_VERSION")).await;
+                }
+                let mut sent = 0usize;
+                if c.write_all(&(512u32 << 20).to_be_bytes()).await.is_ok() {
+                    let chunk = vec![0x5a; 1 << 20];
+                    while sent < 512 << 20 {
+                        if c.write_all(&chunk).await.is_err() || c.flush().await.is_err() {
+                            break;
+                        }
+                        sent += chunk.len();
+                    }
+                }
+                sent
+            })
+        }));
+    }
+    let mut peak = baseline;
+    let sampler = {
+        let streaming = streaming.clone();
+        std::thread::spawn(move || {
+            let mut peak: f64 = 0.0;
+            while streaming.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_mib(pid));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        })
+    };
+    let sent: Vec<usize> = peers.into_iter().map(|p| p.join().unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    streaming.store(false, std::sync::atomic::Ordering::Relaxed);
+    peak = peak.max(sampler.join().unwrap());
+    cluster
+        .coordinator
+        .wait_for_line("larger than allowed", Duration::from_secs(10));
+    // Each was cut off long before its frame was whole.
+    assert!(sent.iter().all(|&n| n < 64 << 20), "{sent:?}");
+    assert!(
+        peak - baseline < 16.0,
+        "RSS went from {baseline:.1} to {peak:.1} MiB; the pre-proof limit is {} KiB",
+        protocol::MAX_HELLO_FRAME / 1024
+    );
+}
+
+#[test]
+fn a_wrong_token_is_refused_both_ways() {
+    use host::protocol::{self, CoordMsg, WorkerMsg};
+    use host::trust::ClusterToken;
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\n";
+    let mut cluster = Cluster::start("hello", toml, &[], 1, false);
+    // Workers with another token, or none: refused by the coordinator, with the reason.
+    cluster.add_worker_with(
+        "wrong",
+        &[],
+        &[(host::trust::TOKEN_ENV, "another-token-0123456789")],
+    );
+    cluster.add_worker_with("none", &[], &[(host::trust::TOKEN_ENV, "")]);
+    for w in &mut cluster.workers {
+        assert!(!w.wait(Duration::from_secs(30)).success());
+        let err = w.stderr();
+        assert!(
+            err.contains("refused") && err.contains("cluster token"),
+            "{err}"
+        );
+    }
+    cluster
+        .coordinator
+        .wait_for_line("refused worker wrong", Duration::from_secs(5));
+    // A worker whose --allow leaves nothing of the coordinator's targets refuses the
+    // run (loopback-only here, and example.com is not loopback); the coordinator says so.
+    cluster.add_worker_with("narrow", &["--allow", "http://example.com:80"], &[]);
+    let status = cluster.coordinator.wait(Duration::from_secs(60));
+    assert!(!status.success());
+    let err = cluster.coordinator.stderr();
+    assert!(
+        err.contains("narrow") && err.contains("nothing is left"),
+        "{err}"
+    );
+
+    // A coordinator written here, which holds another token: the worker leaves it and
+    // sends nothing more (no join).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let out = tempfile::tempdir().unwrap();
+    let worker = |extra: &[&str]| {
+        let mut args = vec![
+            "worker",
+            "--coordinator",
+            &addr,
+            "--name",
+            "victim",
+            "--out",
+            out.path().to_str().unwrap(),
+        ];
+        args.extend(extra);
+        Proc::spawn(&args)
+    };
+    let mut victim = worker(&[]);
+    let other = ClusterToken::new("another-token-0123456789").unwrap();
+    let after: Vec<WorkerMsg> = rt.block_on(async {
+        let mut conn = rogue::coordinator_side(&listener, &other).await;
+        rogue::rest(&mut conn).await
+    });
+    assert!(after.is_empty(), "the worker sent {after:?}");
+    assert!(!victim.wait(Duration::from_secs(10)).success());
+    assert!(
+        victim
+            .stderr()
+            .contains("did not prove it holds the cluster token"),
+        "{}",
+        victim.stderr()
+    );
+
+    // With the token, a config that names a file of the worker's machine, and a plugin
+    // other than the worker's --plugin: each refused by the worker.
+    let token = ClusterToken::new(TOKEN).unwrap();
+    let hello = std::fs::read(common::plugin("hello")).unwrap();
+    let sha = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&hello))
+    };
+    let probe = common::plugin("http_probe");
+    for (extra, config, says) in [
+        (
+            vec![],
+            "[data]\nusers = \"/etc/passwd\"\n",
+            "\"/etc/passwd\" at data.users: refused",
+        ),
+        (
+            vec![],
+            "[tls]\nca_file = \"../../ca.pem\"\n",
+            "at tls.ca_file: refused",
+        ),
+        (vec!["--plugin", probe.to_str().unwrap()], "", "--plugin"),
+    ] {
+        let mut victim = worker(&extra);
+        let failed: Vec<WorkerMsg> = rt.block_on(async {
+            let mut conn = rogue::coordinator_side(&listener, &token).await;
+            let join: WorkerMsg = protocol::read(&mut conn, protocol::MAX_HELLO_FRAME)
+                .await
+                .unwrap();
+            assert!(matches!(join, WorkerMsg::Join(_)), "{join:?}");
+            let welcome = CoordMsg::Welcome {
+                magic: protocol::MAGIC,
+                protocol: protocol::PROTOCOL_VERSION,
+                host_version: env!("CARGO_PKG_VERSION").into(),
+            };
+            protocol::write(&mut conn, &welcome).await.unwrap();
+            let init = CoordMsg::Init(protocol::Init {
+                plugin_name: "hello.wasm".into(),
+                plugin: hello.clone(),
+                plugin_sha256: sha.clone(),
+                config_toml: config.into(),
+                segment: "0:1".into(),
+                sequence: "0,1".into(),
+                setup_data: "null".into(),
+                index: 0,
+                data_files: Vec::new(),
+                quiet: true,
+            });
+            protocol::write(&mut conn, &init).await.unwrap();
+            rogue::rest::<_, WorkerMsg>(&mut conn)
+                .await
+                .into_iter()
+                .filter(|m| !matches!(m, WorkerMsg::Heartbeat))
+                .collect()
+        });
+        assert!(
+            matches!(failed.as_slice(), [WorkerMsg::Failed(why)] if why.contains(says)),
+            "{says}: {failed:?}"
+        );
+        assert!(!victim.wait(Duration::from_secs(10)).success());
+    }
+}
+
+#[test]
+fn listening_beyond_loopback_without_a_token_is_refused() {
+    let plugin = common::plugin("hello");
+    let out = Command::new(HOST)
+        .args(["coordinate", plugin.to_str().unwrap(), "--workers", "1"])
+        .args(["--listen", "0.0.0.0:0"])
+        .env_remove(host::trust::TOKEN_ENV)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a cluster token") && err.contains("HOST_CLUSTER_TOKEN"),
+        "{err}"
+    );
+    assert!(!err.contains(host::LISTENING), "{err}");
 }

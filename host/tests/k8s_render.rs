@@ -1,21 +1,27 @@
 //! `host k8s render` writes the objects of a distributed run: the plugin and run files
 //! in a ConfigMap, a coordinator Job whose pod the Service selects, and an Indexed Job
-//! of workers that dial that Service, completion index `i` running segment `i`. No
-//! cluster is needed: the objects are read back into k8s-openapi's typed structs.
+//! of workers that dial that Service, completion index `i` running segment `i`; the
+//! cluster token in a Secret both read, and a NetworkPolicy that lets only the workers
+//! reach the coordinator. No cluster is needed: the objects are read back into k8s-openapi's typed structs.
 
 mod common;
 
 use host::segment_from_flags as from_flags;
 use host::segment_of;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The cluster token the renders are given (else each would make its own).
+const TOKEN: &str = "k8s-render-test-token-0123456789";
+
 fn host(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_host"))
         .args(args)
+        .env("HOST_CLUSTER_TOKEN", TOKEN)
         .current_dir(dir)
         .output()
         .expect("the host binary runs")
@@ -66,13 +72,26 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["Secret", "ConfigMap", "Service", "Job", "Job"]);
-    // Each is a valid object of its kind.
-    let env: Secret = serde_json::from_value(items[0].clone()).unwrap();
-    let files: ConfigMap = serde_json::from_value(items[1].clone()).unwrap();
-    let service: Service = serde_json::from_value(items[2].clone()).unwrap();
-    let coordinator: Job = serde_json::from_value(items[3].clone()).unwrap();
-    let workers: Job = serde_json::from_value(items[4].clone()).unwrap();
+    assert_eq!(
+        kinds,
+        [
+            "Secret",
+            "Secret",
+            "ConfigMap",
+            "Service",
+            "NetworkPolicy",
+            "Job",
+            "Job"
+        ]
+    );
+    // Each is a valid object of its kind: the token's Secret, the environment's.
+    let secret: Secret = serde_json::from_value(items[0].clone()).unwrap();
+    let env: Secret = serde_json::from_value(items[1].clone()).unwrap();
+    let files: ConfigMap = serde_json::from_value(items[2].clone()).unwrap();
+    let service: Service = serde_json::from_value(items[3].clone()).unwrap();
+    let policy: NetworkPolicy = serde_json::from_value(items[4].clone()).unwrap();
+    let coordinator: Job = serde_json::from_value(items[5].clone()).unwrap();
+    let workers: Job = serde_json::from_value(items[6].clone()).unwrap();
     for item in items {
         assert_eq!(item["metadata"]["namespace"], "load");
     }
@@ -177,6 +196,50 @@ fn the_objects_wire_workers_to_the_coordinator_by_index() {
     assert_eq!(
         field.field_path,
         "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+
+    // Both read the token from the Secret, as HOST_CLUSTER_TOKEN (never an argument).
+    let secret_name = secret.metadata.name.clone().unwrap();
+    assert_eq!(secret.string_data.as_ref().unwrap()["token"], TOKEN);
+    let reads_token = |c: &Container| {
+        let env = c.env.as_ref().unwrap();
+        let token = env
+            .iter()
+            .find(|e| e.name == "HOST_CLUSTER_TOKEN")
+            .expect("HOST_CLUSTER_TOKEN is set");
+        assert!(token.value.is_none());
+        let key = token
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (key.name.as_str(), key.key.as_str()),
+            (secret_name.as_str(), "token")
+        );
+        assert!(!c.args.as_ref().unwrap().iter().any(|a| a.contains(TOKEN)));
+    };
+    reads_token(c);
+    reads_token(w);
+    // Only the workers' pods reach the coordinator's pod, on its port.
+    let policy = policy.spec.unwrap();
+    let selected = policy.pod_selector.unwrap().match_labels.unwrap();
+    assert_eq!(selected, coordinator_labels);
+    assert_eq!(policy.policy_types.unwrap(), ["Ingress"]);
+    let rules = policy.ingress.unwrap();
+    assert_eq!(rules.len(), 1);
+    let from = rules[0].from.as_ref().unwrap();
+    assert_eq!(from.len(), 1);
+    let peer = from[0].pod_selector.as_ref().unwrap();
+    assert_eq!(peer.match_labels.as_ref().unwrap(), &worker_labels);
+    assert!(from[0].namespace_selector.is_none() && from[0].ip_block.is_none());
+    let ports = rules[0].ports.as_ref().unwrap();
+    assert_eq!(ports.len(), 1);
+    assert_eq!(
+        ports[0].port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(7878))
     );
 
     // Index i runs segment i of the sequence; the segments cover the run once.

@@ -210,6 +210,9 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
     let (state_before, gwbridge_before) = (swarm_state(), network_exists("docker_gwbridge"));
     let guard = SwarmGuard::enter(&stack);
     let results = tempfile::tempdir().unwrap();
+    let secrets = tempfile::tempdir().unwrap();
+    let token_file = secrets.path().join("cluster.token");
+    std::fs::write(&token_file, "swarm-test-token-0123456789abcdef").unwrap();
     let compose = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose");
     let (target_file, run_file) = (compose.join("swarm-target.yml"), compose.join("swarm.yml"));
     let env = [
@@ -217,6 +220,7 @@ fn swarm_jobs_of_three_workers_count_what_the_api_served() {
         (tags[1].0.as_str(), tags[1].1.as_str()),
         ("PLUGIN_DIR", host::PLUGINS_DIR),
         ("RESULTS_DIR", results.path().to_str().unwrap()),
+        ("CLUSTER_TOKEN_FILE", token_file.to_str().unwrap()),
         ("WORKERS", "3"),
         ("DURATION", "3s"),
     ];

@@ -3,11 +3,15 @@
 //! config, its segment and `setup()`'s data, starts everyone at one instant, folds
 //! their seconds into this run's recorder (so progress, thresholds and results work as
 //! in a single run), notices a lost worker within [`LOSS_AFTER`], and stops every
-//! worker when the run stops.
+//! worker when the run stops. Every connection is TLS, and a worker is taken only once
+//! it has proved it holds the cluster token ([`super::trust`]): until then it is sent
+//! nothing of the run and its frames are held to [`protocol::MAX_HELLO_FRAME`].
 
 use super::protocol::{
-    self, CoordMsg, FrameError, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+    self, CoordMsg, FrameError, Init, Join, PluginErrors, ScenarioCounts, Tick, WorkerHello,
+    WorkerMsg,
 };
+use super::trust::{self, ClusterToken, Role};
 use super::{segments, series, HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT, START_DELAY};
 use crate::config::distributed::OnWorkerLoss;
 use crate::control::{RunControl, StopReason};
@@ -26,9 +30,19 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
+
+/// A worker's connection: TLS over TCP.
+type Conn = tokio_rustls::server::TlsStream<TcpStream>;
+
+/// Time a connection has for the TLS handshake and the proofs.
+const ADMIT_WITHIN: Duration = Duration::from_secs(10);
+
+/// Connections that may be in the handshake or the proofs at once: more are closed at
+/// once, so that a flood of them holds a bounded amount of memory.
+const MAX_ADMITTING: usize = 64;
 
 /// What `host coordinate` was asked.
 #[derive(Debug, Clone)]
@@ -39,6 +53,8 @@ pub(crate) struct CoordinateRequest {
     pub workers: u32,
     /// Where workers dial.
     pub listen: SocketAddr,
+    /// The cluster token every worker must prove it holds.
+    pub token: ClusterToken,
 }
 
 /// The line printed once the coordinator listens (tests and scripts read the port).
@@ -59,7 +75,9 @@ pub(crate) async fn coordinate(
             "host coordinate gives each worker its execution segment: leave out --execution-segment and --execution-segment-sequence"
         );
     }
+    trust::check_listen(request.listen, &request.token)?;
     let (bytes, sha256) = crate::plugin::read_plugin(&request.run.plugin)?;
+    let tls = trust::acceptor()?;
     let listener = TcpListener::bind(request.listen)
         .await
         .map_err(|e| anyhow!("cannot listen on {}: {e}", request.listen))?;
@@ -82,6 +100,8 @@ pub(crate) async fn coordinate(
         plugin: bytes,
         sha256,
         quiet: request.run.quiet,
+        token: request.token.clone(),
+        tls,
         state: Mutex::new(State::default()),
         changed: Notify::new(),
         done: done_tx,
@@ -118,6 +138,10 @@ struct Hub {
     sha256: String,
     /// `--quiet`: the workers hide their plugin log lines below `warn` too.
     quiet: bool,
+    /// What each worker must prove it holds.
+    token: ClusterToken,
+    /// The TLS side of every connection.
+    tls: tokio_rustls::TlsAcceptor,
     state: Mutex<State>,
     /// Woken when a worker joins, gets ready, fails or is lost.
     changed: Notify,
@@ -177,6 +201,14 @@ struct Slot {
     lost: Option<String>,
     /// Its plugin's failures, as last sent.
     errors: PluginErrors,
+    /// When its last tick came, and that tick's `elapsed_ms`.
+    last_tick: Option<(Instant, u64)>,
+    /// Its requests per second in the interval of its last tick.
+    last_rate: f64,
+    /// Lost after the start: about how many requests it made since its last tick
+    /// (its last rate over the silence), which were never merged. `None` if it was
+    /// lost before its first tick (no rate known).
+    not_merged: Option<u64>,
 }
 
 impl Hub {
@@ -188,6 +220,7 @@ impl Hub {
     fn join(
         &self,
         hello: &WorkerHello,
+        join: &Join,
         address: SocketAddr,
         tx: mpsc::UnboundedSender<CoordMsg>,
     ) -> Result<u64, String> {
@@ -205,7 +238,7 @@ impl Hub {
                 hello.host_version
             ));
         }
-        if let Some(sha) = &hello.plugin_sha256 {
+        if let Some(sha) = &join.plugin_sha256 {
             if *sha != self.sha256 {
                 return Err(format!(
                     "its plugin (sha256 {sha}) is not the coordinator's {} (sha256 {})",
@@ -228,7 +261,7 @@ impl Hub {
                 self.expected
             ));
         }
-        if let Some(index) = hello.index {
+        if let Some(index) = join.index {
             if index >= self.expected {
                 return Err(format!(
                     "its index {index} is out of range: the run has {} worker(s), indexes 0 to {}",
@@ -249,7 +282,7 @@ impl Hub {
             id,
             name: hello.name.clone(),
             address: address.to_string(),
-            claimed: hello.index,
+            claimed: join.index,
             index: 0,
             segment: String::new(),
             tx,
@@ -266,6 +299,9 @@ impl Hub {
             lost_at: None,
             lost: None,
             errors: PluginErrors::default(),
+            last_tick: None,
+            last_rate: 0.0,
+            not_merged: None,
         });
         Ok(id)
     }
@@ -308,7 +344,9 @@ impl Hub {
                 self.abort_for(id, &why);
                 Ok(())
             }
-            WorkerMsg::Hello(_) => Err("it sent a second hello".into()),
+            WorkerMsg::Hello(_) | WorkerMsg::Proof(_) | WorkerMsg::Join(_) => {
+                Err("it sent a second hello".into())
+            }
         }
     }
 
@@ -349,6 +387,12 @@ impl Hub {
             w.iterations += iterations;
             w.dropped += dropped;
             let _ = w.duration.add(&duration);
+            let since = w.last_tick.map_or(0, |(_, ms)| ms);
+            let interval_s = tick.elapsed_ms.saturating_sub(since) as f64 / 1000.0;
+            if interval_s > 0.05 {
+                w.last_rate = reqs / interval_s;
+            }
+            w.last_tick = Some((Instant::now(), tick.elapsed_ms));
         });
         Ok(())
     }
@@ -417,6 +461,9 @@ impl Hub {
         w.status = Status::Lost;
         w.lost_at = Some(at);
         w.lost = Some(why.to_string());
+        w.not_merged = w
+            .last_tick
+            .map(|(when, _)| (w.last_rate * when.elapsed().as_secs_f64()).round() as u64);
         w.in_flight = 0;
         w.ws_open = 0;
         let who = format!("worker {} ({})", w.name, w.address);
@@ -675,6 +722,7 @@ impl Remote for Hub {
                 },
                 lost_at_s: w.lost_at,
                 lost: w.lost.clone(),
+                http_reqs_not_merged: w.lost_at.and(w.not_merged),
             })
             .collect();
         summary.workers.sort_by_key(|w| w.index);
@@ -693,8 +741,14 @@ impl Remote for Hub {
             .workers
             .iter()
             .filter_map(|w| {
+                let unreported = match w.not_merged {
+                    Some(n) => format!(
+                        "about {n} requests it made after its last report (its last rate over the silence) are not merged"
+                    ),
+                    None => "it was lost before its first report: what it did is not merged".into(),
+                };
                 Some(format!(
-                    "worker {} ({}) was lost at {:.1}s: {}",
+                    "worker {} ({}) was lost at {:.1}s: {}; the figures include what it reported until then; {unreported}",
                     w.name,
                     w.address,
                     w.lost_at?,
@@ -702,11 +756,7 @@ impl Remote for Hub {
                 ))
             })
             .collect();
-        for l in lost {
-            summary
-                .warnings
-                .push(format!("{l}; the figures include what it did until then"));
-        }
+        summary.warnings.extend(lost);
     }
 }
 
@@ -745,13 +795,19 @@ fn merge_reports(workers: &[&Vec<(String, Vec<StageReport>)>], scenario: &str) -
     ExecutorReport { stages }
 }
 
-/// Takes connections: each one says hello, and is taken or refused.
+/// Takes connections: each one shakes hands, proves itself, and is taken or refused.
 async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
+    let admitting = Arc::new(Semaphore::new(MAX_ADMITTING));
     loop {
         match listener.accept().await {
-            Ok((stream, address)) => {
-                tokio::spawn(serve(stream, address, hub.clone()));
-            }
+            Ok((stream, address)) => match admitting.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    tokio::spawn(serve(stream, address, hub.clone(), permit));
+                }
+                Err(_) => crate::stderr::line(format_args!(
+                    "coordinator: dropped a connection from {address}: {MAX_ADMITTING} others are still proving themselves"
+                )),
+            },
             Err(e) => {
                 crate::stderr::warn(format_args!("coordinator: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -761,58 +817,32 @@ async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
 }
 
 /// One worker's connection from its hello to its end.
-async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
+async fn serve(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: Arc<Hub>,
+    permit: OwnedSemaphorePermit,
+) {
     let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
-    let frame = tokio::time::timeout(
-        Duration::from_secs(10),
-        protocol::read_frame(&mut reader, protocol::MAX_HELLO_FRAME),
-    )
-    .await;
-    let body = match frame {
-        Ok(Ok(body)) => body,
-        Ok(Err(FrameError::Io(_))) | Err(_) => return,
-        Ok(Err(e)) => return drop_garbage(address, &e.to_string()),
-    };
-    let hello = match protocol::decode::<WorkerMsg>(&body) {
-        Ok(WorkerMsg::Hello(hello)) => hello,
-        Ok(other) => {
-            return drop_garbage(address, &format!("it began with {other:?}, not a hello"))
-        }
-        Err(e) => {
-            // A hello of another protocol version has other fields after its head:
-            // that worker is told why, not dropped as garbage.
-            if let Ok(protocol::HelloHead::Hello {
-                magic,
-                protocol: version,
-                name,
-                ..
-            }) = protocol::decode(&body)
-            {
-                if magic == protocol::MAGIC && version != protocol::PROTOCOL_VERSION {
-                    let why = format!(
-                        "protocol version {version} is not the coordinator's {}: run the same host binary on every machine",
-                        protocol::PROTOCOL_VERSION
-                    );
-                    crate::stderr::line(format_args!(
-                        "coordinator: refused worker {name} ({address}): {why}"
-                    ));
-                    let _ = protocol::write(&mut writer, &CoordMsg::Refused(why)).await;
-                    return;
-                }
-            }
-            return drop_garbage(address, &e.to_string());
-        }
+    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
+    drop(permit);
+    let (mut conn, hello, join) = match admitted {
+        Ok(Some(admitted)) => admitted,
+        Ok(None) => return,
+        Err(_) => return crate::stderr::line(format_args!(
+            "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
+            ADMIT_WITHIN.as_secs()
+        )),
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let id = match hub.join(&hello, address, tx.clone()) {
+    let id = match hub.join(&hello, &join, address, tx.clone()) {
         Ok(id) => id,
         Err(why) => {
             crate::stderr::line(format_args!(
                 "coordinator: refused worker {} ({address}): {why}",
                 hello.name
             ));
-            let _ = protocol::write(&mut writer, &CoordMsg::Refused(why)).await;
+            let _ = protocol::write(&mut conn, &CoordMsg::Refused(why)).await;
             return;
         }
     };
@@ -821,11 +851,11 @@ async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
         protocol: protocol::PROTOCOL_VERSION,
         host_version: env!("CARGO_PKG_VERSION").into(),
     };
-    if protocol::write(&mut writer, &welcome).await.is_err() {
+    if protocol::write(&mut conn, &welcome).await.is_err() {
         hub.lose(id, "the connection closed at the hello");
         return;
     }
-    let claim = hello
+    let claim = join
         .index
         .map(|i| format!(" for index {i}"))
         .unwrap_or_default();
@@ -834,8 +864,144 @@ async fn serve(stream: TcpStream, address: SocketAddr, hub: Arc<Hub>) {
         hello.name
     ));
     hub.changed.notify_waiters();
+    let (reader, writer) = tokio::io::split(conn);
     tokio::spawn(write_loop(writer, rx));
     read_loop(reader, id, hub).await;
+}
+
+/// The TLS handshake, the hello, and the proofs both ways; then the worker's join.
+/// `None` when the connection is refused or dropped (said on stderr).
+async fn admit(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: &Hub,
+) -> Option<(Conn, WorkerHello, Join)> {
+    let mut conn = match hub.tls.accept(stream).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            drop_garbage(address, &format!("no TLS handshake: {e}"));
+            return None;
+        }
+    };
+    let body = read_small(&mut conn, address).await?;
+    // The head first: a hello of another protocol version has other fields after it,
+    // and that worker is told why, not dropped as garbage.
+    let Ok(protocol::HelloHead::Hello {
+        magic,
+        protocol: version,
+        name,
+        ..
+    }) = protocol::decode(&body)
+    else {
+        drop_garbage(address, "it did not begin with a hello");
+        return None;
+    };
+    if magic != protocol::MAGIC {
+        drop_garbage(address, "its hello has the wrong magic bytes");
+        return None;
+    }
+    if version != protocol::PROTOCOL_VERSION {
+        let why = format!(
+            "protocol version {version} is not the coordinator's {}: run the same host binary on every machine",
+            protocol::PROTOCOL_VERSION
+        );
+        refuse(&mut conn, &name, address, why).await;
+        return None;
+    }
+    let hello = match protocol::decode::<WorkerMsg>(&body) {
+        Ok(WorkerMsg::Hello(hello)) => hello,
+        Ok(other) => {
+            drop_garbage(address, &format!("it began with {other:?}, not a hello"));
+            return None;
+        }
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            return None;
+        }
+    };
+    let nonce = trust::nonce();
+    let challenge = CoordMsg::Challenge {
+        magic: protocol::MAGIC,
+        protocol: protocol::PROTOCOL_VERSION,
+        nonce,
+    };
+    protocol::write(&mut conn, &challenge).await.ok()?;
+    let proof = match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
+        Ok(WorkerMsg::Proof(proof)) => proof,
+        _ => {
+            let why =
+                "it did not answer the challenge with a proof of the cluster token".to_string();
+            refuse(&mut conn, &hello.name, address, why).await;
+            return None;
+        }
+    };
+    let exporter = match trust::exporter(conn.get_ref().1) {
+        Ok(e) => e,
+        Err(e) => {
+            drop_garbage(address, &format!("{e:#}"));
+            return None;
+        }
+    };
+    if !hub
+        .token
+        .verify(Role::Worker, &exporter, &hello.nonce, &nonce, &proof)
+    {
+        let why = if hub.token.is_set() {
+            format!(
+                "it did not prove it holds the cluster token: give it the coordinator's token ({} or --token-file)",
+                trust::TOKEN_ENV
+            )
+        } else {
+            format!(
+                "its proof is of a cluster token and this coordinator has none: give both sides the same {} or --token-file, or neither (loopback only)",
+                trust::TOKEN_ENV
+            )
+        };
+        refuse(&mut conn, &hello.name, address, why).await;
+        return None;
+    }
+    let ours = hub
+        .token
+        .proof(Role::Coordinator, &exporter, &hello.nonce, &nonce);
+    protocol::write(&mut conn, &CoordMsg::Proof(ours))
+        .await
+        .ok()?;
+    match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
+        Ok(WorkerMsg::Join(join)) => Some((conn, hello, join)),
+        Ok(other) => {
+            drop_garbage(
+                address,
+                &format!("it sent {other:?} where its join was due"),
+            );
+            None
+        }
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Reads a frame of at most [`protocol::MAX_HELLO_FRAME`] bytes (before the proofs);
+/// `None` if the connection closed or sent more.
+async fn read_small(conn: &mut Conn, address: SocketAddr) -> Option<Vec<u8>> {
+    match protocol::read_frame(conn, protocol::MAX_HELLO_FRAME).await {
+        Ok(body) => Some(body),
+        Err(FrameError::Io(_)) => None,
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Refuses a connection with the reason, on stderr and to the peer.
+async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
+    crate::stderr::line(format_args!(
+        "coordinator: refused worker {name} ({address}): {why}"
+    ));
+    let _ = protocol::write(conn, &CoordMsg::Refused(why)).await;
+    let _ = tokio::io::AsyncWriteExt::shutdown(conn).await;
 }
 
 fn drop_garbage(address: SocketAddr, why: &str) {
@@ -844,10 +1010,7 @@ fn drop_garbage(address: SocketAddr, why: &str) {
     ));
 }
 
-async fn write_loop(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<CoordMsg>,
-) {
+async fn write_loop(mut writer: WriteHalf<Conn>, mut rx: mpsc::UnboundedReceiver<CoordMsg>) {
     while let Some(msg) = rx.recv().await {
         if protocol::write(&mut writer, &msg).await.is_err() {
             break;
@@ -856,13 +1019,13 @@ async fn write_loop(
 }
 
 /// Reads a worker's messages until it finishes or is lost.
-async fn read_loop(mut reader: OwnedReadHalf, id: u64, hub: Arc<Hub>) {
+async fn read_loop(mut reader: ReadHalf<Conn>, id: u64, hub: Arc<Hub>) {
     loop {
         let started = hub.lock().t0.is_some();
         let within = if started { LOSS_AFTER } else { PREPARE_TIMEOUT };
         let read = tokio::time::timeout(
             within,
-            protocol::read::<_, WorkerMsg>(&mut reader, protocol::MAX_FRAME),
+            protocol::read::<_, WorkerMsg>(&mut reader, protocol::MAX_WORKER_FRAME),
         )
         .await;
         let msg = match read {

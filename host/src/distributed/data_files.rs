@@ -2,15 +2,20 @@
 //! points the config it sends at a bare file name; the worker writes the files beside
 //! that config, where the names resolve (a relative `[data]` path is taken from the
 //! config's folder). So a worker needs no copy of the data sets, as it needs none of
-//! the plugin.
+//! the plugin. The `[tls]` files (`ca_file`, `client_cert`, `client_key`) travel the
+//! same way: a worker refuses a config that names a file of its own machine
+//! ([`super::policy`]).
 
 use super::protocol::DataFile;
 use crate::config::RunConfig;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
 
-/// What every file name sent starts with: a worker writes no other name.
+/// What every data file's name sent starts with.
 const PREFIX: &str = "data-";
+
+/// What every `[tls]` file's name sent starts with: a worker writes no other names.
+const TLS_PREFIX: &str = "tls-";
 
 /// The config to send (its `[data]` paths replaced by the names of the files sent) and
 /// the files.
@@ -33,6 +38,28 @@ pub(crate) fn pack(config: &RunConfig) -> Result<(toml::Table, Vec<DataFile>)> {
         }
         files.push(DataFile { name, bytes });
     }
+    if let Some(toml::Value::Table(tls)) = source.get_mut("tls") {
+        for key in super::policy::TLS_FILE_KEYS {
+            let Some(toml::Value::String(path)) = tls.get(key) else {
+                continue;
+            };
+            let path = std::path::PathBuf::from(path);
+            let bytes = std::fs::read(&path).with_context(|| {
+                format!(
+                    "[tls] {key}: cannot read {} to send it to the workers",
+                    path.display()
+                )
+            })?;
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(|e| format!(".{}", clean(e)))
+                .unwrap_or_default();
+            let name = format!("{TLS_PREFIX}{key}{ext}");
+            tls.insert(key.into(), toml::Value::String(name.clone()));
+            files.push(DataFile { name, bytes });
+        }
+    }
     Ok((source, files))
 }
 
@@ -41,7 +68,9 @@ pub(crate) fn unpack(files: &[DataFile], dir: &Path) -> Result<()> {
     for file in files {
         // A name from the wire must not place a file elsewhere.
         let plain = Path::new(&file.name).file_name().and_then(|n| n.to_str());
-        if plain != Some(file.name.as_str()) || !file.name.starts_with(PREFIX) {
+        if plain != Some(file.name.as_str())
+            || !(file.name.starts_with(PREFIX) || file.name.starts_with(TLS_PREFIX))
+        {
             bail!(
                 "the coordinator sent a data file named {:?}: refused (a plain `{PREFIX}…` name was expected)",
                 file.name
@@ -57,23 +86,25 @@ pub(crate) fn unpack(files: &[DataFile], dir: &Path) -> Result<()> {
 /// `data-<i>-<set>.<ext>`: unique by position, readable by set name, and with the
 /// original extension, which says how the file is read (`.csv`, else JSON).
 fn file_name(i: usize, set: &str, path: &Path) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(|e| format!(".{}", clean(e)))
         .unwrap_or_default();
     format!("{PREFIX}{i}-{}{ext}", clean(set))
+}
+
+/// Letters, digits and `_` kept; anything else made `_`.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! execution segment each and `setup()`'s data to `host worker` processes, starts them
 //! at one instant, merges their samples every second exactly (counters added, HDR
 //! histograms added), judges thresholds on the merged data and writes one results
-//! folder. The wire protocol is in [`protocol`] and docs/protocol.md.
+//! folder. The wire protocol is in [`protocol`] and docs/protocol.md; who may take
+//! part (TLS and the cluster token) in [`trust`].
 //!
 //! Both sides are ordinary runs (`run::run`) with a [`Remote`](crate::run::remote::Remote)
 //! that changes a few steps: a worker skips setup and teardown and streams its
@@ -10,9 +11,11 @@
 
 pub(crate) mod coordinator;
 pub(crate) mod data_files;
+pub(crate) mod policy;
 pub mod protocol;
 pub(crate) mod segments;
 pub(crate) mod series;
+pub mod trust;
 pub(crate) mod worker;
 
 use std::time::Duration;

@@ -2,9 +2,11 @@
 //!
 //! A connection is a stream of frames: a 4-byte big-endian length, then that many
 //! bytes of one message in postcard (serde's compact binary encoding: varints, no
-//! field names). Both sides open with a hello that carries [`MAGIC`] and
-//! [`PROTOCOL_VERSION`]; a peer with another version is refused with a message before
-//! anything else is read. Histograms travel as HdrHistogram's V2 deflate encoding.
+//! field names), inside TLS. The worker opens with a hello that carries [`MAGIC`],
+//! [`PROTOCOL_VERSION`] and a nonce; a peer with another version is refused with a
+//! message before anything else is read. Then each side proves it holds the cluster
+//! token ([`super::trust`]) before anything else is sent. Histograms travel as
+//! HdrHistogram's V2 deflate encoding.
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -14,19 +16,28 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub const MAGIC: [u8; 4] = *b"LTD\x01";
 
 /// The protocol's version: bumped on any change to a message. Both sides must agree.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
-/// Largest frame before the hello is accepted: a garbage length cannot make the
-/// reader allocate much.
+/// Largest frame, either way, until both sides have proved they hold the token: a
+/// garbage length cannot make the reader allocate much.
 pub const MAX_HELLO_FRAME: u32 = 64 * 1024;
 
-/// Largest frame once the peer is known (the plugin's bytes travel in one frame).
+/// Largest frame a worker sends once it has proved itself: a second's samples, its
+/// plugin failures and log lines fit many times over.
+pub const MAX_WORKER_FRAME: u32 = 8 * 1024 * 1024;
+
+/// Largest frame the coordinator sends once it has proved itself (the plugin's bytes
+/// and the data files travel in one frame).
 pub const MAX_FRAME: u32 = 512 * 1024 * 1024;
+
+/// Bytes reserved for a frame's body before any of it arrived: past it, the buffer
+/// grows as bytes come, so a length prefix alone reserves no memory.
+const FIRST_RESERVE: usize = 16 * 1024;
 
 /// Messages a worker sends.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum WorkerMsg {
-    /// First message: who the worker is and what it runs.
+    /// First message: the worker's version, name and nonce.
     Hello(WorkerHello),
     /// The plugin is loaded and the VUs are made: the worker waits at the start line.
     Ready,
@@ -42,6 +53,21 @@ pub enum WorkerMsg {
     /// The plugin aborted the worker's run (`abort_after_failures`, `init_failures =
     /// "abort"`), and why: the coordinator stops the whole run, as one process would.
     Aborted(String),
+    /// The answer to the coordinator's [`CoordMsg::Challenge`]: HMAC-SHA256 with the
+    /// cluster token over the worker's role, the TLS export and both nonces.
+    Proof([u8; 32]),
+    /// Once the coordinator has proved itself: what the worker asks of the run.
+    Join(Join),
+}
+
+/// What a worker asks of the run, sent once both sides have proved themselves.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Join {
+    /// With `host worker --plugin FILE`: the sha256 of the plugin the worker expects.
+    pub plugin_sha256: Option<String>,
+    /// With `host worker --index I` (or `JOB_COMPLETION_INDEX`): the worker runs
+    /// segment `I` of N. Without it, segments go by join order.
+    pub index: Option<u32>,
 }
 
 /// A worker's hello.
@@ -55,13 +81,8 @@ pub struct WorkerHello {
     pub host_version: String,
     /// The worker's name (for messages and summary.json).
     pub name: String,
-    /// With `host worker --plugin FILE`: the sha256 of the plugin the worker expects.
-    pub plugin_sha256: Option<String>,
-    /// With `host worker --index I` (or `JOB_COMPLETION_INDEX`): the worker runs
-    /// segment `I` of N. Without it, segments go by join order. Last, so that a
-    /// coordinator of another version still reads the fields before it and refuses the
-    /// worker with a message.
-    pub index: Option<u32>,
+    /// The worker's challenge: the coordinator's proof covers it.
+    pub nonce: [u8; 32],
 }
 
 /// The start of a hello of any protocol version (new fields are only ever appended):
@@ -84,7 +105,7 @@ pub enum HelloHead {
 /// Messages the coordinator sends.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum CoordMsg {
-    /// First message when the worker is taken: the coordinator's version.
+    /// The worker is taken (after its [`WorkerMsg::Join`]): the coordinator's version.
     Welcome {
         /// [`MAGIC`].
         magic: [u8; 4],
@@ -112,6 +133,19 @@ pub enum CoordMsg {
     /// Sent every heartbeat interval (`HEARTBEAT`): a worker that hears nothing for
     /// `LOSS_AFTER` stops its load.
     Heartbeat,
+    /// The answer to a hello of this version: the coordinator's nonce. The worker
+    /// proves itself first ([`WorkerMsg::Proof`]).
+    Challenge {
+        /// [`MAGIC`].
+        magic: [u8; 4],
+        /// [`PROTOCOL_VERSION`].
+        protocol: u32,
+        /// The coordinator's nonce.
+        nonce: [u8; 32],
+    },
+    /// The coordinator's proof, sent once the worker's verified: HMAC-SHA256 with the
+    /// token over the coordinator's role, the TLS export and both nonces.
+    Proof([u8; 32]),
 }
 
 /// What a worker runs.
@@ -286,8 +320,16 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Vec
     if len > max {
         return Err(FrameError::TooLarge(len, max));
     }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body).await?;
+    // Not `vec![0; len]`: a peer that sends a length and then trickles (or nothing)
+    // would hold that much memory; the buffer grows as the bytes arrive instead.
+    let mut body = Vec::with_capacity((len as usize).min(FIRST_RESERVE));
+    let got = r.take(u64::from(len)).read_to_end(&mut body).await?;
+    if got < len as usize {
+        return Err(FrameError::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the connection closed {got} bytes into a frame of {len}"),
+        )));
+    }
     Ok(body)
 }
 
@@ -308,8 +350,7 @@ mod tests {
             protocol: PROTOCOL_VERSION,
             host_version: "0.1.0".into(),
             name: "w1".into(),
-            plugin_sha256: None,
-            index: Some(2),
+            nonce: [7; 32],
         });
         let tick = WorkerMsg::Tick(Tick {
             elapsed_ms: 1000,
@@ -342,6 +383,25 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, FrameError::Garbage(_)), "{err}");
         junk.clear();
+        // A frame cut short is an I/O error, not garbage.
+        let mut short = vec![0, 0, 0, 10, 1, 2];
+        let err = read_frame(&mut short.as_slice(), MAX_FRAME)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FrameError::Io(_)), "{err}");
+        short.clear();
+    }
+
+    /// A huge length followed by a few bytes: the reader takes what came and names
+    /// the shortfall (tests/distributed.rs measures that no memory was reserved).
+    #[tokio::test]
+    async fn a_huge_length_then_a_close_is_named() {
+        let (mut tx, mut rx) = tokio::io::duplex(1024);
+        tx.write_all(&MAX_FRAME.to_be_bytes()).await.unwrap();
+        tx.write_all(&[0u8; 100]).await.unwrap();
+        drop(tx);
+        let err = read_frame(&mut rx, MAX_FRAME).await.unwrap_err();
+        assert!(err.to_string().contains("100 bytes into a frame"), "{err}");
     }
 
     /// A hello of protocol 1 (no index), as an older worker sends it.
@@ -381,8 +441,7 @@ mod tests {
             protocol: PROTOCOL_VERSION,
             host_version: "0.1.0".into(),
             name: "w".into(),
-            plugin_sha256: Some("ab".into()),
-            index: Some(1),
+            nonce: [1; 32],
         }))
         .unwrap();
         let head: HelloHead = decode(&new).unwrap();

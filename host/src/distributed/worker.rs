@@ -2,10 +2,14 @@
 //! sha256 checked), the run config, its execution segment and the setup data, runs its
 //! segment with the common start, streams every second's samples back, and stops when
 //! told, or on its own within seconds when the coordinator is gone (no orphaned load).
+//! It speaks TLS and sends nothing of its own before the coordinator has proved it
+//! holds the cluster token ([`super::trust`]); what it runs stays within its own
+//! policy ([`super::policy`]).
 
 use super::protocol::{
-    self, CoordMsg, Final, Init, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
+    self, CoordMsg, Final, Init, Join, PluginErrors, ScenarioCounts, Tick, WorkerHello, WorkerMsg,
 };
+use super::trust::{self, ClusterToken, Role};
 use super::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
 use crate::control::{RunControl, StopReason};
 use crate::executor::{ExecutorReport, ScenarioCtx};
@@ -19,9 +23,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+
+/// The connection to the coordinator: TLS over TCP.
+type Conn = tokio_rustls::client::TlsStream<TcpStream>;
 
 /// What `host worker` was asked.
 #[derive(Debug, Clone)]
@@ -39,6 +46,11 @@ pub(crate) struct WorkerRequest {
     /// The segment to run, `I` of N (a Kubernetes Indexed Job's completion index);
     /// without it the coordinator deals segments by join order.
     pub index: Option<u32>,
+    /// The cluster token the coordinator must prove it holds (and this worker proves).
+    pub token: ClusterToken,
+    /// `--allow`: the targets this worker lets the plugin reach, intersected with the
+    /// coordinator's (empty: the coordinator's list as it is).
+    pub allow: Vec<String>,
 }
 
 /// Joins a distributed run and runs this worker's segment; returns the run's outcome
@@ -48,20 +60,17 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         Some(path) => Some(crate::plugin::read_plugin(path)?.1),
         None => None,
     };
+    super::policy::check_allow(&request.allow)?;
     let stream = dial(&request.coordinator, request.connect_timeout).await?;
     stream.set_nodelay(true)?;
-    let (mut reader, mut writer) = stream.into_split();
     let name = request.name.clone().unwrap_or_else(default_name);
-    let hello = WorkerMsg::Hello(WorkerHello {
-        magic: protocol::MAGIC,
-        protocol: protocol::PROTOCOL_VERSION,
-        host_version: env!("CARGO_PKG_VERSION").into(),
-        name: name.clone(),
+    let mut conn = prove(stream, &request, &name).await?;
+    let join = WorkerMsg::Join(Join {
         plugin_sha256: expected_sha.clone(),
         index: request.index,
     });
-    protocol::write(&mut writer, &hello).await?;
-    match read(&mut reader, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
+    protocol::write(&mut conn, &join).await?;
+    match read(&mut conn, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
         CoordMsg::Welcome {
             magic,
             protocol: version,
@@ -73,8 +82,9 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
             ));
         }
         CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
-        other => bail!("the coordinator answered the hello with {other:?}"),
+        other => bail!("the coordinator answered the join with {other:?}"),
     }
+    let (mut reader, writer) = tokio::io::split(conn);
     // Heartbeats flow from here on: compiling the plugin may take seconds, and the
     // coordinator must not take the silence for a loss.
     let (tx, rx) = mpsc::unbounded_channel::<WorkerMsg>();
@@ -130,6 +140,56 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
     // The last messages (Final) are written before the process leaves.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer_task).await;
     outcome
+}
+
+/// The TLS handshake, the hello, and the proofs: this worker's first, then the
+/// coordinator's, which must verify before anything else is sent.
+async fn prove(stream: TcpStream, request: &WorkerRequest, name: &str) -> Result<Conn> {
+    let addr = &request.coordinator;
+    let connector = trust::connector()?;
+    let mut conn = tokio::time::timeout(
+        PREPARE_TIMEOUT,
+        connector.connect(trust::server_name(), stream),
+    )
+    .await
+    .map_err(|_| anyhow!("the TLS handshake with the coordinator at {addr} timed out"))?
+    .map_err(|e| anyhow!("the TLS handshake with the coordinator at {addr} failed: {e}"))?;
+    let nonce = trust::nonce();
+    let hello = WorkerMsg::Hello(WorkerHello {
+        magic: protocol::MAGIC,
+        protocol: protocol::PROTOCOL_VERSION,
+        host_version: env!("CARGO_PKG_VERSION").into(),
+        name: name.to_string(),
+        nonce,
+    });
+    protocol::write(&mut conn, &hello).await?;
+    let theirs = match read(&mut conn, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
+        CoordMsg::Challenge {
+            magic,
+            protocol: version,
+            nonce,
+        } if magic == protocol::MAGIC && version == protocol::PROTOCOL_VERSION => nonce,
+        CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
+        other => bail!("the coordinator answered the hello with {other:?}"),
+    };
+    let exporter = trust::exporter(conn.get_ref().1)?;
+    let token = &request.token;
+    let ours = token.proof(Role::Worker, &exporter, &nonce, &theirs);
+    protocol::write(&mut conn, &WorkerMsg::Proof(ours)).await?;
+    match read(&mut conn, protocol::MAX_HELLO_FRAME, PREPARE_TIMEOUT).await? {
+        CoordMsg::Proof(proof)
+            if token.verify(Role::Coordinator, &exporter, &nonce, &theirs, &proof) =>
+        {
+            Ok(conn)
+        }
+        CoordMsg::Proof(_) => bail!(
+            "the coordinator at {addr} did not prove it holds the cluster token: this worker left it \
+             and sent it nothing more (another token, or someone in between); give both sides the same {} or --token-file",
+            trust::TOKEN_ENV
+        ),
+        CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
+        other => bail!("the coordinator answered the proof with {other:?}"),
+    }
 }
 
 /// Removes the worker's copy of the plugin when the worker is done.
@@ -194,7 +254,8 @@ fn prepare(
     let plugin = dir.join(file);
     write_private(&plugin, &init.plugin)?;
     let config = dir.join("run.toml");
-    write_private(&config, init.config_toml.as_bytes())?;
+    let config_toml = super::policy::apply(&init.config_toml, &request.allow)?;
+    write_private(&config, config_toml.as_bytes())?;
     super::data_files::unpack(&init.data_files, dir)?;
     Ok(RunRequest {
         plugin,
@@ -213,7 +274,7 @@ fn prepare(
     })
 }
 
-async fn read(r: &mut OwnedReadHalf, max: u32, within: Duration) -> Result<CoordMsg> {
+async fn read<R: AsyncRead + Unpin>(r: &mut R, max: u32, within: Duration) -> Result<CoordMsg> {
     match tokio::time::timeout(within, protocol::read(r, max)).await {
         Ok(Ok(msg)) => Ok(msg),
         Ok(Err(e)) => Err(anyhow!("the coordinator: {e}")),
@@ -224,10 +285,7 @@ async fn read(r: &mut OwnedReadHalf, max: u32, within: Duration) -> Result<Coord
     }
 }
 
-async fn write_loop(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<WorkerMsg>,
-) {
+async fn write_loop(mut writer: WriteHalf<Conn>, mut rx: mpsc::UnboundedReceiver<WorkerMsg>) {
     while let Some(msg) = rx.recv().await {
         if protocol::write(&mut writer, &msg).await.is_err() {
             break;
@@ -249,7 +307,7 @@ async fn heartbeats(tx: mpsc::UnboundedSender<WorkerMsg>) {
 struct WorkerRole {
     tx: mpsc::UnboundedSender<WorkerMsg>,
     /// Taken by the barrier, then by the task that listens for stops.
-    reader: Mutex<Option<OwnedReadHalf>>,
+    reader: Mutex<Option<ReadHalf<Conn>>>,
     setup_data: Arc<str>,
     /// Set once the last message is sent: the coordinator closing then is no loss.
     done: Arc<AtomicBool>,
@@ -331,7 +389,7 @@ async fn report_abort(control: Arc<RunControl>, tx: mpsc::UnboundedSender<Worker
 
 /// Listens for the coordinator during the run: a stop is obeyed; silence or a closed
 /// connection (the coordinator died or was cut off) stops the load at once.
-async fn listen(mut reader: OwnedReadHalf, control: Arc<RunControl>, done: Arc<AtomicBool>) {
+async fn listen(mut reader: ReadHalf<Conn>, control: Arc<RunControl>, done: Arc<AtomicBool>) {
     loop {
         match read(&mut reader, protocol::MAX_FRAME, LOSS_AFTER).await {
             Ok(CoordMsg::Heartbeat) => {}

@@ -1,7 +1,8 @@
 //! The Kubernetes objects of a distributed run, built from k8s-openapi's typed structs
 //! (Kubernetes 1.33's API): a ConfigMap with the plugin and the run's files, a
 //! coordinator Job with a Service in front of it, and an Indexed Job of workers that
-//! dial the Service. The layout is k6-operator's (a starter, N runners), but the
+//! dial the Service. The cluster token is a Secret both read as `HOST_CLUSTER_TOKEN`,
+//! and a NetworkPolicy lets only the workers' pods reach the coordinator. The layout is k6-operator's (a starter, N runners), but the
 //! coordinator merges the workers' figures exactly and gives one verdict.
 
 use crate::config::{ExecutionSegment, SegmentSequence};
@@ -11,7 +12,11 @@ use k8s_openapi::api::core::v1::{
     EnvVarSource, ObjectFieldSelector, PodSpec, PodTemplateSpec, Secret, SecretKeySelector,
     Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::ByteString;
 use std::collections::BTreeMap;
@@ -52,7 +57,12 @@ pub(crate) struct Plan {
     /// The plugin's environment: the values go into a Secret that the coordinator's
     /// variables read (`secretKeyRef`), never into its arguments or the ConfigMap.
     pub env: BTreeMap<String, String>,
+    /// The cluster token, for the Secret.
+    pub token: String,
 }
+
+/// The key of the token in its Secret.
+pub(crate) const TOKEN_KEY: &str = "token";
 
 /// The rendered objects.
 #[derive(Debug, Clone)]
@@ -67,18 +77,23 @@ pub(crate) struct Manifests {
     pub coordinator: Job,
     /// Runs `host worker`, one pod per completion index.
     pub workers: Job,
+    /// The cluster token, read by every pod as `HOST_CLUSTER_TOKEN`.
+    pub token: Secret,
+    /// Lets only the workers' pods reach the coordinator's port.
+    pub network_policy: NetworkPolicy,
 }
 
 impl Manifests {
     /// The objects as JSON values, in the order to apply them.
     pub(crate) fn to_values(&self) -> serde_json::Result<Vec<serde_json::Value>> {
-        let mut values = Vec::new();
+        let mut values = vec![serde_json::to_value(&self.token)?];
         if let Some(env) = &self.env {
             values.push(serde_json::to_value(env)?);
         }
         values.extend([
             serde_json::to_value(&self.files)?,
             serde_json::to_value(&self.service)?,
+            serde_json::to_value(&self.network_policy)?,
             serde_json::to_value(&self.coordinator)?,
             serde_json::to_value(&self.workers)?,
         ]);
@@ -172,6 +187,7 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
             }),
             ..Default::default()
         }));
+    read_token(plan, &mut coordinator_container);
     coordinator_container.ports = Some(vec![ContainerPort {
         name: Some("control".into()),
         container_port: i32::from(plan.port),
@@ -224,6 +240,7 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
             format!("$({INDEX_ENV})"),
         ],
     );
+    read_token(plan, &mut worker_container);
     // Set by the Job controller on an Indexed Job's pods; declared here so that the
     // arguments may refer to it.
     worker_container
@@ -267,6 +284,71 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
         service,
         coordinator,
         workers,
+        token: token_secret(plan),
+        network_policy: network_policy(plan),
+    }
+}
+
+fn token_secret_name(plan: &Plan) -> String {
+    format!("{}-cluster-token", plan.name)
+}
+
+/// The Secret holding the cluster token.
+fn token_secret(plan: &Plan) -> Secret {
+    Secret {
+        metadata: meta(plan, &token_secret_name(plan), None),
+        type_: Some("Opaque".into()),
+        string_data: Some(BTreeMap::from([(TOKEN_KEY.into(), plan.token.clone())])),
+        ..Default::default()
+    }
+}
+
+/// Gives `container` the token as `HOST_CLUSTER_TOKEN`, from the Secret.
+fn read_token(plan: &Plan, container: &mut Container) {
+    container.env.get_or_insert_with(Vec::new).push(EnvVar {
+        name: crate::distributed::trust::TOKEN_ENV.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: token_secret_name(plan),
+                key: TOKEN_KEY.into(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+}
+
+/// Ingress to the coordinator's pod: from the run's workers, to its port, only.
+fn network_policy(plan: &Plan) -> NetworkPolicy {
+    NetworkPolicy {
+        metadata: meta(
+            plan,
+            &format!("{}-coordinator", plan.name),
+            Some("coordinator"),
+        ),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(labels(plan, "coordinator")),
+                ..Default::default()
+            }),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(vec![NetworkPolicyPeer {
+                    pod_selector: Some(LabelSelector {
+                        match_labels: Some(labels(plan, "worker")),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ports: Some(vec![NetworkPolicyPort {
+                    port: Some(IntOrString::Int(i32::from(plan.port))),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+            }]),
+            ..Default::default()
+        }),
     }
 }
 

@@ -51,6 +51,10 @@ pub(crate) struct RenderArgs {
     /// Write here instead of to standard output (not `--out`: that is a run flag).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// The cluster token for the manifests' Secret (else HOST_CLUSTER_TOKEN; without
+    /// either, a random one is made).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// The plugin component (.wasm): shipped to the coordinator in a ConfigMap.
     pub plugin: PathBuf,
     /// Flags for the run, as `host run` takes them (`--vus 10 -c run.toml -e K=V`):
@@ -187,6 +191,7 @@ pub(crate) fn plan(
         files,
         run_flags,
         env,
+        token: token(args.token_file.as_deref())?,
     })
 }
 
@@ -219,6 +224,25 @@ fn is_secret_key(key: &str) -> bool {
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// `--token-file`, else `HOST_CLUSTER_TOKEN`, else 32 random bytes in hex.
+fn token(file: Option<&Path>) -> Result<String> {
+    use crate::distributed::trust::{ClusterToken, TOKEN_ENV};
+    let given =
+        match file {
+            Some(file) => Some(std::fs::read_to_string(file).with_context(|| {
+                format!("cannot read the cluster token file {}", file.display())
+            })?),
+            None => std::env::var(TOKEN_ENV).ok(),
+        };
+    match given {
+        Some(text) => {
+            ClusterToken::new(&text)?;
+            Ok(text.trim().to_string())
+        }
+        None => Ok(hex::encode(rand::random::<[u8; 32]>())),
+    }
 }
 
 /// The manifests as YAML documents or a JSON `List`.

@@ -255,6 +255,10 @@ fn workers(out: &mut String, s: &Summary) {
             (Some(at), Some(why)) => format!("; lost at {at:.1}s: {why}"),
             _ => String::new(),
         };
+        let lost = match w.http_reqs_not_merged {
+            Some(n) => format!("{lost} (about {n} requests after its last report not merged)"),
+            None => lost,
+        };
         let _ = writeln!(
             out,
             "    {} {} ({}): segment {}: {} requests, {} iterations{p95}{errors}{lost}",

@@ -35,4 +35,9 @@ pub struct WorkerSummary {
     /// Why it was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// Lost after its first report: about how many requests it made after its last
+    /// report (its last second's rate over the time until it was lost), which are not
+    /// in the merged figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_reqs_not_merged: Option<u64>,
 }
