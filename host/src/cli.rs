@@ -242,7 +242,8 @@ fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The plugin component (.wasm).
+    /// The plugin component (.wasm), or a k6 script (.js: built into a component first,
+    /// cached by the hash of its inputs).
     plugin: PathBuf,
     /// Start a Compose stack first (default: [stack] file, else
     /// compose/docker-compose.yml), run against its entry URLs only, then remove it.
@@ -259,7 +260,8 @@ struct RunArgs {
 
 #[derive(Args, Debug)]
 struct CoordinateArgs {
-    /// The plugin component (.wasm); the workers receive it from the coordinator.
+    /// The plugin component (.wasm), or a k6 script (.js, built here); the workers
+    /// receive the component from the coordinator.
     plugin: PathBuf,
     /// How many workers take part (the run starts when all have joined).
     #[arg(long)]
@@ -547,7 +549,8 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(mut args) => {
             args.common.read_env_file()?;
             let quiet = args.common.quiet;
-            let request = args.common.request(args.plugin);
+            let plugin = crate::author::js::plugin_path(&args.plugin)?;
+            let request = args.common.request(plugin);
             let outcome = match args.stack {
                 None => run::run_then(request, print_summary).await?,
                 Some(file) => {
@@ -563,6 +566,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             Ok(finish(outcome))
         }
         Command::Inspect { plugin } => {
+            let plugin = crate::author::js::plugin_path(&plugin)?;
             let inspected =
                 run::inspect(&plugin, crate::config::Limits::default().memory_bytes).await?;
             print!("{}", crate::output::text::render_inspection(&inspected));
@@ -685,7 +689,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Coordinate(mut args) => {
             args.common.read_env_file()?;
             let request = crate::distributed::coordinator::CoordinateRequest {
-                run: args.common.request(args.plugin),
+                run: args.common.request(crate::author::js::plugin_path(&args.plugin)?),
                 workers: args.workers,
                 listen: args.listen,
             };

@@ -3,6 +3,7 @@
 //! it is — Rust with cargo, Python with componentize-py.
 
 pub(crate) mod build;
+pub(crate) mod js;
 pub(crate) mod new;
 pub(crate) mod python;
 pub(crate) mod sdk;
@@ -18,6 +19,8 @@ pub(crate) enum Lang {
     Rust,
     /// Python, built with componentize-py, with the Python SDK vendored.
     Python,
+    /// JavaScript: a k6 script, built by the host itself (`host build script.js`).
+    Js,
 }
 
 /// `host new NAME [--lang rust|python]`.
@@ -35,7 +38,7 @@ pub(crate) struct NewArgs {
 #[derive(Args, Debug)]
 pub(crate) struct BuildArgs {
     /// The plugin project (a folder with a Cargo.toml, or a Python app.py, as `host new`
-    /// makes).
+    /// makes), or a k6 script (.js), built into `<script>.wasm` beside it.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
 }
