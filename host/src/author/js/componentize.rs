@@ -103,9 +103,6 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
     let comp = Component::new(&engine, &instrumented)?;
     let mut linker = Linker::new(&engine);
     linker.allow_shadowing(true);
-    // The contract's imports are not called while the module is evaluated (the k6
-    // layer runs user code only from the exports); a call would trap here, loudly.
-    linker.define_unknown_imports_as_traps(&comp)?;
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     let mut loader = linker.instance("local:init/module-loader")?;
     loader.func_wrap(
@@ -122,6 +119,11 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
             Ok((Err::<String, String>(format!("module {path} is not bundled")),))
         },
     )?;
+    // The contract's imports are not called while the module is evaluated (the k6
+    // layer runs user code only from the exports): each is a function that fails.
+    // (`define_unknown_imports_as_traps` would shadow the WASI instances that only
+    // match by semver, with resource types of its own.)
+    stub_contract(&engine, &comp, &mut linker)?;
     let instance = linker.instantiate_async(&mut store, &comp).await?;
     let init = Init::new(&mut store, &instance)?;
     init.call_init(&mut store, SHIM, module, None, false)
@@ -143,6 +145,49 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
         )
         .await?;
     Ok(snapshot)
+}
+
+/// Resources of the contract, stubbed while the module is evaluated.
+struct ResponseContent;
+struct PreparedRequest;
+struct Socket;
+
+/// Defines every import of the contract (`loadtest:*`) as failing functions.
+fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
+    use wasmtime::component::types::ComponentItem;
+    use wasmtime::component::ResourceType;
+    for (name, item) in comp.component_type().imports(engine) {
+        if !name.starts_with("loadtest:") {
+            continue;
+        }
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        let mut defined = linker.instance(name)?;
+        for (export, item) in instance.exports(engine) {
+            match item.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{export}");
+                    defined.func_new(export, move |_, _, _, _| {
+                        Err(wasmtime::format_err!(
+                            "{what} was called while the script was built; the k6 layer calls the host only from its exports"
+                        ))
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    let ty = match export {
+                        "response-content" => ResourceType::host::<ResponseContent>(),
+                        "prepared-request" => ResourceType::host::<PreparedRequest>(),
+                        "socket" => ResourceType::host::<Socket>(),
+                        other => anyhow::bail!("the contract has a resource {other} this build does not know"),
+                    };
+                    defined.resource(export, ty, |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Wizer's view of the running instance (wasmtime-wizer's own `WasmtimeWizerComponent`
