@@ -689,7 +689,9 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Coordinate(mut args) => {
             args.common.read_env_file()?;
             let request = crate::distributed::coordinator::CoordinateRequest {
-                run: args.common.request(crate::author::js::plugin_path(&args.plugin)?),
+                run: args
+                    .common
+                    .request(crate::author::js::plugin_path(&args.plugin)?),
                 workers: args.workers,
                 listen: args.listen,
             };

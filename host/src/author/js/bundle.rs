@@ -40,8 +40,14 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
 
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
-    ("k6/browser", "browser tests need a browser, which a sandboxed plugin cannot drive"),
-    ("k6/experimental/browser", "browser tests need a browser, which a sandboxed plugin cannot drive"),
+    (
+        "k6/browser",
+        "browser tests need a browser, which a sandboxed plugin cannot drive",
+    ),
+    (
+        "k6/experimental/browser",
+        "browser tests need a browser, which a sandboxed plugin cannot drive",
+    ),
     ("k6/ws", "not supported yet"),
     ("k6/experimental/websockets", "not supported yet"),
     ("k6/websockets", "not supported yet"),
@@ -50,8 +56,14 @@ const REFUSED: &[(&str, &str)] = &[
     ("k6/net/grpc", "not supported yet"),
     ("k6/timers", "not supported yet"),
     ("k6/secrets", "not supported yet"),
-    ("k6/experimental/fs", "a plugin has no file system; use open() in the init code"),
-    ("k6/experimental/redis", "not supported: a plugin reaches the network only over HTTP and WebSocket"),
+    (
+        "k6/experimental/fs",
+        "a plugin has no file system; use open() in the init code",
+    ),
+    (
+        "k6/experimental/redis",
+        "not supported: a plugin reaches the network only over HTTP and WebSocket",
+    ),
     ("k6/experimental/streams", "not supported yet"),
     ("k6/experimental/csv", "not supported yet"),
 ];
@@ -61,7 +73,10 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
     (".html(", "response.html() (k6/html) is not supported yet"),
     (".submitForm(", "response.submitForm() is not supported yet"),
     (".clickLink(", "response.clickLink() is not supported yet"),
-    ("http.file(", "http.file() (multipart uploads) is not supported yet"),
+    (
+        "http.file(",
+        "http.file() (multipart uploads) is not supported yet",
+    ),
 ];
 
 /// A bundled script.
@@ -104,14 +119,21 @@ pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
         }
         let src = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let shown = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+        let shown = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         let out = transform(&src, &shown, &root, &path)?;
         for dep in out.deps {
             queue.push(dep);
         }
         for (literal, file) in out.opens {
             let bytes = std::fs::read(&file).with_context(|| {
-                format!("{shown}: open({literal:?}) names {}, which cannot be read", file.display())
+                format!(
+                    "{shown}: open({literal:?}) names {}, which cannot be read",
+                    file.display()
+                )
             })?;
             if let Some((other, _)) = files.get(&literal) {
                 if *other != file {
@@ -214,8 +236,10 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
         let rest = &src[start..];
         match kw {
             Keyword::Import => {
-                let (spec, spec_start, spec_end) = next_string(&src, &code, start + 6)
-                    .ok_or_else(|| anyhow!("{}: cannot read this import (no module named)", at(start)))?;
+                let (spec, spec_start, spec_end) =
+                    next_string(&src, &code, start + 6).ok_or_else(|| {
+                        anyhow!("{}: cannot read this import (no module named)", at(start))
+                    })?;
                 let clause = src[start + 6..spec_start].trim();
                 let clause = clause.strip_suffix("from").unwrap_or(clause).trim();
                 let end = statement_end(&src, spec_end);
@@ -266,8 +290,9 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
                         }
                     }
                     "function" | "async" | "class" => {
-                        let name = declared_name(after)
-                            .ok_or_else(|| anyhow!("{}: cannot read the exported name", at(start)))?;
+                        let name = declared_name(after).ok_or_else(|| {
+                            anyhow!("{}: cannot read the exported name", at(start))
+                        })?;
                         edits.push((start, after_at, String::new()));
                         let assign = format!("__exports[{}] = {name};", json(&name));
                         if word == "class" {
@@ -306,7 +331,10 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
                             if list.starts_with('*') {
                                 let ns = src[close..from_at - 4].trim();
                                 if let Some(ns) = ns.strip_prefix("as") {
-                                    out.push_str(&format!(" __exports[{}] = {module};", json(ns.trim())));
+                                    out.push_str(&format!(
+                                        " __exports[{}] = {module};",
+                                        json(ns.trim())
+                                    ));
                                 } else {
                                     out.push_str(&format!(
                                         " for (const k in {module}) if (k !== 'default') __exports[k] = {module}[k];"
@@ -353,7 +381,13 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
 }
 
 /// Where an import points: a k6 module's name, or a bundled file's id (queued).
-fn resolve(spec: &str, at: &str, dir: &Path, root: &Path, deps: &mut Vec<PathBuf>) -> Result<String> {
+fn resolve(
+    spec: &str,
+    at: &str,
+    dir: &Path,
+    root: &Path,
+    deps: &mut Vec<PathBuf>,
+) -> Result<String> {
     if MODULES.iter().any(|(m, _)| *m == spec) {
         return Ok(spec.to_string());
     }
@@ -372,9 +406,12 @@ fn resolve(spec: &str, at: &str, dir: &Path, root: &Path, deps: &mut Vec<PathBuf
         bail!("{at}: `{spec}` is neither a k6 module nor a relative path (./file.js)");
     }
     let file = dir.join(spec);
-    let file = file
-        .canonicalize()
-        .with_context(|| format!("{at}: imports {spec}, which cannot be read ({})", file.display()))?;
+    let file = file.canonicalize().with_context(|| {
+        format!(
+            "{at}: imports {spec}, which cannot be read ({})",
+            file.display()
+        )
+    })?;
     let id = module_id(root, &file);
     deps.push(file);
     Ok(id)
@@ -399,7 +436,10 @@ fn bindings(clause: &str) -> std::result::Result<Vec<Binding>, String> {
             }
             rest = r[close + 1..].trim_start();
         } else if let Some(r) = rest.strip_prefix('*') {
-            let r = r.trim_start().strip_prefix("as").ok_or("expected `* as NAME`")?;
+            let r = r
+                .trim_start()
+                .strip_prefix("as")
+                .ok_or("expected `* as NAME`")?;
             let name = first_word(r.trim_start()).to_string();
             rest = r.trim_start()[name.len()..].trim_start();
             out.push(Binding::Namespace(name));
@@ -478,7 +518,11 @@ fn next_string(src: &str, code: &str, from: usize) -> Option<(String, usize, usi
     let start = from + code[from..].find(['\'', '"'])?;
     let quote = src.as_bytes()[start];
     let len = src[start + 1..].find(quote as char)?;
-    Some((src[start + 1..start + 1 + len].to_string(), start, start + len + 2))
+    Some((
+        src[start + 1..start + 1 + len].to_string(),
+        start,
+        start + len + 2,
+    ))
 }
 
 /// After a statement whose last token ends at `at`: past an optional `;`.
@@ -537,7 +581,9 @@ mod tests {
 
     fn body(src: &str) -> String {
         let dir = std::env::temp_dir();
-        transform(src, "t.js", &dir, &dir.join("t.js")).unwrap().body
+        transform(src, "t.js", &dir, &dir.join("t.js"))
+            .unwrap()
+            .body
     }
 
     #[test]
@@ -548,39 +594,72 @@ mod tests {
         assert!(b.contains("const http = __m1.default;"), "{b}");
         assert!(b.contains("const nap = __m2[\"sleep\"];"), "{b}");
         assert!(b.contains("__exports[\"options\"] = options;"), "{b}");
-        assert!(b.contains("__exports.default =function ()") || b.contains("__exports.default = function ()"), "{b}");
+        assert!(
+            b.contains("__exports.default =function ()")
+                || b.contains("__exports.default = function ()"),
+            "{b}"
+        );
         assert!(b.starts_with("__exports[\"named\"] = named;"), "{b}");
     }
 
     #[test]
     fn refused_modules_and_names_say_which_and_where() {
         let dir = std::env::temp_dir();
-        let err = transform("\n\nimport { chromium } from 'k6/browser';\n", "s.js", &dir, &dir.join("s.js"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(err.contains("s.js:3") && err.contains("k6/browser"), "{err}");
-        let err = transform("import { nope } from 'k6/http';\n", "s.js", &dir, &dir.join("s.js"))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = transform(
+            "\n\nimport { chromium } from 'k6/browser';\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("s.js:3") && err.contains("k6/browser"),
+            "{err}"
+        );
+        let err = transform(
+            "import { nope } from 'k6/http';\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("`nope`") && err.contains("s.js:1"), "{err}");
-        let err = transform("import http from 'k6/http';\n\nexport default () => http.get('x').html();\n", "s.js", &dir, &dir.join("s.js"))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = transform(
+            "import http from 'k6/http';\n\nexport default () => http.get('x').html();\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s.js:3") && err.contains("html()"), "{err}");
     }
 
     #[test]
     fn open_needs_a_literal() {
         let dir = std::env::temp_dir();
-        let t = transform("const a = open('./a.json');\n", "s.js", &dir, &dir.join("s.js")).unwrap();
+        let t = transform(
+            "const a = open('./a.json');\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .unwrap();
         assert_eq!(t.opens[0].0, "./a.json");
-        let err = transform("const p = 'x';\nconst a = open(p);\n", "s.js", &dir, &dir.join("s.js"))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = transform(
+            "const p = 'x';\nconst a = open(p);\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s.js:2") && err.contains("literal"), "{err}");
     }
 }

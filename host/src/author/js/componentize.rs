@@ -113,12 +113,11 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
             )),))
         },
     )?;
-    loader.func_wrap(
-        "load",
-        |_, (path,): (String,)| -> wasmtime::Result<_> {
-            Ok((Err::<String, String>(format!("module {path} is not bundled")),))
-        },
-    )?;
+    loader.func_wrap("load", |_, (path,): (String,)| -> wasmtime::Result<_> {
+        Ok((Err::<String, String>(format!(
+            "module {path} is not bundled"
+        )),))
+    })?;
     // The contract's imports are not called while the module is evaluated (the k6
     // layer runs user code only from the exports): each is a function that fails.
     // (`define_unknown_imports_as_traps` would shadow the WASI instances that only
@@ -179,7 +178,9 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "response-content" => ResourceType::host::<ResponseContent>(),
                         "prepared-request" => ResourceType::host::<PreparedRequest>(),
                         "socket" => ResourceType::host::<Socket>(),
-                        other => anyhow::bail!("the contract has a resource {other} this build does not know"),
+                        other => anyhow::bail!(
+                            "the contract has a resource {other} this build does not know"
+                        ),
                     };
                     defined.resource(export, ty, |_, _| Ok(()))?;
                 }

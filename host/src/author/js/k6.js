@@ -545,7 +545,7 @@ function mapStack(stack) {
   for (const frame of String(stack || '').split('\n')) {
     if (!frame.trim()) continue;
     let layer = false;
-    const mapped = frame.replace(/\(([^()]*):(\d+)(?::(\d+))?\)/, (all, file, line, col) => {
+    const mapped = frame.replace(/\(([^()]*?):(\d+)(?::(\d+))?\)/, (all, file, line, col) => {
       const n = Number(line);
       let best = null;
       for (const m of BUNDLE.lines) if (m.start <= n) best = m;

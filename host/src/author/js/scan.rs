@@ -23,8 +23,20 @@ pub(crate) enum Keyword {
 
 /// Words after which a `/` starts a regular expression, not a division.
 const REGEX_AFTER_WORDS: &[&str] = &[
-    "return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw",
-    "yield", "await", "instanceof",
+    "return",
+    "typeof",
+    "case",
+    "do",
+    "else",
+    "in",
+    "of",
+    "new",
+    "delete",
+    "void",
+    "throw",
+    "yield",
+    "await",
+    "instanceof",
 ];
 
 /// Scans `src`.
@@ -204,7 +216,11 @@ mod tests {
     fn keywords_only_at_the_top_level_and_outside_text() {
         let src = "import a from 'x';\n// import b\nconst s = 'import c';\nconst t = `${'export'} x`;\nfunction f() { import('y'); }\nconst r = /import\\//;\nexport default 1;\n";
         let s = scan(src);
-        let kinds: Vec<_> = s.keywords.iter().map(|(at, k)| (line_of(src, *at), *k)).collect();
+        let kinds: Vec<_> = s
+            .keywords
+            .iter()
+            .map(|(at, k)| (line_of(src, *at), *k))
+            .collect();
         assert_eq!(kinds, vec![(1, Keyword::Import), (7, Keyword::Export)]);
         let code = String::from_utf8(s.code).unwrap();
         assert!(!code.contains("import c"), "{code}");
