@@ -280,7 +280,8 @@ fn stack_section(path: Option<&std::path::Path>) -> anyhow::Result<crate::config
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The plugin component (.wasm), a plugin project's folder (as `host new` makes it,
-    /// built first when its sources changed since its last build), or a registry
+    /// built first when its sources changed since its last build), a k6 script (.js: built into a
+    /// component first, cached by the hash of its inputs), or a registry
     /// reference (REGISTRY/REPOSITORY:TAG or @sha256:DIGEST); without it, the run
     /// config's `plugin = { oci | path, sha256 }`.
     plugin: Option<PathBuf>,
@@ -301,8 +302,8 @@ struct RunArgs {
 
 #[derive(Args, Debug)]
 struct CoordinateArgs {
-    /// The plugin component (.wasm), or a registry reference; the workers receive it
-    /// from the coordinator.
+    /// The plugin component (.wasm), a k6 script (.js, built here), or a registry
+    /// reference; the workers receive the component from the coordinator.
     plugin: PathBuf,
     #[command(flatten)]
     registry: crate::oci::RegistryOptions,
@@ -648,6 +649,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             let plugin =
                 resolve_plugin(args.plugin.as_deref(), &args.common.config, &args.registry).await?;
             let plugin = crate::author::project::component_for(&plugin, quiet)?;
+            let plugin = crate::author::js::plugin_path(&plugin)?;
             let export = args.common.summary_export.clone();
             let request = args.common.request(plugin);
             let outcome = match args.stack {
@@ -667,6 +669,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Inspect { plugin, registry } => {
             let named = crate::oci::reference::names_reference(&plugin).then(|| plugin.clone());
             let plugin = resolve_plugin(Some(plugin.as_path()), &[], &registry).await?;
+            let plugin = crate::author::js::plugin_path(&plugin)?;
             let inspected =
                 run::inspect(&plugin, crate::config::Limits::default().memory_bytes).await?;
             if let Some(reference) = named {
@@ -809,7 +812,9 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             .await?;
             let export = args.common.summary_export.clone();
             let request = crate::distributed::coordinator::CoordinateRequest {
-                run: args.common.request(plugin),
+                run: args
+                    .common
+                    .request(crate::author::js::plugin_path(&plugin)?),
                 workers: args.workers,
                 listen: args.listen,
                 token: crate::distributed::trust::ClusterToken::from_flag_or_env(

@@ -18,7 +18,9 @@ pub(crate) fn run(args: &super::BuildArgs) -> Result<i32> {
 /// Builds the project in `dir` (a Rust crate, or a Python app) and returns the
 /// component's path.
 pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
-    if dir.join("Cargo.toml").is_file() {
+    if super::js::is_script(dir) {
+        super::js::build_beside(dir)
+    } else if dir.join("Cargo.toml").is_file() {
         build_rust(dir)
     } else if dir.join("app.py").is_file() {
         super::python::build(dir)

@@ -4,6 +4,7 @@
 
 pub(crate) mod build;
 pub(crate) mod drift;
+pub(crate) mod js;
 pub(crate) mod new;
 pub(crate) mod project;
 pub(crate) mod python;
@@ -20,6 +21,8 @@ pub(crate) enum Lang {
     Rust,
     /// Python, built with componentize-py, with the Python SDK vendored.
     Python,
+    /// JavaScript: a k6 script, built by the host itself (`host build script.js`).
+    Js,
 }
 
 /// `host new NAME [--lang rust|python]`.
@@ -37,7 +40,7 @@ pub(crate) struct NewArgs {
 #[derive(Args, Debug)]
 pub(crate) struct BuildArgs {
     /// The plugin project (a folder with a Cargo.toml, or a Python app.py, as `host new`
-    /// makes).
+    /// makes), or a k6 script (.js), built into `<script>.wasm` beside it.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
 }

@@ -47,6 +47,12 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
     let fill = |t: &str| templates::render(t, &name);
+    if args.lang == Lang::Js {
+        write("script.js", &fill(templates::JS_SCRIPT))?;
+        write("README.md", &fill(templates::JS_README))?;
+        write(".gitignore", "*.wasm\n")?;
+        return Ok(Created { dir, name });
+    }
     if args.lang == Lang::Python {
         // The example plugin is the template: the scaffold is what CI builds and runs.
         let app = sdk::PY_EXAMPLE_APP.replace("hello-py", &name);
@@ -97,6 +103,11 @@ pub(crate) fn run(args: &NewArgs) -> Result<i32> {
     let created = create(args)?;
     let dir = created.dir.display();
     println!("created plugin {} in {dir}", created.name);
+    if args.lang == Lang::Js {
+        println!("  run it:    host run {dir}/script.js -e BASE_URL=http://127.0.0.1:8080");
+        println!("  build it:  host build {dir}/script.js   (writes script.wasm)");
+        return Ok(0);
+    }
     println!("  build it:  host build {dir}");
     println!(
         "  run it:    host run <the path host build prints> -e BASE_URL=http://127.0.0.1:8080"

@@ -198,3 +198,38 @@ plugin = { path = "{{crate}}.wasm", sha256 = "..." }
 
 /// `.gitignore` of a Python plugin.
 pub(crate) const PY_GITIGNORE: &str = "/target\n/results\n__pycache__/\n";
+
+/// `script.js` of `host new --lang js`: a k6 script, run as it is by `host run`.
+pub(crate) const JS_SCRIPT: &str = r#"// {{name}}: a k6 script that `host run script.js` runs as a sandboxed component.
+// BASE_URL comes from the run's environment (-e BASE_URL=...); `host target` serves
+// the demo application at http://127.0.0.1:8080.
+import http from 'k6/http';
+import { check, sleep } from 'k6';
+
+const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';
+
+export const options = {
+  vus: 2,
+  duration: '10s',
+  thresholds: { http_req_failed: ['rate<0.01'], checks: ['rate>0.99'] },
+};
+
+export default function () {
+  const res = http.get(`${BASE}/`, { tags: { name: 'home' } });
+  check(res, { 'status is 200': (r) => r.status === 200 });
+  sleep(0.1);
+}
+"#;
+
+/// `README.md` of `host new --lang js`.
+pub(crate) const JS_README: &str = r#"# {{name}}
+
+A k6 script run by the load-test host as a sandboxed WebAssembly component.
+
+    host run script.js -e BASE_URL=http://127.0.0.1:8080    # builds (cached), then runs
+    host build script.js                                     # writes script.wasm
+
+`export const options` is the run's default config; flags (--vus, --duration, ...) and
+run.toml override it. What of k6's API is supported: docs/k6-compatibility.md in the
+host's repository.
+"#;

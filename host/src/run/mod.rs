@@ -120,6 +120,16 @@ pub(crate) use crate::plugin::Inspected;
 
 /// Loads a plugin in a small engine and calls `describe()`.
 pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
+    inspect_with_env(path, memory_bytes, &BTreeMap::new()).await
+}
+
+/// [`inspect`] with `env` readable from `describe()`: a k6 script's options may be
+/// computed from `__ENV`, as k6 computes them with the run's environment.
+pub(crate) async fn inspect_with_env(
+    path: &Path,
+    memory_bytes: u64,
+    env: &BTreeMap<String, String>,
+) -> Result<Inspected> {
     let (bytes, sha256) = plugin::read_plugin(path)?;
     let engine = build_engine(EngineOptions {
         max_instances: 1,
@@ -134,7 +144,7 @@ pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
         false,
     )?;
     let (info, declared) = plugin
-        .describe(VuState::new(services, setup_identity(&BTreeMap::new())))
+        .describe(VuState::new(services, setup_identity(env)))
         .await?;
     Ok(Inspected {
         plugin,
@@ -310,9 +320,11 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
     // A pinned plugin is checked before any of its code runs, describe() included.
     let (_, sha256) = plugin::read_plugin(&request.plugin)?;
     check_pin(request, &sha256)?;
-    let inspected = inspect(
+    let env: BTreeMap<String, String> = request.overrides.env.iter().cloned().collect();
+    let inspected = inspect_with_env(
         &request.plugin,
         crate::config::Limits::default().memory_bytes,
+        &env,
     )
     .await?;
     let config = resolve_config(&inspected.info, request)?;

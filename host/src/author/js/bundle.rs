@@ -1,0 +1,665 @@
+//! Bundles a k6 script: the entry file, the files it imports relatively, and the files
+//! it `open()`s, into one table of module functions appended to the k6 layer. Each ES
+//! module becomes `function (__require, __exports) { ... }` with its imports turned into
+//! `const` bindings and its exports into assignments, on the same lines as in the file
+//! (so the stack of an exception names the user's line). What this host does not offer
+//! is refused here, naming the API and the line, before anything runs.
+
+use super::scan::{line_of, scan, Keyword};
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The k6 modules the layer provides, with the names each exports.
+pub(crate) const MODULES: &[(&str, &[&str])] = &[
+    ("k6", &["check", "group", "sleep", "fail", "randomSeed"]),
+    (
+        "k6/http",
+        &[
+            "request",
+            "get",
+            "head",
+            "post",
+            "put",
+            "patch",
+            "del",
+            "options",
+            "batch",
+            "expectedStatuses",
+            "setResponseCallback",
+            "cookieJar",
+            "CookieJar",
+            "url",
+        ],
+    ),
+    ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
+    ("k6/execution", &[]),
+    ("k6/data", &["SharedArray"]),
+    ("k6/encoding", &["b64encode", "b64decode"]),
+];
+
+/// k6 modules refused, with the reason given to the user.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "k6/browser",
+        "browser tests need a browser, which a sandboxed plugin cannot drive",
+    ),
+    (
+        "k6/experimental/browser",
+        "browser tests need a browser, which a sandboxed plugin cannot drive",
+    ),
+    ("k6/ws", "not supported yet"),
+    ("k6/experimental/websockets", "not supported yet"),
+    ("k6/websockets", "not supported yet"),
+    ("k6/html", "not supported yet"),
+    ("k6/crypto", "not supported yet"),
+    ("k6/net/grpc", "not supported yet"),
+    ("k6/timers", "not supported yet"),
+    ("k6/secrets", "not supported yet"),
+    (
+        "k6/experimental/fs",
+        "a plugin has no file system; use open() in the init code",
+    ),
+    (
+        "k6/experimental/redis",
+        "not supported: a plugin reaches the network only over HTTP and WebSocket",
+    ),
+    ("k6/experimental/streams", "not supported yet"),
+    ("k6/experimental/csv", "not supported yet"),
+];
+
+/// Calls refused wherever they appear (by their text), with the reason.
+const REFUSED_CALLS: &[(&str, &str)] = &[
+    (".html(", "response.html() (k6/html) is not supported yet"),
+    (".submitForm(", "response.submitForm() is not supported yet"),
+    (".clickLink(", "response.clickLink() is not supported yet"),
+    (
+        "http.file(",
+        "http.file() (multipart uploads) is not supported yet",
+    ),
+];
+
+/// A bundled script.
+pub(crate) struct Bundle {
+    /// `const BUNDLE = ...;`, to append to the k6 layer.
+    pub js: String,
+    /// The script's name (the entry file's stem).
+    pub name: String,
+    /// Every input, for the cache key: (id, bytes), modules then files.
+    pub inputs: Vec<(String, Vec<u8>)>,
+}
+
+/// A module rewritten as a function body.
+struct Module {
+    id: String,
+    body: String,
+}
+
+/// Bundles `entry`; `first_line` is the line of the combined module on which the
+/// bundle's text starts (the k6 layer's line count + 1).
+pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
+    let entry = entry
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", entry.display()))?;
+    let root = entry.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let name = entry
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("script")
+        .to_string();
+    let mut modules: Vec<Module> = Vec::new();
+    let mut files: BTreeMap<String, (PathBuf, Vec<u8>)> = BTreeMap::new();
+    let mut inputs = Vec::new();
+    let mut queue = vec![entry.clone()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(path) = queue.pop() {
+        let id = module_id(&root, &path);
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let shown = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let out = transform(&src, &shown, &root, &path)?;
+        for dep in out.deps {
+            queue.push(dep);
+        }
+        for (literal, file) in out.opens {
+            let bytes = std::fs::read(&file).with_context(|| {
+                format!(
+                    "{shown}: open({literal:?}) names {}, which cannot be read",
+                    file.display()
+                )
+            })?;
+            if let Some((other, _)) = files.get(&literal) {
+                if *other != file {
+                    bail!(
+                        "open({literal:?}) names two files ({} and {}); use paths that differ",
+                        other.display(),
+                        file.display()
+                    );
+                }
+            }
+            files.insert(literal, (file, bytes));
+        }
+        inputs.push((id.clone(), src.clone().into_bytes()));
+        modules.push(Module { id, body: out.body });
+    }
+    let mut js = String::new();
+    let mut line = first_line;
+    let mut lines = Vec::new();
+    js.push_str(&format!(
+        "const BUNDLE = {{ entry: {}, name: {}, modules: {{}} }};\n",
+        json(&module_id(&root, &entry)),
+        json(&name)
+    ));
+    line += 1;
+    for m in &modules {
+        js.push_str(&format!(
+            "BUNDLE.modules[{}] = function (__require, __exports) {{\n",
+            json(&m.id)
+        ));
+        line += 1;
+        lines.push(format!("{{ start: {line}, file: {} }}", json(&m.id)));
+        js.push_str(&m.body);
+        line += m.body.matches('\n').count();
+        js.push_str("\n};\n");
+        line += 2;
+    }
+    lines.sort_by_key(|l| {
+        l.split_whitespace()
+            .nth(2)
+            .and_then(|n| n.trim_end_matches(',').parse::<usize>().ok())
+            .unwrap_or(0)
+    });
+    js.push_str(&format!("BUNDLE.lines = [{}];\n", lines.join(", ")));
+    js.push_str("BUNDLE.files = {");
+    for (literal, (_, bytes)) in &files {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => js.push_str(&format!("{}: {{ text: {} }},\n", json(literal), json(text))),
+            Err(_) => {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+                js.push_str(&format!("{}: {{ b64: {} }},\n", json(literal), json(&b64)))
+            }
+        }
+        inputs.push((format!("file:{literal}"), bytes.clone()));
+    }
+    js.push_str("};\n");
+    Ok(Bundle { js, name, inputs })
+}
+
+fn json(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+/// A module's id in the bundle: its path from the entry's folder.
+fn module_id(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// A module rewritten, with what it needs.
+struct Transformed {
+    body: String,
+    deps: Vec<PathBuf>,
+    /// `open()` literals and the files they name.
+    opens: Vec<(String, PathBuf)>,
+}
+
+/// Rewrites one module; `shown` names it in errors.
+fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transformed> {
+    let src = if src.starts_with("#!") {
+        // A shebang line stays a line.
+        let end = src.find('\n').unwrap_or(src.len());
+        format!("{}{}", " ".repeat(end), &src[end..])
+    } else {
+        src.to_string()
+    };
+    let scanned = scan(&src);
+    let code = String::from_utf8_lossy(&scanned.code).into_owned();
+    let dir = path.parent().unwrap_or(root);
+    let at = |offset: usize| format!("{shown}:{}", line_of(&src, offset));
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut hoisted = Vec::new(); // `__exports.x = x;` for function declarations
+    let mut trailing = Vec::new(); // the same for bindings, after the body
+    let mut deps = Vec::new();
+    let mut n = 0usize;
+    for &(start, kw) in &scanned.keywords {
+        n += 1;
+        let rest = &src[start..];
+        match kw {
+            Keyword::Import => {
+                let (spec, spec_start, spec_end) =
+                    next_string(&src, &code, start + 6).ok_or_else(|| {
+                        anyhow!("{}: cannot read this import (no module named)", at(start))
+                    })?;
+                let clause = src[start + 6..spec_start].trim();
+                let clause = clause.strip_suffix("from").unwrap_or(clause).trim();
+                let end = statement_end(&src, spec_end);
+                let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                let module = format!("__m{n}");
+                let mut out = format!("const {module} = __require({});", json(&target));
+                for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
+                    if let Some((k6, names)) = MODULES.iter().find(|(m, _)| *m == target) {
+                        if let Binding::Named { imported, .. } = &binding {
+                            if imported != "default" && !names.contains(&imported.as_str()) {
+                                bail!(
+                                    "{}: `{imported}` from `{k6}` is not supported by this host (see docs/k6-compatibility.md)",
+                                    at(start)
+                                );
+                            }
+                        }
+                    }
+                    out.push_str(&match binding {
+                        Binding::Default(local) => format!(" const {local} = {module}.default;"),
+                        Binding::Namespace(local) => format!(" const {local} = {module};"),
+                        Binding::Named { imported, local } => {
+                            format!(" const {local} = {module}[{}];", json(&imported))
+                        }
+                    });
+                }
+                edits.push((start, end, out));
+            }
+            Keyword::Export => {
+                let after = rest[6..].trim_start();
+                let after_at = start + (rest.len() - after.len());
+                let word = first_word(after);
+                match word {
+                    "default" => {
+                        let body = after[7..].trim_start();
+                        let decl = first_word(body);
+                        let name = declared_name(body);
+                        match (decl, name) {
+                            ("function" | "async" | "class", Some(name)) => {
+                                edits.push((start, after_at + 7, String::new()));
+                                let assign = format!("__exports.default = {name};");
+                                if decl == "class" {
+                                    trailing.push(assign);
+                                } else {
+                                    hoisted.push(assign);
+                                }
+                            }
+                            _ => edits.push((start, after_at + 7, "__exports.default =".into())),
+                        }
+                    }
+                    "function" | "async" | "class" => {
+                        let name = declared_name(after).ok_or_else(|| {
+                            anyhow!("{}: cannot read the exported name", at(start))
+                        })?;
+                        edits.push((start, after_at, String::new()));
+                        let assign = format!("__exports[{}] = {name};", json(&name));
+                        if word == "class" {
+                            trailing.push(assign);
+                        } else {
+                            hoisted.push(assign);
+                        }
+                    }
+                    "const" | "let" | "var" => {
+                        let names = declared_bindings(&after[word.len()..]);
+                        if names.is_empty() {
+                            bail!("{}: cannot read the exported names", at(start));
+                        }
+                        edits.push((start, after_at, String::new()));
+                        for name in names {
+                            trailing.push(format!("__exports[{}] = {name};", json(&name)));
+                        }
+                    }
+                    _ if after.starts_with('{') || after.starts_with('*') => {
+                        let close = if after.starts_with('{') {
+                            after.find('}').map(|i| after_at + i + 1)
+                        } else {
+                            Some(after_at + 1)
+                        }
+                        .ok_or_else(|| anyhow!("{}: unclosed export list", at(start)))?;
+                        let list = &src[after_at..close];
+                        let tail = src[close..].trim_start();
+                        if let Some(from) = tail.strip_prefix("from") {
+                            let from_at = src.len() - from.len();
+                            let (spec, _, spec_end) = next_string(&src, &code, from_at)
+                                .ok_or_else(|| anyhow!("{}: cannot read this export", at(start)))?;
+                            let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                            let end = statement_end(&src, spec_end);
+                            let module = format!("__m{n}");
+                            let mut out = format!("const {module} = __require({});", json(&target));
+                            if list.starts_with('*') {
+                                let ns = src[close..from_at - 4].trim();
+                                if let Some(ns) = ns.strip_prefix("as") {
+                                    out.push_str(&format!(
+                                        " __exports[{}] = {module};",
+                                        json(ns.trim())
+                                    ));
+                                } else {
+                                    out.push_str(&format!(
+                                        " for (const k in {module}) if (k !== 'default') __exports[k] = {module}[k];"
+                                    ));
+                                }
+                            } else {
+                                for (local, exported) in export_list(list) {
+                                    out.push_str(&format!(
+                                        " __exports[{}] = {module}[{}];",
+                                        json(&exported),
+                                        json(&local)
+                                    ));
+                                }
+                            }
+                            edits.push((start, end, out));
+                        } else {
+                            let end = statement_end(&src, close);
+                            edits.push((start, end, String::new()));
+                            for (local, exported) in export_list(list) {
+                                trailing.push(format!("__exports[{}] = {local};", json(&exported)));
+                            }
+                        }
+                    }
+                    _ => bail!("{}: cannot read this export", at(start)),
+                }
+            }
+        }
+    }
+    let opens = opens(&src, &code, shown, dir)?;
+    for (needle, why) in REFUSED_CALLS {
+        if let Some(i) = code.find(needle) {
+            bail!("{}: {why} (see docs/k6-compatibility.md)", at(i));
+        }
+    }
+    // Apply the edits back to front, each keeping its line count.
+    let mut body = src.clone();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (from, to, text) in edits {
+        let newlines = src[from..to].matches('\n').count();
+        body.replace_range(from..to, &format!("{text}{}", "\n".repeat(newlines)));
+    }
+    let body = format!("{}{body} {}", hoisted.join(" "), trailing.join(" "));
+    Ok(Transformed { body, deps, opens })
+}
+
+/// Where an import points: a k6 module's name, or a bundled file's id (queued).
+fn resolve(
+    spec: &str,
+    at: &str,
+    dir: &Path,
+    root: &Path,
+    deps: &mut Vec<PathBuf>,
+) -> Result<String> {
+    if MODULES.iter().any(|(m, _)| *m == spec) {
+        return Ok(spec.to_string());
+    }
+    if let Some((_, why)) = REFUSED.iter().find(|(m, _)| *m == spec) {
+        bail!("{at}: `{spec}` is not supported by this host: {why} (see docs/k6-compatibility.md)");
+    }
+    if spec.starts_with("k6") {
+        bail!("{at}: `{spec}` is not a k6 module this host knows (see docs/k6-compatibility.md)");
+    }
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        bail!(
+            "{at}: `{spec}` is a remote module; host build bundles local files only: download it next to the script and import it by a relative path"
+        );
+    }
+    if !(spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/')) {
+        bail!("{at}: `{spec}` is neither a k6 module nor a relative path (./file.js)");
+    }
+    let file = dir.join(spec);
+    let file = file.canonicalize().with_context(|| {
+        format!(
+            "{at}: imports {spec}, which cannot be read ({})",
+            file.display()
+        )
+    })?;
+    let id = module_id(root, &file);
+    deps.push(file);
+    Ok(id)
+}
+
+/// A binding an import clause makes.
+enum Binding {
+    Default(String),
+    Namespace(String),
+    Named { imported: String, local: String },
+}
+
+/// The bindings of an import clause (`a`, `* as a`, `{ a, b as c }`, `a, { b }`).
+fn bindings(clause: &str) -> std::result::Result<Vec<Binding>, String> {
+    let mut out = Vec::new();
+    let mut rest = clause.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('{') {
+            let close = r.find('}').ok_or("unclosed `{` in the import")?;
+            for (imported, local) in export_list(&rest[..close + 2]) {
+                out.push(Binding::Named { imported, local });
+            }
+            rest = r[close + 1..].trim_start();
+        } else if let Some(r) = rest.strip_prefix('*') {
+            let r = r
+                .trim_start()
+                .strip_prefix("as")
+                .ok_or("expected `* as NAME`")?;
+            let name = first_word(r.trim_start()).to_string();
+            rest = r.trim_start()[name.len()..].trim_start();
+            out.push(Binding::Namespace(name));
+        } else {
+            let name = first_word(rest).to_string();
+            if name.is_empty() {
+                return Err(format!("cannot read the import clause `{clause}`"));
+            }
+            rest = rest[name.len()..].trim_start();
+            out.push(Binding::Default(name));
+        }
+        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+    }
+    Ok(out)
+}
+
+/// `{ a, b as c }` → [(a, a), (b, c)]: (name inside, name outside).
+fn export_list(list: &str) -> Vec<(String, String)> {
+    list.trim_matches(|c| c == '{' || c == '}')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once(" as ") {
+            Some((a, b)) => (a.trim().to_string(), b.trim().to_string()),
+            None => (item.to_string(), item.to_string()),
+        })
+        .collect()
+}
+
+fn first_word(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The name of `function NAME`, `async function NAME`, `function* NAME`, `class NAME`.
+fn declared_name(s: &str) -> Option<String> {
+    let mut rest = s.trim_start();
+    for kw in ["async", "function", "class"] {
+        if first_word(rest) == kw {
+            rest = rest[kw.len()..].trim_start();
+        }
+    }
+    rest = rest.strip_prefix('*').unwrap_or(rest).trim_start();
+    let name = first_word(rest);
+    (!name.is_empty() && name != "extends").then(|| name.to_string())
+}
+
+/// The names a `const`/`let`/`var` declaration binds: `a = 1`, `{ a, b: c } = x`, `[a, b] = y`
+/// (the first declarator only).
+fn declared_bindings(s: &str) -> Vec<String> {
+    let s = s.trim_start();
+    if s.starts_with('{') || s.starts_with('[') {
+        let close = s.find(['}', ']']).unwrap_or(s.len());
+        return s[1..close]
+            .split(',')
+            .filter_map(|part| {
+                let part = part.split('=').next()?.trim();
+                let name = part.rsplit(':').next()?.trim().trim_start_matches("...");
+                (!name.is_empty()).then(|| name.to_string())
+            })
+            .collect();
+    }
+    let name = first_word(s);
+    if name.is_empty() {
+        Vec::new()
+    } else {
+        vec![name.to_string()]
+    }
+}
+
+/// The next string literal at or after `from`: (its text, start of the quote, after the
+/// closing quote). `code` is the blanked source, to skip comments.
+fn next_string(src: &str, code: &str, from: usize) -> Option<(String, usize, usize)> {
+    let start = from + code[from..].find(['\'', '"'])?;
+    let quote = src.as_bytes()[start];
+    let len = src[start + 1..].find(quote as char)?;
+    Some((
+        src[start + 1..start + 1 + len].to_string(),
+        start,
+        start + len + 2,
+    ))
+}
+
+/// After a statement whose last token ends at `at`: past an optional `;`.
+fn statement_end(src: &str, at: usize) -> usize {
+    let rest = &src[at..];
+    let trimmed = rest.trim_start_matches([' ', '\t']);
+    if trimmed.starts_with(';') {
+        at + (rest.len() - trimmed.len()) + 1
+    } else {
+        at
+    }
+}
+
+/// The files the module `open()`s, by their literal paths (resolved from `dir`).
+fn opens(src: &str, code: &str, shown: &str, dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = code[from..].find("open") {
+        let at = from + i;
+        from = at + 4;
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '.') {
+            continue;
+        }
+        let after = code[at + 4..].trim_start();
+        if !after.starts_with('(') {
+            continue;
+        }
+        let paren = code.len() - after.len();
+        let arg = src[paren + 1..].trim_start();
+        let arg_at = src.len() - arg.len();
+        let Some(q) = arg.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+            if code[at..].starts_with("open(") || after.starts_with('(') {
+                // `function open(`, `.open(` are not k6's open; a call is.
+                if code[..at].trim_end().ends_with("function") {
+                    continue;
+                }
+            }
+            bail!(
+                "{shown}:{}: open() needs a literal path (open('./data.json')) so that host build can bundle the file",
+                line_of(src, at)
+            );
+        };
+        let len = arg[1..]
+            .find(q)
+            .ok_or_else(|| anyhow!("{shown}:{}: unclosed string", line_of(src, arg_at)))?;
+        let literal = arg[1..1 + len].to_string();
+        out.push((literal.clone(), dir.join(&literal)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(src: &str) -> String {
+        let dir = std::env::temp_dir();
+        transform(src, "t.js", &dir, &dir.join("t.js"))
+            .unwrap()
+            .body
+    }
+
+    #[test]
+    fn imports_and_exports_become_bindings_on_their_lines() {
+        let src = "import http from 'k6/http';\nimport { check, sleep as nap } from 'k6';\nexport const options = { vus: 1 };\nexport default function () {\n  http.get('x');\n}\nexport function named() {}\n";
+        let b = body(src);
+        assert_eq!(b.matches('\n').count(), src.matches('\n').count(), "{b}");
+        assert!(b.contains("const http = __m1.default;"), "{b}");
+        assert!(b.contains("const nap = __m2[\"sleep\"];"), "{b}");
+        assert!(b.contains("__exports[\"options\"] = options;"), "{b}");
+        assert!(
+            b.contains("__exports.default =function ()")
+                || b.contains("__exports.default = function ()"),
+            "{b}"
+        );
+        assert!(b.starts_with("__exports[\"named\"] = named;"), "{b}");
+    }
+
+    #[test]
+    fn refused_modules_and_names_say_which_and_where() {
+        let dir = std::env::temp_dir();
+        let err = transform(
+            "\n\nimport { chromium } from 'k6/browser';\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("s.js:3") && err.contains("k6/browser"),
+            "{err}"
+        );
+        let err = transform(
+            "import { nope } from 'k6/http';\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("`nope`") && err.contains("s.js:1"), "{err}");
+        let err = transform(
+            "import http from 'k6/http';\n\nexport default () => http.get('x').html();\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("s.js:3") && err.contains("html()"), "{err}");
+    }
+
+    #[test]
+    fn open_needs_a_literal() {
+        let dir = std::env::temp_dir();
+        let t = transform(
+            "const a = open('./a.json');\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .unwrap();
+        assert_eq!(t.opens[0].0, "./a.json");
+        let err = transform(
+            "const p = 'x';\nconst a = open(p);\n",
+            "s.js",
+            &dir,
+            &dir.join("s.js"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("s.js:2") && err.contains("literal"), "{err}");
+    }
+}

@@ -1,0 +1,257 @@
+//! JavaScript into a component with the host's own wasmtime: the QuickJS runtime that
+//! ships inside the `componentize-qjs` crate (Apache-2.0, vendored in `host/assets/quickjs`)
+//! is linked with a `wit-dylib` library generated for the contract, the k6 layer and the
+//! user's bundle are evaluated once under Wizer, and the initialised heap is snapshotted
+//! into the component: what every VU starts from, shared copy-on-write.
+//!
+//! This is `componentize_qjs::componentize` (0.4.5) redone against wasmtime 48, so the
+//! host does not build the second wasmtime (47) that the crate links.
+
+use anyhow::{anyhow, Context, Result};
+use wasmtime::component::{Component, Instance, Lift, Linker, ResourceTable, WasmList};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wizer::{ComponentInstanceState, Wizer};
+
+/// QuickJS built as a WASI library (componentize-qjs 0.4.5's `runtime-sync.wasm`: no
+/// component-model async, which this host does not enable).
+const RUNTIME: &[u8] = include_bytes!("../../../assets/quickjs/runtime-sync.wasm");
+
+/// The globals the runtime expects before the module runs (the crate's generated shim;
+/// it only adds stream and future factories, and the contract has neither).
+const SHIM: &str = "const wit = globalThis.wit = {};\n";
+
+wasmtime::component::bindgen!({
+    inline: "
+        package local:init;
+        interface module-loader {
+          resolve: func(referrer: string, specifier: string) -> result<string, string>;
+          load: func(path: string) -> result<string, string>;
+        }
+        world init {
+          import module-loader;
+          export init: func(shim: string, script: string, entry-path: option<string>, disable-gc: bool) -> result<_, string>;
+        }
+    ",
+    world: "init",
+    exports: { default: async },
+});
+
+/// The wizer-time store: WASI for the runtime's libc, output captured for errors.
+struct Ctx {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for Ctx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Builds the component: `wit` is the contract's WIT text, `module` the ES module
+/// (the k6 layer with the bundle inside) that exports the `plugin` interface.
+pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
+    let mut resolve = wit_parser::Resolve::default();
+    let pkg = resolve
+        .push_str("scenario.wit", wit)
+        .context("the contract's WIT does not parse")?;
+    let world = resolve.select_world(&[pkg], Some("scenario"))?;
+    let (mut dylib, _metadata) = wit_dylib::create_with_metadata(&resolve, world, None);
+    wit_component::embed_component_metadata(
+        &mut dylib,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )?;
+    let mut linker = wit_component::Linker::default();
+    linker.encoder().validate(true);
+    linker.library("componentize_qjs_runtime.wasm", RUNTIME, false)?;
+    linker.library("wit-dylib.wasm", &dylib, false)?;
+    linker.encoder().adapter(
+        "wasi_snapshot_preview1",
+        wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER,
+    )?;
+    let linked = linker
+        .encode()
+        .context("cannot link the QuickJS runtime with the contract's bindings")?;
+    let snapshot = wizer_init(&linked, module).await?;
+    super::stub::stub_module_loader(&snapshot)
+}
+
+/// Evaluates `module` in the linked component under Wizer and returns the snapshot.
+async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
+    let stdout = wasmtime_wasi::p2::pipe::MemoryOutputPipe::new(64 * 1024);
+    let stderr = wasmtime_wasi::p2::pipe::MemoryOutputPipe::new(64 * 1024);
+    let wasi = WasiCtxBuilder::new()
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .build();
+    let engine = Engine::new(&Config::new())?;
+    let mut store = Store::new(
+        &engine,
+        Ctx {
+            wasi,
+            table: ResourceTable::new(),
+        },
+    );
+    let wizer = Wizer::new();
+    let (cx, instrumented) = wizer.instrument_component(component)?;
+    let comp = Component::new(&engine, &instrumented)?;
+    let mut linker = Linker::new(&engine);
+    linker.allow_shadowing(true);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    let mut loader = linker.instance("local:init/module-loader")?;
+    loader.func_wrap(
+        "resolve",
+        |_, (_referrer, specifier): (String, String)| -> wasmtime::Result<_> {
+            Ok((Err::<String, String>(format!(
+                "module {specifier} is not bundled (imports are bundled by host build)"
+            )),))
+        },
+    )?;
+    loader.func_wrap("load", |_, (path,): (String,)| -> wasmtime::Result<_> {
+        Ok((Err::<String, String>(format!(
+            "module {path} is not bundled"
+        )),))
+    })?;
+    // The contract's imports are not called while the module is evaluated (the k6
+    // layer runs user code only from the exports): each is a function that fails.
+    // (`define_unknown_imports_as_traps` would shadow the WASI instances that only
+    // match by semver, with resource types of its own.)
+    stub_contract(&engine, &comp, &mut linker)?;
+    let instance = linker.instantiate_async(&mut store, &comp).await?;
+    let init = Init::new(&mut store, &instance)?;
+    init.call_init(&mut store, SHIM, module, None, false)
+        .await?
+        .map_err(|e| {
+            anyhow!(
+                "the k6 layer failed to start: {e}{}{}",
+                String::from_utf8_lossy(&stdout.contents()),
+                String::from_utf8_lossy(&stderr.contents())
+            )
+        })?;
+    let snapshot = wizer
+        .snapshot_component(
+            &cx,
+            &mut Snapshotting {
+                store: &mut store,
+                instance,
+            },
+        )
+        .await?;
+    Ok(snapshot)
+}
+
+/// Resources of the contract, stubbed while the module is evaluated.
+struct ResponseContent;
+struct PreparedRequest;
+struct Socket;
+
+/// Defines every import of the contract (`loadtest:*`) as failing functions.
+fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
+    use wasmtime::component::types::ComponentItem;
+    use wasmtime::component::ResourceType;
+    for (name, item) in comp.component_type().imports(engine) {
+        if !name.starts_with("loadtest:") {
+            continue;
+        }
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        let mut defined = linker.instance(name)?;
+        for (export, item) in instance.exports(engine) {
+            match item.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{export}");
+                    defined.func_new(export, move |_, _, _, _| {
+                        Err(wasmtime::format_err!(
+                            "{what} was called while the script was built; the k6 layer calls the host only from its exports"
+                        ))
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    let ty = match export {
+                        "response-content" => ResourceType::host::<ResponseContent>(),
+                        "prepared-request" => ResourceType::host::<PreparedRequest>(),
+                        "socket" => ResourceType::host::<Socket>(),
+                        other => anyhow::bail!(
+                            "the contract has a resource {other} this build does not know"
+                        ),
+                    };
+                    defined.resource(export, ty, |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Wizer's view of the running instance (wasmtime-wizer's own `WasmtimeWizerComponent`
+/// sits behind a feature that would switch on wasmtime features the host does not use).
+struct Snapshotting<'a, T: 'static> {
+    store: &'a mut Store<T>,
+    instance: Instance,
+}
+
+impl<T: Send> Snapshotting<'_, T> {
+    async fn call<R: Lift + 'static, R2>(
+        &mut self,
+        instance: &str,
+        func: &str,
+        use_ret: impl FnOnce(&mut Store<T>, R) -> R2,
+    ) -> R2 {
+        let (_, iface) = self
+            .instance
+            .get_export(&mut *self.store, None, instance)
+            .expect("wizer instruments this export");
+        let (_, f) = self
+            .instance
+            .get_export(&mut *self.store, Some(&iface), func)
+            .expect("wizer instruments this export");
+        let f = self
+            .instance
+            .get_typed_func::<(), (R,)>(&mut *self.store, f)
+            .expect("wizer's accessor has this type");
+        let ret = f
+            .call_async(&mut *self.store, ())
+            .await
+            .expect("wizer's accessor does not trap")
+            .0;
+        use_ret(&mut *self.store, ret)
+    }
+}
+
+impl<T: Send> ComponentInstanceState for Snapshotting<'_, T> {
+    async fn call_func_ret_list_u8(
+        &mut self,
+        instance: &str,
+        func: &str,
+        contents: impl FnOnce(&[u8]) + Send,
+    ) {
+        self.call(instance, func, |store, list: WasmList<u8>| {
+            contents(list.as_le_slice(&store));
+        })
+        .await
+    }
+
+    async fn call_func_ret_s32(&mut self, instance: &str, func: &str) -> i32 {
+        self.call(instance, func, |_, r| r).await
+    }
+
+    async fn call_func_ret_s64(&mut self, instance: &str, func: &str) -> i64 {
+        self.call(instance, func, |_, r| r).await
+    }
+
+    async fn call_func_ret_f32(&mut self, instance: &str, func: &str) -> u32 {
+        self.call(instance, func, |_, r: f32| r.to_bits()).await
+    }
+
+    async fn call_func_ret_f64(&mut self, instance: &str, func: &str) -> u64 {
+        self.call(instance, func, |_, r: f64| r.to_bits()).await
+    }
+}

@@ -1,0 +1,97 @@
+//! k6 JavaScript scripts as plugins: `host build script.js` bundles the script (its
+//! relative imports and the files it `open()`s), refuses what this host does not offer,
+//! and turns it with the k6 layer into a QuickJS component, cached by the hash of its
+//! inputs; `host run script.js` runs that component as any plugin.
+
+pub(crate) mod bundle;
+pub(crate) mod componentize;
+pub(crate) mod scan;
+pub(crate) mod stub;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The k6 API written in JavaScript over the host's imports.
+pub(crate) const K6_LAYER: &str = include_str!("k6.js");
+
+/// Whether `path` names a script to build rather than a component.
+pub(crate) fn is_script(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("js" | "mjs")
+    )
+}
+
+/// The component to run for `path`: itself, or for a script the cached build of it.
+pub(crate) fn plugin_path(path: &Path) -> Result<PathBuf> {
+    if is_script(path) {
+        build_cached(path)
+    } else {
+        Ok(path.to_path_buf())
+    }
+}
+
+/// Builds `script` unless a build of the same inputs is cached; returns its path.
+pub(crate) fn build_cached(script: &Path) -> Result<PathBuf> {
+    let (module, bundle) = module_for(script)?;
+    let mut hasher = Sha256::new();
+    hasher.update(env!("CARGO_PKG_VERSION"));
+    hasher.update(module.as_bytes());
+    for (id, bytes) in &bundle.inputs {
+        hasher.update(id.as_bytes());
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let hash = hex::encode(hasher.finalize());
+    let dir = crate::plugin::cache::cache_dir().join("js");
+    let file = dir.join(format!("{}-{}.wasm", bundle.name, &hash[..16]));
+    if file.is_file() {
+        return Ok(file);
+    }
+    let wasm = componentize_blocking(&module)
+        .with_context(|| format!("cannot build {}", script.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, &wasm).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(file)
+}
+
+/// `host build script.js`: writes `<script>.wasm` beside the script.
+pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
+    let built = build_cached(script)?;
+    let out = script.with_extension("wasm");
+    std::fs::copy(&built, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(out)
+}
+
+/// The layer with the script's bundle appended.
+fn module_for(script: &Path) -> Result<(String, bundle::Bundle)> {
+    let layer_lines = K6_LAYER.matches('\n').count();
+    let bundle = bundle::bundle(script, layer_lines + 1)?;
+    let mut module = String::with_capacity(K6_LAYER.len() + bundle.js.len() + 1);
+    module.push_str(K6_LAYER);
+    if !K6_LAYER.ends_with('\n') {
+        module.push('\n');
+    }
+    module.push_str(&bundle.js);
+    Ok((module, bundle))
+}
+
+/// Runs the async build on a runtime of its own when called outside one.
+fn componentize_blocking(module: &str) -> Result<Vec<u8>> {
+    let wit = crate::author::sdk::SDK_FILES
+        .iter()
+        .find(|(n, _)| *n == "wit/scenario.wit")
+        .expect("build.rs embeds the SDK's WIT")
+        .1;
+    let work = async { componentize::componentize(wit, module).await };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(work)),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(work),
+    }
+}
