@@ -49,32 +49,34 @@ async fn receiver(seen: Seen) -> (String, String) {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
-                let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
-                    let seen = seen.clone();
-                    async move {
-                        let header = |n: &str| {
-                            req.headers()
-                                .get(n)
-                                .and_then(|v| v.to_str().ok())
-                                .unwrap_or("")
-                                .to_string()
-                        };
-                        let (auth, org) = (header("authorization"), header("x-scope-orgid"));
-                        let _ = req.into_body().collect().await;
-                        seen.lock().unwrap().push((auth.clone(), org));
-                        let resp = if auth == "Bearer good" {
-                            hyper::Response::builder()
-                                .status(204)
-                                .body(Full::new(bytes::Bytes::new()))
-                        } else {
-                            let body = format!("unauthorized {}", "x".repeat(1 << 20));
-                            hyper::Response::builder()
-                                .status(401)
-                                .body(Full::new(bytes::Bytes::from(body)))
-                        };
-                        Ok::<_, std::convert::Infallible>(resp.unwrap())
-                    }
-                });
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            let header = |n: &str| {
+                                req.headers()
+                                    .get(n)
+                                    .and_then(|v| v.to_str().ok())
+                                    .unwrap_or("")
+                                    .to_string()
+                            };
+                            let (auth, org) = (header("authorization"), header("x-scope-orgid"));
+                            let _ = req.into_body().collect().await;
+                            seen.lock().unwrap().push((auth.clone(), org));
+                            let resp = if auth == "Bearer good" {
+                                hyper::Response::builder()
+                                    .status(204)
+                                    .body(Full::new(bytes::Bytes::new()))
+                            } else {
+                                let body = format!("unauthorized {}", "x".repeat(1 << 20));
+                                hyper::Response::builder()
+                                    .status(401)
+                                    .body(Full::new(bytes::Bytes::from(body)))
+                            };
+                            Ok::<_, std::convert::Infallible>(resp.unwrap())
+                        }
+                    },
+                );
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                     .await;
