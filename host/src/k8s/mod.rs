@@ -195,10 +195,13 @@ pub(crate) fn plan(
     })
 }
 
+/// `KEY`, `VALUE` pairs in order.
+type EnvPairs = Vec<(String, String)>;
+
 /// A run config's `[env]` pairs and the file without them, or `None` when it has no
 /// `[env]` (then its bytes are shipped as written). The values go into the Secret, not
 /// the ConfigMap, which anyone who may read the namespace's objects can read.
-fn split_env(bytes: &[u8], path: &str) -> Result<Option<(Vec<(String, String)>, Vec<u8>)>> {
+fn split_env(bytes: &[u8], path: &str) -> Result<Option<(EnvPairs, Vec<u8>)>> {
     let text = std::str::from_utf8(bytes).with_context(|| format!("{path} is not UTF-8"))?;
     let mut table = crate::config::parse_toml(text, path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let Some(env) = table.remove("env") else {

@@ -51,9 +51,9 @@ pub(crate) fn parse_one(value: &str) -> Result<Either, String> {
             let url = url::Url::parse(target).map_err(|e| {
                 format!("--out {value}: {target:?} is not a URL ({e}); write it as --out prometheus-rw=http://127.0.0.1:9090/api/v1/write")
             })?;
-            if url.scheme() != "http" {
+            if !matches!(url.scheme(), "http" | "https") {
                 return Err(format!(
-                    "--out {value}: only http:// remote-write URLs are supported (got {}://)",
+                    "--out {kind}=…: a remote-write URL is http:// or https:// (got {}://)",
                     url.scheme()
                 ));
             }
@@ -111,7 +111,8 @@ mod tests {
         assert!(e.contains("--out csv=metrics.csv.gz"), "{e}");
         let e = parse_one("prometheus-rw=nope").unwrap_err();
         assert!(e.contains("not a URL"), "{e}");
-        let e = parse_one("prometheus-rw=https://x/api/v1/write").unwrap_err();
-        assert!(e.contains("only http://"), "{e}");
+        let e = parse_one("prometheus-rw=ftp://x/api/v1/write").unwrap_err();
+        assert!(e.contains("http:// or https://"), "{e}");
+        assert!(parse_one("prometheus-rw=https://x/api/v1/write").is_ok());
     }
 }

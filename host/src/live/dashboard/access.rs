@@ -216,16 +216,17 @@ mod tests {
         assert!(access.url().ends_with(&format!("/?token={token}")));
         let host = (HOST, "203.0.113.9:5665");
         assert!(matches!(
-            access.judge(&headers(&[host.clone()]), None),
+            access.judge(&headers(std::slice::from_ref(&host)), None),
             Verdict::Refuse(401, _)
         ));
         assert!(matches!(
-            access.judge(&headers(&[host.clone()]), Some("token=wrong")),
+            access.judge(&headers(std::slice::from_ref(&host)), Some("token=wrong")),
             Verdict::Refuse(401, _)
         ));
-        let Verdict::ServeAndRemember(cookie) =
-            access.judge(&headers(&[host.clone()]), Some(&format!("token={token}")))
-        else {
+        let Verdict::ServeAndRemember(cookie) = access.judge(
+            &headers(std::slice::from_ref(&host)),
+            Some(&format!("token={token}")),
+        ) else {
             panic!()
         };
         assert!(cookie.contains("HttpOnly") && cookie.contains(&token));

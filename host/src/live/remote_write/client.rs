@@ -92,17 +92,25 @@ impl Endpoint {
                 .await;
             return Ok(());
         }
-        let text = match Limited::new(response.into_body(), ERROR_BODY_BYTES)
-            .collect()
-            .await
-        {
-            Ok(b) => String::from_utf8_lossy(&b.to_bytes()).into_owned(),
-            Err(_) => {
-                // Past the bound: the connection is not reused.
-                self.conn = None;
-                format!("(a body longer than {ERROR_BODY_BYTES} bytes, not read)")
+        // The first frames up to the bound; past it the rest is not read and the
+        // connection is not reused.
+        let mut body = response.into_body();
+        let mut kept = Vec::new();
+        while kept.len() < ERROR_BODY_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        kept.extend_from_slice(data);
+                    }
+                }
+                _ => break,
             }
-        };
+        }
+        if kept.len() >= ERROR_BODY_BYTES {
+            self.conn = None;
+            kept.truncate(ERROR_BODY_BYTES);
+        }
+        let text = String::from_utf8_lossy(&kept).into_owned();
         Err(format!(
             "HTTP {status}: {}",
             crate::bounded::cut(text.trim(), 512)
