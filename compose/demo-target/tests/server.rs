@@ -385,9 +385,12 @@ async fn admin_hold_is_capped_in_all() {
         ..DemoConfig::default()
     })
     .await;
-    let hold = |mb: u32| h.send(Method::POST, &format!("/admin/hold?mb={mb}"), &[], "");
-    assert_eq!(hold(16).await.status, StatusCode::OK);
-    let refused = hold(8).await;
+    let path = |mb: u32| format!("/admin/hold?mb={mb}");
+    assert_eq!(
+        h.send(Method::POST, &path(16), &[], "").await.status,
+        StatusCode::OK
+    );
+    let refused = h.send(Method::POST, &path(8), &[], "").await;
     assert_eq!(refused.status, StatusCode::CONFLICT);
     let why = refused.json()["error"].as_str().unwrap().to_owned();
     assert!(
@@ -395,7 +398,7 @@ async fn admin_hold_is_capped_in_all() {
         "{why}"
     );
     assert_eq!(
-        hold(4).await.json()["held_mb"],
+        h.send(Method::POST, &path(4), &[], "").await.json()["held_mb"],
         20,
         "what fits is still held"
     );

@@ -54,6 +54,9 @@ enum Scalar {
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields, title = "host run config (run.toml)")]
 struct RunToml {
+    /// The plugin this config runs, pinned: `{ path = "x.wasm", sha256 = "…" }`,
+    /// `{ oci = "registry/repo:tag", sha256 = "…" }`, or `{ sha256 = "…" }` alone.
+    plugin: Option<PluginPin>,
     /// The scenarios, run at once (each from its start_time): `[scenarios.NAME]`.
     scenarios: Option<BTreeMap<String, Scenario>>,
     /// Pass/fail criteria in k6's syntax, per metric or sub-metric
@@ -81,6 +84,18 @@ struct RunToml {
     outputs: Option<Outputs>,
     /// How `host coordinate` treats its workers.
     distributed: Option<Distributed>,
+}
+
+/// `plugin = { … }`: the component a reviewed config runs, by its sha256.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct PluginPin {
+    /// A plugin file, relative to the config.
+    path: Option<String>,
+    /// A registry reference (`registry/repository:tag` or `@sha256:…`).
+    oci: Option<String>,
+    /// The component's sha256 (hex); any other component is refused.
+    sha256: String,
 }
 
 /// k6's executors.
@@ -282,6 +297,8 @@ struct Http {
     batch: Option<u64>,
     /// ... and to one host (0 = no limit).
     batch_per_host: Option<u64>,
+    /// The User-Agent header sent by default ("" sends none).
+    user_agent: Option<String>,
 }
 
 /// An HTTP version offered by ALPN.
@@ -462,7 +479,10 @@ mod tests {
             .map(String::as_str)
             .collect();
         sections.sort();
+        // `plugin` is read by `plugin::pin` and taken out before the reader sees the
+        // table (config/layers.rs), so it is known though not one of the sections.
         let mut known = super::super::SECTIONS.to_vec();
+        known.push("plugin");
         known.sort();
         assert_eq!(sections, known);
         assert_eq!(schema["additionalProperties"], false);
