@@ -829,10 +829,12 @@ async fn serve(
     let (mut conn, hello, join) = match admitted {
         Ok(Some(admitted)) => admitted,
         Ok(None) => return,
-        Err(_) => return crate::stderr::line(format_args!(
+        Err(_) => {
+            return crate::stderr::line(format_args!(
             "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
             ADMIT_WITHIN.as_secs()
-        )),
+        ))
+        }
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let id = match hub.join(&hello, &join, address, tx.clone()) {
