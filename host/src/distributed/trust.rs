@@ -8,10 +8,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use hmac::{Hmac, Mac};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use sha2::Sha256;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -201,7 +199,9 @@ pub fn connector() -> Result<tokio_rustls::TlsConnector> {
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(BoundByProof(provider)))
+        // Who the coordinator is, is shown by its token proof over this session's
+        // export, not by a CA: any certificate, its handshake signature still checked.
+        .with_custom_certificate_verifier(Arc::new(crate::config::tls::client::AcceptAny(provider)))
         .with_no_client_auth();
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
@@ -219,56 +219,6 @@ where
 {
     conn.export_keying_material([0u8; NONCE_LEN], EXPORTER_LABEL, None)
         .map_err(|e| anyhow!("cannot export the TLS session's keying material: {e}"))
-}
-
-/// Takes the coordinator's certificate whoever signed it: who the coordinator is, is
-/// shown by its token proof over this session's export, not by a CA.
-#[derive(Debug)]
-struct BoundByProof(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for BoundByProof {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 #[cfg(test)]

@@ -325,9 +325,11 @@ impl ServerCertVerifier for TrustedAsIs {
 }
 
 /// `insecure_skip_verify`: any certificate is accepted, but the handshake's signatures
-/// are still checked (so the connection is encrypted to whoever holds the key).
+/// are still checked (so the connection is encrypted to whoever holds the key). The
+/// cluster's connections use it too, where the token proof over the session shows who
+/// the coordinator is.
 #[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
+pub(crate) struct AcceptAny(pub(crate) Arc<CryptoProvider>);
 
 impl ServerCertVerifier for AcceptAny {
     fn verify_server_cert(
