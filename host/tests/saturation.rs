@@ -104,7 +104,16 @@ async fn a_saturated_generator_says_its_figures_are_a_lower_bound() {
         .iter()
         .any(|w| w.as_str().unwrap().contains(LOWER_BOUND)));
     for file in ["report.html", "stats.md", "summary.txt"] {
-        let text = std::fs::read_to_string(results.join(file)).unwrap();
+        let text = std::fs::read_to_string(results.join(file)).unwrap_or_else(|e| {
+            let held: Vec<_> = std::fs::read_dir(&results)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            panic!(
+                "{file}: {e}; the folder holds {held:?}; the host said:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         // The page escapes the apostrophe.
         let text = text.replace("&apos;", "'");
         assert!(text.contains(LOWER_BOUND), "{file} says it");

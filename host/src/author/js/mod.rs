@@ -95,3 +95,26 @@ fn componentize_blocking(module: &str) -> Result<Vec<u8>> {
             .block_on(work),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::K6_LAYER;
+    use crate::plugin::bindings::{WIT_PACKAGE, WIT_VERSION};
+
+    /// The layer imports the contract by its versioned name; a WIT bump that leaves
+    /// the layer behind breaks every script's build ("module … is not bundled").
+    #[test]
+    fn the_k6_layer_imports_the_contract_this_host_implements() {
+        let imports: Vec<&str> = K6_LAYER
+            .lines()
+            .filter(|l| l.starts_with("import ") && l.contains(WIT_PACKAGE))
+            .collect();
+        assert!(!imports.is_empty(), "the layer imports the contract");
+        for line in imports {
+            assert!(
+                line.contains(&format!("@{WIT_VERSION}'")),
+                "{line}: the contract is @{WIT_VERSION}"
+            );
+        }
+    }
+}
