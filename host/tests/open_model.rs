@@ -134,11 +134,19 @@ graceful_stop = "5s"
         num(&s, "metrics/vus/max") < 1000.0,
         "vus counts busy VUs only"
     );
-    assert!(
-        s["warnings"].as_array().unwrap().is_empty(),
-        "{}",
-        s["warnings"]
-    );
+    // No warning but one: on a CI machine whose two cores other test binaries share,
+    // this process may start iterations late, and then the run rightly names the
+    // generator (saturation.rs tests that verdict); nothing may blame the target or
+    // the VU pool.
+    let others: Vec<_> = s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| !w.as_str().unwrap().contains("iterations started late on idle VUs"))
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
+    assert_ne!(s["bottleneck"]["who"], "target", "{}", s["bottleneck"]);
+    assert_ne!(s["bottleneck"]["who"], "vu_pool", "{}", s["bottleneck"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
