@@ -303,10 +303,15 @@ struct RunArgs {
 #[derive(Args, Debug)]
 struct CoordinateArgs {
     /// The plugin component (.wasm), a k6 script (.js, built here), or a registry
-    /// reference; the workers receive the component from the coordinator.
+    /// reference; the workers receive the component from the coordinator, or, for a
+    /// reference, pull it themselves by its manifest digest.
     plugin: PathBuf,
     #[command(flatten)]
     registry: crate::oci::RegistryOptions,
+    /// Send the plugin's bytes to every worker even when it came from a registry (for
+    /// workers that cannot reach the registry).
+    #[arg(long)]
+    send_plugin: bool,
     /// How many workers take part (the run starts when all have joined).
     #[arg(long)]
     workers: u32,
@@ -351,6 +356,10 @@ struct WorkerArgs {
     /// `[targets] allow` is narrowed to those listed here too.
     #[arg(long, value_name = "URL")]
     allow: Vec<String>,
+    /// How to reach the registry when the coordinator names the plugin by reference
+    /// (credentials come from this worker's own Docker config.json).
+    #[command(flatten)]
+    registry: crate::oci::RegistryOptions,
 }
 
 #[derive(Args, Debug)]
@@ -804,12 +813,28 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Login(args) => crate::oci::command::login(args).await,
         Command::Coordinate(mut args) => {
             args.common.read_env_file()?;
-            let plugin = resolve_plugin(
-                Some(args.plugin.as_path()),
-                &args.common.config,
-                &args.registry,
-            )
-            .await?;
+            let configs: Vec<&std::path::Path> =
+                args.common.config.iter().map(PathBuf::as_path).collect();
+            let resolved =
+                crate::oci::resolve(Some(args.plugin.as_path()), &configs, &args.registry).await?;
+            let plugin = resolved.path;
+            // A plugin from a registry is pulled by each worker, by digest, unless asked
+            // to send it (or the registry was out of reach here: then it is sent, said so).
+            let plugin_reference = match resolved.by_digest {
+                Some(reference) if !args.send_plugin => {
+                    crate::stderr::line(format_args!(
+                        "coordinator: the workers pull the plugin {reference} themselves"
+                    ));
+                    Some(reference)
+                }
+                None if crate::oci::reference::names_reference(&args.plugin) => {
+                    crate::stderr::line(format_args!(
+                        "coordinator: the registry was out of reach here; the workers are sent the plugin's bytes"
+                    ));
+                    None
+                }
+                _ => None,
+            };
             let export = args.common.summary_export.clone();
             let request = crate::distributed::coordinator::CoordinateRequest {
                 run: args
@@ -820,6 +845,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 token: crate::distributed::trust::ClusterToken::from_flag_or_env(
                     args.token_file.as_deref(),
                 )?,
+                plugin_reference,
             };
             match crate::distributed::coordinator::coordinate(request, print_summary).await {
                 Ok(outcome) => Ok(finish(export_summary(outcome, export.as_deref()))),
@@ -848,6 +874,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                         args.token_file.as_deref(),
                     )?,
                     allow: args.allow,
+                    registry: args.registry,
                 })
                 .await?;
             println!(

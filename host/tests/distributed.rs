@@ -1420,6 +1420,7 @@ fn a_wrong_token_is_refused_both_ways() {
             let init = CoordMsg::Init(protocol::Init {
                 plugin_name: "hello.wasm".into(),
                 plugin: hello.clone(),
+                plugin_reference: None,
                 plugin_sha256: sha.clone(),
                 config_toml: config.into(),
                 segment: "0:1".into(),

@@ -4,7 +4,8 @@
 //! `host push`, `host pull`, `host inspect` and `host run` by reference; the manifest
 //! read back with plain HTTP; a wrong digest, a moved tag, a missing credential and an
 //! unreachable registry refused with what to do; a pinned plugin run from the cache
-//! with the registry stopped.
+//! with the registry stopped; distributed workers pulling the plugin by digest into
+//! caches of their own; `host push DIR` building a project first.
 
 use demo_target::{DemoConfig, DemoServer};
 use sha2::{Digest, Sha256};
@@ -667,4 +668,317 @@ async fn a_registry_behind_bearer_tokens_is_reached_through_its_token_service() 
         std::fs::read(&copy).unwrap(),
         std::fs::read(&hello).unwrap()
     );
+}
+
+/// A `host coordinate` or `host worker` child with its own cache and Docker config
+/// (those of `host`), its stderr in a file; killed when dropped.
+struct Spawned {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Spawned {
+    fn start(host: &Host, name: &str, args: &[&str]) -> Spawned {
+        let log = host.cache.path().join(format!("{name}.stderr"));
+        let child = Command::new(env!("CARGO_BIN_EXE_host"))
+            .args(args)
+            .env("HOST_CACHE_DIR", host.cache.path())
+            .env("DOCKER_CONFIG", host.docker.path())
+            .env(host::trust::TOKEN_ENV, "oci-test-cluster-token-0123456789")
+            .env_remove("HOST_PLAIN_HTTP")
+            .current_dir(host.cache.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("the host binary runs");
+        Spawned { child, log }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The first stderr line holding `text`, waiting for it up to `within`.
+    fn line(&mut self, text: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(line) = self.stderr().lines().find(|l| l.contains(text)) {
+                return line.to_string();
+            }
+            let gone = self.child.try_wait().unwrap();
+            assert!(
+                gone.is_none() && Instant::now() < deadline,
+                "no line with {text:?} ({gone:?}); stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The exit code, waiting up to `within` (a hang fails the test).
+    fn exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running after {within:?}; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `host coordinate` of `plugin` (with `extra` flags) for `workers` workers, run by
+/// `host`: the coordinator, once it listens, and the address workers dial.
+fn coordinate(
+    host: &Host,
+    name: &str,
+    plugin: &str,
+    extra: &[&str],
+    workers: usize,
+    base: &str,
+) -> (Spawned, String) {
+    let config = write(
+        host.cache.path(),
+        &format!("{name}.toml"),
+        &format!(
+            "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = {workers}\niterations = {}\n",
+            5 * workers
+        ),
+    );
+    let out = host.cache.path().join(name);
+    let n = workers.to_string();
+    let mut args = vec![
+        "coordinate",
+        plugin,
+        "--workers",
+        &n,
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-e",
+        base,
+        "--quiet",
+    ];
+    args.extend(extra);
+    let mut coordinator = Spawned::start(host, name, &args);
+    let line = coordinator.line(host::LISTENING, Duration::from_secs(60));
+    // `coordinator listening on 127.0.0.1:PORT: waiting for N worker(s)`
+    let addr = line.split(host::LISTENING).nth(1).unwrap();
+    let addr = addr.split(": ").next().unwrap().to_string();
+    (coordinator, addr)
+}
+
+/// `host worker` named `name` of the coordinator at `addr`, run by `host`.
+fn worker(host: &Host, name: &str, addr: &str, extra: &[&str]) -> Spawned {
+    let out = host.cache.path().join(format!("{name}-results"));
+    let mut args = vec![
+        "worker",
+        "--coordinator",
+        addr,
+        "--name",
+        name,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    Spawned::start(host, name, &args)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_pull_the_plugin_by_digest_and_say_what_to_do_when_they_cannot() {
+    let target = DemoServer::start("127.0.0.1:0".parse().unwrap(), DemoConfig::default())
+        .await
+        .unwrap();
+    let base = format!("BASE_URL={}", target.base_url());
+    let mut registry = Registry::start(None);
+    let coordinator_host = Host::new();
+    let hello = common::plugin("hello");
+    let hello_sha = sha256_of(&hello);
+    let reference = format!("{}/team/hello:1.0", registry.addr);
+    let pushed = ok(coordinator_host.run(&["push", hello.to_str().unwrap(), &reference]));
+    let digest = field(&pushed, "digest:");
+    let blob_in = |host: &Host| {
+        host.cache
+            .path()
+            .join(format!("oci/blobs/sha256/{hello_sha}.wasm"))
+    };
+
+    // Two workers, each with a cache of its own, pull the plugin themselves.
+    let (mut coordinator, addr) = coordinate(&coordinator_host, "run1", &reference, &[], 2, &base);
+    let said = coordinator.line("the workers pull the plugin", Duration::from_secs(5));
+    assert!(
+        said.contains(&format!("{}/team/hello:1.0@{digest}", registry.addr)),
+        "{said}"
+    );
+    let hosts = [Host::new(), Host::new()];
+    let mut workers: Vec<Spawned> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| worker(h, &format!("w{i}"), &addr, &[]))
+        .collect();
+    assert_eq!(
+        coordinator.exit(Duration::from_secs(120)),
+        Some(0),
+        "{}",
+        coordinator.stderr()
+    );
+    for (w, h) in workers.iter_mut().zip(&hosts) {
+        assert_eq!(w.exit(Duration::from_secs(30)), Some(0), "{}", w.stderr());
+        assert_eq!(
+            sha256_of(&blob_in(h)),
+            hello_sha,
+            "the worker's own cache holds the component it pulled"
+        );
+    }
+    let summary = common::summary_json(&common::only_results_dir(
+        &coordinator_host.cache.path().join("run1"),
+    ));
+    let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
+    assert_eq!(http_reqs, 10, "{}", summary["metrics"]["http_reqs"]);
+    assert_eq!(target.requests_served(), http_reqs);
+
+    // With the registry gone, a coordinator given the digest runs from its cache, and
+    // so does a worker that pulled before: a digest names its bytes for good.
+    registry.stop();
+    let by_digest = format!("{}/team/hello@{digest}", registry.addr);
+    let (mut coordinator, addr) = coordinate(&coordinator_host, "run2", &by_digest, &[], 1, &base);
+    let mut cached = worker(&hosts[0], "cached", &addr, &[]);
+    assert_eq!(
+        coordinator.exit(Duration::from_secs(120)),
+        Some(0),
+        "{}",
+        coordinator.stderr()
+    );
+    assert_eq!(cached.exit(Duration::from_secs(30)), Some(0));
+
+    // A worker that has never pulled it cannot reach the registry: it fails at once,
+    // and both sides say what to do.
+    let fresh = Host::new();
+    let (mut coordinator, addr) = coordinate(&coordinator_host, "run3", &by_digest, &[], 1, &base);
+    let started = Instant::now();
+    let mut lost = worker(&fresh, "unreachable", &addr, &[]);
+    assert_ne!(lost.exit(Duration::from_secs(45)), Some(0));
+    assert_ne!(coordinator.exit(Duration::from_secs(45)), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+    let err = lost.stderr();
+    assert!(
+        err.contains(&format!("cannot pull the plugin {by_digest}"))
+            && err.contains("cannot reach the registry")
+            && err.contains("give this worker access to the registry")
+            && err.contains("--send-plugin"),
+        "{err}"
+    );
+    let err = coordinator.stderr();
+    assert!(
+        err.contains("worker unreachable") && err.contains("failed: cannot pull the plugin"),
+        "{err}"
+    );
+    assert!(!blob_in(&fresh).exists());
+
+    // Asked to, the coordinator sends the bytes: that worker runs without a registry.
+    let (mut coordinator, addr) = coordinate(
+        &coordinator_host,
+        "run4",
+        &by_digest,
+        &["--send-plugin"],
+        1,
+        &base,
+    );
+    assert!(!coordinator.stderr().contains("the workers pull"));
+    let mut sent = worker(&fresh, "sent", &addr, &[]);
+    assert_eq!(
+        coordinator.exit(Duration::from_secs(120)),
+        Some(0),
+        "{}",
+        coordinator.stderr()
+    );
+    assert_eq!(
+        sent.exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        sent.stderr()
+    );
+    assert!(
+        !blob_in(&fresh).exists(),
+        "the bytes came from the coordinator"
+    );
+
+    // A worker given the same plugin as a file runs its file: no registry needed.
+    let (mut coordinator, addr) = coordinate(&coordinator_host, "run5", &by_digest, &[], 1, &base);
+    let mut pinned = worker(
+        &fresh,
+        "pinned",
+        &addr,
+        &["--plugin", hello.to_str().unwrap()],
+    );
+    assert_eq!(
+        coordinator.exit(Duration::from_secs(120)),
+        Some(0),
+        "{}",
+        coordinator.stderr()
+    );
+    assert_eq!(
+        pinned.exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        pinned.stderr()
+    );
+    assert!(!blob_in(&fresh).exists(), "the worker ran its own file");
+}
+
+/// `host push DIR` builds the project first (the SDK's dependencies come compiled from
+/// the plugins workspace's target folder), then pushes the component it built.
+#[test]
+fn push_builds_a_project_folder_first() {
+    let registry = Registry::start(None);
+    let host = Host::new();
+    let made = host.run(&["new", "team-probe"]);
+    assert!(made.status.success(), "{}", text(&made));
+    let project = host.cache.path().join("team-probe");
+    let shared_target = Path::new(host::PLUGINS_DIR)
+        .ancestors()
+        .nth(2)
+        .expect("PLUGINS_DIR is plugins/target/wasm32-wasip2/release")
+        .to_path_buf();
+    let reference = format!("{}/team/probe:0.1.0", registry.addr);
+    let out = Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["push", project.to_str().unwrap(), &reference])
+        .env("HOST_CACHE_DIR", host.cache.path())
+        .env("DOCKER_CONFIG", host.docker.path())
+        .env("CARGO_TARGET_DIR", &shared_target)
+        .current_dir(host.cache.path())
+        .output()
+        .unwrap();
+    let pushed = ok(out);
+    let built = field(&pushed, "built");
+    assert!(built.ends_with("team_probe.wasm"), "{pushed}");
+    assert!(pushed.contains("pushed team-probe 0.1.0"), "{pushed}");
+    assert_eq!(
+        field(&pushed, "component sha256:"),
+        sha256_of(Path::new(&built))
+    );
+    // What was pushed is what a pull by the digest printed gives back.
+    let by_digest = field(&pushed, "by digest:");
+    let pulled = ok(host.run(&["pull", &by_digest]));
+    assert!(pulled.contains(&sha256_of(Path::new(&built))), "{pulled}");
 }

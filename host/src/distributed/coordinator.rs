@@ -55,6 +55,9 @@ pub(crate) struct CoordinateRequest {
     pub listen: SocketAddr,
     /// The cluster token every worker must prove it holds.
     pub token: ClusterToken,
+    /// When the plugin came from a registry: its reference pinned by manifest digest.
+    /// The workers pull it themselves and only the sha256 travels with the run.
+    pub plugin_reference: Option<String>,
 }
 
 /// The line printed once the coordinator listens (tests and scripts read the port).
@@ -76,7 +79,12 @@ pub(crate) async fn coordinate(
         );
     }
     trust::check_listen(request.listen, &request.token)?;
-    let (bytes, sha256) = crate::plugin::read_plugin(&request.run.plugin)?;
+    let (mut bytes, sha256) = crate::plugin::read_plugin(&request.run.plugin)?;
+    if request.plugin_reference.is_some() {
+        // The workers pull it by digest: the bytes stay here (they are still read, for
+        // the sha256 every worker checks its pull against).
+        bytes = Vec::new();
+    }
     let tls = trust::acceptor()?;
     let listener = TcpListener::bind(request.listen)
         .await
@@ -98,6 +106,7 @@ pub(crate) async fn coordinate(
         expected: request.workers,
         plugin_name,
         plugin: bytes,
+        plugin_reference: request.plugin_reference.clone(),
         sha256,
         quiet: request.run.quiet,
         token: request.token.clone(),
@@ -134,7 +143,10 @@ struct Hub {
     this: std::sync::Weak<Hub>,
     expected: u32,
     plugin_name: String,
+    /// The component, or nothing when `plugin_reference` is set.
     plugin: Vec<u8>,
+    /// The registry reference (by digest) the workers pull the component from.
+    plugin_reference: Option<String>,
     sha256: String,
     /// `--quiet`: the workers hide their plugin log lines below `warn` too.
     quiet: bool,
@@ -578,6 +590,7 @@ impl Hub {
                 let init = Init {
                     plugin_name: self.plugin_name.clone(),
                     plugin: self.plugin.clone(),
+                    plugin_reference: self.plugin_reference.clone(),
                     plugin_sha256: self.sha256.clone(),
                     config_toml: config_toml.clone(),
                     segment: w.segment.clone(),

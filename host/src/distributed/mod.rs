@@ -11,6 +11,7 @@
 
 pub(crate) mod coordinator;
 pub(crate) mod data_files;
+pub(crate) mod plugin_source;
 pub(crate) mod policy;
 pub mod protocol;
 pub(crate) mod segments;

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub const MAGIC: [u8; 4] = *b"LTD\x01";
 
 /// The protocol's version: bumped on any change to a message. Both sides must agree.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest frame, either way, until both sides have proved they hold the token: a
 /// garbage length cannot make the reader allocate much.
@@ -153,9 +153,14 @@ pub enum CoordMsg {
 pub struct Init {
     /// The plugin's file name (for the worker's results).
     pub plugin_name: String,
-    /// The plugin component.
+    /// The plugin component; empty when [`Init::plugin_reference`] names it.
     pub plugin: Vec<u8>,
-    /// Its sha256, hex: the worker checks the bytes against it.
+    /// When the coordinator's plugin came from a registry: its reference pinned by the
+    /// manifest's digest (`registry/repo:tag@sha256:…`), which the worker pulls itself
+    /// (a large plugin is not streamed to every worker).
+    pub plugin_reference: Option<String>,
+    /// The component's sha256, hex (a registry's layer digest without `sha256:`): the
+    /// worker checks the bytes against it, sent or pulled.
     pub plugin_sha256: String,
     /// The resolved run config (plugin defaults, files and flags), as TOML.
     pub config_toml: String,

@@ -1,5 +1,6 @@
-//! `host worker --coordinator ADDR`: dials the coordinator, receives the plugin (its
-//! sha256 checked), the run config, its execution segment and the setup data, runs its
+//! `host worker --coordinator ADDR`: dials the coordinator, receives the plugin (or
+//! pulls it from a registry by digest, [`super::plugin_source`]; its sha256 checked
+//! either way), the run config, its execution segment and the setup data, runs its
 //! segment with the common start, streams every second's samples back, and stops when
 //! told, or on its own within seconds when the coordinator is gone (no orphaned load).
 //! It speaks TLS and sends nothing of its own before the coordinator has proved it
@@ -51,6 +52,8 @@ pub(crate) struct WorkerRequest {
     /// `--allow`: the targets this worker lets the plugin reach, intersected with the
     /// coordinator's (empty: the coordinator's list as it is).
     pub allow: Vec<String>,
+    /// How to reach a registry when the coordinator names the plugin by reference.
+    pub registry: crate::oci::RegistryOptions,
 }
 
 /// Joins a distributed run and runs this worker's segment; returns the run's outcome
@@ -107,7 +110,7 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
     crate::files::create_private_dir_all(&dir)
         .with_context(|| format!("cannot make a folder for the plugin: {}", dir.display()))?;
     let _remove = RemoveOnDrop(dir.clone());
-    let run = match prepare(&init, expected_sha.as_deref(), &dir, &request) {
+    let run = match prepare(&init, expected_sha.as_deref(), &dir, &request).await {
         Ok(run) => run,
         Err(e) => {
             let _ = tx.send(WorkerMsg::Failed(format!("{e:#}")));
@@ -227,17 +230,24 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// Checks the plugin's bytes and writes it and the config where the run reads them.
-fn prepare(
+/// Gets the plugin (sent, or pulled), checks its bytes, and writes it and the config
+/// where the run reads them.
+async fn prepare(
     init: &Init,
     expected_sha: Option<&str>,
     dir: &std::path::Path,
     request: &WorkerRequest,
 ) -> Result<RunRequest> {
-    let sha = hex::encode(Sha256::digest(&init.plugin));
+    // A worker whose --plugin FILE has the sha256 named needs no registry to run it.
+    let local = request
+        .plugin
+        .as_deref()
+        .filter(|_| expected_sha == Some(init.plugin_sha256.as_str()));
+    let bytes = super::plugin_source::plugin_bytes(init, local, &request.registry).await?;
+    let sha = hex::encode(Sha256::digest(&bytes));
     if sha != init.plugin_sha256 {
         bail!(
-            "the plugin's bytes arrived with sha256 {sha}, not {} as sent: refused",
+            "the plugin's bytes arrived with sha256 {sha}, not {} as the coordinator named: refused",
             init.plugin_sha256
         );
     }
@@ -252,7 +262,7 @@ fn prepare(
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("plugin.wasm"));
     let plugin = dir.join(file);
-    write_private(&plugin, &init.plugin)?;
+    write_private(&plugin, &bytes)?;
     let config = dir.join("run.toml");
     let config_toml = super::policy::apply(&init.config_toml, &request.allow)?;
     write_private(&config, config_toml.as_bytes())?;

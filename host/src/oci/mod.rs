@@ -23,6 +23,17 @@ use reference::Reference;
 pub(crate) use session::RegistryOptions;
 use std::path::{Path, PathBuf};
 
+/// A plugin argument made a file, and where it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    /// The component (the argument itself, or its copy in the cache).
+    pub path: PathBuf,
+    /// When it was pulled from a registry whose manifest was read: the reference pinned
+    /// by that manifest's digest (`registry/repo:tag@sha256:…`), which names these bytes
+    /// for good (`host coordinate` hands it to its workers to pull).
+    pub by_digest: Option<String>,
+}
+
 /// Turns a plugin argument into a file: a path is itself; a registry reference is
 /// pulled (or found in the cache) and checked against the pins of `configs`. Without
 /// an argument, the first config's `plugin = { oci | path, sha256 }` names it.
@@ -31,6 +42,19 @@ pub(crate) async fn resolve_plugin(
     configs: &[&Path],
     options: &RegistryOptions,
 ) -> Result<PathBuf> {
+    Ok(resolve(arg, configs, options).await?.path)
+}
+
+/// As [`resolve_plugin`], and says which manifest digest a pulled plugin has.
+pub(crate) async fn resolve(
+    arg: Option<&Path>,
+    configs: &[&Path],
+    options: &RegistryOptions,
+) -> Result<Resolved> {
+    let file = |path: &Path| Resolved {
+        path: path.to_path_buf(),
+        by_digest: None,
+    };
     let mut pins = Vec::new();
     for config in configs {
         if let Some(pin) = crate::plugin::pin::read(config)? {
@@ -38,12 +62,12 @@ pub(crate) async fn resolve_plugin(
         }
     }
     let text = match arg {
-        Some(arg) if !reference::names_reference(arg) => return Ok(arg.to_path_buf()),
+        Some(arg) if !reference::names_reference(arg) => return Ok(file(arg)),
         Some(arg) => arg.to_string_lossy().into_owned(),
         None => match pins.iter().find(|p| p.oci.is_some() || p.path.is_some()) {
             Some(pin) => match (&pin.oci, &pin.path) {
                 (Some(oci), _) => oci.clone(),
-                (None, Some(path)) => return Ok(path.clone()),
+                (None, Some(path)) => return Ok(file(path)),
                 (None, None) => unreachable!("found by one of the two"),
             },
             None => bail!(
@@ -73,5 +97,11 @@ pub(crate) async fn resolve_plugin(
             fetched.layer.trim_start_matches("sha256:")
         ));
     }
-    Ok(fetched.path)
+    Ok(Resolved {
+        path: fetched.path,
+        // None when the registry was out of reach and the pinned copy ran.
+        by_digest: fetched
+            .manifest
+            .map(|digest| reference.with_digest(&digest).to_string()),
+    })
 }
