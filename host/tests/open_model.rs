@@ -142,7 +142,11 @@ graceful_stop = "5s"
         .as_array()
         .unwrap()
         .iter()
-        .filter(|w| !w.as_str().unwrap().contains("iterations started late on idle VUs"))
+        .filter(|w| {
+            !w.as_str()
+                .unwrap()
+                .contains("iterations started late on idle VUs")
+        })
         .collect();
     assert!(others.is_empty(), "{others:?}");
     assert_ne!(s["bottleneck"]["who"], "target", "{}", s["bottleneck"]);
