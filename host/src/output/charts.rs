@@ -57,6 +57,15 @@ pub(crate) struct Chart {
 /// Below this many points each point gets a dot, so short runs still show something.
 const DOTS_BELOW: usize = 60;
 
+/// The points of a line that can be drawn: an infinite or NaN value (a rate over no
+/// time, say) is left out rather than allowed to break the chart.
+fn finite(points: &[(f32, f32)]) -> impl Iterator<Item = (f32, f32)> + Clone + '_ {
+    points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+}
+
 /// Draws `chart` over `0..x_max` seconds as an SVG document.
 pub(crate) fn draw(chart: &Chart, x_max: f32) -> Result<String> {
     draw_xy(chart, "seconds since start", x_max)
@@ -73,10 +82,17 @@ pub(crate) fn draw_xy(chart: &Chart, x_desc: &str, x_max: f32) -> Result<String>
         let y_top = chart
             .lines
             .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .flat_map(|l| finite(&l.points).map(|p| p.1))
             .fold(0f32, f32::max);
         let y_max = if y_top > 0.0 { y_top * 1.15 } else { 1.0 };
-        let x_max = x_max.max(1.0);
+        // An infinite axis sends the mesh's tick search into an endless loop: the
+        // report would never be written.
+        let y_max = if y_max.is_finite() { y_max } else { f32::MAX };
+        let x_max = if x_max.is_finite() {
+            x_max.max(1.0)
+        } else {
+            1.0
+        };
         let mut plot = ChartBuilder::on(&root)
             .caption(chart.title, ("sans-serif", 18))
             .margin(12)
@@ -101,7 +117,7 @@ pub(crate) fn draw_xy(chart: &Chart, x_desc: &str, x_max: f32) -> Result<String>
                 stroke_width: 2,
             };
             let dots = if line.points.len() < DOTS_BELOW { 3 } else { 0 };
-            let points = line.points.iter().copied();
+            let points = finite(&line.points);
             let drawn = if line.dashed {
                 plot.draw_series(DashedLineSeries::new(points, 8, 6, style))
             } else {
@@ -168,6 +184,26 @@ mod tests {
         assert!(svg.contains("Requests per second"));
         assert!(svg.contains("http_reqs"));
         assert!(svg.to_uppercase().contains("#1F77B4"), "the line's colour");
+    }
+
+    #[test]
+    fn infinite_and_nan_points_are_left_out_and_the_chart_still_draws() {
+        for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            let chart = Chart {
+                title: "Requests per second",
+                y_label: "requests/s",
+                lines: vec![Line {
+                    label: "http_reqs".into(),
+                    color: colors::BLUE,
+                    points: vec![(1.0, 10.0), (2.0, bad), (bad, 5.0), (3.0, 11.0)],
+                    dashed: false,
+                }],
+            };
+            let svg = draw(&chart, 3.0).unwrap();
+            assert!(svg.contains("http_reqs"), "{bad}");
+            let svg = draw(&chart, bad).unwrap();
+            assert!(svg.starts_with("<svg"), "{bad} as the x axis' end");
+        }
     }
 
     #[test]
