@@ -254,6 +254,59 @@ async fn an_infinite_loop_is_stopped_by_the_sandbox() {
     assert!(errors.contains("timeout"), "{errors}\n{}", text(&ran));
 }
 
+/// Math.random differs between VUs (the engine's own generator was seeded once, in the
+/// build's snapshot, so every VU drew the same numbers), and `randomSeed(n)` gives
+/// every VU the same sequence, as in k6.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn math_random_differs_between_vus_and_random_seed_repeats() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("dice.js"),
+        r#"import { randomSeed } from 'k6';
+const atInit = Math.random();
+export const options = { scenarios: { dice: { executor: 'per-vu-iterations', vus: 4, iterations: 1 } } };
+export default function () {
+  console.warn(`free ${__VU} ${atInit} ${Math.random()}`);
+  randomSeed(7);
+  console.warn(`seeded ${__VU} ${Math.random()} ${Math.random()}`);
+}
+"#,
+    )
+    .unwrap();
+    let (ran, _) = run_script(tmp.path(), "dice.js", "http://127.0.0.1:9", &[]).await;
+    let shown = text(&ran);
+    assert_eq!(ran.status.code(), Some(0), "{shown}");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    // "[dice vu 3] warn: free 3 0.12 0.34": what follows the marker, by VU.
+    let lines = |marker: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter_map(|l| l.split_once(&format!("warn: {marker} ")).map(|(_, v)| v))
+            .map(|v| v.split_once(' ').unwrap().1.to_string())
+            .collect()
+    };
+    let free = lines("free");
+    assert_eq!(free.len(), 4, "{shown}");
+    let mut distinct = free.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "each VU draws its own numbers: {free:?}");
+    for pair in &free {
+        for v in pair.split(' ') {
+            let v: f64 = v.parse().unwrap();
+            assert!((0.0..1.0).contains(&v), "{v}");
+        }
+    }
+    let seeded = lines("seeded");
+    assert_eq!(seeded.len(), 4, "{shown}");
+    assert!(
+        seeded.iter().all(|s| s == &seeded[0]),
+        "randomSeed(7) gives every VU one sequence: {seeded:?}"
+    );
+    let (a, b) = seeded[0].split_once(' ').unwrap();
+    assert_ne!(a, b, "a sequence, not one number: {seeded:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_api_fails_the_build_with_its_name_and_line() {
     let tmp = tempfile::tempdir().unwrap();

@@ -176,14 +176,47 @@ function sleep(s) {
 
 function fail(msg) { throw new Error(msg === undefined ? 'fail() called' : String(msg)); }
 
-let seed = null;
+// Math.random is a xorshift128 of the layer's: QuickJS's own generator was seeded
+// once, under Wizer at build time, so its state sat in the snapshot and every VU of
+// every run drew the same sequence (a script picking a random user picked the same
+// one in each VU). Each instance seeds its own on its first call (`freshRandom`).
+const rng = new Uint32Array(4);
+function step() {
+  // Marsaglia's xorshift128: a period of 2^128 - 1, in 32-bit operations only.
+  let t = rng[3];
+  const s = rng[0];
+  rng[3] = rng[2]; rng[2] = rng[1]; rng[1] = s;
+  t ^= t << 11; t ^= t >>> 8;
+  rng[0] = t ^ s ^ (s >>> 19);
+  return rng[0];
+}
+// 53 random bits in [0, 1), as Math.random gives.
+function nextRandom() { return ((step() >>> 5) * 67108864 + (step() >>> 6)) / 9007199254740992; }
+function seedRandom(words) {
+  // splitmix32 spreads the seed's words over the four of the state.
+  let x = 0x9e3779b9;
+  for (let i = 0; i < 4; i++) {
+    x = (x + (words[i % words.length] >>> 0) + 0x9e3779b9) >>> 0;
+    let z = x;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    rng[i] = (z ^ (z >>> 16)) >>> 0;
+  }
+  if (rng[0] === 0 && rng[1] === 0 && rng[2] === 0 && rng[3] === 0) rng[0] = 1;
+  Math.random = nextRandom;
+}
+function freshRandom(vuId) {
+  // The wall clock (ms, and the monotonic clock's fraction) and the VU's id: two VUs
+  // starting in the same millisecond still differ, and so do two runs.
+  const now = Date.now();
+  const fine = Math.floor((performance.now() % 1) * 4294967296);
+  seedRandom([now >>> 0, Math.floor(now / 4294967296), fine, vuId]);
+}
+
 function randomSeed(n) {
-  // A seeded xorshift replaces Math.random for the VU, as k6's randomSeed does.
-  seed = (Number(n) >>> 0) || 1;
-  Math.random = () => {
-    seed ^= seed << 13; seed >>>= 0; seed ^= seed >>> 17; seed ^= seed << 5; seed >>>= 0;
-    return seed / 4294967296;
-  };
+  // A seeded generator replaces Math.random for the VU, as k6's randomSeed does: the
+  // same seed gives the same sequence.
+  seedRandom([Number(n) >>> 0]);
 }
 
 const k6 = { check, group, sleep, fail, randomSeed };
@@ -517,6 +550,8 @@ let setupData = null;
 
 function load() {
   if (loaded) return loaded;
+  // Before any of the script's code: its init code may draw random numbers too.
+  freshRandom(phase === 'describe' || phase === 'setup' ? 0 : vuInfo().vuId);
   const cache = {};
   const files = BUNDLE.files;
   globalThis.open = (path, mode) => {
