@@ -307,6 +307,109 @@ export default function () {
     assert_ne!(a, b, "a sequence, not one number: {seeded:?}");
 }
 
+/// Digests of Python's hashlib and hmac (RFC 1321, FIPS 180-4, RFC 2104) for inputs of
+/// no bytes, one block, many blocks and multi-byte UTF-8, and HMAC keys shorter and
+/// longer than a block.
+const CRYPTO_VECTORS: &str = r#"{
+ "md5 empty": "d41d8cd98f00b204e9800998ecf8427e",
+ "md5 abc": "900150983cd24fb0d6963f7d28e17f72",
+ "md5 long": "cabe45dcc9ae5b66ba86600cca6b8ba8",
+ "md5 utf8": "aa0c8a307a4488bfe0cb56530da19bc3",
+ "sha1 empty": "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+ "sha1 abc": "a9993e364706816aba3e25717850c26c9cd0d89d",
+ "sha1 long": "291e9a6c66994949b57ba5e650361e98fc36b1ba",
+ "sha1 utf8": "a5e7f35caea50aa6f3bc37d2f24a540fc0b3cb32",
+ "sha256 empty": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+ "sha256 abc": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+ "sha256 long": "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3",
+ "sha256 utf8": "c2a59c71097b678dc5af2eb1f98ddc575b63948b0fa6740071a945673aaada4d",
+ "sha384 empty": "38b060a751ac96384cd9327eb1b1e36a21fdb71114be07434c0cc7bf63f6e1da274edebfe76f65fbd51ad2f14898b95b",
+ "sha384 abc": "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7",
+ "sha384 long": "f54480689c6b0b11d0303285d9a81b21a93bca6ba5a1b4472765dca4da45ee328082d469c650cd3b61b16d3266ab8ced",
+ "sha384 utf8": "6f2cef0c605dcbe324f4af6fedaa6e709668db1968586ac440ae40f255bd161cb429dad5679f792efe9cace08e50df08",
+ "sha512 empty": "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",
+ "sha512 abc": "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+ "sha512 long": "67ba5535a46e3f86dbfbed8cbbaf0125c76ed549ff8b0b9e03e0c88cf90fa634fa7b12b47d77b694de488ace8d9a65967dc96df599727d3292a8d9d447709c97",
+ "sha512 utf8": "73caa564cb3c4c7f36170f3a113d34fb9ab766e6eb866da8442891d8f2214482dad7a1cd7144d425ee73c63bd84a23129dff476ed37b82743d41dca6396176d8",
+ "sha512_224 empty": "6ed0dd02806fa89e25de060c19d3ac86cabb87d6a0ddd05c333b84f4",
+ "sha512_224 abc": "4634270f707b6a54daae7530460842e20e37ed265ceee9a43e8924aa",
+ "sha512_224 long": "ffdfa284ae9e562222e2a37cd683823f7e669f3636477701f4ce9abe",
+ "sha512_224 utf8": "582b0a42d156b92c3fcac4177d14cb623dc391e2d169a94b2b4c465c",
+ "sha512_256 empty": "c672b8d1ef56ed28ab87c3622c5114069bdd3ad7b8f9737498d0c01ecef0967a",
+ "sha512_256 abc": "53048e2681941ef99b2e29b76b4c7dabe4c2d0c634fc6d46e0e2f13107e7af23",
+ "sha512_256 long": "40eb4a70d4d69815407a9e272f0101cd67e3d11262a4a0bfc087712749c7fb53",
+ "sha512_256 utf8": "c6ad5f303b5e0130de1ae20099021a62b277eef737a10333b251fb393d538d3e",
+ "hmac md5": "80070713463e7749b90c2dc24911e275",
+ "hmac md5 long key": "9bf785629eae94112dad3d2d9162dae6",
+ "hmac sha1": "de7c9b85b8b78aa6bc8a7a36f70a90701c9db4d9",
+ "hmac sha1 long key": "69bc8db56eadff85feed9183c1a2318137f1c4b5",
+ "hmac sha256": "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8",
+ "hmac sha256 long key": "86522d64cfd7d3d21199f47288e74cdc22a6395aff54f0270c7feef1d0fa61bf",
+ "hmac sha384": "d7f4727e2c0b39ae0f1e40cc96f60242d5b7801841cea6fc592c5d3e1ae50700582a96cf35e1e554995fe4e03381c237",
+ "hmac sha384 long key": "b9a3334e3066de072fc10e1c479ce734cad0397af77f7c6d20f4c74f2aa189c36a56dccfb98469445cfbe5b86e2251fc",
+ "hmac sha512": "b42af09057bac1e2d41708e48a902e09b5ff7f12ab428a4fe86653c73dd248fb82f948a549f7b791a5b41915ee4d1ec3935357e4e2317250d0372afa2ebeeb3a",
+ "hmac sha512 long key": "2ec850d56a434619da67d65f350b4a2caad666d274cf844ee9ac03f73e14d2012bc00387fc44ee2404aa91155181ae98ee75b0497788ca045997ef2462e82f91",
+ "hmac sha512_224": "a1afb4f708cb63570639195121785ada3dc615989cc3c73f38e306a3",
+ "hmac sha512_224 long key": "6010d04cf8e2e9b48fc9c304b9ca9556a519699e072737f167c22ec3",
+ "hmac sha512_256": "7fb65e03577da9151a1016e9c2e514d4d48842857f13927f348588173dca6d89",
+ "hmac sha512_256 long key": "20515a29728b15d2e20c9dd0042b3d3c04213755d67e80176e8967fad45d2a80",
+ "sha256 base64": "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=",
+ "sha256 base64rawurl": "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"
+}"#;
+
+const CRYPTO_SCRIPT: &str = r#"import crypto from 'k6/crypto';
+import { createHash, createHMAC, hmac, sha256, randomBytes } from 'k6/crypto';
+import { check } from 'k6';
+
+const V = JSON.parse(open('./vectors.json'));
+const INPUTS = { empty: '', abc: 'abc', long: 'a'.repeat(1000), utf8: 'héllo wörld ✓' };
+const MSG = 'The quick brown fox jumps over the lazy dog';
+export const options = { vus: 1, iterations: 1 };
+
+export default function () {
+  const got = {};
+  for (const a of ['md5', 'sha1', 'sha256', 'sha384', 'sha512', 'sha512_224', 'sha512_256']) {
+    for (const [k, v] of Object.entries(INPUTS)) got[`${a} ${k}`] = crypto[a](v, 'hex');
+    got[`hmac ${a}`] = hmac(a, 'key', MSG, 'hex');
+    got[`hmac ${a} long key`] = createHMAC(a, 'k'.repeat(200))
+      .update('The quick brown fox ').update('jumps over the lazy dog').digest('hex');
+  }
+  got['sha256 base64'] = sha256('abc', 'base64');
+  got['sha256 base64rawurl'] = createHash('sha256').update('abc').digest('base64rawurl');
+  for (const [name, want] of Object.entries(V)) {
+    if (got[name] !== want) console.warn(`${name}: got ${got[name]}, want ${want}`);
+    check(got[name], { [name]: (g) => g === want });
+  }
+  check(new Uint8Array(randomBytes(16)), { 'randomBytes gives 16 bytes': (b) => b.length === 16 });
+  const bytes = new Uint8Array([97, 98, 99]).buffer;
+  check(crypto.sha256(bytes, 'hex'), { 'bytes hash as text does': (g) => g === V['sha256 abc'] });
+  check(new Uint8Array(crypto.md5('abc')), { 'binary is the default': (b) => b.length === 16 });
+}
+"#;
+
+/// k6/crypto's hashes and HMACs give the standard digests in every output encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_crypto_hashes_and_hmacs_match_the_standard_digests() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("vectors.json"), CRYPTO_VECTORS).unwrap();
+    std::fs::write(tmp.path().join("hashes.js"), CRYPTO_SCRIPT).unwrap();
+    let (ran, out) = run_script(tmp.path(), "hashes.js", "http://127.0.0.1:9", &[]).await;
+    let shown = text(&ran);
+    assert_eq!(ran.status.code(), Some(0), "{shown}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let vectors: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(CRYPTO_VECTORS).unwrap();
+    let checks = summary["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), vectors.len() + 3, "{}", summary["checks"]);
+    for c in checks {
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(1), Some(0)),
+            "{c}\n{shown}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_api_fails_the_build_with_its_name_and_line() {
     let tmp = tempfile::tempdir().unwrap();

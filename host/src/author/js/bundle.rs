@@ -36,6 +36,22 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     ("k6/execution", &[]),
     ("k6/data", &["SharedArray"]),
     ("k6/encoding", &["b64encode", "b64decode"]),
+    (
+        "k6/crypto",
+        &[
+            "createHash",
+            "createHMAC",
+            "hmac",
+            "randomBytes",
+            "md5",
+            "sha1",
+            "sha256",
+            "sha384",
+            "sha512",
+            "sha512_224",
+            "sha512_256",
+        ],
+    ),
 ];
 
 /// k6 modules refused, with the reason given to the user.
@@ -52,7 +68,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("k6/experimental/websockets", "not supported yet"),
     ("k6/websockets", "not supported yet"),
     ("k6/html", "not supported yet"),
-    ("k6/crypto", "not supported yet"),
     ("k6/net/grpc", "not supported yet"),
     ("k6/timers", "not supported yet"),
     ("k6/secrets", "not supported yet"),
@@ -70,6 +85,11 @@ const REFUSED: &[(&str, &str)] = &[
 
 /// Calls refused wherever they appear (by their text), with the reason.
 const REFUSED_CALLS: &[(&str, &str)] = &[
+    (".md4(", "md4() (k6/crypto) is not supported yet"),
+    (
+        ".ripemd160(",
+        "ripemd160() (k6/crypto) is not supported yet",
+    ),
     (".html(", "response.html() (k6/html) is not supported yet"),
     (".submitForm(", "response.submitForm() is not supported yet"),
     (".clickLink(", "response.clickLink() is not supported yet"),
@@ -638,6 +658,19 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(err.contains("s.js:3") && err.contains("html()"), "{err}");
+        for (code, what) in [
+            ("import { md4 } from 'k6/crypto';\n", "`md4`"),
+            (
+                "import crypto from 'k6/crypto';\nconst d = crypto.ripemd160('x');\n",
+                "ripemd160()",
+            ),
+        ] {
+            let err = transform(code, "s.js", &dir, &dir.join("s.js"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains(what) && err.contains("s.js:"), "{err}");
+        }
     }
 
     #[test]
