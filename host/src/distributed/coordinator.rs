@@ -79,6 +79,11 @@ pub(crate) async fn coordinate(
         );
     }
     trust::check_listen(request.listen, &request.token)?;
+    // Workers join from the moment the port is open, before the run's own handler:
+    // a Ctrl-C from then on must reach the run, which tells them.
+    if request.run.handle_signals {
+        crate::run::listen_for_signals_early();
+    }
     let (mut bytes, sha256) = crate::plugin::read_plugin(&request.run.plugin)?;
     if request.plugin_reference.is_some() {
         // The workers pull it by digest: the bytes stay here (they are still read, for

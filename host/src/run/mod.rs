@@ -816,16 +816,49 @@ fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunCont
     }
 }
 
+/// SIGINT and SIGTERM listeners, if made before the run by [`listen_for_signals_early`].
+type Listeners = (
+    Option<tokio::signal::unix::Signal>,
+    Option<tokio::signal::unix::Signal>,
+);
+static EARLY_LISTENERS: std::sync::Mutex<Option<Listeners>> = std::sync::Mutex::new(None);
+
+fn make_listeners() -> Listeners {
+    use tokio::signal::unix::{signal, SignalKind};
+    (
+        signal(SignalKind::interrupt()).ok(),
+        signal(SignalKind::terminate()).ok(),
+    )
+}
+
+/// Listens for SIGINT and SIGTERM from now on, for the run's handler to take when it
+/// starts. For a command that answers others before its run starts (a coordinator
+/// accepts workers while it compiles the plugin and runs `setup()`): without it, a
+/// Ctrl-C in that gap took the default action and killed the process, and the workers
+/// that had joined were never told. A signal that arrives before the handler starts is
+/// kept by the listener and acted on when it does.
+pub(crate) fn listen_for_signals_early() {
+    let mut early = EARLY_LISTENERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if early.is_none() {
+        *early = Some(make_listeners());
+    }
+}
+
 /// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
 /// a second one interrupts them at once.
 fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) -> SignalHandler {
-    use tokio::signal::unix::{signal, SignalKind};
-    // Both listeners are made once, before the first wait: a signal that arrives while
-    // the handler is between its two waits is kept by the listener and seen by the
-    // second. (A fresh `ctrl_c()` per wait listens only from its first poll, so a
-    // second Ctrl-C sent right after "stopping" was printed could be lost.)
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut term = signal(SignalKind::terminate()).ok();
+    // Both listeners are made once, before the first wait (or taken from
+    // `listen_for_signals_early`): a signal that arrives while the handler is between
+    // its two waits is kept by the listener and seen by the second. (A fresh
+    // `ctrl_c()` per wait listens only from its first poll, so a second Ctrl-C sent
+    // right after "stopping" was printed could be lost.)
+    let early = EARLY_LISTENERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let (mut int, mut term) = early.unwrap_or_else(make_listeners);
     SignalHandler(tokio::spawn(async move {
         wait_for_signal(&mut int, &mut term).await;
         crate::stderr::line(format_args!(
