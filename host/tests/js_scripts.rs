@@ -459,3 +459,196 @@ async fn host_new_lang_js_starts_a_project_that_builds_and_runs() {
     let served = target.requests_served() - before;
     common::counted_and_served(&out, served, 5);
 }
+
+const HANDLE_SUMMARY: &str = r#"
+import http from 'k6/http';
+import { check } from 'k6';
+import { Counter, Gauge, Rate, Trend } from 'k6/metrics';
+import { textSummary, jUnit } from 'https://jslib.k6.io/k6-summary/0.0.2/index.js';
+
+const c = new Counter('my_counter');
+const g = new Gauge('my_gauge');
+const r = new Rate('my_rate');
+const t = new Trend('my_trend', true);
+
+export const options = {
+  vus: 2, iterations: 30,
+  thresholds: {
+    http_req_duration: ['p(95)<5000', 'avg<5000'],
+    'http_req_duration{name:home}': ['p(99)<8000'],
+    http_req_failed: ['rate<0.01'],
+    checks: ['rate>0.99'],
+    my_counter: ['count>1000'],
+  },
+};
+
+export function setup() { return { token: 'abc' }; }
+
+export default function () {
+  const res = http.get(`${__ENV.BASE_URL}/`, { tags: { name: 'home' } });
+  check(res, { 'status is 200': (r) => r.status === 200 });
+  c.add(1); g.add(3); r.add(true); t.add(12.5);
+}
+
+export function handleSummary(data) {
+  return {
+    stdout: textSummary(data, { indent: ' ', enableColors: false }),
+    'data.json': JSON.stringify(data),
+    'reports/junit.xml': jUnit(data),
+    '../escaped.txt': 'must not be written',
+  };
+}
+"#;
+
+/// A metric of handleSummary's data as a script reads it: type, contains, the names of
+/// its values, and its thresholds (expression → ok).
+type DataMetric = (String, String, Vec<String>, Vec<(String, bool)>);
+
+/// Reads handleSummary's `data` the way a k6 script's handleSummary does, refusing
+/// anything outside the shape k6 gives: the same code reads k6's and ours.
+fn read_summary_data(
+    data: &serde_json::Value,
+) -> (
+    std::collections::BTreeMap<String, DataMetric>,
+    Vec<(String, u64, u64)>,
+) {
+    let mut metrics = std::collections::BTreeMap::new();
+    for (name, m) in data["metrics"].as_object().expect("metrics") {
+        let kind = m["type"].as_str().expect("type").to_string();
+        assert!(
+            ["counter", "gauge", "rate", "trend"].contains(&kind.as_str()),
+            "{name}: {kind}"
+        );
+        let contains = m["contains"].as_str().expect("contains").to_string();
+        let mut values: Vec<String> = m["values"]
+            .as_object()
+            .expect("values")
+            .iter()
+            .map(|(k, v)| {
+                assert!(v.is_number(), "{name}.{k} is a number");
+                k.clone()
+            })
+            .collect();
+        values.sort();
+        let thresholds = m
+            .get("thresholds")
+            .and_then(|t| t.as_object())
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.clone(), v["ok"].as_bool().expect("ok")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        metrics.insert(name.clone(), (kind, contains, values, thresholds));
+    }
+    let checks = data["root_group"]["checks"]
+        .as_array()
+        .expect("checks are a list")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["passes"].as_u64().unwrap(),
+                c["fails"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for key in ["options", "state", "setup_data"] {
+        assert!(data.get(key).is_some(), "{key}");
+    }
+    assert!(data["state"]["testRunDurationMs"].as_f64().unwrap() > 0.0);
+    (metrics, checks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only() {
+    let target = common::demo_target(Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("script.js"), HANDLE_SUMMARY).unwrap();
+    let (out, results) = run_script(
+        &work,
+        "script.js",
+        &target.base_url(),
+        &["--summary-trend-stats", "avg,min,med,max,p(90),p(95)"],
+    )
+    .await;
+    let shown = text(&out);
+    // my_counter's threshold is crossed on purpose (as in k6's fixture): 99, not the 1
+    // of a results file refused, which the crossed threshold outranks.
+    assert_eq!(out.status.code(), Some(99), "{shown}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("../escaped.txt (from handleSummary)")
+            && stderr.contains("outside the run's results folder"),
+        "{shown}"
+    );
+    assert!(!work.join("escaped.txt").exists() && !dir.path().join("escaped.txt").exists());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("✓ status is 200"), "{shown}");
+    let counter_line = stdout
+        .lines()
+        .find(|l| l.contains("my_counter"))
+        .unwrap_or_else(|| panic!("textSummary prints my_counter: {shown}"));
+    assert!(counter_line.contains('✗') && counter_line.contains("30"), "{counter_line}");
+
+    let run_dir = common::only_results_dir(&results);
+    let junit = std::fs::read_to_string(run_dir.join("reports/junit.xml")).unwrap();
+    assert!(junit.contains("failures=\"1\"") && junit.contains("my_counter - count&gt;1000"), "{junit}");
+    let ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("data.json")).unwrap())
+            .unwrap();
+    let k6: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/k6-handle-summary.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (our_metrics, our_checks) = read_summary_data(&ours);
+    let (k6_metrics, _) = read_summary_data(&k6);
+    for name in [
+        "http_reqs",
+        "http_req_duration",
+        "http_req_duration{name:home}",
+        "http_req_failed",
+        "checks",
+        "iterations",
+        "data_received",
+        "data_sent",
+        "vus",
+        "my_counter",
+        "my_gauge",
+        "my_rate",
+        "my_trend",
+    ] {
+        let (ours, theirs) = (&our_metrics.get(name), &k6_metrics.get(name));
+        let (ours, theirs) = (
+            ours.unwrap_or_else(|| panic!("ours has no {name}")),
+            theirs.unwrap_or_else(|| panic!("k6's has no {name}")),
+        );
+        assert_eq!(
+            (&ours.0, &ours.1, &ours.2),
+            (&theirs.0, &theirs.1, &theirs.2),
+            "{name}: type, contains and values as k6's"
+        );
+        let expressions = |m: &DataMetric| m.3.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>();
+        if name != "http_req_duration" && name != "http_req_duration{name:home}" {
+            assert_eq!(expressions(ours), expressions(theirs), "{name}");
+        }
+    }
+    assert!(our_metrics["my_counter"].3.contains(&("count>1000".into(), false)));
+    assert!(our_metrics["checks"].3.contains(&("rate>0.99".into(), true)));
+    assert_eq!(ours["setup_data"]["token"], "abc");
+    // The figures are the run's own: those of its summary.json.
+    let summary = common::summary_json(&run_dir);
+    let requests = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap();
+    assert_eq!(requests, 30.0);
+    assert_eq!(ours["metrics"]["http_reqs"]["values"]["count"], 30);
+    assert_eq!(our_checks, vec![("status is 200".to_string(), 30, 0)]);
+    assert_eq!(
+        ours["metrics"]["http_req_duration"]["values"]["p(95)"].as_f64(),
+        summary["metrics"]["http_req_duration"]["p95"].as_f64()
+    );
+}

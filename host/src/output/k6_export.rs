@@ -11,6 +11,10 @@
 //!   `false` is a threshold that held).
 //! - `root_group`: the checks, each with its `passes` and `fails`, `path` `::NAME` and
 //!   `id` the MD5 of the path, as k6 names them.
+//!
+//! [`handle_summary_data`] is the other shape k6 has for the same figures: the `data`
+//! it hands a script's `handleSummary(data)` (metrics with `type`, `contains` and
+//! `values`, thresholds as `{ok}`, checks as a list, `options` and `state`).
 
 use crate::files::WriteFailure;
 use crate::metrics::summary::{MetricSummary, Stats};
@@ -148,4 +152,79 @@ mod tests {
             "6210a8cd14cd70477eba5c5e4cb3fb5f"
         );
     }
+}
+
+/// What `handleSummary(data)` receives, in k6's shape: each metric as
+/// `{type, contains, values, thresholds: {expr: {ok}}}`, `root_group` with the checks
+/// as a list, `options` (`summaryTrendStats`, `summaryTimeUnit`, `noColor`), `state`
+/// (`isStdOutTTY`, `isStdErrTTY`, `testRunDurationMs`) and `setup_data`.
+pub(crate) fn handle_summary_data(summary: &Summary, setup_data: &str) -> Value {
+    use std::io::IsTerminal;
+    let mut metrics = Map::new();
+    for m in summary.metrics.values().chain(summary.submetrics.values()) {
+        let (kind, contains) = match (&m.stats, &m.def) {
+            (Stats::Counter { .. }, Some(d)) if d.is_bytes => ("counter", "data"),
+            (Stats::Counter { .. }, _) => ("counter", "default"),
+            (Stats::Gauge { .. }, _) => ("gauge", "default"),
+            (Stats::Rate { .. }, _) => ("rate", "default"),
+            (Stats::Trend(_), Some(d)) if d.is_time => ("trend", "time"),
+            (Stats::Trend(_), _) => ("trend", "default"),
+        };
+        let mut values = fields_of(m, summary);
+        if let Stats::Rate { rate, .. } = &m.stats {
+            // k6 names a rate's share `rate` here (`value` in the export).
+            values.remove("value");
+            values.insert("rate".into(), number(*rate));
+        }
+        let mut metric = Map::new();
+        metric.insert("type".into(), kind.into());
+        metric.insert("contains".into(), contains.into());
+        metric.insert("values".into(), Value::Object(values));
+        let thresholds: Map<String, Value> = summary
+            .thresholds
+            .iter()
+            .filter(|t| t.metric.trim() == m.name)
+            .map(|t| (t.threshold.clone(), json!({ "ok": t.ok })))
+            .collect();
+        if !thresholds.is_empty() {
+            metric.insert("thresholds".into(), Value::Object(thresholds));
+        }
+        metrics.insert(m.name.clone(), Value::Object(metric));
+    }
+    let checks: Vec<Value> = summary
+        .checks
+        .iter()
+        .map(|c| {
+            let path = format!("::{}", c.name);
+            json!({
+                "name": c.name,
+                "path": path,
+                "id": md5_hex(&path),
+                "passes": c.passes,
+                "fails": c.fails,
+            })
+        })
+        .collect();
+    let trend_stats: Vec<&str> = summary.trend_stats.iter().map(|s| s.label()).collect();
+    json!({
+        "metrics": metrics,
+        "root_group": {
+            "name": "",
+            "path": "",
+            "id": md5_hex(""),
+            "groups": [],
+            "checks": checks,
+        },
+        "options": {
+            "summaryTrendStats": trend_stats,
+            "summaryTimeUnit": "",
+            "noColor": std::env::var_os("NO_COLOR").is_some(),
+        },
+        "state": {
+            "isStdOutTTY": std::io::stdout().is_terminal(),
+            "isStdErrTTY": std::io::stderr().is_terminal(),
+            "testRunDurationMs": summary.duration_s * 1000.0,
+        },
+        "setup_data": serde_json::from_str::<Value>(setup_data).unwrap_or(Value::Null),
+    })
 }

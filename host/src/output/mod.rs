@@ -6,6 +6,7 @@ pub(crate) mod chart_data;
 pub(crate) mod charts;
 pub(crate) mod compare;
 pub(crate) mod compare_stack;
+pub(crate) mod handled;
 pub(crate) mod hdr_log;
 pub(crate) mod junit;
 pub(crate) mod k6_export;

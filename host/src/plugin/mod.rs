@@ -15,6 +15,7 @@ pub(crate) mod output;
 pub(crate) mod pin;
 pub(crate) mod shape;
 pub(crate) mod state;
+pub(crate) mod summary;
 pub(crate) mod validate;
 
 use anyhow::{Context, Result};
@@ -39,6 +40,8 @@ pub struct Plugin {
     pub pre: ScenarioPre<VuState>,
     /// Facts about the file.
     pub meta: PluginFile,
+    /// Its `summary` export's `handle-summary` (k6's `handleSummary`), if it has one.
+    pub summary: Option<wasmtime::component::ComponentExportIndex>,
 }
 
 /// Facts about a plugin file, for results and `inspect`.
@@ -104,6 +107,7 @@ impl Plugin {
         })?;
         Ok(Plugin {
             engine: engine.clone(),
+            summary: summary::find(engine, &component),
             pre,
             meta: PluginFile {
                 path: path.to_path_buf(),
@@ -117,6 +121,16 @@ impl Plugin {
 
     /// A new store and instance for a VU.
     pub async fn instantiate(&self, state: VuState) -> Result<(Store<VuState>, Scenario)> {
+        let (store, scenario, _) = self.instantiate_with_handle(state).await?;
+        Ok((store, scenario))
+    }
+
+    /// A new store and instance, with the instance's handle for exports beyond the
+    /// `scenario` world's (the `summary` export).
+    pub(crate) async fn instantiate_with_handle(
+        &self,
+        state: VuState,
+    ) -> Result<(Store<VuState>, Scenario, wasmtime::component::Instance)> {
         let mut store = Store::new(&self.engine, state);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut ctx| {
@@ -136,10 +150,13 @@ impl Plugin {
         });
         let instance = self
             .pre
+            .instance_pre()
             .instantiate_async(&mut store)
             .await
             .map_err(|e| instantiate_error(&self.meta.path, e))?;
-        Ok((store, instance))
+        let scenario = Scenario::new(&mut store, &instance)
+            .map_err(|e| instantiate_error(&self.meta.path, e))?;
+        Ok((store, scenario, instance))
     }
 
     /// Calls `describe()` in a throwaway instance; also what it declared it may record

@@ -70,7 +70,7 @@ pub(crate) fn check_contract(engine: &Engine, component: &Component, shown: &Pat
 /// contract, and wasmtime links a plugin's `@0.3.0` imports to the host's `@0.3.2`).
 /// A later patch may import what this host lacks, and another line changed the
 /// contract.
-fn runs(version: &str) -> bool {
+pub(crate) fn runs(version: &str) -> bool {
     let parse = |v: &str| -> Option<(u64, u64, u64)> {
         let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
         let version = (parts.next()??, parts.next()??, parts.next()??);

@@ -246,7 +246,8 @@ pub(crate) async fn run_then(
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started, &mut live).await?;
     teardown(&request, &plan.config, &mut setup).await;
-    let outcome = finish(
+    let summary_timeout = plan.config.limits.setup_timeout;
+    let mut outcome = finish(
         &request,
         plan,
         &setup,
@@ -255,6 +256,7 @@ pub(crate) async fn run_then(
         &mut live,
         before_writing,
     )?;
+    handle_summary(&request, &mut setup, summary_timeout, &mut outcome).await;
     live.close().await;
     Ok(outcome)
 }
@@ -286,6 +288,8 @@ struct Setup {
     /// The instance `setup()` ran in; `teardown()` runs in it too.
     store: Store<VuState>,
     instance: Scenario,
+    /// The same instance's handle, for the exports beyond the `scenario` world's.
+    handle: wasmtime::component::Instance,
     data: Arc<str>,
     /// Where the setup instance's requests are recorded when they are not counted
     /// with the run's (`[http] count_setup = false`).
@@ -401,7 +405,7 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
 
     let (setup_services, apart) = stage::services(config, &services);
     let setup_state = VuState::new(setup_services, setup_identity(&config.env));
-    let (mut store, instance) = plugin.instantiate(setup_state).await?;
+    let (mut store, instance, handle) = plugin.instantiate_with_handle(setup_state).await?;
     let data: Arc<str> = match remote.and_then(|r| r.given_setup_data()) {
         // A worker: setup() ran once, at the coordinator.
         Some(data) => data,
@@ -431,6 +435,7 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
         started_at,
         store,
         instance,
+        handle,
         data,
         apart,
     })
@@ -631,6 +636,47 @@ async fn teardown(request: &RunRequest, config: &RunConfig, setup: &mut Setup) {
         .await;
     if let Err(e) = plugin::outcome(result, setup.store.data()) {
         crate::stderr::warn(format_args!("teardown() {e}"));
+    }
+}
+
+/// The plugin's own summary (k6's `handleSummary`), when it exports one: called after
+/// the results are written, in the instance `setup()` and `teardown()` ran in, with the
+/// summary in k6's shape; what it returns is printed or written into the results
+/// folder. Its failure is a results file that could not be written, so a run that
+/// passed exits 1 and says why. A worker leaves it to the coordinator, as `teardown()`.
+async fn handle_summary(
+    request: &RunRequest,
+    setup: &mut Setup,
+    timeout: std::time::Duration,
+    outcome: &mut RunOutcome,
+) {
+    let Some(export) = setup.plugin.summary else {
+        return;
+    };
+    if let Some(r) = &request.remote {
+        if r.0.given_setup_data().is_some() {
+            return;
+        }
+    }
+    let data = crate::output::k6_export::handle_summary_data(&outcome.summary, &setup.data);
+    // The identity stays teardown's: anything it records is tagged `stage=teardown`.
+    setup.store.data_mut().budget.start_call(timeout);
+    let called = plugin::summary::call(
+        &mut setup.store,
+        &setup.handle,
+        &export,
+        &data.to_string(),
+    )
+    .await;
+    match called {
+        Ok(renderings) => {
+            let failures = crate::output::handled::deliver(&renderings, &outcome.results_dir);
+            outcome.write_failures.extend(failures);
+        }
+        Err(e) => outcome.write_failures.push(crate::output::WriteFailure {
+            file: "the plugin's own summary (handleSummary)".into(),
+            error: e.to_string(),
+        }),
     }
 }
 

@@ -52,7 +52,23 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "sha512_256",
         ],
     ),
+    // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
+    // `handleSummary` imports them by URL.
+    (K6_SUMMARY, &["textSummary", "jUnit"]),
 ];
+
+/// The layer's name for jslib's k6-summary module.
+const K6_SUMMARY: &str = "k6-summary";
+
+/// Whether `spec` is jslib's k6-summary module (any version), which the layer carries:
+/// `https://jslib.k6.io/k6-summary/0.0.2/index.js`.
+fn is_k6_summary(spec: &str) -> bool {
+    spec.strip_prefix("https://jslib.k6.io/k6-summary/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(version, file)| {
+            file == "index.js" && version.split('.').all(|p| p.parse::<u32>().is_ok())
+        })
+}
 
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
@@ -410,6 +426,9 @@ fn resolve(
 ) -> Result<String> {
     if MODULES.iter().any(|(m, _)| *m == spec) {
         return Ok(spec.to_string());
+    }
+    if is_k6_summary(spec) {
+        return Ok(K6_SUMMARY.to_string());
     }
     if let Some((_, why)) = REFUSED.iter().find(|(m, _)| *m == spec) {
         bail!("{at}: `{spec}` is not supported by this host: {why} (see docs/k6-compatibility.md)");

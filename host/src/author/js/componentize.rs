@@ -59,7 +59,9 @@ pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
     let pkg = resolve
         .push_str("scenario.wit", wit)
         .context("the contract's WIT does not parse")?;
-    let world = resolve.select_world(&[pkg], Some("scenario"))?;
+    // The world with the `summary` export: the layer exports `handleSummary` for every
+    // script (an empty answer when the script has none).
+    let world = resolve.select_world(&[pkg], Some("scenario-with-summary"))?;
     let (mut dylib, _metadata) = wit_dylib::create_with_metadata(&resolve, world, None);
     wit_component::embed_component_metadata(
         &mut dylib,

@@ -1,0 +1,108 @@
+//! Delivers what a plugin's own summary (k6's `handleSummary`) returned: `stdout` and
+//! `stderr` are printed, any other key is a file name written into the run's results
+//! folder. A scenario is untrusted code, so a name that would leave that folder (an
+//! absolute path, `..`) is refused and reported, not written: k6 writes such paths
+//! relative to the working directory, this host does not let a shared script choose
+//! where on the operator's disk it writes.
+
+use crate::files::WriteFailure;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+/// Prints and writes each rendering; returns what could not be written, and prints
+/// where each file went.
+pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> Vec<WriteFailure> {
+    let mut failures = Vec::new();
+    for (to, content) in renderings {
+        match to.as_str() {
+            "stdout" => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(content).and_then(|()| out.flush());
+            }
+            "stderr" => {
+                let _ = std::io::stderr().lock().write_all(content);
+            }
+            name => match write_inside(results_dir, name, content) {
+                Ok(path) => println!("  handleSummary wrote {}", path.display()),
+                Err(error) => failures.push(WriteFailure {
+                    file: format!("{name} (from handleSummary)"),
+                    error,
+                }),
+            },
+        }
+    }
+    failures
+}
+
+/// Writes `name` under `dir`, refusing a name that is not a plain relative path.
+fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, String> {
+    let relative = inside(name)?;
+    let path = dir.join(&relative);
+    let parent = path.parent().unwrap_or(dir);
+    std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .ok_or_else(|| "names no file".to_string())?;
+    crate::files::write_whole(parent, &file, content).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// `name` as a path inside the results folder, or why it is not one.
+fn inside(name: &str) -> Result<PathBuf, String> {
+    let path = Path::new(name);
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir => {}
+            _ => {
+                return Err(format!(
+                    "is outside the run's results folder; handleSummary may return \
+                     \"stdout\", \"stderr\" or a relative file name without \"..\" (it is \
+                     written into the results folder)"
+                ))
+            }
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err("is an empty file name".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_leave_the_results_folder_are_refused_and_the_others_written_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let renderings = vec![
+            ("summary.json".to_string(), b"{}".to_vec()),
+            ("./reports/junit.xml".to_string(), b"<x/>".to_vec()),
+            ("/etc/evil".to_string(), b"no".to_vec()),
+            ("../evil".to_string(), b"no".to_vec()),
+            ("a/../../evil".to_string(), b"no".to_vec()),
+            ("".to_string(), b"no".to_vec()),
+        ];
+        let failures = deliver(&renderings, dir.path());
+        assert_eq!(std::fs::read(dir.path().join("summary.json")).unwrap(), b"{}");
+        assert_eq!(
+            std::fs::read(dir.path().join("reports/junit.xml")).unwrap(),
+            b"<x/>"
+        );
+        let refused: Vec<&str> = failures.iter().map(|f| f.file.as_str()).collect();
+        assert_eq!(
+            refused,
+            [
+                "/etc/evil (from handleSummary)",
+                "../evil (from handleSummary)",
+                "a/../../evil (from handleSummary)",
+                " (from handleSummary)"
+            ]
+        );
+        assert!(failures[0].error.contains("outside the run's results folder"));
+        assert!(!dir.path().parent().unwrap().join("evil").exists());
+    }
+}
