@@ -504,14 +504,15 @@ export function handleSummary(data) {
 /// its values, and its thresholds (expression → ok).
 type DataMetric = (String, String, Vec<String>, Vec<(String, bool)>);
 
-/// Reads handleSummary's `data` the way a k6 script's handleSummary does, refusing
-/// anything outside the shape k6 gives: the same code reads k6's and ours.
-fn read_summary_data(
-    data: &serde_json::Value,
-) -> (
+/// handleSummary's data as read: the metrics by name, and the checks (name, passes, fails).
+type SummaryData = (
     std::collections::BTreeMap<String, DataMetric>,
     Vec<(String, u64, u64)>,
-) {
+);
+
+/// Reads handleSummary's `data` the way a k6 script's handleSummary does, refusing
+/// anything outside the shape k6 gives: the same code reads k6's and ours.
+fn read_summary_data(data: &serde_json::Value) -> SummaryData {
     let mut metrics = std::collections::BTreeMap::new();
     for (name, m) in data["metrics"].as_object().expect("metrics") {
         let kind = m["type"].as_str().expect("type").to_string();
@@ -587,18 +588,25 @@ async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only(
     assert!(!work.join("escaped.txt").exists() && !dir.path().join("escaped.txt").exists());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("✓ status is 200"), "{shown}");
+    // textSummary's lines come after the host's own summary.
     let counter_line = stdout
         .lines()
+        .rev()
         .find(|l| l.contains("my_counter"))
         .unwrap_or_else(|| panic!("textSummary prints my_counter: {shown}"));
-    assert!(counter_line.contains('✗') && counter_line.contains("30"), "{counter_line}");
+    assert!(
+        counter_line.contains('✗') && counter_line.contains("30"),
+        "{counter_line}"
+    );
 
     let run_dir = common::only_results_dir(&results);
     let junit = std::fs::read_to_string(run_dir.join("reports/junit.xml")).unwrap();
-    assert!(junit.contains("failures=\"1\"") && junit.contains("my_counter - count&gt;1000"), "{junit}");
+    assert!(
+        junit.contains("failures=\"1\"") && junit.contains("my_counter - count&gt;1000"),
+        "{junit}"
+    );
     let ours: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("data.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("data.json")).unwrap()).unwrap();
     let k6: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/k6-handle-summary.json"),
@@ -638,8 +646,12 @@ async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only(
             assert_eq!(expressions(ours), expressions(theirs), "{name}");
         }
     }
-    assert!(our_metrics["my_counter"].3.contains(&("count>1000".into(), false)));
-    assert!(our_metrics["checks"].3.contains(&("rate>0.99".into(), true)));
+    assert!(our_metrics["my_counter"]
+        .3
+        .contains(&("count>1000".into(), false)));
+    assert!(our_metrics["checks"]
+        .3
+        .contains(&("rate>0.99".into(), true)));
     assert_eq!(ours["setup_data"]["token"], "abc");
     // The figures are the run's own: those of its summary.json.
     let summary = common::summary_json(&run_dir);

@@ -179,6 +179,17 @@ impl Registry {
         Ok(id)
     }
 
+    /// Registers `name` as a trend of times (values in milliseconds, held to the
+    /// microsecond), or marks the trend of that name as one. Nothing happens to a name
+    /// of another kind or one the registry refuses: adding to it says why.
+    pub fn mark_time(&self, name: &str) {
+        let Ok(id) = self.get_or_register(name, MetricKind::Trend) else {
+            return;
+        };
+        let mut inner = self.inner.write().expect("registry lock");
+        inner.defs[id as usize].is_time = true;
+    }
+
     /// The id of an existing metric.
     pub fn lookup(&self, name: &str) -> Option<MetricId> {
         self.inner

@@ -39,7 +39,8 @@ fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, Strin
     let relative = inside(name)?;
     let path = dir.join(&relative);
     let parent = path.parent().unwrap_or(dir);
-    std::fs::create_dir_all(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -57,11 +58,12 @@ fn inside(name: &str) -> Result<PathBuf, String> {
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
             _ => {
-                return Err(format!(
+                return Err(
                     "is outside the run's results folder; handleSummary may return \
                      \"stdout\", \"stderr\" or a relative file name without \"..\" (it is \
                      written into the results folder)"
-                ))
+                        .to_string(),
+                )
             }
         }
     }
@@ -87,7 +89,10 @@ mod tests {
             ("".to_string(), b"no".to_vec()),
         ];
         let failures = deliver(&renderings, dir.path());
-        assert_eq!(std::fs::read(dir.path().join("summary.json")).unwrap(), b"{}");
+        assert_eq!(
+            std::fs::read(dir.path().join("summary.json")).unwrap(),
+            b"{}"
+        );
         assert_eq!(
             std::fs::read(dir.path().join("reports/junit.xml")).unwrap(),
             b"<x/>"
@@ -102,7 +107,9 @@ mod tests {
                 " (from handleSummary)"
             ]
         );
-        assert!(failures[0].error.contains("outside the run's results folder"));
+        assert!(failures[0]
+            .error
+            .contains("outside the run's results folder"));
         assert!(!dir.path().parent().unwrap().join("evil").exists());
     }
 }

@@ -132,28 +132,6 @@ pub(crate) fn write(path: &Path, summary: &Summary) -> Result<(), WriteFailure> 
         .map_err(|e| failure(e.to_string()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn whole_numbers_are_written_as_k6_writes_them() {
-        assert_eq!(number(20.0).to_string(), "20");
-        assert_eq!(number(0.5).to_string(), "0.5");
-        assert_eq!(number(1e300).to_string(), "1e+300");
-    }
-
-    #[test]
-    fn check_ids_are_the_md5_of_their_path() {
-        // Both from a file k6 1.1.0 wrote.
-        assert_eq!(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
-        assert_eq!(
-            md5_hex("::status is 200"),
-            "6210a8cd14cd70477eba5c5e4cb3fb5f"
-        );
-    }
-}
-
 /// What `handleSummary(data)` receives, in k6's shape: each metric as
 /// `{type, contains, values, thresholds: {expr: {ok}}}`, `root_group` with the checks
 /// as a list, `options` (`summaryTrendStats`, `summaryTimeUnit`, `noColor`), `state`
@@ -227,4 +205,26 @@ pub(crate) fn handle_summary_data(summary: &Summary, setup_data: &str) -> Value 
         },
         "setup_data": serde_json::from_str::<Value>(setup_data).unwrap_or(Value::Null),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_are_written_as_k6_writes_them() {
+        assert_eq!(number(20.0).to_string(), "20");
+        assert_eq!(number(0.5).to_string(), "0.5");
+        assert_eq!(number(1e300).to_string(), "1e+300");
+    }
+
+    #[test]
+    fn check_ids_are_the_md5_of_their_path() {
+        // Both from a file k6 1.1.0 wrote.
+        assert_eq!(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(
+            md5_hex("::status is 200"),
+            "6210a8cd14cd70477eba5c5e4cb3fb5f"
+        );
+    }
 }

@@ -17,7 +17,10 @@ fn interface_prefix() -> String {
 
 /// The `handle-summary` function of the plugin's `summary` export, if it has one of a
 /// contract version this host runs.
-pub(crate) fn find(engine: &wasmtime::Engine, component: &Component) -> Option<ComponentExportIndex> {
+pub(crate) fn find(
+    engine: &wasmtime::Engine,
+    component: &Component,
+) -> Option<ComponentExportIndex> {
     let prefix = interface_prefix();
     let name = component
         .component_type()
@@ -43,7 +46,9 @@ pub(crate) async fn call(
 ) -> Result<Renderings, GuestCallError> {
     let func = instance
         .get_typed_func::<(&str,), (Result<Renderings, String>,)>(&mut *store, export)
-        .map_err(|e| GuestCallError::Returned(format!("has a summary export of another shape: {e:#}")))?;
+        .map_err(|e| {
+            GuestCallError::Returned(format!("has a summary export of another shape: {e:#}"))
+        })?;
     let result = func.call_async(&mut *store, (data,)).await.map(|(r,)| r);
     outcome(result, store.data())
 }

@@ -134,8 +134,9 @@ mod tests {
         assert!(runs(WIT_VERSION));
         assert!(runs("0.3.0"));
         assert!(runs("0.3.1"));
+        assert!(runs("0.3.2"));
         assert!(
-            !runs("0.3.3"),
+            !runs("0.3.4"),
             "a later patch may import what this host lacks"
         );
         assert!(!runs("0.2.0"));

@@ -661,13 +661,8 @@ async fn handle_summary(
     let data = crate::output::k6_export::handle_summary_data(&outcome.summary, &setup.data);
     // The identity stays teardown's: anything it records is tagged `stage=teardown`.
     setup.store.data_mut().budget.start_call(timeout);
-    let called = plugin::summary::call(
-        &mut setup.store,
-        &setup.handle,
-        &export,
-        &data.to_string(),
-    )
-    .await;
+    let called =
+        plugin::summary::call(&mut setup.store, &setup.handle, &export, &data.to_string()).await;
     match called {
         Ok(renderings) => {
             let failures = crate::output::handled::deliver(&renderings, &outcome.results_dir);

@@ -182,6 +182,12 @@ def trend(name: str, value: float, tags: dict = None) -> None:
     _metrics.add(name, _metrics.MetricKind.TREND, float(value), _tags(tags))
 
 
+def trend_time(name: str, milliseconds: float, tags: dict = None) -> None:
+    """Adds a sample to a custom trend of times (shown and exported as times, as k6's
+    `Trend(name, true)`; contract 0.3.3)."""
+    _metrics.add_time(name, float(milliseconds), _tags(tags))
+
+
 def sleep(seconds: float) -> None:
     """Think time, without holding a host thread."""
     _vu.sleep(max(0, int(seconds * 1000)))

@@ -46,3 +46,9 @@ pub fn rate(name: &str, value: bool, tags: &[(&str, &str)]) {
 pub fn trend(name: &str, value: f64, tags: &[(&str, &str)]) {
     add(name, Kind::Trend, value, tags);
 }
+
+/// Adds `milliseconds` to the trend `name` and marks it a trend of times, so the
+/// summary shows and exports it as one (k6's `new Trend(name, true)`; contract 0.3.3).
+pub fn trend_time(name: &str, milliseconds: f64, tags: &[(&str, &str)]) {
+    wit::add_time(name, milliseconds, &owned(tags));
+}

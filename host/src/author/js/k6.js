@@ -235,7 +235,10 @@ class Metric {
     if (this.kind === 'rate') v = value ? 1 : 0;
     else v = typeof value === 'boolean' ? (value ? 1 : 0) : Number(value);
     if (Number.isNaN(v)) throw new Error(`${this.name}.add: ${JSON.stringify(value)} is not a number`);
-    hostMetrics.add(this.name, this.kind, v, tagList(tags));
+    // A trend of times (`new Trend(name, true)`) goes through add-time: shown and
+    // exported as times, as k6 shows it.
+    if (this.isTime && this.kind === 'trend') hostMetrics.addTime(this.name, v, tagList(tags));
+    else hostMetrics.add(this.name, this.kind, v, tagList(tags));
     return true;
   }
 }
@@ -872,7 +875,8 @@ function metricLine(name, m, stats, timeUnit) {
     case 'rate':
       return [`${(v.rate * 100).toFixed(2)}%`, `✓ ${v.passes}`, `✗ ${v.fails}`];
     default:
-      return stats.filter((s) => v[s] !== undefined).map((s) => `${s}=${summaryValue(v[s], m.contains, timeUnit)}`);
+      return stats.filter((s) => v[s] !== undefined)
+        .map((s) => `${s}=${s === 'count' ? summaryValue(v[s], 'default') : summaryValue(v[s], m.contains, timeUnit)}`);
   }
 }
 function textSummary(data, opts) {

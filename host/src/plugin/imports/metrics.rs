@@ -73,6 +73,18 @@ impl wit::Host for VuState {
         Ok(())
     }
 
+    fn add_time(
+        &mut self,
+        name: String,
+        milliseconds: f64,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        // Marked before the sample is added, so the first sample's summary row already
+        // reads as a time. A name taken by another kind is left to `add`'s warning.
+        self.services.recorder.registry().mark_time(&name);
+        wit::Host::add(self, name, wit::MetricKind::Trend, milliseconds, tags)
+    }
+
     fn declare(
         &mut self,
         metrics: Vec<wit::MetricDeclaration>,
