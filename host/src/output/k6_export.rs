@@ -42,17 +42,7 @@ pub(crate) fn render(summary: &Summary) -> Value {
     let checks: Map<String, Value> = summary
         .checks
         .iter()
-        .map(|c| {
-            let path = format!("::{}", c.name);
-            let check = json!({
-                "name": c.name,
-                "path": path,
-                "id": md5_hex(&path),
-                "passes": c.passes,
-                "fails": c.fails,
-            });
-            (c.name.clone(), check)
-        })
+        .map(|c| (c.name.clone(), check_json(c)))
         .collect();
     json!({
         "metrics": metrics,
@@ -63,6 +53,18 @@ pub(crate) fn render(summary: &Summary) -> Value {
             "groups": {},
             "checks": checks,
         },
+    })
+}
+
+/// A check as k6 writes it in `root_group`: its path `::NAME` and the path's MD5 as id.
+fn check_json(c: &crate::summary::CheckSummary) -> Value {
+    let path = format!("::{}", c.name);
+    json!({
+        "name": c.name,
+        "path": path,
+        "id": md5_hex(&path),
+        "passes": c.passes,
+        "fails": c.fails,
     })
 }
 
@@ -169,20 +171,7 @@ pub(crate) fn handle_summary_data(summary: &Summary, setup_data: &str) -> Value 
         }
         metrics.insert(m.name.clone(), Value::Object(metric));
     }
-    let checks: Vec<Value> = summary
-        .checks
-        .iter()
-        .map(|c| {
-            let path = format!("::{}", c.name);
-            json!({
-                "name": c.name,
-                "path": path,
-                "id": md5_hex(&path),
-                "passes": c.passes,
-                "fails": c.fails,
-            })
-        })
-        .collect();
+    let checks: Vec<Value> = summary.checks.iter().map(check_json).collect();
     let trend_stats: Vec<&str> = summary.trend_stats.iter().map(|s| s.label()).collect();
     json!({
         "metrics": metrics,
