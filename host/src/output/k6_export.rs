@@ -44,7 +44,7 @@ pub(crate) fn render(summary: &Summary) -> Value {
         .iter()
         .map(|c| (c.name.clone(), check_json(c)))
         .collect();
-    json!({
+    let mut export = json!({
         "metrics": metrics,
         "root_group": {
             "name": "",
@@ -53,7 +53,21 @@ pub(crate) fn render(summary: &Summary) -> Value {
             "groups": {},
             "checks": checks,
         },
-    })
+    });
+    // k6 writes `setup_data` when setup() returned something.
+    if let Some(data) = setup_data(summary) {
+        export["setup_data"] = data;
+    }
+    export
+}
+
+/// What `setup()` returned, as JSON, unless it returned nothing (`null`, empty, or
+/// text that is not JSON, which a Rust or Python plugin may return).
+fn setup_data(summary: &Summary) -> Option<Value> {
+    let text = summary.setup_data.as_deref()?;
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| !v.is_null())
 }
 
 /// A check as k6 writes it in `root_group`: its path `::NAME` and the path's MD5 as id.
@@ -138,7 +152,7 @@ pub(crate) fn write(path: &Path, summary: &Summary) -> Result<(), WriteFailure> 
 /// `{type, contains, values, thresholds: {expr: {ok}}}`, `root_group` with the checks
 /// as a list, `options` (`summaryTrendStats`, `summaryTimeUnit`, `noColor`), `state`
 /// (`isStdOutTTY`, `isStdErrTTY`, `testRunDurationMs`) and `setup_data`.
-pub(crate) fn handle_summary_data(summary: &Summary, setup_data: &str) -> Value {
+pub(crate) fn handle_summary_data(summary: &Summary) -> Value {
     use std::io::IsTerminal;
     let mut metrics = Map::new();
     for m in summary.metrics.values().chain(summary.submetrics.values()) {
@@ -192,7 +206,7 @@ pub(crate) fn handle_summary_data(summary: &Summary, setup_data: &str) -> Value 
             "isStdErrTTY": std::io::stderr().is_terminal(),
             "testRunDurationMs": summary.duration_s * 1000.0,
         },
-        "setup_data": serde_json::from_str::<Value>(setup_data).unwrap_or(Value::Null),
+        "setup_data": setup_data(summary).unwrap_or(Value::Null),
     })
 }
 

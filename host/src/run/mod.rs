@@ -658,7 +658,7 @@ async fn handle_summary(
             return;
         }
     }
-    let data = crate::output::k6_export::handle_summary_data(&outcome.summary, &setup.data);
+    let data = crate::output::k6_export::handle_summary_data(&outcome.summary);
     // The identity stays teardown's: anything it records is tagged `stage=teardown`.
     setup.store.data_mut().budget.start_call(timeout);
     let called =
@@ -758,6 +758,7 @@ fn finish(
     if let Some(watch) = &request.watch {
         summary.note_service_events(&watch.0.events(), t0, &failed_by_second);
     }
+    summary.setup_data = Some(setup.data.to_string());
     summary.setup = match &setup.apart {
         Some(apart) => summary::setup::summarize(&apart.drain(), false),
         None => summary::setup::summarize(aggregator.totals(), true),

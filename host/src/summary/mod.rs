@@ -109,6 +109,10 @@ pub struct Summary {
     pub service_events: Vec<service_events::ServiceEvent>,
     /// Requests of `setup()` and `teardown()`, and whether the totals count them.
     pub setup: setup::SetupSummary,
+    /// What `setup()` returned (JSON), for k6's shapes, which carry it as `setup_data`;
+    /// not in summary.json (it may be large, and it is the plugin's, not a figure).
+    #[serde(skip)]
+    pub setup_data: Option<String>,
     /// Figures per method + `name`, busiest first (at most 200, then `other`).
     pub endpoints: Vec<crate::metrics::endpoints::Endpoint>,
     /// Whether the generator was the bottleneck, on its own evidence (its CPU, late
@@ -363,6 +367,7 @@ impl Summary {
             log: Default::default(),
             service_events: Vec::new(),
             setup: Default::default(),
+            setup_data: None,
             endpoints: endpoints.rows,
             generator_saturated: Default::default(),
             target_saturated: Default::default(),
