@@ -93,5 +93,7 @@ mod tests {
         assert_eq!(tls.chain.len(), 2);
         let config = tls.server_config().unwrap();
         assert_eq!(config.alpn_protocols[0], b"h2");
+        // QUIC takes the same certificate over TLS 1.3 (it refuses a config without it).
+        tls.quic_server_config().unwrap();
     }
 }
