@@ -433,7 +433,7 @@ fn the_schema_refuses_what_the_config_reader_refuses() {
         "[thresholds]\nhttp_req_duration = []\n",
         "[thresholds]\nhttp_req_duration = 5\n",
         "[tls]\ntls_version = \"tls1.1\"\n",
-        "[http]\nversions = [\"h3\"]\n",
+        "[http]\nversions = [\"h3-29\"]\n",
         "[stack]\non_service_exit = \"ignore\"\n",
     ] {
         assert!(check(v, "bad", bad).is_err(), "the schema took:\n{bad}");

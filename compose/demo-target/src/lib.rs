@@ -20,6 +20,7 @@ mod clients;
 mod commands;
 mod counters;
 mod faults;
+mod http3;
 mod inline_worker;
 mod invoke;
 mod live;

@@ -102,6 +102,10 @@ struct Args {
     /// the edge, as a Compose stack publishes it (compose/docker-compose.tls.yml).
     #[arg(long, env = "DEMO_TLS_LISTEN", conflicts_with = "tls")]
     tls_listen: Option<SocketAddr>,
+    /// Also serve HTTP/3 (QUIC) on this UDP address, with the certificate of --tls or
+    /// --tls-listen; their answers then carry `Alt-Svc: h3=":PORT"`.
+    #[arg(long, env = "DEMO_H3_LISTEN")]
+    h3_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
     #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
@@ -240,6 +244,13 @@ async fn main() -> anyhow::Result<()> {
             "--tls-ca-out needs --tls or --tls-listen: without them no certificate is made"
         );
     }
+    if args.h3_listen.is_some() && !args.tls && args.tls_listen.is_none() {
+        anyhow::bail!(
+            "--h3-listen needs --tls or --tls-listen: HTTP/3 always runs over TLS, and its \
+             certificate is theirs"
+        );
+    }
+    let mut demo_tls = None;
     let tls = if args.tls || args.tls_listen.is_some() {
         let names: Vec<&str> = args.tls_names.iter().map(String::as_str).collect();
         let tls = demo_target::DemoTls::generate(&names)?;
@@ -252,7 +263,9 @@ async fn main() -> anyhow::Result<()> {
             })?,
             None => print!("{}", tls.ca_pem),
         }
-        Some(tls.server_config()?)
+        let config = tls.server_config()?;
+        demo_tls = Some(tls);
+        Some(config)
     } else {
         None
     };
@@ -263,6 +276,10 @@ async fn main() -> anyhow::Result<()> {
     if let (Some(addr), Some(tls)) = (args.tls_listen, tls) {
         let bound = server.also_tls(addr, tls)?;
         println!("demo target listening on https://{bound} too");
+    }
+    if let (Some(addr), Some(tls)) = (args.h3_listen, &demo_tls) {
+        let bound = server.also_h3(addr, tls)?;
+        println!("demo target listening on HTTP/3 (UDP) {bound} too");
     }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;

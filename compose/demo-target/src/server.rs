@@ -41,7 +41,14 @@ pub struct DemoServer {
     more: Vec<JoinHandle<()>>,
     /// Whether it serves https (and h2 by ALPN).
     tls: bool,
+    /// The `Alt-Svc` field of the TLS listeners' answers, once HTTP/3 is served
+    /// ([`DemoServer::also_h3`]).
+    alt_svc: AltSvc,
 }
+
+/// The `Alt-Svc` value TCP answers carry, set when the HTTP/3 listener starts (after
+/// the TCP ones, which already serve).
+pub(crate) type AltSvc = Arc<std::sync::OnceLock<hyper::header::HeaderValue>>;
 
 impl DemoServer {
     /// Binds `addr` (port 0 picks a free port) and serves on a spawned tokio task.
@@ -95,7 +102,21 @@ impl DemoServer {
                 stop_rx.clone(),
             ));
         }
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx, tls));
+        let alt_svc = AltSvc::default();
+        // Only answers over TLS name the HTTP/3 alternative: browsers (and the host)
+        // upgrade https:// origins alone.
+        let own_alt_svc = if is_tls {
+            alt_svc.clone()
+        } else {
+            AltSvc::default()
+        };
+        let task = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&state),
+            stop_rx,
+            tls,
+            own_alt_svc,
+        ));
         Ok(DemoServer {
             addr,
             state,
@@ -103,6 +124,7 @@ impl DemoServer {
             task,
             more: Vec::new(),
             tls: is_tls,
+            alt_svc,
         })
     }
 
@@ -122,6 +144,31 @@ impl DemoServer {
             Arc::clone(&self.state),
             self.stop.subscribe(),
             Some(tokio_rustls::TlsAcceptor::from(tls)),
+            self.alt_svc.clone(),
+        )));
+        Ok(bound)
+    }
+
+    /// Serves the same application over HTTP/3 on the UDP address `addr` as well, with
+    /// `tls`'s certificate, and returns the address bound. From then on the answers of
+    /// the TLS listeners carry `Alt-Svc: h3=":PORT"`, so clients that upgrade as
+    /// browsers do move to it.
+    pub fn also_h3(
+        &mut self,
+        addr: SocketAddr,
+        tls: &crate::DemoTls,
+    ) -> anyhow::Result<SocketAddr> {
+        let endpoint = quinn::Endpoint::server(tls.quic_server_config()?, addr)
+            .with_context(|| format!("cannot listen on UDP {addr} (--h3-listen)"))?;
+        let bound = endpoint.local_addr()?;
+        let value = format!("h3=\":{}\"; ma=3600", bound.port());
+        let _ = self
+            .alt_svc
+            .set(hyper::header::HeaderValue::from_str(&value)?);
+        self.more.push(tokio::spawn(crate::http3::serve(
+            endpoint,
+            Arc::clone(&self.state),
+            self.stop.subscribe(),
         )));
         Ok(bound)
     }
@@ -231,6 +278,7 @@ async fn accept_loop(
     state: Arc<AppState>,
     mut stop: watch::Receiver<bool>,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    alt_svc: AltSvc,
 ) {
     let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
     let conn_stop = stop.clone();
@@ -242,17 +290,17 @@ async fn accept_loop(
                 Ok((stream, peer)) => {
                     state.metrics.connection_accepted();
                     state.clients.connected(peer.ip());
-                    let (state, builder, stop) = (Arc::clone(&state), Arc::clone(&builder), conn_stop.clone());
+                    let (state, builder, stop, alt_svc) = (Arc::clone(&state), Arc::clone(&builder), conn_stop.clone(), alt_svc.clone());
                     // Small request/response exchanges: waiting to coalesce packets only adds latency.
                     let _ = stream.set_nodelay(true);
                     match &tls {
-                        None => conns.spawn(serve(stream, peer.ip(), state, builder, stop)),
+                        None => conns.spawn(serve(stream, peer.ip(), state, builder, stop, alt_svc)),
                         Some(acceptor) => {
                             let accept = acceptor.accept(stream);
                             conns.spawn(async move {
                                 // A failed handshake is the client's to report.
                                 if let Ok(stream) = accept.await {
-                                    serve(stream, peer.ip(), state, builder, stop).await;
+                                    serve(stream, peer.ip(), state, builder, stop, alt_svc).await;
                                 }
                             })
                         }
@@ -288,18 +336,29 @@ async fn accept_loop(
     conns.shutdown().await;
 }
 
-async fn serve<S>(
+/// Serves one connection (TCP, or the in-memory one of an HTTP/3 connection); its
+/// answers carry `alt_svc` when it is set.
+pub(crate) async fn serve<S>(
     stream: S,
     peer: IpAddr,
     state: Arc<AppState>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     mut stop: watch::Receiver<bool>,
+    alt_svc: AltSvc,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(handle(&state, peer, req).await) }
+        let alt_svc = alt_svc.clone();
+        async move {
+            let mut resp = handle(&state, peer, req).await;
+            if let Some(value) = alt_svc.get() {
+                resp.headers_mut()
+                    .insert(hyper::header::ALT_SVC, value.clone());
+            }
+            Ok::<_, Infallible>(resp)
+        }
     });
     // With upgrades, so `GET /ws` can become a WebSocket.
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);

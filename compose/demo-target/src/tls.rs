@@ -62,6 +62,24 @@ impl DemoTls {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
+
+    /// The QUIC server configuration of `--h3-listen`: the same certificate, TLS 1.3
+    /// (QUIC's only version) and ALPN `h3`.
+    pub fn quic_server_config(&self) -> anyhow::Result<quinn::ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(
+                self.chain.clone(),
+                PrivateKeyDer::Pkcs8(self.key.clone_key()),
+            )
+            .context("the generated server certificate was refused")?;
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        let quic = quinn::crypto::rustls::QuicServerConfig::try_from(config)
+            .context("QUIC refused the TLS configuration")?;
+        Ok(quinn::ServerConfig::with_crypto(Arc::new(quic)))
+    }
 }
 
 #[cfg(test)]
@@ -75,5 +93,7 @@ mod tests {
         assert_eq!(tls.chain.len(), 2);
         let config = tls.server_config().unwrap();
         assert_eq!(config.alpn_protocols[0], b"h2");
+        // QUIC takes the same certificate over TLS 1.3 (it refuses a config without it).
+        tls.quic_server_config().unwrap();
     }
 }

@@ -7,7 +7,9 @@
 //! local_ips = ["127.0.0.10-127.0.0.200"]  # source addresses, one per VU, round-robin
 //! count_setup = false                     # count setup()/teardown() requests in the totals
 //! max_headers = 100                       # header fields a response may carry (HTTP/1.1)
-//! versions = ["h2", "http/1.1"]           # offered to https servers by ALPN, preferred first
+//! versions = ["h2", "http/1.1"]           # offered to https servers by ALPN, preferred first;
+//!                                         # "h3" first: HTTP/3 over QUIC for https://,
+//!                                         # "h3" later: upgrade on the server's Alt-Svc
 //! h2c = false                             # plain http:// as HTTP/2 with prior knowledge
 //! batch = 20                              # requests of one send-batch in flight at once
 //! batch_per_host = 6                      # ... and to one host (0 = no limit), as browsers
@@ -66,6 +68,8 @@ pub struct HttpOptions {
     pub http1: bool,
     /// Plain `http://` speaks HTTP/2 with prior knowledge (h2c), without an upgrade.
     pub h2c: bool,
+    /// Whether and how `https://` speaks HTTP/3 (`versions` names `h3`).
+    pub h3: H3Mode,
     /// Requests of one `send-batch` in flight at once; the rest wait their turn.
     pub batch: usize,
     /// Requests of one `send-batch` in flight at once to one origin (0: no limit
@@ -87,11 +91,26 @@ impl Default for HttpOptions {
             h2: true,
             http1: true,
             h2c: false,
+            h3: H3Mode::Off,
             batch: DEFAULT_BATCH,
             batch_per_host: DEFAULT_BATCH_PER_HOST,
             user_agent: Some(http::HeaderValue::from_static(DEFAULT_USER_AGENT)),
         }
     }
+}
+
+/// How `https://` origins use HTTP/3, from where `versions` puts `"h3"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum H3Mode {
+    /// `versions` leaves `h3` out: TCP only.
+    #[default]
+    Off,
+    /// `h3` first: every `https://` request goes over QUIC to the URL's port, with no
+    /// TCP attempt (a QUIC failure is the request's, so a test sees it).
+    Direct,
+    /// `h3` after another version: TCP first, then HTTP/3 once the origin answers
+    /// `Alt-Svc: h3=...`, as browsers upgrade.
+    AltSvc,
 }
 
 impl HttpOptions {
@@ -169,10 +188,12 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             .filter(|a| !a.is_empty())
             .ok_or_else(|| r.error("versions", VERSIONS_HINT))?;
         (options.h2, options.http1) = (false, false);
-        for item in items {
+        for (i, item) in items.iter().enumerate() {
             match item.as_str() {
                 Some("h2") => options.h2 = true,
                 Some("http/1.1") => options.http1 = true,
+                Some("h3") if i == 0 => options.h3 = H3Mode::Direct,
+                Some("h3") => options.h3 = H3Mode::AltSvc,
                 _ => {
                     return Err(r.error(
                         "versions",
@@ -210,8 +231,9 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
     Ok(options)
 }
 
-const VERSIONS_HINT: &str =
-    "must list \"h2\", \"http/1.1\" or both, such as [\"h2\", \"http/1.1\"]";
+const VERSIONS_HINT: &str = "must list \"h2\", \"http/1.1\", \"h3\" or several, such as \
+     [\"h2\", \"http/1.1\"] (with \"h3\" first, https:// speaks HTTP/3 directly; after \
+     another, it upgrades on the server's Alt-Svc)";
 
 /// A range of addresses, as `first..=last`.
 struct Range(u128, u128, bool);
@@ -374,6 +396,18 @@ mod tests {
         let o = parse_text("[http]\nversions = [\"h2\"]\nh2c = true").unwrap();
         assert!(o.h2 && !o.http1 && o.h2c);
         let o = parse_text("[http]\nversions = [\"http/1.1\"]").unwrap();
-        assert!(!o.h2 && o.http1);
+        assert!(!o.h2 && o.http1 && o.h3 == H3Mode::Off);
+    }
+
+    #[test]
+    fn h3_first_is_direct_and_later_upgrades_on_alt_svc() {
+        let o = parse_text("[http]\nversions = [\"h3\"]").unwrap();
+        assert!(!o.h2 && !o.http1 && o.h3 == H3Mode::Direct);
+        let o = parse_text("[http]\nversions = [\"h3\", \"h2\"]").unwrap();
+        assert!(o.h2 && o.h3 == H3Mode::Direct);
+        let o = parse_text("[http]\nversions = [\"http/1.1\", \"h3\"]").unwrap();
+        assert!(o.http1 && !o.h2 && o.h3 == H3Mode::AltSvc);
+        let err = parse_text("[http]\nversions = [\"h3-29\"]").unwrap_err();
+        assert!(err.message.contains("\"h3\" first"), "{err}");
     }
 }

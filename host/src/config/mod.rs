@@ -26,7 +26,7 @@ pub(crate) mod websocket;
 
 pub(crate) use cpuset::CpuSet;
 pub(crate) use duration::{format_duration, parse_duration};
-pub(crate) use http::HttpOptions;
+pub(crate) use http::{H3Mode, HttpOptions};
 pub(crate) use outputs::OutputsConfig;
 pub(crate) use sampling::SamplingOptions;
 pub(crate) use scenario::{ExecutorConfig, ScenarioConfig, Stage};

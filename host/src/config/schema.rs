@@ -310,6 +310,9 @@ enum HttpVersion {
     /// HTTP/1.1.
     #[schemars(rename = "http/1.1")]
     Http1,
+    /// HTTP/3 over QUIC: first in the list, directly; after another, on Alt-Svc.
+    #[schemars(rename = "h3")]
+    H3,
 }
 
 /// `[sampling]`.

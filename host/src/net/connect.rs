@@ -1,6 +1,7 @@
 //! Opens connections for the HTTP client: name resolution, TCP connect (timed), the
 //! TLS handshake for https, then the HTTP/1.1 or HTTP/2 handshake, on a byte-counting
-//! transport.
+//! transport; or an HTTP/3 connection over QUIC (`super::h3`). Each is one
+//! [`Connection`] to the pool and the exchange, whatever its protocol.
 
 use super::allowlist::Origin;
 use super::counting_io::{CountingIo, IoStats};
@@ -31,6 +32,48 @@ pub(crate) struct ConnectTimings {
 enum Sender {
     Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
     Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+    Http3(super::h3::H3Connection),
+}
+
+/// Why a request failed on a connection: hyper's error, classified by the exchange, or
+/// an HTTP/3 failure already in words (quinn's and h3's errors are read where the
+/// QUIC connection is known).
+pub(crate) enum SendError {
+    /// From hyper (HTTP/1.1, HTTP/2).
+    Hyper(hyper::Error),
+    /// Classified already.
+    Classified(HttpError),
+}
+
+/// A response body as it arrives, over TCP (hyper) or a QUIC stream.
+pub(crate) enum ResponseBody {
+    /// HTTP/1.1 or HTTP/2.
+    Hyper(Incoming),
+    /// HTTP/3: the request's stream, and its connection to name a failure.
+    Http3(Box<super::h3::Stream>, super::h3::H3Connection),
+}
+
+impl ResponseBody {
+    /// The next chunk of data; `None` at the end (trailers are skipped).
+    pub(crate) async fn data(&mut self) -> Option<Result<Bytes, SendError>> {
+        use http_body_util::BodyExt;
+        match self {
+            Self::Hyper(body) => loop {
+                match body.frame().await? {
+                    Ok(frame) => {
+                        if let Ok(data) = frame.into_data() {
+                            return Some(Ok(data));
+                        }
+                    }
+                    Err(e) => return Some(Err(SendError::Hyper(e))),
+                }
+            },
+            Self::Http3(stream, conn) => conn
+                .data(stream)
+                .await
+                .map(|r| r.map_err(SendError::Classified)),
+        }
+    }
 }
 
 /// The protocol of a connection, as the `proto` tag names it.
@@ -40,6 +83,8 @@ pub enum Proto {
     Http1,
     /// `HTTP/2`.
     Http2,
+    /// `HTTP/3`.
+    Http3,
 }
 
 impl Proto {
@@ -48,8 +93,18 @@ impl Proto {
         match self {
             Self::Http1 => "HTTP/1.1",
             Self::Http2 => "HTTP/2",
+            Self::Http3 => "HTTP/3",
         }
     }
+
+    /// Whether one connection carries concurrent requests (HTTP/2 and HTTP/3), so the
+    /// pool keeps one per origin and hands out handles on it.
+    pub fn multiplexed(self) -> bool {
+        self != Self::Http1
+    }
+
+    /// Every protocol, in the summary's order.
+    pub const ALL: [Proto; 3] = [Self::Http1, Self::Http2, Self::Http3];
 }
 
 /// An open connection owned by one VU (an HTTP/2 one is shared by the VU's concurrent
@@ -76,6 +131,7 @@ impl Connection {
         match &self.sender {
             Sender::Http1(s) => s.is_ready(),
             Sender::Http2(s) => !s.is_closed(),
+            Sender::Http3(c) => c.is_usable(),
         }
     }
 
@@ -84,21 +140,24 @@ impl Connection {
         match &self.sender {
             Sender::Http1(_) => Proto::Http1,
             Sender::Http2(_) => Proto::Http2,
+            Sender::Http3(_) => Proto::Http3,
         }
     }
 
     /// Another handle on an HTTP/2 connection (its streams are concurrent); `None` for
     /// HTTP/1.1, which a request holds alone. The first handle takes the opening time.
     pub(crate) fn share(&mut self) -> Option<Connection> {
-        match &self.sender {
-            Sender::Http1(_) => None,
-            Sender::Http2(s) => Some(Connection {
-                sender: Sender::Http2(s.clone()),
-                stats: self.stats.clone(),
-                tls_failure: self.tls_failure.clone(),
-                fresh: self.fresh.take(),
-            }),
-        }
+        let sender = match &self.sender {
+            Sender::Http1(_) => return None,
+            Sender::Http2(s) => Sender::Http2(s.clone()),
+            Sender::Http3(c) => Sender::Http3(c.clone()),
+        };
+        Some(Connection {
+            sender,
+            stats: self.stats.clone(),
+            tls_failure: self.tls_failure.clone(),
+            fresh: self.fresh.take(),
+        })
     }
 
     /// The opening time, if no request took it yet.
@@ -108,6 +167,9 @@ impl Connection {
 
     /// Where a request's byte counts start.
     pub(crate) fn io_mark(&self) -> (u64, u64) {
+        if let Sender::Http3(c) = &self.sender {
+            c.observe(&self.stats);
+        }
         (self.stats.sent(), self.stats.received())
     }
 
@@ -118,17 +180,43 @@ impl Connection {
         match &self.sender {
             Sender::Http1(_) => (self.stats.sent() - mark.0, self.stats.received() - mark.1),
             Sender::Http2(_) => self.stats.take_unaccounted(),
+            Sender::Http3(c) => {
+                c.observe(&self.stats);
+                self.stats.take_unaccounted()
+            }
         }
     }
 
-    /// Sends a request and waits for the response head. HTTP/2 needs the absolute URI
-    /// (its `:scheme` and `:authority`); HTTP/1.1 sends the path alone.
+    /// Sends a request and waits for the response head. HTTP/2 and HTTP/3 need the
+    /// absolute URI (its `:scheme` and `:authority`); HTTP/1.1 sends the path alone.
     pub(crate) async fn send(
+        &mut self,
+        request: http::Request<Full<Bytes>>,
+        absolute: &http::Uri,
+    ) -> Result<(http::response::Parts, ResponseBody), SendError> {
+        if let Sender::Http3(c) = &mut self.sender {
+            let (head, stream) = c
+                .send(request, absolute, &self.stats)
+                .await
+                .map_err(SendError::Classified)?;
+            return Ok((head, ResponseBody::Http3(Box::new(stream), c.clone())));
+        }
+        let response = self
+            .send_tcp(request, absolute)
+            .await
+            .map_err(SendError::Hyper)?;
+        let (head, body) = response.into_parts();
+        Ok((head, ResponseBody::Hyper(body)))
+    }
+
+    /// [`send`](Self::send) over hyper.
+    async fn send_tcp(
         &mut self,
         mut request: http::Request<Full<Bytes>>,
         absolute: &http::Uri,
     ) -> Result<http::Response<Incoming>, hyper::Error> {
         match &mut self.sender {
+            Sender::Http3(_) => unreachable!("HTTP/3 is sent by `send`"),
             Sender::Http1(s) => {
                 s.ready().await?;
                 s.send_request(request).await
@@ -154,7 +242,7 @@ impl Connection {
 }
 
 /// `uri` with `host` as its authority (`uri` when `host` is not a valid one).
-fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
+pub(crate) fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
     let mut parts = uri.clone().into_parts();
     match http::uri::Authority::try_from(host.as_bytes()) {
         Ok(authority) => parts.authority = Some(authority),
@@ -264,10 +352,35 @@ pub(crate) async fn connect(
     } else {
         http1(origin, io, shared.http.max_headers).await?
     };
+    let proto = match sender {
+        Sender::Http1(_) => Proto::Http1,
+        _ => Proto::Http2,
+    };
+    shared.connections.opened(proto, origin.scheme == "https");
     Ok(Connection {
         sender,
         stats,
         tls_failure,
+        fresh: Some(timings),
+    })
+}
+
+/// Opens an HTTP/3 connection for `origin` to the UDP endpoint `to` (the origin, or
+/// its Alt-Svc alternative), from `local` when given (see `super::h3::connect`).
+pub(crate) async fn connect_h3(
+    origin: &Origin,
+    to: &Origin,
+    local: Option<IpAddr>,
+    shared: &NetShared,
+) -> Result<Connection, HttpError> {
+    let (conn, timings) = super::h3::connect(origin, to, local, shared).await?;
+    shared.connections.opened(Proto::Http3, true);
+    let stats = Arc::new(IoStats::default());
+    conn.observe(&stats);
+    Ok(Connection {
+        sender: Sender::Http3(conn),
+        stats,
+        tls_failure: None,
         fresh: Some(timings),
     })
 }
@@ -313,7 +426,7 @@ where
 }
 
 /// The addresses of `origin`'s host (an IP address is used as it is).
-async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
+pub(crate) async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
     if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, origin.port)]);
     }

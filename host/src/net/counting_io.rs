@@ -47,6 +47,20 @@ impl IoStats {
         )
     }
 
+    /// Raises the counts to totals read from elsewhere (a QUIC connection's UDP
+    /// counts, which quinn keeps): they only grow, so a stale reading is harmless.
+    pub(crate) fn observe(&self, sent: u64, received: u64) {
+        self.sent.fetch_max(sent, Ordering::Relaxed);
+        self.received.fetch_max(received, Ordering::Relaxed);
+    }
+
+    /// Notes that a request was written now (QUIC: its stream finished).
+    pub(crate) fn note_write(&self) {
+        epoch();
+        let ns = epoch().elapsed().as_nanos().max(1) as u64;
+        self.last_write_ns.store(ns, Ordering::Relaxed);
+    }
+
     /// When the last write finished, if there was one.
     pub(crate) fn last_write(&self) -> Option<Instant> {
         match self.last_write_ns.load(Ordering::Relaxed) {

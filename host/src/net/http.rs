@@ -3,18 +3,20 @@
 //! shared between VUs), per-request timeout, bounded bodies, and k6's timing phases.
 //!
 //! This file is the client and its pool; `message` holds what goes in and out,
-//! `exchange` one request on the wire, `record` its metrics.
+//! `exchange` one request on the wire, `record` its metrics, `route` whether a request
+//! goes over TCP or HTTP/3 (and what `Alt-Svc` taught the VU).
 
 mod exchange;
 pub(crate) mod message;
 pub(crate) mod prepared;
 mod record;
+mod route;
 
 pub(crate) use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
 pub(crate) use prepared::PreparedRequest;
 
 use super::allowlist::Origin;
-use super::connect::{connect, Connection, Proto};
+use super::connect::Connection;
 use super::cookies::CookieJar;
 use super::redirect;
 use super::request_tags::{RequestTags, Slot};
@@ -23,7 +25,7 @@ use super::NetShared;
 use crate::deadline::Deadline;
 use crate::metrics::{builtin, TagSet};
 use bytes::Bytes;
-use exchange::execute;
+use exchange::{execute, open};
 use http_body_util::Full;
 use record::Ended;
 use rustc_hash::FxHashMap;
@@ -50,6 +52,9 @@ pub struct HttpClient {
     jar: CookieJar,
     /// The source address of the VU's connections (`[http] local_ips`).
     local_ip: Option<IpAddr>,
+    /// The HTTP/3 alternatives origins named in `Alt-Svc`, when `versions` lists `h3`
+    /// after another version.
+    alt_svc: route::AltRoutes,
 }
 
 /// What every send of one request shares, made once by [`HttpClient::template`].
@@ -64,6 +69,10 @@ struct Template {
 /// A request checked and ready to go on the wire.
 struct Prepared {
     target: Arc<Target>,
+    /// Over TCP, or HTTP/3 to which UDP endpoint.
+    route: route::Route,
+    /// Where its connection is pooled: the target's, or its HTTP/3 endpoint's.
+    pool_key: PoolKey,
     local_ip: Option<IpAddr>,
     request: http::Request<Full<Bytes>>,
     timeout: Duration,
@@ -85,6 +94,7 @@ impl HttpClient {
             deadline: Deadline::default(),
             jar,
             local_ip: None,
+            alt_svc: Default::default(),
         }
     }
 
@@ -162,6 +172,7 @@ impl HttpClient {
                 }
             };
             self.keep_cookies(req, &response);
+            self.learn_alt_svc(&req.url, &response);
             match self.follow(req, &response, hops, limit, tags) {
                 Ok(Some(next)) => {
                     self.record(&ended, Ok(&response));
@@ -231,7 +242,7 @@ impl HttpClient {
         &mut self,
         prepared: Prepared,
     ) -> (Result<HttpResponse, HttpError>, Ended) {
-        let conn = checkout(&mut self.idle, &prepared.target.pool_key);
+        let conn = checkout(&mut self.idle, &prepared.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
         let (result, conn, io, sent_at) =
@@ -276,7 +287,7 @@ impl HttpClient {
             let (shared, pool, turns) = (&shared, &pool, &turns);
             async move {
                 let _turn = turns.wait(&p.target.pool_key).await;
-                let conn = checkout(&mut lock(pool), &p.target.pool_key);
+                let conn = checkout(&mut lock(pool), &p.pool_key);
                 let meta = p.clone_meta();
                 // The timeout runs from the request's turn, not from the batch's start.
                 let deadline = pin!(tokio::time::sleep(p.timeout));
@@ -304,6 +315,7 @@ impl HttpClient {
                 }
             };
             self.keep_cookies(&req, &response);
+            self.learn_alt_svc(&req.url, &response);
             let limit = req.redirects.unwrap_or(self.shared.max_redirects);
             results.push(match self.follow(&req, &response, 0, limit, tags) {
                 Ok(Some(mut next)) => {
@@ -451,8 +463,11 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.uri_mut() = target.path.clone();
         *request.headers_mut() = headers;
+        let (route, pool_key) = self.alt_svc.route(&self.shared.http, &target);
         Ok(Prepared {
             target,
+            route,
+            pool_key,
             local_ip: self.local_ip,
             request,
             timeout: req.timeout.unwrap_or(self.shared.default_timeout),
@@ -488,18 +503,17 @@ impl HttpClient {
     /// which try again and report it.
     async fn open_shared(&mut self, ready: &[(usize, Prepared)]) {
         let (h2, h2c) = (self.shared.http.h2, self.shared.http.h2c);
-        let may_multiplex = |p: &Prepared| match p.target.origin.scheme.as_str() {
-            "https" => h2,
+        let may_multiplex = |p: &Prepared| match (&p.route, p.target.origin.scheme.as_str()) {
+            (route::Route::H3(_), _) => true,
+            (_, "https") => h2,
             _ => h2c,
         };
         let mut opened: Vec<&PoolKey> = Vec::new();
         for (n, (_, p)) in ready.iter().enumerate() {
-            let key = &p.target.pool_key;
+            let key = &p.pool_key;
             if !may_multiplex(p)
                 || opened.contains(&key)
-                || !ready[n + 1..]
-                    .iter()
-                    .any(|(_, q)| q.target.pool_key == *key)
+                || !ready[n + 1..].iter().any(|(_, q)| q.pool_key == *key)
                 // A pooled connection says what the origin speaks: HTTP/2 is shared
                 // as it is, and HTTP/1.1 needs no connection opened ahead.
                 || self
@@ -511,7 +525,7 @@ impl HttpClient {
             }
             opened.push(key);
             let shared = self.shared.clone();
-            let connecting = connect(&p.target.origin, p.local_ip, &shared);
+            let connecting = open(p, &shared);
             if let Ok(Ok(conn)) = tokio::time::timeout(p.timeout, connecting).await {
                 checkin(&mut self.idle, key.clone(), conn);
             }
@@ -539,15 +553,12 @@ fn checkout(pool: &mut Pool, key: &PoolKey) -> Option<Connection> {
     None
 }
 
-/// Returns a connection to the pool; a handle on an HTTP/2 connection already
-/// pooled is dropped (the pooled one serves on).
+/// Returns a connection to the pool; a handle on an HTTP/2 or HTTP/3 connection
+/// already pooled is dropped (the pooled one serves on).
 fn checkin(pool: &mut Pool, key: PoolKey, conn: Connection) {
     let idle = pool.entry(key).or_default();
-    if conn.proto() == Proto::Http2
-        && idle
-            .iter()
-            .any(|c| c.proto() == Proto::Http2 && c.is_usable())
-    {
+    let proto = conn.proto();
+    if proto.multiplexed() && idle.iter().any(|c| c.proto() == proto && c.is_usable()) {
         return;
     }
     if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {

@@ -1,11 +1,15 @@
 //! The host side of the plugin's network imports: HTTP over per-VU hyper connection
-//! pools, WebSockets held by the host, and the allowlist every request passes first.
+//! pools (HTTP/1.1 and HTTP/2 on hyper, HTTP/3 on quinn and h3), WebSockets held by the
+//! host, and the allowlist every request passes first.
 
 pub(crate) mod allowlist;
+pub(crate) mod alt_svc;
+pub(crate) mod conn_counts;
 pub(crate) mod connect;
 pub(crate) mod cookies;
 pub(crate) mod counting_io;
 pub(crate) mod descriptors;
+pub(crate) mod h3;
 pub(crate) mod http;
 pub(crate) mod redirect;
 pub(crate) mod request_tags;

@@ -35,6 +35,9 @@ pub struct NetShared {
     /// TLS configuration and what handshakes negotiated (`[tls]`); shared with the
     /// setup's own `NetShared`, so its handshakes count too.
     pub tls: Arc<super::tls::TlsClient>,
+    /// Connections opened by HTTP version, and Alt-Svc upgrades (the summary's
+    /// `connections`).
+    pub connections: super::conn_counts::ConnectionCounts,
     /// Requests that stopped at the redirect limit, and the first URL that did with
     /// its limit.
     redirect_limit: std::sync::Mutex<(u64, Option<(String, u32)>)>,
@@ -61,6 +64,7 @@ impl NetShared {
             ws_used: Default::default(),
             http: Default::default(),
             tls: Default::default(),
+            connections: Default::default(),
             redirect_limit: Default::default(),
         }
     }

@@ -75,6 +75,9 @@ pub struct Negotiated {
 pub struct TlsClient {
     options: TlsOptions,
     configs: OnceLock<Result<[Arc<ClientConfig>; 4], String>>,
+    /// QUIC's: TLS 1.3 only, ALPN `h3`; built at the first HTTP/3 connection, so a run
+    /// that allows only TLS 1.2 fails there, with a reason, and nowhere else.
+    quic: OnceLock<Result<QuicTls, String>>,
     negotiated: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
 }
 
@@ -90,6 +93,7 @@ impl TlsClient {
         Self {
             options,
             configs: OnceLock::new(),
+            quic: OnceLock::new(),
             negotiated: Mutex::new(BTreeMap::new()),
         }
     }
@@ -127,6 +131,49 @@ impl TlsClient {
             Ok(c) => Ok(c[purpose.index()].clone()),
             Err(e) => Err(HttpError::Tls(e.clone())),
         }
+    }
+
+    /// The rustls configuration of HTTP/3 connections (TLS 1.3, ALPN `h3`) and its
+    /// certificate verifier, built from `[tls]` at the first call: the same roots, client
+    /// certificate, suites and `insecure_skip_verify` as TCP's.
+    pub(crate) fn quic_config(&self) -> Result<QuicTls, HttpError> {
+        let made = self.quic.get_or_init(|| {
+            if self.options.max_version < TlsVersion::Tls13 {
+                return Err(
+                    "HTTP/3 runs on TLS 1.3 only (QUIC builds on it), and [tls] \
+                     tls_version allows only TLS 1.2; allow 1.3 there or leave \"h3\" out of \
+                     [http] versions"
+                        .into(),
+                );
+            }
+            let mut options = self.options.clone();
+            options.min_version = TlsVersion::Tls13;
+            let load = !options.insecure_skip_verify;
+            let trust = roots_from(&options, load).map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+            let mut verifier = None;
+            let config =
+                crate::config::tls::client::build_wrapped(&options, trust, &[b"h3"], |v| {
+                    verifier = Some(v.clone());
+                    v
+                })
+                .map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+            Ok(QuicTls {
+                config: Arc::new(config),
+                verifier: verifier.expect("build_wrapped calls wrap"),
+            })
+        });
+        made.clone().map_err(HttpError::Tls)
+    }
+
+    /// Counts a handshake made elsewhere (QUIC's, inside quinn) under `version` and
+    /// `cipher_suite`.
+    pub(crate) fn count_handshake(&self, version: &'static str, cipher_suite: &'static str) {
+        *self
+            .negotiated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((version, cipher_suite))
+            .or_default() += 1;
     }
 
     /// Runs the client handshake over `io` for `origin`'s host (sent as SNI when it
@@ -203,6 +250,15 @@ impl TlsClient {
             Vec::new()
         }
     }
+}
+
+/// QUIC's rustls configuration and the verifier inside it.
+#[derive(Clone)]
+pub(crate) struct QuicTls {
+    /// TLS 1.3 only, ALPN `h3`, the run's roots and client certificate.
+    pub config: Arc<ClientConfig>,
+    /// The certificate verifier `config` holds, to wrap per connection.
+    pub verifier: Arc<dyn rustls::client::danger::ServerCertVerifier>,
 }
 
 /// TLS handshakes of a run, as k6's `tls_version` tag counts them.

@@ -97,6 +97,33 @@ pub(crate) fn render(s: &Summary) -> String {
             list(&tls.cipher_suites)
         );
     }
+    if let Some(c) = &s.connections {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = write!(out, "  connections: {}", list(&c.opened));
+        if !c.tls_handshakes.is_empty() {
+            let _ = write!(out, "; tls handshakes {}", list(&c.tls_handshakes));
+        }
+        if c.alt_svc_upgrades > 0 {
+            let _ = write!(
+                out,
+                "; {} upgrades to HTTP/3 on Alt-Svc",
+                c.alt_svc_upgrades
+            );
+        }
+        if c.alt_svc_denied > 0 {
+            let _ = write!(
+                out,
+                "; {} Alt-Svc alternatives denied by the allowlist",
+                c.alt_svc_denied
+            );
+        }
+        let _ = writeln!(out);
+    }
     let _ = writeln!(out);
     for m in s.metrics.values() {
         let _ = writeln!(out, "     {}", metric_line(m, &s.trend_stats));

@@ -780,6 +780,7 @@ fn finish(
     results.set_services(sampled.series);
     summary.log = setup.services.log.counts();
     summary.tls = setup.services.net.tls.summary();
+    summary.connections = setup.services.net.connections.summary();
     summary
         .warnings
         .extend(summary.log.warning(&plan.config.limits.log));

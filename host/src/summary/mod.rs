@@ -88,6 +88,10 @@ pub struct Summary {
     /// TLS handshakes by version and cipher suite (absent without TLS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::net::tls::TlsSummary>,
+    /// Connections opened by HTTP version, their TLS handshakes, and the origins that
+    /// moved to HTTP/3 on `Alt-Svc` (absent without HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<crate::net::conn_counts::ConnectionSummary>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// The sub-metrics thresholds name (`http_req_duration{name:static}`) and
@@ -358,6 +362,7 @@ impl Summary {
             scenarios,
             http: http_counts(totals, input.in_flight),
             tls: None,
+            connections: None,
             metrics,
             submetrics,
             checks,

@@ -121,6 +121,17 @@ pub(crate) fn build(
     trust: Trust,
     alpn: &[&[u8]],
 ) -> Result<ClientConfig, Problem> {
+    build_wrapped(options, trust, alpn, |v| v)
+}
+
+/// [`build`], with the certificate verifier passed through `wrap` first (QUIC keeps
+/// a handle on it, to note why each connection's certificate was refused).
+pub(crate) fn build_wrapped(
+    options: &TlsOptions,
+    trust: Trust,
+    alpn: &[&[u8]],
+    wrap: impl FnOnce(Arc<dyn ServerCertVerifier>) -> Arc<dyn ServerCertVerifier>,
+) -> Result<ClientConfig, Problem> {
     let provider = Arc::new(provider(&options.cipher_suites));
     let wanted = versions(options);
     if !options.cipher_suites.is_empty()
@@ -142,16 +153,14 @@ pub(crate) fn build(
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&wanted)
         .map_err(|e| ("tls_version", e.to_string()))?;
-    let builder = if options.insecure_skip_verify {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+    let verifier: Arc<dyn ServerCertVerifier> = if options.insecure_skip_verify {
+        Arc::new(AcceptAny(provider))
     } else {
-        let verifier = TrustedAsIs::new(trust, provider.clone())?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
+        Arc::new(TrustedAsIs::new(trust, provider.clone())?)
     };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(wrap(verifier));
     let mut config = match (&options.client_cert, &options.client_key) {
         (Some(cert), Some(key)) => builder
             .with_client_auth_cert(read_certs("client_cert", cert)?, read_key(key)?)

@@ -4,10 +4,9 @@
 
 use super::{HttpError, HttpResponse, Meta, Prepared, ResponseContent, Timings};
 use crate::metrics::builtin;
-use crate::net::connect::{connect, Connection};
+use crate::net::connect::{connect, connect_h3, Connection, SendError};
 use crate::net::targets::PoolKey;
 use crate::net::NetShared;
-use http_body_util::BodyExt;
 use std::pin::Pin;
 use std::time::Instant;
 use tokio::time::Sleep;
@@ -104,8 +103,12 @@ pub(super) async fn execute(
     (u64, u64),
     Option<Instant>,
 ) {
-    let key = prepared.target.pool_key.clone();
+    let key = prepared.pool_key.clone();
     let timeout = prepared.timeout;
+    let quic_to = match &prepared.route {
+        super::route::Route::H3(to) => Some(to.clone()),
+        super::route::Route::Tcp => None,
+    };
     let tracker = Tracker::new(shared, meta);
     // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
     // layer above it would copy it again when it starts (memmove was 5 % of CPU).
@@ -117,14 +120,20 @@ pub(super) async fn execute(
     let sent_at = tracker.end();
     let (result, conn, io) = match outcome {
         Some(r) => r,
-        None => (
-            Err(HttpError::Timeout(format!(
-                "no complete response within {}",
-                crate::config::format_duration(timeout)
-            ))),
-            None,
-            (0, 0),
-        ),
+        None => {
+            let within = crate::config::format_duration(timeout);
+            let message = match quic_to {
+                // Nothing answered the QUIC handshake: most often no HTTP/3 server on
+                // that UDP port, or a network that drops UDP.
+                Some(to) if sent_at.is_none() => format!(
+                    "QUIC connect timeout: no HTTP/3 handshake with {to} over UDP within \
+                     {within} (is an HTTP/3 server listening on that UDP port? networks \
+                     often drop UDP)"
+                ),
+                _ => format!("no complete response within {within}"),
+            };
+            (Err(HttpError::Timeout(message)), None, (0, 0))
+        }
     };
     (result, conn.map(|c| (key, c)), io, sent_at)
 }
@@ -144,7 +153,7 @@ async fn exchange(
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
-        None => match connect(&prepared.target.origin, prepared.local_ip, shared).await {
+        None => match open(&prepared, shared).await {
             Ok(c) => c,
             Err(e) => return (Err(e), None, (0, 0)),
         },
@@ -160,7 +169,8 @@ async fn exchange(
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);
-    let response = match conn.send(prepared.request, &prepared.target.absolute).await {
+    let (head, mut body_stream) = match conn.send(prepared.request, &prepared.target.absolute).await
+    {
         Ok(r) => r,
         Err(e) => {
             let io = conn.io_since(mark);
@@ -176,9 +186,8 @@ async fn exchange(
     timings.sending = written_at.duration_since(ready);
     timings.waiting = head_at.duration_since(written_at);
 
-    let status = response.status().as_u16();
+    let status = head.status.as_u16();
     let proto = conn.proto();
-    let (head, mut body_stream) = response.into_parts();
     let headers = head.headers;
     // A body announced beyond the cap is refused from the header, not downloaded first.
     let announced = announced_length(&headers);
@@ -194,23 +203,21 @@ async fn exchange(
         _ => Vec::new(),
     };
     let mut body_size = 0u64;
-    while let Some(frame) = body_stream.frame().await {
-        let frame = match frame {
-            Ok(f) => f,
+    while let Some(data) = body_stream.data().await {
+        let data = match data {
+            Ok(d) => d,
             Err(e) => {
                 let io = conn.io_since(mark);
                 return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
             }
         };
-        if let Ok(data) = frame.into_data() {
-            body_size += data.len() as u64;
-            if body_size > shared.max_body {
-                let io = conn.io_since(mark);
-                return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
-            }
-            if !prepared.discard_body {
-                body.extend_from_slice(&data);
-            }
+        body_size += data.len() as u64;
+        if body_size > shared.max_body {
+            let io = conn.io_since(mark);
+            return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+        }
+        if !prepared.discard_body {
+            body.extend_from_slice(&data);
         }
     }
     timings.receiving = head_at.elapsed();
@@ -225,6 +232,19 @@ async fn exchange(
         url: String::new(),
     };
     (Ok(response), Some(conn), io)
+}
+
+/// Opens the connection a request's route asks for: TCP (with TLS for https), or
+/// HTTP/3 to its QUIC endpoint.
+pub(super) async fn open(prepared: &Prepared, shared: &NetShared) -> Result<Connection, HttpError> {
+    match &prepared.route {
+        super::route::Route::Tcp => {
+            connect(&prepared.target.origin, prepared.local_ip, shared).await
+        }
+        super::route::Route::H3(to) => {
+            connect_h3(&prepared.target.origin, to, prepared.local_ip, shared).await
+        }
+    }
 }
 
 /// The body length a response's `Content-Length` announces, if it has a valid one.
@@ -242,7 +262,11 @@ fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
 /// reports only at the first read) is a `tls` error; anything else a `protocol` one,
 /// with its chain of causes. A response head too large for the parser names the
 /// setting that lifts the limit.
-fn classify(e: &hyper::Error, conn: &Connection, max_headers: usize) -> HttpError {
+fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
+    let e = match e {
+        SendError::Classified(e) => return e.clone(),
+        SendError::Hyper(e) => e,
+    };
     if let Some(tls) = crate::net::tls::find(e) {
         return HttpError::Tls(crate::net::tls::describe(tls));
     }

@@ -1,0 +1,134 @@
+//! Whether a request goes over TCP (HTTP/1.1, HTTP/2) or HTTP/3, and to which UDP
+//! endpoint. With `"h3"` first in `[http] versions`, every `https://` origin is spoken to
+//! over QUIC at its own port. With `"h3"` after another version, a VU starts over TCP and
+//! moves an origin to HTTP/3 once it answers `Alt-Svc: h3=...`, as browsers do; the
+//! alternative's endpoint passes the allowlist first (a denied one is never contacted,
+//! and counted), and is forgotten when its `ma` runs out or the origin says `clear`.
+
+use super::{HttpClient, HttpResponse};
+use crate::config::{H3Mode, HttpOptions};
+use crate::net::allowlist::Origin;
+use crate::net::alt_svc::{self, AltSvc};
+use crate::net::connect::Proto;
+use crate::net::targets::{PoolKey, Target};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How a request travels.
+#[derive(Clone)]
+pub(crate) enum Route {
+    /// TCP, with TLS for `https://`.
+    Tcp,
+    /// HTTP/3 over QUIC to this endpoint (the origin itself, or its alternative).
+    H3(Arc<Origin>),
+}
+
+/// An origin's HTTP/3 alternative, as a VU learnt it.
+struct Alternative {
+    /// The endpoint and its pool key; `None` when the allowlist denies it.
+    route: Option<(Arc<Origin>, PoolKey)>,
+    /// When it stops holding (`ma`).
+    until: Instant,
+}
+
+/// One VU's HTTP/3 alternatives by origin (its pool key).
+#[derive(Default)]
+pub(crate) struct AltRoutes {
+    known: FxHashMap<PoolKey, Alternative>,
+}
+
+/// Origins a VU remembers alternatives for before it starts over (bounded, as the
+/// VU's other caches are).
+const MAX_ALTERNATIVES: usize = 256;
+
+impl AltRoutes {
+    /// The route of a request to `target`, and where its connection is pooled.
+    pub(crate) fn route(&self, options: &HttpOptions, target: &Target) -> (Route, PoolKey) {
+        let tcp = (Route::Tcp, target.pool_key.clone());
+        if target.origin.scheme != "https" {
+            return tcp;
+        }
+        match options.h3 {
+            H3Mode::Off => tcp,
+            // The TCP and QUIC connections of one origin never meet in one pool: only
+            // HTTP/3 is spoken to https:// origins.
+            H3Mode::Direct => (
+                Route::H3(Arc::new(target.origin.clone())),
+                target.pool_key.clone(),
+            ),
+            H3Mode::AltSvc => match self.known.get(&target.pool_key) {
+                Some(Alternative {
+                    route: Some((to, key)),
+                    until,
+                }) if *until > Instant::now() => (Route::H3(to.clone()), key.clone()),
+                _ => tcp,
+            },
+        }
+    }
+}
+
+impl HttpClient {
+    /// Notes the `h3` alternative a TCP response's `Alt-Svc` names, when `versions`
+    /// lists `h3` after another version (only an `https://` origin's counts).
+    pub(super) fn learn_alt_svc(&mut self, url: &str, response: &HttpResponse) {
+        if self.shared.http.h3 != H3Mode::AltSvc || response.proto == Proto::Http3 {
+            return;
+        }
+        let Some(value) = response.content.headers.get(http::header::ALT_SVC) else {
+            return;
+        };
+        let Some(target) = self.targets.get(url) else {
+            return;
+        };
+        if target.origin.scheme != "https" {
+            return;
+        }
+        let (host, port, max_age) = match alt_svc::parse(value.to_str().unwrap_or_default()) {
+            None => return,
+            Some(AltSvc::Clear) => {
+                self.alt_svc.known.remove(&target.pool_key);
+                return;
+            }
+            Some(AltSvc::H3 {
+                host,
+                port,
+                max_age,
+            }) => (host, port, max_age),
+        };
+        let until = Instant::now() + max_age;
+        let to = Origin {
+            scheme: "https".into(),
+            host: host.unwrap_or_else(|| target.origin.host.clone()),
+            port,
+        };
+        let known = &mut self.alt_svc.known;
+        if let Some(alt) = known.get_mut(&target.pool_key) {
+            let same = match &alt.route {
+                Some((known_to, _)) => **known_to == to,
+                None => true,
+            };
+            if same && alt.until > Instant::now() {
+                alt.until = until;
+                return;
+            }
+        }
+        if known.len() >= MAX_ALTERNATIVES {
+            known.clear();
+        }
+        let route = match self.shared.allowlist.check(&to) {
+            Ok(()) => {
+                self.shared.connections.alt_svc_upgrade();
+                let key: PoolKey = Arc::new(("h3".into(), to.host.clone(), to.port));
+                Some((Arc::new(to), key))
+            }
+            Err(why) => {
+                self.shared.connections.alt_svc_denied();
+                self.shared
+                    .warn_denied_once(&to, "upgrade to HTTP/3 (Alt-Svc) at", &why);
+                None
+            }
+        };
+        known.insert(target.pool_key.clone(), Alternative { route, until });
+    }
+}
