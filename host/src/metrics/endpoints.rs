@@ -1,4 +1,4 @@
-//! Figures per endpoint (method + `name`): count, rate, error rate and latency
+//! Figures per endpoint (method + `name`; a gRPC method's row has method `gRPC`): count, rate, error rate and latency
 //! percentiles, from the run's totals, without a threshold per endpoint.
 //!
 //! A run whose URLs carry ids and no `name` tag would make one endpoint per id; past
@@ -15,6 +15,9 @@ use std::time::Duration;
 
 /// Most endpoints listed; the rest are folded into `other`.
 pub(crate) const MAX_ENDPOINTS: usize = 200;
+
+/// The method column of a gRPC method's row.
+pub(crate) const GRPC: &str = "gRPC";
 
 /// The name of the row that gathers endpoints past [`MAX_ENDPOINTS`].
 pub(crate) const OTHER: &str = "other";
@@ -102,25 +105,29 @@ pub(crate) fn endpoints(totals: &SeriesMap, elapsed: Duration, max: usize) -> En
         let (Some(method), Some(name)) = (tags.get("method"), tags.get("name")) else {
             continue;
         };
+        // A gRPC method is one endpoint: its row's method is `gRPC`, its name the
+        // call's `name` (the method's path unless the plugin named it).
+        let grpc = matches!(
+            *id,
+            builtin::GRPC_REQS | builtin::GRPC_REQ_FAILED | builtin::GRPC_REQ_DURATION
+        );
+        let key = || {
+            let method = if grpc { GRPC } else { method };
+            (method.to_owned(), name.to_owned())
+        };
         let acc = || Acc::default();
         match (*id, value) {
-            (builtin::HTTP_REQS, Value::Counter(c)) => {
-                by_key
-                    .entry((method.to_owned(), name.to_owned()))
-                    .or_insert_with(acc)
-                    .count += c;
+            (builtin::HTTP_REQS | builtin::GRPC_REQS, Value::Counter(c)) => {
+                by_key.entry(key()).or_insert_with(acc).count += c;
             }
-            (builtin::HTTP_REQ_FAILED, Value::Rate { hits, total }) => {
-                let a = by_key
-                    .entry((method.to_owned(), name.to_owned()))
-                    .or_insert_with(acc);
+            (builtin::HTTP_REQ_FAILED | builtin::GRPC_REQ_FAILED, Value::Rate { hits, total }) => {
+                let a = by_key.entry(key()).or_insert_with(acc);
                 a.failed += hits;
                 a.total += total;
             }
-            (builtin::HTTP_REQ_DURATION, Value::Trend(h)) => by_key
-                .entry((method.to_owned(), name.to_owned()))
-                .or_insert_with(acc)
-                .add_histogram(h),
+            (builtin::HTTP_REQ_DURATION | builtin::GRPC_REQ_DURATION, Value::Trend(h)) => {
+                by_key.entry(key()).or_insert_with(acc).add_histogram(h)
+            }
             _ => {}
         }
     }

@@ -6,6 +6,7 @@ pub(crate) mod connect;
 pub(crate) mod cookies;
 pub(crate) mod counting_io;
 pub(crate) mod descriptors;
+pub(crate) mod grpc;
 pub(crate) mod http;
 pub(crate) mod redirect;
 pub(crate) mod request_tags;

@@ -15,11 +15,20 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/websocket.[method]socket.send-binary": async,
         "loadtest:scenario/websocket.[method]socket.recv": async,
         "loadtest:scenario/websocket.[method]socket.close": async,
+        "loadtest:scenario/grpc.[static]channel.connect": async,
+        "loadtest:scenario/grpc.[method]channel.invoke": async,
+        "loadtest:scenario/grpc.[method]channel.open-stream": async,
+        "loadtest:scenario/grpc.[method]channel.describe-method": async,
+        "loadtest:scenario/grpc.[method]grpc-stream.send": async,
+        "loadtest:scenario/grpc.[method]grpc-stream.close-send": async,
+        "loadtest:scenario/grpc.[method]grpc-stream.recv": async,
         default: trappable,
     },
     exports: { default: async },
     with: {
         "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
+        "loadtest:scenario/grpc.channel": crate::net::grpc::channel::Channel,
+        "loadtest:scenario/grpc.grpc-stream": crate::net::grpc::stream::GrpcStream,
         "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
     },
@@ -29,4 +38,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.2";
+pub const WIT_VERSION: &str = "0.3.3";

@@ -5,10 +5,10 @@
 // the snapshot, shared by every VU. Nothing of the user's runs at build time: each
 // instance runs the init code of the modules on its first call (describe, setup, init or
 // teardown), with its own __ENV and __VU, as k6 runs init code once per VU.
-import hostHttp from 'loadtest:scenario/http@0.3.2';
-import hostCookies from 'loadtest:scenario/cookies@0.3.2';
-import hostMetrics from 'loadtest:scenario/metrics@0.3.2';
-import hostVu from 'loadtest:scenario/vu@0.3.2';
+import hostHttp from 'loadtest:scenario/http@0.3.3';
+import hostCookies from 'loadtest:scenario/cookies@0.3.3';
+import hostMetrics from 'loadtest:scenario/metrics@0.3.3';
+import hostVu from 'loadtest:scenario/vu@0.3.3';
 
 // ---------------------------------------------------------------- text and bytes
 
