@@ -92,9 +92,9 @@ pub(super) async fn fetch(
                    files: &mut HashMap<String, FileDescriptorProto>| {
         for f in found {
             let name = f.name().to_owned();
-            if !files.contains_key(&name) {
-                order.push(name.clone());
-                files.insert(name, f);
+            if let std::collections::hash_map::Entry::Vacant(slot) = files.entry(name.clone()) {
+                order.push(name);
+                slot.insert(f);
             }
         }
     };
