@@ -5,7 +5,7 @@
 # generator pinned to core 1, VUS VUs for DURATION, ROUNDS rounds alternating; prints
 # a Markdown row per round and the medians.
 #
-#   bench/grpc/run.sh                       (VUS=50 DURATION=8s ROUNDS=3)
+#   bench/grpc/run.sh                       (VUS=50 DURATION=8s ROUNDS=3; HOST=path skips the build)
 #
 # Needs: a release host (built here), k6 on PATH or in K6, target/grpc-venv (./dev test
 # makes it), /usr/bin/time, taskset, jq.
@@ -19,8 +19,10 @@ K6=${K6:-k6}
 PY=target/grpc-venv/bin/python
 FIXTURES=host/tests/fixtures/grpc
 
-cargo build --release -p host >&2
-HOST=target/release/host
+if [ -z "${HOST:-}" ]; then
+    cargo build --release -p host >&2
+    HOST=target/release/host
+fi
 PLUGIN=plugins/target/wasm32-wasip2/release/grpc_call.wasm
 WORK=$(mktemp -d)
 

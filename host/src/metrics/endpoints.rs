@@ -265,4 +265,31 @@ mod tests {
         assert_eq!(sum, (10..20).sum::<u32>() as u64);
         assert!(markdown(&e.rows).contains("need a `name`"));
     }
+
+    #[test]
+    fn a_grpc_method_is_one_row_whatever_its_statuses() {
+        let mut totals = SeriesMap::default();
+        let path = "/demo.v1.Starter/CreateInstance";
+        for (status, n, failed) in [("0", 8.0, 0), ("3", 2.0, 2)] {
+            let tags = TagSet::from_pairs([("method", path), ("name", path), ("status", status)]);
+            totals.insert((builtin::GRPC_REQS, tags.clone()), Value::Counter(n));
+            totals.insert(
+                (builtin::GRPC_REQ_FAILED, tags),
+                Value::Rate {
+                    hits: failed,
+                    total: n as u64,
+                },
+            );
+        }
+        series(&mut totals, "POST", path, "200", 5, 1, false);
+        let e = endpoints(&totals, Duration::from_secs(1), MAX_ENDPOINTS);
+        assert_eq!(e.rows.len(), 2, "{:?}", e.rows);
+        let grpc = &e.rows[0];
+        assert_eq!(
+            (grpc.method.as_str(), grpc.name.as_str(), grpc.count),
+            (GRPC, path, 10)
+        );
+        assert!((grpc.error_rate - 0.2).abs() < 1e-9);
+        assert_eq!((e.rows[1].method.as_str(), e.rows[1].count), ("POST", 5));
+    }
 }
