@@ -1,4 +1,4 @@
-//! Figures per endpoint (method + `name`): count, rate, error rate and latency
+//! Figures per endpoint (method + `name`; a gRPC method's row has method `gRPC`): count, rate, error rate and latency
 //! percentiles, from the run's totals, without a threshold per endpoint.
 //!
 //! A run whose URLs carry ids and no `name` tag would make one endpoint per id; past
@@ -15,6 +15,9 @@ use std::time::Duration;
 
 /// Most endpoints listed; the rest are folded into `other`.
 pub(crate) const MAX_ENDPOINTS: usize = 200;
+
+/// The method column of a gRPC method's row.
+pub(crate) const GRPC: &str = "gRPC";
 
 /// The name of the row that gathers endpoints past [`MAX_ENDPOINTS`].
 pub(crate) const OTHER: &str = "other";
@@ -102,25 +105,29 @@ pub(crate) fn endpoints(totals: &SeriesMap, elapsed: Duration, max: usize) -> En
         let (Some(method), Some(name)) = (tags.get("method"), tags.get("name")) else {
             continue;
         };
+        // A gRPC method is one endpoint: its row's method is `gRPC`, its name the
+        // call's `name` (the method's path unless the plugin named it).
+        let grpc = matches!(
+            *id,
+            builtin::GRPC_REQS | builtin::GRPC_REQ_FAILED | builtin::GRPC_REQ_DURATION
+        );
+        let key = || {
+            let method = if grpc { GRPC } else { method };
+            (method.to_owned(), name.to_owned())
+        };
         let acc = || Acc::default();
         match (*id, value) {
-            (builtin::HTTP_REQS, Value::Counter(c)) => {
-                by_key
-                    .entry((method.to_owned(), name.to_owned()))
-                    .or_insert_with(acc)
-                    .count += c;
+            (builtin::HTTP_REQS | builtin::GRPC_REQS, Value::Counter(c)) => {
+                by_key.entry(key()).or_insert_with(acc).count += c;
             }
-            (builtin::HTTP_REQ_FAILED, Value::Rate { hits, total }) => {
-                let a = by_key
-                    .entry((method.to_owned(), name.to_owned()))
-                    .or_insert_with(acc);
+            (builtin::HTTP_REQ_FAILED | builtin::GRPC_REQ_FAILED, Value::Rate { hits, total }) => {
+                let a = by_key.entry(key()).or_insert_with(acc);
                 a.failed += hits;
                 a.total += total;
             }
-            (builtin::HTTP_REQ_DURATION, Value::Trend(h)) => by_key
-                .entry((method.to_owned(), name.to_owned()))
-                .or_insert_with(acc)
-                .add_histogram(h),
+            (builtin::HTTP_REQ_DURATION | builtin::GRPC_REQ_DURATION, Value::Trend(h)) => {
+                by_key.entry(key()).or_insert_with(acc).add_histogram(h)
+            }
             _ => {}
         }
     }
@@ -257,5 +264,32 @@ mod tests {
         let sum: u64 = e.rows.iter().map(|r| r.count).sum();
         assert_eq!(sum, (10..20).sum::<u32>() as u64);
         assert!(markdown(&e.rows).contains("need a `name`"));
+    }
+
+    #[test]
+    fn a_grpc_method_is_one_row_whatever_its_statuses() {
+        let mut totals = SeriesMap::default();
+        let path = "/demo.v1.Starter/CreateInstance";
+        for (status, n, failed) in [("0", 8.0, 0), ("3", 2.0, 2)] {
+            let tags = TagSet::from_pairs([("method", path), ("name", path), ("status", status)]);
+            totals.insert((builtin::GRPC_REQS, tags.clone()), Value::Counter(n));
+            totals.insert(
+                (builtin::GRPC_REQ_FAILED, tags),
+                Value::Rate {
+                    hits: failed,
+                    total: n as u64,
+                },
+            );
+        }
+        series(&mut totals, "POST", path, "200", 5, 1, false);
+        let e = endpoints(&totals, Duration::from_secs(1), MAX_ENDPOINTS);
+        assert_eq!(e.rows.len(), 2, "{:?}", e.rows);
+        let grpc = &e.rows[0];
+        assert_eq!(
+            (grpc.method.as_str(), grpc.name.as_str(), grpc.count),
+            (GRPC, path, 10)
+        );
+        assert!((grpc.error_rate - 0.2).abs() < 1e-9);
+        assert_eq!((e.rows[1].method.as_str(), e.rows[1].count), ("POST", 5));
     }
 }

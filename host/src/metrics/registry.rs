@@ -78,6 +78,12 @@ builtins! {
     WS_ERRORS = "ws_errors": Counter;
     WS_SOCKETS_OPEN = "ws_sockets_open": Gauge;
     HTTP_REQS_UNSENT = "http_reqs_unsent": Counter;
+    GRPC_REQS = "grpc_reqs": Counter;
+    GRPC_REQ_DURATION = "grpc_req_duration": Trend, time;
+    GRPC_REQ_FAILED = "grpc_req_failed": Rate;
+    GRPC_STREAMS = "grpc_streams": Counter;
+    GRPC_STREAMS_MSGS_SENT = "grpc_streams_msgs_sent": Counter;
+    GRPC_STREAMS_MSGS_RECEIVED = "grpc_streams_msgs_received": Counter;
 }
 
 /// Why a custom metric could not be used.

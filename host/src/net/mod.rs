@@ -9,6 +9,7 @@ pub(crate) mod connect;
 pub(crate) mod cookies;
 pub(crate) mod counting_io;
 pub(crate) mod descriptors;
+pub(crate) mod grpc;
 pub(crate) mod h3;
 pub(crate) mod http;
 pub(crate) mod redirect;

@@ -1,7 +1,8 @@
 //! Shared data sets (`[data]`): each file is read once before the run and handed to the
 //! plugin record by record as JSON text. A `.csv` file is RFC 4180 CSV with a header
 //! row (the `csv` crate: quoted fields may hold commas, quotes and line breaks); any
-//! other file is a JSON array.
+//! `.proto` file is one record, its text as a JSON string (for gRPC channels: the
+//! plugin cannot read files itself); any other file is a JSON array.
 
 use crate::plugin::state::DataSets;
 use anyhow::{bail, Context, Result};
@@ -14,10 +15,13 @@ pub(crate) fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
     for (name, path) in files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("[data] {name}: cannot read {}", path.display()))?;
-        let records = if path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
-        {
+        let extension = |ext: &str| {
+            path.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+        };
+        let records = if extension("proto") {
+            vec![serde_json::Value::String(text).to_string()]
+        } else if extension("csv") {
             csv_records(&text)
                 .map_err(|e| anyhow::anyhow!("[data] {name}: {}: {e}", path.display()))?
         } else {

@@ -152,6 +152,8 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
 struct ResponseContent;
 struct PreparedRequest;
 struct Socket;
+struct GrpcChannel;
+struct GrpcStream;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
 fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
@@ -180,6 +182,8 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "response-content" => ResourceType::host::<ResponseContent>(),
                         "prepared-request" => ResourceType::host::<PreparedRequest>(),
                         "socket" => ResourceType::host::<Socket>(),
+                        "channel" => ResourceType::host::<GrpcChannel>(),
+                        "grpc-stream" => ResourceType::host::<GrpcStream>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"
                         ),

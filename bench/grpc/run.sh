@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Unary gRPC calls per CPU-second of the generator: the host (plugin grpc-call) against
+# k6's k6/net/grpc, on the same proto (host/tests/fixtures/grpc/counter.proto) and the
+# same server (Python grpcio, host/tests/fixtures/grpc/server.py, on core 0), each
+# generator pinned to core 1, VUS VUs for DURATION, ROUNDS rounds alternating; prints
+# a Markdown row per round and the medians.
+#
+#   bench/grpc/run.sh                       (VUS=50 DURATION=8s ROUNDS=3; HOST=path skips the build)
+#
+# Needs: a release host (built here), k6 on PATH or in K6, target/grpc-venv (./dev test
+# makes it), /usr/bin/time, taskset, jq.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+VUS=${VUS:-50}
+DURATION=${DURATION:-8s}
+ROUNDS=${ROUNDS:-3}
+K6=${K6:-k6}
+PY=target/grpc-venv/bin/python
+FIXTURES=host/tests/fixtures/grpc
+
+if [ -z "${HOST:-}" ]; then
+    cargo build --release -p host >&2
+    HOST=target/release/host
+fi
+PLUGIN=plugins/target/wasm32-wasip2/release/grpc_call.wasm
+WORK=$(mktemp -d)
+
+mkfifo "$WORK/in"
+taskset -c 0 "$PY" "$FIXTURES/server.py" <"$WORK/in" >"$WORK/server.out" 2>"$WORK/server.err" &
+SERVER=$!
+exec 3>"$WORK/in"
+trap 'exec 3>&-; kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    grep -q PORTS "$WORK/server.out" 2>/dev/null && break
+    sleep 0.1
+done
+PORT=$(awk '/^PORTS/ { print $2 }' "$WORK/server.out")
+TARGET="127.0.0.1:$PORT"
+served() { # calls the server answered so far
+    echo stats >&3
+    sleep 0.2
+    tail -1 "$WORK/server.out" | jq '[.calls[]] | add // 0'
+}
+
+cat >"$WORK/run.toml" <<TOML
+[scenarios.default]
+executor = "constant-vus"
+vus = $VUS
+duration = "$DURATION"
+[data]
+counter = "$PWD/$FIXTURES/counter.proto"
+[env]
+GRPC_TARGET = "$TARGET"
+GRPC_METHOD = "loadtest.test.Counter/Echo"
+GRPC_REQUEST = '{"text":"hi"}'
+GRPC_PROTO = "counter"
+TOML
+
+# gen NAME CMD...: runs a generator on core 1; prints "calls cpu_seconds".
+gen() {
+    local name=$1
+    shift
+    local before after
+    before=$(served)
+    /usr/bin/time -f '%U %S' -o "$WORK/$name.time" taskset -c 1 "$@" >"$WORK/$name.log" 2>&1
+    after=$(served)
+    awk -v n=$((after - before)) '{ printf "%d %.2f\n", n, $1 + $2 }' "$WORK/$name.time"
+}
+
+echo "| round | host calls | host CPU s | host calls/CPU-s | k6 calls | k6 CPU s | k6 calls/CPU-s | host / k6 |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+ratios=()
+for r in $(seq "$ROUNDS"); do
+    read -r hc hs < <(gen "host-$r" "$HOST" run "$PLUGIN" --config "$WORK/run.toml" --out "$WORK/out-$r" --quiet)
+    read -r kc ks < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PWD/$FIXTURES" \
+        "$K6" run --quiet --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
+    hr=$(echo "$hc / $hs" | bc -l)
+    kr=$(echo "$kc / $ks" | bc -l)
+    ratio=$(echo "$hr / $kr" | bc -l)
+    ratios+=("$ratio")
+    printf "| %d | %d | %.2f | %.0f | %d | %.2f | %.0f | %.2f |\n" "$r" "$hc" "$hs" "$hr" "$kc" "$ks" "$kr" "$ratio"
+done
+printf "\nmedian host / k6: %.2f\n" "$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"

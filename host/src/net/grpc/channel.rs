@@ -1,0 +1,451 @@
+//! A channel: one target (`host:port`), its HTTP/2 connection of this VU (opened at
+//! the first call, reopened when the peer closed it), and the descriptors its calls
+//! use. The target is checked against the allowlist when the channel is made, before
+//! any packet.
+
+use super::body::GrpcBody;
+use super::status::{self, CallStatus, GrpcError};
+use super::{descriptors, frame, reflection};
+use crate::metrics::TagSet;
+use crate::net::allowlist::Origin;
+use crate::net::connect::connect_tcp;
+use crate::net::counting_io::{CountingIo, IoStats};
+use crate::net::tls::Purpose;
+use crate::net::NetShared;
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use prost_reflect::{DescriptorPool, MethodDescriptor};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to open a channel.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelOptions {
+    /// TLS with the run's `[tls]`; h2c when false.
+    pub tls: bool,
+    /// `.proto` files (name, source).
+    pub protos: Vec<(String, String)>,
+    /// Ask the server's reflection service for services the protos lack.
+    pub reflect: bool,
+    /// Time to connect; the run's default timeout when absent.
+    pub connect_timeout: Option<Duration>,
+}
+
+/// A gRPC channel held by the host for a plugin.
+pub struct Channel {
+    pub(super) shared: Arc<NetShared>,
+    pub(super) origin: Origin,
+    /// `http://host:port` or `https://host:port`, the calls' URI prefix.
+    base: String,
+    local: Option<IpAddr>,
+    pub(super) base_tags: TagSet,
+    pool: DescriptorPool,
+    reflect: bool,
+    connect_timeout: Duration,
+    pub(super) conn: Option<Conn>,
+}
+
+/// An open HTTP/2 connection.
+pub(super) struct Conn {
+    sender: SendRequest<GrpcBody>,
+    /// Bytes on the wire (TLS records included), shared by the connection's streams.
+    pub(super) io: Arc<IoStats>,
+}
+
+impl Conn {
+    /// The request half of the connection.
+    pub(super) fn sender_mut(&mut self) -> &mut SendRequest<GrpcBody> {
+        &mut self.sender
+    }
+}
+
+impl Channel {
+    /// A channel to `target` (`host:port`) for a VU with `base_tags`, leaving from
+    /// `local` when given. Nothing is sent yet: see the module's doc.
+    pub fn new(
+        shared: Arc<NetShared>,
+        target: &str,
+        options: ChannelOptions,
+        base_tags: &TagSet,
+        local: Option<IpAddr>,
+    ) -> Result<Self, GrpcError> {
+        let origin = parse_target(target, options.tls)?;
+        shared.allowlist.check(&origin).map_err(|why| {
+            shared.warn_denied_once(&origin, "open a gRPC channel to", &why);
+            GrpcError::Denied(why)
+        })?;
+        let pool = descriptors::compile(&options.protos).map_err(GrpcError::Invalid)?;
+        if !options.reflect && pool.services().len() == 0 {
+            return Err(GrpcError::Invalid(format!(
+                "{target}: no service to call: give .proto files that define the services, \
+                 or set reflect to ask the server"
+            )));
+        }
+        let scheme = if options.tls { "https" } else { "http" };
+        let connect_timeout = options.connect_timeout.unwrap_or(shared.default_timeout);
+        Ok(Self {
+            base: format!("{scheme}://{}", authority(&origin)),
+            shared,
+            origin,
+            local,
+            base_tags: base_tags.clone(),
+            pool,
+            reflect: options.reflect,
+            connect_timeout,
+            conn: None,
+        })
+    }
+
+    /// The methods known so far (from the protos and what reflection brought).
+    pub fn methods(&self) -> Vec<String> {
+        descriptors::methods(&self.pool)
+    }
+
+    /// Whether `method` streams from the client and from the server.
+    pub async fn describe(&mut self, method: &str) -> Result<(bool, bool), GrpcError> {
+        let m = self.method(method).await?;
+        Ok((m.is_client_streaming(), m.is_server_streaming()))
+    }
+
+    /// The descriptor of `method`, asking the server's reflection service for its
+    /// service when the channel reflects and does not know it yet.
+    pub(super) async fn method(&mut self, method: &str) -> Result<MethodDescriptor, GrpcError> {
+        if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
+            return Ok(m);
+        }
+        let (service, _) = descriptors::split_method(method).map_err(GrpcError::Invalid)?;
+        if !self.reflect {
+            let known = self.methods();
+            return Err(GrpcError::Invalid(format!(
+                "no .proto given to this channel defines service {service} (it knows: {}); \
+                 give its .proto or set reflect",
+                if known.is_empty() {
+                    "nothing".into()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        let files = reflection::fetch(self, service).await?;
+        self.pool.add_file_descriptor_protos(files).map_err(|e| {
+            GrpcError::Protocol(format!(
+                "{}: the descriptors the reflection service sent do not build: {e}",
+                self.origin
+            ))
+        })?;
+        descriptors::find(&self.pool, method)
+            .map_err(GrpcError::Invalid)?
+            .ok_or_else(|| {
+                GrpcError::Invalid(format!(
+                    "{}: the reflection service does not know service {service}",
+                    self.origin
+                ))
+            })
+    }
+
+    /// The open connection, opening one if there is none or the last one closed.
+    pub(super) async fn connection(&mut self) -> Result<&mut Conn, GrpcError> {
+        let usable = self.conn.as_ref().is_some_and(|c| !c.sender.is_closed());
+        if !usable {
+            self.conn = None;
+            let opened = tokio::time::timeout(
+                self.connect_timeout,
+                open(&self.origin, self.local, &self.shared),
+            )
+            .await
+            .map_err(|_| {
+                GrpcError::Connect(format!(
+                    "{}: no connection within {}",
+                    self.origin,
+                    crate::config::format_duration(self.connect_timeout)
+                ))
+            })??;
+            self.conn = Some(opened);
+        }
+        Ok(self.conn.as_mut().expect("opened above"))
+    }
+
+    /// Starts a call of `path` (`/package.Service/Method`) with `body`: sends the
+    /// request head and waits for the response head. The deadline, when given, is sent
+    /// as `grpc-timeout`; the caller enforces it.
+    pub(super) async fn start(
+        &mut self,
+        path: &str,
+        metadata: &[(String, String)],
+        timeout: Option<Duration>,
+        body: GrpcBody,
+    ) -> Result<http::Response<Incoming>, GrpcError> {
+        let request = self.request(path, metadata, timeout, body)?;
+        let conn = self.connection().await?;
+        let sender = &mut conn.sender;
+        sender
+            .ready()
+            .await
+            .map_err(|e| GrpcError::Protocol(format!("connection closed: {e}")))?;
+        sender
+            .send_request(request)
+            .await
+            .map_err(|e| GrpcError::Protocol(describe(&e)))
+    }
+
+    /// A request's head: `:path`, gRPC's content type, `te: trailers`, the deadline
+    /// and the plugin's metadata.
+    pub(super) fn request(
+        &self,
+        path: &str,
+        metadata: &[(String, String)],
+        timeout: Option<Duration>,
+        body: GrpcBody,
+    ) -> Result<http::Request<GrpcBody>, GrpcError> {
+        let mut builder = http::Request::post(format!("{}{path}", self.base))
+            .version(http::Version::HTTP_2)
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header(
+                "user-agent",
+                concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
+            );
+        if let Some(t) = timeout {
+            // At most 8 digits (the spec); milliseconds cover 27 hours.
+            builder = builder.header(
+                "grpc-timeout",
+                format!("{}m", t.as_millis().min(99_999_999)),
+            );
+        }
+        for (name, value) in metadata {
+            let lower = name.to_ascii_lowercase();
+            if lower.starts_with(':')
+                || lower.starts_with("grpc-")
+                || lower == "te"
+                || lower == "content-type"
+            {
+                return Err(GrpcError::Invalid(format!(
+                    "metadata {name:?} is reserved for gRPC itself; use another name"
+                )));
+            }
+            let name = http::HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|_| GrpcError::Invalid(format!("invalid metadata name {name:?}")))?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| {
+                GrpcError::Invalid(format!(
+                    "invalid value for metadata {name}: {value:?} (CR, LF and other control \
+                     characters are not allowed; base64 binary values under a -bin name)"
+                ))
+            })?;
+            builder = builder.header(name, value);
+        }
+        builder
+            .body(body)
+            .map_err(|e| GrpcError::Invalid(format!("{}{path}: {e}", self.base)))
+    }
+
+    /// Bytes sent and received on the connection since the last call (all of its
+    /// streams' share: the totals stay exact when streams overlap).
+    pub(super) fn io_delta(&self) -> (u64, u64) {
+        self.conn
+            .as_ref()
+            .map_or((0, 0), |c| c.io.take_unaccounted())
+    }
+}
+
+/// Reads a response to its end: the messages and the status (from the trailers, or
+/// the headers of a trailers-only answer). An HTTP status other than 200 is a
+/// protocol error naming it.
+pub(super) async fn read_all(
+    response: http::Response<Incoming>,
+    max: u64,
+) -> Result<(Vec<Bytes>, CallStatus), GrpcError> {
+    let (head, mut body) = response.into_parts();
+    check_head(&head)?;
+    let headers = status::pairs(&head.headers);
+    if let Some((code, message)) = status::from_fields(&head.headers) {
+        return Ok((
+            Vec::new(),
+            CallStatus {
+                code,
+                message,
+                headers,
+                trailers: Vec::new(),
+            },
+        ));
+    }
+    let mut decoder = frame::Decoder::new(max);
+    let mut messages = Vec::new();
+    loop {
+        match next_frame(&mut body).await? {
+            Some(Part::Data(data)) => {
+                decoder.push(&data);
+                while let Some(m) = decoder.next().map_err(GrpcError::Protocol)? {
+                    messages.push(m);
+                }
+            }
+            Some(Part::Trailers(trailers)) => {
+                let (code, message) = status::from_fields(&trailers).ok_or_else(|| {
+                    GrpcError::Protocol("the trailers carry no grpc-status".into())
+                })?;
+                return Ok((
+                    messages,
+                    CallStatus {
+                        code,
+                        message,
+                        headers,
+                        trailers: status::pairs(&trailers),
+                    },
+                ));
+            }
+            None => {
+                return Err(GrpcError::Protocol(
+                    "the response ended without trailers (no grpc-status)".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// A part of a response body.
+pub(super) enum Part {
+    Data(Bytes),
+    Trailers(http::HeaderMap),
+}
+
+/// The next DATA or trailers of `body`; `None` at its end.
+pub(super) async fn next_frame(body: &mut Incoming) -> Result<Option<Part>, GrpcError> {
+    use http_body_util::BodyExt;
+    match body.frame().await {
+        None => Ok(None),
+        Some(Err(e)) => Err(GrpcError::Protocol(describe(&e))),
+        Some(Ok(frame)) => match frame.into_data() {
+            Ok(data) => Ok(Some(Part::Data(data))),
+            Err(frame) => Ok(frame.into_trailers().ok().map(Part::Trailers)),
+        },
+    }
+}
+
+/// An answer's head must be HTTP 200 with a gRPC content type.
+pub(super) fn check_head(head: &http::response::Parts) -> Result<(), GrpcError> {
+    if head.status != http::StatusCode::OK {
+        return Err(GrpcError::Protocol(format!(
+            "the server answered HTTP {} instead of a gRPC response; is this a gRPC port?",
+            head.status
+        )));
+    }
+    let ct = head
+        .headers
+        .get("content-type")
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if !ct.starts_with(b"application/grpc") {
+        return Err(GrpcError::Protocol(format!(
+            "the answer's content type is {:?}, not application/grpc; is this a gRPC port?",
+            String::from_utf8_lossy(ct)
+        )));
+    }
+    Ok(())
+}
+
+/// hyper's error with its cause (h2's reason: `stream error received: ...`).
+pub(super) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// `host:port` (or `[v6]:port`) → an `http`/`https` origin. A port is required: gRPC
+/// has no default one.
+fn parse_target(target: &str, tls: bool) -> Result<Origin, GrpcError> {
+    let invalid = |why: &str| {
+        GrpcError::Invalid(format!(
+            "gRPC target {target:?}: {why}; write host:port (for example 127.0.0.1:50051)"
+        ))
+    };
+    if target.contains("://") || target.contains('/') {
+        return Err(invalid("a target is not a URL"));
+    }
+    let (_, port) = target.rsplit_once(':').ok_or_else(|| invalid("no port"))?;
+    if port.parse::<u16>().is_err() {
+        return Err(invalid("the port is not a number up to 65535"));
+    }
+    let scheme = if tls { "https" } else { "http" };
+    Origin::parse(&format!("{scheme}://{target}")).map_err(|e| invalid(&e))
+}
+
+/// `host:port` as an authority (IPv6 in brackets).
+fn authority(origin: &Origin) -> String {
+    if origin.host.contains(':') {
+        format!("[{}]:{}", origin.host, origin.port)
+    } else {
+        format!("{}:{}", origin.host, origin.port)
+    }
+}
+
+/// Opens the connection: TCP (from `local`), TLS offering only `h2` by ALPN when the
+/// channel is TLS, then the HTTP/2 handshake; its task is spawned.
+async fn open(
+    origin: &Origin,
+    local: Option<IpAddr>,
+    shared: &NetShared,
+) -> Result<Conn, GrpcError> {
+    let tcp = connect_tcp(origin, local)
+        .await
+        .map_err(GrpcError::from_http)?;
+    let (io, stats) = CountingIo::new(tcp);
+    let sender = if origin.scheme == "https" {
+        let (tls, negotiated) = shared
+            .tls
+            .handshake(origin, io, Purpose::Http2)
+            .await
+            .map_err(GrpcError::from_http)?;
+        if !negotiated.h2 {
+            return Err(GrpcError::Tls(format!(
+                "{origin}: the server did not choose HTTP/2 by ALPN; is this a gRPC port?"
+            )));
+        }
+        handshake(origin, tls).await?
+    } else {
+        handshake(origin, io).await?
+    };
+    Ok(Conn { sender, io: stats })
+}
+
+async fn handshake<IO>(origin: &Origin, io: IO) -> Result<SendRequest<GrpcBody>, GrpcError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| GrpcError::Connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
+    tokio::spawn(async move {
+        // Ends when the channel drops the sender or the peer closes; errors surface
+        // on the calls that were using it.
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_host_and_port() {
+        let o = parse_target("127.0.0.1:50051", false).unwrap();
+        assert_eq!((o.scheme.as_str(), o.port), ("http", 50051));
+        assert_eq!(parse_target("api.test:443", true).unwrap().scheme, "https");
+        assert_eq!(
+            authority(&parse_target("[::1]:9", false).unwrap()),
+            "[::1]:9"
+        );
+        for bad in ["127.0.0.1", "http://127.0.0.1:1", "h:99999", "h:1/x"] {
+            let err = parse_target(bad, false).unwrap_err().to_string();
+            assert!(err.contains("host:port"), "{bad}: {err}");
+        }
+    }
+}

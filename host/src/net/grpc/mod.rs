@@ -1,0 +1,25 @@
+//! The host side of the plugin's `grpc` import: channels to `host:port` over HTTP/2
+//! (hyper, on the host's own connect, TLS and allowlist code), method descriptors from
+//! `.proto` text compiled at run time ([`descriptors`], protox) or from the server's
+//! reflection service ([`reflection`]), unary calls ([`unary`]) and client, server and
+//! bidirectional streams ([`stream`]) with proto3 JSON messages (prost-reflect).
+//!
+//! A channel connects lazily, as gRPC channels do: `connect` checks the target and the
+//! allowlist (nothing is sent to a denied target) and compiles the protos; the first
+//! call (or reflection) opens the connection, and a call that finds it closed opens a
+//! new one. A connection failure is then the failure of that call, counted with its
+//! kind (`connect`, `tls`) and the status a gRPC client reports for it (UNAVAILABLE).
+
+mod body;
+pub(crate) mod channel;
+pub(crate) mod descriptors;
+mod frame;
+mod record;
+mod reflection;
+mod status;
+pub(crate) mod stream;
+mod unary;
+
+pub(crate) use channel::{Channel, ChannelOptions};
+pub(crate) use status::{CallOptions, CallStatus, GrpcError};
+pub(crate) use stream::{GrpcStream, StreamItem};

@@ -1,0 +1,186 @@
+//! The server reflection client (`grpc.reflection.v1` and, for older servers,
+//! `v1alpha`: the same messages under another package). Asks for the file that
+//! defines a service, then for the files it imports that the answer left out, each
+//! question on its own stream (a request, half-close, one answer). Reflection calls
+//! are the channel's own business: they are not counted in `grpc_reqs`.
+
+use super::body::GrpcBody;
+use super::channel::{read_all, Channel};
+use super::frame;
+use super::status::{code, GrpcError};
+use prost::Message;
+use prost_types::FileDescriptorProto;
+use std::collections::{BTreeSet, HashMap};
+
+/// `ServerReflectionRequest`: only the questions the host asks.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Request {
+    #[prost(string, tag = "1")]
+    host: String,
+    #[prost(oneof = "Question", tags = "3, 4")]
+    question: Option<Question>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+enum Question {
+    #[prost(string, tag = "3")]
+    FileByFilename(String),
+    #[prost(string, tag = "4")]
+    FileContainingSymbol(String),
+}
+
+/// `ServerReflectionResponse`: the answers the host reads.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Response {
+    #[prost(oneof = "Answer", tags = "4, 7")]
+    answer: Option<Answer>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+enum Answer {
+    #[prost(message, tag = "4")]
+    Files(FileDescriptorResponse),
+    #[prost(message, tag = "7")]
+    Error(ErrorResponse),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct FileDescriptorResponse {
+    #[prost(bytes = "vec", repeated, tag = "1")]
+    file_descriptor_proto: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ErrorResponse {
+    #[prost(int32, tag = "1")]
+    error_code: i32,
+    #[prost(string, tag = "2")]
+    error_message: String,
+}
+
+const V1: &str = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+const V1ALPHA: &str = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+
+/// Files in a server's answers are few; a server that keeps naming new ones is
+/// stopped here.
+const MAX_FILES: usize = 256;
+
+/// The files that define `service` and everything they import, from the server's
+/// reflection service (v1, else v1alpha).
+pub(super) async fn fetch(
+    channel: &mut Channel,
+    service: &str,
+) -> Result<Vec<FileDescriptorProto>, GrpcError> {
+    let first = Question::FileContainingSymbol(service.to_owned());
+    let (path, answer) = match ask(channel, V1, first.clone()).await {
+        Err(GrpcError::Status(s)) if s.code == code::UNIMPLEMENTED => {
+            (V1ALPHA, ask(channel, V1ALPHA, first).await)
+        }
+        other => (V1, other),
+    };
+    let answer = answer.map_err(|e| match e {
+        GrpcError::Status(s) if s.code == code::UNIMPLEMENTED => GrpcError::Invalid(format!(
+            "{}: the server has no reflection service (v1 or v1alpha); give the channel \
+             the .proto of {service}",
+            channel.origin
+        )),
+        other => other,
+    })?;
+    let mut files: HashMap<String, FileDescriptorProto> = HashMap::new();
+    let mut order = Vec::new();
+    let mut add = |found: Vec<FileDescriptorProto>,
+                   files: &mut HashMap<String, FileDescriptorProto>| {
+        for f in found {
+            let name = f.name().to_owned();
+            if let std::collections::hash_map::Entry::Vacant(slot) = files.entry(name.clone()) {
+                order.push(name);
+                slot.insert(f);
+            }
+        }
+    };
+    add(answer, &mut files);
+    loop {
+        let missing: BTreeSet<String> = files
+            .values()
+            .flat_map(|f| f.dependency.iter().cloned())
+            .filter(|d| !files.contains_key(d))
+            .collect();
+        let Some(next) = missing.into_iter().next() else {
+            break;
+        };
+        if files.len() >= MAX_FILES {
+            return Err(GrpcError::Protocol(format!(
+                "{}: the reflection service named more than {MAX_FILES} files",
+                channel.origin
+            )));
+        }
+        let found = ask(channel, path, Question::FileByFilename(next.clone())).await?;
+        if !found.iter().any(|f| f.name() == next) {
+            return Err(GrpcError::Protocol(format!(
+                "{}: the reflection service did not send {next}, which {service}'s files import",
+                channel.origin
+            )));
+        }
+        add(found, &mut files);
+    }
+    Ok(order.into_iter().filter_map(|n| files.remove(&n)).collect())
+}
+
+/// One question on its own stream; the files of the answer.
+async fn ask(
+    channel: &mut Channel,
+    path: &str,
+    question: Question,
+) -> Result<Vec<FileDescriptorProto>, GrpcError> {
+    let request = Request {
+        host: String::new(),
+        question: Some(question),
+    };
+    let body = GrpcBody::Once(Some(frame::encode(&request.encode_to_vec())));
+    let timeout = channel.shared.default_timeout;
+    let max = channel.shared.max_body;
+    let exchange = async {
+        let response = channel.start(path, &[], None, body).await?;
+        read_all(response, max).await
+    };
+    let (messages, status) = tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| {
+            GrpcError::Deadline(format!(
+                "the reflection service did not answer within {}",
+                crate::config::format_duration(timeout)
+            ))
+        })??;
+    channel.record_bytes();
+    if status.code != code::OK {
+        return Err(GrpcError::Status(Box::new(status)));
+    }
+    let message = messages
+        .first()
+        .ok_or_else(|| GrpcError::Protocol("the reflection service answered no message".into()))?;
+    let response = Response::decode(message.as_ref()).map_err(|e| {
+        GrpcError::Protocol(format!(
+            "the reflection service's answer does not decode: {e}"
+        ))
+    })?;
+    match response.answer {
+        Some(Answer::Files(f)) => f
+            .file_descriptor_proto
+            .iter()
+            .map(|b| {
+                FileDescriptorProto::decode(b.as_slice()).map_err(|e| {
+                    GrpcError::Protocol(format!(
+                        "a file descriptor from reflection does not decode: {e}"
+                    ))
+                })
+            })
+            .collect(),
+        Some(Answer::Error(e)) => Err(GrpcError::Invalid(format!(
+            "{}: reflection: {} (code {})",
+            channel.origin, e.error_message, e.error_code
+        ))),
+        None => Err(GrpcError::Protocol(
+            "the reflection service's answer holds no files".into(),
+        )),
+    }
+}

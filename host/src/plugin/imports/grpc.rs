@@ -1,0 +1,182 @@
+//! `grpc`: converts between the WIT channel and stream resources and the host's
+//! ([`crate::net::grpc`]). Both live in the VU's resource table, so they outlive
+//! iterations and go away with the VU's store; a dropped stream is reset.
+
+use crate::net::grpc::{
+    CallOptions, CallStatus, Channel, ChannelOptions, GrpcError, GrpcStream, StreamItem,
+};
+use crate::plugin::bindings::loadtest::scenario::grpc as wit;
+use crate::plugin::state::VuState;
+use std::time::Duration;
+use wasmtime::component::Resource;
+
+fn status_to_wit(s: CallStatus) -> wit::CallStatus {
+    wit::CallStatus {
+        code: s.code,
+        message: s.message,
+        headers: s.headers,
+        trailers: s.trailers,
+    }
+}
+
+fn to_wit(e: GrpcError) -> wit::GrpcError {
+    match e {
+        GrpcError::Denied(m) => wit::GrpcError::Denied(m),
+        GrpcError::Invalid(m) => wit::GrpcError::Invalid(m),
+        GrpcError::Connect(m) => wit::GrpcError::Connect(m),
+        GrpcError::Tls(m) => wit::GrpcError::Tls(m),
+        GrpcError::Deadline(m) => wit::GrpcError::Deadline(m),
+        GrpcError::Status(s) => wit::GrpcError::Status(status_to_wit(*s)),
+        GrpcError::Protocol(m) => wit::GrpcError::Protocol(m),
+    }
+}
+
+fn options(o: wit::CallOptions) -> CallOptions {
+    CallOptions {
+        metadata: o.metadata,
+        timeout: o.timeout_ms.map(|ms| Duration::from_millis(u64::from(ms))),
+        tags: o.tags,
+        expected_codes: o.expected_codes,
+    }
+}
+
+impl VuState {
+    fn channel(&mut self, handle: &Resource<Channel>) -> Result<&mut Channel, wit::GrpcError> {
+        self.table()
+            .get_mut(handle)
+            .map_err(|e| wit::GrpcError::Invalid(format!("not a channel of this VU: {e}")))
+    }
+
+    fn grpc_stream(
+        &mut self,
+        handle: &Resource<GrpcStream>,
+    ) -> Result<&mut GrpcStream, wit::GrpcError> {
+        self.table()
+            .get_mut(handle)
+            .map_err(|e| wit::GrpcError::Invalid(format!("not a stream of this VU: {e}")))
+    }
+}
+
+impl wit::HostChannel for VuState {
+    async fn connect(
+        &mut self,
+        target: String,
+        o: wit::ChannelOptions,
+    ) -> Result<Resource<Channel>, wit::GrpcError> {
+        let net = self.services.net.clone();
+        // A VU's channels leave from the same source address as its HTTP requests.
+        let local = net.http.local_ip(self.identity.vu_id);
+        let options = ChannelOptions {
+            tls: o.tls,
+            protos: o.protos.into_iter().map(|p| (p.name, p.source)).collect(),
+            reflect: o.reflect,
+            connect_timeout: o.timeout_ms.map(|ms| Duration::from_millis(u64::from(ms))),
+        };
+        let channel =
+            Channel::new(net, &target, options, &self.identity.tags, local).map_err(to_wit)?;
+        self.table()
+            .push(channel)
+            .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many channels: {e}")))
+    }
+
+    async fn invoke(
+        &mut self,
+        c: Resource<Channel>,
+        method: String,
+        request: String,
+        o: wit::CallOptions,
+    ) -> Result<wit::CallResponse, wit::GrpcError> {
+        let options = options(o);
+        let response = self
+            .channel(&c)?
+            .invoke(&method, &request, &options)
+            .await
+            .map_err(to_wit)?;
+        Ok(wit::CallResponse {
+            message: response.message,
+            status: status_to_wit(response.status),
+            duration_us: response.duration_us,
+        })
+    }
+
+    async fn open_stream(
+        &mut self,
+        c: Resource<Channel>,
+        method: String,
+        o: wit::CallOptions,
+    ) -> Result<Resource<GrpcStream>, wit::GrpcError> {
+        let stream = self
+            .channel(&c)?
+            .open_stream(&method, options(o))
+            .await
+            .map_err(to_wit)?;
+        self.table()
+            .push(stream)
+            .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many streams: {e}")))
+    }
+
+    fn methods(&mut self, c: Resource<Channel>) -> wasmtime::Result<Vec<String>> {
+        Ok(self.channel(&c).map(|c| c.methods()).unwrap_or_default())
+    }
+
+    async fn describe_method(
+        &mut self,
+        c: Resource<Channel>,
+        method: String,
+    ) -> Result<wit::MethodInfo, wit::GrpcError> {
+        let (client_streaming, server_streaming) =
+            self.channel(&c)?.describe(&method).await.map_err(to_wit)?;
+        Ok(wit::MethodInfo {
+            name: method,
+            client_streaming,
+            server_streaming,
+        })
+    }
+
+    fn drop(&mut self, channel: Resource<Channel>) -> wasmtime::Result<()> {
+        // Dropping the channel drops its connection's sender; the connection closes.
+        let _ = self.table().delete(channel);
+        Ok(())
+    }
+}
+
+impl wit::HostGrpcStream for VuState {
+    async fn send(
+        &mut self,
+        s: Resource<GrpcStream>,
+        message: String,
+    ) -> Result<(), wit::GrpcError> {
+        self.grpc_stream(&s)?.send(&message).await.map_err(to_wit)
+    }
+
+    async fn close_send(&mut self, s: Resource<GrpcStream>) -> Result<(), wit::GrpcError> {
+        self.grpc_stream(&s)?.close_send().map_err(to_wit)
+    }
+
+    async fn recv(
+        &mut self,
+        s: Resource<GrpcStream>,
+        timeout_ms: u32,
+    ) -> Result<wit::StreamItem, wit::GrpcError> {
+        let timeout = Duration::from_millis(u64::from(timeout_ms));
+        match self.grpc_stream(&s)?.recv(timeout).await.map_err(to_wit)? {
+            StreamItem::Message(m) => Ok(wit::StreamItem::Message(m)),
+            StreamItem::Timeout => Ok(wit::StreamItem::Timeout),
+            StreamItem::End(status) => Ok(wit::StreamItem::End(status_to_wit(status))),
+        }
+    }
+
+    fn cancel(&mut self, s: Resource<GrpcStream>) -> wasmtime::Result<()> {
+        if let Ok(stream) = self.grpc_stream(&s) {
+            stream.cancel();
+        }
+        Ok(())
+    }
+
+    fn drop(&mut self, stream: Resource<GrpcStream>) -> wasmtime::Result<()> {
+        let _ = self.table().delete(stream);
+        Ok(())
+    }
+}
+
+impl wit::Host for VuState {}
