@@ -22,6 +22,7 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
         "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
+        "loadtest:scenario/html.document": crate::html::Document,
     },
 });
 
@@ -29,4 +30,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.2";
+pub const WIT_VERSION: &str = "0.3.3";

@@ -62,6 +62,7 @@ pub mod data;
 #[doc(hidden)]
 pub mod export;
 pub mod extract;
+pub mod html;
 pub mod http;
 pub mod json;
 pub mod log;

@@ -150,6 +150,7 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
 struct ResponseContent;
 struct PreparedRequest;
 struct Socket;
+struct Document;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
 fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
@@ -178,6 +179,7 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "response-content" => ResourceType::host::<ResponseContent>(),
                         "prepared-request" => ResourceType::host::<PreparedRequest>(),
                         "socket" => ResourceType::host::<Socket>(),
+                        "document" => ResourceType::host::<Document>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"
                         ),

@@ -1,6 +1,7 @@
 //! The host's implementations of the plugin's imports, one file per WIT interface.
 
 pub(crate) mod cookies;
+pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod vu;
