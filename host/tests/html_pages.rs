@@ -47,7 +47,11 @@ async fn run(dir: &Path, plugin: &str, base: &str, extra: &[&str]) -> (Output, s
     let out = dir.join("results");
     let mut args: Vec<String> = vec!["run".into(), plugin.into(), "-e".into()];
     args.push(format!("BASE_URL={base}"));
-    args.extend(["--out".into(), out.to_str().unwrap().into(), "--quiet".into()]);
+    args.extend([
+        "--out".into(),
+        out.to_str().unwrap().into(),
+        "--quiet".into(),
+    ]);
     args.extend(extra.iter().map(|s| s.to_string()));
     let ran = host(dir, args).await;
     let summary = if out.is_dir() {
@@ -171,11 +175,20 @@ async fn k6_html_selections_submit_form_and_click_link_work_on_the_real_survey()
     assert_eq!(check(&summary, "elements"), (6, 0));
     // Six iterations of: the sign-in page, its form, the survey, two answers, the link.
     assert_eq!(served, 36, "{shown}");
-    assert_eq!(summary["metrics"]["http_reqs"]["count"].as_f64(), Some(36.0));
+    assert_eq!(
+        summary["metrics"]["http_reqs"]["count"].as_f64(),
+        Some(36.0)
+    );
     // The server saw each token used once: six accepted, six replays refused, and the
     // CSRF field the form carried was right every time.
     assert_eq!(
-        (counts.logins, counts.pages, counts.accepted, counts.token_refused, counts.csrf_refused),
+        (
+            counts.logins,
+            counts.pages,
+            counts.accepted,
+            counts.token_refused,
+            counts.csrf_refused
+        ),
         (6, 6, 6, 6, 0)
     );
 }

@@ -42,7 +42,7 @@ fn host(dir: &Path, args: &[&str]) -> Output {
 /// The survey flow written with the Python SDK's form and page helpers: the sign-in
 /// form submitted, the answer form's hidden CSRF field kept, the single-use token read
 /// out of the page's JSON `<script>`, the replay refused, the link followed.
-const PY_SURVEY: &str = r#"    def survey(self):
+const PY_SURVEY: &str = r##"    def survey(self):
         base = loadtest.env("BASE_URL").rstrip("/")
         user = f"py-{loadtest.info().vu_id}"
         signin = loadtest.http.get(base + "/survey/login", name="/survey/login")
@@ -74,7 +74,7 @@ const PY_SURVEY: &str = r#"    def survey(self):
     def iteration(self, scenario):
         if loadtest.env("SURVEY") == "1":
             return self.survey()
-"#;
+"##;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_plugin_builds_and_runs_against_the_demo_target() {

@@ -78,7 +78,9 @@ impl Document {
                     .filter(|e| is_submit_button(*e))
                     .ok_or_else(|| format!("node {b} is not a submit button"))?;
                 if !owner_is(button, form) {
-                    return Err(format!("the submit button (node {b}) is not one of the form's"));
+                    return Err(format!(
+                        "the submit button (node {b}) is not one of the form's"
+                    ));
                 }
                 Some(button)
             }
@@ -96,7 +98,9 @@ impl Document {
             .as_str()
         {
             "post" => "POST",
-            "dialog" => return Err("a form with method=dialog closes a dialog; it sends nothing".into()),
+            "dialog" => {
+                return Err("a form with method=dialog closes a dialog; it sends nothing".into())
+            }
             _ => "GET",
         };
         let action = match pick("formaction", "action") {
@@ -128,7 +132,11 @@ impl Document {
     }
 
     /// The entry list of `form` with `button` pressed (or none).
-    fn entries(&self, element: ElementRef<'_>, button: Option<ElementRef<'_>>) -> Vec<(String, String)> {
+    fn entries(
+        &self,
+        element: ElementRef<'_>,
+        button: Option<ElementRef<'_>>,
+    ) -> Vec<(String, String)> {
         let mut out = vec![];
         // Every control of the document whose owner is this form: its descendants
         // unless their `form` attribute names another form, and controls elsewhere
@@ -159,7 +167,10 @@ fn owner_is(control: ElementRef<'_>, form: ElementRef<'_>) -> bool {
 
 /// Whether `e` submits its form when pressed.
 fn is_submit_button(e: ElementRef<'_>) -> bool {
-    let kind = e.value().attr("type").map(|t| t.trim().to_ascii_lowercase());
+    let kind = e
+        .value()
+        .attr("type")
+        .map(|t| t.trim().to_ascii_lowercase());
     match e.value().name() {
         // A button with no type (or an unknown one) is a submit button.
         "button" => !matches!(kind.as_deref(), Some("reset" | "button")),
@@ -173,9 +184,18 @@ fn is_submit_button(e: ElementRef<'_>) -> bool {
 fn button_fields(button: ElementRef<'_>) -> Vec<(String, String)> {
     let e = button.value();
     let name = e.attr("name").unwrap_or("");
-    if e.attr("type").is_some_and(|t| t.eq_ignore_ascii_case("image")) {
-        let prefix = if name.is_empty() { String::new() } else { format!("{name}.") };
-        return vec![(format!("{prefix}x"), "0".into()), (format!("{prefix}y"), "0".into())];
+    if e.attr("type")
+        .is_some_and(|t| t.eq_ignore_ascii_case("image"))
+    {
+        let prefix = if name.is_empty() {
+            String::new()
+        } else {
+            format!("{name}.")
+        };
+        return vec![
+            (format!("{prefix}x"), "0".into()),
+            (format!("{prefix}y"), "0".into()),
+        ];
     }
     if name.is_empty() {
         return vec![];
@@ -364,35 +384,71 @@ world</textarea>
         assert_eq!(plain.url, "http://127.0.0.1:8080/survey/answer?x=1");
         assert_eq!(plain.enctype, "multipart/form-data");
         assert_eq!(plain.fields, pairs(&[("csrf", "c")]));
-        let go = d.submission(at("#f"), Some(at("button[name=go]")), base).unwrap();
+        let go = d
+            .submission(at("#f"), Some(at("button[name=go]")), base)
+            .unwrap();
         assert_eq!(go.fields, pairs(&[("csrf", "c"), ("go", "yes")]));
-        let alt = d.submission(at("#f"), Some(at("input[name=alt]")), base).unwrap();
+        let alt = d
+            .submission(at("#f"), Some(at("input[name=alt]")), base)
+            .unwrap();
         assert_eq!(alt.method, "GET");
         assert_eq!(alt.url, "http://127.0.0.1:8080/elsewhere?csrf=c&alt=Alt");
-        let map = d.submission(at("#f"), Some(at("input[name=map]")), base).unwrap();
+        let map = d
+            .submission(at("#f"), Some(at("input[name=map]")), base)
+            .unwrap();
         assert_eq!(map.fields[1..], pairs(&[("map.x", "0"), ("map.y", "0")]));
-        let err = d.submission(at("#f"), Some(at("button[name=nope]")), base).unwrap_err();
+        let err = d
+            .submission(at("#f"), Some(at("button[name=nope]")), base)
+            .unwrap_err();
         assert!(err.contains("not a submit button"), "{err}");
-        let err = d.submission(at("#g"), Some(at("button[name=go]")), base).unwrap_err();
+        let err = d
+            .submission(at("#g"), Some(at("button[name=go]")), base)
+            .unwrap_err();
         assert!(err.contains("not one of the form's"), "{err}");
         // No method, no action: a GET to the page itself, fields as its query.
-        let g = d.submission(at("#g"), None, "http://h/p?old=1#frag").unwrap();
-        assert_eq!((g.method.as_str(), g.url.as_str()), ("GET", "http://h/p?a=x+y"));
+        let g = d
+            .submission(at("#g"), None, "http://h/p?old=1#frag")
+            .unwrap();
+        assert_eq!(
+            (g.method.as_str(), g.url.as_str()),
+            ("GET", "http://h/p?a=x+y")
+        );
         assert_eq!(g.enctype, "application/x-www-form-urlencoded");
-        assert!(d.submission(at("#h"), None, base).unwrap_err().contains("dialog"));
-        assert!(d.submission(at("#g"), None, "not a url").unwrap_err().contains("not a url"));
-        assert!(d.submission(at("input[name=a]"), None, base).unwrap_err().contains("not a form"));
+        assert!(d
+            .submission(at("#h"), None, base)
+            .unwrap_err()
+            .contains("dialog"));
+        assert!(d
+            .submission(at("#g"), None, "not a url")
+            .unwrap_err()
+            .contains("not a url"));
+        assert!(d
+            .submission(at("input[name=a]"), None, base)
+            .unwrap_err()
+            .contains("not a form"));
     }
 
     #[test]
     fn links_resolve_as_a_browser_resolves_them() {
         let base = "http://127.0.0.1:8080/a/b/page?q=1";
         assert_eq!(resolve(base, "c").unwrap(), "http://127.0.0.1:8080/a/b/c");
-        assert_eq!(resolve(base, "../c?x").unwrap(), "http://127.0.0.1:8080/a/c?x");
-        assert_eq!(resolve(base, "/root").unwrap(), "http://127.0.0.1:8080/root");
-        assert_eq!(resolve(base, "?z").unwrap(), "http://127.0.0.1:8080/a/b/page?z");
+        assert_eq!(
+            resolve(base, "../c?x").unwrap(),
+            "http://127.0.0.1:8080/a/c?x"
+        );
+        assert_eq!(
+            resolve(base, "/root").unwrap(),
+            "http://127.0.0.1:8080/root"
+        );
+        assert_eq!(
+            resolve(base, "?z").unwrap(),
+            "http://127.0.0.1:8080/a/b/page?z"
+        );
         assert_eq!(resolve(base, "//other/x").unwrap(), "http://other/x");
-        assert_eq!(resolve(base, " https://x.test/ ").unwrap(), "https://x.test/");
+        assert_eq!(
+            resolve(base, " https://x.test/ ").unwrap(),
+            "https://x.test/"
+        );
         assert!(resolve("relative", "x").is_err());
     }
 }

@@ -146,7 +146,12 @@ impl Document {
     pub fn node(&self, id: u32) -> Option<NodeView> {
         let node = self.node_ref(id)?;
         let (kind, name, attributes, value) = match node.value() {
-            Node::Document => (NodeKind::Document, "#document".into(), vec![], String::new()),
+            Node::Document => (
+                NodeKind::Document,
+                "#document".into(),
+                vec![],
+                String::new(),
+            ),
             Node::Element(e) => (
                 NodeKind::Element,
                 e.name().to_owned(),
@@ -162,7 +167,12 @@ impl Document {
                 vec![],
                 c.comment.to_string(),
             ),
-            Node::Doctype(d) => (NodeKind::Doctype, d.name().to_owned(), vec![], String::new()),
+            Node::Doctype(d) => (
+                NodeKind::Doctype,
+                d.name().to_owned(),
+                vec![],
+                String::new(),
+            ),
             Node::Fragment | Node::ProcessingInstruction(_) => {
                 (NodeKind::Other, "#other".into(), vec![], String::new())
             }
@@ -218,7 +228,8 @@ fn parse_selector(selector: &str) -> Result<Selector, String> {
 mod tests {
     use super::*;
 
-    const PAGE: &str = "<!doctype html><title>T</title><div id=a class='x y'>one <b>two</b><!--c--></div>\
+    const PAGE: &str =
+        "<!doctype html><title>T</title><div id=a class='x y'>one <b>two</b><!--c--></div>\
         <p>three<p>four<table><tr><td>cell</td></tr>stray</table>";
 
     #[test]

@@ -9,7 +9,9 @@ use scraper::{ElementRef, Html, Node};
 pub(super) fn inner(html: &Html, node: NodeRef<'_, Node>) -> String {
     match node.value() {
         Node::Document => html.html(),
-        Node::Element(_) => ElementRef::wrap(node).map(|e| e.inner_html()).unwrap_or_default(),
+        Node::Element(_) => ElementRef::wrap(node)
+            .map(|e| e.inner_html())
+            .unwrap_or_default(),
         _ => node.children().map(|c| outer(html, c)).collect(),
     }
 }
@@ -28,7 +30,13 @@ pub(super) fn outer(html: &Html, node: NodeRef<'_, Node>) -> String {
                 .is_some_and(|name| {
                     matches!(
                         name,
-                        "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "plaintext"
+                        "script"
+                            | "style"
+                            | "xmp"
+                            | "iframe"
+                            | "noembed"
+                            | "noframes"
+                            | "plaintext"
                     )
                 });
             if raw {

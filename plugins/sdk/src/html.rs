@@ -294,7 +294,12 @@ impl Form<'_> {
         sub.fields.extend(self.fields.iter().cloned());
         if sub.method == "GET" {
             // The host put the page's fields in the query: put them all.
-            let base = sub.url.split(['?', '#']).next().unwrap_or_default().to_owned();
+            let base = sub
+                .url
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .to_owned();
             let query = form_urlencoded::Serializer::new(String::new())
                 .extend_pairs(sub.fields.iter())
                 .finish();
@@ -324,7 +329,11 @@ impl Form<'_> {
                 req.multipart(parts)
             }
             "text/plain" => {
-                let body: String = sub.fields.iter().map(|(k, v)| format!("{k}={v}\r\n")).collect();
+                let body: String = sub
+                    .fields
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}\r\n"))
+                    .collect();
                 req.header("Content-Type", "text/plain").body(body)
             }
             _ => req.form(&sub.fields),
