@@ -290,13 +290,13 @@ mod tests {
         let text = n.children[0];
         assert_eq!(d.node(text).unwrap().value, "one ");
         assert_eq!(d.outer_html(text), "one ");
-        let escaped = Document::parse("<p>a &lt; b</p><script>if (a < b) {}</script>");
+        let escaped = Document::parse("<p>a &lt; b</p><script>if (a < b && c) {}</script>");
         let p = escaped.select(&[], "p").unwrap()[0];
         assert_eq!(escaped.text(p), "a < b");
         let t = escaped.node(p).unwrap().children[0];
         assert_eq!(escaped.outer_html(t), "a &lt; b");
         let script = escaped.select(&[], "script").unwrap()[0];
-        assert_eq!(escaped.inner_html(script), "if (a < b) {}");
+        assert_eq!(escaped.inner_html(script), "if (a < b && c) {}");
         assert!(escaped.outer_html(0).starts_with("<html>"));
     }
 

@@ -9,12 +9,26 @@ use scraper::{ElementRef, Html, Node};
 pub(super) fn inner(html: &Html, node: NodeRef<'_, Node>) -> String {
     match node.value() {
         Node::Document => html.html(),
-        Node::Element(_) => ElementRef::wrap(node)
+        // html5ever's serializer, started at the children, does not know their parent
+        // and escapes a script's text (`&&` would come back as `&amp;&amp;`, and its
+        // JSON would no longer parse): raw-text elements are written child by child.
+        Node::Element(e) if !RAW_TEXT.contains(&e.name()) => ElementRef::wrap(node)
             .map(|e| e.inner_html())
             .unwrap_or_default(),
         _ => node.children().map(|c| outer(html, c)).collect(),
     }
 }
+
+/// Elements whose text is written as is.
+const RAW_TEXT: &[&str] = &[
+    "script",
+    "style",
+    "xmp",
+    "iframe",
+    "noembed",
+    "noframes",
+    "plaintext",
+];
 
 /// The markup of `node` itself (`outerHTML`).
 pub(super) fn outer(html: &Html, node: NodeRef<'_, Node>) -> String {
@@ -27,18 +41,7 @@ pub(super) fn outer(html: &Html, node: NodeRef<'_, Node>) -> String {
             let raw = node
                 .parent()
                 .and_then(|p| p.value().as_element().map(|e| e.name()))
-                .is_some_and(|name| {
-                    matches!(
-                        name,
-                        "script"
-                            | "style"
-                            | "xmp"
-                            | "iframe"
-                            | "noembed"
-                            | "noframes"
-                            | "plaintext"
-                    )
-                });
+                .is_some_and(|name| RAW_TEXT.contains(&name));
             if raw {
                 t.to_string()
             } else {
