@@ -654,7 +654,10 @@ mod tests {
         .err()
         .unwrap()
         .to_string();
-        assert!(err.contains("s.js:3") && err.contains("ripemd160()"), "{err}");
+        assert!(
+            err.contains("s.js:3") && err.contains("ripemd160()"),
+            "{err}"
+        );
         for (code, what) in [
             ("import { md4 } from 'k6/crypto';\n", "`md4`"),
             (
