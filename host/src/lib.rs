@@ -68,6 +68,7 @@ mod distributed;
 mod docker;
 mod executor;
 mod files;
+mod html;
 mod k8s;
 mod live;
 mod metrics;

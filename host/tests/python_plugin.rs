@@ -39,6 +39,43 @@ fn host(dir: &Path, args: &[&str]) -> Output {
         .expect("the host binary runs")
 }
 
+/// The survey flow written with the Python SDK's form and page helpers: the sign-in
+/// form submitted, the answer form's hidden CSRF field kept, the single-use token read
+/// out of the page's JSON `<script>`, the replay refused, the link followed.
+const PY_SURVEY: &str = r##"    def survey(self):
+        base = loadtest.env("BASE_URL").rstrip("/")
+        user = f"py-{loadtest.info().vu_id}"
+        signin = loadtest.http.get(base + "/survey/login", name="/survey/login")
+        login = signin.form().set("user", user).set("password", "demo").submit(
+            name="/survey/login", redirects=0)
+        loadtest.check("the sign-in form answered 302", login.status == 302)
+        page = loadtest.http.get(base + "/survey", name="/survey")
+        doc = page.html()
+        token = doc.json_script("survey-data")["token"]
+        form = page.form("form[action='/survey/answer']").set("token", token).set("answer", "2")
+        fields = dict(form.fields())
+        loadtest.check("the hidden CSRF field is kept", len(fields.get("csrf", "")) > 0)
+        loadtest.check("the page's text", doc.text("#user") == user)
+        request = form.request()
+        first = request.send(name="/survey/answer")
+        loadtest.check("answer accepted", first.status == 200)
+        replay = request.send(name="/survey/answer", expected=[(409, 409)])
+        loadtest.check("replay refused", replay.status == 409)
+        back = page.link("a#signin").send(name="/survey/login")
+        loadtest.check("the link leads to the sign-in",
+                       back.status == 200 and back.url == base + "/survey/login")
+        loadtest.check("links resolve", doc.links("a[href]") == [base + "/survey/login"])
+        try:
+            doc.select("p[")
+            loadtest.check("a bad selector raises", False)
+        except ValueError as e:
+            loadtest.check("a bad selector raises", "p[" in str(e))
+
+    def iteration(self, scenario):
+        if loadtest.env("SURVEY") == "1":
+            return self.survey()
+"##;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     let tool = componentize_py();
@@ -73,6 +110,8 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         1,
     );
     assert_ne!(big, code, "the template has an iteration method");
+    // The survey through the SDK's form and page helpers (SURVEY=1).
+    let big = big.replacen("    def iteration(self, scenario):\n", PY_SURVEY, 1);
     std::fs::write(&app, big).unwrap();
 
     let built = host(&project, &["build"]);
@@ -224,5 +263,61 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         ),
         "{message}\n{}",
         text(&ran)
+    );
+
+    // The SDK's form and page helpers on the survey's real pages: six iterations of
+    // the sign-in page, its form, the survey, two answers and the link. The server saw
+    // each single-use token used once and every CSRF field right.
+    let survey = demo_target::DemoServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        demo_target::DemoConfig::default(),
+    )
+    .await
+    .unwrap();
+    let out = tmp.path().join("results-survey");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "2".into(),
+        "--iterations".into(),
+        "6".into(),
+        "-e".into(),
+        format!("BASE_URL={}", survey.base_url()),
+        "-e".into(),
+        "SURVEY=1".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let counts = survey.survey_counts();
+    let summary = common::counted_and_served(&out, survey.requests_served(), 36);
+    survey.shutdown().await;
+    for c in summary["checks"].as_array().unwrap() {
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(6), Some(0)),
+            "{c}\n{}",
+            text(&ran)
+        );
+    }
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        (
+            counts.logins,
+            counts.pages,
+            counts.accepted,
+            counts.token_refused,
+            counts.csrf_refused
+        ),
+        (6, 6, 6, 6, 0)
     );
 }

@@ -31,6 +31,7 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/grpc.grpc-stream": crate::net::grpc::stream::GrpcStream,
         "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
+        "loadtest:scenario/html.document": crate::html::Document,
     },
 });
 

@@ -136,6 +136,8 @@ pub struct VuState {
     pub live_responses: u64,
     /// Prepared requests the plugin holds (`prepared-request` resources not yet dropped).
     pub live_prepared: u64,
+    /// Parsed HTML documents the plugin holds (`html.document` resources not yet dropped).
+    pub live_documents: u64,
     /// What the plugin last printed.
     pub output: OutputTail,
     /// Limits of the call in progress.
@@ -176,6 +178,7 @@ impl VuState {
             panic_message: None,
             live_responses: 0,
             live_prepared: 0,
+            live_documents: 0,
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),

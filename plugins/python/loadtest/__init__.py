@@ -36,12 +36,12 @@ from wit_world.imports import metrics as _metrics
 from wit_world.imports import vu as _vu
 from wit_world.imports import websocket as _ws
 
-from . import http, websocket  # noqa: F401  (sub-modules of the public API)
+from . import html, http, websocket  # noqa: F401  (sub-modules of the public API)
 from .http import HttpError  # noqa: F401
 
 __all__ = [
     "Scenario", "export", "check", "counter", "gauge", "rate", "trend", "sleep", "env",
-    "info", "log", "data_len", "data_get", "http", "websocket", "HttpError",
+    "info", "log", "data_len", "data_get", "http", "html", "websocket", "HttpError",
 ]
 
 

@@ -40,6 +40,7 @@ class Response:
         self.timings = raw.timings
         self._content = raw.content
         self._body = None
+        self._html = None
 
     def header(self, name: str):
         """The first header `name` (case-insensitive), or None."""
@@ -64,6 +65,23 @@ class Response:
     def json(self):
         """The body parsed as JSON."""
         return _json.loads(self.body)
+
+    def html(self):
+        """The body parsed as an HTML page by the host (once, with no copy of the body
+        into the plugin): a `loadtest.html.Document`."""
+        if self._html is None:
+            from . import html
+            self._html = html.Document._from_content(self._content, self.url)
+        return self._html
+
+    def form(self, css: str = "form"):
+        """The page's form matching `css`, to fill in and submit as a browser would
+        (hidden inputs such as a CSRF field kept): a `loadtest.html.Form`."""
+        return self.html().form(css)
+
+    def link(self, css: str = "a[href]"):
+        """A GET of the link matching `css`, as a click sends it (`.send()` it)."""
+        return self.html().link(css)
 
 
 def _request(method, url, *, name=None, headers=None, body=None, json=None, form=None,

@@ -453,6 +453,8 @@ pub struct Response {
     content: Option<Rc<wit::ResponseContent>>,
     headers: OnceCell<Vec<(String, String)>>,
     body: OnceCell<Vec<u8>>,
+    /// The body parsed as HTML by the host, once asked for.
+    html: Rc<OnceCell<crate::html::Document>>,
 }
 
 impl Response {
@@ -465,6 +467,7 @@ impl Response {
             content: Some(Rc::new(inner.content)),
             headers: OnceCell::new(),
             body: OnceCell::new(),
+            html: Rc::default(),
         }
     }
 
@@ -531,10 +534,24 @@ impl Response {
         })
     }
 
-    /// The body parsed as an HTML page, for CSS-selector lookups (cargo feature `html`).
-    #[cfg(feature = "html")]
-    pub fn html(&self) -> crate::extract::Document {
-        crate::extract::Document::parse(&self.text())
+    /// The body parsed as an HTML page by the host (once; no copy of the body into
+    /// the plugin), for CSS selectors, forms and links (see [`crate::html`]).
+    pub fn html(&self) -> &crate::html::Document {
+        self.html.get_or_init(|| match &self.content {
+            Some(content) => crate::html::Document::from_content(content, &self.url),
+            None => crate::html::Document::parse(&self.text()).with_url(&self.url),
+        })
+    }
+
+    /// The form of this page matching `css`, to fill in and submit as a browser
+    /// would (hidden inputs such as a CSRF field kept; see [`crate::html::Form`]).
+    pub fn form(&self, css: &str) -> Result<crate::html::Form<'_>, String> {
+        self.html().form(css)
+    }
+
+    /// A GET of the link matching `css` on this page, as a click would send it.
+    pub fn link(&self, css: &str) -> Result<RequestBuilder, String> {
+        self.html().link(css)
     }
 
     /// How long each phase of the request took.
@@ -846,6 +863,7 @@ mod tests {
                 "application/json".to_owned(),
             )]),
             body: OnceCell::from(br#"{"id":7}"#.to_vec()),
+            html: Rc::default(),
         };
         assert!(res.is_success());
         assert_eq!(res.header("content-type"), Some("application/json"));

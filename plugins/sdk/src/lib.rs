@@ -63,6 +63,7 @@ pub mod data;
 pub mod export;
 pub mod extract;
 pub mod grpc;
+pub mod html;
 pub mod http;
 pub mod json;
 pub mod log;

@@ -2,8 +2,9 @@
 //!
 //! Each iteration signs in with the form (`POST /survey/login`), looks at the 302 and
 //! its `Set-Cookie` (`redirects(0)`), opens the survey page (the cookie jar sends the
-//! session cookie), reads the CSRF token out of the form and the single-use answer
-//! token out of the page's JSON `<script>`, answers, and then replays the same answer,
+//! session cookie), reads the single-use answer token out of the page's JSON
+//! `<script>`, submits the page's form (its hidden CSRF field kept, as a browser keeps
+//! it) with the token and an answer, and then replays the same answer,
 //! which the server must refuse. Every step is a check, so the server's counts can be
 //! compared with the plugin's (`demo_survey_answers_total` in the server's `/metrics`):
 //! answers accepted in `survey_answers_accepted`, refusals of the replay (409, a
@@ -103,34 +104,27 @@ impl Scenario for Survey {
             ));
         }
 
-        // 3. The tokens: CSRF in a hidden field, the answer token in a JSON island.
-        let doc = page.html();
-        let csrf = doc.attr("input[name=csrf]", "value")?.unwrap_or_default();
-        let data: SurveyData = doc.json_script("survey-data")?;
+        // 3. The answer token is in a JSON island; the CSRF token is a hidden field of
+        // the form, which the form helper keeps as a browser would.
+        let data: SurveyData = page.html().json_script("survey-data")?;
+        let answer = (vu::iteration() % 5 + 1).to_string();
+        let form = page
+            .form("form[action='/survey/answer']")?
+            .set("token", &data.token)
+            .set("answer", &answer);
+        let fields = form.fields()?;
         check(
             "tokens found in the page",
-            !csrf.is_empty() && !data.token.is_empty(),
+            fields.iter().any(|(k, v)| k == "csrf" && !v.is_empty()) && !data.token.is_empty(),
         );
 
         // 4. The answer, then the same answer again: the token is single-use.
-        let answer = (vu::iteration() % 5 + 1).to_string();
-        let form = [
-            ("csrf", csrf.as_str()),
-            ("token", data.token.as_str()),
-            ("answer", answer.as_str()),
-        ];
-        let first = http::post(format!("{base}/survey/answer"))
-            .form(&form)
-            .name("/survey/answer")
-            .send()?;
+        let request = form.request()?.name("/survey/answer");
+        let first = request.clone().send()?;
         if check("answer accepted", first.status() == 200) {
             metrics::counter("survey_answers_accepted", 1.0, &[]);
         }
-        let replay = http::post(format!("{base}/survey/answer"))
-            .form(&form)
-            .name("/survey/answer")
-            .expect_status(409)
-            .send()?;
+        let replay = request.expect_status(409).send()?;
         if check("replayed token refused", replay.status() == 409) {
             metrics::counter("survey_conflicts", 1.0, &[]);
         }

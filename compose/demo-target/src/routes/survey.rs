@@ -155,6 +155,7 @@ fn page(state: &AppState, headers: &HeaderMap) -> Resp {
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <label>1 to 5 <input name=\"answer\"></label><button>Send</button></form>\
              <script type=\"application/json\" id=\"survey-data\">{}</script>\
+             <p><a id=\"signin\" href=\"/survey/login\">Sign in as someone else</a></p>\
              </body></html>",
             escape(&user),
             escape(&csrf),

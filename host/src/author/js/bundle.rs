@@ -35,6 +35,7 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
     ("k6/execution", &[]),
     ("k6/data", &["SharedArray"]),
+    ("k6/html", &["parseHTML"]),
     ("k6/encoding", &["b64encode", "b64decode"]),
     (
         "k6/crypto",
@@ -83,7 +84,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("k6/ws", "not supported yet"),
     ("k6/experimental/websockets", "not supported yet"),
     ("k6/websockets", "not supported yet"),
-    ("k6/html", "not supported yet"),
     ("k6/net/grpc", "not supported yet"),
     ("k6/timers", "not supported yet"),
     ("k6/secrets", "not supported yet"),
@@ -106,9 +106,6 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
         ".ripemd160(",
         "ripemd160() (k6/crypto) is not supported yet",
     ),
-    (".html(", "response.html() (k6/html) is not supported yet"),
-    (".submitForm(", "response.submitForm() is not supported yet"),
-    (".clickLink(", "response.clickLink() is not supported yet"),
     (
         "http.file(",
         "http.file() (multipart uploads) is not supported yet",
@@ -668,7 +665,7 @@ mod tests {
         .to_string();
         assert!(err.contains("`nope`") && err.contains("s.js:1"), "{err}");
         let err = transform(
-            "import http from 'k6/http';\n\nexport default () => http.get('x').html();\n",
+            "import crypto from 'k6/crypto';\n\nexport default () => crypto.ripemd160('x');\n",
             "s.js",
             &dir,
             &dir.join("s.js"),
@@ -676,7 +673,10 @@ mod tests {
         .err()
         .unwrap()
         .to_string();
-        assert!(err.contains("s.js:3") && err.contains("html()"), "{err}");
+        assert!(
+            err.contains("s.js:3") && err.contains("ripemd160()"),
+            "{err}"
+        );
         for (code, what) in [
             ("import { md4 } from 'k6/crypto';\n", "`md4`"),
             (

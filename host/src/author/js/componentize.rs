@@ -154,6 +154,7 @@ struct PreparedRequest;
 struct Socket;
 struct GrpcChannel;
 struct GrpcStream;
+struct Document;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
 fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
@@ -184,6 +185,7 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "socket" => ResourceType::host::<Socket>(),
                         "channel" => ResourceType::host::<GrpcChannel>(),
                         "grpc-stream" => ResourceType::host::<GrpcStream>(),
+                        "document" => ResourceType::host::<Document>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"
                         ),

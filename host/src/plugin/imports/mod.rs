@@ -2,6 +2,7 @@
 
 pub(crate) mod cookies;
 pub(crate) mod grpc;
+pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod vu;
