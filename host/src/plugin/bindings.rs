@@ -29,4 +29,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.2";
+pub const WIT_VERSION: &str = "0.3.3";

@@ -147,6 +147,18 @@ pub struct VuState {
     /// What the plugin declared it may record (`metrics.declare`, called from
     /// `describe`); `None` until it declares anything.
     pub declared: Option<crate::thresholds::declared::Declared>,
+    /// The data sets the plugin published (`shared-data.publish`); `Some` only in the
+    /// instance that runs `describe`.
+    pub published: Option<Published>,
+}
+
+/// Data sets published from `describe` (contract 0.3.3), and their size.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// The sets by name, one JSON text per record.
+    pub sets: DataSets,
+    /// Bytes of records over all sets.
+    pub bytes: usize,
 }
 
 impl VuState {
@@ -181,6 +193,7 @@ impl VuState {
             tag_cache: Default::default(),
             log_budget: Default::default(),
             declared: None,
+            published: None,
         }
     }
 

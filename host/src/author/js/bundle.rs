@@ -30,6 +30,8 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "cookieJar",
             "CookieJar",
             "url",
+            "file",
+            "FileData",
         ],
     ),
     ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
@@ -54,6 +56,25 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The WebSocket modules (k6/ws; the WebSocket class) and the timers beside them.
+const SOCKET_MODULES: &[(&str, &[&str])] = &[
+    ("k6/ws", &["connect"]),
+    ("k6/experimental/websockets", &["WebSocket"]),
+    ("k6/websockets", &["WebSocket"]),
+    (
+        "k6/timers",
+        &["setTimeout", "setInterval", "clearTimeout", "clearInterval"],
+    ),
+];
+
+/// The k6 module `spec` with the names it exports, if the layer provides it.
+fn known_module(spec: &str) -> Option<&'static (&'static str, &'static [&'static str])> {
+    MODULES
+        .iter()
+        .chain(SOCKET_MODULES)
+        .find(|(m, _)| *m == spec)
+}
+
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
     (
@@ -64,12 +85,8 @@ const REFUSED: &[(&str, &str)] = &[
         "k6/experimental/browser",
         "browser tests need a browser, which a sandboxed plugin cannot drive",
     ),
-    ("k6/ws", "not supported yet"),
-    ("k6/experimental/websockets", "not supported yet"),
-    ("k6/websockets", "not supported yet"),
     ("k6/html", "not supported yet"),
     ("k6/net/grpc", "not supported yet"),
-    ("k6/timers", "not supported yet"),
     ("k6/secrets", "not supported yet"),
     (
         "k6/experimental/fs",
@@ -93,10 +110,6 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
     (".html(", "response.html() (k6/html) is not supported yet"),
     (".submitForm(", "response.submitForm() is not supported yet"),
     (".clickLink(", "response.clickLink() is not supported yet"),
-    (
-        "http.file(",
-        "http.file() (multipart uploads) is not supported yet",
-    ),
 ];
 
 /// A bundled script.
@@ -267,7 +280,7 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
-                    if let Some((k6, names)) = MODULES.iter().find(|(m, _)| *m == target) {
+                    if let Some((k6, names)) = known_module(&target) {
                         if let Binding::Named { imported, .. } = &binding {
                             if imported != "default" && !names.contains(&imported.as_str()) {
                                 bail!(
@@ -408,7 +421,7 @@ fn resolve(
     root: &Path,
     deps: &mut Vec<PathBuf>,
 ) -> Result<String> {
-    if MODULES.iter().any(|(m, _)| *m == spec) {
+    if known_module(spec).is_some() {
         return Ok(spec.to_string());
     }
     if let Some((_, why)) = REFUSED.iter().find(|(m, _)| *m == spec) {
