@@ -139,13 +139,13 @@ def sample_memory(cmd, seconds):
 
 
 def memory(tool, script, vus):
-    duration = "12s"
+    duration = "9s"
     if tool == "k6":
         cmd = [K6, "run", "--quiet", "--no-color", "--vus", str(vus), "--duration", duration, script]
     else:
         cmd = [HOST, "run", script, "--vus", str(vus), "--duration", duration, "--quiet",
                "--out", str(WORK / "mem-out")]
-    return sample_memory(cmd, 9)
+    return sample_memory(cmd, 6)
 
 
 def startup(tool):
@@ -234,7 +234,7 @@ def main():
               "Each round:", "", "| round | " + " | ".join(tools) + " |", "| --- | " + " | ".join("---:" for _ in tools) + " |"]
     for n in range(ROUNDS):
         lines.append(f"| {n + 1} | " + " | ".join(f"{rows[t][n][0]:,.0f}" for t in tools) + " |")
-    lines += ["", f"## Memory per VU (1 and {VUS} VUs, sampled 9 s into a 12 s run)", "",
+    lines += ["", f"## Memory per VU (1 and {VUS} VUs, sampled 6 s into a 9 s run)", "",
               "RSS counts a shared page once per process; the host's PSS divides the component's copy-on-write "
               "snapshot among the VUs that map it. Per VU = (at VUS − at 1) / (VUS − 1).", "",
               f"| script | tool | RSS at 1 | RSS at {VUS} | RSS per VU | PSS per VU |",

@@ -864,3 +864,61 @@ export default function (data) {
         );
     }
 }
+
+/// `exec.test.abort(reason)` stops the whole run at once (no new iterations anywhere),
+/// with the plugin-abort exit code and the reason in the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_abort_stops_the_whole_run_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("abort.js"),
+        r#"import http from 'k6/http';
+import { sleep } from 'k6';
+import exec from 'k6/execution';
+export const options = { vus: 2, duration: '60s' };
+export default function () {
+  http.get(`${__ENV.BASE_URL}/`);
+  if (__VU === 1 && __ITER === 3) exec.test.abort('enough seen');
+  sleep(0.05);
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let started = std::time::Instant::now();
+    let (ran, out) = run_script(tmp.path(), "abort.js", &target.base_url(), &[]).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "the run went on: {:?}\n{}",
+        started.elapsed(),
+        text(&ran)
+    );
+    assert_eq!(ran.status.code(), Some(107), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let reason = summary["stop_reason"].to_string();
+    assert!(reason.contains("enough seen"), "{reason}");
+    let reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap();
+    assert!((4.0..200.0).contains(&reqs), "{reqs}");
+}
+
+/// A script's component takes more pool slots than its sections count (wasmtime's
+/// adapter modules between its nested components): the pool is sized for them, so many
+/// VUs start (a pool sized from the count alone ran out near 30 VUs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_starts_many_vus_within_the_pool() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("many.js"),
+        "export const options = { scenarios: { many: { executor: 'per-vu-iterations', vus: 120, iterations: 1 } } };\nexport default function () {}\n",
+    )
+    .unwrap();
+    let (ran, out) = run_script(tmp.path(), "many.js", "http://127.0.0.1:9", &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        summary["metrics"]["iterations"]["count"].as_f64(),
+        Some(120.0),
+        "{}",
+        text(&ran)
+    );
+}

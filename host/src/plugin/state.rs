@@ -33,6 +33,9 @@ pub struct HostServices {
     pub log: super::log::LogSink,
     /// Sleeps asked for longer than the most one may last, and the longest asked (ms).
     pub sleeps_cut: Mutex<(u64, u64)>,
+    /// The run's stop signals: a plugin's `run-control.abort` stops the run through
+    /// them, as a crossed `abort_on_fail` threshold does.
+    pub control: Arc<crate::control::RunControl>,
 }
 
 impl HostServices {

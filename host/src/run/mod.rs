@@ -202,6 +202,7 @@ fn services_for(
         metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
         sleeps_cut: Default::default(),
+        control: Arc::new(RunControl::default()),
     }))
 }
 
@@ -419,7 +420,8 @@ async fn setup(request: &RunRequest, config: &RunConfig, published: DataSets) ->
         log_quiet.unwrap_or(request.quiet),
         published,
     )?;
-    let control = Arc::new(RunControl::default());
+    // The plugin's imports stop the run through the same signals (`run-control.abort`).
+    let control = services.control.clone();
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
 

@@ -11,6 +11,7 @@ import hostMetrics from 'loadtest:scenario/metrics@0.3.3';
 import hostVu from 'loadtest:scenario/vu@0.3.3';
 import hostWs from 'loadtest:scenario/websocket@0.3.3';
 import hostShared from 'loadtest:scenario/shared-data@0.3.3';
+import hostRun from 'loadtest:scenario/run-control@0.3.3';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -597,7 +598,13 @@ const execution = {
   },
   instance: {},
   test: {
-    abort(msg) { throw new Abort(msg === undefined ? 'test aborted' : String(msg)); },
+    abort(msg) {
+      // The host stops the run (no new iterations, running ones interrupted); this
+      // iteration ends here.
+      const why = msg === undefined ? 'test aborted' : String(msg);
+      hostRun.abort(why);
+      throw new Abort(why);
+    },
     options: {},
   },
 };

@@ -3,6 +3,7 @@
 pub(crate) mod cookies;
 pub(crate) mod http;
 pub(crate) mod metrics;
+pub(crate) mod run_control;
 pub(crate) mod shared_data;
 pub(crate) mod vu;
 pub(crate) mod websocket;
