@@ -671,5 +671,465 @@ async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only(
     assert_eq!(
         ours["metrics"]["http_req_duration"]["values"]["p(95)"].as_f64(),
         summary["metrics"]["http_req_duration"]["p95"].as_f64()
+// ------------------------------------------------------------------ WebSockets and timers
+
+/// A sign-in and the demo target's WebSocket address, for the socket scripts.
+const WS_COMMON: &str = r#"
+import http from 'k6/http';
+export const BASE = __ENV.BASE_URL;
+export const WS = BASE.replace(/^http/, 'ws');
+export function token() {
+  return http.post(`${BASE}/auth/token`, JSON.stringify({ user: `ws-${__VU}` }),
+    { headers: { 'Content-Type': 'application/json' } }).json('token');
+}
+"#;
+
+/// k6/ws: the callback loop runs handlers, socket timers and intervals until the socket
+/// closes; every app ping the script sends is answered, and the host counts the
+/// sessions and messages as for any plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_ws_runs_its_handlers_and_timers_until_the_socket_closes() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("common.js"), WS_COMMON).unwrap();
+    std::fs::write(
+        tmp.path().join("live.js"),
+        r#"import ws from 'k6/ws';
+import { check } from 'k6';
+import { Counter } from 'k6/metrics';
+import { WS, token } from './common.js';
+
+const pongs = new Counter('pongs');
+const ticks = new Counter('ticks');
+export const options = { scenarios: { live: { executor: 'per-vu-iterations', vus: 2, iterations: 2 } } };
+
+export default function () {
+  const t = token();
+  let opened = 0, got = 0, closed = 0, sent = 0;
+  const res = ws.connect(`${WS}/ws?token=${t}`, { tags: { name: '/ws' } }, (socket) => {
+    socket.on('open', () => {
+      opened += 1;
+      const every = socket.setInterval(() => {
+        sent += 1;
+        socket.send(`{"ping": ${sent}}`);
+        if (sent === 3) socket.clearInterval(every);
+      }, 30);
+      socket.setTimeout(() => ticks.add(1), 10);
+      socket.setTimeout(() => socket.close(), 10000);
+    });
+    socket.on('message', (text) => {
+      if (text.indexOf('"pong"') < 0) return;
+      got += 1;
+      pongs.add(1);
+      if (got === 3) socket.close();
+    });
+    socket.on('close', () => { closed += 1; });
+  });
+  check(res, {
+    'status is 101': (r) => r.status === 101,
+    'opened once': () => opened === 1,
+    'closed once': () => closed === 1,
+    'three pings, three pongs': () => sent === 3 && got === 3,
+  });
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "live.js", &target.base_url(), &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    for name in [
+        "status is 101",
+        "opened once",
+        "closed once",
+        "three pings, three pongs",
+    ] {
+        let c = check(&summary, name);
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(4), Some(0)),
+            "{c}\n{}",
+            text(&ran)
+        );
+    }
+    let m = &summary["metrics"];
+    assert_eq!(m["pongs"]["count"].as_f64(), Some(12.0), "{m}");
+    assert_eq!(m["ticks"]["count"].as_f64(), Some(4.0), "{m}");
+    assert_eq!(m["ws_sessions"]["count"].as_f64(), Some(4.0), "{m}");
+    assert!(
+        m["ws_msgs_sent"]["count"].as_f64() >= Some(12.0),
+        "{}",
+        m["ws_msgs_sent"]
+    );
+}
+
+/// The WebSocket class (k6/experimental/websockets) and k6/timers run on the event loop
+/// after the iteration function returns: open, message and close events, listeners
+/// beside `on*` handlers, and a timer without a socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websocket_class_and_timers_run_on_the_event_loop_after_the_iteration() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("common.js"), WS_COMMON).unwrap();
+    std::fs::write(
+        tmp.path().join("class.js"),
+        r#"import { WebSocket } from 'k6/experimental/websockets';
+import { setTimeout, clearTimeout } from 'k6/timers';
+import { Counter } from 'k6/metrics';
+import { WS, token } from './common.js';
+
+const pongs = new Counter('pongs');
+const opens = new Counter('opens');
+const closes = new Counter('closes');
+const fired = new Counter('fired');
+const cleared = new Counter('cleared');
+export const options = { vus: 2, iterations: 6 };
+
+export default function () {
+  const sock = new WebSocket(`${WS}/ws?token=${token()}`);
+  sock.binaryType = 'arraybuffer';
+  let n = 0;
+  sock.onopen = () => { opens.add(1); sock.send('{"ping": 1}'); };
+  sock.addEventListener('message', (e) => {
+    if (e.data.indexOf('"pong"') < 0) return;
+    n += 1;
+    pongs.add(1);
+    if (n < 3) sock.send(`{"ping": ${n + 1}}`); else sock.close();
+  });
+  sock.onclose = () => closes.add(1);
+  setTimeout(() => fired.add(1), 20);
+  const never = setTimeout(() => cleared.add(1), 30);
+  clearTimeout(never);
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "class.js", &target.base_url(), &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let m = &summary["metrics"];
+    assert_eq!(
+        m["opens"]["count"].as_f64(),
+        Some(6.0),
+        "{m}\n{}",
+        text(&ran)
+    );
+    assert_eq!(m["pongs"]["count"].as_f64(), Some(18.0), "{m}");
+    assert_eq!(m["closes"]["count"].as_f64(), Some(6.0), "{m}");
+    assert_eq!(m["fired"]["count"].as_f64(), Some(6.0), "{m}");
+    assert!(m["cleared"]["count"].as_f64().unwrap_or(0.0) == 0.0, "{m}");
+    assert_eq!(m["ws_sessions"]["count"].as_f64(), Some(6.0), "{m}");
+    assert_eq!(m["iterations"]["count"].as_f64(), Some(6.0), "{m}");
+}
+
+// ------------------------------------------------------------------ http.file, multipart
+
+/// A server on 127.0.0.1 that answers every request 200 and keeps each one's bytes
+/// (head and body), closing the connection after each.
+async fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    let n = tcp.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                    if buf.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+                kept.lock().unwrap().push(buf);
+                let _ = tcp
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    (base, seen)
+}
+
+/// An object body holding http.file values goes as multipart/form-data, part by part as
+/// k6 writes it: fields, a binary file with its name and type, a text file with the
+/// defaults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_file_values_make_a_multipart_body_as_k6_writes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let blob: Vec<u8> = (0u8..=255).collect();
+    std::fs::write(tmp.path().join("blob.bin"), &blob).unwrap();
+    std::fs::write(
+        tmp.path().join("upload.js"),
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+const blob = open('./blob.bin', 'b');
+export const options = { vus: 1, iterations: 1 };
+export default function () {
+  const res = http.post(`${__ENV.BASE_URL}/upload`, {
+    title: 'a "quoted" title',
+    blob: http.file(blob, 'blob.bin', 'application/x-test'),
+    note: http.file('plain text'),
+  });
+  check(res, { 'uploaded': (r) => r.status === 200 && r.body === 'ok' });
+}
+"#,
+    )
+    .unwrap();
+    let (base, seen) = recording_server().await;
+    let (ran, out) = run_script(tmp.path(), "upload.js", &base, &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(check(&summary, "uploaded")["passes"].as_u64(), Some(1));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let raw = &requests[0];
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let body = &raw[end + 4..];
+    let boundary = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("content-type: multipart/form-data; boundary=")
+                .then(|| l.rsplit('=').next().unwrap().to_string())
+        })
+        .unwrap_or_else(|| panic!("no multipart content type in {head}"));
+    assert_eq!(boundary.len(), 60, "{boundary}");
+    assert!(
+        boundary.bytes().all(|c| c.is_ascii_hexdigit()),
+        "{boundary}"
+    );
+    let mut expected = Vec::new();
+    expected.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\na \"quoted\" title\r\n").as_bytes(),
+    );
+    expected.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"blob\"; filename=\"blob.bin\"\r\nContent-Type: application/x-test\r\n\r\n").as_bytes(),
+    );
+    expected.extend_from_slice(&blob);
+    expected.extend_from_slice(b"\r\n");
+    assert_eq!(
+        &body[..expected.len()],
+        &expected[..],
+        "{}",
+        String::from_utf8_lossy(body)
+    );
+    let rest = String::from_utf8_lossy(&body[expected.len()..]).to_string();
+    let note_head =
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"note\"; filename=\"");
+    assert!(rest.starts_with(&note_head), "{rest}");
+    assert!(
+        rest.ends_with(&format!(
+            "\"\r\nContent-Type: application/octet-stream\r\n\r\nplain text\r\n--{boundary}--\r\n"
+        )),
+        "{rest}"
+    );
+}
+
+// ------------------------------------------------------------------ options and custom metrics
+
+/// Options the layer or the host's config now carry: userAgent, global tags (a
+/// threshold selects them), discardResponseBodies, minIterationDuration, `throw`; a
+/// threshold on a declared custom metric is judged, and one on a metric no script
+/// makes is refused before anything runs, as k6 refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_map_to_the_host_and_thresholds_need_a_declared_metric() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("opts.js"),
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+import { Counter, Trend } from 'k6/metrics';
+const made = new Counter('made');
+const never = new Trend('never_added');
+export const options = {
+  vus: 1, iterations: 3,
+  userAgent: 'jsrest-agent/1.0',
+  tags: { team: 'web' },
+  discardResponseBodies: true,
+  minIterationDuration: '150ms',
+  throw: true,
+  thresholds: { 'checks{team:web}': ['rate==1'], made: ['count==3'] },
+};
+export default function () {
+  const r = http.get(`${__ENV.BASE_URL}/page`);
+  let threw = false;
+  try { http.get('http://127.0.0.1:9/closed'); } catch (e) { threw = String(e).indexOf('127.0.0.1:9') >= 0; }
+  check(r, { 'body discarded': (x) => x.status === 200 && x.body === null, 'throw: true threw': () => threw });
+  made.add(1);
+}
+"#,
+    )
+    .unwrap();
+    let (base, seen) = recording_server().await;
+    let (ran, out) = run_script(tmp.path(), "opts.js", &base, &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        let head = String::from_utf8_lossy(r).to_ascii_lowercase();
+        assert!(head.contains("user-agent: jsrest-agent/1.0\r\n"), "{head}");
+    }
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    for name in ["body discarded", "throw: true threw"] {
+        let c = check(&summary, name);
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(3), Some(0)),
+            "{c}"
+        );
+    }
+    let thresholds = summary["thresholds"].as_array().unwrap();
+    assert_eq!(thresholds.len(), 2, "{thresholds:?}");
+    assert!(thresholds.iter().all(|t| t["ok"] == true), "{thresholds:?}");
+    let min = summary["metrics"]["iteration_duration"]["min"]
+        .as_f64()
+        .unwrap();
+    assert!(min >= 150.0, "minIterationDuration: {min}");
+
+    std::fs::write(
+        tmp.path().join("unknown.js"),
+        r#"import http from 'k6/http';
+import { Counter } from 'k6/metrics';
+const made = new Counter('made');
+export const options = { vus: 1, iterations: 1, thresholds: { mde: ['count>0'] } };
+export default function () { http.get(`${__ENV.BASE_URL}/x`); made.add(1); }
+"#,
+    )
+    .unwrap();
+    let (ran, _) = run_script(tmp.path(), "unknown.js", &base, &[]).await;
+    assert!(!ran.status.success(), "{}", text(&ran));
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(err.contains("mde"), "{}", text(&ran));
+    assert_eq!(seen.lock().unwrap().len(), 3, "nothing ran");
+}
+
+// ------------------------------------------------------------------ SharedArray
+
+/// A SharedArray's function runs once, in describe(); the VUs read its records from the
+/// host (index, length, iteration, array methods) without running it, and setup() reads
+/// them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_array_is_computed_once_and_read_by_every_vu_from_the_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let users: Vec<serde_json::Value> = (0..500)
+        .map(|i| serde_json::json!({ "name": format!("u{i}"), "n": i }))
+        .collect();
+    std::fs::write(
+        tmp.path().join("users.json"),
+        serde_json::to_string(&users).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("shared.js"),
+        r#"import { SharedArray } from 'k6/data';
+import { check } from 'k6';
+let calls = 0;
+const users = new SharedArray('users', () => { calls += 1; return JSON.parse(open('./users.json')); });
+export const options = { vus: 3, iterations: 6 };
+export function setup() { return { first: users[0].name }; }
+export default function (data) {
+  let sum = 0;
+  for (const u of users) sum += u.n;
+  check(users, {
+    'not computed in the VU': () => calls === 0,
+    'length': (u) => u.length === 500,
+    'index': (u) => u[7].name === 'u7' && u[499].n === 499 && u[500] === undefined,
+    'iteration': () => sum === (499 * 500) / 2,
+    'array methods': (u) => u.filter((x) => x.n % 100 === 0).length === 5 && u.map((x) => x.n)[3] === 3,
+    'setup read it': () => data.first === 'u0',
+    'read-only': (u) => { try { u[0] = 1; return false; } catch (e) { return true; } },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let (ran, out) = run_script(tmp.path(), "shared.js", "http://127.0.0.1:9", &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let checks = summary["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 7, "{checks:?}");
+    for c in checks {
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(6), Some(0)),
+            "{c}"
+        );
+    }
+}
+
+/// `exec.test.abort(reason)` stops the whole run at once (no new iterations anywhere),
+/// with the plugin-abort exit code and the reason in the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_abort_stops_the_whole_run_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("abort.js"),
+        r#"import http from 'k6/http';
+import { sleep } from 'k6';
+import exec from 'k6/execution';
+export const options = { vus: 2, duration: '60s' };
+export default function () {
+  http.get(`${__ENV.BASE_URL}/`);
+  if (__VU === 1 && __ITER === 3) exec.test.abort('enough seen');
+  sleep(0.05);
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let started = std::time::Instant::now();
+    let (ran, out) = run_script(tmp.path(), "abort.js", &target.base_url(), &[]).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "the run went on: {:?}\n{}",
+        started.elapsed(),
+        text(&ran)
+    );
+    assert_eq!(ran.status.code(), Some(107), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let reason = summary["stop_reason"].to_string();
+    assert!(reason.contains("enough seen"), "{reason}");
+    let reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap();
+    assert!((4.0..200.0).contains(&reqs), "{reqs}");
+}
+
+/// A script's component takes more pool slots than its sections count (wasmtime's
+/// adapter modules between its nested components): the pool is sized for them, so many
+/// VUs start (a pool sized from the count alone ran out near 30 VUs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_starts_many_vus_within_the_pool() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("many.js"),
+        "export const options = { scenarios: { many: { executor: 'per-vu-iterations', vus: 120, iterations: 1 } } };\nexport default function () {}\n",
+    )
+    .unwrap();
+    let (ran, out) = run_script(tmp.path(), "many.js", "http://127.0.0.1:9", &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        summary["metrics"]["iterations"]["count"].as_f64(),
+        Some(120.0),
+        "{}",
+        text(&ran)
     );
 }

@@ -68,6 +68,9 @@ pub struct Inspected {
     /// What it declared it may record from `describe()` (contract 0.3.2); `None` for a
     /// plugin that declares nothing.
     pub declared: Option<crate::thresholds::declared::Declared>,
+    /// The data sets it published from `describe()` (contract 0.3.3: a script's
+    /// `SharedArray`s), shared by every VU of the run as `[data]` sets are.
+    pub published: state::DataSets,
     /// The README and source URL in its custom sections.
     pub embedded: embedded::Embedded,
 }
@@ -160,12 +163,18 @@ impl Plugin {
     }
 
     /// Calls `describe()` in a throwaway instance; also what it declared it may record
-    /// (`metrics.declare`), if it declared anything.
+    /// (`metrics.declare`), if it declared anything, and the data sets it published
+    /// (`shared-data.publish`).
     pub async fn describe(
         &self,
         state: VuState,
-    ) -> Result<(PluginInfo, Option<crate::thresholds::declared::Declared>)> {
+    ) -> Result<(
+        PluginInfo,
+        Option<crate::thresholds::declared::Declared>,
+        state::DataSets,
+    )> {
         let (mut store, instance) = self.instantiate(state).await?;
+        store.data_mut().published = Some(Default::default());
         store.data_mut().budget.start_call(DESCRIBE_DEADLINE);
         let info = instance
             .loadtest_scenario_plugin()
@@ -178,7 +187,8 @@ impl Plugin {
                     trap_message(&e, store.data())
                 )
             })?;
-        Ok((info, store.data_mut().declared.take()))
+        let published = store.data_mut().published.take().unwrap_or_default();
+        Ok((info, store.data_mut().declared.take(), published.sets))
     }
 }
 

@@ -33,6 +33,9 @@ pub struct HostServices {
     pub log: super::log::LogSink,
     /// Sleeps asked for longer than the most one may last, and the longest asked (ms).
     pub sleeps_cut: Mutex<(u64, u64)>,
+    /// The run's stop signals: a plugin's `run-control.abort` stops the run through
+    /// them, as a crossed `abort_on_fail` threshold does.
+    pub control: Arc<crate::control::RunControl>,
 }
 
 impl HostServices {
@@ -149,6 +152,18 @@ pub struct VuState {
     /// What the plugin declared it may record (`metrics.declare`, called from
     /// `describe`); `None` until it declares anything.
     pub declared: Option<crate::thresholds::declared::Declared>,
+    /// The data sets the plugin published (`shared-data.publish`); `Some` only in the
+    /// instance that runs `describe`.
+    pub published: Option<Published>,
+}
+
+/// Data sets published from `describe` (contract 0.3.3), and their size.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// The sets by name, one JSON text per record.
+    pub sets: DataSets,
+    /// Bytes of records over all sets.
+    pub bytes: usize,
 }
 
 impl VuState {
@@ -184,6 +199,7 @@ impl VuState {
             tag_cache: Default::default(),
             log_budget: Default::default(),
             declared: None,
+            published: None,
         }
     }
 

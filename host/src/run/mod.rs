@@ -14,7 +14,7 @@ use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
 use crate::net::{Allowlist, NetShared};
 use crate::output::ResultsWriter;
 use crate::plugin::bindings::Scenario;
-use crate::plugin::state::{HostServices, VuIdentity, VuState};
+use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
 use crate::sampling::ResourceWatch;
 use crate::summary::{self, Summary};
@@ -142,14 +142,16 @@ pub(crate) async fn inspect_with_env(
         &RunConfig::default_for_inspection(),
         Arc::new(Registry::new()),
         false,
+        DataSets::new(),
     )?;
-    let (info, declared) = plugin
+    let (info, declared, published) = plugin
         .describe(VuState::new(services, setup_identity(env)))
         .await?;
     Ok(Inspected {
         plugin,
         info,
         declared,
+        published,
         embedded: plugin::embedded::read(&bytes),
     })
 }
@@ -158,11 +160,24 @@ fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
     stage::identity(env, "setup")
 }
 
+/// The run-wide services; `published` are the data sets the plugin published from
+/// `describe()`, beside the config's `[data]`.
 fn services_for(
     config: &RunConfig,
     registry: Arc<Registry>,
     quiet: bool,
+    published: DataSets,
 ) -> Result<Arc<HostServices>> {
+    let mut sets = data::load(&config.data)?;
+    for (name, records) in published {
+        if sets.contains_key(&name) {
+            bail!(
+                "config error: [data] {name} has the name of a data set the plugin computes \
+                 (a SharedArray): rename one of them"
+            );
+        }
+        sets.insert(name, records);
+    }
     let recorder = Arc::new(Recorder::new(registry));
     let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
     let net = NetShared::new(
@@ -181,12 +196,13 @@ fn services_for(
     Ok(Arc::new(HostServices {
         recorder,
         net,
-        data: Arc::new(data::load(&config.data)?),
+        data: Arc::new(sets),
         cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
         metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
         sleeps_cut: Default::default(),
+        control: Arc::new(RunControl::default()),
     }))
 }
 
@@ -242,7 +258,8 @@ pub(crate) async fn run_then(
     }
     let title = format!("{} {}", plan.info.name, plan.info.version);
     let mut live = crate::live::Live::start(&request.live, &plan.config.outputs, &title)?;
-    let mut setup = setup(&request, &plan.config).await?;
+    let published = std::mem::take(&mut plan.published);
+    let mut setup = setup(&request, &plan.config, published).await?;
     let mut started = start(&request, &plan, &setup, sampling).await?;
     let driven = drive(&request, &mut plan, &setup, &mut started, &mut live).await?;
     teardown(&request, &plan.config, &mut setup).await;
@@ -273,6 +290,8 @@ struct Plan {
     /// nothing, a `run.toml` edited since the build); printed at once, and kept for the
     /// summary.
     warnings: Vec<String>,
+    /// The data sets the plugin published from `describe()` (its SharedArrays).
+    published: DataSets,
 }
 
 /// The plugin loaded for the run, the run's shared parts, and `setup()` done.
@@ -373,12 +392,13 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
         thresholds,
         descriptors_exhausted: crate::net::descriptors::exhausted_count(),
         warnings,
+        published: inspected.published,
     })
 }
 
 /// Setup: an engine sized for the run, the plugin, the shared services, and `setup()`,
 /// which runs once in an instance of its own; its result goes to every VU.
-async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
+async fn setup(request: &RunRequest, config: &RunConfig, published: DataSets) -> Result<Setup> {
     let remote = request.remote.as_ref().map(|r| &r.0);
     // A coordinator runs no VUs: its engine only needs the setup instance.
     let max_vus = match remote {
@@ -398,8 +418,14 @@ async fn setup(request: &RunRequest, config: &RunConfig) -> Result<Setup> {
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
     let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
-    let services = services_for(config, registry.clone(), log_quiet.unwrap_or(request.quiet))?;
-    let control = Arc::new(RunControl::default());
+    let services = services_for(
+        config,
+        registry.clone(),
+        log_quiet.unwrap_or(request.quiet),
+        published,
+    )?;
+    // The plugin's imports stop the run through the same signals (`run-control.abort`).
+    let control = services.control.clone();
     let errors = Arc::new(ErrorLog::default());
     let started_at = SystemTime::now();
 

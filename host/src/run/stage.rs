@@ -52,6 +52,7 @@ pub(crate) fn services(
         metrics_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
         sleeps_cut: Default::default(),
+        control: run.control.clone(),
     };
     (Arc::new(services), Some(recorder))
 }

@@ -30,6 +30,8 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "cookieJar",
             "CookieJar",
             "url",
+            "file",
+            "FileData",
         ],
     ),
     ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
@@ -71,6 +73,25 @@ fn is_k6_summary(spec: &str) -> bool {
         })
 }
 
+/// The WebSocket modules (k6/ws; the WebSocket class) and the timers beside them.
+const SOCKET_MODULES: &[(&str, &[&str])] = &[
+    ("k6/ws", &["connect"]),
+    ("k6/experimental/websockets", &["WebSocket"]),
+    ("k6/websockets", &["WebSocket"]),
+    (
+        "k6/timers",
+        &["setTimeout", "setInterval", "clearTimeout", "clearInterval"],
+    ),
+];
+
+/// The k6 module `spec` with the names it exports, if the layer provides it.
+fn known_module(spec: &str) -> Option<&'static (&'static str, &'static [&'static str])> {
+    MODULES
+        .iter()
+        .chain(SOCKET_MODULES)
+        .find(|(m, _)| *m == spec)
+}
+
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
     (
@@ -81,11 +102,7 @@ const REFUSED: &[(&str, &str)] = &[
         "k6/experimental/browser",
         "browser tests need a browser, which a sandboxed plugin cannot drive",
     ),
-    ("k6/ws", "not supported yet"),
-    ("k6/experimental/websockets", "not supported yet"),
-    ("k6/websockets", "not supported yet"),
     ("k6/net/grpc", "not supported yet"),
-    ("k6/timers", "not supported yet"),
     ("k6/secrets", "not supported yet"),
     (
         "k6/experimental/fs",
@@ -105,10 +122,6 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
     (
         ".ripemd160(",
         "ripemd160() (k6/crypto) is not supported yet",
-    ),
-    (
-        "http.file(",
-        "http.file() (multipart uploads) is not supported yet",
     ),
 ];
 
@@ -280,7 +293,7 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
-                    if let Some((k6, names)) = MODULES.iter().find(|(m, _)| *m == target) {
+                    if let Some((k6, names)) = known_module(&target) {
                         if let Binding::Named { imported, .. } = &binding {
                             if imported != "default" && !names.contains(&imported.as_str()) {
                                 bail!(
@@ -421,7 +434,7 @@ fn resolve(
     root: &Path,
     deps: &mut Vec<PathBuf>,
 ) -> Result<String> {
-    if MODULES.iter().any(|(m, _)| *m == spec) {
+    if known_module(spec).is_some() {
         return Ok(spec.to_string());
     }
     if is_k6_summary(spec) {

@@ -10,6 +10,9 @@ import hostCookies from 'loadtest:scenario/cookies@0.3.3';
 import hostMetrics from 'loadtest:scenario/metrics@0.3.3';
 import hostVu from 'loadtest:scenario/vu@0.3.3';
 import hostHtml from 'loadtest:scenario/html@0.3.3';
+import hostWs from 'loadtest:scenario/websocket@0.3.3';
+import hostShared from 'loadtest:scenario/shared-data@0.3.3';
+import hostRun from 'loadtest:scenario/run-control@0.3.3';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -50,9 +53,16 @@ function utf8Decode(b) {
     if (j > i) { out += String.fromCharCode.apply(null, b.subarray(i, j)); i = j; continue; }
     const c = b[i];
     let cp, n;
+    if (c >= 0xf8) { out += '\ufffd'; i++; continue; }
     if (c >= 0xf0) { cp = c & 7; n = 3; } else if (c >= 0xe0) { cp = c & 15; n = 2; } else if (c >= 0xc0) { cp = c & 31; n = 1; } else { out += '\ufffd'; i++; continue; }
     if (i + n >= b.length) { out += '\ufffd'; i++; continue; }
-    for (let k = 1; k <= n; k++) cp = (cp << 6) | (b[i + k] & 63);
+    let ok = true;
+    for (let k = 1; k <= n; k++) {
+      if ((b[i + k] & 0xc0) !== 0x80) { ok = false; break; }
+      cp = (cp << 6) | (b[i + k] & 63);
+    }
+    // Bytes that are not UTF-8 (a binary body read as text) become U+FFFD, one each.
+    if (!ok || cp > 0x10ffff) { out += '\ufffd'; i++; continue; }
     i += n + 1;
     out += String.fromCodePoint(cp);
   }
@@ -224,12 +234,16 @@ const k6 = { check, group, sleep, fail, randomSeed };
 
 // ---------------------------------------------------------------- k6/metrics
 
+// The custom metrics the init code made, declared to the host from describe().
+const metricsMade = new Map([['group_duration', 'trend']]);
+
 class Metric {
   constructor(name, kind, isTime) {
     if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) {
       throw new Error(`invalid metric name ${JSON.stringify(name)}: letters, digits and _ (k6's rule)`);
     }
     this.name = name; this.kind = kind; this.isTime = !!isTime;
+    metricsMade.set(name, kind);
   }
   add(value, tags) {
     let v;
@@ -275,7 +289,67 @@ function formEncode(obj) {
   return parts.join('&');
 }
 
+// ---------------------------------------------------------------- http.file, multipart bodies
+//
+// An object body holding an http.file value is sent as multipart/form-data, as k6 (Go's
+// mime/multipart) writes it: a random 60-hex-digit boundary, one part per field in the
+// object's order (an array value gives one part per element), a file part with its
+// filename and content type (application/octet-stream by default).
+
+class FileData {
+  constructor(data, filename, contentType) {
+    this.data = typeof data === 'string' ? data : toBytes(data);
+    this.filename = filename === undefined || filename === null ? String(Date.now() * 1000000) : String(filename);
+    this.content_type = contentType || 'application/octet-stream';
+  }
+}
+
+function file(data, filename, contentType) {
+  if (data === undefined || data === null) throw new Error('http.file needs data (a string or an ArrayBuffer)');
+  return new FileData(data, filename, contentType);
+}
+
+function hasFile(body) {
+  for (const k in body) {
+    const v = body[k];
+    if (v instanceof FileData || (Array.isArray(v) && v.some((x) => x instanceof FileData))) return true;
+  }
+  return false;
+}
+
+// Go's mime/multipart quoting of a name in Content-Disposition.
+function quoteField(s) { return String(s).replace(/\\/g, '\\\\').replace(/"/g, '\\"'); }
+
+function multipart(body) {
+  let boundary = '';
+  for (let i = 0; i < 30; i++) boundary += Math.floor(Math.random() * 256).toString(16).padStart(2, '0');
+  const parts = [];
+  for (const k in body) {
+    const vals = Array.isArray(body[k]) ? body[k] : [body[k]];
+    for (const v of vals) {
+      let head = `--${boundary}\r\nContent-Disposition: form-data; name="${quoteField(k)}"`;
+      if (v instanceof FileData) {
+        head += `; filename="${quoteField(v.filename)}"\r\nContent-Type: ${v.content_type}\r\n\r\n`;
+        parts.push(utf8Encode(head), typeof v.data === 'string' ? utf8Encode(v.data) : v.data, utf8Encode('\r\n'));
+      } else {
+        head += '\r\n\r\n';
+        parts.push(utf8Encode(head), toBytes(v === null || v === undefined ? '' : String(v)), utf8Encode('\r\n'));
+      }
+    }
+  }
+  parts.push(utf8Encode(`--${boundary}--\r\n`));
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const bytes = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) { bytes.set(p, at); at += p.length; }
+  return { boundary, bytes };
+}
+
 let defaultExpected = null; // setResponseCallback(...)
+// The script's options the layer itself applies (discardResponseBodies, throw,
+// minIterationDuration), read once its init code has run.
+let runOptions = {};
 
 function expectedStatuses(...args) {
   const ranges = [];
@@ -320,7 +394,11 @@ function buildRequest(method, url, body, params) {
   }
   let bytes = null;
   if (body !== null && body !== undefined) {
-    if (typeof body === 'object' && !(body instanceof ArrayBuffer) && !ArrayBuffer.isView(body)) {
+    if (typeof body === 'object' && !(body instanceof ArrayBuffer) && !ArrayBuffer.isView(body) && hasFile(body)) {
+      const form = multipart(body);
+      bytes = form.bytes;
+      if (!hasType) headers.push(['Content-Type', `multipart/form-data; boundary=${form.boundary}`]);
+    } else if (typeof body === 'object' && !(body instanceof ArrayBuffer) && !ArrayBuffer.isView(body)) {
       bytes = utf8Encode(formEncode(body));
       if (!hasType) headers.push(['Content-Type', 'application/x-www-form-urlencoded']);
     } else {
@@ -334,7 +412,7 @@ function buildRequest(method, url, body, params) {
   for (const k in t) tags.push([k, String(t[k])]);
   if (urlName !== null && !('name' in t)) tags.push(['name', urlName]);
   const cb = params.responseCallback !== undefined ? params.responseCallback : defaultExpected;
-  const responseType = params.responseType || 'text';
+  const responseType = params.responseType || (runOptions.discardResponseBodies ? 'none' : 'text');
   return {
     method, url, headers, body: bytes,
     options: {
@@ -439,7 +517,9 @@ function request(method, url, body, params) {
   try {
     res = hostHttp.send(req);
   } catch (e) {
-    return new Response(req, null, e);
+    const failed = new Response(req, null, e);
+    if (runOptions.throw) throw new Error(`${req.method} ${req.url}: ${failed.error}`);
+    return failed;
   }
   return new Response(req, res, null);
 }
@@ -502,7 +582,8 @@ const k6http = {
   cookieJar: () => jar,
   CookieJar,
   url,
-  file() { throw new Error('http.file() is not supported yet (docs/k6-compatibility.md)'); },
+  file,
+  FileData,
 };
 
 // ---------------------------------------------------------------- k6/execution
@@ -522,19 +603,76 @@ const execution = {
   },
   instance: {},
   test: {
-    abort(msg) { throw new Abort(msg === undefined ? 'test aborted' : String(msg)); },
+    abort(msg) {
+      // The host stops the run (no new iterations, running ones interrupted); this
+      // iteration ends here.
+      const why = msg === undefined ? 'test aborted' : String(msg);
+      hostRun.abort(why);
+      throw new Abort(why);
+    },
     options: {},
   },
 };
 
 // ---------------------------------------------------------------- k6/data, k6/encoding
 
+// A SharedArray's function runs once, in describe(): its records go to the host
+// (`shared-data.publish`), which keeps one copy for the run, as it keeps `[data]` sets;
+// each VU reads a record through `vu.data-get` when it is indexed, parsed from JSON on
+// each access as k6 does, so no VU holds the array. A SharedArray the host did not get
+// (made outside the init code) is computed in the VU, as before.
+const SHARED_PREFIX = 'k6/data:';
+
+function sharedRecords(name, fn) {
+  const data = fn();
+  if (!Array.isArray(data)) throw new Error(`SharedArray ${name}: the function must return an array`);
+  return data;
+}
+
+function sharedView(key, n) {
+  const at = (i) => JSON.parse(hostVu.dataGet(key, i));
+  const index = (p) => (typeof p === 'string' && /^(0|[1-9][0-9]*)$/.test(p) && Number(p) < n ? Number(p) : -1);
+  // The target is a plain extensible object: a frozen array's own `length` (0) would bind
+  // the proxy by the language's invariants.
+  return new Proxy({}, {
+    get(target, p) {
+      if (p === 'length') return n;
+      const i = index(p);
+      if (i >= 0) return at(i);
+      if (p === Symbol.iterator) return function* iterate() { for (let j = 0; j < n; j++) yield at(j); };
+      const method = Array.prototype[p];
+      if (typeof method === 'function') return (...args) => method.apply(Array.from({ length: n }, (_, j) => at(j)), args);
+      return target[p];
+    },
+    has(target, p) { return index(p) >= 0 || p in target; },
+    ownKeys() { return [...Array.from({ length: n }, (_, j) => String(j)), 'length']; },
+    getOwnPropertyDescriptor(target, p) {
+      if (p === 'length') return { value: n, writable: false, enumerable: false, configurable: true };
+      const i = index(p);
+      return i >= 0 ? { value: at(i), writable: false, enumerable: true, configurable: true } : undefined;
+    },
+    set() { throw new TypeError('a SharedArray is read-only'); },
+    defineProperty() { throw new TypeError('a SharedArray is read-only'); },
+    deleteProperty() { throw new TypeError('a SharedArray is read-only'); },
+  });
+}
+
 class SharedArray {
   constructor(name, fn) {
     if (typeof fn !== 'function') throw new Error('SharedArray needs a function that returns an array');
-    const data = fn();
-    if (!Array.isArray(data)) throw new Error(`SharedArray ${name}: the function must return an array`);
-    return Object.freeze(data);
+    const key = SHARED_PREFIX + String(name);
+    if (phase === 'describe') {
+      const data = sharedRecords(name, fn);
+      try {
+        hostShared.publish(key, data.map((r) => JSON.stringify(r === undefined ? null : r)));
+      } catch (e) {
+        if (String(e).indexOf('already exists') < 0) throw new Error(`SharedArray ${name}: ${e}`);
+      }
+      return Object.freeze(data);
+    }
+    const n = hostVu.dataLen(key);
+    if (n === null || n === undefined) return Object.freeze(sharedRecords(name, fn));
+    return sharedView(key, Number(n));
   }
 }
 
@@ -1327,6 +1465,287 @@ function clickLink(res, args) {
 
 const k6html = { parseHTML };
 
+// ---------------------------------------------------------------- k6/ws, k6/websockets, k6/timers
+//
+// Both of k6's WebSocket APIs over the host's `websocket` import (so the host records
+// ws_sessions, ws_msgs_sent, ... as for any plugin). The host's socket is pull-based
+// (`recv(timeout)`), so the callbacks run from a loop here: `ws.connect` (k6/ws) runs
+// its socket's loop until the socket closes; the WebSocket class, `k6/timers` and the
+// global setTimeout/setInterval share one loop that runs after the iteration function
+// returns, until no socket or timer is left (k6's event loop).
+
+// A loop's state: its timers (id → {fn, at, every, args}), its sockets and the
+// callbacks queued to run on its next turn.
+function newLoop() { return { timers: new Map(), sockets: new Set(), queue: [] }; }
+let timerIds = 0;
+
+function addTimer(loop, fn, ms, repeat, args) {
+  if (typeof fn !== 'function') throw new TypeError('setTimeout/setInterval need a function');
+  const every = Math.max(0, Number(ms) || 0);
+  const id = ++timerIds;
+  loop.timers.set(id, { fn, at: Date.now() + every, every: repeat ? Math.max(1, every) : 0, args });
+  return id;
+}
+
+// Receives from one socket for up to `ms` (0: only what has arrived); whether anything
+// happened (a message, or the socket's end).
+function pollSocket(s, ms) {
+  let m;
+  try {
+    m = s.handle.recv(Math.max(0, Math.min(Math.round(ms), 2147483647)));
+  } catch (e) {
+    s.ended(e);
+    return true;
+  }
+  if (m === null || m === undefined) return false;
+  s.received(m);
+  return true;
+}
+
+// Turns the loop until `done()` or nothing is left to wait for.
+function runLoop(loop, done) {
+  for (;;) {
+    while (loop.queue.length) loop.queue.shift()();
+    if (done()) return;
+    const now = Date.now();
+    const due = [];
+    let next = Infinity;
+    for (const [id, t] of loop.timers) {
+      if (t.at <= now) due.push([id, t]);
+      else if (t.at < next) next = t.at;
+    }
+    if (due.length) {
+      due.sort((a, b) => a[1].at - b[1].at || a[0] - b[0]);
+      for (const [id, t] of due) {
+        if (!loop.timers.has(id)) continue; // cleared by an earlier callback
+        if (t.every) t.at = now + t.every; else loop.timers.delete(id);
+        t.fn(...(t.args || []));
+        while (loop.queue.length) loop.queue.shift()();
+        if (done()) return;
+      }
+      continue;
+    }
+    const open = [...loop.sockets].filter((s) => s.open);
+    if (!open.length) {
+      if (!loop.timers.size) return;
+      sleep((next - now) / 1000);
+      continue;
+    }
+    const wait = next === Infinity ? 1000 : Math.max(1, next - now);
+    if (open.length === 1) {
+      pollSocket(open[0], wait);
+    } else {
+      // The host waits on one socket at a time: take what has arrived on each, then
+      // wait briefly on the first, so no socket waits more than ~10 ms behind another.
+      let any = false;
+      for (const s of open) if (pollSocket(s, 0)) any = true;
+      if (!any) pollSocket(open[0], Math.min(wait, 10));
+    }
+  }
+}
+
+function wsError(e) {
+  if (e && typeof e === 'object' && e.tag) return `${e.tag}: ${Array.isArray(e.val) ? e.val.join(' ') : e.val}`;
+  return String(e);
+}
+
+function messageData(m, asBuffer) {
+  if (m.tag === 'text') return m.val;
+  const bytes = m.val instanceof Uint8Array ? m.val : new Uint8Array(m.val);
+  return asBuffer ? bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) : bytes;
+}
+
+function wsConnectHost(url, params) {
+  params = params || {};
+  const headers = [];
+  const h = params.headers || {};
+  for (const k in h) if (h[k] !== undefined && h[k] !== null) headers.push([k, String(h[k])]);
+  return hostWs.Socket.connect(String(url), headers, tagList(params.tags));
+}
+
+let pingWarned = false;
+function warnPing() {
+  if (pingWarned) return;
+  pingWarned = true;
+  hostVu.log('warn', 'ping(): the host answers and sends WebSocket pings itself; a script\'s ping is not sent and no pong event fires (docs/k6-compatibility.md)');
+}
+
+// k6/ws: `ws.connect(url, params, fn)` runs until the socket closes.
+class K6Socket {
+  constructor(handle, loop) {
+    this._handle = handle; this._loop = loop; this._on = {}; this.open = true; this._closing = false;
+    const self = this;
+    this._entry = {
+      handle, open: true,
+      received(m) {
+        if (m.tag === 'text') self._emit('message', m.val);
+        else { const b = messageData(m, true); self._emit('binaryMessage', b); self._emit('binary', b); }
+      },
+      ended(e) {
+        self._end(e && e.tag === 'closed' ? Number(e.val[0]) : 1006, e && e.tag !== 'closed' ? wsError(e) : null);
+      },
+    };
+    loop.sockets.add(this._entry);
+  }
+  on(event, fn) { (this._on[event] = this._on[event] || []).push(fn); }
+  _emit(event, ...args) { for (const fn of this._on[event] || []) fn(...args); }
+  _end(code, error) {
+    if (!this._entry.open) return;
+    this._entry.open = false; this.open = false;
+    if (error) this._emit('error', { error: () => error, toString: () => error });
+    this._emit('close', code);
+    this._loop.timers.clear();
+    try { this._handle[Symbol.dispose](); } catch (_) { /* already gone */ }
+  }
+  send(text) {
+    if (!this._entry.open) return;
+    try { this._handle.sendText(String(text)); } catch (e) { this._end(1006, wsError(e)); }
+  }
+  sendBinary(data) {
+    if (!this._entry.open) return;
+    try { this._handle.sendBinary(toBytes(data)); } catch (e) { this._end(1006, wsError(e)); }
+  }
+  ping() { warnPing(); }
+  close(code) {
+    if (!this._entry.open) return;
+    let err = null;
+    try { this._handle.close(code === undefined ? 1000 : Number(code), ''); } catch (e) { if (!(e && e.tag === 'closed')) err = wsError(e); }
+    this._end(code === undefined ? 1000 : Number(code), err);
+  }
+  setTimeout(fn, ms) { return addTimer(this._loop, fn, ms, false, []); }
+  setInterval(fn, ms) { return addTimer(this._loop, fn, ms, true, []); }
+  clearTimeout(id) { this._loop.timers.delete(id); }
+  clearInterval(id) { this._loop.timers.delete(id); }
+}
+
+function wsConnect(url, params, fn) {
+  if (typeof params === 'function') { fn = params; params = null; }
+  let handle;
+  try {
+    handle = wsConnectHost(url, params);
+  } catch (e) {
+    throw new Error(`ws.connect ${url}: ${wsError(e)}`);
+  }
+  const loop = newLoop();
+  const socket = new K6Socket(handle, loop);
+  if (typeof fn === 'function') fn(socket);
+  socket._emit('open');
+  runLoop(loop, () => !socket.open);
+  if (socket.open) socket.close(); // nothing left to wait for: k6 would wait forever
+  return { status: 101, url: String(url), headers: {}, body: '', error: '' };
+}
+
+const k6ws = { connect: wsConnect };
+
+// The loop of the WebSocket class and the global timers: run after the iteration.
+const mainLoop = newLoop();
+
+const READY = { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 };
+
+// k6/experimental/websockets (and k6/websockets): the browser's WebSocket.
+class WebSocket {
+  constructor(url, protocols, params) {
+    if (protocols && !(Array.isArray(protocols) && !protocols.length)) {
+      throw new Error('WebSocket: subprotocols are not supported here (docs/k6-compatibility.md)');
+    }
+    this.url = String(url);
+    this.readyState = READY.CONNECTING;
+    this.binaryType = 'blob';
+    this.bufferedAmount = 0;
+    this.protocol = '';
+    this.onopen = null; this.onmessage = null; this.onerror = null; this.onclose = null;
+    this._listeners = {};
+    const self = this;
+    this._entry = {
+      handle: null, open: false,
+      received(m) {
+        self._dispatch('message', { type: 'message', data: messageData(m, true), origin: self.url });
+      },
+      ended(e) {
+        if (e && e.tag === 'closed') self._end(Number(e.val[0]), String(e.val[1] || ''), null);
+        else self._end(1006, '', wsError(e));
+      },
+    };
+    mainLoop.sockets.add(this._entry);
+    try {
+      this._entry.handle = wsConnectHost(url, params);
+    } catch (e) {
+      const msg = wsError(e);
+      mainLoop.queue.push(() => this._end(1006, '', msg));
+      return;
+    }
+    mainLoop.queue.push(() => {
+      if (this.readyState !== READY.CONNECTING) return;
+      this.readyState = READY.OPEN;
+      this._entry.open = true;
+      this._dispatch('open', { type: 'open' });
+    });
+  }
+  addEventListener(type, fn) { (this._listeners[type] = this._listeners[type] || []).push(fn); }
+  removeEventListener(type, fn) {
+    const l = this._listeners[type];
+    if (l) { const i = l.indexOf(fn); if (i >= 0) l.splice(i, 1); }
+  }
+  _dispatch(type, event) {
+    const own = this[`on${type}`];
+    if (typeof own === 'function') own.call(this, event);
+    for (const fn of (this._listeners[type] || []).slice()) fn.call(this, event);
+  }
+  _end(code, reason, error) {
+    if (this.readyState === READY.CLOSED) return;
+    this.readyState = READY.CLOSED;
+    this._entry.open = false;
+    mainLoop.sockets.delete(this._entry);
+    if (error) this._dispatch('error', { type: 'error', error });
+    this._dispatch('close', { type: 'close', code, reason, wasClean: !error });
+    if (this._entry.handle) { try { this._entry.handle[Symbol.dispose](); } catch (_) { /* gone */ } }
+  }
+  send(data) {
+    if (this.readyState !== READY.OPEN) throw new Error('WebSocket.send: the socket is not open');
+    try {
+      if (typeof data === 'string') this._entry.handle.sendText(data);
+      else this._entry.handle.sendBinary(toBytes(data));
+    } catch (e) { this._end(1006, '', wsError(e)); }
+  }
+  ping() { warnPing(); }
+  close(code, reason) {
+    if (this.readyState === READY.CLOSED || this.readyState === READY.CLOSING) return;
+    const c = code === undefined ? 1000 : Number(code);
+    const r = reason === undefined ? '' : String(reason);
+    let err = null;
+    if (this._entry.handle) {
+      try { this._entry.handle.close(c, r); } catch (e) { if (!(e && e.tag === 'closed')) err = wsError(e); }
+    }
+    this._end(c, r, err);
+  }
+}
+Object.assign(WebSocket, READY);
+
+const k6websockets = { WebSocket };
+
+const timers = {
+  setTimeout: (fn, ms, ...args) => addTimer(mainLoop, fn, ms, false, args),
+  setInterval: (fn, ms, ...args) => addTimer(mainLoop, fn, ms, true, args),
+  clearTimeout: (id) => { mainLoop.timers.delete(id); },
+  clearInterval: (id) => { mainLoop.timers.delete(id); },
+};
+Object.assign(globalThis, timers);
+
+// After the iteration function: what its sockets and timers still have to do.
+function runMainLoop() {
+  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size) runLoop(mainLoop, () => false);
+}
+
+// An iteration that failed leaves nothing behind for the next one.
+function resetMainLoop() {
+  mainLoop.queue.length = 0;
+  mainLoop.timers.clear();
+  for (const s of mainLoop.sockets) {
+    if (s.handle) { try { s.handle[Symbol.dispose](); } catch (_) { /* gone */ } }
+  }
+  mainLoop.sockets.clear();
+}
+
 const MODULES = {
   'k6': Object.assign({ default: k6 }, k6),
   'k6/http': Object.assign({ default: k6http }, k6http),
@@ -1337,6 +1756,10 @@ const MODULES = {
   'k6/crypto': Object.assign({ default: k6crypto }, k6crypto),
   'k6-summary': Object.assign({ default: k6summary }, k6summary),
   'k6/html': Object.assign({ default: k6html }, k6html),
+  'k6/ws': Object.assign({ default: k6ws }, k6ws),
+  'k6/experimental/websockets': Object.assign({ default: k6websockets }, k6websockets),
+  'k6/websockets': Object.assign({ default: k6websockets }, k6websockets),
+  'k6/timers': Object.assign({ default: timers }, timers),
 };
 
 // ---------------------------------------------------------------- the bundle
@@ -1367,6 +1790,7 @@ function load() {
     return exports;
   };
   loaded = require(BUNDLE.entry);
+  runOptions = loaded.options || {};
   return loaded;
 }
 
@@ -1451,7 +1875,11 @@ function optionsToml(o) {
     else if (o.duration) scenarios = { default: { executor: 'constant-vus', vus: o.vus || 1, duration: o.duration } };
     else scenarios = { default: { executor: 'per-vu-iterations', vus: o.vus || 1, iterations: 1 } };
   }
-  for (const name of Object.keys(scenarios)) out.push(scenarioToml(name, scenarios[name]));
+  for (const name of Object.keys(scenarios)) {
+    // Global tags go on every scenario; a scenario's own tags win.
+    const s = o.tags ? Object.assign({}, scenarios[name], { tags: Object.assign({}, o.tags, scenarios[name].tags || {}) }) : scenarios[name];
+    out.push(scenarioToml(name, s));
+  }
   if (o.thresholds) {
     out.push('[thresholds]');
     for (const metric of Object.keys(o.thresholds)) {
@@ -1470,9 +1898,13 @@ function optionsToml(o) {
   if (o.batch !== undefined) http.push(`batch = ${Number(o.batch)}`);
   if (o.batchPerHost !== undefined) http.push(`batch_per_host = ${Number(o.batchPerHost)}`);
   if (o.noCookiesReset !== undefined) http.push(`no_cookies_reset = ${!!o.noCookiesReset}`);
+  if (o.userAgent !== undefined) http.push(`user_agent = ${JSON.stringify(String(o.userAgent))}`);
   if (http.length) out.push('[http]', ...http);
   if (o.insecureSkipTLSVerify) out.push('[tls]', 'insecure_skip_verify = true');
-  if (o.setupTimeout !== undefined) out.push('[limits]', `setup_timeout = ${JSON.stringify(durationText(o.setupTimeout))}`);
+  // The host has one limit for setup() and teardown(): the larger of the two.
+  const limit = [o.setupTimeout, o.teardownTimeout].filter((v) => v !== undefined)
+    .map((v) => parseDuration(v, 'options.setupTimeout/teardownTimeout'));
+  if (limit.length) out.push('[limits]', `setup_timeout = ${JSON.stringify(`${Math.max(...limit)}ms`)}`);
   return out.join('\n') + '\n';
 }
 
@@ -1482,10 +1914,30 @@ function scenarioNames(mod) {
   return Object.keys(mod).filter((k) => typeof mod[k] === 'function' && !['setup', 'teardown', 'handleSummary'].includes(k));
 }
 
+// Declares the custom metrics the init code made, so that the host refuses before the
+// run a threshold on a metric nothing records (k6 refuses one on an unknown metric too).
+// The tags the thresholds select are declared with any value: a script may set any tag.
+function declareMetrics(o) {
+  const tags = new Set();
+  for (const key of Object.keys(o.thresholds || {})) {
+    const m = /\{(.*)\}$/.exec(key);
+    if (!m) continue;
+    for (const pair of m[1].split(',')) {
+      const name = pair.split(':')[0].trim();
+      if (name) tags.add(name);
+    }
+  }
+  hostMetrics.declare(
+    [...metricsMade].map(([name, kind]) => ({ name, kind })),
+    [...tags].map((name) => ({ name, values: [] })),
+  );
+}
+
 function describeScript() {
   phase = 'describe';
   const mod = load();
   const names = scenarioNames(mod);
+  declareMetrics(mod.options || {});
   return {
     name: BUNDLE.name,
     version: '0.0.0',
@@ -1526,9 +1978,16 @@ export const plugin = {
     const mod = loaded || load();
     const fn = mod[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
+    const started = Date.now();
     try {
       fn(setupData);
+      runMainLoop();
+      if (runOptions.minIterationDuration !== undefined) {
+        const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (Date.now() - started);
+        if (rest > 0) hostVu.sleep(rest);
+      }
     } catch (e) {
+      resetMainLoop();
       throw failure(e);
     } finally {
       releaseContents();

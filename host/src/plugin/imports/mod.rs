@@ -5,6 +5,8 @@ pub(crate) mod grpc;
 pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod metrics;
+pub(crate) mod run_control;
+pub(crate) mod shared_data;
 pub(crate) mod vu;
 pub(crate) mod websocket;
 
