@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use time::format_description::well_known::Rfc3339;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -136,30 +136,37 @@ impl Browser {
             .unwrap()
             .parse()
             .unwrap();
-        // The page target's socket, from the /json/list endpoint.
-        let list = loop {
-            let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-            s.write_all(b"GET /json/list HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        // The page target's id, from the browser's own socket (Target.getTargets).
+        let page_id = loop {
+            let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let (mut browser, _) = tokio_tungstenite::client_async(browser_ws.as_str(), stream)
                 .await
                 .unwrap();
-            let mut raw = String::new();
-            s.read_to_string(&mut raw).await.unwrap();
-            let body = raw.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("[]");
-            let list: Value = serde_json::from_str(body).unwrap_or(json!([]));
-            if list.as_array().is_some_and(|l| l.iter().any(|t| t["type"] == "page")) {
-                break list;
+            let ask = json!({"id": 1, "method": "Target.getTargets", "params": {}});
+            browser
+                .send(Message::Text(ask.to_string().into()))
+                .await
+                .unwrap();
+            let mut found = None;
+            while let Ok(Some(Ok(Message::Text(t)))) =
+                tokio::time::timeout(Duration::from_secs(10), browser.next()).await
+            {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if v["id"] == 1 {
+                    found = v["result"]["targetInfos"]
+                        .as_array()
+                        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
+                        .map(|t| t["targetId"].as_str().unwrap().to_string());
+                    break;
+                }
+            }
+            let _ = browser.close(None).await;
+            if let Some(id) = found {
+                break id;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let page_ws = list
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["type"] == "page")
-            .unwrap()["webSocketDebuggerUrl"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let page_ws = format!("ws://127.0.0.1:{port}/devtools/page/{page_id}");
         let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let (ws, _) = tokio_tungstenite::client_async(page_ws.as_str(), stream)
             .await
@@ -261,7 +268,8 @@ impl Browser {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs_f64();
-        self.pages.push((self.page.clone(), title.to_string(), wall));
+        self.pages
+            .push((self.page.clone(), title.to_string(), wall));
     }
 
     /// Waits until a page load fired and every request started has finished.
@@ -269,8 +277,15 @@ impl Browser {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         let mut loaded = !load;
         loop {
-            assert!(tokio::time::Instant::now() < deadline, "the page did not settle");
-            if let Some(i) = self.events.iter().position(|e| e["method"] == "Page.loadEventFired") {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the page did not settle"
+            );
+            if let Some(i) = self
+                .events
+                .iter()
+                .position(|e| e["method"] == "Page.loadEventFired")
+            {
                 self.events.remove(i);
                 loaded = true;
             }
@@ -295,7 +310,10 @@ impl Browser {
                     self.next_id += 1;
                     let nid = self.next_id;
                     let msg = json!({"id": nid, "method": "Network.getResponseBody", "params": {"requestId": id}});
-                    self.ws.send(Message::Text(msg.to_string().into())).await.unwrap();
+                    self.ws
+                        .send(Message::Text(msg.to_string().into()))
+                        .await
+                        .unwrap();
                     let reply = loop {
                         if let Some(r) = self.read(Duration::from_secs(10)).await {
                             if r["id"] == nid {
@@ -367,7 +385,10 @@ impl Browser {
                 if let Some(pd) = e.request["postData"].as_str() {
                     let mime = e.request["headers"]
                         .as_object()
-                        .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-type")))
+                        .and_then(|h| {
+                            h.iter()
+                                .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+                        })
                         .and_then(|(_, v)| v.as_str())
                         .unwrap_or("")
                         .to_string();
@@ -405,11 +426,21 @@ impl Drop for Browser {
 async fn from_har(dir: &Path, name: &str, har: &Value, extra: &[&str]) -> (PathBuf, String) {
     let file = dir.join(format!("{name}.har"));
     std::fs::write(&file, serde_json::to_string_pretty(har).unwrap()).unwrap();
-    let mut args = vec!["new", name, "--from-har", file.to_str().unwrap(), "--lang", "js"];
+    let mut args = vec![
+        "new",
+        name,
+        "--from-har",
+        file.to_str().unwrap(),
+        "--lang",
+        "js",
+    ];
     args.extend(extra);
     let made = host(dir, &args).await;
     assert!(made.status.success(), "{}", text(&made));
-    (dir.join(name), String::from_utf8_lossy(&made.stdout).into_owned())
+    (
+        dir.join(name),
+        String::from_utf8_lossy(&made.stdout).into_owned(),
+    )
 }
 
 /// Runs a generated script `iterations` times on one VU; returns summary.json.
@@ -420,18 +451,37 @@ async fn run_clean(project: &Path, base: &str, iterations: u32) -> Value {
     let ran = host(
         project,
         &[
-            "run", "script.js", "--config", "run.toml", "-e", &base_env, "--iterations", &n,
-            "--vus", "1", "--out", out.to_str().unwrap(), "--quiet",
+            "run",
+            "script.js",
+            "--config",
+            "run.toml",
+            "-e",
+            &base_env,
+            "--iterations",
+            &n,
+            "--vus",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
         ],
     )
     .await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
-    assert!(ran.status.success(), "{}\n--- script.js:\n{script}", text(&ran));
+    assert!(
+        ran.status.success(),
+        "{}\n--- script.js:\n{script}",
+        text(&ran)
+    );
     let summary = common::summary_json(&common::only_results_dir(&out));
     let checks = summary["checks"].as_array().expect("checks").clone();
     assert!(!checks.is_empty(), "the script checks statuses:\n{script}");
     for c in &checks {
-        assert_eq!(c["fails"].as_u64(), Some(0), "a check failed: {c}\n{script}");
+        assert_eq!(
+            c["fails"].as_u64(),
+            Some(0),
+            "a check failed: {c}\n{script}"
+        );
     }
     assert_eq!(
         summary["metrics"]["iterations"]["count"].as_f64(),
@@ -439,6 +489,18 @@ async fn run_clean(project: &Path, base: &str, iterations: u32) -> Value {
         "{script}"
     );
     summary
+}
+
+/// The demo target's whole `/metrics` text (the site and account counters included).
+fn scrape(base: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
 }
 
 fn metric(metrics: &str, name: &str) -> u64 {
@@ -519,10 +581,10 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     assert!(script.contains("group('Notes'"), "{script}");
     assert!(script.contains("The page's 40 static files"), "{script}");
     assert!(said.contains("1 step, 4"), "{said}");
-    let assets_before = metric(&target.metrics_text(), "demo_assets_served_total");
+    let assets_before = metric(&scrape(&base), "demo_assets_served_total");
     run_clean(&project, &base, 2).await;
     assert_eq!(
-        metric(&target.metrics_text(), "demo_assets_served_total") - assets_before,
+        metric(&scrape(&base), "demo_assets_served_total") - assets_before,
         80
     );
 
@@ -536,8 +598,14 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     );
     assert!(script.contains("csrf = inputValue(res"), "{script}");
     assert!(script.contains(", 'survey-data', 'token');"), "{script}");
-    assert!(script.contains("{ csrf: csrf, answer: '4', token: token }"), "{script}");
-    assert!(script.contains("Follows the recorded redirect (302 to /survey)"), "{script}");
+    assert!(
+        script.contains("{ csrf: csrf, answer: '4', token: token }"),
+        "{script}"
+    );
+    assert!(
+        script.contains("Follows the recorded redirect (302 to /survey)"),
+        "{script}"
+    );
     let before = target.survey_counts();
     assert_eq!(before.accepted, 1, "the browser answered once");
     run_clean(&project, &base, 3).await;
@@ -550,14 +618,24 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     let file = tmp.path().join("survey.har");
     let made = host(
         tmp.path(),
-        &["new", "survey-rs", "--from-har", file.to_str().unwrap(), "--lang", "rust"],
+        &[
+            "new",
+            "survey-rs",
+            "--from-har",
+            file.to_str().unwrap(),
+            "--lang",
+            "rust",
+        ],
     )
     .await;
     assert!(made.status.success(), "{}", text(&made));
     let project = tmp.path().join("survey-rs");
     let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
     assert!(lib.contains("v.csrf = input_value(&res"), "{lib}");
-    assert!(lib.contains("fn answer(base: &str, v: &mut Carried)"), "{lib}");
+    assert!(
+        lib.contains("fn answer(base: &str, v: &mut Carried)"),
+        "{lib}"
+    );
     let dir = project.clone();
     let built = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_host"))
@@ -575,7 +653,19 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     let base_env = format!("BASE_URL={base}");
     let ran = host(
         &project,
-        &["run", &wasm, "-e", &base_env, "--iterations", "3", "--vus", "1", "--out", out.to_str().unwrap(), "--quiet"],
+        &[
+            "run",
+            &wasm,
+            "-e",
+            &base_env,
+            "--iterations",
+            "3",
+            "--vus",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
     )
     .await;
     assert!(ran.status.success(), "{}\n{lib}", text(&ran));
@@ -591,13 +681,26 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     // tokens come from the responses that issued them.
     let (project, said) = from_har(tmp.path(), "account", &account, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
-    assert!(said.contains("refreshToken: JSON field refresh_token"), "{said}");
-    assert!(said.contains("accessToken2: JSON field access_token"), "{said}");
+    assert!(
+        said.contains("refreshToken: JSON field refresh_token"),
+        "{said}"
+    );
+    assert!(
+        said.contains("accessToken2: JSON field access_token"),
+        "{said}"
+    );
     assert!(said.contains("Unresolved: none"), "{said}");
-    assert!(script.matches("group(").count() >= 5, "one step per burst:\n{script}");
+    assert!(
+        script.matches("group(").count() >= 5,
+        "one step per burst:\n{script}"
+    );
     run_clean(&project, &base, 3).await;
-    let metrics = target.metrics_text();
-    assert_eq!(metric(&metrics, "demo_token_refresh_refused_total"), 0, "a refresh token was replayed");
+    let metrics = scrape(&base);
+    assert_eq!(
+        metric(&metrics, "demo_token_refresh_refused_total"),
+        0,
+        "a refresh token was replayed"
+    );
     target.shutdown().await;
 }
 
@@ -625,11 +728,23 @@ async fn third_party_requests_are_left_out_and_listed_unless_kept() {
             .unwrap();
     let (project, said) = from_har(tmp.path(), "shop", &har, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
-    assert!(said.contains("https://analytics.example.net: 2 requests"), "{said}");
-    assert!(said.contains("https://cdn.example.com: 1 request"), "{said}");
-    assert!(!script.contains("analytics.example.net/collect"), "{script}");
+    assert!(
+        said.contains("https://analytics.example.net: 2 requests"),
+        "{said}"
+    );
+    assert!(
+        said.contains("https://cdn.example.com: 1 request"),
+        "{said}"
+    );
+    assert!(
+        !script.contains("analytics.example.net/collect"),
+        "{script}"
+    );
     let run_toml = std::fs::read_to_string(project.join("run.toml")).unwrap();
-    assert!(run_toml.contains("allow = [\"http://shop.example\"]"), "{run_toml}");
+    assert!(
+        run_toml.contains("allow = [\"http://shop.example\"]"),
+        "{run_toml}"
+    );
     // Ids in paths are templated into the request names.
     assert!(script.contains("tags: { name: '/notes/{id}' }"), "{script}");
 
@@ -642,7 +757,10 @@ async fn third_party_requests_are_left_out_and_listed_unless_kept() {
     .await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
     assert!(!said.contains("cdn.example.com: 1"), "{said}");
-    assert!(script.contains("https://cdn.example.com/lib.js"), "{script}");
+    assert!(
+        script.contains("https://cdn.example.com/lib.js"),
+        "{script}"
+    );
     let run_toml = std::fs::read_to_string(project.join("run.toml")).unwrap();
     assert!(
         run_toml.contains("allow = [\"http://shop.example\", \"https://cdn.example.com\"]"),
@@ -658,8 +776,14 @@ async fn a_firefox_shaped_recording_is_read_and_a_broken_one_refused() {
         serde_json::from_str(&std::fs::read_to_string(fixture("firefox.har")).unwrap()).unwrap();
     let (project, said) = from_har(tmp.path(), "fx", &har, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
-    assert!(said.contains("csrfmiddlewaretoken: <input name=\"csrfmiddlewaretoken\">"), "{said}");
-    assert!(script.contains("csrfmiddlewaretoken: csrfmiddlewaretoken"), "{script}");
+    assert!(
+        said.contains("csrfmiddlewaretoken: <input name=\"csrfmiddlewaretoken\">"),
+        "{said}"
+    );
+    assert!(
+        script.contains("csrfmiddlewaretoken: csrfmiddlewaretoken"),
+        "{script}"
+    );
     assert!(script.contains("The page's 2 static files"), "{script}");
     assert!(said.contains("Unresolved: sent as recorded"), "{said}");
     assert!(said.contains("0f1e2d3c4b5a69788796a5b4c3d2e1f0"), "{said}");
@@ -667,7 +791,11 @@ async fn a_firefox_shaped_recording_is_read_and_a_broken_one_refused() {
     // A file that is not a HAR, and one whose entry lacks its start time: refused
     // with what is wrong, and no folder made.
     std::fs::write(tmp.path().join("page.har"), "<html></html>").unwrap();
-    let out = host(tmp.path(), &["new", "bad", "--from-har", "page.har", "--lang", "js"]).await;
+    let out = host(
+        tmp.path(),
+        &["new", "bad", "--from-har", "page.har", "--lang", "js"],
+    )
+    .await;
     assert!(!out.status.success());
     assert!(text(&out).contains("not JSON"), "{}", text(&out));
     let mut broken = har.clone();
@@ -676,7 +804,11 @@ async fn a_firefox_shaped_recording_is_read_and_a_broken_one_refused() {
         .unwrap()
         .remove("startedDateTime");
     std::fs::write(tmp.path().join("broken.har"), broken.to_string()).unwrap();
-    let out = host(tmp.path(), &["new", "bad", "--from-har", "broken.har", "--lang", "js"]).await;
+    let out = host(
+        tmp.path(),
+        &["new", "bad", "--from-har", "broken.har", "--lang", "js"],
+    )
+    .await;
     assert!(!out.status.success());
     assert!(
         text(&out).contains("log.entries[1] is not a HAR entry")

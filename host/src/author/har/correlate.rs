@@ -74,7 +74,8 @@ const MIN_LEN: usize = 8;
 /// A value that looks made by a server: long, with letters and digits mixed.
 fn looks_generated(v: &str) -> bool {
     v.len() >= 16
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.~+/=".contains(c))
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.~+/=".contains(c))
         && v.chars().any(|c| c.is_ascii_digit())
         && v.chars().any(|c| c.is_ascii_alphabetic())
 }
@@ -247,7 +248,11 @@ fn ident(raw: &str) -> String {
             if upper && !out.is_empty() {
                 out.push(c.to_ascii_uppercase());
             } else {
-                out.push(if out.is_empty() { c.to_ascii_lowercase() } else { c });
+                out.push(if out.is_empty() {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                });
             }
             upper = false;
         } else {

@@ -17,8 +17,7 @@ pub(crate) fn tags(html: &str, name: &str, with_content: bool) -> Vec<(Attrs, St
     while let Some(pos) = lower[at..].find(&open) {
         let start = at + pos + open.len();
         // `<input` but not `<inputs`.
-        if !lower[start..].starts_with(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
-        {
+        if !lower[start..].starts_with(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/') {
             at = start;
             continue;
         }

@@ -64,7 +64,8 @@ fn text(s: &str, subs: &[(String, String)], prefix: Option<&str>) -> String {
 fn key(k: &str) -> String {
     let ident = !k.is_empty()
         && !k.starts_with(|c: char| c.is_ascii_digit())
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if ident {
         k.to_string()
     } else {
@@ -124,7 +125,10 @@ fn body(call: &Call) -> Option<(String, bool)> {
     }
     if mime.contains("json") {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(b) {
-            return Some((format!("JSON.stringify({})", json_expr(&v, &call.subs, 0)), false));
+            return Some((
+                format!("JSON.stringify({})", json_expr(&v, &call.subs, 0)),
+                false,
+            ));
         }
     }
     Some((text(b, &call.subs, None), false))
@@ -163,7 +167,11 @@ fn request(call: &Call, plan: &Plan) -> String {
         ("GET", None, None) => format!("http.get({u})"),
         ("GET", None, Some(p)) => format!("http.get({u}, {p})"),
         (m @ ("POST" | "PUT" | "PATCH" | "DELETE"), b, p) => {
-            let f = if m == "DELETE" { "del".to_string() } else { m.to_ascii_lowercase() };
+            let f = if m == "DELETE" {
+                "del".to_string()
+            } else {
+                m.to_ascii_lowercase()
+            };
             let mut args = vec![u, b.unwrap_or_else(|| "null".into())];
             args.extend(p);
             if args.len() == 2 && args[1] == "null" {
@@ -211,7 +219,9 @@ pub(crate) fn summary_lines(plan: &Plan) -> Vec<String> {
         }
     }
     if plan.unresolved.is_empty() {
-        out.push("Unresolved: none (no generated-looking value sent that no response carried).".into());
+        out.push(
+            "Unresolved: none (no generated-looking value sent that no response carried).".into(),
+        );
     } else {
         out.push("Unresolved: sent as recorded, found in no earlier response:".into());
         for u in &plan.unresolved {
@@ -223,7 +233,10 @@ pub(crate) fn summary_lines(plan: &Plan) -> Vec<String> {
     } else {
         out.push("Left out (other origins; keep one with --keep-origin):".into());
         for (o, n) in &plan.left_out {
-            out.push(format!("  {o}: {n} request{}", if *n == 1 { "" } else { "s" }));
+            out.push(format!(
+                "  {o}: {n} request{}",
+                if *n == 1 { "" } else { "s" }
+            ));
         }
     }
     out.push("Cookies are left to the cookie jar.".into());
@@ -303,7 +316,8 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
                         let _ = writeln!(s, "      [{}, {}],", lit(&c.method), url(c, plan));
                     }
                     s.push_str("    ]);\n");
-                    let statuses: Vec<String> = calls.iter().map(|c| c.status.to_string()).collect();
+                    let statuses: Vec<String> =
+                        calls.iter().map(|c| c.status.to_string()).collect();
                     if calls.iter().all(|c| c.status == calls[0].status) {
                         let _ = writeln!(
                             s,

@@ -64,7 +64,11 @@ fn run_toml(plan: &plan::Plan) -> String {
         "# The targets this scenario may reach: the recorded application's origin{}.\n\
          # (Loopback is always allowed.)\n\
          [targets]\nallow = [{}]\n",
-        if plan.kept.is_empty() { "" } else { " and the origins kept" },
+        if plan.kept.is_empty() {
+            ""
+        } else {
+            " and the origins kept"
+        },
         list.join(", ")
     )
 }
@@ -149,9 +153,9 @@ pub(crate) fn write(
                 put(&format!("sdk/{rel}"), text)?;
             }
         }
-        super::Lang::Python => bail!(
-            "--from-har writes --lang js or rust; Python is not written from a recording yet"
-        ),
+        super::Lang::Python => {
+            bail!("--from-har writes --lang js or rust; Python is not written from a recording yet")
+        }
     }
     Ok(Imported {
         summary: js::summary_lines(&plan),

@@ -168,8 +168,9 @@ pub(crate) fn read(path: &Path) -> Result<Recording> {
 
 /// Parses and checks HAR text.
 pub(crate) fn parse(text: &str) -> Result<Recording> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .context("it is not JSON (a HAR file is the JSON a browser's \"Save all as HAR\" writes)")?;
+    let value: serde_json::Value = serde_json::from_str(text).context(
+        "it is not JSON (a HAR file is the JSON a browser's \"Save all as HAR\" writes)",
+    )?;
     if value.get("log").and_then(|l| l.get("entries")).is_none() {
         bail!("it has no log.entries: a HAR file is {{\"log\": {{\"entries\": [...]}}}}");
     }

@@ -155,8 +155,8 @@ pub(crate) fn is_static(e: &Entry) -> bool {
     let ext = path.rsplit('/').next().unwrap_or("").rsplit_once('.');
     if let Some((_, ext)) = ext {
         if [
-            "css", "js", "mjs", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico",
-            "woff", "woff2", "ttf", "otf", "eot", "map", "mp4", "webm",
+            "css", "js", "mjs", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "woff",
+            "woff2", "ttf", "otf", "eot", "map", "mp4", "webm",
         ]
         .contains(&ext)
         {
@@ -187,7 +187,9 @@ fn is_id(segment: &str) -> bool {
         return true;
     }
     segment.len() >= 20
-        && segment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         && segment.chars().any(|c| c.is_ascii_digit())
         && segment.chars().any(|c| c.is_ascii_alphabetic())
 }
@@ -311,7 +313,9 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         let mut at = i;
         if let Some(&next) = kept[k + 1..].iter().find(|&&n| {
             let n = &rec.entries[n];
-            n.request.method == "GET" && !is_static(n) && Url::parse(&n.request.url).ok() == Some(target.clone())
+            n.request.method == "GET"
+                && !is_static(n)
+                && Url::parse(&n.request.url).ok() == Some(target.clone())
         }) {
             at = next;
         }

@@ -121,7 +121,12 @@ fn builder(call: &Call, plan: &Plan) -> String {
         format!("{f}({})", url(call, plan))
     };
     for (k, val) in &call.headers {
-        let _ = write!(out, "\n        .header({}, {})", lit(k), text(val, &call.subs, None));
+        let _ = write!(
+            out,
+            "\n        .header({}, {})",
+            lit(k),
+            text(val, &call.subs, None)
+        );
     }
     if let Some((b, mime)) = &call.body {
         let mut done = false;
@@ -135,7 +140,11 @@ fn builder(call: &Call, plan: &Plan) -> String {
                     .map(|(k, v)| {
                         let e = text(v, &call.subs, None);
                         // `form` takes `&str` pairs: a `format!` is borrowed for the call.
-                        let e = if e.starts_with("format!") { format!("{e}.as_str()") } else { e };
+                        let e = if e.starts_with("format!") {
+                            format!("{e}.as_str()")
+                        } else {
+                            e
+                        };
                         format!("({}, {e})", lit(k))
                     })
                     .collect();
@@ -144,7 +153,11 @@ fn builder(call: &Call, plan: &Plan) -> String {
             }
         } else if mime.contains("json") {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(b) {
-                let _ = write!(out, "\n        .json(&json!({}))", json_expr(&v, &call.subs));
+                let _ = write!(
+                    out,
+                    "\n        .json(&json!({}))",
+                    json_expr(&v, &call.subs)
+                );
                 done = true;
             }
         }
@@ -194,12 +207,16 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
     for line in super::js::summary_lines(plan) {
         let _ = writeln!(s, "//! {line}");
     }
-    let uses_json = plan.steps.iter().flat_map(|st| &st.items).any(|it| match it {
-        Item::Call(c) => c.body.as_ref().is_some_and(|(b, m)| {
-            m.contains("json") && serde_json::from_str::<serde_json::Value>(b).is_ok()
-        }),
-        Item::Batch(_) => false,
-    });
+    let uses_json = plan
+        .steps
+        .iter()
+        .flat_map(|st| &st.items)
+        .any(|it| match it {
+            Item::Call(c) => c.body.as_ref().is_some_and(|(b, m)| {
+                m.contains("json") && serde_json::from_str::<serde_json::Value>(b).is_ok()
+            }),
+            Item::Batch(_) => false,
+        });
     let json_use = if uses_json { "{json, Value}" } else { "Value" };
     let _ = write!(
         s,
@@ -215,7 +232,9 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         let _ = writeln!(s, "    /// {} of {}.", r.source.describe(), r.from_label);
         let _ = writeln!(s, "    {}: String,", snake(&r.var));
     }
-    s.push_str("}\n\nstruct Plugin;\n\nimpl Scenario for Plugin {\n    fn describe() -> PluginInfo {\n");
+    s.push_str(
+        "}\n\nstruct Plugin;\n\nimpl Scenario for Plugin {\n    fn describe() -> PluginInfo {\n",
+    );
     let _ = writeln!(
         s,
         "        PluginInfo::new({})\n            .version(env!(\"CARGO_PKG_VERSION\"))\n            .description({})\n            .scenario(\"default\", \"the recorded steps in order\")\n            .default_config(include_str!(\"../run.toml\"))\n    }}\n",
@@ -252,7 +271,12 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
                     if let Some(r) = &call.redirect {
                         let _ = writeln!(s, "    // Follows the recorded redirect ({r}).");
                     }
-                    let _ = writeln!(s, "    let {} = {}\n        .send()?;", call.var, builder(call, plan));
+                    let _ = writeln!(
+                        s,
+                        "    let {} = {}\n        .send()?;",
+                        call.var,
+                        builder(call, plan)
+                    );
                     let _ = writeln!(
                         s,
                         "    check({}, {}.status() == {});",
@@ -278,7 +302,8 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
                     for c in calls {
                         let _ = writeln!(s, "        {},", builder(c, plan));
                     }
-                    let expected: Vec<String> = calls.iter().map(|c| c.status.to_string()).collect();
+                    let expected: Vec<String> =
+                        calls.iter().map(|c| c.status.to_string()).collect();
                     let _ = writeln!(
                         s,
                         "    ]);\n    let recorded = [{}];\n    check(\n        \"static files have their recorded statuses\",\n        statics.iter().zip(recorded).all(|(r, s)| r.as_ref().is_ok_and(|r| r.status() == s)),\n    );",
@@ -289,7 +314,11 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         }
         s.push_str("    Ok(())\n}\n");
     }
-    s.push_str(if needs_html(plan) { RUST_HELPERS_HTML } else { "" });
+    s.push_str(if needs_html(plan) {
+        RUST_HELPERS_HTML
+    } else {
+        ""
+    });
     s.push_str(RUST_HELPERS);
     s
 }
