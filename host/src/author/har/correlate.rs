@@ -338,13 +338,13 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
                             used_by: vec![used],
                         });
                     }
-                    None if looks_generated(&value) => {
-                        if !unresolved.iter().any(|u: &Unresolved| u.value == value) {
-                            unresolved.push(Unresolved {
-                                value,
-                                used_by: used,
-                            });
-                        }
+                    None if looks_generated(&value)
+                        && !unresolved.iter().any(|u: &Unresolved| u.value == value) =>
+                    {
+                        unresolved.push(Unresolved {
+                            value,
+                            used_by: used,
+                        });
                     }
                     None => {}
                 }

@@ -74,18 +74,18 @@ fn key(k: &str) -> String {
 }
 
 /// A JSON value as a JavaScript expression, substituted strings as variables.
-fn json_expr(v: &serde_json::Value, subs: &[(String, String)], indent: usize) -> String {
+fn json_expr(v: &serde_json::Value, subs: &[(String, String)]) -> String {
     use serde_json::Value;
     match v {
         Value::String(s) => text(s, subs, None),
         Value::Array(a) if !a.is_empty() => {
-            let items: Vec<String> = a.iter().map(|x| json_expr(x, subs, indent)).collect();
+            let items: Vec<String> = a.iter().map(|x| json_expr(x, subs)).collect();
             format!("[{}]", items.join(", "))
         }
         Value::Object(m) if !m.is_empty() => {
             let items: Vec<String> = m
                 .iter()
-                .map(|(k, x)| format!("{}: {}", key(k), json_expr(x, subs, indent)))
+                .map(|(k, x)| format!("{}: {}", key(k), json_expr(x, subs)))
                 .collect();
             format!("{{ {} }}", items.join(", "))
         }
@@ -126,7 +126,7 @@ fn body(call: &Call) -> Option<(String, bool)> {
     if mime.contains("json") {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(b) {
             return Some((
-                format!("JSON.stringify({})", json_expr(&v, &call.subs, 0)),
+                format!("JSON.stringify({})", json_expr(&v, &call.subs)),
                 false,
             ));
         }
