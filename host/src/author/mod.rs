@@ -4,6 +4,7 @@
 
 pub(crate) mod build;
 pub(crate) mod drift;
+pub(crate) mod har;
 pub(crate) mod js;
 pub(crate) mod new;
 pub(crate) mod project;
@@ -25,7 +26,7 @@ pub(crate) enum Lang {
     Js,
 }
 
-/// `host new NAME [--lang rust|python]`.
+/// `host new NAME [--lang rust|python|js] [--from-har FILE.har [--keep-origin ORIGIN]]`.
 #[derive(Args, Debug)]
 pub(crate) struct NewArgs {
     /// The plugin's folder to create (its last part is the plugin's name, e.g.
@@ -34,6 +35,16 @@ pub(crate) struct NewArgs {
     /// The language of the plugin.
     #[arg(long, value_enum, default_value = "rust")]
     pub lang: Lang,
+    /// Write the scenario from a browser's recording (a HAR file): one step per page,
+    /// the recorded pauses, static files batched, values handed out by a response and
+    /// sent back later extracted at run time (--lang js or rust).
+    #[arg(long, value_name = "FILE.har")]
+    pub from_har: Option<PathBuf>,
+    /// With --from-har: also keep the requests to this origin (e.g.
+    /// https://api.example.com); requests to other origins than the application's are
+    /// left out and listed. Repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "from_har")]
+    pub keep_origin: Vec<String>,
 }
 
 /// `host build [DIR]`.

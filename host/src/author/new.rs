@@ -20,6 +20,8 @@ pub(crate) struct Created {
     pub dir: PathBuf,
     /// The plugin's (and crate's) name.
     pub name: String,
+    /// What `--from-har` found, when given.
+    pub imported: Option<super::har::Imported>,
 }
 
 /// Creates the project `args.path` asks for.
@@ -47,11 +49,26 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
     let fill = |t: &str| templates::render(t, &name);
+    if let Some(har) = &args.from_har {
+        let opts = super::har::plan::Options {
+            keep_origins: args.keep_origin.clone(),
+        };
+        let imported = super::har::write(&dir, &name, har, args.lang, &opts)?;
+        return Ok(Created {
+            dir,
+            name,
+            imported: Some(imported),
+        });
+    }
     if args.lang == Lang::Js {
         write("script.js", &fill(templates::JS_SCRIPT))?;
         write("README.md", &fill(templates::JS_README))?;
         write(".gitignore", "*.wasm\n")?;
-        return Ok(Created { dir, name });
+        return Ok(Created {
+            dir,
+            name,
+            imported: None,
+        });
     }
     if args.lang == Lang::Python {
         // The example plugin is the template: the scaffold is what CI builds and runs.
@@ -60,7 +77,11 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
         write("README.md", &fill(templates::PY_README))?;
         write(".gitignore", templates::PY_GITIGNORE)?;
         write_python_sdk(&dir)?;
-        return Ok(Created { dir, name });
+        return Ok(Created {
+            dir,
+            name,
+            imported: None,
+        });
     }
     write("Cargo.toml", &fill(templates::CARGO_TOML))?;
     write("Cargo.lock", sdk::PLUGINS_LOCK)?;
@@ -72,7 +93,11 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
     for (rel, text) in sdk::SDK_FILES {
         write(&format!("sdk/{rel}"), text)?;
     }
-    Ok(Created { dir, name })
+    Ok(Created {
+        dir,
+        name,
+        imported: None,
+    })
 }
 
 /// Writes the Python SDK (`loadtest/`) and the contract (`wit/scenario.wit`) into `dir`:
@@ -103,6 +128,23 @@ pub(crate) fn run(args: &NewArgs) -> Result<i32> {
     let created = create(args)?;
     let dir = created.dir.display();
     println!("created plugin {} in {dir}", created.name);
+    if let Some(imported) = &created.imported {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        println!(
+            "  from the recording: {} step{}, {} request{}",
+            imported.steps,
+            plural(imported.steps),
+            imported.requests,
+            plural(imported.requests)
+        );
+        for line in &imported.summary {
+            println!("  {line}");
+        }
+        if args.lang == Lang::Js {
+            println!("  run it:    host run {dir}/script.js --config {dir}/run.toml");
+            return Ok(0);
+        }
+    }
     if args.lang == Lang::Js {
         println!("  run it:    host run {dir}/script.js -e BASE_URL=http://127.0.0.1:8080");
         println!("  build it:  host build {dir}/script.js   (writes script.wasm)");

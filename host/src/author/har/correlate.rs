@@ -1,0 +1,379 @@
+//! Correlation: a value a response carried (a hidden input, a JSON field, a script's
+//! JSON, a header such as `Location`, or plain text of the body) that a later request
+//! sent back is extracted from that response at run time, not replayed — replaying a
+//! CSRF field, a single-use token or a fresh id makes the server refuse, or worse,
+//! measures a path real users never take. Cookies are not looked at: the client's jar
+//! carries them. Values that look generated but that no earlier response carried are
+//! listed as unresolved (they are replayed as recorded).
+
+use super::html;
+use super::model::Recording;
+use super::plan::{is_static, Item, Plan};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Where a value is taken from in a response.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Source {
+    /// A header's whole value.
+    Header(String),
+    /// A query parameter of a header's URL (a `Location`).
+    HeaderParam(String, String),
+    /// A field of a JSON body, as a k6 selector path (`data.items.0.id`).
+    Json(String),
+    /// The value of `<input name=NAME>`.
+    Input(String),
+    /// A field of the JSON in `<script id=ID>`.
+    ScriptJson(String, String),
+    /// The text between two recorded boundaries.
+    Between(String, String),
+}
+
+impl Source {
+    /// How the source reads in a comment and in the command's output.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Source::Header(h) => format!("header {h}"),
+            Source::HeaderParam(h, p) => format!("query parameter {p} of header {h}"),
+            Source::Json(p) => format!("JSON field {p}"),
+            Source::Input(n) => format!("<input name=\"{n}\"> value"),
+            Source::ScriptJson(id, p) => format!("JSON field {p} of <script id=\"{id}\">"),
+            Source::Between(l, r) => format!("text between {l:?} and {r:?}"),
+        }
+    }
+}
+
+/// One correlation: a value, where it comes from, who sends it back.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    /// The variable holding it.
+    pub var: String,
+    /// Where it is extracted.
+    pub source: Source,
+    /// The variable of the response it is extracted from.
+    pub from_var: String,
+    /// That response's request, `METHOD /path`.
+    pub from_label: String,
+    /// The requests sending it back, with where (`POST /survey/answer form field csrf`).
+    pub used_by: Vec<String>,
+}
+
+/// A value sent back that no earlier response carried.
+#[derive(Debug, Clone)]
+pub(crate) struct Unresolved {
+    /// The value.
+    pub value: String,
+    /// Where it was sent.
+    pub used_by: String,
+}
+
+/// Values shorter than this are not correlated (unless an id in a path): short values
+/// (`1`, `yes`, a user name) match by chance.
+const MIN_LEN: usize = 8;
+
+/// A value that looks made by a server: long, with letters and digits mixed.
+fn looks_generated(v: &str) -> bool {
+    v.len() >= 16
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.~+/=".contains(c))
+        && v.chars().any(|c| c.is_ascii_digit())
+        && v.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// What a call sends: (where, value).
+fn candidates(call: &super::plan::Call) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (path, query) = call.path.split_once('?').unwrap_or((&call.path, ""));
+    if call.name.is_some() {
+        for seg in path.split('/') {
+            if super::plan::templated(&format!("/{seg}")).is_some() {
+                out.push(("path".to_string(), seg.to_string()));
+            }
+        }
+    }
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        out.push((format!("query parameter {k}"), v.into_owned()));
+    }
+    if let Some((body, mime)) = &call.body {
+        if mime.contains("x-www-form-urlencoded") {
+            for (k, v) in url::form_urlencoded::parse(body.as_bytes()) {
+                out.push((format!("form field {k}"), v.into_owned()));
+            }
+        } else if let Ok(json) = serde_json::from_str::<Value>(body) {
+            let mut leaves = Vec::new();
+            json_leaves(&json, String::new(), &mut leaves);
+            for (p, v) in leaves {
+                out.push((format!("JSON field {p}"), v));
+            }
+        }
+    }
+    for (name, value) in &call.headers {
+        out.push((format!("header {name}"), value.clone()));
+        if let Some((_, last)) = value.rsplit_once(' ') {
+            out.push((format!("header {name}"), last.to_string()));
+        }
+    }
+    out
+}
+
+fn json_leaves(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::String(s) => out.push((path, s.clone())),
+        Value::Object(m) => m.iter().for_each(|(k, v)| json_leaves(v, join(k), out)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| json_leaves(v, join(&i.to_string()), out)),
+        _ => {}
+    }
+}
+
+/// The path of a leaf equal to `want` (a numeric id only under an id-like key).
+fn find_json(v: &Value, want: &str, path: &str) -> Option<String> {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    let numeric = want.chars().all(|c| c.is_ascii_digit());
+    match v {
+        Value::String(s) if !numeric && s == want => Some(path.to_string()),
+        Value::Number(n) if numeric && n.to_string() == want => {
+            let key = path.rsplit('.').next().unwrap_or("");
+            (key == "id" || key.ends_with("_id") || key.ends_with("Id")).then(|| path.to_string())
+        }
+        Value::String(s) if numeric && s == want => {
+            let key = path.rsplit('.').next().unwrap_or("");
+            (key == "id" || key.ends_with("_id") || key.ends_with("Id")).then(|| path.to_string())
+        }
+        Value::Object(m) => m.iter().find_map(|(k, v)| find_json(v, want, &join(k))),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_json(v, want, &join(&i.to_string()))),
+        _ => None,
+    }
+}
+
+/// Where in the response of entry `i` the value `want` is, if anywhere.
+fn find_source(rec: &Recording, i: usize, want: &str) -> Option<Source> {
+    let e = &rec.entries[i];
+    let numeric = want.chars().all(|c| c.is_ascii_digit());
+    if !numeric {
+        for h in &e.response.headers {
+            let name = h.name.to_ascii_lowercase();
+            if name == "set-cookie" || name.starts_with(':') {
+                continue;
+            }
+            if h.value == want {
+                return Some(Source::Header(h.name.clone()));
+            }
+            if let Some((_, q)) = h.value.split_once('?') {
+                for (k, v) in url::form_urlencoded::parse(q.as_bytes()) {
+                    if v == want {
+                        return Some(Source::HeaderParam(h.name.clone(), k.into_owned()));
+                    }
+                }
+            }
+        }
+    }
+    let body = e.response_text()?;
+    if let Ok(json) = serde_json::from_str::<Value>(body) {
+        return find_json(&json, want, "").map(Source::Json);
+    }
+    if numeric {
+        return None;
+    }
+    if !body.contains(want) {
+        return None;
+    }
+    for (attrs, _) in html::tags(body, "input", false) {
+        if attrs.get("value").map(String::as_str) == Some(want) {
+            if let Some(name) = attrs.get("name").filter(|n| !n.is_empty()) {
+                return Some(Source::Input(name.clone()));
+            }
+        }
+    }
+    for (attrs, content) in html::tags(body, "script", true) {
+        let (Some(id), true) = (
+            attrs.get("id"),
+            attrs.get("type").is_some_and(|t| t.contains("json")),
+        ) else {
+            continue;
+        };
+        if let Ok(json) = serde_json::from_str::<Value>(&content) {
+            if let Some(p) = find_json(&json, want, "") {
+                return Some(Source::ScriptJson(id.clone(), p));
+            }
+        }
+    }
+    between(body, want)
+}
+
+/// Boundaries around the first occurrence of `want` that find it again.
+fn between(body: &str, want: &str) -> Option<Source> {
+    let at = body.find(want)?;
+    let right: String = body[at + want.len()..].chars().take(1).collect();
+    for k in [12usize, 24, 48] {
+        let mut start = at.saturating_sub(k);
+        while !body.is_char_boundary(start) {
+            start -= 1;
+        }
+        let left = &body[start..at];
+        if left.is_empty() {
+            continue;
+        }
+        if body.find(left) == Some(start) {
+            return Some(Source::Between(left.to_string(), right));
+        }
+    }
+    None
+}
+
+/// `refresh_token` → `refreshToken`, a JavaScript and Python-safe name.
+fn ident(raw: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in raw.chars() {
+        if c.is_ascii_alphanumeric() {
+            if upper && !out.is_empty() {
+                out.push(c.to_ascii_uppercase());
+            } else {
+                out.push(if out.is_empty() {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                });
+            }
+            upper = false;
+        } else {
+            upper = true;
+        }
+    }
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert_str(0, "value");
+    }
+    out
+}
+
+fn var_for(source: &Source) -> String {
+    let last = |p: &str| {
+        p.rsplit('.')
+            .find(|s| !s.chars().all(|c| c.is_ascii_digit()))
+            .unwrap_or("value")
+            .to_string()
+    };
+    ident(&match source {
+        Source::Header(h) => h.clone(),
+        Source::HeaderParam(_, p) => p.clone(),
+        Source::Json(p) | Source::ScriptJson(_, p) => last(p),
+        Source::Input(n) => n.clone(),
+        Source::Between(..) => "value".to_string(),
+    })
+}
+
+/// Names the generated code uses itself.
+const TAKEN: [&str; 16] = [
+    "http", "check", "group", "sleep", "options", "BASE", "res", "statics", "value", "self",
+    "type", "default", "function", "const", "let", "import",
+];
+
+/// Finds the rules and the unresolved values of `plan`, and marks each call's
+/// substitutions.
+pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
+    let mut rules: Vec<Rule> = Vec::new();
+    let mut by_value: BTreeMap<String, usize> = BTreeMap::new();
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    // Responses seen so far: (entry answering, var, label).
+    let mut seen: Vec<(usize, String, String)> = Vec::new();
+    let mut unresolved = Vec::new();
+    for step in &mut plan.steps {
+        for item in &mut step.items {
+            let Item::Call(call) = item else { continue };
+            let label = call.label();
+            for (place, value) in candidates(call) {
+                let numeric = value.chars().all(|c| c.is_ascii_digit()) && place == "path";
+                if value.len() < MIN_LEN && !numeric {
+                    continue;
+                }
+                let used = format!("{label} {place}");
+                if let Some(&r) = by_value.get(&value) {
+                    if !rules[r].used_by.contains(&used) {
+                        rules[r].used_by.push(used);
+                    }
+                    if !call.subs.iter().any(|(v, _)| *v == value) {
+                        call.subs.push((value, rules[r].var.clone()));
+                    }
+                    continue;
+                }
+                let found = seen.iter().rev().find_map(|(entry, var, from)| {
+                    find_source(rec, *entry, &value).map(|s| (s, var.clone(), from.clone()))
+                });
+                match found {
+                    Some((source, from_var, from_label)) => {
+                        let base = var_for(&source);
+                        let n = names.entry(base.clone()).or_default();
+                        *n += 1;
+                        let var = if *n == 1 && !TAKEN.contains(&base.as_str()) {
+                            base
+                        } else {
+                            format!("{base}{n}")
+                        };
+                        by_value.insert(value.clone(), rules.len());
+                        call.subs.push((value, var.clone()));
+                        rules.push(Rule {
+                            var,
+                            source,
+                            from_var,
+                            from_label,
+                            used_by: vec![used],
+                        });
+                    }
+                    None if looks_generated(&value)
+                        && !unresolved.iter().any(|u: &Unresolved| u.value == value) =>
+                    {
+                        unresolved.push(Unresolved {
+                            value,
+                            used_by: used,
+                        });
+                    }
+                    None => {}
+                }
+            }
+            // Longest first, so that a value inside another is not cut out of it.
+            call.subs.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+            if !is_static(&rec.entries[call.entry]) {
+                seen.push((call.answered_by, call.var.clone(), label));
+            }
+        }
+    }
+    plan.rules = rules;
+    plan.unresolved = unresolved;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_boundaries() {
+        assert_eq!(ident("refresh_token"), "refreshToken");
+        assert_eq!(ident("X-Csrf-Token"), "xCsrfToken");
+        assert_eq!(ident("0"), "value0");
+        assert_eq!(
+            between("a=1&tok=abcdefgh12&z", "abcdefgh12"),
+            Some(Source::Between("a=1&tok=".into(), "&".into()))
+        );
+        assert!(looks_generated("3f2b9c1e8d4a4e2b"));
+        assert!(!looks_generated("demo-password"));
+    }
+}
