@@ -671,6 +671,9 @@ async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only(
     assert_eq!(
         ours["metrics"]["http_req_duration"]["values"]["p(95)"].as_f64(),
         summary["metrics"]["http_req_duration"]["p95"].as_f64()
+    );
+}
+
 // ------------------------------------------------------------------ WebSockets and timers
 
 /// A sign-in and the demo target's WebSocket address, for the socket scripts.

@@ -129,11 +129,21 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     for expected in [
         "name:        team-py",
         "built against: 0.3.3",
-        "http, metrics, vu",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {
         assert!(shown.contains(expected), "no {expected:?} in\n{shown}");
+    }
+    // The SDK's interfaces, whatever else the contract's world brings in beside them.
+    let uses: Vec<&str> = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("uses:"))
+        .unwrap_or_else(|| panic!("no uses: line in\n{shown}"))
+        .split(',')
+        .map(str::trim)
+        .collect();
+    for interface in ["http", "metrics", "vu"] {
+        assert!(uses.contains(&interface), "{interface} not in {uses:?}");
     }
 
     // 20 VUs: a Python component instantiates many core modules, more than the pool
