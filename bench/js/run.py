@@ -208,7 +208,7 @@ def main():
         "# k6 scripts under k6 and under `host run`",
         "",
         f"Machine: {os.cpu_count()} cores ({open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}), "
-        f"shared with three other engineers compiling: load average {' '.join(load_before)} at the start, "
+        f"load average {' '.join(load_before)} at the start, "
         f"{' '.join(load_after)} at the end. k6 {subprocess.run([K6, 'version'], capture_output=True, text=True).stdout.split()[1]}; "
         f"host at commit {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, cwd=ROOT).stdout.strip()} (release).",
         f"Command: `ROUNDS={ROUNDS} DURATION={DURATION} VUS={VUS} bench/js/run.py`.",
