@@ -767,7 +767,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             // Ctrl-C while starting: remove what was started, as after any failure.
             let stack = tokio::select! {
                 stack = up => stack?,
-                _ = tokio::signal::ctrl_c() => {
+                _ = crate::signals::next() => {
                     eprintln!("interrupted: removing project {}", options.project);
                     crate::stack::up::down_quietly(&options.project).await;
                     return Ok(run::exit_code::INTERRUPTED);
@@ -923,12 +923,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             };
             let server = demo_target::DemoServer::start(listen, config).await?;
             println!("{}{}", crate::target_process::LISTENING, server.base_url());
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r?,
-                _ = term.recv() => {}
-            }
+            crate::signals::next().await;
             let served = server.requests_served();
             server.shutdown().await;
             println!("{}{served} requests", crate::target_process::SERVED);

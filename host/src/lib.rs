@@ -78,6 +78,7 @@ mod output;
 mod plugin;
 mod run;
 mod sampling;
+mod signals;
 mod stack;
 mod stderr;
 mod striped;

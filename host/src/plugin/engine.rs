@@ -104,6 +104,11 @@ pub(crate) fn build_engine(options: EngineOptions) -> Result<Engine> {
         .memory_reservation(options.memory_bytes.max(1 << 20))
         .memory_guard_size(GUARD_BYTES)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // For profiling by hand (`perf record`): the plugin's compiled functions then have
+    // names in /tmp/perf-PID.map, so a profile shows which guest code the time is in.
+    if std::env::var_os("HOST_PERF_MAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&config).map_err(|e| {
         let text = format!("{e:#}");
         if text.contains("mmap failed to reserve") {

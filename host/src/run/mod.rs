@@ -885,20 +885,10 @@ fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunCont
     }
 }
 
-/// SIGINT and SIGTERM listeners, if made before the run by [`listen_for_signals_early`].
-type Listeners = (
-    Option<tokio::signal::unix::Signal>,
-    Option<tokio::signal::unix::Signal>,
-);
-static EARLY_LISTENERS: std::sync::Mutex<Option<Listeners>> = std::sync::Mutex::new(None);
-
-fn make_listeners() -> Listeners {
-    use tokio::signal::unix::{signal, SignalKind};
-    (
-        signal(SignalKind::interrupt()).ok(),
-        signal(SignalKind::terminate()).ok(),
-    )
-}
+/// The listener made before the run by [`listen_for_signals_early`], for the run's
+/// handler to take when it starts.
+static EARLY_LISTENER: std::sync::Mutex<Option<crate::signals::Signals>> =
+    std::sync::Mutex::new(None);
 
 /// Listens for SIGINT and SIGTERM from now on, for the run's handler to take when it
 /// starts. For a command that answers others before its run starts (a coordinator
@@ -907,36 +897,34 @@ fn make_listeners() -> Listeners {
 /// that had joined were never told. A signal that arrives before the handler starts is
 /// kept by the listener and acted on when it does.
 pub(crate) fn listen_for_signals_early() {
-    let mut early = EARLY_LISTENERS
+    let mut early = EARLY_LISTENER
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if early.is_none() {
-        *early = Some(make_listeners());
+        *early = Some(crate::signals::listen());
     }
 }
 
 /// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
 /// a second one interrupts them at once.
 fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) -> SignalHandler {
-    // Both listeners are made once, before the first wait (or taken from
-    // `listen_for_signals_early`): a signal that arrives while the handler is between
-    // its two waits is kept by the listener and seen by the second. (A fresh
-    // `ctrl_c()` per wait listens only from its first poll, so a second Ctrl-C sent
-    // right after "stopping" was printed could be lost.)
-    let early = EARLY_LISTENERS
+    // One listener for both waits (or the one `listen_for_signals_early` made): a
+    // signal that arrives while the handler is between its two waits is seen by the
+    // second.
+    let early = EARLY_LISTENER
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take();
-    let (mut int, mut term) = early.unwrap_or_else(make_listeners);
+    let mut signals = early.unwrap_or_else(crate::signals::listen);
     SignalHandler(tokio::spawn(async move {
-        wait_for_signal(&mut int, &mut term).await;
+        signals.next().await;
         crate::stderr::line(format_args!(
             "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
             crate::config::format_duration(graceful_stop)
         ));
         control.stop_with(StopReason::Interrupted);
         tokio::select! {
-            _ = wait_for_signal(&mut int, &mut term) => {}
+            _ = signals.next() => {}
             _ = tokio::time::sleep(graceful_stop) => {}
         }
         control.hard_stop.cancel();
@@ -950,35 +938,5 @@ struct SignalHandler(tokio::task::JoinHandle<()>);
 impl Drop for SignalHandler {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-/// Resolves on the next SIGINT or SIGTERM seen by the listeners (SIGINT through
-/// `ctrl_c()` if its listener could not be made).
-async fn wait_for_signal(
-    int: &mut Option<tokio::signal::unix::Signal>,
-    term: &mut Option<tokio::signal::unix::Signal>,
-) {
-    let interrupt = async {
-        match int {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    };
-    let terminate = async {
-        match term {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = interrupt => {}
-        _ = terminate => {}
     }
 }

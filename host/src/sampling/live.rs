@@ -45,13 +45,12 @@ pub(crate) async fn run(options: LiveOptions) -> Result<i32> {
     let mut rows: BTreeMap<(String, String), Row> = BTreeMap::new();
     let mut shown = 0u64;
     let mut waited = 0u32;
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let mut signals = crate::signals::listen();
     let mut tick = tokio::time::interval(options.interval);
     tick.tick().await;
     loop {
         tokio::select! {
-            _ = &mut ctrl_c => break,
+            _ = signals.next() => break,
             _ = tick.tick() => {}
         }
         let mut fresh = false;

@@ -34,7 +34,7 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     let keep = stack_run.keep || config.keep;
     let stack = tokio::select! {
         stack = up::up(&options) => stack?,
-        _ = tokio::signal::ctrl_c() => {
+        _ = crate::signals::next() => {
             eprintln!("interrupted while starting: removing project {}", options.project);
             up::down_quietly(&options.project).await;
             return Err(anyhow!("interrupted before the run started; nothing was measured"));

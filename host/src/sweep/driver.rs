@@ -255,21 +255,13 @@ fn one_line(l: &LevelFigures) -> String {
 }
 
 /// Sets `flag` at Ctrl-C or SIGTERM. The level running has its own handler, which ends
-/// it gracefully; this one keeps the next level from starting. (Once a run has handled
-/// a signal, the process no longer dies of it, so without this a Ctrl-C between two
+/// it gracefully; this one keeps the next level from starting. (Once a signal has a
+/// listener, the process no longer dies of it, so without this a Ctrl-C between two
 /// levels would go unnoticed.)
 async fn watch_signals(flag: Arc<AtomicBool>) {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut signals = crate::signals::listen();
     loop {
-        match term.as_mut() {
-            Some(term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            },
-            None => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        signals.next().await;
         if !flag.swap(true, Ordering::Relaxed) {
             eprintln!("sweep: interrupted; finishing the level running, then writing sweep.md");
         }

@@ -36,7 +36,7 @@ impl SweepStack {
         let keep = keep || stack_config.keep;
         let stack = tokio::select! {
             stack = up::up(&options) => stack?,
-            _ = tokio::signal::ctrl_c() => {
+            _ = crate::signals::next() => {
                 eprintln!("interrupted while starting: removing project {}", options.project);
                 up::down_quietly(&options.project).await;
                 return Err(anyhow!("interrupted before the sweep started; nothing was measured"));

@@ -124,21 +124,7 @@ impl Dashboard {
 
 /// Resolves on SIGINT or SIGTERM.
 async fn wait_for_exit() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        _ => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    crate::signals::next().await;
 }
 
 impl Drop for Dashboard {
