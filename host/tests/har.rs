@@ -1,7 +1,8 @@
 //! Scenarios from browser recordings: a real headless Chromium, driven through the
 //! DevTools protocol, records a first visit, the survey (form sign-in, CSRF field,
 //! single-use token in a script tag) and an account's life (sign-up, token refresh)
-//! against the demo target, and a second visit with the browser's cache on (304s);
+//! against the demo target, and a warm-cache visit (the first one's recording edited to
+//! hold 304s to conditional requests);
 //! `host new --from-har` writes each as a k6 script and as a Python plugin (the survey
 //! and the account's life as Rust plugins too), which run with every check passing
 //! while the server's own counters show every single-use token spent once (none
@@ -204,12 +205,6 @@ impl Browser {
         b.call("Network.setCacheDisabled", json!({"cacheDisabled": true}))
             .await;
         b
-    }
-
-    /// Turns the browser's cache on or off (it starts off, so that every file is fetched).
-    async fn cache(&mut self, on: bool) {
-        self.call("Network.setCacheDisabled", json!({"cacheDisabled": !on}))
-            .await;
     }
 
     /// Reads one message (with a deadline) into the event queue or as a reply.
@@ -643,15 +638,6 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         .await;
     let mut account = browser.take_har();
 
-    // A second visit with the browser's cache on: the shell (`no-cache`, with an ETag)
-    // is revalidated, so the recording holds a 304 to a conditional request.
-    browser.cache(true).await;
-    browser.navigate("Notes", &format!("{base}/app")).await;
-    let _warm = browser.take_har();
-    browser
-        .navigate("Notes again", &format!("{base}/app"))
-        .await;
-    let mut revisit = browser.take_har();
     drop(browser);
     // No pages: the steps are the bursts between the pauses.
     account["log"].as_object_mut().unwrap().remove("pages");
@@ -851,37 +837,39 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         "each deleted its own"
     );
 
-    // The warm-cache visit: its 304 is expected as 200 (the replay has no cache and
-    // sends no If-None-Match). The recorder sees the headers the page asked for, not
-    // the cache's own, so the test puts back the If-None-Match Chromium sent (the ETag
-    // it revalidated, as DevTools' own export shows it).
-    let entries = revisit["log"]["entries"].as_array_mut().unwrap();
+    // A visit with a warm cache: the recording holds 304s to conditional requests.
+    // Made from the first visit's recording, edited as a warm-cache visit records it:
+    // the shell (`no-cache`) and a third of its files answered 304 to an If-None-Match
+    // of their ETag, with no body. (Headless Chromium, asked through DevTools, reported
+    // its revalidated shell as 200 and its cached files as 200 from its cache.)
+    let mut revisit = visit.clone();
     let mut revalidated = 0;
-    for e in entries.iter_mut() {
-        if e["response"]["status"] == 304 {
-            revalidated += 1;
-            let etag = e["response"]["headers"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case("etag"))
-                .map(|h| h["value"].clone())
-                .expect("a 304 names its ETag");
-            let headers = e["request"]["headers"].as_array_mut().unwrap();
-            if !headers.iter().any(|h| {
-                h["name"]
-                    .as_str()
-                    .unwrap()
-                    .eq_ignore_ascii_case("if-none-match")
-            }) {
-                headers.push(json!({"name": "If-None-Match", "value": etag}));
-            }
+    for (i, e) in revisit["log"]["entries"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let url = e["request"]["url"].as_str().unwrap().to_string();
+        if !(url.ends_with("/app") || (url.contains("/assets/") && i % 3 == 0)) {
+            continue;
         }
+        let etag = e["response"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case("etag"))
+            .map(|h| h["value"].clone())
+            .expect("the demo target names each file's ETag");
+        e["request"]["headers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "If-None-Match", "value": etag}));
+        e["response"]["status"] = json!(304);
+        e["response"]["content"] = json!({"size": 0, "mimeType": "", "text": ""});
+        revalidated += 1;
     }
-    assert!(
-        revalidated >= 1,
-        "the warm visit revalidated the shell: {revisit}"
-    );
+    assert!(revalidated > 10, "{revalidated}");
     let (project, _) = from_har(tmp.path(), "revisit", &revisit, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
     assert!(
@@ -893,9 +881,17 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         !script.to_ascii_lowercase().contains("if-none-match"),
         "{script}"
     );
+    assert!(
+        script.contains("Some were recorded as 304") && script.contains("static files are 200"),
+        "{script}"
+    );
     let shells = metric(&scrape(&base), "demo_app_shell_total");
+    let assets = metric(&scrape(&base), "demo_assets_served_total");
     run_clean(&project, &base, 2).await;
-    assert_eq!(metric(&scrape(&base), "demo_app_shell_total") - shells, 2);
+    // Every file was served whole: no conditional request was replayed.
+    let after = scrape(&base);
+    assert_eq!(metric(&after, "demo_app_shell_total") - shells, 2);
+    assert_eq!(metric(&after, "demo_assets_served_total") - assets, 80);
     target.shutdown().await;
 }
 
