@@ -744,7 +744,7 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
     assert!(said.contains("(kept by the form)"), "{said}");
     let app = std::fs::read_to_string(project.join("app.py")).unwrap();
     assert!(
-        app.contains(".form(\"form[action=\\\"/survey/answer\\\"]\").set(\"answer\", \"4\").set(\"token\", v.token).submit("),
+        app.contains(".form('form[action=\"/survey/answer\"]').set(\"answer\", \"4\").set(\"token\", v.token).submit("),
         "{app}"
     );
     assert!(

@@ -67,19 +67,33 @@ fn py_ident(name: &str) -> String {
     }
 }
 
-/// A Python string literal.
+/// A Python string literal: in single quotes when the text has double quotes and no
+/// single ones (a CSS selector such as `form[action="/login"]`), else in double quotes.
 fn lit(s: &str) -> String {
-    let mut out = String::from("\"");
-    push_escaped(&mut out, s, false);
-    out.push('"');
+    let q = if s.contains('"') && !s.contains('\'') {
+        '\''
+    } else {
+        '"'
+    };
+    let mut out = String::from(q);
+    push_escaped_in(&mut out, s, false, q);
+    out.push(q);
     out
 }
 
 fn push_escaped(out: &mut String, s: &str, braces: bool) {
+    push_escaped_in(out, s, braces, '"')
+}
+
+/// `s` escaped for a Python string delimited by `quote`; `braces` doubled for f-strings.
+fn push_escaped_in(out: &mut String, s: &str, braces: bool, quote: char) {
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -552,7 +566,8 @@ mod tests {
 
     #[test]
     fn literals_and_f_strings_are_python() {
-        assert_eq!(lit("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\x01""#);
+        assert_eq!(lit("a\"b\\c\n\u{1}"), r#"'a"b\\c\n\x01'"#);
+        assert_eq!(lit("it's \"x\""), r#""it's \"x\"""#);
         let subs = vec![("t0k3n-abcdef".to_string(), "accessToken".to_string())];
         assert_eq!(
             text("Bearer t0k3n-abcdef {x}", &subs, None),
