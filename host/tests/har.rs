@@ -1,10 +1,14 @@
 //! Scenarios from browser recordings: a real headless Chromium, driven through the
 //! DevTools protocol, records a first visit, the survey (form sign-in, CSRF field,
 //! single-use token in a script tag) and an account's life (sign-up, token refresh)
-//! against the demo target; `host new --from-har` writes each as a k6 script, which
-//! runs with every check passing while the server's own counters show every
-//! single-use token spent once (none replayed). Small fixtures cover a recording with
-//! third-party requests, one with no pages, one in Firefox's shape and a broken one.
+//! against the demo target, and a warm-cache visit (the first one's recording edited to
+//! hold 304s to conditional requests);
+//! `host new --from-har` writes each as a k6 script and as a Python plugin (the survey
+//! and the account's life as Rust plugins too), which run with every check passing
+//! while the server's own counters show every single-use token spent once (none
+//! replayed) and every sign-up accepted from several VUs. Small fixtures cover a
+//! recording with third-party requests, one with no pages, one in Firefox's shape and
+//! a broken one.
 
 mod common;
 
@@ -28,6 +32,19 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// componentize-py: `$COMPONENTIZE_PY`, else the venv `./dev test` makes
+/// (target/py-venv), else PATH.
+fn componentize_py() -> PathBuf {
+    if let Some(p) = std::env::var_os("COMPONENTIZE_PY") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/py-venv/bin/componentize-py");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("componentize-py")
+}
+
 /// Runs the host binary in `dir` (off the async runtime: it blocks).
 async fn host(dir: &Path, args: &[&str]) -> Output {
     let dir = dir.to_path_buf();
@@ -35,6 +52,7 @@ async fn host(dir: &Path, args: &[&str]) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_host"))
             .current_dir(dir)
+            .env("COMPONENTIZE_PY", componentize_py())
             .args(args)
             .output()
             .expect("the host binary runs")
@@ -424,6 +442,17 @@ impl Drop for Browser {
 
 /// `host new NAME --from-har HAR --lang js` in `dir`; returns the project and stdout.
 async fn from_har(dir: &Path, name: &str, har: &Value, extra: &[&str]) -> (PathBuf, String) {
+    from_har_in(dir, name, har, "js", extra).await
+}
+
+/// `host new NAME --from-har HAR --lang LANG` in `dir`; returns the project and stdout.
+async fn from_har_in(
+    dir: &Path,
+    name: &str,
+    har: &Value,
+    lang: &str,
+    extra: &[&str],
+) -> (PathBuf, String) {
     let file = dir.join(format!("{name}.har"));
     std::fs::write(&file, serde_json::to_string_pretty(har).unwrap()).unwrap();
     let mut args = vec![
@@ -432,7 +461,7 @@ async fn from_har(dir: &Path, name: &str, har: &Value, extra: &[&str]) -> (PathB
         "--from-har",
         file.to_str().unwrap(),
         "--lang",
-        "js",
+        lang,
     ];
     args.extend(extra);
     let made = host(dir, &args).await;
@@ -445,29 +474,43 @@ async fn from_har(dir: &Path, name: &str, har: &Value, extra: &[&str]) -> (PathB
 
 /// Runs a generated script `iterations` times on one VU; returns summary.json.
 async fn run_clean(project: &Path, base: &str, iterations: u32) -> Value {
+    run_vus(project, "script.js", base, 1, iterations).await
+}
+
+/// Runs a generated script (or a built plugin, `what`) on `vus` VUs with `--iterations
+/// iterations` (a script's `options` make them shared, k6's way; a plugin's
+/// per-vu-iterations config makes them each VU's), and checks that every check passed
+/// and every iteration ran; returns summary.json.
+async fn run_vus(project: &Path, what: &str, base: &str, vus: u32, iterations: u32) -> Value {
     let out = project.join("results");
+    let _ = std::fs::remove_dir_all(&out);
     let n = iterations.to_string();
+    let v = vus.to_string();
     let base_env = format!("BASE_URL={base}");
-    let ran = host(
-        project,
-        &[
-            "run",
-            "script.js",
-            "--config",
-            "run.toml",
-            "-e",
-            &base_env,
-            "--iterations",
-            &n,
-            "--vus",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    )
-    .await;
-    let script = std::fs::read_to_string(project.join("script.js")).unwrap();
+    let mut args = vec!["run", what];
+    if what.ends_with(".js") {
+        args.extend(["--config", "run.toml"]);
+    }
+    args.extend([
+        "-e",
+        &base_env,
+        "--iterations",
+        &n,
+        "--vus",
+        &v,
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let ran = host(project, &args).await;
+    let source = if what.ends_with(".js") {
+        "script.js"
+    } else {
+        "app.py"
+    };
+    let script = std::fs::read_to_string(project.join(source))
+        .or_else(|_| std::fs::read_to_string(project.join("src/lib.rs")))
+        .unwrap();
     assert!(
         ran.status.success(),
         "{}\n--- script.js:\n{script}",
@@ -483,12 +526,38 @@ async fn run_clean(project: &Path, base: &str, iterations: u32) -> Value {
             "a check failed: {c}\n{script}"
         );
     }
+    let expected = if what.ends_with(".js") {
+        iterations
+    } else {
+        vus * iterations
+    };
     assert_eq!(
         summary["metrics"]["iterations"]["count"].as_f64(),
-        Some(f64::from(iterations)),
+        Some(f64::from(expected)),
         "{script}"
     );
     summary
+}
+
+/// `host build` of a generated plugin project (Rust or Python); returns the .wasm path.
+async fn build(project: &Path) -> String {
+    let dir = project.to_path_buf();
+    let built = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_host"))
+            .current_dir(&dir)
+            .arg("build")
+            .env("CARGO_TARGET_DIR", shared_target_dir())
+            .env("COMPONENTIZE_PY", componentize_py())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let source = std::fs::read_to_string(project.join("app.py"))
+        .or_else(|_| std::fs::read_to_string(project.join("src/lib.rs")))
+        .unwrap_or_default();
+    assert!(built.status.success(), "{}\n{source}", text(&built));
+    String::from_utf8_lossy(&built.stdout).trim().to_string()
 }
 
 /// The demo target's whole `/metrics` text (the site and account counters included).
@@ -568,6 +637,7 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         )
         .await;
     let mut account = browser.take_har();
+
     drop(browser);
     // No pages: the steps are the bursts between the pauses.
     account["log"].as_object_mut().unwrap().remove("pages");
@@ -587,25 +657,52 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         metric(&scrape(&base), "demo_assets_served_total") - assets_before,
         80
     );
+    // The same as a Python plugin: built, run, the 40 files fetched per iteration.
+    let (project, _) = from_har_in(tmp.path(), "first-visit-py", &visit, "python", &[]).await;
+    let app = std::fs::read_to_string(project.join("app.py")).unwrap();
+    assert!(app.contains("def notes(base, v):"), "{app}");
+    assert!(app.contains("statics = loadtest.http.batch(["), "{app}");
+    let wasm = build(&project).await;
+    let assets_before = metric(&scrape(&base), "demo_assets_served_total");
+    run_vus(&project, &wasm, &base, 1, 2).await;
+    assert_eq!(
+        metric(&scrape(&base), "demo_assets_served_total") - assets_before,
+        80
+    );
 
-    // Survey: the CSRF field and the script's token become extractions.
+    // Survey: the sign-in and the answer are the pages' own forms, submitted as a
+    // browser does (the CSRF field left to the form), the script's token extracted.
     let (project, said) = from_har(tmp.path(), "survey", &survey, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
-    assert!(said.contains("csrf: <input name=\"csrf\"> value"), "{said}");
+    assert!(
+        said.contains("csrf: <input name=\"csrf\"> value")
+            && said.contains("form field csrf (kept by the form)"),
+        "{said}"
+    );
     assert!(
         said.contains("token: JSON field token of <script id=\"survey-data\">"),
         "{said}"
     );
-    assert!(script.contains("csrf = inputValue(res"), "{script}");
-    assert!(script.contains(", 'survey-data', 'token');"), "{script}");
+    assert!(!script.contains("csrf = "), "{script}");
     assert!(
-        script.contains("{ csrf: csrf, answer: '4', token: token }"),
+        script.contains(".html().find('script[id=\"survey-data\"]').text()).token;"),
+        "{script}"
+    );
+    assert!(
+        script.contains("formSelector: 'form[action=\"/survey/answer\"]',")
+            && script.contains("fields: { answer: '4', token },"),
+        "{script}"
+    );
+    assert!(
+        script.contains(".submitForm({\n      formSelector: 'form[action=\"/survey/login\"]',\n      fields: { user: 'har-user', password: 'demo' },"),
         "{script}"
     );
     assert!(
         script.contains("Follows the recorded redirect (302 to /survey)"),
         "{script}"
     );
+    // No hand-made extraction helpers: k6's own API reads the pages.
+    assert!(!script.contains("\nfunction "), "{script}");
     let before = target.survey_counts();
     assert_eq!(before.accepted, 1, "the browser answered once");
     run_clean(&project, &base, 3).await;
@@ -636,49 +733,36 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         lib.contains("fn answer(base: &str, v: &mut Carried)"),
         "{lib}"
     );
-    let dir = project.clone();
-    let built = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_host"))
-            .current_dir(&dir)
-            .arg("build")
-            .env("CARGO_TARGET_DIR", shared_target_dir())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(built.status.success(), "{}\n{lib}", text(&built));
-    let wasm = String::from_utf8_lossy(&built.stdout).trim().to_string();
-    let out = project.join("results");
-    let base_env = format!("BASE_URL={base}");
-    let ran = host(
-        &project,
-        &[
-            "run",
-            &wasm,
-            "-e",
-            &base_env,
-            "--iterations",
-            "3",
-            "--vus",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    )
-    .await;
-    assert!(ran.status.success(), "{}\n{lib}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    for c in summary["checks"].as_array().unwrap() {
-        assert_eq!(c["fails"].as_u64(), Some(0), "a check failed: {c}\n{lib}");
-    }
+    let wasm = build(&project).await;
+    run_vus(&project, &wasm, &base, 1, 3).await;
     let rust_after = target.survey_counts();
     assert_eq!(rust_after.accepted - after.accepted, 3, "{rust_after:?}");
     assert_eq!(rust_after.token_refused, 0, "{rust_after:?}");
 
+    // And as a Python plugin: the SDK's form helper submits the pages' forms.
+    let (project, said) = from_har_in(tmp.path(), "survey-py", &survey, "python", &[]).await;
+    assert!(said.contains("(kept by the form)"), "{said}");
+    let app = std::fs::read_to_string(project.join("app.py")).unwrap();
+    assert!(
+        app.contains(".form('form[action=\"/survey/answer\"]').set(\"answer\", \"4\").set(\"token\", v.token).submit("),
+        "{app}"
+    );
+    assert!(
+        app.contains("v.token = res")
+            && app.contains(".html().json_script(\"survey-data\")[\"token\"]"),
+        "{app}"
+    );
+    assert!(app.contains("def answer(base, v):"), "{app}");
+    let wasm = build(&project).await;
+    run_vus(&project, &wasm, &base, 1, 3).await;
+    let py_after = target.survey_counts();
+    assert_eq!(py_after.accepted - rust_after.accepted, 3, "{py_after:?}");
+    assert_eq!(py_after.token_refused, 0, "{py_after:?}");
+    assert_eq!(py_after.csrf_refused, 0, "{py_after:?}");
+
     // Account life, from a recording without pages: the refresh token and both access
-    // tokens come from the responses that issued them.
+    // tokens come from the responses that issued them, and the signed-up name is made
+    // per VU and iteration, so several VUs sign up at once without a conflict.
     let (project, said) = from_har(tmp.path(), "account", &account, &[]).await;
     let script = std::fs::read_to_string(project.join("script.js")).unwrap();
     assert!(
@@ -689,18 +773,125 @@ async fn recordings_of_a_real_chromium_become_scenarios_that_replay_no_token() {
         said.contains("accessToken2: JSON field access_token"),
         "{said}"
     );
+    assert!(
+        said.contains("user: har-account-owner-<VU>-<iteration>-<random>"),
+        "{said}"
+    );
     assert!(said.contains("Unresolved: none"), "{said}");
+    assert!(
+        script.contains("const user = `har-account-owner-${__VU}-${__ITER}-"),
+        "{script}"
+    );
+    assert!(script.contains("{ user: user }"), "{script}");
+    assert!(script.contains(".json('refresh_token')"), "{script}");
     assert!(
         script.matches("group(").count() >= 5,
         "one step per burst:\n{script}"
     );
-    run_clean(&project, &base, 3).await;
-    let metrics = scrape(&base);
+    let signups = |m: &str| {
+        (
+            metric(m, "demo_signups_total"),
+            metric(m, "demo_signup_conflicts_total"),
+            metric(m, "demo_token_refresh_refused_total"),
+        )
+    };
+    let (s0, c0, r0) = signups(&scrape(&base));
+    assert_eq!(c0, 0);
+    run_vus(&project, "script.js", &base, 4, 12).await;
+    let (s1, c1, r1) = signups(&scrape(&base));
+    assert_eq!(s1 - s0, 12, "every sign-up accepted");
     assert_eq!(
-        metric(&metrics, "demo_token_refresh_refused_total"),
-        0,
-        "a refresh token was replayed"
+        (c1, r1),
+        (0, r0),
+        "no name taken twice, no refresh token replayed"
     );
+
+    // The account's life as a Rust plugin, 2 VUs of 2 iterations each.
+    let (project, _) = from_har_in(tmp.path(), "account-rs", &account, "rust", &[]).await;
+    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("v.user = unique(\"har-account-owner\", \"\");"),
+        "{lib}"
+    );
+    let wasm = build(&project).await;
+    run_vus(&project, &wasm, &base, 2, 2).await;
+    let (s2, c2, r2) = signups(&scrape(&base));
+    assert_eq!((s2 - s1, c2, r2), (4, 0, r0));
+
+    // And as a Python plugin, 3 VUs of 2 iterations each.
+    let (project, _) = from_har_in(tmp.path(), "account-py", &account, "python", &[]).await;
+    let app = std::fs::read_to_string(project.join("app.py")).unwrap();
+    assert!(
+        app.contains("v.user = unique(\"har-account-owner\", \"\")")
+            && app.contains("json={\"user\": v.user}"),
+        "{app}"
+    );
+    assert!(app.contains("v.refresh_token = res"), "{app}");
+    let wasm = build(&project).await;
+    run_vus(&project, &wasm, &base, 3, 2).await;
+    let (s3, c3, r3) = signups(&scrape(&base));
+    assert_eq!((s3 - s2, c3, r3), (6, 0, r0));
+    assert_eq!(
+        metric(&scrape(&base), "demo_accounts"),
+        0,
+        "each deleted its own"
+    );
+
+    // A visit with a warm cache: the recording holds 304s to conditional requests.
+    // Made from the first visit's recording, edited as a warm-cache visit records it:
+    // the shell (`no-cache`) and a third of its files answered 304 to an If-None-Match
+    // of their ETag, with no body. (Headless Chromium, asked through DevTools, reported
+    // its revalidated shell as 200 and its cached files as 200 from its cache.)
+    let mut revisit = visit.clone();
+    let mut revalidated = 0;
+    for (i, e) in revisit["log"]["entries"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let url = e["request"]["url"].as_str().unwrap().to_string();
+        if !(url.ends_with("/app") || (url.contains("/assets/") && i % 3 == 0)) {
+            continue;
+        }
+        let etag = e["response"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case("etag"))
+            .map(|h| h["value"].clone())
+            .expect("the demo target names each file's ETag");
+        e["request"]["headers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "If-None-Match", "value": etag}));
+        e["response"]["status"] = json!(304);
+        e["response"]["content"] = json!({"size": 0, "mimeType": "", "text": ""});
+        revalidated += 1;
+    }
+    assert!(revalidated > 10, "{revalidated}");
+    let (project, _) = from_har(tmp.path(), "revisit", &revisit, &[]).await;
+    let script = std::fs::read_to_string(project.join("script.js")).unwrap();
+    assert!(
+        script.contains("Recorded as 304")
+            && script.contains("'GET /app is 200': (r) => r.status === 200"),
+        "{script}"
+    );
+    assert!(
+        !script.to_ascii_lowercase().contains("if-none-match"),
+        "{script}"
+    );
+    assert!(
+        script.contains("Some were recorded as 304") && script.contains("static files are 200"),
+        "{script}"
+    );
+    let shells = metric(&scrape(&base), "demo_app_shell_total");
+    let assets = metric(&scrape(&base), "demo_assets_served_total");
+    run_clean(&project, &base, 2).await;
+    // Every file was served whole: no conditional request was replayed.
+    let after = scrape(&base);
+    assert_eq!(metric(&after, "demo_app_shell_total") - shells, 2);
+    assert_eq!(metric(&after, "demo_assets_served_total") - assets, 80);
     target.shutdown().await;
 }
 
@@ -780,8 +971,14 @@ async fn a_firefox_shaped_recording_is_read_and_a_broken_one_refused() {
         said.contains("csrfmiddlewaretoken: <input name=\"csrfmiddlewaretoken\">"),
         "{said}"
     );
+    // The login page's form is submitted as a browser does: the CSRF field is the live
+    // page's, the typed fields are set over it.
     assert!(
-        script.contains("csrfmiddlewaretoken: csrfmiddlewaretoken"),
+        said.contains("form field csrfmiddlewaretoken (kept by the form)"),
+        "{said}"
+    );
+    assert!(
+        script.contains("fields: { username: 'ann', password: 'secret' }"),
         "{script}"
     );
     assert!(script.contains("The page's 2 static files"), "{script}");

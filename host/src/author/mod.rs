@@ -37,7 +37,8 @@ pub(crate) struct NewArgs {
     pub lang: Lang,
     /// Write the scenario from a browser's recording (a HAR file): one step per page,
     /// the recorded pauses, static files batched, values handed out by a response and
-    /// sent back later extracted at run time (--lang js or rust).
+    /// sent back later extracted at run time, a sign-up's names made unique (--lang js,
+    /// rust or python).
     #[arg(long, value_name = "FILE.har")]
     pub from_har: Option<PathBuf>,
     /// With --from-har: also keep the requests to this origin (e.g.

@@ -56,6 +56,147 @@ pub(crate) struct Rule {
     pub from_label: String,
     /// The requests sending it back, with where (`POST /survey/answer form field csrf`).
     pub used_by: Vec<String>,
+    /// Whether a request sends it other than as a field left to a submitted form (which
+    /// takes it from the live page itself): only then is it extracted where the code
+    /// submits forms (JavaScript, Python).
+    pub outside_forms: bool,
+}
+
+/// A value the server must see unique, made per VU and iteration: a user name or email
+/// that a sign-up sent. Replayed by many VUs or iterations it would collide (409).
+#[derive(Debug, Clone)]
+pub(crate) struct Unique {
+    /// The variable holding it.
+    pub var: String,
+    /// The recorded value.
+    pub value: String,
+    /// What the made value starts with (the recorded one, or an email's local part).
+    pub prefix: String,
+    /// What it ends with (an email's `@domain`, else empty).
+    pub suffix: String,
+    /// The request that created it, with where (`POST /accounts JSON field user`).
+    pub created_by: String,
+    /// The requests sending it, with where.
+    pub used_by: Vec<String>,
+}
+
+impl Unique {
+    /// How it is made, for comments and the command's output.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{}-<VU>-<iteration>-<random>{} (recorded {:?})",
+            self.prefix, self.suffix, self.value
+        )
+    }
+}
+
+/// A field name that names a user or account (`user`, `username`, `email`, `login`).
+fn names_someone(field: &str) -> bool {
+    let f: String = field
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    [
+        "user",
+        "username",
+        "login",
+        "email",
+        "emailaddress",
+        "mail",
+        "name",
+        "handle",
+        "nick",
+        "nickname",
+        "screenname",
+        "displayname",
+        "account",
+        "accountname",
+    ]
+    .contains(&f.as_str())
+        || f.ends_with("username")
+        || f.ends_with("email")
+}
+
+/// A path that creates an account (`/signup`, `/register`, `/accounts`, `/users`) and is
+/// not a sign-in.
+fn signs_up(path: &str) -> bool {
+    let p = path.split('?').next().unwrap_or("").to_ascii_lowercase();
+    let signs_in = ["login", "signin", "sign-in", "sign_in", "session", "auth"]
+        .iter()
+        .any(|w| p.contains(w));
+    let creates = [
+        "signup",
+        "sign-up",
+        "sign_up",
+        "register",
+        "registration",
+        "join",
+        "accounts",
+        "users",
+    ]
+    .iter()
+    .any(|w| p.split('/').any(|seg| seg == *w) || p.contains(&format!("/{w}")));
+    creates && !signs_in
+}
+
+/// The values of `plan` the server must see unique: the user-naming fields of a POST
+/// that created something (201) or went to a sign-up path.
+fn find_uniques(rec: &Recording, plan: &Plan, names: &mut BTreeMap<String, usize>) -> Vec<Unique> {
+    let mut out: Vec<Unique> = Vec::new();
+    for step in &plan.steps {
+        for item in &step.items {
+            let Item::Call(call) = item else { continue };
+            if !matches!(call.method.as_str(), "POST" | "PUT") {
+                continue;
+            }
+            let e = &rec.entries[call.entry];
+            let created = e.response.status == 201 || signs_up(&call.path);
+            let answered = rec.entries[call.answered_by].response.status;
+            if !created || !(200..400).contains(&answered) {
+                continue;
+            }
+            for (place, value) in candidates(call) {
+                let field = place
+                    .strip_prefix("form field ")
+                    .or_else(|| place.strip_prefix("JSON field "))
+                    .map(|p| p.rsplit('.').next().unwrap_or(p));
+                let Some(field) = field else { continue };
+                let plausible = !value.trim().is_empty()
+                    && value.len() <= 64
+                    && !looks_generated(&value)
+                    && !value.chars().all(|c| c.is_ascii_digit());
+                if !names_someone(field) || !plausible || out.iter().any(|u| u.value == value) {
+                    continue;
+                }
+                let (prefix, suffix) = match value.split_once('@') {
+                    Some((local, domain)) if domain.contains('.') && !local.is_empty() => {
+                        (local.to_string(), format!("@{domain}"))
+                    }
+                    _ => (value.clone(), String::new()),
+                };
+                // The made value stays near the recorded length (servers cap names).
+                let prefix: String = prefix.chars().take(32).collect();
+                let base = ident(field);
+                let n = names.entry(base.clone()).or_default();
+                *n += 1;
+                let var = if *n == 1 && !TAKEN.contains(&base.as_str()) {
+                    base
+                } else {
+                    format!("{base}{n}")
+                };
+                out.push(Unique {
+                    var,
+                    value,
+                    prefix,
+                    suffix,
+                    created_by: format!("{} {place}", call.label()),
+                    used_by: Vec::new(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A value sent back that no earlier response carried.
@@ -296,20 +437,44 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
     // Responses seen so far: (entry answering, var, label).
     let mut seen: Vec<(usize, String, String)> = Vec::new();
     let mut unresolved = Vec::new();
+    let mut uniques = find_uniques(rec, plan, &mut names);
     for step in &mut plan.steps {
         for item in &mut step.items {
             let Item::Call(call) = item else { continue };
             let label = call.label();
+            for u in &mut uniques {
+                // Sent whole as a field, or inside the URL (`/users/NAME`).
+                let sent = candidates(call).iter().any(|(_, v)| *v == u.value)
+                    || (u.value.len() >= 6 && call.path.contains(&u.value));
+                if sent && !call.subs.iter().any(|(v, _)| *v == u.value) {
+                    call.subs.push((u.value.clone(), u.var.clone()));
+                    u.used_by.push(label.clone());
+                }
+            }
             for (place, value) in candidates(call) {
+                if uniques.iter().any(|u| u.value == value) {
+                    continue;
+                }
+                // A field the submitted form holds itself: taken from the live page.
+                let by_form = place.strip_prefix("form field ").is_some_and(|f| {
+                    call.form
+                        .as_ref()
+                        .is_some_and(|form| form.kept.iter().any(|k| k == f))
+                });
                 let numeric = value.chars().all(|c| c.is_ascii_digit()) && place == "path";
                 if value.len() < MIN_LEN && !numeric {
                     continue;
                 }
-                let used = format!("{label} {place}");
+                let used = if by_form {
+                    format!("{label} {place} (kept by the form)")
+                } else {
+                    format!("{label} {place}")
+                };
                 if let Some(&r) = by_value.get(&value) {
                     if !rules[r].used_by.contains(&used) {
                         rules[r].used_by.push(used);
                     }
+                    rules[r].outside_forms |= !by_form;
                     if !call.subs.iter().any(|(v, _)| *v == value) {
                         call.subs.push((value, rules[r].var.clone()));
                     }
@@ -336,6 +501,7 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
                             from_var,
                             from_label,
                             used_by: vec![used],
+                            outside_forms: !by_form,
                         });
                     }
                     None if looks_generated(&value)
@@ -358,6 +524,7 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
     }
     plan.rules = rules;
     plan.unresolved = unresolved;
+    plan.uniques = uniques;
 }
 
 #[cfg(test)]
@@ -375,5 +542,28 @@ mod tests {
         );
         assert!(looks_generated("3f2b9c1e8d4a4e2b"));
         assert!(!looks_generated("demo-password"));
+    }
+
+    #[test]
+    fn sign_ups_and_their_names_are_told_from_sign_ins() {
+        for yes in ["/accounts", "/signup", "/api/users?x=1", "/register/step1"] {
+            assert!(signs_up(yes), "{yes}");
+        }
+        for no in ["/survey/login", "/auth/refresh", "/users/sign_in", "/notes"] {
+            assert!(!signs_up(no), "{no}");
+        }
+        for yes in [
+            "user",
+            "userName",
+            "e-mail",
+            "email",
+            "login",
+            "new_username",
+        ] {
+            assert!(names_someone(yes), "{yes}");
+        }
+        for no in ["password", "token", "answer", "title"] {
+            assert!(!names_someone(no), "{no}");
+        }
     }
 }

@@ -1,9 +1,12 @@
 //! Writes a plan as a k6 script: one `group` per step named as the step, the
 //! recorded think times as `sleep`, a page's static files as one `http.batch`, a
 //! `check` of each recorded status, and each correlated value extracted right after
-//! the response that carries it. Extraction uses small helpers written into the
-//! script (string and regular-expression search), so the script needs nothing beyond
-//! `k6/http` and `k6`.
+//! the response that carries it, as a k6 user writes it: `res.html().find(sel).val()`
+//! for an input, the JSON of a `<script>` by `res.html().find(sel).text()`,
+//! `res.json('path')` for a JSON field, `res.headers['Name']` for a header; a form of
+//! an earlier page is submitted with `res.submitForm({ formSelector, fields })`. Only a
+//! value cut out of plain text or out of a header's URL needs a helper of its own,
+//! written into the script when used.
 
 use super::correlate::{Rule, Source};
 use super::plan::{Call, Item, Plan};
@@ -187,21 +190,130 @@ fn request(call: &Call, plan: &Plan) -> String {
     }
 }
 
-/// The extraction expression of a rule.
+/// `X-CSRF-token` → `X-Csrf-Token`: how k6 (Go's textproto) names response headers.
+fn canonical(h: &str) -> String {
+    let mut out = String::new();
+    let mut up = true;
+    for c in h.chars() {
+        out.push(if up {
+            c.to_ascii_uppercase()
+        } else {
+            c.to_ascii_lowercase()
+        });
+        up = c == '-';
+    }
+    out
+}
+
+/// A dotted path (`data.items.0.id`) as JavaScript property access (`.data.items[0].id`).
+fn js_path(p: &str) -> String {
+    let mut out = String::new();
+    for part in p.split('.').filter(|s| !s.is_empty()) {
+        if part.chars().all(|c| c.is_ascii_digit()) {
+            let _ = write!(out, "[{part}]");
+        } else if key(part) == part {
+            let _ = write!(out, ".{part}");
+        } else {
+            let _ = write!(out, "[{}]", lit(part));
+        }
+    }
+    out
+}
+
+/// A CSS attribute selector's quoted value.
+fn css_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The extraction expression of a rule, in k6's own API.
 fn extraction(rule: &Rule) -> String {
     let r = &rule.from_var;
     match &rule.source {
-        Source::Header(h) => format!("headerValue({r}, {})", lit(h)),
-        Source::HeaderParam(h, p) => format!("headerParam({r}, {}, {})", lit(h), lit(p)),
-        Source::Json(p) => format!("jsonValue({r}, {})", lit(p)),
-        Source::Input(n) => format!("inputValue({r}, {})", lit(n)),
-        Source::ScriptJson(id, p) => format!("scriptJson({r}, {}, {})", lit(id), lit(p)),
-        Source::Between(a, b) => format!("between({r}, {}, {})", lit(a), lit(b)),
+        Source::Header(h) => format!("{r}.headers[{}]", lit(&canonical(h))),
+        Source::HeaderParam(h, p) => format!(
+            "queryParam({r}.headers[{}], {})",
+            lit(&canonical(h)),
+            lit(p)
+        ),
+        Source::Json(p) => {
+            // k6's selector (gjson) reads `a.b.0.c`; other keys are read from the object.
+            let plain = p.split('.').all(|s| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            });
+            if plain {
+                format!("{r}.json({})", lit(p))
+            } else {
+                format!("{r}.json(){}", js_path(p))
+            }
+        }
+        Source::Input(n) => format!(
+            "{r}.html().find({}).val()",
+            lit(&format!("input[name={}]", css_str(n)))
+        ),
+        Source::ScriptJson(id, p) => format!(
+            "JSON.parse({r}.html().find({}).text()){}",
+            lit(&format!("script[id={}]", css_str(id))),
+            js_path(p)
+        ),
+        Source::Between(a, b) => format!("findBetween({r}.body, {}, {})", lit(a), lit(b)),
     }
 }
 
-/// Comment lines (`// ...`) listing the rules, the unresolved values and what was left out.
+/// The made value of a unique, as a template literal.
+fn unique_expr(u: &super::correlate::Unique) -> String {
+    format!(
+        "`{}-${{__VU}}-${{__ITER}}-${{Math.random().toString(36).slice(2, 8)}}{}`",
+        tpl_text(&u.prefix),
+        tpl_text(&u.suffix)
+    )
+}
+
+/// The `res.submitForm(...)` expression of a call that submits a form.
+fn submit_form(call: &Call, form: &super::plan::FormFill) -> String {
+    let mut args = vec![format!("formSelector: {}", lit(&form.selector))];
+    if !form.fields.is_empty() {
+        let fields: Vec<String> = form
+            .fields
+            .iter()
+            .map(|(k, v)| {
+                let e = text(v, &call.subs, None);
+                if key(k) == *k && e == *k {
+                    k.clone()
+                } else {
+                    format!("{}: {e}", key(k))
+                }
+            })
+            .collect();
+        args.push(format!("fields: {{ {} }}", fields.join(", ")));
+    }
+    // The form sets its own content type.
+    let headers: Vec<(String, String)> = call.headers.clone();
+    let bare = Call {
+        headers,
+        body: None,
+        ..call.clone()
+    };
+    if let Some(p) = params(&bare, true) {
+        args.push(format!("params: {p}"));
+    }
+    format!(
+        "{}.submitForm({{\n      {},\n    }})",
+        form.page_var,
+        args.join(",\n      ")
+    )
+}
+
+/// Comment lines (`// ...`) listing the rules, the unresolved values and what was left
+/// out, for code that submits forms (JavaScript, Python).
 pub(crate) fn summary_lines(plan: &Plan) -> Vec<String> {
+    summary_lines_for(plan, true)
+}
+
+/// The summary lines; `forms` says whether the code submits forms itself (else every
+/// field is sent as recorded, extracted ones included).
+pub(crate) fn summary_lines_for(plan: &Plan, forms: bool) -> Vec<String> {
     let mut out = Vec::new();
     if plan.rules.is_empty() {
         out.push("Correlation: no value of a response was sent back by a later request.".into());
@@ -214,7 +326,25 @@ pub(crate) fn summary_lines(plan: &Plan) -> Vec<String> {
                 r.var,
                 r.source.describe(),
                 r.from_label,
-                r.used_by.join("; ")
+                if forms {
+                    r.used_by.join("; ")
+                } else {
+                    r.used_by.join("; ").replace(" (kept by the form)", "")
+                }
+            ));
+        }
+    }
+    if !plan.uniques.is_empty() {
+        out.push(
+            "Unique per VU and iteration (a sign-up's names; replayed, they would collide):".into(),
+        );
+        for u in &plan.uniques {
+            out.push(format!(
+                "  {}: {} of {} -> {}",
+                u.var,
+                u.describe(),
+                u.created_by,
+                u.used_by.join("; ")
             ));
         }
     }
@@ -276,10 +406,31 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
         "export const options = {\n  vus: 1,\n  iterations: 1,\n  thresholds: { checks: ['rate==1'] },\n};\n\n",
     );
     s.push_str("export default function () {\n");
-    if !plan.rules.is_empty() {
+    for u in &plan.uniques {
+        let _ = writeln!(
+            s,
+            "  // Unique per VU and iteration: the server refuses a name it already has.\n  const {} = {};",
+            u.var,
+            unique_expr(u)
+        );
+    }
+    let extracted: Vec<&str> = plan
+        .rules
+        .iter()
+        .filter(|r| r.outside_forms)
+        .map(|r| r.var.as_str())
+        .collect();
+    if !extracted.is_empty() {
         s.push_str("  // Values carried from a response to later requests (see the list above).\n");
-        let vars: Vec<&str> = plan.rules.iter().map(|r| r.var.as_str()).collect();
-        let _ = writeln!(s, "  let {};\n", vars.join(", "));
+        let _ = writeln!(s, "  let {};", extracted.join(", "));
+    }
+    let carried = super::forms::carried_pages(plan);
+    if !carried.is_empty() {
+        s.push_str("  // Pages whose form a later step submits.\n");
+        let _ = writeln!(s, "  let {};", carried.join(", "));
+    }
+    if !extracted.is_empty() || !plan.uniques.is_empty() || !carried.is_empty() {
+        s.push('\n');
     }
     for (n, step) in plan.steps.iter().enumerate() {
         if step.think_s > 0.0 && n > 0 {
@@ -292,7 +443,28 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
                     if let Some(r) = &call.redirect {
                         let _ = writeln!(s, "    // Follows the recorded redirect ({r}).");
                     }
-                    let _ = writeln!(s, "    const {} = {};", call.var, request(call, plan));
+                    if call.revalidated {
+                        let _ = writeln!(
+                            s,
+                            "    // Recorded as 304 (the browser's cache asked if it changed); with no cache, 200."
+                        );
+                    }
+                    let expr = match &call.form {
+                        Some(form) => {
+                            let _ = writeln!(
+                                s,
+                                "    // Submits the page's form as a browser does (its hidden fields from the live page)."
+                            );
+                            submit_form(call, form)
+                        }
+                        None => request(call, plan),
+                    };
+                    let decl = if carried.contains(&call.var) {
+                        ""
+                    } else {
+                        "const "
+                    };
+                    let _ = writeln!(s, "    {decl}{} = {};", call.var, expr);
                     let label = format!("{} is {}", call.label(), call.status);
                     let _ = writeln!(
                         s,
@@ -301,7 +473,11 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
                         lit(&label),
                         call.status
                     );
-                    for rule in plan.rules.iter().filter(|r| r.from_var == call.var) {
+                    for rule in plan
+                        .rules
+                        .iter()
+                        .filter(|r| r.from_var == call.var && r.outside_forms)
+                    {
                         let _ = writeln!(s, "    {} = {};", rule.var, extraction(rule));
                     }
                 }
@@ -311,6 +487,9 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
                         "    // The page's {} static files, loaded together as a browser does.",
                         calls.len()
                     );
+                    if calls.iter().any(|c| c.revalidated) {
+                        s.push_str("    // Some were recorded as 304 (the browser's cache asked); with no cache, 200.\n");
+                    }
                     s.push_str("    const statics = http.batch([\n");
                     for c in calls {
                         let _ = writeln!(s, "      [{}, {}],", lit(&c.method), url(c, plan));
@@ -338,75 +517,35 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
         s.push_str("  });\n");
     }
     s.push_str("}\n");
-    s.push_str(HELPERS);
+    let used = |f: fn(&Source) -> bool| plan.rules.iter().any(|r| r.outside_forms && f(&r.source));
+    if used(|s| matches!(s, Source::HeaderParam(..))) {
+        s.push_str(QUERY_PARAM);
+    }
+    if used(|s| matches!(s, Source::Between(..))) {
+        s.push_str(FIND_BETWEEN);
+    }
     s
 }
 
-/// Extraction helpers, written into every script: each throws, naming what it looked
-/// for and where, when the response lacks it (a failed iteration with that message,
-/// instead of a request that replays `undefined`).
-const HELPERS: &str = r#"
-// ---- Extraction helpers (plain string search; k6/html's parseHTML would do the same
-// with selectors). Each throws, naming what it looked for, when a response lacks it.
-
-function where(res) {
-  return `${res.request.method} ${res.url} (status ${res.status})`;
+/// The value of query parameter `name` in the URL `url` (a `Location` header's), or
+/// undefined: written into scripts that take a value out of a header's URL.
+const QUERY_PARAM: &str = r#"
+// The value of the query parameter `name` of `url` (a header's URL), or undefined.
+function queryParam(url, name) {
+  const m = String(url).match(new RegExp(`[?&]${name}=([^&#]*)`));
+  return m ? decodeURIComponent(m[1].replace(/\+/g, ' ')) : undefined;
 }
+"#;
 
-function decodeEntities(s) {
-  return s.replace(/&quot;/g, '"').replace(/&#39;|&#x27;/g, "'").replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-}
-
-function attr(tag, name) {
-  const m = tag.match(new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s>]+))`, 'i'));
-  return m ? decodeEntities(m[1] ?? m[2] ?? m[3]) : undefined;
-}
-
-function pick(value, path, what, res) {
-  for (const part of path.split('.')) {
-    if (value === null || value === undefined) break;
-    value = value[part];
-  }
-  if (value === null || value === undefined) throw new Error(`no ${what} in the response of ${where(res)}`);
-  return String(value);
-}
-
-function inputValue(res, name) {
-  for (const tag of String(res.body).match(/<input\b[^>]*>/gi) || []) {
-    if (attr(tag, 'name') === name && attr(tag, 'value') !== undefined) return attr(tag, 'value');
-  }
-  throw new Error(`no <input name="${name}" value=...> in the response of ${where(res)}`);
-}
-
-function scriptJson(res, id, path) {
-  for (const m of String(res.body).matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)) {
-    if (attr(m[1], 'id') === id) return pick(JSON.parse(m[2]), path, `${path} in <script id="${id}">`, res);
-  }
-  throw new Error(`no <script id="${id}"> in the response of ${where(res)}`);
-}
-
-function jsonValue(res, path) {
-  return pick(JSON.parse(res.body), path, `JSON field ${path}`, res);
-}
-
-function headerValue(res, name) {
-  for (const k in res.headers) if (k.toLowerCase() === name.toLowerCase()) return res.headers[k];
-  throw new Error(`no ${name} header in the response of ${where(res)}`);
-}
-
-function headerParam(res, name, param) {
-  const m = headerValue(res, name).match(new RegExp(`[?&]${param}=([^&#]*)`));
-  if (!m) throw new Error(`no ${param}= in the ${name} header of ${where(res)}`);
-  return decodeURIComponent(m[1].replace(/\+/g, ' '));
-}
-
-function between(res, left, right) {
-  const body = String(res.body);
-  const start = body.indexOf(left);
-  if (start < 0) throw new Error(`no ${JSON.stringify(left)} in the response of ${where(res)}`);
+/// k6-utils' `findBetween`, written into scripts that cut a value out of plain text
+/// (the jslib module is a remote import; this script needs none).
+const FIND_BETWEEN: &str = r#"
+// The text between `left` and `right` in `content` (as k6-utils' findBetween), or undefined.
+function findBetween(content, left, right) {
+  const start = String(content).indexOf(left);
+  if (start < 0) return undefined;
   const from = start + left.length;
-  const end = right === '' ? body.length : body.indexOf(right, from);
-  return body.slice(from, end < 0 ? body.length : end);
+  const end = right === '' ? -1 : String(content).indexOf(right, from);
+  return String(content).slice(from, end < 0 ? undefined : end);
 }
 "#;

@@ -5,14 +5,17 @@
 //! keeps the application's origin, groups requests into steps (pages, or bursts),
 //! batches each page's static files, follows redirects as the client does and names
 //! requests by templated paths; [`correlate`] turns values a response handed out and a
-//! later request sent back into run-time extractions; [`js`] writes the k6 script and
-//! [`rust`] the Rust plugin.
+//! later request sent back into run-time extractions and makes a sign-up's names unique
+//! per VU and iteration; [`forms`] finds the requests that submit a form of an earlier
+//! page; [`js`] writes the k6 script, [`rust`] the Rust plugin and [`py`] the Python one.
 
 pub(crate) mod correlate;
+pub(crate) mod forms;
 pub(crate) mod html;
 pub(crate) mod js;
 pub(crate) mod model;
 pub(crate) mod plan;
+pub(crate) mod py;
 pub(crate) mod rust;
 
 use anyhow::{bail, Result};
@@ -70,6 +73,18 @@ fn run_toml(plan: &plan::Plan) -> String {
             " and the origins kept"
         },
         list.join(", ")
+    )
+}
+
+/// The default run config of a plugin (Rust, Python): one VU, one iteration, every
+/// check must pass, and the targets of [`run_toml`].
+fn default_config(plan: &plan::Plan) -> String {
+    format!(
+        "# The default config (describe() returns it); flags override it:\n\
+         # --vus, --iterations, --duration, -e BASE_URL=...\n\
+         [scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 1\n\n\
+         [thresholds]\nchecks = [\"rate==1\"]\n\n{}",
+        run_toml(plan)
     )
 }
 
@@ -132,16 +147,7 @@ pub(crate) fn write(
             put("Cargo.toml", &cargo)?;
             put("Cargo.lock", super::sdk::PLUGINS_LOCK)?;
             put(".cargo/config.toml", super::templates::CARGO_CONFIG)?;
-            put(
-                "run.toml",
-                &format!(
-                    "# The default config (describe() returns it); flags override it:\n\
-                     # --vus, --iterations, --duration, -e BASE_URL=...\n\
-                     [scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 1\n\n\
-                     [thresholds]\nchecks = [\"rate==1\"]\n\n{}",
-                    run_toml(&plan)
-                ),
-            )?;
+            put("run.toml", &default_config(&plan))?;
             put("src/lib.rs", &rust::lib_rs(&plan, name, &har_name))?;
             put("README.md", &fill(super::templates::README))?;
             put(".gitignore", super::templates::GITIGNORE)?;
@@ -154,12 +160,101 @@ pub(crate) fn write(
             }
         }
         super::Lang::Python => {
-            bail!("--from-har writes --lang js or rust; Python is not written from a recording yet")
+            let config = default_config(&plan);
+            put("app.py", &py::app_py(&plan, name, &har_name, &config))?;
+            put("run.toml", &config)?;
+            put(
+                "README.md",
+                &super::templates::render(super::templates::PY_README, name),
+            )?;
+            put(".gitignore", super::templates::PY_GITIGNORE)?;
+            super::new::write_python_sdk(dir)?;
         }
     }
     Ok(Imported {
-        summary: js::summary_lines(&plan),
+        summary: js::summary_lines_for(&plan, lang != super::Lang::Rust),
         steps: plan.steps.len(),
         requests: plan.requests,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(plan: &plan::Plan) -> Vec<&plan::Call> {
+        plan.steps
+            .iter()
+            .flat_map(|s| &s.items)
+            .filter_map(|i| match i {
+                plan::Item::Call(c) => Some(c),
+                plan::Item::Batch(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_revalidated_page_expects_200_and_a_sign_up_name_is_made_unique() {
+        let rec = model::parse(
+            r#"{"log":{"entries":[
+              {"startedDateTime":"2024-05-01T10:00:00Z","_resourceType":"document","request":{"method":"GET","url":"http://a.test/app","headers":[{"name":"If-None-Match","value":"\"abc\""},{"name":"If-Modified-Since","value":"Wed, 01 May 2024 09:00:00 GMT"}]},"response":{"status":304,"headers":[{"name":"ETag","value":"\"abc\""}]}},
+              {"startedDateTime":"2024-05-01T10:00:02Z","request":{"method":"POST","url":"http://a.test/signup","postData":{"mimeType":"application/json","text":"{\"email\":\"ann@example.com\",\"password\":\"pw-secret\"}"}},"response":{"status":201,"content":{"mimeType":"application/json","text":"{\"id\":7}"}}},
+              {"startedDateTime":"2024-05-01T10:00:04Z","request":{"method":"POST","url":"http://a.test/login","postData":{"mimeType":"application/x-www-form-urlencoded","text":"email=ann%40example.com&password=pw-secret"}},"response":{"status":200}}
+            ]}}"#,
+        )
+        .unwrap();
+        let plan = plan::plan(&rec, &plan::Options::default());
+        let calls = calls(&plan);
+        // The 304 of the browser's cache is a 200 without it, and no conditional header
+        // is replayed.
+        assert_eq!(calls[0].status, 200);
+        assert!(calls[0].revalidated);
+        assert!(calls[0].headers.is_empty(), "{:?}", calls[0].headers);
+        // The sign-up's email is made per VU and iteration, also where the sign-in sends it.
+        assert_eq!(plan.uniques.len(), 1, "{:?}", plan.uniques);
+        let u = &plan.uniques[0];
+        assert_eq!((u.var.as_str(), u.prefix.as_str()), ("email", "ann"));
+        assert_eq!(u.suffix, "@example.com");
+        assert_eq!(u.used_by, vec!["POST /signup", "POST /login"]);
+        let js = js::script(&plan, "t", "t.har");
+        assert!(
+            js.contains("const email = `ann-${__VU}-${__ITER}-${Math.random().toString(36).slice(2, 8)}@example.com`;"),
+            "{js}"
+        );
+        assert!(js.contains("JSON.stringify({ email: email,"), "{js}");
+        assert!(
+            js.contains("{ email: email, password: 'pw-secret' }"),
+            "{js}"
+        );
+        assert!(
+            js.contains("'GET /app is 200': (r) => r.status === 200"),
+            "{js}"
+        );
+        assert!(!js.to_ascii_lowercase().contains("if-none-match"), "{js}");
+        let lines = js::summary_lines(&plan).join("\n");
+        assert!(
+            lines.contains(
+                "email: ann-<VU>-<iteration>-<random>@example.com (recorded \"ann@example.com\")"
+            ),
+            "{lines}"
+        );
+        let py = py::app_py(&plan, "t", "t.har", "");
+        assert!(
+            py.contains("v.email = unique(\"ann\", \"@example.com\")"),
+            "{py}"
+        );
+        assert!(
+            py.contains("json={\"email\": v.email, \"password\": \"pw-secret\"}"),
+            "{py}"
+        );
+        assert!(
+            py.contains("loadtest.check(\"GET /app is 200\", res1.status == 200)"),
+            "{py}"
+        );
+        let rs = rust::lib_rs(&plan, "t", "t.har");
+        assert!(
+            rs.contains("v.email = unique(\"ann\", \"@example.com\");"),
+            "{rs}"
+        );
+    }
 }

@@ -35,6 +35,9 @@ pub(crate) struct Plan {
     pub rules: Vec<super::correlate::Rule>,
     /// Values sent back that no earlier response carried: replayed as recorded.
     pub unresolved: Vec<super::correlate::Unresolved>,
+    /// Values the server must see unique (a sign-up's user name or email), made per VU
+    /// and iteration instead of replayed.
+    pub uniques: Vec<super::correlate::Unique>,
     /// Requests recorded, kept.
     pub requests: usize,
 }
@@ -90,6 +93,29 @@ pub(crate) struct Call {
     /// Recorded values this call sends that are extracted at run time: value → the
     /// variable holding it (filled by correlation).
     pub subs: Vec<(String, String)>,
+    /// The recording got 304 to a conditional request (the browser's cache asked); the
+    /// replay has no cache and sends no `If-None-Match`, so it expects `status` (200).
+    pub revalidated: bool,
+    /// When the request is the submission of a form of an earlier page: that form, so
+    /// the code submits it as a browser does (its hidden fields taken from the live page).
+    pub form: Option<FormFill>,
+}
+
+/// A form of an earlier page that a call submits.
+#[derive(Debug, Clone)]
+pub(crate) struct FormFill {
+    /// The variable of the response holding the page.
+    pub page_var: String,
+    /// Whether the page was loaded by an earlier step (its response is carried there).
+    pub carried: bool,
+    /// A CSS selector finding the form in the page (`form[action="/survey/answer"]`).
+    pub selector: String,
+    /// The recorded fields the page's form does not hold as they were sent (typed by the
+    /// person, or added by the page's script), set over the form's own, in order.
+    pub fields: Vec<(String, String)>,
+    /// The fields left to the form: sent with the value the live page holds (a CSRF
+    /// field in a hidden input).
+    pub kept: Vec<String>,
 }
 
 impl Call {
@@ -394,8 +420,10 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         left_out: left.into_iter().collect(),
         rules: Vec::new(),
         unresolved: Vec::new(),
+        uniques: Vec::new(),
         requests: calls,
     };
+    super::forms::find(rec, &mut plan);
     super::correlate::correlate(rec, &mut plan);
     plan
 }
@@ -436,10 +464,12 @@ fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {
                 .unwrap_or_default()
         )
     });
-    // A static file the recording revalidated (304) is fetched whole by a client
-    // without the browser's cache.
+    // A 304 answered a conditional request the browser's cache made (`If-None-Match`,
+    // `If-Modified-Since`); the replay has no cache and does not send those headers
+    // (see `dropped_header`), so the server answers in full: 200.
     let mut status = end.response.status;
-    if status == 304 && is_static(e) {
+    let revalidated = status == 304;
+    if revalidated {
         status = 200;
     }
     Call {
@@ -455,6 +485,8 @@ fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {
         redirect,
         var: format!("res{n}"),
         subs: Vec::new(),
+        revalidated,
+        form: None,
     }
 }
 

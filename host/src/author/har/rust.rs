@@ -14,7 +14,7 @@ fn lit(s: &str) -> String {
 }
 
 /// `camelCase` → `camel_case`, for field names.
-fn snake(s: &str) -> String {
+pub(crate) fn snake(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_uppercase() {
@@ -28,7 +28,7 @@ fn snake(s: &str) -> String {
 }
 
 /// A function name from a step's title: `POST /survey/login` → `post_survey_login`.
-fn fn_name(title: &str) -> String {
+pub(crate) fn fn_name(title: &str) -> String {
     let mut out = String::new();
     for c in title.chars() {
         if c.is_ascii_alphanumeric() {
@@ -204,7 +204,7 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         plan.steps.len(),
         plan.requests
     );
-    for line in super::js::summary_lines(plan) {
+    for line in super::js::summary_lines_for(plan, false) {
         let _ = writeln!(s, "//! {line}");
     }
     let uses_json = plan
@@ -232,6 +232,15 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         let _ = writeln!(s, "    /// {} of {}.", r.source.describe(), r.from_label);
         let _ = writeln!(s, "    {}: String,", snake(&r.var));
     }
+    for u in &plan.uniques {
+        let _ = writeln!(
+            s,
+            "    /// Unique per VU and iteration: {} of {}.",
+            u.describe(),
+            u.created_by
+        );
+        let _ = writeln!(s, "    {}: String,", snake(&u.var));
+    }
     s.push_str(
         "}\n\nstruct Plugin;\n\nimpl Scenario for Plugin {\n    fn describe() -> PluginInfo {\n",
     );
@@ -242,6 +251,15 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         lit(&format!("recorded from {}", plan.origin))
     );
     s.push_str("    fn iteration(_scenario: String) -> Result<(), String> {\n        let base = loadtest::vu::env_or(\"BASE_URL\", DEFAULT_BASE_URL);\n        let base = base.trim_end_matches('/');\n        let mut v = Carried::default();\n");
+    for u in &plan.uniques {
+        let _ = writeln!(
+            s,
+            "        // The server refuses a name it already has: one per VU and iteration.\n        v.{} = unique({}, {});",
+            snake(&u.var),
+            lit(&u.prefix),
+            lit(&u.suffix)
+        );
+    }
     let mut names: Vec<String> = Vec::new();
     for (n, step) in plan.steps.iter().enumerate() {
         let mut f = fn_name(&step.title);
@@ -270,6 +288,12 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
                 Item::Call(call) => {
                     if let Some(r) = &call.redirect {
                         let _ = writeln!(s, "    // Follows the recorded redirect ({r}).");
+                    }
+                    if call.revalidated {
+                        let _ = writeln!(
+                            s,
+                            "    // Recorded as 304 (the browser's cache asked if it changed); with no cache, 200."
+                        );
                     }
                     let _ = writeln!(
                         s,
@@ -319,9 +343,29 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
     } else {
         ""
     });
+    if !plan.uniques.is_empty() {
+        s.push_str(RUST_UNIQUE);
+    }
     s.push_str(RUST_HELPERS);
     s
 }
+
+/// The made value of a unique (a sign-up's user name or email).
+const RUST_UNIQUE: &str = r#"
+/// `{prefix}-{VU}-{iteration}-{random}{suffix}`: unique per VU and iteration, and across
+/// runs and hosts by its random part (std's hasher keys come from WASI's random source).
+fn unique(prefix: &str, suffix: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let info = loadtest::vu::info();
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    format!(
+        "{prefix}-{}-{}-{:06x}{suffix}",
+        info.vu_id,
+        info.iteration,
+        random & 0xff_ffff
+    )
+}
+"#;
 
 /// Extraction helpers of every generated Rust plugin: each fails the iteration, naming
 /// what it looked for, when the response lacks it.
