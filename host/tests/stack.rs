@@ -453,10 +453,7 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     // The variable is kept, its value masked (env values are never written to results).
     assert_eq!(summary["config"]["env"]["BASE_URL"], "***");
     // The plain entry first, then the https one (its HTTP/3 twin is the same origin).
-    let https = format!(
-        "https://127.0.0.1:{}",
-        containers[0].published[1].host_port
-    );
+    let https = format!("https://127.0.0.1:{}", containers[0].published[1].host_port);
     assert_eq!(
         summary["config"]["targets"]["allow"],
         serde_json::json!([base, https])
@@ -1153,10 +1150,19 @@ async fn the_stack_serves_http3_where_host_up_and_its_alt_svc_say() {
     .await
     .unwrap();
     let summary = &f.json;
-    assert_eq!(f.scenario("default", "failed"), 0, "{}", summary["plugin_errors"]);
+    assert_eq!(
+        f.scenario("default", "failed"),
+        0,
+        "{}",
+        summary["plugin_errors"]
+    );
     assert_eq!(f.metric("http_reqs", "count"), 24.0);
     assert_eq!(observed(summary, "http_reqs{proto:HTTP/3}"), 24);
-    assert_eq!(summary["connections"]["opened"]["HTTP/3"], 2, "{}", summary["connections"]);
+    assert_eq!(
+        summary["connections"]["opened"]["HTTP/3"], 2,
+        "{}",
+        summary["connections"]
+    );
     assert_eq!(
         user_requests(&metrics).await - before,
         24,
@@ -1173,15 +1179,28 @@ async fn the_stack_serves_http3_where_host_up_and_its_alt_svc_say() {
     let f = common::run(
         "http_probe",
         &toml,
-        &[("BASE_URL", h3.as_str()), ("MODE", "paced"), ("SLEEP_MS", "0")],
+        &[
+            ("BASE_URL", h3.as_str()),
+            ("MODE", "paced"),
+            ("SLEEP_MS", "0"),
+        ],
     )
     .await
     .unwrap();
     let summary = &f.json;
-    assert_eq!(f.scenario("default", "failed"), 0, "{}", summary["plugin_errors"]);
+    assert_eq!(
+        f.scenario("default", "failed"),
+        0,
+        "{}",
+        summary["plugin_errors"]
+    );
     assert_eq!(observed(summary, "http_reqs{proto:HTTP/1.1}"), 1);
     assert_eq!(observed(summary, "http_reqs{proto:HTTP/3}"), 3);
-    assert_eq!(summary["connections"]["alt_svc_upgrades"], 1, "{}", summary["connections"]);
+    assert_eq!(
+        summary["connections"]["alt_svc_upgrades"], 1,
+        "{}",
+        summary["connections"]
+    );
     assert_eq!(user_requests(&metrics).await - before, 4);
 
     let output = host_cmd(&["down", "--project", &name]).output().unwrap();

@@ -463,7 +463,9 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.uri_mut() = target.path.clone();
         *request.headers_mut() = headers;
-        let (route, pool_key) = self.alt_svc.route(&self.shared.http, &target, req.version)?;
+        let (route, pool_key) = self
+            .alt_svc
+            .route(&self.shared.http, &target, req.version)?;
         Ok(Prepared {
             target,
             route,

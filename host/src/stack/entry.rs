@@ -164,10 +164,7 @@ pub(crate) fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
             false => ("BASE_URL", "BASE_URL_"),
             true => ("H3_URL", "H3_URL_"),
         };
-        let service = format!(
-            "{one}{}",
-            url.service.to_uppercase().replace('-', "_")
-        );
+        let service = format!("{one}{}", url.service.to_uppercase().replace('-', "_"));
         for key in [all.to_string(), service] {
             if !named.contains(&key) {
                 overrides.env.push((key.clone(), url.url.clone()));

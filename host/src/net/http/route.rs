@@ -94,11 +94,7 @@ impl AltRoutes {
             h3 @ (Route::H3(_), _) => Ok(h3),
             _ => Ok((
                 Route::H3(Arc::new(target.origin.clone())),
-                Arc::new((
-                    "h3".into(),
-                    target.origin.host.clone(),
-                    target.origin.port,
-                )),
+                Arc::new(("h3".into(), target.origin.host.clone(), target.origin.port)),
             )),
         }
     }
