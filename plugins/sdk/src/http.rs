@@ -407,7 +407,7 @@ impl RequestBuilder {
             Some(v) => wit::prepare_with_version(&req, v.to_wit()),
         }
         .map(|inner| PreparedRequest { inner })
-            .map_err(HttpError::from_wit)
+        .map_err(HttpError::from_wit)
     }
 
     fn into_wit(self) -> Result<wit::Request, HttpError> {
