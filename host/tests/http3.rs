@@ -41,12 +41,16 @@ async fn probe(
 
 /// Requests answered over `proto` (the threshold's observed count; 0 for none).
 fn by_proto(f: &common::Finished, proto: &str) -> u64 {
-    let metric = format!("http_reqs{{proto:{proto}}}");
+    observed(f, &format!("http_reqs{{proto:{proto}}}"))
+}
+
+/// The observed value of the threshold on `metric` (0 for none).
+fn observed(f: &common::Finished, metric: &str) -> u64 {
     f.json["thresholds"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["metric"] == metric.as_str())
+        .find(|t| t["metric"] == metric)
         .unwrap_or_else(|| panic!("no threshold on {metric}"))["observed"]
         .as_f64()
         .unwrap_or(0.0) as u64
@@ -376,4 +380,79 @@ async fn against_aioquic_counts_match_and_untrusted_or_reset_requests_are_named(
         f.json["http"]
     );
     assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+/// Passes and fails of check `name` in summary.json.
+fn check(f: &common::Finished, name: &str) -> (u64, u64) {
+    let checks = f.json["checks"].as_array().expect("checks");
+    let c = checks
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?} in {checks:?}"));
+    (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_request_goes_over_the_version_it_asks_for_on_one_origin() {
+    // One origin as real servers are: https on a TCP port and HTTP/3 on the same port
+    // number over UDP (UDP ports are apart from TCP's, so it is free but for a rare
+    // clash with another program, which the bind would name).
+    let tls = DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let mut server = DemoServer::start_tls(
+        "127.0.0.1:0".parse().unwrap(),
+        DemoConfig::default(),
+        tls.server_config().unwrap(),
+    )
+    .await
+    .unwrap();
+    let udp = server.also_h3(server.addr(), &tls).unwrap();
+    assert_eq!(udp.port(), server.addr().port());
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &tls.ca_pem);
+    // No `[http] versions`: the run's default (h2 and http/1.1, no HTTP/3) would send
+    // all of them over HTTP/2; each request's own version wins.
+    let config = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 2\n\
+         [thresholds]\nallow_missing = true\n\"http_reqs{{proto:HTTP/3}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{proto:HTTP/2}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{proto:HTTP/1.1}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{name:/h3,proto:HTTP/3}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{name:/h1,proto:HTTP/1.1}}\" = [\"count>=0\"]\n\
+         \"http_reqs{{name:/h2,proto:HTTP/2}}\" = [\"count>=0\"]\n\
+         [tls]\nca_file = {ca:?}\n"
+    );
+    let base = server.base_url();
+    assert!(base.starts_with("https://"), "{base}");
+    let f = run(
+        "http_probe",
+        &config,
+        &[("BASE_URL", &base), ("MODE", "versions")],
+    )
+    .await
+    .expect("run completes");
+    assert_eq!(f.scenario("default", "failed"), 0, "{}", first_error(&f));
+    // 4 iterations: HTTP/3 twice (alone and in the batch), HTTP/1.1 twice, HTTP/2 once.
+    assert_eq!(http_reqs(&f), 20);
+    assert_eq!(server.requests_served(), 20, "the server saw each");
+    assert_eq!(by_proto(&f, "HTTP/3"), 8);
+    assert_eq!(by_proto(&f, "HTTP/1.1"), 8);
+    assert_eq!(by_proto(&f, "HTTP/2"), 4);
+    assert_eq!(observed(&f, "http_reqs{name:/h3,proto:HTTP/3}"), 8);
+    assert_eq!(observed(&f, "http_reqs{name:/h1,proto:HTTP/1.1}"), 8);
+    assert_eq!(observed(&f, "http_reqs{name:/h2,proto:HTTP/2}"), 4);
+    assert_eq!(check(&f, "each version answered 200"), (4, 0));
+    assert_eq!(
+        check(&f, "HTTP/3 of an http:// URL is refused as invalid"),
+        (4, 0),
+        "asked of http://, HTTP/3 is refused, not sent over TCP"
+    );
+    // One connection of each version per VU: the HTTP/1.1 one serves the VU's two
+    // HTTP/1.1 requests in turn, the QUIC one its single and batched HTTP/3 requests.
+    let c = &f.json["connections"];
+    assert_eq!(c["opened"]["HTTP/3"], 2, "{c}");
+    assert_eq!(c["opened"]["HTTP/2"], 2, "{c}");
+    assert_eq!(c["opened"]["HTTP/1.1"], 2, "{c}");
+    assert_eq!(c["tls_handshakes"]["HTTP/3"], 2, "{c}");
+    assert_eq!(server.connections_accepted(), 6);
+    server.shutdown().await;
 }

@@ -2,7 +2,7 @@
 //! on 127.0.0.1: a request prepared once and sent by handle counts, tags, times and
 //! puts on the wire exactly what the same request built and sent every time does; the
 //! jar of each send, redirects, the jar opt-out and the allowlist apply to it as to any
-//! request; and a plugin built against 0.3.0 still runs on this 0.3.1 host.
+//! request; and plugins built against 0.3.0 and 0.3.3 still run on this 0.3.4 host.
 
 mod common;
 
@@ -145,4 +145,31 @@ async fn a_plugin_built_against_0_3_0_runs() {
     assert_eq!(served, 8);
     assert_eq!(run.metric("http_reqs", "count"), 8.0);
     assert_eq!(run.scenario("default", "completed"), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_built_against_0_3_3_runs_its_send_prepare_and_batch() {
+    // 0.3.4 added functions beside these three; their types are those of 0.3.3.
+    let info = host::inspect(&common::plugin("wit_033"), 64 << 20)
+        .await
+        .expect("a 0.3.3 plugin is accepted");
+    assert_eq!(info.info.name, "wit_033");
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .arg("inspect")
+        .arg(common::plugin("wit_033"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("built against: 0.3.3"), "{shown}");
+    let server = common::demo_target(Duration::ZERO).await;
+    let config = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 2\n";
+    let run = common::run("wit_033", config, &[("BASE_URL", &server.base_url())])
+        .await
+        .unwrap();
+    let served = server.requests_served();
+    server.shutdown().await;
+    all_checks_pass(&run);
+    assert_eq!(run.scenario("default", "completed"), 4);
+    assert_eq!(served, 16, "4 requests in each of 4 iterations");
+    assert_eq!(run.metric("http_reqs", "count"), 16.0);
 }

@@ -71,9 +71,29 @@ const PY_SURVEY: &str = r##"    def survey(self):
         except ValueError as e:
             loadtest.check("a bad selector raises", "p[" in str(e))
 
+    def versions(self):
+        base = loadtest.env("BASE_URL").rstrip("/")
+        h3 = loadtest.http.get(base + "/", name="/h3", version="h3")
+        h1 = loadtest.http.get(base + "/", name="/h1", version="http/1.1")
+        batch = loadtest.http.batch([
+            ("GET", base + "/", {"name": "/h2", "version": "h2"}),
+            ("GET", base + "/", {"name": "/h3", "version": "h3"}),
+        ])
+        loadtest.check("each version answered",
+                       all(r.status == 200 for r in [h3, h1] + batch))
+        plain = base.replace("https://", "http://", 1)
+        for url, version in [(plain + "/", "h3"), (base + "/", "h4")]:
+            try:
+                loadtest.http.get(url, name="/refused", version=version)
+                loadtest.check("an impossible version is refused", False)
+            except loadtest.HttpError as e:
+                loadtest.check("an impossible version is refused", e.kind == "invalid")
+
     def iteration(self, scenario):
         if loadtest.env("SURVEY") == "1":
             return self.survey()
+        if loadtest.env("VERSIONS") == "1":
+            return self.versions()
 "##;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,7 +148,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.3",
+        "built against: 0.3.4",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {
@@ -330,4 +350,57 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         ),
         (6, 6, 6, 6, 0)
     );
+
+    // Each request's HTTP version (contract 0.3.4) through the SDK's `version=`: one
+    // origin serving https over TCP and HTTP/3 at the same port number over UDP.
+    let tls = demo_target::DemoTls::generate(&["127.0.0.1"]).unwrap();
+    let mut server = demo_target::DemoServer::start_tls(
+        "127.0.0.1:0".parse().unwrap(),
+        demo_target::DemoConfig::default(),
+        tls.server_config().unwrap(),
+    )
+    .await
+    .unwrap();
+    server.also_h3(server.addr(), &tls).unwrap();
+    let ca = tmp.path().join("ca.pem");
+    std::fs::write(&ca, &tls.ca_pem).unwrap();
+    let config = common::write_config(
+        tmp.path(),
+        &format!(
+            "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 2\n\
+         [tls]\nca_file = {ca:?}\n[thresholds]\n\
+         \"http_reqs{{name:/h3,proto:HTTP/3}}\" = [\"count==4\"]\n\
+         \"http_reqs{{name:/h2,proto:HTTP/2}}\" = [\"count==2\"]\n\
+         \"http_reqs{{name:/h1,proto:HTTP/1.1}}\" = [\"count==2\"]\n"
+        ),
+    );
+    let out = tmp.path().join("results-versions");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "-e".into(),
+        format!("BASE_URL={}", server.base_url()),
+        "-e".into(),
+        "VERSIONS=1".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    // The thresholds hold only if each request went over the version it asked for.
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::counted_and_served(&out, server.requests_served(), 8);
+    server.shutdown().await;
+    for c in summary["checks"].as_array().unwrap() {
+        assert_eq!(c["fails"].as_u64(), Some(0), "{c}\n{}", text(&ran));
+    }
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 2);
 }

@@ -142,9 +142,13 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
         .iter()
         .all(|c| c.state == "running" && c.health.as_deref() == Some("healthy")));
 
-    // Only the API publishes, on loopback, and it answers there.
-    assert_eq!(stack.entry_urls.len(), 1, "{:?}", stack.entry_urls);
-    assert_eq!(stack.entry_urls[0].service, "api");
+    // Only the API publishes, on loopback: plain HTTP, https, and HTTP/3 on the https
+    // port's number over UDP; it answers on the first.
+    assert_eq!(stack.entry_urls.len(), 3, "{:?}", stack.entry_urls);
+    assert!(stack.entry_urls.iter().all(|u| u.service == "api"));
+    assert!(stack.entry_urls[0].url.starts_with("http://"));
+    assert!(stack.entry_urls[2].h3, "{:?}", stack.entry_urls);
+    assert_eq!(stack.entry_urls[1].url, stack.entry_urls[2].url);
     assert!(containers[1].published.is_empty());
     let url = format!("{}/health", stack.entry_urls[0].url);
     let check = demo_target::probe::check(&url, Duration::from_secs(5)).await;
@@ -448,9 +452,11 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     let base = format!("http://127.0.0.1:{port}");
     // The variable is kept, its value masked (env values are never written to results).
     assert_eq!(summary["config"]["env"]["BASE_URL"], "***");
+    // The plain entry first, then the https one (its HTTP/3 twin is the same origin).
+    let https = format!("https://127.0.0.1:{}", containers[0].published[1].host_port);
     assert_eq!(
         summary["config"]["targets"]["allow"],
-        serde_json::json!([base])
+        serde_json::json!([base, https])
     );
     let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
     assert!(http_reqs > 10, "{http_reqs}");
@@ -1100,5 +1106,122 @@ async fn a_paused_service_is_recorded_with_its_times_and_the_run_goes_on() {
             .starts_with("service api was paused at ")
     });
     assert!(warned, "{}", summary["warnings"]);
+    assert_eq!(leftovers(&name).await, (0, 0, 0));
+}
+
+/// The value of the threshold on `metric` in a summary (0 when nothing was recorded).
+fn observed(summary: &serde_json::Value, metric: &str) -> u64 {
+    summary["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == metric)
+        .unwrap_or_else(|| panic!("no threshold on {metric}"))["observed"]
+        .as_f64()
+        .unwrap_or(0.0) as u64
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stack_serves_http3_where_host_up_and_its_alt_svc_say() {
+    let name = project("h3");
+    let _cleanup = Cleanup(name.clone());
+    let output = host_cmd(&["up", "--project", &name]).output().unwrap();
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    // `host up` prints the HTTP/3 entry beside the TCP ones, and the CA to trust.
+    let h3_line = said
+        .lines()
+        .find(|l| l.contains("HTTP/3 over UDP"))
+        .unwrap_or_else(|| panic!("no HTTP/3 entry in: {said}"));
+    let h3 = h3_line.split_whitespace().next().unwrap().to_string();
+    assert!(h3.starts_with("https://127.0.0.1:"), "{h3_line}");
+    assert!(h3_line.contains("api:8443/udp"), "{h3_line}");
+    let ca = said
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("its CA: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no CA in: {said}"))
+        .to_string();
+    let plain = said
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("http://127.0.0.1:"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no plain entry in: {said}"))
+        .to_string();
+    let metrics = format!("{plain}/metrics");
+    let thresholds = "[thresholds]\nallow_missing = true\n\
+         \"http_reqs{proto:HTTP/3}\" = [\"count>=0\"]\n\
+         \"http_reqs{proto:HTTP/1.1}\" = [\"count>=0\"]\n";
+
+    // HTTP/3 alone: 2 VUs, 3 batches of 4 each, over QUIC to the published UDP port.
+    let before = user_requests(&metrics).await;
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 3\n\
+         {thresholds}[http]\nversions = [\"h3\"]\n[tls]\nca_file = {ca:?}\n"
+    );
+    let f = common::run(
+        "http_probe",
+        &toml,
+        &[("BASE_URL", h3.as_str()), ("MODE", "batch"), ("BATCH", "4")],
+    )
+    .await
+    .unwrap();
+    let summary = &f.json;
+    assert_eq!(
+        f.scenario("default", "failed"),
+        0,
+        "{}",
+        summary["plugin_errors"]
+    );
+    assert_eq!(f.metric("http_reqs", "count"), 24.0);
+    assert_eq!(observed(summary, "http_reqs{proto:HTTP/3}"), 24);
+    assert_eq!(
+        summary["connections"]["opened"]["HTTP/3"], 2,
+        "{}",
+        summary["connections"]
+    );
+    assert_eq!(
+        user_requests(&metrics).await - before,
+        24,
+        "the API served each request counted"
+    );
+
+    // From outside the container, the Alt-Svc of an https answer names the port that
+    // reaches HTTP/3: the first request goes over HTTP/1.1, the next ones over QUIC.
+    let before = user_requests(&metrics).await;
+    let toml = format!(
+        "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 1\niterations = 4\n\
+         {thresholds}[http]\nversions = [\"http/1.1\", \"h3\"]\n[tls]\nca_file = {ca:?}\n"
+    );
+    let f = common::run(
+        "http_probe",
+        &toml,
+        &[
+            ("BASE_URL", h3.as_str()),
+            ("MODE", "paced"),
+            ("SLEEP_MS", "0"),
+        ],
+    )
+    .await
+    .unwrap();
+    let summary = &f.json;
+    assert_eq!(
+        f.scenario("default", "failed"),
+        0,
+        "{}",
+        summary["plugin_errors"]
+    );
+    assert_eq!(observed(summary, "http_reqs{proto:HTTP/1.1}"), 1);
+    assert_eq!(observed(summary, "http_reqs{proto:HTTP/3}"), 3);
+    assert_eq!(
+        summary["connections"]["alt_svc_upgrades"], 1,
+        "{}",
+        summary["connections"]
+    );
+    assert_eq!(user_requests(&metrics).await - before, 4);
+
+    let output = host_cmd(&["down", "--project", &name]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }

@@ -106,6 +106,10 @@ struct Args {
     /// --tls-listen; their answers then carry `Alt-Svc: h3=":PORT"`.
     #[arg(long, env = "DEMO_H3_LISTEN")]
     h3_listen: Option<SocketAddr>,
+    /// The port `Alt-Svc` names for HTTP/3 instead of the one --h3-listen binds: where
+    /// clients reach it, when a container's UDP port is published at another number.
+    #[arg(long, env = "DEMO_H3_ALT_SVC_PORT", requires = "h3_listen")]
+    h3_alt_svc_port: Option<u16>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
     #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
@@ -278,8 +282,13 @@ async fn main() -> anyhow::Result<()> {
         println!("demo target listening on https://{bound} too");
     }
     if let (Some(addr), Some(tls)) = (args.h3_listen, &demo_tls) {
-        let bound = server.also_h3(addr, tls)?;
-        println!("demo target listening on HTTP/3 (UDP) {bound} too");
+        let bound = server.also_h3_advertised(addr, tls, args.h3_alt_svc_port)?;
+        match args.h3_alt_svc_port {
+            Some(port) => println!(
+                "demo target listening on HTTP/3 (UDP) {bound} too, named in Alt-Svc as port {port}"
+            ),
+            None => println!("demo target listening on HTTP/3 (UDP) {bound} too"),
+        }
     }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;

@@ -158,10 +158,24 @@ impl DemoServer {
         addr: SocketAddr,
         tls: &crate::DemoTls,
     ) -> anyhow::Result<SocketAddr> {
+        self.also_h3_advertised(addr, tls, None)
+    }
+
+    /// [`also_h3`](Self::also_h3), with `Alt-Svc` naming `advertised` instead of the
+    /// port bound: in a container, clients reach the UDP port at the number it is
+    /// published on, which the container cannot learn by itself (`host up` chooses it
+    /// and passes it in, `--h3-alt-svc-port`).
+    pub fn also_h3_advertised(
+        &mut self,
+        addr: SocketAddr,
+        tls: &crate::DemoTls,
+        advertised: Option<u16>,
+    ) -> anyhow::Result<SocketAddr> {
         let endpoint = quinn::Endpoint::server(tls.quic_server_config()?, addr)
             .with_context(|| format!("cannot listen on UDP {addr} (--h3-listen)"))?;
         let bound = endpoint.local_addr()?;
-        let value = format!("h3=\":{}\"; ma=3600", bound.port());
+        let port = advertised.unwrap_or(bound.port());
+        let value = format!("h3=\":{port}\"; ma=3600");
         let _ = self
             .alt_svc
             .set(hyper::header::HeaderValue::from_str(&value)?);

@@ -44,6 +44,8 @@ pub struct PublishedPort {
     pub host_ip: String,
     /// The port on the host.
     pub host_port: u16,
+    /// `tcp` or `udp` (`sctp` too, which no entry uses).
+    pub protocol: String,
 }
 
 /// The Engine's filter for the objects (containers, networks, volumes) of `project`.
@@ -122,9 +124,11 @@ pub async fn project_containers(docker: &Docker, project: &str) -> Result<Vec<Se
 fn published_ports(ports: Option<bollard::models::PortMap>) -> Vec<PublishedPort> {
     let mut published = Vec::new();
     for (key, bindings) in ports.unwrap_or_default() {
-        let Some(container_port) = key.split('/').next().and_then(|p| p.parse().ok()) else {
+        let mut parts = key.split('/');
+        let Some(container_port) = parts.next().and_then(|p| p.parse().ok()) else {
             continue;
         };
+        let protocol = parts.next().unwrap_or("tcp").to_string();
         for binding in bindings.unwrap_or_default() {
             let Some(host_port) = binding.host_port.and_then(|p| p.parse().ok()) else {
                 continue;
@@ -133,10 +137,18 @@ fn published_ports(ports: Option<bollard::models::PortMap>) -> Vec<PublishedPort
                 container_port,
                 host_ip: binding.host_ip.unwrap_or_default(),
                 host_port,
+                protocol: protocol.clone(),
             });
         }
     }
-    published.sort_by_key(|p| (p.container_port, p.host_port));
+    // TCP before UDP of one port, so `published[0]` stays the first TCP port.
+    published.sort_by(|a, b| {
+        (a.container_port, a.protocol != "tcp", a.host_port).cmp(&(
+            b.container_port,
+            b.protocol != "tcp",
+            b.host_port,
+        ))
+    });
     published
 }
 

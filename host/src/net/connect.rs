@@ -309,10 +309,13 @@ async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream
 /// Opens a connection to `origin`, from `local` when given: TCP, then for `https://`
 /// the TLS handshake (timed apart, ALPN offering what `[http] versions` allows), then
 /// HTTP/2 if the server chose it (or h2c is on for `http://`), else HTTP/1.1 accepting
-/// responses of up to `[http] max_headers` header fields. Byte
+/// responses of up to `[http] max_headers` header fields. With `version` (a request's
+/// own choice, HTTP/1.1 or HTTP/2), only that version is offered and spoken, whatever
+/// `versions` says, and a server that will not speak it fails the connection. Byte
 /// counts are of the wire, TLS records included, as k6 counts them.
 pub(crate) async fn connect(
     origin: &Origin,
+    version: Option<Proto>,
     local: Option<IpAddr>,
     shared: &NetShared,
 ) -> Result<Connection, HttpError> {
@@ -327,9 +330,11 @@ pub(crate) async fn connect(
     let options = &shared.http;
     let mut tls_failure = None;
     let sender = if origin.scheme == "https" {
-        let purpose = match (options.h2, options.http1) {
-            (true, true) => Purpose::Http2OrHttp1,
-            (true, false) => Purpose::Http2,
+        let purpose = match (version, options.h2, options.http1) {
+            (Some(Proto::Http2), _, _) => Purpose::Http2,
+            (Some(_), _, _) => Purpose::Http1,
+            (None, true, true) => Purpose::Http2OrHttp1,
+            (None, true, false) => Purpose::Http2,
             _ => Purpose::Http1,
         };
         let tls_start = Instant::now();
@@ -340,14 +345,17 @@ pub(crate) async fn connect(
         if negotiated.h2 {
             http2(origin, stream).await?
         } else if purpose == Purpose::Http2 {
+            let why = match version {
+                Some(_) => "and the request asked for HTTP/2 only (its version option)",
+                None => "and [http] versions leaves out \"http/1.1\"",
+            };
             return Err(HttpError::Protocol(format!(
-                "{origin}: the server does not offer HTTP/2 by ALPN, and [http] versions \
-                 leaves out \"http/1.1\""
+                "{origin}: the server does not offer HTTP/2 by ALPN, {why}"
             )));
         } else {
             http1(origin, stream, shared.http.max_headers).await?
         }
-    } else if options.h2c {
+    } else if version.map_or(options.h2c, |v| v == Proto::Http2) {
         http2(origin, io).await?
     } else {
         http1(origin, io, shared.http.max_headers).await?

@@ -463,7 +463,9 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.uri_mut() = target.path.clone();
         *request.headers_mut() = headers;
-        let (route, pool_key) = self.alt_svc.route(&self.shared.http, &target);
+        let (route, pool_key) = self
+            .alt_svc
+            .route(&self.shared.http, &target, req.version)?;
         Ok(Prepared {
             target,
             route,
@@ -487,6 +489,7 @@ impl HttpClient {
         base_tags: &TagSet,
     ) -> Result<PreparedRequest, HttpError> {
         let template = self.template(&request, base_tags)?;
+        route::check_version(&template.target, request.version)?;
         let tags = self.request_tags(base_tags, &template.method, &request);
         Ok(PreparedRequest {
             request,
@@ -505,6 +508,7 @@ impl HttpClient {
         let (h2, h2c) = (self.shared.http.h2, self.shared.http.h2c);
         let may_multiplex = |p: &Prepared| match (&p.route, p.target.origin.scheme.as_str()) {
             (route::Route::H3(_), _) => true,
+            (route::Route::Tcp(Some(version)), _) => version.multiplexed(),
             (_, "https") => h2,
             _ => h2c,
         };

@@ -8,6 +8,8 @@ wasmtime::component::bindgen!({
     imports: {
         "loadtest:scenario/http.send": async,
         "loadtest:scenario/http.send-batch": async,
+        "loadtest:scenario/http.send-with-version": async,
+        "loadtest:scenario/http.send-batch-with-versions": async,
         "loadtest:scenario/http.[method]prepared-request.send": async,
         "loadtest:scenario/vu.sleep": async,
         "loadtest:scenario/websocket.[static]socket.connect": async,
@@ -39,4 +41,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.3";
+pub const WIT_VERSION: &str = "0.3.4";

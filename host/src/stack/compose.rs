@@ -127,13 +127,29 @@ pub(crate) fn check_project_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The variable through which `host up` tells Compose the host port it chose for
+/// HTTP/3 (`compose/docker-compose.yml` publishes https and HTTP/3 there and has the API
+/// name it in `Alt-Svc`). Set in the environment, it is used as it is.
+pub(crate) const H3_PORT_VAR: &str = "LOADTEST_H3_PORT";
+
 /// Runs `compose ARGS` with the machine's Compose and returns its output.
 async fn compose(args: &[&std::ffi::OsStr]) -> Result<(Flavour, Output)> {
+    compose_with(args, None).await
+}
+
+/// [`compose`], with [`H3_PORT_VAR`] set to `h3_port` when given.
+async fn compose_with(
+    args: &[&std::ffi::OsStr],
+    h3_port: Option<u16>,
+) -> Result<(Flavour, Output)> {
     let flavour = flavour().await?;
     let (program, prefix) = flavour.command();
     // Killed if the caller gives up (Ctrl-C), instead of running on unseen.
     let mut command = Command::new(program);
     command.args(prefix).args(args).kill_on_drop(true);
+    if let Some(port) = h3_port {
+        command.env(H3_PORT_VAR, port.to_string());
+    }
     let output = command
         .output()
         .await
@@ -267,13 +283,15 @@ pub(crate) fn project_binaries(file: &ComposeFile) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `compose -f FILE -f OVERRIDE -p PROJECT up -d` (v2: `--wait` up to `wait`); its
-/// error names the cause when it is a port already in use.
+/// `compose -f FILE -f OVERRIDE -p PROJECT up -d` (v2: `--wait` up to `wait`), with
+/// [`H3_PORT_VAR`] set to `h3_port`; its error names the cause when it is a port
+/// already in use.
 pub(crate) async fn up(
     file: &Path,
     override_file: &Path,
     project: &str,
     wait: Duration,
+    h3_port: u16,
 ) -> Result<()> {
     let flavour = flavour().await?;
     let up_args = flavour.up_args(wait);
@@ -286,7 +304,7 @@ pub(crate) async fn up(
         project.as_ref(),
     ];
     args.extend(up_args.iter().map(std::ffi::OsStr::new));
-    let (flavour, output) = compose(&args).await?;
+    let (flavour, output) = compose_with(&args, Some(h3_port)).await?;
     if output.status.success() {
         return Ok(());
     }
@@ -294,7 +312,8 @@ pub(crate) async fn up(
     if message.contains("port is already allocated") || message.contains("address already in use") {
         bail!(
             "a port the stack publishes is already in use on this machine; stop what holds it \
-             (`ss -ltnp` shows it) or publish another port in {}:\n{message}",
+             (`ss -ltnup` shows it) or publish another port in {} (the HTTP/3 port was \
+             {h3_port}, {H3_PORT_VAR}):\n{message}",
             file.display()
         );
     }

@@ -38,13 +38,23 @@ pub(crate) fn render(stack: &Stack) -> String {
         out.push_str("no service publishes a port\n");
     } else {
         out.push_str("entry URLs:\n");
+        let mut shown_cas = Vec::new();
         for url in &stack.entry_urls {
-            let _ = writeln!(
-                out,
-                "  {}  ({}:{})",
-                url.url, url.service, url.container_port
-            );
-            if let Some(ca) = &url.ca_file {
+            let _ = match url.h3 {
+                false => writeln!(
+                    out,
+                    "  {}  ({}:{})",
+                    url.url, url.service, url.container_port
+                ),
+                true => writeln!(
+                    out,
+                    "  {}  HTTP/3 over UDP ({}:{}/udp; [http] versions = [\"h3\"])",
+                    url.url, url.service, url.container_port
+                ),
+            };
+            // An https entry and its HTTP/3 twin share the CA: named once.
+            if let Some(ca) = url.ca_file.as_ref().filter(|ca| !shown_cas.contains(ca)) {
+                shown_cas.push(ca);
                 let _ = writeln!(
                     out,
                     "    its CA: {} (trust it: [tls] ca_file)",

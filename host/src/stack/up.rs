@@ -156,12 +156,14 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
             options.file.display()
         );
     }
+    let h3_port = h3_port()?;
     let started = async {
         compose::up(
             &options.file,
             &override_file,
             &options.project,
             options.timeout,
+            h3_port,
         )
         .await?;
         health::wait_ready(&docker, &options.project, &names, options.timeout).await
@@ -194,6 +196,33 @@ pub async fn up(options: &UpOptions) -> Result<Stack> {
         took: begun.elapsed(),
         claim: Arc::new(claim),
     })
+}
+
+/// The host port for the stack's HTTP/3 ([`compose::H3_PORT_VAR`]): the variable's
+/// value when it is set, else a port free on 127.0.0.1 for both TCP and UDP right now,
+/// so that https and HTTP/3 share one number as one origin. Chosen here, before the
+/// containers start, because the API must name it in `Alt-Svc` from its first answer
+/// and cannot learn the number Docker would pick (a FROM-scratch container has no way
+/// to ask the Engine). A compose file that does not use the variable ignores it.
+fn h3_port() -> Result<u16> {
+    let var = compose::H3_PORT_VAR;
+    if let Some(value) = std::env::var_os(var) {
+        let text = value.to_string_lossy();
+        return text.trim().parse().map_err(|_| {
+            anyhow!("{var}={text:?} is not a port number; unset it to have `host up` choose one")
+        });
+    }
+    for _ in 0..50 {
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .context("cannot find a free port on 127.0.0.1")?;
+        let port = tcp.local_addr()?.port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(anyhow!(
+        "found no port free for both TCP and UDP on 127.0.0.1 in 50 tries; set {var} to one"
+    ))
 }
 
 /// Refuses to go on when the project has running containers that are not what a host

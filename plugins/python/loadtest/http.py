@@ -84,6 +84,28 @@ class Response:
         return self.html().link(css)
 
 
+# `version=` values (contract 0.3.4): the ALPN names, and HTTP/1.1's short forms.
+_VERSIONS = {
+    "http/1.1": _http.HttpVersion.HTTP1, "h1": _http.HttpVersion.HTTP1,
+    "h2": _http.HttpVersion.HTTP2, "h3": _http.HttpVersion.HTTP3,
+}
+
+
+def _version(version):
+    """The contract's `http-version` of a `version=` option, or None when not given."""
+    if version is None:
+        return None
+    try:
+        return _VERSIONS[version]
+    except (KeyError, TypeError):
+        raise HttpError("invalid", f"version={version!r}: use \"http/1.1\", \"h2\" or \"h3\"") from None
+
+
+def _split(method, url, version=None, **options):
+    """The contract's request and its `http-version` (None: as the run chooses)."""
+    return _request(method, url, **options), _version(version)
+
+
 def _request(method, url, *, name=None, headers=None, body=None, json=None, form=None,
              timeout=None, tags=None, discard_body=False, expected=None, redirects=None,
              no_cookie_jar=False):
@@ -122,10 +144,15 @@ def request(method: str, url: str, **options) -> Response:
     Options: `name` (groups URLs in the metrics), `headers` (dict), `body` (bytes/str),
     `json`, `form` (dict), `timeout` (seconds), `tags` (dict), `discard_body`,
     `expected` ([(min, max)] statuses that count as success; 200-399 by default),
-    `redirects`, `no_cookie_jar`.
+    `redirects`, `no_cookie_jar`, `version` ("http/1.1", "h2" or "h3": this request
+    goes over that HTTP version only, whatever the run's `[http] versions` prefer, and
+    fails rather than use another; needs a host of contract 0.3.4).
     """
+    req, version = _split(method, url, **options)
     try:
-        return Response(_http.send(_request(method, url, **options)))
+        if version is None:
+            return Response(_http.send(req))
+        return Response(_http.send_with_version(req, version))
     except Err as e:
         raise _error(e.value) from None
 
@@ -142,8 +169,13 @@ def post(url: str, **options) -> Response:
 
 def batch(requests: list) -> list:
     """Sends requests in parallel, as a browser loads a page; `requests` is a list of
-    (method, url, options dict); returns a Response or an HttpError for each, in order."""
-    raw = _http.send_batch([_request(m, u, **(o or {})) for m, u, o in requests])
+    (method, url, options dict); returns a Response or an HttpError for each, in order.
+    An options dict may hold `version`, as for `request`."""
+    split = [_split(m, u, **(o or {})) for m, u, o in requests]
+    if any(v is not None for _, v in split):
+        raw = _http.send_batch_with_versions(split)
+    else:
+        raw = _http.send_batch([r for r, _ in split])
     out = []
     for r in raw:
         if isinstance(r, Err):

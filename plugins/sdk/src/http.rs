@@ -78,6 +78,7 @@ pub fn request(method: impl Into<String>, url: impl Into<String>) -> RequestBuil
         expected: None,
         redirects: None,
         no_cookie_jar: false,
+        version: None,
         error: None,
     }
 }
@@ -119,16 +120,27 @@ pub fn batch(requests: Vec<RequestBuilder>) -> Vec<Result<Response, HttpError>> 
     // sent; their error takes their place in the results.
     let mut slots: Vec<Option<HttpError>> = Vec::with_capacity(requests.len());
     let mut to_send = Vec::with_capacity(requests.len());
+    let mut versions = Vec::with_capacity(requests.len());
     for builder in requests {
+        let version = builder.version.map(Version::to_wit);
         match builder.into_wit() {
             Ok(req) => {
                 slots.push(None);
                 to_send.push(req);
+                versions.push(version);
             }
             Err(e) => slots.push(Some(e)),
         }
     }
-    let mut sent = wit::send_batch(&to_send).into_iter();
+    // The 0.3.4 function only when a request asks for a version: the batch then
+    // carries each request's choice.
+    let sent = if versions.iter().any(Option::is_some) {
+        let with: Vec<_> = to_send.into_iter().zip(versions).collect();
+        wit::send_batch_with_versions(&with)
+    } else {
+        wit::send_batch(&to_send)
+    };
+    let mut sent = sent.into_iter();
     slots
         .into_iter()
         .map(|slot| match slot {
@@ -159,8 +171,31 @@ pub struct RequestBuilder {
     expected: Option<Vec<wit::StatusRange>>,
     redirects: Option<u32>,
     no_cookie_jar: bool,
+    /// The HTTP version asked for; the run's `[http] versions` choose when `None`.
+    version: Option<Version>,
     /// An error met while building (a body that did not serialize), reported on send.
     error: Option<String>,
+}
+
+/// The HTTP version of one request, for [`RequestBuilder::version`] (contract 0.3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// HTTP/1.1 over TCP (TLS offering only `http/1.1` by ALPN for `https://`).
+    Http1,
+    /// HTTP/2 over TCP: by ALPN for `https://`, with prior knowledge (h2c) for `http://`.
+    Http2,
+    /// HTTP/3 over QUIC; `https://` only.
+    Http3,
+}
+
+impl Version {
+    fn to_wit(self) -> wit::HttpVersion {
+        match self {
+            Version::Http1 => wit::HttpVersion::Http1,
+            Version::Http2 => wit::HttpVersion::Http2,
+            Version::Http3 => wit::HttpVersion::Http3,
+        }
+    }
 }
 
 impl RequestBuilder {
@@ -277,6 +312,26 @@ impl RequestBuilder {
         self
     }
 
+    /// Sends this request over HTTP `version` whatever the run's `[http] versions`
+    /// prefer (redirects included), and never over another: a version the origin
+    /// cannot speak fails the request. HTTP/3 needs an `https://` URL
+    /// ([`HttpError::Invalid`] otherwise, with nothing sent) and goes to the origin's
+    /// own port over UDP (or to the alternative its `Alt-Svc` named, once the VU
+    /// learnt one); HTTP/2 asked of a server whose ALPN answer is HTTP/1.1 is
+    /// [`HttpError::Protocol`]. The `proto` tag of the request's metrics says which
+    /// version answered. Needs a host of contract 0.3.4.
+    ///
+    /// ```no_run
+    /// use loadtest::http::{self, Version};
+    /// # fn f(base: &str) -> Result<(), String> {
+    /// let res = http::get(format!("{base}/health")).version(Version::Http3).send()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn version(mut self, version: Version) -> Self {
+        self.version = Some(version);
+        self
+    }
+
     /// Adds a tag to this request's metric samples, replacing an earlier tag of the
     /// same key.
     pub fn tag(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -317,10 +372,14 @@ impl RequestBuilder {
 
     /// Sends the request and waits for the response.
     pub fn send(self) -> Result<Response, HttpError> {
+        let version = self.version;
         let req = self.into_wit()?;
-        wit::send(&req)
-            .map(Response::from_wit)
-            .map_err(HttpError::from_wit)
+        match version {
+            None => wit::send(&req),
+            Some(v) => wit::send_with_version(&req, v.to_wit()),
+        }
+        .map(Response::from_wit)
+        .map_err(HttpError::from_wit)
     }
 
     /// Hands the request to the host once, to [`send`](PreparedRequest::send) by
@@ -341,10 +400,14 @@ impl RequestBuilder {
     /// # Ok(()) }
     /// ```
     pub fn prepare(self) -> Result<PreparedRequest, HttpError> {
+        let version = self.version;
         let req = self.into_wit()?;
-        wit::prepare(&req)
-            .map(|inner| PreparedRequest { inner })
-            .map_err(HttpError::from_wit)
+        match version {
+            None => wit::prepare(&req),
+            Some(v) => wit::prepare_with_version(&req, v.to_wit()),
+        }
+        .map(|inner| PreparedRequest { inner })
+        .map_err(HttpError::from_wit)
     }
 
     fn into_wit(self) -> Result<wit::Request, HttpError> {
@@ -952,6 +1015,14 @@ mod tests {
         let req = get("http://h/").into_wit().unwrap();
         assert_eq!(req.options.redirects, None);
         assert!(!req.options.no_cookie_jar);
+    }
+
+    #[test]
+    fn a_version_is_kept_for_the_send() {
+        let req = get("https://h/").version(Version::Http3);
+        assert_eq!(req.version, Some(Version::Http3));
+        assert_eq!(Version::Http2.to_wit(), wit::HttpVersion::Http2);
+        assert_eq!(get("https://h/").version, None);
     }
 
     #[test]

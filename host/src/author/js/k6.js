@@ -5,14 +5,14 @@
 // the snapshot, shared by every VU. Nothing of the user's runs at build time: each
 // instance runs the init code of the modules on its first call (describe, setup, init or
 // teardown), with its own __ENV and __VU, as k6 runs init code once per VU.
-import hostHttp from 'loadtest:scenario/http@0.3.3';
-import hostCookies from 'loadtest:scenario/cookies@0.3.3';
-import hostMetrics from 'loadtest:scenario/metrics@0.3.3';
-import hostVu from 'loadtest:scenario/vu@0.3.3';
-import hostHtml from 'loadtest:scenario/html@0.3.3';
-import hostWs from 'loadtest:scenario/websocket@0.3.3';
-import hostShared from 'loadtest:scenario/shared-data@0.3.3';
-import hostRun from 'loadtest:scenario/run-control@0.3.3';
+import hostHttp from 'loadtest:scenario/http@0.3.4';
+import hostCookies from 'loadtest:scenario/cookies@0.3.4';
+import hostMetrics from 'loadtest:scenario/metrics@0.3.4';
+import hostVu from 'loadtest:scenario/vu@0.3.4';
+import hostHtml from 'loadtest:scenario/html@0.3.4';
+import hostWs from 'loadtest:scenario/websocket@0.3.4';
+import hostShared from 'loadtest:scenario/shared-data@0.3.4';
+import hostRun from 'loadtest:scenario/run-control@0.3.4';
 
 // ---------------------------------------------------------------- text and bytes
 

@@ -107,7 +107,7 @@ pub(super) async fn execute(
     let timeout = prepared.timeout;
     let quic_to = match &prepared.route {
         super::route::Route::H3(to) => Some(to.clone()),
-        super::route::Route::Tcp => None,
+        super::route::Route::Tcp(_) => None,
     };
     let tracker = Tracker::new(shared, meta);
     // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
@@ -238,8 +238,8 @@ async fn exchange(
 /// HTTP/3 to its QUIC endpoint.
 pub(super) async fn open(prepared: &Prepared, shared: &NetShared) -> Result<Connection, HttpError> {
     match &prepared.route {
-        super::route::Route::Tcp => {
-            connect(&prepared.target.origin, prepared.local_ip, shared).await
+        super::route::Route::Tcp(version) => {
+            connect(&prepared.target.origin, *version, prepared.local_ip, shared).await
         }
         super::route::Route::H3(to) => {
             connect_h3(&prepared.target.origin, to, prepared.local_ip, shared).await

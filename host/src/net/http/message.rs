@@ -27,6 +27,9 @@ pub struct HttpRequest {
     pub redirects: Option<u32>,
     /// Leave the VU's cookie jar out of this request.
     pub no_cookie_jar: bool,
+    /// The HTTP version the plugin asked for (contract 0.3.4), for every hop; `None`:
+    /// as `[http] versions` chooses.
+    pub version: Option<crate::net::connect::Proto>,
 }
 
 /// Phases of a request, as k6 names them.

@@ -5,7 +5,7 @@
 //! alternative's endpoint passes the allowlist first (a denied one is never contacted,
 //! and counted), and is forgotten when its `ma` runs out or the origin says `clear`.
 
-use super::{HttpClient, HttpResponse};
+use super::{HttpClient, HttpError, HttpResponse};
 use crate::config::{H3Mode, HttpOptions};
 use crate::net::allowlist::Origin;
 use crate::net::alt_svc::{self, AltSvc};
@@ -18,8 +18,9 @@ use std::time::Instant;
 /// How a request travels.
 #[derive(Clone)]
 pub(crate) enum Route {
-    /// TCP, with TLS for `https://`.
-    Tcp,
+    /// TCP, with TLS for `https://`; only HTTP/1.1 or only HTTP/2 when the request
+    /// asked for that version, else as `[http] versions` allows.
+    Tcp(Option<Proto>),
     /// HTTP/3 over QUIC to this endpoint (the origin itself, or its alternative).
     H3(Arc<Origin>),
 }
@@ -42,10 +43,65 @@ pub(crate) struct AltRoutes {
 /// VU's other caches are).
 const MAX_ALTERNATIVES: usize = 256;
 
+/// Refuses a version the URL rules out before anything is sent: HTTP/3 runs over TLS
+/// only, so an `http://` URL cannot have it (and is not quietly sent over TCP).
+pub(crate) fn check_version(target: &Target, version: Option<Proto>) -> Result<(), HttpError> {
+    if version == Some(Proto::Http3) && target.origin.scheme != "https" {
+        return Err(HttpError::Invalid(format!(
+            "{}: the request asks for HTTP/3, which always runs over TLS (QUIC); use an \
+             https:// URL, or ask for HTTP/1.1 or HTTP/2",
+            target.origin
+        )));
+    }
+    Ok(())
+}
+
 impl AltRoutes {
-    /// The route of a request to `target`, and where its connection is pooled.
-    pub(crate) fn route(&self, options: &HttpOptions, target: &Target) -> (Route, PoolKey) {
-        let tcp = (Route::Tcp, target.pool_key.clone());
+    /// The route of a request to `target`, and where its connection is pooled; with
+    /// `version`, the request's own choice (contract 0.3.4), which is never replaced by
+    /// another version: HTTP/3 asked of an `http://` URL is refused here.
+    pub(crate) fn route(
+        &self,
+        options: &HttpOptions,
+        target: &Target,
+        version: Option<Proto>,
+    ) -> Result<(Route, PoolKey), HttpError> {
+        match version {
+            None => Ok(self.default_route(options, target)),
+            Some(Proto::Http3) => self.h3_route(options, target),
+            // Pooled apart from the run's default connections, which may be of the
+            // other version: a pooled connection is then always of the version asked.
+            Some(tcp) => Ok((
+                Route::Tcp(Some(tcp)),
+                Arc::new((
+                    format!("{} {}", target.origin.scheme, tcp.name()),
+                    target.origin.host.clone(),
+                    target.origin.port,
+                )),
+            )),
+        }
+    }
+
+    /// The route of a request that asks for HTTP/3: the alternative the VU learnt
+    /// from `Alt-Svc`, else the origin's own port over UDP.
+    fn h3_route(
+        &self,
+        options: &HttpOptions,
+        target: &Target,
+    ) -> Result<(Route, PoolKey), HttpError> {
+        check_version(target, Some(Proto::Http3))?;
+        match self.default_route(options, target) {
+            h3 @ (Route::H3(_), _) => Ok(h3),
+            _ => Ok((
+                Route::H3(Arc::new(target.origin.clone())),
+                Arc::new(("h3".into(), target.origin.host.clone(), target.origin.port)),
+            )),
+        }
+    }
+
+    /// The route `[http] versions` chooses for `target`.
+    fn default_route(&self, options: &HttpOptions, target: &Target) -> (Route, PoolKey) {
+        let tcp = (Route::Tcp(None), target.pool_key.clone());
         if target.origin.scheme != "https" {
             return tcp;
         }

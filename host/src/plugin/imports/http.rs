@@ -2,6 +2,7 @@
 //! header fields and body stay on the host side (the `response-content` resource in
 //! the VU's table) until the plugin asks for them.
 
+use crate::net::connect::Proto;
 use crate::net::http::PreparedRequest;
 use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
@@ -37,6 +38,19 @@ fn to_host(req: wit::Request) -> HttpRequest {
             .map(|r| r.into_iter().map(|s| (s.min, s.max)).collect()),
         redirects: req.options.redirects,
         no_cookie_jar: req.options.no_cookie_jar,
+        version: None,
+    }
+}
+
+/// `req` as the host sends it over HTTP `version` (contract 0.3.4).
+fn to_host_with(req: wit::Request, version: Option<wit::HttpVersion>) -> HttpRequest {
+    HttpRequest {
+        version: version.map(|v| match v {
+            wit::HttpVersion::Http1 => Proto::Http1,
+            wit::HttpVersion::Http2 => Proto::Http2,
+            wit::HttpVersion::Http3 => Proto::Http3,
+        }),
+        ..to_host(req)
     }
 }
 
@@ -95,46 +109,27 @@ impl VuState {
     }
 }
 
-impl wit::Host for VuState {
-    async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
+impl VuState {
+    /// `send` and `send-with-version`.
+    async fn send_one(&mut self, req: HttpRequest) -> Result<wit::Response, wit::HttpError> {
         self.room_for_responses(1)?;
         let tags = self.identity.tags.clone();
         let result = {
-            let send = pin!(self.http.send(to_host(req), &tags));
+            let send = pin!(self.http.send(req, &tags));
             self.budget.wait(send).await
         };
         self.response_to_wit(result)
     }
 
-    fn prepare(
+    /// `send-batch` and `send-batch-with-versions`.
+    async fn send_many(
         &mut self,
-        req: wit::Request,
-    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
-        if self.live_prepared >= MAX_PREPARED {
-            return Ok(Err(wit::HttpError::Invalid(format!(
-                "this VU holds {} prepared requests (the most is {MAX_PREPARED}); \
-                 prepare a request once and send it many times, or drop the ones done with",
-                self.live_prepared
-            ))));
-        }
-        let prepared = match self.http.prepare_request(to_host(req), &self.identity.tags) {
-            Ok(p) => p,
-            Err(e) => return Ok(Err(error_to_wit(e))),
-        };
-        let handle = self.table().push(prepared)?;
-        self.live_prepared += 1;
-        Ok(Ok(handle))
-    }
-
-    async fn send_batch(
-        &mut self,
-        reqs: Vec<wit::Request>,
+        reqs: Vec<HttpRequest>,
     ) -> Vec<Result<wit::Response, wit::HttpError>> {
         if let Err(e) = self.room_for_responses(reqs.len()) {
             return reqs.iter().map(|_| Err(e.clone())).collect();
         }
         let tags = self.identity.tags.clone();
-        let reqs = reqs.into_iter().map(to_host).collect();
         let results = {
             let sends = pin!(self.http.send_batch(reqs, &tags));
             self.budget.wait(sends).await
@@ -143,6 +138,75 @@ impl wit::Host for VuState {
             .into_iter()
             .map(|r| self.response_to_wit(r))
             .collect()
+    }
+
+    /// `prepare` and `prepare-with-version`.
+    fn prepare_one(
+        &mut self,
+        req: HttpRequest,
+    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+        if self.live_prepared >= MAX_PREPARED {
+            return Ok(Err(wit::HttpError::Invalid(format!(
+                "this VU holds {} prepared requests (the most is {MAX_PREPARED}); \
+                 prepare a request once and send it many times, or drop the ones done with",
+                self.live_prepared
+            ))));
+        }
+        let prepared = match self.http.prepare_request(req, &self.identity.tags) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(error_to_wit(e))),
+        };
+        let handle = self.table().push(prepared)?;
+        self.live_prepared += 1;
+        Ok(Ok(handle))
+    }
+}
+
+impl wit::Host for VuState {
+    async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
+        self.send_one(to_host(req)).await
+    }
+
+    async fn send_with_version(
+        &mut self,
+        req: wit::Request,
+        version: wit::HttpVersion,
+    ) -> Result<wit::Response, wit::HttpError> {
+        self.send_one(to_host_with(req, Some(version))).await
+    }
+
+    fn prepare(
+        &mut self,
+        req: wit::Request,
+    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+        self.prepare_one(to_host(req))
+    }
+
+    fn prepare_with_version(
+        &mut self,
+        req: wit::Request,
+        version: wit::HttpVersion,
+    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+        self.prepare_one(to_host_with(req, Some(version)))
+    }
+
+    async fn send_batch(
+        &mut self,
+        reqs: Vec<wit::Request>,
+    ) -> Vec<Result<wit::Response, wit::HttpError>> {
+        self.send_many(reqs.into_iter().map(to_host).collect())
+            .await
+    }
+
+    async fn send_batch_with_versions(
+        &mut self,
+        reqs: Vec<(wit::Request, Option<wit::HttpVersion>)>,
+    ) -> Vec<Result<wit::Response, wit::HttpError>> {
+        let reqs = reqs
+            .into_iter()
+            .map(|(req, version)| to_host_with(req, version))
+            .collect();
+        self.send_many(reqs).await
     }
 }
 
