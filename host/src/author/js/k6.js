@@ -1811,8 +1811,15 @@ function grpcCallOptions(params, what) {
   };
 }
 
+// An import's error variant ({tag, val}): the runtime throws an Error carrying it as
+// `payload`.
+function hostError(e) {
+  return e instanceof Error && e.payload && typeof e.payload === 'object' && e.payload.tag ? e.payload : e;
+}
+
 // A failed call as k6's response: the status and the error object ({code, message}).
 function grpcFailure(e) {
+  e = hostError(e);
   if (!(e && typeof e === 'object' && e.tag)) throw e;
   if (e.tag === 'denied' || e.tag === 'invalid') throw new Error(`${e.tag}: ${e.val}`);
   if (e.tag === 'status') {
@@ -1830,6 +1837,7 @@ function grpcFailure(e) {
 }
 
 function grpcErrorText(e) {
+  e = hostError(e);
   if (e && typeof e === 'object' && e.tag === 'status') return `status ${e.val.code}: ${e.val.message}`;
   return wsError(e);
 }
@@ -1862,6 +1870,24 @@ function protoMethods(source) {
     }
   }
   return out;
+}
+
+// A promise already settled with `value` (`ok`) or a reason: `then`, `catch` and
+// `finally` call their callbacks at once and return the next settled promise.
+class SettledPromise {
+  constructor(ok, value) { this._ok = ok; this._value = value; }
+  then(onOk, onErr) {
+    const fn = this._ok ? onOk : onErr;
+    if (typeof fn !== 'function') return this;
+    try {
+      const r = fn(this._value);
+      return r instanceof SettledPromise ? r : new SettledPromise(true, r);
+    } catch (e) {
+      return new SettledPromise(false, e);
+    }
+  }
+  catch(onErr) { return this.then(undefined, onErr); }
+  finally(fn) { if (typeof fn === 'function') fn(); return this; }
 }
 
 class GrpcClient {
@@ -1951,12 +1977,16 @@ class GrpcClient {
 
   invoke(method, request, params) { return this._call(method, request, params); }
 
-  // The call is made now; the promise is settled when it returns (the VU's one
-  // thread makes it: two asyncInvoke calls do not overlap).
+  // The call is made now (the VU's one thread makes it: two asyncInvoke calls do not
+  // overlap) and its result is a settled promise whose callbacks run at once: the
+  // runtime does not run promise jobs after an export returns, so a real Promise's
+  // `then` would never be called.
   asyncInvoke(method, request, params) {
-    return new Promise((resolve, reject) => {
-      try { resolve(this._call(method, request, params)); } catch (e) { reject(e); }
-    });
+    try {
+      return new SettledPromise(true, this._call(method, request, params));
+    } catch (e) {
+      return new SettledPromise(false, e);
+    }
   }
 
   close() {
@@ -2056,6 +2086,7 @@ class GrpcStream {
 
   // A status other than OK, or a failure: `error` with k6's object, then `end`.
   _fail(e) {
+    e = hostError(e);
     if (!this._entry.open) return;
     this._close();
     const r = e && typeof e === 'object' && e.tag && e.tag !== 'invalid' && e.tag !== 'denied' ? grpcFailure(e) : { error: { code: 2, message: grpcErrorText(e), details: [] } };

@@ -60,7 +60,7 @@ pub(crate) fn loads(
         let (paths, files) = args
             .split_first()
             .ok_or_else(|| anyhow!("{where_}: client.load() needs import paths and a file"))?;
-        if files.is_empty() {
+        if files.iter().all(Vec::is_empty) {
             bail!("{where_}: client.load() names no .proto file: load([paths], 'file.proto')");
         }
         let mut dirs: Vec<PathBuf> = paths
@@ -70,7 +70,7 @@ pub(crate) fn loads(
         if dirs.is_empty() {
             dirs.push(dir.to_path_buf());
         }
-        for given in files {
+        for given in files.iter().flatten() {
             out.push(compile(given, &dirs, &where_)?);
         }
     }
