@@ -229,10 +229,19 @@ async fn unary_calls_streams_reflection_and_statuses_match_what_grpcio_counted()
     assert_eq!(count(&summary, "script_stream_data"), received);
     assert_eq!(count(&summary, "script_stream_ends"), 11.0);
     assert_eq!(count(&summary, "script_stream_errors"), 0.0);
-    assert_eq!(check(&summary, "loadtest.test.Counter/Watch messages"), (4, 0));
-    assert_eq!(check(&summary, "loadtest.test.Counter/Upload messages"), (4, 0));
+    assert_eq!(
+        check(&summary, "loadtest.test.Counter/Watch messages"),
+        (4, 0)
+    );
+    assert_eq!(
+        check(&summary, "loadtest.test.Counter/Upload messages"),
+        (4, 0)
+    );
     assert_eq!(check(&summary, "upload counted 3"), (4, 0));
-    assert_eq!(check(&summary, "loadtest.test.Counter/Chat messages"), (3, 0));
+    assert_eq!(
+        check(&summary, "loadtest.test.Counter/Chat messages"),
+        (3, 0)
+    );
 }
 
 /// bench/grpc/k6.js, the script k6 runs in the benchmark, runs here unmodified: its
@@ -271,7 +280,12 @@ async fn the_benchmark_script_runs_unmodified() {
     let served = server.stats()["calls"]["Echo"].as_f64().unwrap_or(0.0);
     let summary = common::summary_json(&common::only_results_dir(&out));
     assert!(served > 10.0, "only {served} calls in 2 s");
-    assert_eq!(count(&summary, "grpc_reqs"), served, "{}", summary["metrics"]);
+    assert_eq!(
+        count(&summary, "grpc_reqs"),
+        served,
+        "{}",
+        summary["metrics"]
+    );
     assert_eq!(
         summary["plugin_errors"].as_array().map_or(0, Vec::len),
         0,

@@ -2,6 +2,9 @@
 //! grpcio-reflection (tests/fixtures/grpc/server.py, from the venv that `./dev test`
 //! makes in target/grpc-venv), a server this project did not write, on 127.0.0.1; it
 //! counts what it served, and the tests compare that with the host's metrics.
+// Each test binary that includes this module uses a part of it (grpc.rs the TLS port,
+// js_grpc.rs the plaintext server).
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -38,11 +41,15 @@ pub struct Server {
 impl Server {
     /// Starts it with a certificate for its TLS port.
     pub fn start(cert: &Path, key: &Path) -> Self {
-        Self::start_with(&["--cert".as_ref(), cert.as_os_str(), "--key".as_ref(), key.as_os_str()])
+        Self::start_with(&[
+            "--cert".as_ref(),
+            cert.as_os_str(),
+            "--key".as_ref(),
+            key.as_os_str(),
+        ])
     }
 
     /// Starts it in plaintext only.
-    #[allow(dead_code)] // grpc.rs starts it with TLS
     pub fn plaintext() -> Self {
         Self::start_with(&[])
     }
@@ -90,4 +97,3 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
-

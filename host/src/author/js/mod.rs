@@ -87,10 +87,7 @@ pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
 }
 
 /// The layer with the script's bundle appended.
-fn module_for(
-    script: &Path,
-    env: &BTreeMap<String, String>,
-) -> Result<(String, bundle::Bundle)> {
+fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, bundle::Bundle)> {
     let layer_lines = K6_LAYER.matches('\n').count();
     let bundle = bundle::bundle(script, layer_lines + 1, env)?;
     let mut module = String::with_capacity(K6_LAYER.len() + bundle.js.len() + 1);

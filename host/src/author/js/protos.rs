@@ -150,7 +150,11 @@ impl Args<'_> {
     /// A string literal or `__ENV.NAME` / `__ENV['NAME']`.
     fn value(&mut self) -> Result<String> {
         let rest = &self.src[self.at..];
-        if let Some(q) = rest.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) {
+        if let Some(q) = rest
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))
+        {
             let len = rest[1..].find(q).ok_or_else(|| self.unreadable())?;
             let text = &rest[1..1 + len];
             if q == '`' && text.contains("${") {
@@ -307,12 +311,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got[0].files.len(), 1);
-        let got = found(
-            "c.load(null, 'protos/api/types.proto')",
-            dir.path(),
-            &[],
-        )
-        .unwrap();
+        let got = found("c.load(null, 'protos/api/types.proto')", dir.path(), &[]).unwrap();
         assert_eq!(got[0].files[0].0, "protos/api/types.proto");
     }
 
@@ -330,8 +329,15 @@ mod tests {
         let err = found("c.load([], 'missing.proto');\n", dir.path(), &[])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("missing.proto") && err.contains("s.js:1"), "{err}");
-        std::fs::write(dir.path().join("bad.proto"), "syntax = \"proto3\";\nmessage {\n").unwrap();
+        assert!(
+            err.contains("missing.proto") && err.contains("s.js:1"),
+            "{err}"
+        );
+        std::fs::write(
+            dir.path().join("bad.proto"),
+            "syntax = \"proto3\";\nmessage {\n",
+        )
+        .unwrap();
         let err = found("c.load([], 'bad.proto');\n", dir.path(), &[])
             .unwrap_err()
             .to_string();
