@@ -6,6 +6,8 @@
 # a Markdown row per round and the medians.
 #
 #   bench/grpc/run.sh                       (VUS=50 DURATION=8s ROUNDS=3; HOST=path skips the build)
+#   JS=1 bench/grpc/run.sh                  the host runs bench/grpc/k6.js itself (k6/net/grpc
+#                                           in the host's JavaScript layer) instead of grpc-call
 #
 # Needs: a release host (built here), k6 on PATH or in K6, target/grpc-venv (./dev test
 # makes it), /usr/bin/time, taskset, jq.
@@ -57,6 +59,23 @@ GRPC_REQUEST = '{"text":"hi"}'
 GRPC_PROTO = "counter"
 TOML
 
+# The same script under the host: the load k6 gets from --vus and --duration.
+cat >"$WORK/run-js.toml" <<TOML
+[scenarios.default]
+executor = "constant-vus"
+vus = $VUS
+duration = "$DURATION"
+TOML
+if [ "${JS:-0}" = 1 ]; then
+    HOST_RUN=("$HOST" run bench/grpc/k6.js --config "$WORK/run-js.toml" -e GRPC_TARGET="$TARGET"
+        -e PROTO_DIR="$PWD/$FIXTURES")
+    # Builds the script's component once (cached by its inputs), outside the rounds.
+    "$HOST" run bench/grpc/k6.js -e GRPC_TARGET="$TARGET" -e PROTO_DIR="$PWD/$FIXTURES" \
+        --out "$WORK/warm-up" --quiet >/dev/null
+else
+    HOST_RUN=("$HOST" run "$PLUGIN" --config "$WORK/run.toml")
+fi
+
 # gen NAME CMD...: runs a generator on core 1; prints "calls cpu_seconds".
 gen() {
     local name=$1
@@ -72,7 +91,7 @@ echo "| round | host calls | host CPU s | host calls/CPU-s | k6 calls | k6 CPU s
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 ratios=()
 for r in $(seq "$ROUNDS"); do
-    read -r hc hs < <(gen "host-$r" "$HOST" run "$PLUGIN" --config "$WORK/run.toml" --out "$WORK/out-$r" --quiet)
+    read -r hc hs < <(gen "host-$r" "${HOST_RUN[@]}" --out "$WORK/out-$r" --quiet)
     read -r kc ks < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PWD/$FIXTURES" \
         "$K6" run --quiet --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
     hr=$(echo "$hc / $hs" | bc -l)

@@ -658,7 +658,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             let plugin =
                 resolve_plugin(args.plugin.as_deref(), &args.common.config, &args.registry).await?;
             let plugin = crate::author::project::component_for(&plugin, quiet)?;
-            let plugin = crate::author::js::plugin_path(&plugin)?;
+            let plugin = crate::author::js::plugin_path_with(&plugin, &args.common.env)?;
             let export = args.common.summary_export.clone();
             let request = args.common.request(plugin);
             let outcome = match args.stack {
@@ -837,9 +837,10 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             };
             let export = args.common.summary_export.clone();
             let request = crate::distributed::coordinator::CoordinateRequest {
-                run: args
-                    .common
-                    .request(crate::author::js::plugin_path(&plugin)?),
+                run: {
+                    let built = crate::author::js::plugin_path_with(&plugin, &args.common.env)?;
+                    args.common.request(built)
+                },
                 workers: args.workers,
                 listen: args.listen,
                 token: crate::distributed::trust::ClusterToken::from_flag_or_env(

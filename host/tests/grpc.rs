@@ -7,84 +7,11 @@
 //! and status; a denied target gets no packet.
 
 mod common;
+mod grpc_server;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use grpc_server::Server;
 
-/// The Python of the venv holding grpcio, grpcio-reflection and grpcio-tools.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("GRPC_PYTHON") {
-        return p.into();
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let python = root.join("target/grpc-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `./dev test` once, or make it with `python3 -m venv \
-         target/grpc-venv && target/grpc-venv/bin/pip install grpcio grpcio-reflection \
-         grpcio-tools` (or point GRPC_PYTHON at a Python that has them)",
-        python.display()
-    );
-    python
-}
-
-/// The Python server, killed when dropped.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    plain: u16,
-    tls: u16,
-}
-
-impl Server {
-    fn start(cert: &Path, key: &Path) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/server.py");
-        let mut child = Command::new(python())
-            .arg(script)
-            .arg("--cert")
-            .arg(cert)
-            .arg("--key")
-            .arg(key)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the Python gRPC server");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let ports: Vec<u16> = line
-            .strip_prefix("PORTS ")
-            .unwrap_or_else(|| panic!("the server said {line:?}"))
-            .split_whitespace()
-            .map(|p| p.parse().unwrap())
-            .collect();
-        Self {
-            child,
-            stdin,
-            stdout,
-            plain: ports[0],
-            tls: ports[1],
-        }
-    }
-
-    /// What the server served so far.
-    fn stats(&mut self) -> serde_json::Value {
-        writeln!(self.stdin, "stats").unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::path::Path;
 
 /// The observed value of the threshold on `metric` (0 when it got no samples).
 fn observed(run: &common::Finished, metric: &str) -> f64 {

@@ -55,6 +55,30 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "sha512_256",
         ],
     ),
+    (
+        "k6/net/grpc",
+        &[
+            "Client",
+            "Stream",
+            "StatusOK",
+            "StatusCanceled",
+            "StatusUnknown",
+            "StatusInvalidArgument",
+            "StatusDeadlineExceeded",
+            "StatusNotFound",
+            "StatusAlreadyExists",
+            "StatusPermissionDenied",
+            "StatusResourceExhausted",
+            "StatusFailedPrecondition",
+            "StatusAborted",
+            "StatusOutOfRange",
+            "StatusUnimplemented",
+            "StatusInternal",
+            "StatusUnavailable",
+            "StatusDataLoss",
+            "StatusUnauthenticated",
+        ],
+    ),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
     // `handleSummary` imports them by URL.
     (K6_SUMMARY, &["textSummary", "jUnit"]),
@@ -102,7 +126,6 @@ const REFUSED: &[(&str, &str)] = &[
         "k6/experimental/browser",
         "browser tests need a browser, which a sandboxed plugin cannot drive",
     ),
-    ("k6/net/grpc", "not supported yet"),
     ("k6/secrets", "not supported yet"),
     (
         "k6/experimental/fs",
@@ -123,6 +146,10 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
         ".ripemd160(",
         "ripemd160() (k6/crypto) is not supported yet",
     ),
+    (
+        ".loadProtoset(",
+        "loadProtoset() (k6/net/grpc) is not supported yet: load the .proto files with client.load()",
+    ),
 ];
 
 /// A bundled script.
@@ -142,8 +169,13 @@ struct Module {
 }
 
 /// Bundles `entry`; `first_line` is the line of the combined module on which the
-/// bundle's text starts (the k6 layer's line count + 1).
-pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
+/// bundle's text starts (the k6 layer's line count + 1); `env` is the build's
+/// environment, which `client.load(__ENV.NAME, ...)` reads (k6/net/grpc).
+pub(crate) fn bundle(
+    entry: &Path,
+    first_line: usize,
+    env: &BTreeMap<String, String>,
+) -> Result<Bundle> {
     let entry = entry
         .canonicalize()
         .with_context(|| format!("cannot read {}", entry.display()))?;
@@ -155,6 +187,7 @@ pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
         .to_string();
     let mut modules: Vec<Module> = Vec::new();
     let mut files: BTreeMap<String, (PathBuf, Vec<u8>)> = BTreeMap::new();
+    let mut protos: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut inputs = Vec::new();
     let mut queue = vec![entry.clone()];
     let mut seen = std::collections::BTreeSet::new();
@@ -170,7 +203,18 @@ pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
             .unwrap_or(&path)
             .display()
             .to_string();
-        let out = transform(&src, &shown, &root, &path)?;
+        let out = transform(&src, &shown, &root, &path, env)?;
+        for loaded in out.protos {
+            if let Some(other) = protos.get(&loaded.given) {
+                if *other != loaded.files {
+                    bail!(
+                        "{shown}: client.load() names {} twice with different contents (other import paths); give the files names that differ",
+                        loaded.given
+                    );
+                }
+            }
+            protos.insert(loaded.given, loaded.files);
+        }
         for dep in out.deps {
             queue.push(dep);
         }
@@ -236,6 +280,19 @@ pub(crate) fn bundle(entry: &Path, first_line: usize) -> Result<Bundle> {
         inputs.push((format!("file:{literal}"), bytes.clone()));
     }
     js.push_str("};\n");
+    // k6/net/grpc: each file `client.load` names, with the files it imports.
+    js.push_str("BUNDLE.protos = {");
+    for (given, list) in &protos {
+        let items: Vec<String> = list
+            .iter()
+            .map(|(n, s)| format!("{{ name: {}, source: {} }}", json(n), json(s)))
+            .collect();
+        js.push_str(&format!("{}: [{}],\n", json(given), items.join(", ")));
+        for (n, s) in list {
+            inputs.push((format!("proto:{given}:{n}"), s.clone().into_bytes()));
+        }
+    }
+    js.push_str("};\n");
     Ok(Bundle { js, name, inputs })
 }
 
@@ -257,10 +314,18 @@ struct Transformed {
     deps: Vec<PathBuf>,
     /// `open()` literals and the files they name.
     opens: Vec<(String, PathBuf)>,
+    /// The `.proto` files of `client.load` calls (k6/net/grpc).
+    protos: Vec<super::protos::Loaded>,
 }
 
 /// Rewrites one module; `shown` names it in errors.
-fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transformed> {
+fn transform(
+    src: &str,
+    shown: &str,
+    root: &Path,
+    path: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Transformed> {
     let src = if src.starts_with("#!") {
         // A shebang line stays a line.
         let end = src.find('\n').unwrap_or(src.len());
@@ -410,6 +475,12 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
         }
     }
     let opens = opens(&src, &code, shown, dir)?;
+    // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
+    let protos = if src.contains("k6/net/grpc") {
+        super::protos::loads(&src, &code, shown, dir, env)?
+    } else {
+        Vec::new()
+    };
     for (needle, why) in REFUSED_CALLS {
         if let Some(i) = code.find(needle) {
             bail!("{}: {why} (see docs/k6-compatibility.md)", at(i));
@@ -423,7 +494,12 @@ fn transform(src: &str, shown: &str, root: &Path, path: &Path) -> Result<Transfo
         body.replace_range(from..to, &format!("{text}{}", "\n".repeat(newlines)));
     }
     let body = format!("{}{body} {}", hoisted.join(" "), trailing.join(" "));
-    Ok(Transformed { body, deps, opens })
+    Ok(Transformed {
+        body,
+        deps,
+        opens,
+        protos,
+    })
 }
 
 /// Where an import points: a k6 module's name, or a bundled file's id (queued).
@@ -630,7 +706,7 @@ mod tests {
 
     fn body(src: &str) -> String {
         let dir = std::env::temp_dir();
-        transform(src, "t.js", &dir, &dir.join("t.js"))
+        transform(src, "t.js", &dir, &dir.join("t.js"), &BTreeMap::new())
             .unwrap()
             .body
     }
@@ -659,6 +735,7 @@ mod tests {
             "s.js",
             &dir,
             &dir.join("s.js"),
+            &BTreeMap::new(),
         )
         .err()
         .unwrap()
@@ -672,6 +749,7 @@ mod tests {
             "s.js",
             &dir,
             &dir.join("s.js"),
+            &BTreeMap::new(),
         )
         .err()
         .unwrap()
@@ -682,6 +760,7 @@ mod tests {
             "s.js",
             &dir,
             &dir.join("s.js"),
+            &BTreeMap::new(),
         )
         .err()
         .unwrap()
@@ -696,8 +775,13 @@ mod tests {
                 "import crypto from 'k6/crypto';\nconst d = crypto.ripemd160('x');\n",
                 "ripemd160()",
             ),
+            (
+                "import grpc from 'k6/net/grpc';\nconst c = new grpc.Client();\nc.loadProtoset('x.pb');\n",
+                "loadProtoset()",
+            ),
+            ("import { HealthCheckServing } from 'k6/net/grpc';\n", "`HealthCheckServing`"),
         ] {
-            let err = transform(code, "s.js", &dir, &dir.join("s.js"))
+            let err = transform(code, "s.js", &dir, &dir.join("s.js"), &BTreeMap::new())
                 .err()
                 .unwrap()
                 .to_string();
@@ -713,6 +797,7 @@ mod tests {
             "s.js",
             &dir,
             &dir.join("s.js"),
+            &BTreeMap::new(),
         )
         .unwrap();
         assert_eq!(t.opens[0].0, "./a.json");
@@ -721,6 +806,7 @@ mod tests {
             "s.js",
             &dir,
             &dir.join("s.js"),
+            &BTreeMap::new(),
         )
         .err()
         .unwrap()

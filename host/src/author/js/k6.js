@@ -13,6 +13,7 @@ import hostHtml from 'loadtest:scenario/html@0.3.4';
 import hostWs from 'loadtest:scenario/websocket@0.3.4';
 import hostShared from 'loadtest:scenario/shared-data@0.3.4';
 import hostRun from 'loadtest:scenario/run-control@0.3.4';
+import hostGrpc from 'loadtest:scenario/grpc@0.3.4';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -1490,6 +1491,7 @@ function addTimer(loop, fn, ms, repeat, args) {
 // Receives from one socket for up to `ms` (0: only what has arrived); whether anything
 // happened (a message, or the socket's end).
 function pollSocket(s, ms) {
+  if (s.poll) return s.poll(ms); // a gRPC stream
   let m;
   try {
     m = s.handle.recv(Math.max(0, Math.min(Math.round(ms), 2147483647)));
@@ -1746,6 +1748,356 @@ function resetMainLoop() {
   mainLoop.sockets.clear();
 }
 
+// ---------------------------------------------------------------- k6/net/grpc
+//
+// k6's gRPC client over the host's `grpc` import: the host holds the channel (one
+// HTTP/2 connection of the VU), compiles the .proto files, asks reflection, makes the
+// calls and records grpc_req_duration, grpc_reqs, grpc_streams and the stream message
+// counts, as for any plugin. The .proto files that `load` names were read when the
+// script was built (bundle.rs, protos.rs) and are in BUNDLE.protos.
+
+const GRPC_STATUS = {
+  StatusOK: 0, StatusCanceled: 1, StatusUnknown: 2, StatusInvalidArgument: 3,
+  StatusDeadlineExceeded: 4, StatusNotFound: 5, StatusAlreadyExists: 6,
+  StatusPermissionDenied: 7, StatusResourceExhausted: 8, StatusFailedPrecondition: 9,
+  StatusAborted: 10, StatusOutOfRange: 11, StatusUnimplemented: 12, StatusInternal: 13,
+  StatusUnavailable: 14, StatusDataLoss: 15, StatusUnauthenticated: 16,
+};
+
+// Whether the script's init code is running (k6: `load` only there, `connect` never).
+let inInitCode = false;
+
+// Metadata as grpc-go gives it to k6: names in lower case, each a list of values; the
+// status fields of the trailers are not metadata.
+function grpcMetadata(list) {
+  const out = {};
+  for (const [k, v] of list || []) {
+    const name = k.toLowerCase();
+    if (name === 'grpc-status' || name === 'grpc-message' || name === 'grpc-status-details-bin') continue;
+    (out[name] = out[name] || []).push(v);
+  }
+  return out;
+}
+
+function grpcCallOptions(params, what) {
+  params = params || {};
+  for (const k of Object.keys(params)) {
+    if (!['metadata', 'tags', 'timeout', 'discardResponseMessage'].includes(k)) {
+      throw new Error(`${what}: unknown parameter ${JSON.stringify(k)} (metadata, tags, timeout, discardResponseMessage)`);
+    }
+  }
+  const metadata = [];
+  const md = params.metadata || {};
+  for (const k in md) {
+    const v = md[k];
+    if (v === undefined || v === null) continue;
+    const name = k.toLowerCase();
+    // k6 sends an ArrayBuffer (or a string) under a `-bin` name as binary metadata.
+    if (typeof v !== 'string') {
+      if (!name.endsWith('-bin')) throw new Error(`${what}: metadata ${k} must be a string (binary values need a name ending in -bin)`);
+      metadata.push([name, b64encode(v, 'rawstd')]);
+    } else {
+      metadata.push([name, name.endsWith('-bin') ? b64encode(v, 'rawstd') : v]);
+    }
+  }
+  return {
+    options: {
+      metadata,
+      timeoutMs: params.timeout === undefined || params.timeout === null ? null : parseDuration(params.timeout, `${what}: timeout`),
+      tags: tagList(params.tags),
+      expectedCodes: [],
+    },
+    discard: !!params.discardResponseMessage,
+  };
+}
+
+// An import's error variant ({tag, val}): the runtime throws an Error carrying it as
+// `payload`.
+function hostError(e) {
+  return e instanceof Error && e.payload && typeof e.payload === 'object' && e.payload.tag ? e.payload : e;
+}
+
+// A failed call as k6's response: the status and the error object ({code, message}).
+function grpcFailure(e) {
+  e = hostError(e);
+  if (!(e && typeof e === 'object' && e.tag)) throw e;
+  if (e.tag === 'denied' || e.tag === 'invalid') throw new Error(`${e.tag}: ${e.val}`);
+  if (e.tag === 'status') {
+    const st = e.val;
+    return {
+      status: st.code, message: null, headers: grpcMetadata(st.headers), trailers: grpcMetadata(st.trailers),
+      error: { code: st.code, message: st.message, details: [] },
+    };
+  }
+  // What grpc-go reports for each: the deadline, an unreachable or refused peer, a
+  // broken protocol.
+  const code = e.tag === 'deadline' ? 4 : e.tag === 'protocol' ? 13 : 14;
+  const message = e.tag === 'deadline' ? 'context deadline exceeded' : `${e.tag}: ${e.val}`;
+  return { status: code, message: null, headers: {}, trailers: {}, error: { code, message, details: [] } };
+}
+
+function grpcErrorText(e) {
+  e = hostError(e);
+  if (e && typeof e === 'object' && e.tag === 'status') return `status ${e.val.code}: ${e.val.message}`;
+  return wsError(e);
+}
+
+function grpcMethodName(method, what) {
+  if (method === undefined || method === null || method === '') throw new Error(`${what}: method to invoke cannot be empty`);
+  return String(method);
+}
+
+// The methods of a .proto's services: {package, service, full_method, name,
+// is_client_stream, is_server_stream}, what k6's load returns.
+function protoMethods(source) {
+  const src = source.replace(/\/\/[^\n]*|\/\*[\s\S]*?\*\//g, '');
+  const pkg = (/\bpackage\s+([\w.]+)\s*;/.exec(src) || [])[1] || '';
+  const out = [];
+  const svcRe = /\bservice\s+(\w+)\s*\{/g;
+  let m;
+  while ((m = svcRe.exec(src))) {
+    // The service's body: up to its matching brace (methods may have option blocks).
+    let depth = 1, i = svcRe.lastIndex;
+    while (i < src.length && depth) { if (src[i] === '{') depth++; else if (src[i] === '}') depth--; i++; }
+    const body = src.slice(svcRe.lastIndex, i);
+    const rpcRe = /\brpc\s+(\w+)\s*\(\s*(stream\s+)?[\w.]+\s*\)\s*returns\s*\(\s*(stream\s+)?/g;
+    let r;
+    while ((r = rpcRe.exec(body))) {
+      out.push({
+        package: pkg, service: m[1], full_method: `/${pkg ? pkg + '.' : ''}${m[1]}/${r[1]}`,
+        name: r[1], is_client_stream: !!r[2], is_server_stream: !!r[3],
+      });
+    }
+  }
+  return out;
+}
+
+// A promise already settled with `value` (`ok`) or a reason: `then`, `catch` and
+// `finally` call their callbacks at once and return the next settled promise.
+class SettledPromise {
+  constructor(ok, value) { this._ok = ok; this._value = value; }
+  then(onOk, onErr) {
+    const fn = this._ok ? onOk : onErr;
+    if (typeof fn !== 'function') return this;
+    try {
+      const r = fn(this._value);
+      return r instanceof SettledPromise ? r : new SettledPromise(true, r);
+    } catch (e) {
+      return new SettledPromise(false, e);
+    }
+  }
+  catch(onErr) { return this.then(undefined, onErr); }
+  finally(fn) { if (typeof fn === 'function') fn(); return this; }
+}
+
+class GrpcClient {
+  constructor() {
+    this._protos = [];
+    this._names = new Set();
+    this._channel = null;
+    this._addr = null;
+  }
+
+  // k6: load(importPaths, ...protoFiles), in the init code; the files come from the
+  // bundle, where the build put them.
+  load(importPaths, ...files) {
+    if (!inInitCode) throw new Error('load must be called in the init context');
+    const protos = BUNDLE.protos || {};
+    const methods = [];
+    for (const f of files) {
+      const list = protos[String(f)];
+      if (!list) throw new Error(`client.load: ${f} was not bundled by host build (load needs literal paths or __ENV values set at build time)`);
+      for (const p of list) {
+        if (this._names.has(p.name)) continue;
+        this._names.add(p.name);
+        this._protos.push(p);
+      }
+      // The methods of the files' services, as k6 returns them.
+      for (const p of list) methods.push(...protoMethods(p.source));
+    }
+    return methods;
+  }
+
+  loadProtoset() {
+    throw new Error('loadProtoset is not supported by this host yet: load the .proto files with client.load()');
+  }
+
+  connect(address, params) {
+    if (inInitCode || phase === 'describe') throw new Error('connecting to a gRPC server in the init context is not supported');
+    params = params || {};
+    for (const k of Object.keys(params)) {
+      if (!['plaintext', 'reflect', 'timeout', 'tls', 'maxReceiveSize', 'maxSendSize', 'reflectMetadata', 'authority'].includes(k)) {
+        throw new Error(`client.connect: unknown parameter ${JSON.stringify(k)}`);
+      }
+    }
+    if (params.tls && Object.keys(params.tls).length) {
+      throw new Error('client.connect: params.tls is not supported by this host: set the CA files and client certificate in run.toml [tls] (ca_files, client_cert, client_key)');
+    }
+    if (params.reflectMetadata && Object.keys(params.reflectMetadata).length) {
+      throw new Error('client.connect: reflectMetadata is not supported by this host yet');
+    }
+    if (this._channel) this.close();
+    const timeoutMs = params.timeout === undefined || params.timeout === null ? null : parseDuration(params.timeout, 'client.connect: timeout');
+    try {
+      this._channel = hostGrpc.Channel.connect(String(address), {
+        tls: !params.plaintext,
+        protos: this._protos.map((p) => ({ name: p.name, source: p.source })),
+        reflect: !!params.reflect,
+        timeoutMs,
+      });
+    } catch (e) {
+      throw new Error(`client.connect ${address}: ${grpcErrorText(e)}`);
+    }
+    this._addr = String(address);
+    return true;
+  }
+
+  _call(method, request, params) {
+    if (inInitCode || phase === 'describe') throw new Error('invoking RPC methods in the init context is not supported');
+    if (!this._channel) throw new Error('no gRPC connection, you must call connect first');
+    method = grpcMethodName(method, 'client.invoke');
+    if (request === undefined || request === null) throw new Error('request cannot be nil');
+    const { options, discard } = grpcCallOptions(params, 'client.invoke');
+    // k6's default deadline of a unary call: 2 minutes.
+    if (options.timeoutMs === null) options.timeoutMs = 120000;
+    let res;
+    try {
+      res = this._channel.invoke(method, JSON.stringify(request), options);
+    } catch (e) {
+      return grpcFailure(e);
+    }
+    return {
+      status: res.status.code,
+      message: discard || res.message === null || res.message === undefined ? null : JSON.parse(res.message),
+      headers: grpcMetadata(res.status.headers),
+      trailers: grpcMetadata(res.status.trailers),
+      error: null,
+    };
+  }
+
+  invoke(method, request, params) { return this._call(method, request, params); }
+
+  // The call is made now (the VU's one thread makes it: two asyncInvoke calls do not
+  // overlap) and its result is a settled promise whose callbacks run at once: the
+  // runtime does not run promise jobs after an export returns, so a real Promise's
+  // `then` would never be called.
+  asyncInvoke(method, request, params) {
+    try {
+      return new SettledPromise(true, this._call(method, request, params));
+    } catch (e) {
+      return new SettledPromise(false, e);
+    }
+  }
+
+  close() {
+    if (!this._channel) return;
+    try { this._channel[Symbol.dispose](); } catch (_) { /* already gone */ }
+    this._channel = null;
+  }
+}
+
+// k6's Stream: `new Stream(client, method, params)`, events `data`, `error`, `end`,
+// `write(message)`, `end()`. Messages from the server are delivered by the layer's
+// event loop (the same as the WebSocket class's), after the iteration function returns.
+class GrpcStream {
+  constructor(client, method, params) {
+    if (!(client instanceof GrpcClient)) throw new Error('invalid GRPC Stream\'s client: not a gRPC client');
+    if (!client._channel) throw new Error('invalid GRPC Stream\'s client: no gRPC connection, you must call connect first');
+    method = grpcMethodName(method, 'new Stream');
+    const { options, discard } = grpcCallOptions(params, 'new Stream');
+    this._discard = discard;
+    this._on = {};
+    this._writing = true;
+    try {
+      this._info = client._channel.describeMethod(method);
+      this._handle = client._channel.openStream(method, options);
+    } catch (e) {
+      throw new Error(`failed to create a new stream: ${grpcErrorText(e)}`);
+    }
+    const self = this;
+    this._entry = {
+      handle: this._handle, open: true,
+      poll(ms) { return self._poll(ms); },
+    };
+    mainLoop.sockets.add(this._entry);
+  }
+
+  on(event, fn) {
+    if (typeof fn !== 'function') throw new Error(`handler for ${JSON.stringify(event)} event isn't a callable function`);
+    if (!['data', 'error', 'end'].includes(event)) {
+      hostVu.log('warn', `can't register ${event} event handler: unknown event (data, error, end)`);
+      return;
+    }
+    (this._on[event] = this._on[event] || []).push(fn);
+  }
+
+  _emit(event, arg) {
+    const meta = { ts: Math.floor(Date.now() / 1000) };
+    for (const fn of this._on[event] || []) fn(arg, meta);
+  }
+
+  write(message) {
+    if (!this._writing || !this._entry.open) return;
+    if (message === undefined || message === null) { hostVu.log('warn', 'can\'t send empty message'); return; }
+    try {
+      this._handle.send(JSON.stringify(message));
+    } catch (e) {
+      this._fail(e);
+      return;
+    }
+    // The host half-closes a server stream after its one request.
+    if (!this._info.clientStreaming) this._writing = false;
+  }
+
+  end() {
+    if (!this._writing) return;
+    this._writing = false;
+    if (!this._entry.open) return;
+    try { this._handle.closeSend(); } catch (e) { this._fail(e); }
+  }
+
+  // One turn of the loop: waits up to `ms` for a message or the end; whether
+  // anything happened.
+  _poll(ms) {
+    let item;
+    try {
+      item = this._handle.recv(Math.max(0, Math.min(Math.round(ms), 2147483647)));
+    } catch (e) {
+      this._fail(e);
+      return true;
+    }
+    if (item.tag === 'timeout') return false;
+    if (item.tag === 'message') {
+      if (!this._discard) this._emit('data', JSON.parse(item.val));
+      else this._emit('data', {});
+      return true;
+    }
+    this._close();
+    this._emit('end', {});
+    return true;
+  }
+
+  _close() {
+    this._entry.open = false;
+    this._writing = false;
+    mainLoop.sockets.delete(this._entry);
+    try { this._handle[Symbol.dispose](); } catch (_) { /* already gone */ }
+  }
+
+  // A status other than OK, or a failure: `error` with k6's object, then `end`.
+  _fail(e) {
+    e = hostError(e);
+    if (!this._entry.open) return;
+    this._close();
+    const r = e && typeof e === 'object' && e.tag && e.tag !== 'invalid' && e.tag !== 'denied' ? grpcFailure(e) : { error: { code: 2, message: grpcErrorText(e), details: [] } };
+    if (!(this._on.error || []).length) hostVu.log('warn', `no handlers for error registered, but an error happened: ${r.error.message}`);
+    this._emit('error', r.error);
+    this._emit('end', {});
+  }
+}
+
+const k6grpc = Object.assign({ Client: GrpcClient, Stream: GrpcStream }, GRPC_STATUS);
+
 const MODULES = {
   'k6': Object.assign({ default: k6 }, k6),
   'k6/http': Object.assign({ default: k6http }, k6http),
@@ -1760,6 +2112,7 @@ const MODULES = {
   'k6/experimental/websockets': Object.assign({ default: k6websockets }, k6websockets),
   'k6/websockets': Object.assign({ default: k6websockets }, k6websockets),
   'k6/timers': Object.assign({ default: timers }, timers),
+  'k6/net/grpc': Object.assign({ default: k6grpc }, k6grpc),
 };
 
 // ---------------------------------------------------------------- the bundle
@@ -1789,7 +2142,12 @@ function load() {
     fn(require, exports);
     return exports;
   };
-  loaded = require(BUNDLE.entry);
+  inInitCode = true;
+  try {
+    loaded = require(BUNDLE.entry);
+  } finally {
+    inInitCode = false;
+  }
   runOptions = loaded.options || {};
   return loaded;
 }

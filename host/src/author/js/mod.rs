@@ -5,11 +5,13 @@
 
 pub(crate) mod bundle;
 pub(crate) mod componentize;
+pub(crate) mod protos;
 pub(crate) mod scan;
 pub(crate) mod stub;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The k6 API written in JavaScript over the host's imports.
@@ -25,16 +27,34 @@ pub(crate) fn is_script(path: &Path) -> bool {
 
 /// The component to run for `path`: itself, or for a script the cached build of it.
 pub(crate) fn plugin_path(path: &Path) -> Result<PathBuf> {
+    plugin_path_with(path, &[])
+}
+
+/// As [`plugin_path`], with the run's `-e` variables, which the build reads where a
+/// script names files by `__ENV` (k6/net/grpc's `client.load`).
+pub(crate) fn plugin_path_with(path: &Path, env: &[(String, String)]) -> Result<PathBuf> {
     if is_script(path) {
-        build_cached(path)
+        build_cached_with(path, env)
     } else {
         Ok(path.to_path_buf())
     }
 }
 
+/// The build's environment: the process's, overridden by `-e` (k6 gives a script both).
+fn build_env(env: &[(String, String)]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = std::env::vars().collect();
+    out.extend(env.iter().cloned());
+    out
+}
+
 /// Builds `script` unless a build of the same inputs is cached; returns its path.
 pub(crate) fn build_cached(script: &Path) -> Result<PathBuf> {
-    let (module, bundle) = module_for(script)?;
+    build_cached_with(script, &[])
+}
+
+/// As [`build_cached`], with `-e` variables for the build (see [`plugin_path_with`]).
+fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf> {
+    let (module, bundle) = module_for(script, &build_env(env))?;
     let mut hasher = Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION"));
     hasher.update(module.as_bytes());
@@ -67,9 +87,9 @@ pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
 }
 
 /// The layer with the script's bundle appended.
-fn module_for(script: &Path) -> Result<(String, bundle::Bundle)> {
+fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, bundle::Bundle)> {
     let layer_lines = K6_LAYER.matches('\n').count();
-    let bundle = bundle::bundle(script, layer_lines + 1)?;
+    let bundle = bundle::bundle(script, layer_lines + 1, env)?;
     let mut module = String::with_capacity(K6_LAYER.len() + bundle.js.len() + 1);
     module.push_str(K6_LAYER);
     if !K6_LAYER.ends_with('\n') {

@@ -45,7 +45,16 @@ pub(super) fn decode_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<Stri
             desc.full_name()
         ))
     })?;
-    serde_json::to_string(&message)
+    // Fields at their default values are written too, as k6 (grpc-go's protojson with
+    // EmitUnpopulated) gives them to its scripts: `r.message.items.length` on an empty
+    // list works in a k6 script, and must work here.
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::new(&mut out);
+    let options = prost_reflect::SerializeOptions::new().skip_default_fields(false);
+    message
+        .serialize_with_options(&mut ser, &options)
+        .map_err(|e| GrpcError::Protocol(format!("the answer does not convert to JSON: {e}")))?;
+    String::from_utf8(out)
         .map_err(|e| GrpcError::Protocol(format!("the answer does not convert to JSON: {e}")))
 }
 

@@ -1,0 +1,346 @@
+//! The `.proto` files of k6's `client.load(importPaths, ...files)` (k6/net/grpc), read at
+//! build time as `open()`ed files are: a plugin has no file system, so the files a
+//! script loads, and the files they import, are bundled into the component and handed
+//! to the host's `grpc` import when the script connects. The arguments must be
+//! literals, or `__ENV.NAME` read from the build's environment (`-e`, then the
+//! process's), so that the build knows which files to take. Each file is compiled here
+//! (protox) so a broken `.proto` fails the build with its file and line, as k6 fails in
+//! the init code.
+
+use super::scan::line_of;
+use anyhow::{anyhow, bail, Result};
+use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// One `.proto` file named in a `load` call, with everything it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Loaded {
+    /// The name as the script gives it (`'counter.proto'`): the layer's key.
+    pub given: String,
+    /// The file and the files it imports, by the names imports use, with their text.
+    /// Google's well-known types are left to the host, which carries them.
+    pub files: Vec<(String, String)>,
+}
+
+/// The files of every `client.load(...)` call of one module. `code` is the module with
+/// its strings and comments blanked (scan.rs); `dir` its folder, from which relative
+/// import paths are resolved, as k6 resolves them from the script's folder.
+pub(crate) fn loads(
+    src: &str,
+    code: &str,
+    shown: &str,
+    dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<Loaded>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = code[from..].find(".load") {
+        let at = from + i;
+        from = at + 5;
+        let after = &code[at + 5..];
+        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue; // `.loadProtoset(`, `.loader`
+        }
+        let rest = after.trim_start();
+        if !rest.starts_with('(') {
+            continue;
+        }
+        let open = code.len() - rest.len();
+        let where_ = format!("{shown}:{}", line_of(src, at));
+        let args = Args {
+            src,
+            at: open + 1,
+            env,
+            where_: &where_,
+        }
+        .parse()?;
+        let (paths, files) = args
+            .split_first()
+            .ok_or_else(|| anyhow!("{where_}: client.load() needs import paths and a file"))?;
+        if files.iter().all(Vec::is_empty) {
+            bail!("{where_}: client.load() names no .proto file: load([paths], 'file.proto')");
+        }
+        let mut dirs: Vec<PathBuf> = paths
+            .iter()
+            .map(|p| dir.join(p.strip_prefix("file://").unwrap_or(p)))
+            .collect();
+        if dirs.is_empty() {
+            dirs.push(dir.to_path_buf());
+        }
+        for given in files.iter().flatten() {
+            out.push(compile(given, &dirs, &where_)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The argument list of one call: each argument a list of strings (a string is a list
+/// of one, `null` an empty one).
+struct Args<'a> {
+    src: &'a str,
+    at: usize,
+    env: &'a BTreeMap<String, String>,
+    where_: &'a str,
+}
+
+impl Args<'_> {
+    fn parse(mut self) -> Result<Vec<Vec<String>>> {
+        let mut args = Vec::new();
+        loop {
+            self.skip();
+            match self.peek() {
+                Some(')') => return Ok(args),
+                Some('[') => {
+                    self.at += 1;
+                    let mut list = Vec::new();
+                    loop {
+                        self.skip();
+                        if self.peek() == Some(']') {
+                            self.at += 1;
+                            break;
+                        }
+                        list.push(self.value()?);
+                        self.skip();
+                        match self.peek() {
+                            Some(',') => self.at += 1,
+                            Some(']') => {}
+                            _ => return Err(self.unreadable()),
+                        }
+                    }
+                    args.push(list);
+                }
+                _ if self.word("null") || self.word("undefined") => args.push(Vec::new()),
+                _ => {
+                    let v = self.value()?;
+                    args.push(vec![v]);
+                }
+            }
+            self.skip();
+            match self.peek() {
+                Some(',') => self.at += 1,
+                Some(')') => return Ok(args),
+                _ => return Err(self.unreadable()),
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.at..].chars().next()
+    }
+
+    fn skip(&mut self) {
+        let rest = &self.src[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    /// Consumes `w` if it is the next word.
+    fn word(&mut self, w: &str) -> bool {
+        let rest = &self.src[self.at..];
+        let next = rest[w.len().min(rest.len())..].chars().next();
+        if rest.starts_with(w) && !next.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            self.at += w.len();
+            return true;
+        }
+        false
+    }
+
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`.
+    fn value(&mut self) -> Result<String> {
+        let rest = &self.src[self.at..];
+        if let Some(q) = rest
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))
+        {
+            let len = rest[1..].find(q).ok_or_else(|| self.unreadable())?;
+            let text = &rest[1..1 + len];
+            if q == '`' && text.contains("${") {
+                return Err(self.unreadable());
+            }
+            self.at += len + 2;
+            return Ok(text.to_string());
+        }
+        if let Some(after) = rest.strip_prefix("__ENV") {
+            let (name, used) = if let Some(r) = after.strip_prefix('.') {
+                let n = r
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(r.len());
+                (r[..n].to_string(), 6 + n)
+            } else if let Some(r) = after.strip_prefix('[') {
+                let q = r.chars().next().filter(|c| *c == '\'' || *c == '"');
+                let q = q.ok_or_else(|| self.unreadable())?;
+                let len = r[1..].find(q).ok_or_else(|| self.unreadable())?;
+                let close = r[len + 2..].trim_start();
+                if !close.starts_with(']') {
+                    return Err(self.unreadable());
+                }
+                (
+                    r[1..1 + len].to_string(),
+                    5 + (after.len() - close.len()) + 1,
+                )
+            } else {
+                return Err(self.unreadable());
+            };
+            self.at += used;
+            return match self.env.get(&name) {
+                Some(v) => Ok(v.clone()),
+                None => bail!(
+                    "{}: client.load() reads __ENV.{name}, which is not set when the script is built: give it with -e {name}=VALUE (the .proto files are bundled at build time)",
+                    self.where_
+                ),
+            };
+        }
+        Err(self.unreadable())
+    }
+
+    fn unreadable(&self) -> anyhow::Error {
+        anyhow!(
+            "{}: client.load() needs literal paths (or __ENV.NAME) so that host build can bundle the .proto files: load(['protos'], 'api.proto')",
+            self.where_
+        )
+    }
+}
+
+/// `.proto` files found in the import paths, recorded as the compiler opens them.
+struct Recording {
+    dirs: Vec<PathBuf>,
+    read: Rc<RefCell<BTreeMap<String, String>>>,
+}
+
+impl FileResolver for Recording {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        let candidates: Vec<PathBuf> = if Path::new(name).is_absolute() {
+            vec![PathBuf::from(name)]
+        } else {
+            self.dirs.iter().map(|d| d.join(name)).collect()
+        };
+        for path in candidates {
+            if let Ok(source) = std::fs::read_to_string(&path) {
+                self.read
+                    .borrow_mut()
+                    .insert(name.to_string(), source.clone());
+                return File::from_source(name, &source);
+            }
+        }
+        Err(protox::Error::file_not_found(name))
+    }
+}
+
+/// Compiles `given` from `dirs`, returning it with the files it imports.
+fn compile(given: &str, dirs: &[PathBuf], where_: &str) -> Result<Loaded> {
+    let read = Rc::new(RefCell::new(BTreeMap::new()));
+    let mut chain = ChainFileResolver::new();
+    chain.add(Recording {
+        dirs: dirs.to_vec(),
+        read: read.clone(),
+    });
+    chain.add(GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(chain);
+    compiler.include_imports(true);
+    if let Err(e) = compiler.open_file(given) {
+        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        bail!(
+            "{where_}: client.load() cannot compile {given} (searched {}): {e}",
+            searched.join(", ")
+        );
+    }
+    let mut files: Vec<(String, String)> = Vec::new();
+    let read = read.borrow();
+    // The named file first, then what it imports.
+    if let Some(source) = read.get(given) {
+        files.push((given.to_string(), source.clone()));
+    }
+    for (name, source) in read.iter() {
+        if name != given {
+            files.push((name.clone(), source.clone()));
+        }
+    }
+    Ok(Loaded {
+        given: given.to_string(),
+        files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::author::js::scan::scan;
+
+    fn found(src: &str, dir: &Path, env: &[(&str, &str)]) -> Result<Vec<Loaded>> {
+        let code = String::from_utf8(scan(src).code).unwrap();
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        loads(src, &code, "s.js", dir, &env)
+    }
+
+    #[test]
+    fn load_takes_the_files_and_their_imports_from_the_import_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("protos/api")).unwrap();
+        std::fs::write(
+            dir.path().join("protos/api/svc.proto"),
+            "syntax = \"proto3\"; package p; import \"api/types.proto\"; import \"google/protobuf/empty.proto\";\nservice S { rpc M(T) returns (google.protobuf.Empty); }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("protos/api/types.proto"),
+            "syntax = \"proto3\"; package p; message T { string a = 1; }\n",
+        )
+        .unwrap();
+        let src = "const c = new grpc.Client();\n// c.load(['x'], 'y.proto')\nc.load(['protos'], 'api/svc.proto');\nc.loadProtoset('x');\n";
+        let got = found(src, dir.path(), &[]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].given, "api/svc.proto");
+        let names: Vec<&str> = got[0].files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["api/svc.proto", "api/types.proto"]);
+
+        // __ENV from the build's environment; null means the script's folder.
+        let src = "c.load([__ENV.PROTO_DIR], __ENV['FILE']);\n";
+        let got = found(
+            src,
+            Path::new("/"),
+            &[
+                ("PROTO_DIR", dir.path().join("protos").to_str().unwrap()),
+                ("FILE", "api/types.proto"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(got[0].files.len(), 1);
+        let got = found("c.load(null, 'protos/api/types.proto')", dir.path(), &[]).unwrap();
+        assert_eq!(got[0].files[0].0, "protos/api/types.proto");
+    }
+
+    #[test]
+    fn what_cannot_be_bundled_says_what_to_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = found("\nc.load([dir], 'a.proto');\n", dir.path(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("s.js:2") && err.contains("literal"), "{err}");
+        let err = found("c.load([__ENV.NOPE], 'a.proto');\n", dir.path(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("-e NOPE="), "{err}");
+        let err = found("c.load([], 'missing.proto');\n", dir.path(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("missing.proto") && err.contains("s.js:1"),
+            "{err}"
+        );
+        std::fs::write(
+            dir.path().join("bad.proto"),
+            "syntax = \"proto3\";\nmessage {\n",
+        )
+        .unwrap();
+        let err = found("c.load([], 'bad.proto');\n", dir.path(), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bad.proto"), "{err}");
+    }
+}
