@@ -200,7 +200,8 @@ else:
     reqs = data["metrics"]["http_reqs"]["count"]
     def pct(name, p):
         m = data["metrics"].get(f"http_req_duration{{name:{name}}}", {})
-        return m.get(f"p({p})")
+        # The host's export names the median `med` only.
+        return m.get(f"p({p})", m.get("med") if p == 50 else None)
 fmt = lambda v: "-" if v is None else f"{v:.2f}"
 iters = data["metrics"].get("iterations", {}).get("count", 0)
 try:
