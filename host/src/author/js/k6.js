@@ -1912,13 +1912,15 @@ function optionsToml(o) {
       out.push(`${JSON.stringify(metric)} = ${tomlValue(list)}`);
     }
   }
-  const http = [];
+  // k6 counts setup()'s and teardown()'s requests in http_reqs (a teardown that polls
+  // a queue until it drains adds hundreds): the host leaves them out unless told.
+  const http = ['count_setup = true'];
   if (o.maxRedirects !== undefined) http.push(`max_redirects = ${Number(o.maxRedirects)}`);
   if (o.batch !== undefined) http.push(`batch = ${Number(o.batch)}`);
   if (o.batchPerHost !== undefined) http.push(`batch_per_host = ${Number(o.batchPerHost)}`);
   if (o.noCookiesReset !== undefined) http.push(`no_cookies_reset = ${!!o.noCookiesReset}`);
   if (o.userAgent !== undefined) http.push(`user_agent = ${JSON.stringify(String(o.userAgent))}`);
-  if (http.length) out.push('[http]', ...http);
+  out.push('[http]', ...http);
   if (o.insecureSkipTLSVerify) out.push('[tls]', 'insecure_skip_verify = true');
   // The host has one limit for setup() and teardown(): the larger of the two.
   const limit = [o.setupTimeout, o.teardownTimeout].filter((v) => v !== undefined)
