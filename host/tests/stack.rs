@@ -142,9 +142,17 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
         .iter()
         .all(|c| c.state == "running" && c.health.as_deref() == Some("healthy")));
 
-    // Only the API publishes, on loopback, and it answers there.
-    assert_eq!(stack.entry_urls.len(), 1, "{:?}", stack.entry_urls);
-    assert_eq!(stack.entry_urls[0].service, "api");
+    // Only the API publishes, on loopback: its REST API first (BASE_URL), then its gRPC
+    // face, and both answer there.
+    assert_eq!(stack.entry_urls.len(), 2, "{:?}", stack.entry_urls);
+    assert!(stack.entry_urls.iter().all(|u| u.service == "api"));
+    assert_eq!(stack.entry_urls[0].container_port, 8080);
+    assert_eq!(stack.entry_urls[1].container_port, 26500);
+    let grpc = stack.entry_urls[1].url.trim_start_matches("http://");
+    assert!(
+        std::net::TcpStream::connect(grpc).is_ok(),
+        "gRPC face at {grpc}"
+    );
     assert!(containers[1].published.is_empty());
     let url = format!("{}/health", stack.entry_urls[0].url);
     let check = demo_target::probe::check(&url, Duration::from_secs(5)).await;

@@ -106,6 +106,11 @@ struct Args {
     /// --tls-listen; their answers then carry `Alt-Svc: h3=":PORT"`.
     #[arg(long, env = "DEMO_H3_LISTEN")]
     h3_listen: Option<SocketAddr>,
+    /// Also serve the gRPC face on this address: the gateway `demo.gateway.v1.Gateway`
+    /// (create a process instance, a stream of activated jobs; the REST API's state)
+    /// and server reflection, over plaintext HTTP/2, e.g. 127.0.0.1:26500.
+    #[arg(long, env = "DEMO_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
     #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
@@ -197,15 +202,16 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {}
     }
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
-        // A fault-injecting target should not end up on a shared network by accident.
-        let message = format!(
-            "refusing to listen on non-loopback address {}; pass --allow-remote to expose the demo target",
-            args.listen
-        );
-        Args::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit();
+    for addr in std::iter::once(args.listen).chain(args.grpc_listen) {
+        if !addr.ip().is_loopback() && !args.allow_remote {
+            // A fault-injecting target should not end up on a shared network by accident.
+            let message = format!(
+                "refusing to listen on non-loopback address {addr}; pass --allow-remote to expose the demo target"
+            );
+            Args::command()
+                .error(ErrorKind::ArgumentConflict, message)
+                .exit();
+        }
     }
     let config = DemoConfig {
         faults: Faults {
@@ -280,6 +286,10 @@ async fn main() -> anyhow::Result<()> {
     if let (Some(addr), Some(tls)) = (args.h3_listen, &demo_tls) {
         let bound = server.also_h3(addr, tls)?;
         println!("demo target listening on HTTP/3 (UDP) {bound} too");
+    }
+    if let Some(addr) = args.grpc_listen {
+        let bound = server.also_grpc(addr)?;
+        println!("demo target listening on gRPC (plaintext HTTP/2) {bound} too");
     }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;

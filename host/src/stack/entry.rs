@@ -129,16 +129,23 @@ pub(crate) async fn fetch_cas(
     Ok(())
 }
 
-/// Points a run at the stack and nothing else: `BASE_URL` (the first entry) and
-/// `BASE_URL_<SERVICE>` for each, the allowlist replaced by the entry URLs, and their
-/// CAs trusted.
+/// Points a run at the stack and nothing else: `BASE_URL` (the first entry),
+/// `BASE_URL_<SERVICE>` for each service's first published port and
+/// `BASE_URL_<SERVICE>_<CONTAINER PORT>` for each of its ports (a service that
+/// publishes two, such as the demo API's REST and gRPC faces, keeps its first as the
+/// plain name), the allowlist replaced by the entry URLs, and their CAs trusted.
 pub(crate) fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
     if let Some(entry) = urls.first() {
         overrides.env.push(("BASE_URL".into(), entry.url.clone()));
     }
-    for url in urls {
+    for (i, url) in urls.iter().enumerate() {
         let key = format!("BASE_URL_{}", url.service.to_uppercase().replace('-', "_"));
-        overrides.env.push((key, url.url.clone()));
+        if !urls[..i].iter().any(|u| u.service == url.service) {
+            overrides.env.push((key.clone(), url.url.clone()));
+        }
+        overrides
+            .env
+            .push((format!("{key}_{}", url.container_port), url.url.clone()));
         if let Some(ca) = &url.ca_file {
             if !overrides.ca_files.contains(ca) {
                 overrides.ca_files.push(ca.clone());
@@ -223,5 +230,27 @@ mod tests {
             .env
             .contains(&("BASE_URL_API".into(), "https://127.0.0.1:40002".into())));
         assert_eq!(overrides.ca_files, [PathBuf::from("/tmp/x/api-ca.pem")]);
+    }
+
+    #[test]
+    fn a_service_with_two_ports_keeps_its_first_as_the_plain_name() {
+        let c = container(&[], &[(26500, 40003), (8080, 40001)]);
+        let mut urls = entry_urls(&[c]).unwrap();
+        // Docker's ports come sorted by container port (docker::containers).
+        urls.sort_by_key(|u| u.container_port);
+        let mut overrides = Overrides::default();
+        point_run_at(&urls, &mut overrides);
+        let env = |k: &str| -> Vec<&str> {
+            overrides
+                .env
+                .iter()
+                .filter(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(env("BASE_URL"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API_8080"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API_26500"), ["http://127.0.0.1:40003"]);
     }
 }
