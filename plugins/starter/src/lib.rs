@@ -238,7 +238,10 @@ fn start_grpc() -> Result<(), String> {
             .metadata("authorization", &bearer)
             .send();
         if !check("instance started (OK)", res.is_ok()) {
-            return Err(format!("CreateProcessInstance: {}", res.err().map(String::from).unwrap_or_default()));
+            return Err(format!(
+                "CreateProcessInstance: {}",
+                res.err().map(String::from).unwrap_or_default()
+            ));
         }
         let message: Value = loadtest::serde_json::from_str(
             res.ok().and_then(|r| r.message).as_deref().unwrap_or("{}"),
