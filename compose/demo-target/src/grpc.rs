@@ -483,8 +483,9 @@ mod tests {
             .await
             .unwrap()
             .into_inner()
-            .count()
-            .await;
+            .collect::<Vec<_>>()
+            .await
+            .len();
         assert_eq!(count, 0);
         assert!(started.elapsed() >= Duration::from_millis(70));
     }
