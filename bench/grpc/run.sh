@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Unary gRPC calls per CPU-second of the generator: the host (plugin grpc-call) against
-# k6's k6/net/grpc, on the same proto (host/tests/fixtures/grpc/counter.proto) and the
-# same server (Python grpcio, host/tests/fixtures/grpc/server.py, on core 0), each
-# generator pinned to core 1, VUS VUs for DURATION, ROUNDS rounds alternating; prints
-# a Markdown row per round and the medians.
+# k6's k6/net/grpc, on the same proto and the same server (on core 0), each generator
+# pinned to core 1, VUS VUs for DURATION, ROUNDS rounds alternating; prints a Markdown
+# row per round and the median ratio.
+#
+# SERVER chooses the server:
+# - grpcio (default): Python grpcio, host/tests/fixtures/grpc/server.py, method
+#   loadtest.test.Counter/Echo of host/tests/fixtures/grpc/counter.proto;
+# - demo: the demo target's gRPC face (release build, --grpc-listen), method
+#   demo.gateway.v1.Gateway/Topology of compose/demo-target/proto/gateway.proto.
 #
 #   bench/grpc/run.sh                       (VUS=50 DURATION=8s ROUNDS=3; HOST=path skips the build)
 #   JS=1 bench/grpc/run.sh                  the host runs bench/grpc/k6.js itself (k6/net/grpc
 #                                           in the host's JavaScript layer) instead of grpc-call
+#   SERVER=demo bench/grpc/run.sh           (DEMO=path skips the demo target's build)
 #
 # Needs: a release host (built here), k6 on PATH or in K6, target/grpc-venv (./dev test
-# makes it), /usr/bin/time, taskset, jq.
+# makes it) for grpcio, /usr/bin/time, taskset, jq, curl.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+SERVER=${SERVER:-grpcio}
 VUS=${VUS:-50}
 DURATION=${DURATION:-8s}
 ROUNDS=${ROUNDS:-3}
@@ -28,22 +35,56 @@ fi
 PLUGIN=plugins/target/wasm32-wasip2/release/grpc_call.wasm
 WORK=$(mktemp -d)
 
-mkfifo "$WORK/in"
-taskset -c 0 "$PY" "$FIXTURES/server.py" <"$WORK/in" >"$WORK/server.out" 2>"$WORK/server.err" &
-SERVER=$!
-exec 3>"$WORK/in"
-trap 'exec 3>&-; kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    grep -q PORTS "$WORK/server.out" 2>/dev/null && break
-    sleep 0.1
-done
-PORT=$(awk '/^PORTS/ { print $2 }' "$WORK/server.out")
-TARGET="127.0.0.1:$PORT"
-served() { # calls the server answered so far
-    echo stats >&3
-    sleep 0.2
-    tail -1 "$WORK/server.out" | jq '[.calls[]] | add // 0'
-}
+case "$SERVER" in
+grpcio)
+    PROTO_DIR=$PWD/$FIXTURES
+    PROTO_FILE=counter.proto
+    METHOD=loadtest.test.Counter/Echo
+    REQUEST='{"text":"hi"}'
+    mkfifo "$WORK/in"
+    taskset -c 0 "$PY" "$FIXTURES/server.py" <"$WORK/in" >"$WORK/server.out" 2>"$WORK/server.err" &
+    SERVER_PID=$!
+    exec 3>"$WORK/in"
+    trap 'exec 3>&-; kill $SERVER_PID 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        grep -q PORTS "$WORK/server.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    PORT=$(awk '/^PORTS/ { print $2 }' "$WORK/server.out")
+    TARGET="127.0.0.1:$PORT"
+    served() { # calls the server answered so far
+        echo stats >&3
+        sleep 0.2
+        tail -1 "$WORK/server.out" | jq '[.calls[]] | add // 0'
+    }
+    ;;
+demo)
+    if [ -z "${DEMO:-}" ]; then
+        cargo build --release -p demo-target >&2
+        DEMO=target/release/demo-target
+    fi
+    PROTO_DIR=$PWD/compose/demo-target/proto
+    PROTO_FILE=gateway.proto
+    METHOD=demo.gateway.v1.Gateway/Topology
+    REQUEST='{}'
+    taskset -c 0 "$DEMO" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 >"$WORK/server.out" 2>"$WORK/server.err" &
+    SERVER_PID=$!
+    trap 'kill $SERVER_PID 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        grep -q 'listening on http' "$WORK/server.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    TARGET=$(sed -n 's/^demo target listening on gRPC .* \([0-9.:]*\) too$/\1/p' "$WORK/server.out")
+    BASE=$(sed -n 's/^demo target listening on \(http:.*\)$/\1/p' "$WORK/server.out")
+    served() { # Topology calls the gRPC face answered so far
+        curl -s "$BASE/metrics" | awk '/^demo_grpc_calls_total\{method="Topology"\}/ { print $2 }'
+    }
+    ;;
+*)
+    echo "SERVER=$SERVER: write grpcio or demo" >&2
+    exit 2
+    ;;
+esac
 
 cat >"$WORK/run.toml" <<TOML
 [scenarios.default]
@@ -51,12 +92,12 @@ executor = "constant-vus"
 vus = $VUS
 duration = "$DURATION"
 [data]
-counter = "$PWD/$FIXTURES/counter.proto"
+proto = "$PROTO_DIR/$PROTO_FILE"
 [env]
 GRPC_TARGET = "$TARGET"
-GRPC_METHOD = "loadtest.test.Counter/Echo"
-GRPC_REQUEST = '{"text":"hi"}'
-GRPC_PROTO = "counter"
+GRPC_METHOD = "$METHOD"
+GRPC_REQUEST = '$REQUEST'
+GRPC_PROTO = "proto"
 TOML
 
 # The same script under the host: the load k6 gets from --vus and --duration.
@@ -92,7 +133,8 @@ echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 ratios=()
 for r in $(seq "$ROUNDS"); do
     read -r hc hs < <(gen "host-$r" "${HOST_RUN[@]}" --out "$WORK/out-$r" --quiet)
-    read -r kc ks < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PWD/$FIXTURES" \
+    read -r kc ks < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PROTO_DIR" PROTO_FILE="$PROTO_FILE" \
+        GRPC_METHOD="$METHOD" GRPC_REQUEST="$REQUEST" \
         "$K6" run --quiet --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
     hr=$(echo "$hc / $hs" | bc -l)
     kr=$(echo "$kc / $ks" | bc -l)

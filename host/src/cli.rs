@@ -132,6 +132,11 @@ enum Command {
         /// Notes in each large group (with --large-groups).
         #[arg(long, value_name = "N", default_value_t = 10_000)]
         large_group_notes: u32,
+        /// Also serve the demo target's gRPC face on this address (loopback only): the
+        /// gateway `demo.gateway.v1.Gateway` on the same state, with server reflection,
+        /// e.g. 127.0.0.1:26500.
+        #[arg(long, value_name = "ADDR")]
+        grpc_listen: Option<std::net::SocketAddr>,
     },
     /// Print a shell completion script: `host completions bash > ~/.local/share/bash-completion/completions/host`.
     Completions {
@@ -893,9 +898,15 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
             access_token_ttl,
             large_groups,
             large_group_notes,
+            grpc_listen,
         } => {
             if !listen.ip().is_loopback() {
                 anyhow::bail!("the demo target listens on loopback only; use 127.0.0.1:PORT");
+            }
+            if grpc_listen.is_some_and(|a| !a.ip().is_loopback()) {
+                anyhow::bail!(
+                    "--grpc-listen is loopback only, as the demo target is; use 127.0.0.1:PORT"
+                );
             }
             if rate_limit == Some(0) {
                 anyhow::bail!(
@@ -922,8 +933,13 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
                 large_group_notes,
                 ..Default::default()
             };
-            let server = demo_target::DemoServer::start(listen, config).await?;
+            let mut server = demo_target::DemoServer::start(listen, config).await?;
+            // Bound before the first line, which callers wait for (target_process).
+            let grpc = grpc_listen.map(|a| server.also_grpc(a)).transpose()?;
             println!("{}{}", crate::target_process::LISTENING, server.base_url());
+            if let Some(bound) = grpc {
+                println!("gRPC face (demo.gateway.v1.Gateway, reflection) on {bound}");
+            }
             crate::signals::next().await;
             let served = server.requests_served();
             server.shutdown().await;

@@ -142,13 +142,20 @@ async fn up_pins_and_limits_services_and_down_leaves_nothing_labelled() {
         .iter()
         .all(|c| c.state == "running" && c.health.as_deref() == Some("healthy")));
 
-    // Only the API publishes, on loopback: plain HTTP, https, and HTTP/3 on the https
-    // port's number over UDP; it answers on the first.
-    assert_eq!(stack.entry_urls.len(), 3, "{:?}", stack.entry_urls);
+    // Only the API publishes, on loopback: plain HTTP, https, HTTP/3 on the https
+    // port's number over UDP, and the gRPC face; it answers on the first.
+    assert_eq!(stack.entry_urls.len(), 4, "{:?}", stack.entry_urls);
     assert!(stack.entry_urls.iter().all(|u| u.service == "api"));
     assert!(stack.entry_urls[0].url.starts_with("http://"));
+    assert_eq!(stack.entry_urls[0].container_port, 8080);
     assert!(stack.entry_urls[2].h3, "{:?}", stack.entry_urls);
     assert_eq!(stack.entry_urls[1].url, stack.entry_urls[2].url);
+    assert_eq!(stack.entry_urls[3].container_port, 26500);
+    let grpc = stack.entry_urls[3].url.trim_start_matches("http://");
+    assert!(
+        std::net::TcpStream::connect(grpc).is_ok(),
+        "gRPC face at {grpc}"
+    );
     assert!(containers[1].published.is_empty());
     let url = format!("{}/health", stack.entry_urls[0].url);
     let check = demo_target::probe::check(&url, Duration::from_secs(5)).await;

@@ -27,6 +27,18 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The name `GET /commands/{id}` shows (`queued`, `running`, `done`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// One command, as `GET /commands/{id}` shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Command {

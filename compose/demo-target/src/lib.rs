@@ -12,6 +12,8 @@
 //! delivering HMAC-signed webhooks to its own receiver.
 //! For first visits it serves an app shell and its 40 assets; for the REST API,
 //! sign-up, account deletion and rotating refresh tokens; large groups and search.
+//! Beside the REST API, an optional gRPC face ([`grpc`], `--grpc-listen`) shaped like
+//! the Camunda starter's gateway, on the same state.
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
 mod accounts;
@@ -20,6 +22,7 @@ mod clients;
 mod commands;
 mod counters;
 mod faults;
+pub mod grpc;
 mod http3;
 mod inline_worker;
 mod invoke;

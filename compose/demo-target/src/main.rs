@@ -110,6 +110,11 @@ struct Args {
     /// clients reach it, when a container's UDP port is published at another number.
     #[arg(long, env = "DEMO_H3_ALT_SVC_PORT", requires = "h3_listen")]
     h3_alt_svc_port: Option<u16>,
+    /// Also serve the gRPC face on this address: the gateway `demo.gateway.v1.Gateway`
+    /// (create a process instance, a stream of activated jobs; the REST API's state)
+    /// and server reflection, over plaintext HTTP/2, e.g. 127.0.0.1:26500.
+    #[arg(long, env = "DEMO_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
     #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
@@ -201,15 +206,16 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {}
     }
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
-        // A fault-injecting target should not end up on a shared network by accident.
-        let message = format!(
-            "refusing to listen on non-loopback address {}; pass --allow-remote to expose the demo target",
-            args.listen
-        );
-        Args::command()
-            .error(ErrorKind::ArgumentConflict, message)
-            .exit();
+    for addr in std::iter::once(args.listen).chain(args.grpc_listen) {
+        if !addr.ip().is_loopback() && !args.allow_remote {
+            // A fault-injecting target should not end up on a shared network by accident.
+            let message = format!(
+                "refusing to listen on non-loopback address {addr}; pass --allow-remote to expose the demo target"
+            );
+            Args::command()
+                .error(ErrorKind::ArgumentConflict, message)
+                .exit();
+        }
     }
     let config = DemoConfig {
         faults: Faults {
@@ -289,6 +295,10 @@ async fn main() -> anyhow::Result<()> {
             ),
             None => println!("demo target listening on HTTP/3 (UDP) {bound} too"),
         }
+    }
+    if let Some(addr) = args.grpc_listen {
+        let bound = server.also_grpc(addr)?;
+        println!("demo target listening on gRPC (plaintext HTTP/2) {bound} too");
     }
     println!("demo target listening on {}", server.base_url());
     shutdown_signal().await?;

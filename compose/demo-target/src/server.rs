@@ -187,6 +187,26 @@ impl DemoServer {
         Ok(bound)
     }
 
+    /// Serves the gRPC face ([`crate::grpc`]: the gateway and server reflection) on
+    /// `addr` as well, over plaintext HTTP/2 on the same state, and returns the address
+    /// bound (port 0 picks a free one).
+    pub fn also_grpc(&mut self, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+        let listener =
+            bind(addr).with_context(|| format!("cannot listen on {addr} (--grpc-listen)"))?;
+        let bound = listener.local_addr()?;
+        self.more.push(crate::grpc::serve(
+            listener,
+            Arc::clone(&self.state),
+            self.stop.subscribe(),
+        )?);
+        Ok(bound)
+    }
+
+    /// What the gRPC face answered so far: calls by method, stream messages, jobs.
+    pub fn grpc_counters(&self) -> &crate::grpc::GrpcCounters {
+        &self.state.grpc
+    }
+
     /// The address actually bound.
     pub fn addr(&self) -> SocketAddr {
         self.addr

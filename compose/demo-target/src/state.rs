@@ -54,6 +54,8 @@ pub struct AppState {
     pub invoker: Invoker,
     /// Events waiting to be delivered as signed webhooks, and the receiver's counts.
     pub outbox: Arc<Outbox>,
+    /// What the gRPC face (`--grpc-listen`) answered.
+    pub grpc: crate::grpc::GrpcCounters,
 }
 
 impl AppState {
@@ -87,6 +89,7 @@ impl AppState {
                 config.invoke_work,
             ),
             outbox: Arc::new(Outbox::new(&config.webhook_secret, config.webhook_rate)),
+            grpc: Default::default(),
         }
     }
 }

@@ -154,9 +154,11 @@ pub(crate) async fn fetch_cas(
 }
 
 /// Points a run at the stack and nothing else: `BASE_URL` (the first TCP entry) and
-/// `BASE_URL_<SERVICE>` (each service's first), `H3_URL` and `H3_URL_<SERVICE>` likewise
-/// for the HTTP/3 entries, the allowlist replaced by the entry URLs, and their CAs
-/// trusted.
+/// `BASE_URL_<SERVICE>` (each service's first), `BASE_URL_<SERVICE>_<CONTAINER PORT>`
+/// for each of its TCP ports (a service that publishes several, such as the demo API's
+/// REST and gRPC faces, keeps its first as the plain name), `H3_URL` and
+/// `H3_URL_<SERVICE>` likewise for the HTTP/3 entries, the allowlist replaced by the
+/// entry URLs, and their CAs trusted.
 pub(crate) fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
     let mut named: Vec<String> = Vec::new();
     for url in urls {
@@ -165,7 +167,11 @@ pub(crate) fn point_run_at(urls: &[EntryUrl], overrides: &mut Overrides) {
             true => ("H3_URL", "H3_URL_"),
         };
         let service = format!("{one}{}", url.service.to_uppercase().replace('-', "_"));
-        for key in [all.to_string(), service] {
+        let by_port = (!url.h3).then(|| format!("{service}_{}", url.container_port));
+        for key in [Some(all.to_string()), Some(service), by_port]
+            .into_iter()
+            .flatten()
+        {
             if !named.contains(&key) {
                 overrides.env.push((key.clone(), url.url.clone()));
                 named.push(key);
@@ -308,5 +314,27 @@ mod tests {
             .env
             .contains(&("BASE_URL_API".into(), "https://127.0.0.1:40002".into())));
         assert_eq!(overrides.ca_files, [PathBuf::from("/tmp/x/api-ca.pem")]);
+    }
+
+    #[test]
+    fn a_service_with_two_ports_keeps_its_first_as_the_plain_name() {
+        let c = container(&[], &[(26500, 40003), (8080, 40001)]);
+        let mut urls = entry_urls(&[c]).unwrap();
+        // Docker's ports come sorted by container port (docker::containers).
+        urls.sort_by_key(|u| u.container_port);
+        let mut overrides = Overrides::default();
+        point_run_at(&urls, &mut overrides);
+        let env = |k: &str| -> Vec<&str> {
+            overrides
+                .env
+                .iter()
+                .filter(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(env("BASE_URL"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API_8080"), ["http://127.0.0.1:40001"]);
+        assert_eq!(env("BASE_URL_API_26500"), ["http://127.0.0.1:40003"]);
     }
 }

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use super::{auth, error, json, method_not_allowed, not_found, read_json, Resp};
 use crate::state::AppState;
 
-/// Commands a worker knows how to do.
-const KINDS: &[&str] = &["export"];
+/// Commands a worker knows how to do (the gRPC face checks the same).
+pub(crate) const KINDS: &[&str] = &["export"];
 
 /// Longest a claim may wait for work.
 const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);

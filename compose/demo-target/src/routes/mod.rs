@@ -2,8 +2,8 @@
 
 mod accounts;
 mod admin;
-mod auth;
-mod commands;
+pub(crate) mod auth;
+pub(crate) mod commands;
 mod invoke;
 mod notes;
 mod search;
@@ -121,6 +121,7 @@ pub fn render_parts(state: &AppState, text: &mut String) {
     state.invoker.render(text);
     state.outbox.render(text);
     state.survey.counts().render(text);
+    state.grpc.render(text);
 }
 
 /// A JSON response with the given status.
