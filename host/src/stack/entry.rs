@@ -277,7 +277,10 @@ mod tests {
         assert_eq!(env("BASE_URL_API"), Some("http://127.0.0.1:40001"));
         assert_eq!(env("H3_URL"), Some("https://127.0.0.1:40002"));
         assert_eq!(env("H3_URL_API"), Some("https://127.0.0.1:40002"));
-        assert_eq!(overrides.env.len(), 4, "{:?}", overrides.env);
+        // By container port for the TCP entries only: the HTTP/3 one shares 8443's URL.
+        assert_eq!(env("BASE_URL_API_8080"), Some("http://127.0.0.1:40001"));
+        assert_eq!(env("BASE_URL_API_8443"), Some("https://127.0.0.1:40002"));
+        assert_eq!(overrides.env.len(), 6, "{:?}", overrides.env);
         assert_eq!(
             overrides.allow,
             ["http://127.0.0.1:40001", "https://127.0.0.1:40002"]
