@@ -459,11 +459,18 @@ async fn run_stack_of_notes_matches_the_servers_count_and_the_engines_limits() {
     let base = format!("http://127.0.0.1:{port}");
     // The variable is kept, its value masked (env values are never written to results).
     assert_eq!(summary["config"]["env"]["BASE_URL"], "***");
-    // The plain entry first, then the https one (its HTTP/3 twin is the same origin).
+    // The plain entry first, then the https one (its HTTP/3 twin is the same origin),
+    // then the gRPC face (published in container-port order: 8080, 8443, 26500).
     let https = format!("https://127.0.0.1:{}", containers[0].published[1].host_port);
+    let grpc = containers[0]
+        .published
+        .iter()
+        .find(|p| p.container_port == 26500)
+        .map(|p| format!("http://127.0.0.1:{}", p.host_port))
+        .expect("the gRPC face is published");
     assert_eq!(
         summary["config"]["targets"]["allow"],
-        serde_json::json!([base, https])
+        serde_json::json!([base, https, grpc])
     );
     let http_reqs = summary["metrics"]["http_reqs"]["count"].as_f64().unwrap() as u64;
     assert!(http_reqs > 10, "{http_reqs}");

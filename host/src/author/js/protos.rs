@@ -147,7 +147,7 @@ impl Args<'_> {
         false
     }
 
-    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`.
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`.
     fn value(&mut self) -> Result<String> {
         let rest = &self.src[self.at..];
         if let Some(q) = rest
@@ -185,6 +185,20 @@ impl Args<'_> {
                 return Err(self.unreadable());
             };
             self.at += used;
+            // `__ENV.NAME || 'default'`, as k6 scripts write an optional setting: the
+            // default when the build's environment lacks NAME.
+            let after_name = self.at;
+            self.skip();
+            if self.src[self.at..].starts_with("||") {
+                self.at += 2;
+                self.skip();
+                let fallback = self.value();
+                return match self.env.get(&name) {
+                    Some(v) => Ok(v.clone()),
+                    None => fallback,
+                };
+            }
+            self.at = after_name;
             return match self.env.get(&name) {
                 Some(v) => Ok(v.clone()),
                 None => bail!(
@@ -311,6 +325,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got[0].files.len(), 1);
+        // `__ENV.NAME || 'default'`: the default when NAME is not given, else NAME.
+        let src = "c.load([__ENV.PROTO_DIR], __ENV.FILE || 'api/types.proto');\n";
+        let protos = dir.path().join("protos");
+        let env = [("PROTO_DIR", protos.to_str().unwrap())];
+        let got = found(src, Path::new("/"), &env).unwrap();
+        assert_eq!(got[0].given, "api/types.proto");
+        let env = [
+            ("PROTO_DIR", protos.to_str().unwrap()),
+            ("FILE", "api/svc.proto"),
+        ];
+        let got = found(src, Path::new("/"), &env).unwrap();
+        assert_eq!(got[0].given, "api/svc.proto");
         let got = found("c.load(null, 'protos/api/types.proto')", dir.path(), &[]).unwrap();
         assert_eq!(got[0].files[0].0, "protos/api/types.proto");
     }
