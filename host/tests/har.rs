@@ -12,25 +12,18 @@
 
 mod common;
 
+use common::{host_in as host, output_text as text};
+
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use time::format_description::well_known::Rfc3339;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// componentize-py: `$COMPONENTIZE_PY`, else the venv `./dev test` makes
 /// (target/py-venv), else PATH.
@@ -43,22 +36,6 @@ fn componentize_py() -> PathBuf {
         return venv;
     }
     PathBuf::from("componentize-py")
-}
-
-/// Runs the host binary in `dir` (off the async runtime: it blocks).
-async fn host(dir: &Path, args: &[&str]) -> Output {
-    let dir = dir.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_host"))
-            .current_dir(dir)
-            .env("COMPONENTIZE_PY", componentize_py())
-            .args(args)
-            .output()
-            .expect("the host binary runs")
-    })
-    .await
-    .unwrap()
 }
 
 // ------------------------------------------------------------------ the recorder

@@ -7,35 +7,12 @@
 //! runs unmodified; what is not supported fails the build with its name and line.
 
 mod common;
+
+use common::{host_in as host, output_text as text};
 mod grpc_server;
 
 use grpc_server::Server;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs the host binary in `dir` (off the async runtime: it blocks).
-async fn host(dir: &Path, args: &[&str]) -> Output {
-    let dir = dir.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_host"))
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .expect("the host binary runs")
-    })
-    .await
-    .unwrap()
-}
 
 /// (passes, fails) of the check `name`.
 fn check(summary: &serde_json::Value, name: &str) -> (u64, u64) {

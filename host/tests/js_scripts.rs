@@ -6,32 +6,11 @@
 
 mod common;
 
+use common::{host_in as host, output_text as text};
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs the host binary in `dir` (off the async runtime: it blocks).
-async fn host(dir: &Path, args: Vec<String>) -> Output {
-    let dir = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_host"))
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .expect("the host binary runs")
-    })
-    .await
-    .unwrap()
-}
 
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()

@@ -10,6 +10,7 @@ use demo_target::{DemoConfig, DemoServer, Faults};
 use host::Overrides;
 use host::{RunOutcome, RunRequest};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// The demo API's user requests in its `/metrics` text: all requests less its internal
@@ -218,4 +219,36 @@ pub fn counted_and_served(out: &Path, served: u64, expected: u64) -> serde_json:
     );
     assert_eq!(served, http_reqs, "the target served what the host counted");
     summary
+}
+
+/// A finished command's status, stdout and stderr, for an assertion's message.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs the host binary in `dir` with `args` (off the async runtime: it blocks).
+pub async fn host_in<I>(dir: &Path, args: I) -> Output
+where
+    I: IntoIterator,
+    I::Item: AsRef<std::ffi::OsStr>,
+{
+    let dir = dir.to_path_buf();
+    let args: Vec<std::ffi::OsString> = args
+        .into_iter()
+        .map(|a| a.as_ref().to_os_string())
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_host"))
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("the host binary runs")
+    })
+    .await
+    .unwrap()
 }
