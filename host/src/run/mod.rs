@@ -2,13 +2,16 @@
 //! started together, metrics folded every second, results out.
 
 pub(crate) mod data;
+mod interrupt;
+mod observe;
 pub(crate) mod progress;
 pub(crate) mod remote;
 pub(crate) mod stage;
+mod summarize;
 pub(crate) mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
-use crate::control::{RunControl, StopReason};
+use crate::control::RunControl;
 use crate::executor::{self, ExecutorReport, ScenarioCtx};
 use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
 use crate::net::{Allowlist, NetShared};
@@ -17,12 +20,13 @@ use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
 use crate::sampling::ResourceWatch;
-use crate::summary::{self, Summary};
-use crate::thresholds::{Evaluator, RunView};
+use crate::summary::Summary;
+use crate::thresholds::Evaluator;
 use crate::vu::errors::ErrorLog;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Result};
+use observe::{Ending, Observers, Scope, Tick};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -117,6 +121,7 @@ pub mod exit_code {
 }
 
 pub(crate) use crate::plugin::Inspected;
+pub(crate) use interrupt::listen_for_signals_early;
 
 /// Loads a plugin in a small engine and calls `describe()`.
 pub async fn inspect(path: &Path, memory_bytes: u64) -> Result<Inspected> {
@@ -257,24 +262,16 @@ pub(crate) async fn run_then(
         sampling.add_containers(watch.0.containers());
     }
     let title = format!("{} {}", plan.info.name, plan.info.version);
-    let mut live = crate::live::Live::start(&request.live, &plan.config.outputs, &title)?;
+    let live = crate::live::Live::start(&request.live, &plan.config.outputs, &title)?;
     let published = std::mem::take(&mut plan.published);
     let mut setup = setup(&request, &plan.config, published).await?;
-    let mut started = start(&request, &plan, &setup, sampling).await?;
-    let driven = drive(&request, &mut plan, &setup, &mut started, &mut live).await?;
+    let mut started = start(&request, &plan, &setup, sampling, live).await?;
+    let driven = drive(&plan, &setup, &mut started).await?;
     teardown(&request, &plan.config, &mut setup).await;
     let summary_timeout = plan.config.limits.setup_timeout;
-    let mut outcome = finish(
-        &request,
-        plan,
-        &setup,
-        started,
-        driven,
-        &mut live,
-        before_writing,
-    )?;
+    let (mut outcome, observers) = finish(plan, &setup, started, driven, before_writing);
     handle_summary(&request, &mut setup, summary_timeout, &mut outcome).await;
-    live.close().await;
+    observers.close().await;
     Ok(outcome)
 }
 
@@ -315,16 +312,17 @@ struct Setup {
     apart: Option<Arc<Recorder>>,
 }
 
-/// The executors running, and where results go.
+/// The executors running, and what watches them.
 struct Started {
-    results: ResultsWriter,
-    /// The target's and the generator's resources, sampled off the hot path.
-    resources: ResourceWatch,
+    /// What runs each second and at the end, in order.
+    observers: Observers,
+    /// The results folder.
+    results_dir: PathBuf,
     t0: Instant,
     contexts: Vec<Arc<ScenarioCtx>>,
     tasks: JoinSet<(String, ExecutorReport)>,
     /// Stopped when this is dropped, at the end of the run.
-    _signals: Option<SignalHandler>,
+    _signals: Option<interrupt::SignalHandler>,
 }
 
 /// What the drive loop leaves when every executor is done.
@@ -332,9 +330,6 @@ struct Driven {
     aggregator: Aggregator,
     reports: BTreeMap<String, ExecutorReport>,
     elapsed: Duration,
-    /// With a watch: the failed requests so far at each second, to count those after
-    /// an event the watch saw.
-    failed_by_second: Vec<(Duration, u64)>,
 }
 
 /// Plan: describe the plugin, resolve the config, parse the thresholds, and check that
@@ -474,6 +469,7 @@ async fn start(
     plan: &Plan,
     setup: &Setup,
     sampling: crate::sampling::Prepared,
+    live: crate::live::Live,
 ) -> Result<Started> {
     let config = &plan.config;
     let vu_ctx = VuContext {
@@ -495,7 +491,7 @@ async fn start(
     }
 
     let signals = request.handle_signals.then(|| {
-        spawn_signal_handler(
+        interrupt::spawn_signal_handler(
             setup.control.clone(),
             config
                 .scenarios
@@ -521,6 +517,19 @@ async fn start(
     let t0 = Instant::now();
     let resources =
         ResourceWatch::start(sampling, config.sampling.stats_interval, t0, results.dir())?;
+    let results_dir = results.dir().to_path_buf();
+    // The set is assembled once, from the request: nothing below asks again who
+    // takes part.
+    let observers = Observers::assemble(
+        request.remote.as_ref(),
+        request.watch.as_ref(),
+        observe::Outputs {
+            results,
+            resources,
+            progress: progress::Progress::new(request.quiet, config.scheduled_end()),
+            live,
+        },
+    );
     let mut contexts = Vec::new();
     let mut tasks = JoinSet::new();
     for ((scenario, vus), factory) in config.scenarios.iter().zip(scenario_vus).zip(factories) {
@@ -547,8 +556,8 @@ async fn start(
         }
     }
     Ok(Started {
-        results,
-        resources,
+        observers,
+        results_dir,
         t0,
         contexts,
         tasks,
@@ -556,27 +565,39 @@ async fn start(
     })
 }
 
-/// Drive: until every executor is done, fold metrics every second into the results and
-/// the progress line, sample gauges, and stop the run on a crossed threshold or a
-/// streak of failures.
-async fn drive(
-    request: &RunRequest,
-    plan: &mut Plan,
-    setup: &Setup,
-    started: &mut Started,
-    live: &mut crate::live::Live,
-) -> Result<Driven> {
+/// The run as its observers see it.
+fn scope<'a>(
+    plan: &'a Plan,
+    setup: &'a Setup,
+    t0: Instant,
+    contexts: &'a [Arc<ScenarioCtx>],
+) -> Scope<'a> {
+    Scope {
+        t0,
+        config: &plan.config,
+        registry: &setup.registry,
+        contexts,
+        services: &setup.services,
+        errors: &setup.errors,
+        control: &setup.control,
+        thresholds: &plan.thresholds,
+    }
+}
+
+/// Drive: until every executor is done, fold metrics every second and hand each
+/// second to the observers (results, progress, resources, live outputs, the
+/// distributed role, the automatic stops); gauges are sampled in between.
+async fn drive(plan: &Plan, setup: &Setup, started: &mut Started) -> Result<Driven> {
     let Started {
-        results,
-        resources,
+        observers,
         t0,
         contexts,
         tasks,
         ..
     } = started;
     let t0 = *t0;
+    let scope = scope(plan, setup, t0, contexts);
     let mut aggregator = Aggregator::new(setup.services.recorder.clone());
-    let mut progress = progress::Progress::new(request.quiet, plan.config.scheduled_end());
     let mut reports = BTreeMap::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
@@ -587,10 +608,7 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_millis(500),
         Duration::from_secs(1),
     );
-    if let Some(watch) = &request.watch {
-        watch.0.started(t0, setup.control.clone());
-    }
-    let mut failed_by_second = Vec::new();
+    observers.start(&scope);
     loop {
         tokio::select! {
             joined = tasks.join_next() => match joined {
@@ -598,45 +616,25 @@ async fn drive(
                 Some(Err(e)) => bail!("an executor failed: {e}"),
                 None => break,
             },
-            _ = gauge_tick.tick() => sample_gauges(&setup.services, contexts),
+            _ = gauge_tick.tick() => sample_gauges(&setup.services, scope.contexts),
             _ = tick.tick() => {
-                let remote = request.remote.as_ref().map(|r| &r.0);
-                if let Some(r) = remote { r.before_tick(contexts, &setup.services) }
+                observers.before_tick(&scope);
                 let interval = aggregator.tick();
-                if let Some(r) = remote { r.tick(remote::TickCtx { elapsed: t0.elapsed(), interval: &interval, registry: &setup.registry, contexts, services: &setup.services, errors: &setup.errors }) }
-                if request.watch.is_some() {
-                    let failed = summary::http_counts(aggregator.totals(), 0).failed;
-                    failed_by_second.push((t0.elapsed(), failed));
-                }
-                results.tick(t0.elapsed(), &interval, &setup.registry);
-                progress.tick(t0.elapsed(), contexts, &interval);
-                resources.tick(contexts);
-                live.tick(crate::live::Tick {
+                observers.tick(&Tick {
+                    scope: &scope,
                     elapsed: t0.elapsed(),
                     interval: &interval,
                     aggregator: &aggregator,
-                    registry: &setup.registry,
-                    thresholds: &plan.thresholds,
-                    services: resources.latest(),
                 });
-                let view = RunView {
-                    aggregator: &aggregator,
-                    registry: &setup.registry,
-                    elapsed: t0.elapsed(),
-                };
-                crate::thresholds::abort_if_crossed(&mut plan.thresholds, &view, &setup.control);
-                check_failure_streak(&plan.config, &setup.errors, &setup.control);
-                verdict::stop_if_all_denied(t0.elapsed(), aggregator.totals(), &setup.control);
             }
         }
     }
     let elapsed = t0.elapsed();
-    progress.finish();
+    observers.stopped();
     Ok(Driven {
         aggregator,
         reports,
         elapsed,
-        failed_by_second,
     })
 }
 
@@ -701,148 +699,59 @@ async fn handle_summary(
     }
 }
 
-/// Finish: the last gauges and interval, the summary with its threshold verdicts and
-/// warnings, the results files, and the exit code.
+/// Finish: the last gauges and interval, the summary with what each observer adds,
+/// its verdict, then the observers write (the results files first). The observers are
+/// handed back for [`Observers::close`], after the plugin's own summary.
 fn finish(
-    request: &RunRequest,
     plan: Plan,
     setup: &Setup,
     started: Started,
     driven: Driven,
-    live: &mut crate::live::Live,
     before_writing: impl FnOnce(&Summary),
-) -> Result<RunOutcome> {
+) -> (RunOutcome, Observers) {
     let Driven {
         mut aggregator,
         reports,
         elapsed,
-        failed_by_second,
     } = driven;
     let Started {
-        mut results,
-        resources,
+        mut observers,
+        results_dir,
         t0,
         contexts,
         ..
     } = started;
-    let registry = &setup.registry;
-    let remote = request.remote.as_ref().map(|r| &r.0);
-    if let Some(r) = remote {
-        r.before_tick(&contexts, &setup.services);
-    }
+    let scope = scope(&plan, setup, t0, &contexts);
+    observers.before_tick(&scope);
     sample_gauges(&setup.services, &contexts);
     let last = aggregator.tick();
-    if let Some(r) = remote {
-        let tick = remote::TickCtx {
-            elapsed: t0.elapsed(),
-            interval: &last,
-            registry,
-            contexts: &contexts,
-            services: &setup.services,
-            errors: &setup.errors,
-        };
-        r.finished(tick, &reports);
-    }
-    results.tick(t0.elapsed(), &last, registry);
-    live.tick(crate::live::Tick {
+    let tick = Tick {
+        scope: &scope,
         elapsed: t0.elapsed(),
         interval: &last,
         aggregator: &aggregator,
-        registry,
-        thresholds: &plan.thresholds,
-        services: resources.latest(),
-    });
-
-    let stop_reason = setup.control.reason();
-    let mut summary = Summary::build(summary::SummaryInput {
-        info: &plan.info,
-        plugin: &setup.plugin.meta,
-        config: &plan.config,
-        started_at: setup.started_at,
-        elapsed,
-        aggregator: &aggregator,
-        registry,
-        contexts: &contexts,
-        reports: &reports,
-        errors: &setup.errors,
-        stop_reason: stop_reason.clone(),
-        in_flight: setup.services.net.in_flight.get_signed(),
-        net_warnings: setup
-            .services
-            .net
-            .warnings()
-            .into_iter()
-            .chain(setup.services.warnings())
-            .collect(),
-    });
-    let view = RunView {
-        aggregator: &aggregator,
-        registry,
-        elapsed,
     };
-    summary.thresholds = plan.thresholds.finish(&view);
-    if let Some(watch) = &request.watch {
-        summary.note_service_events(&watch.0.events(), t0, &failed_by_second);
-    }
-    summary.setup_data = Some(setup.data.to_string());
-    summary.setup = match &setup.apart {
-        Some(apart) => summary::setup::summarize(&apart.drain(), false),
-        None => summary::setup::summarize(aggregator.totals(), true),
+    observers.last_tick(&tick, &reports);
+    let mut summary = summarize::summary(&plan.info, setup, &scope, &aggregator, &reports, elapsed);
+    let mut end = Ending {
+        scope: &scope,
+        results_dir,
+        service_series: Vec::new(),
+        failures: Vec::new(),
     };
-    let title = format!(
-        "{} {}, started {}",
-        summary.plugin.name, summary.plugin.version, summary.started_at
-    );
-    let run_figures = crate::sampling::RunFigures::of(&summary);
-    let mut sampled = resources.finish(&contexts, &title, &run_figures);
-    let stats_failure = sampled.write_failure.take();
-    if let Some(warning) = sampled.verdict.warning() {
-        summary.warnings.push(warning);
-    }
-    summary.stack = Some(sampled.stack);
-    summary.generator_saturated = sampled.verdict.generator;
-    summary.target_saturated = sampled.verdict.target;
-    summary.bottleneck = sampled.verdict.bottleneck;
-    results.set_services(sampled.series);
-    summary.log = setup.services.log.counts();
-    summary.tls = setup.services.net.tls.summary();
-    summary.connections = setup.services.net.connections.summary();
-    summary
-        .warnings
-        .extend(summary.log.warning(&plan.config.limits.log));
-    summary.warnings.extend(setup.services.bound_warnings());
-    summary.warnings.extend(crate::net::descriptors::warning(
-        crate::net::descriptors::exhausted_count() - plan.descriptors_exhausted,
-    ));
-    summary.warnings.extend(results.warnings());
-    summary.warnings.append(&mut sampled.warnings);
-    summary.warnings.extend(plan.warnings.iter().cloned());
-    if let Some(r) = remote {
-        r.annotate(&mut summary);
-    }
+    observers.annotate(&mut summary, &mut end);
+    summarize::run_warnings(&mut summary, setup, &plan);
     let exit_code = verdict::judge(&mut summary);
-    match &summary.failure {
-        // Said once: the thresholds without samples are explained by it.
-        Some(failure) => {
-            crate::thresholds::eval::blame_missing_samples_on_the_failure(&mut summary.thresholds);
-            crate::stderr::line(format_args!("error: the run measured nothing: {failure}"));
-        }
-        None => {
-            for warning in crate::thresholds::warnings(&summary.thresholds) {
-                crate::stderr::warn(warning);
-            }
-        }
-    }
+    summarize::say_verdict(&mut summary);
     before_writing(&summary);
-    let mut written = results.finish(&summary);
-    live.finish(&summary, &written.dir);
-    written.failures.extend(stats_failure);
-    Ok(RunOutcome {
+    observers.finish(&summary, &mut end);
+    let outcome = RunOutcome {
         summary,
-        results_dir: written.dir,
+        results_dir: end.results_dir,
         exit_code,
-        write_failures: written.failures,
-    })
+        write_failures: end.failures,
+    };
+    (outcome, observers)
 }
 
 fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
@@ -866,77 +775,5 @@ fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
     if services.net.ws_used.load(Ordering::Relaxed) {
         let open = services.net.ws_open.load(Ordering::Relaxed).max(0);
         recorder.gauge(builtin::WS_SOCKETS_OPEN, &none, open as f64);
-    }
-}
-
-fn check_failure_streak(config: &RunConfig, errors: &ErrorLog, control: &RunControl) {
-    let limit = config.limits.abort_after_failures;
-    if limit > 0 && errors.streak() >= limit {
-        let last = errors
-            .entries()
-            .0
-            .first()
-            .map(|e| e.message.clone())
-            .unwrap_or_default();
-        control.stop_with(StopReason::PluginAbort(format!(
-            "{limit} iterations failed in a row; last error: {last}"
-        )));
-        control.hard_stop.cancel();
-    }
-}
-
-/// The listener made before the run by [`listen_for_signals_early`], for the run's
-/// handler to take when it starts.
-static EARLY_LISTENER: std::sync::Mutex<Option<crate::signals::Signals>> =
-    std::sync::Mutex::new(None);
-
-/// Listens for SIGINT and SIGTERM from now on, for the run's handler to take when it
-/// starts. For a command that answers others before its run starts (a coordinator
-/// accepts workers while it compiles the plugin and runs `setup()`): without it, a
-/// Ctrl-C in that gap took the default action and killed the process, and the workers
-/// that had joined were never told. A signal that arrives before the handler starts is
-/// kept by the listener and acted on when it does.
-pub(crate) fn listen_for_signals_early() {
-    let mut early = EARLY_LISTENER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if early.is_none() {
-        *early = Some(crate::signals::listen());
-    }
-}
-
-/// First SIGINT/SIGTERM: stop gracefully (running iterations get `graceful_stop`);
-/// a second one interrupts them at once.
-fn spawn_signal_handler(control: Arc<RunControl>, graceful_stop: Duration) -> SignalHandler {
-    // One listener for both waits (or the one `listen_for_signals_early` made): a
-    // signal that arrives while the handler is between its two waits is seen by the
-    // second.
-    let early = EARLY_LISTENER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    let mut signals = early.unwrap_or_else(crate::signals::listen);
-    SignalHandler(tokio::spawn(async move {
-        signals.next().await;
-        crate::stderr::line(format_args!(
-            "\nstopping: running iterations get up to {} to finish; press Ctrl-C again to stop at once",
-            crate::config::format_duration(graceful_stop)
-        ));
-        control.stop_with(StopReason::Interrupted);
-        tokio::select! {
-            _ = signals.next() => {}
-            _ = tokio::time::sleep(graceful_stop) => {}
-        }
-        control.hard_stop.cancel();
-    }))
-}
-
-/// The run's signal handler, stopped when the run is over: a Ctrl-C after it (to
-/// leave a dashboard that stays up) is not a stop of the run.
-struct SignalHandler(tokio::task::JoinHandle<()>);
-
-impl Drop for SignalHandler {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

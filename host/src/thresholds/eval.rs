@@ -88,8 +88,9 @@ pub(crate) struct Evaluator {
     thresholds: Vec<Threshold>,
     /// Whether a threshold whose metric got no sample passes (k6) instead of failing.
     allow_missing: bool,
-    /// The threshold that stopped the run, what it observed and when.
-    aborted_by: Option<(usize, f64, Duration)>,
+    /// The threshold that stopped the run, what it observed and when; set once, by
+    /// the check each second, which only reads the run.
+    aborted_by: std::sync::OnceLock<(usize, f64, Duration)>,
 }
 
 impl Evaluator {
@@ -98,7 +99,7 @@ impl Evaluator {
         Self {
             thresholds,
             allow_missing: false,
-            aborted_by: None,
+            aborted_by: std::sync::OnceLock::new(),
         }
     }
 
@@ -110,8 +111,8 @@ impl Evaluator {
 
     /// Checks the `abort_on_fail` thresholds whose delay has passed; returns why the run
     /// must stop the first time one fails.
-    pub(crate) fn check_abort(&mut self, view: &RunView<'_>) -> Option<String> {
-        if self.aborted_by.is_some() {
+    pub(crate) fn check_abort(&self, view: &RunView<'_>) -> Option<String> {
+        if self.aborted_by.get().is_some() {
             return None;
         }
         for (i, t) in self.thresholds.iter().enumerate() {
@@ -120,7 +121,7 @@ impl Evaluator {
             }
             if let Observation::Value(v) = observe(t, view) {
                 if !t.expression.operator.holds(v, t.expression.bound) {
-                    self.aborted_by = Some((i, v, view.elapsed));
+                    let _ = self.aborted_by.set((i, v, view.elapsed));
                     let outcome = outcome_of(t, Observation::Value(v), false, false);
                     return Some(format!(
                         "{}: {} crossed ({})",
@@ -139,7 +140,7 @@ impl Evaluator {
         self.thresholds
             .iter()
             .enumerate()
-            .map(|(i, t)| match self.aborted_by {
+            .map(|(i, t)| match self.aborted_by.get().copied() {
                 // The verdict that stopped the run stands, whatever came after it.
                 Some((index, value, at)) if index == i => ThresholdOutcome {
                     note: Some(format!(
@@ -389,7 +390,7 @@ mod tests {
         let r = Recorder::new(registry.clone());
         r.rate(builtin::HTTP_REQ_FAILED, &TagSet::empty(), true);
         let totals = aggregate(r);
-        let mut e = evaluator(
+        let e = evaluator(
             r#"http_req_failed = ["rate<0.5", { threshold = "rate<0.01", abort_on_fail = true, delay_abort_eval = "20s" }]"#,
         );
         let mut v = view(&totals, &registry);

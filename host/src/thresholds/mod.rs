@@ -33,7 +33,7 @@ pub(crate) fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
 
 /// Stops the run (gracefully, then at once) when an `abort_on_fail` threshold is crossed.
 pub(crate) fn abort_if_crossed(
-    evaluator: &mut Evaluator,
+    evaluator: &Evaluator,
     view: &RunView<'_>,
     control: &crate::control::RunControl,
 ) {

@@ -1,0 +1,65 @@
+//! The observers that stop a run by themselves: an `abort_on_fail` threshold crossed,
+//! a streak of failed iterations, and a run whose every request was denied. Each
+//! judges a second after every output has it, so the second that stops a run is in
+//! its results.
+
+use super::{Observer, Tick};
+use crate::control::StopReason;
+use crate::thresholds::RunView;
+
+/// Adds the automatic stops to `set`, in the order they are judged.
+pub(super) fn push(set: &mut Vec<Box<dyn Observer>>) {
+    set.push(Box::new(ThresholdAbort));
+    set.push(Box::new(FailureStreak));
+    set.push(Box::new(AllDenied));
+}
+
+/// Stops the run when an `abort_on_fail` threshold is crossed (past its delay).
+struct ThresholdAbort;
+
+impl Observer for ThresholdAbort {
+    fn tick(&mut self, tick: &Tick<'_>) {
+        let view = RunView {
+            aggregator: tick.aggregator,
+            registry: tick.scope.registry,
+            elapsed: tick.elapsed,
+        };
+        crate::thresholds::abort_if_crossed(tick.scope.thresholds, &view, tick.scope.control);
+    }
+}
+
+/// Stops the run when `limits.abort_after_failures` iterations failed in a row.
+struct FailureStreak;
+
+impl Observer for FailureStreak {
+    fn tick(&mut self, tick: &Tick<'_>) {
+        let limit = tick.scope.config.limits.abort_after_failures;
+        let errors = tick.scope.errors;
+        if limit > 0 && errors.streak() >= limit {
+            let last = errors
+                .entries()
+                .0
+                .first()
+                .map(|e| e.message.clone())
+                .unwrap_or_default();
+            let control = tick.scope.control;
+            control.stop_with(StopReason::PluginAbort(format!(
+                "{limit} iterations failed in a row; last error: {last}"
+            )));
+            control.hard_stop.cancel();
+        }
+    }
+}
+
+/// Stops the run when every request so far was denied by the allowlist.
+struct AllDenied;
+
+impl Observer for AllDenied {
+    fn tick(&mut self, tick: &Tick<'_>) {
+        crate::run::verdict::stop_if_all_denied(
+            tick.elapsed,
+            tick.aggregator.totals(),
+            tick.scope.control,
+        );
+    }
+}

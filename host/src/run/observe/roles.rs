@@ -1,0 +1,84 @@
+//! The observers that take part from beside the run: its role in a distributed run
+//! (a coordinator folds its workers' seconds, a worker sends its own) and the stack's
+//! watch over its services.
+
+use super::{Ending, Observer, Scope, Tick};
+use crate::control::Watch;
+use crate::executor::ExecutorReport;
+use crate::run::remote::{Remote, TickCtx};
+use crate::summary::Summary;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The run's part in a distributed run, through its [`Remote`](crate::run::remote::Remote).
+pub(super) struct RemoteObserver(Arc<dyn Remote>);
+
+impl RemoteObserver {
+    /// Observes for `role`.
+    pub(super) fn new(role: Arc<dyn Remote>) -> Self {
+        Self(role)
+    }
+}
+
+fn tick_ctx<'a>(tick: &Tick<'a>) -> TickCtx<'a> {
+    TickCtx {
+        elapsed: tick.elapsed,
+        interval: tick.interval,
+        registry: tick.scope.registry,
+        contexts: tick.scope.contexts,
+        services: tick.scope.services,
+        errors: tick.scope.errors,
+    }
+}
+
+impl Observer for RemoteObserver {
+    fn before_tick(&mut self, scope: &Scope<'_>) {
+        self.0.before_tick(scope.contexts, scope.services);
+    }
+
+    fn tick(&mut self, tick: &Tick<'_>) {
+        self.0.tick(tick_ctx(tick));
+    }
+
+    fn last_tick(&mut self, tick: &Tick<'_>, reports: &BTreeMap<String, ExecutorReport>) {
+        self.0.finished(tick_ctx(tick), reports);
+    }
+
+    fn annotate(&mut self, summary: &mut Summary, _end: &mut Ending<'_>) {
+        self.0.annotate(summary);
+    }
+}
+
+/// The stack's watch over its services (`run --stack`): told when the run starts, and
+/// asked at the end what it saw, with the failed requests counted after each event.
+pub(super) struct WatchObserver {
+    watch: Watch,
+    /// The failed requests so far at each second.
+    failed_by_second: Vec<(Duration, u64)>,
+}
+
+impl WatchObserver {
+    /// Observes for `watch`.
+    pub(super) fn new(watch: Watch) -> Self {
+        Self {
+            watch,
+            failed_by_second: Vec::new(),
+        }
+    }
+}
+
+impl Observer for WatchObserver {
+    fn start(&mut self, scope: &Scope<'_>) {
+        self.watch.0.started(scope.t0, scope.control.clone());
+    }
+
+    fn tick(&mut self, tick: &Tick<'_>) {
+        let failed = crate::summary::http_counts(tick.aggregator.totals(), 0).failed;
+        self.failed_by_second.push((tick.elapsed, failed));
+    }
+
+    fn annotate(&mut self, summary: &mut Summary, end: &mut Ending<'_>) {
+        summary.note_service_events(&self.watch.0.events(), end.scope.t0, &self.failed_by_second);
+    }
+}
