@@ -1,0 +1,294 @@
+//! The coordinator's connections: it takes them (a bounded number at once in the
+//! handshake), admits a worker once the TLS handshake, its hello and the proofs both
+//! ways are done, then carries its messages both ways and notices its silence.
+
+use super::hub::Hub;
+use crate::distributed::protocol::{self, CoordMsg, FrameError, Join, WorkerHello, WorkerMsg};
+use crate::distributed::trust::{self, Role};
+use crate::distributed::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{ReadHalf, WriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+/// A worker's connection: TLS over TCP.
+type Conn = tokio_rustls::server::TlsStream<TcpStream>;
+
+/// Time a connection has for the TLS handshake and the proofs.
+const ADMIT_WITHIN: Duration = Duration::from_secs(10);
+
+/// Connections that may be in the handshake or the proofs at once: more are closed at
+/// once, so that a flood of them holds a bounded amount of memory.
+const MAX_ADMITTING: usize = 64;
+
+/// Takes connections: each one shakes hands, proves itself, and is taken or refused.
+pub(super) async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
+    let admitting = Arc::new(Semaphore::new(MAX_ADMITTING));
+    loop {
+        match listener.accept().await {
+            Ok((stream, address)) => match admitting.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    tokio::spawn(serve(stream, address, hub.clone(), permit));
+                }
+                Err(_) => crate::stderr::line(format_args!(
+                    "coordinator: dropped a connection from {address}: {MAX_ADMITTING} others are still proving themselves"
+                )),
+            },
+            Err(e) => {
+                crate::stderr::warn(format_args!("coordinator: accept failed: {e}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// One worker's connection from its hello to its end.
+async fn serve(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: Arc<Hub>,
+    permit: OwnedSemaphorePermit,
+) {
+    let _ = stream.set_nodelay(true);
+    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
+    drop(permit);
+    let (mut conn, hello, join) = match admitted {
+        Ok(Some(admitted)) => admitted,
+        Ok(None) => return,
+        Err(_) => {
+            return crate::stderr::line(format_args!(
+            "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
+            ADMIT_WITHIN.as_secs()
+        ))
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = match hub.join(&hello, &join, address, tx.clone()) {
+        Ok(id) => id,
+        Err(why) => {
+            crate::stderr::line(format_args!(
+                "coordinator: refused worker {} ({address}): {why}",
+                hello.name
+            ));
+            let _ = protocol::write(&mut conn, &CoordMsg::Refused(why)).await;
+            return;
+        }
+    };
+    let welcome = CoordMsg::Welcome {
+        magic: protocol::MAGIC,
+        protocol: protocol::PROTOCOL_VERSION,
+        host_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    if protocol::write(&mut conn, &welcome).await.is_err() {
+        hub.lose(id, "the connection closed at the hello");
+        return;
+    }
+    let claim = join
+        .index
+        .map(|i| format!(" for index {i}"))
+        .unwrap_or_default();
+    crate::stderr::line(format_args!(
+        "coordinator: worker {} ({address}) joined{claim}",
+        hello.name
+    ));
+    hub.changed.notify_waiters();
+    let (reader, writer) = tokio::io::split(conn);
+    tokio::spawn(write_loop(writer, rx));
+    read_loop(reader, id, hub).await;
+}
+
+/// The TLS handshake, the hello, and the proofs both ways; then the worker's join.
+/// `None` when the connection is refused or dropped (said on stderr).
+async fn admit(
+    stream: TcpStream,
+    address: SocketAddr,
+    hub: &Hub,
+) -> Option<(Conn, WorkerHello, Join)> {
+    let mut conn = match hub.tls.accept(stream).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            drop_garbage(address, &format!("no TLS handshake: {e}"));
+            return None;
+        }
+    };
+    let body = read_small(&mut conn, address).await?;
+    // The head first: a hello of another protocol version has other fields after it,
+    // and that worker is told why, not dropped as garbage.
+    let Ok(protocol::HelloHead::Hello {
+        magic,
+        protocol: version,
+        name,
+        ..
+    }) = protocol::decode(&body)
+    else {
+        drop_garbage(address, "it did not begin with a hello");
+        return None;
+    };
+    if magic != protocol::MAGIC {
+        drop_garbage(address, "its hello has the wrong magic bytes");
+        return None;
+    }
+    if version != protocol::PROTOCOL_VERSION {
+        let why = format!(
+            "protocol version {version} is not the coordinator's {}: run the same host binary on every machine",
+            protocol::PROTOCOL_VERSION
+        );
+        refuse(&mut conn, &name, address, why).await;
+        return None;
+    }
+    let hello = match protocol::decode::<WorkerMsg>(&body) {
+        Ok(WorkerMsg::Hello(hello)) => hello,
+        Ok(other) => {
+            drop_garbage(address, &format!("it began with {other:?}, not a hello"));
+            return None;
+        }
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            return None;
+        }
+    };
+    let nonce = trust::nonce();
+    let challenge = CoordMsg::Challenge {
+        magic: protocol::MAGIC,
+        protocol: protocol::PROTOCOL_VERSION,
+        nonce,
+    };
+    protocol::write(&mut conn, &challenge).await.ok()?;
+    let proof = match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
+        Ok(WorkerMsg::Proof(proof)) => proof,
+        _ => {
+            let why =
+                "it did not answer the challenge with a proof of the cluster token".to_string();
+            refuse(&mut conn, &hello.name, address, why).await;
+            return None;
+        }
+    };
+    let exporter = match trust::exporter(conn.get_ref().1) {
+        Ok(e) => e,
+        Err(e) => {
+            drop_garbage(address, &format!("{e:#}"));
+            return None;
+        }
+    };
+    if !hub
+        .token
+        .verify(Role::Worker, &exporter, &hello.nonce, &nonce, &proof)
+    {
+        let why = if hub.token.is_set() {
+            format!(
+                "it did not prove it holds the cluster token: give it the coordinator's token ({} or --token-file)",
+                trust::TOKEN_ENV
+            )
+        } else {
+            format!(
+                "its proof is of a cluster token and this coordinator has none: give both sides the same {} or --token-file, or neither (loopback only)",
+                trust::TOKEN_ENV
+            )
+        };
+        refuse(&mut conn, &hello.name, address, why).await;
+        return None;
+    }
+    let ours = hub
+        .token
+        .proof(Role::Coordinator, &exporter, &hello.nonce, &nonce);
+    protocol::write(&mut conn, &CoordMsg::Proof(ours))
+        .await
+        .ok()?;
+    match protocol::decode::<WorkerMsg>(&read_small(&mut conn, address).await?) {
+        Ok(WorkerMsg::Join(join)) => Some((conn, hello, join)),
+        Ok(other) => {
+            drop_garbage(
+                address,
+                &format!("it sent {other:?} where its join was due"),
+            );
+            None
+        }
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Reads a frame of at most [`protocol::MAX_HELLO_FRAME`] bytes (before the proofs);
+/// `None` if the connection closed or sent more.
+async fn read_small(conn: &mut Conn, address: SocketAddr) -> Option<Vec<u8>> {
+    match protocol::read_frame(conn, protocol::MAX_HELLO_FRAME).await {
+        Ok(body) => Some(body),
+        Err(FrameError::Io(_)) => None,
+        Err(e) => {
+            drop_garbage(address, &e.to_string());
+            None
+        }
+    }
+}
+
+/// Refuses a connection with the reason, on stderr and to the peer.
+async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
+    crate::stderr::line(format_args!(
+        "coordinator: refused worker {name} ({address}): {why}"
+    ));
+    let _ = protocol::write(conn, &CoordMsg::Refused(why)).await;
+    let _ = tokio::io::AsyncWriteExt::shutdown(conn).await;
+}
+
+fn drop_garbage(address: SocketAddr, why: &str) {
+    crate::stderr::line(format_args!(
+        "coordinator: dropped a connection from {address}: it sent garbage ({why})"
+    ));
+}
+
+async fn write_loop(mut writer: WriteHalf<Conn>, mut rx: mpsc::UnboundedReceiver<CoordMsg>) {
+    while let Some(msg) = rx.recv().await {
+        if protocol::write(&mut writer, &msg).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Reads a worker's messages until it finishes or is lost.
+async fn read_loop(mut reader: ReadHalf<Conn>, id: u64, hub: Arc<Hub>) {
+    loop {
+        let started = hub.lock().t0.is_some();
+        let within = if started { LOSS_AFTER } else { PREPARE_TIMEOUT };
+        let read = tokio::time::timeout(
+            within,
+            protocol::read::<_, WorkerMsg>(&mut reader, protocol::MAX_WORKER_FRAME),
+        )
+        .await;
+        let msg = match read {
+            Ok(Ok(msg)) => msg,
+            Ok(Err(FrameError::Io(e))) => {
+                return hub.lose(id, &format!("its connection closed ({e})"));
+            }
+            Ok(Err(e)) => return hub.lose(id, &format!("it sent garbage ({e})")),
+            Err(_) => {
+                return hub.lose(
+                    id,
+                    &format!(
+                        "silent for {:.1}s (killed or cut off)",
+                        within.as_secs_f64()
+                    ),
+                )
+            }
+        };
+        let last = matches!(msg, WorkerMsg::Final(_));
+        if let Err(why) = hub.on_message(id, msg) {
+            return hub.lose(id, &why);
+        }
+        if last {
+            return;
+        }
+    }
+}
+
+/// Tells every worker that is not done that the coordinator lives.
+pub(super) async fn heartbeats(hub: Arc<Hub>) {
+    let mut every = tokio::time::interval(HEARTBEAT);
+    loop {
+        every.tick().await;
+        hub.broadcast(CoordMsg::Heartbeat);
+    }
+}
