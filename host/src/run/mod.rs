@@ -2,38 +2,40 @@
 //! started together, metrics folded every second, results out.
 
 pub(crate) mod data;
+pub mod exit_code;
+mod gauges;
 mod interrupt;
 mod observe;
 pub(crate) mod progress;
 pub(crate) mod remote;
+mod setup;
 pub(crate) mod stage;
 mod summarize;
+mod teardown;
 pub(crate) mod verdict;
 
 use crate::config::{self, Overrides, RunConfig};
 use crate::control::RunControl;
 use crate::executor::{self, ExecutorReport, ScenarioCtx};
-use crate::metrics::{builtin, Aggregator, Recorder, Registry, TagSet};
+use crate::metrics::{Aggregator, Recorder, Registry};
 use crate::net::{Allowlist, NetShared};
 use crate::output::ResultsWriter;
-use crate::plugin::bindings::Scenario;
 use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
 use crate::sampling::ResourceWatch;
 use crate::summary::Summary;
 use crate::thresholds::Evaluator;
-use crate::vu::errors::ErrorLog;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Result};
 use observe::{Ending, Observers, Scope, Tick};
+use setup::Setup;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
-use wasmtime::Store;
 
 /// VUs initialised at once before the start.
 const INIT_CONCURRENCY: usize = 64;
@@ -83,41 +85,6 @@ pub struct RunOutcome {
     pub exit_code: i32,
     /// Results files that could not be written.
     pub write_failures: Vec<crate::output::WriteFailure>,
-}
-
-/// Exit codes, documented in the README.
-pub mod exit_code {
-    /// The run completed.
-    pub const OK: i32 = 0;
-    /// An error before or during the run, or a service of its stack died
-    /// (`[stack] on_service_exit = "abort"`).
-    pub const ERROR: i32 = 1;
-    /// `host compare` flagged a regression.
-    pub const REGRESSION: i32 = 98;
-    /// A threshold was crossed.
-    pub const THRESHOLDS: i32 = 99;
-    /// Interrupted by Ctrl-C.
-    pub const INTERRUPTED: i32 = 105;
-    /// The plugin aborted the run.
-    pub const PLUGIN_ABORT: i32 = 107;
-    /// A distributed run lost a worker and `[distributed] on_worker_loss = "abort"`.
-    pub const WORKER_LOST: i32 = 108;
-    /// The run measured nothing: no iteration succeeded, or every request was denied.
-    pub const MEASURED_NOTHING: i32 = 110;
-
-    /// What a code means, in a few words.
-    pub fn meaning(code: i32) -> &'static str {
-        match code {
-            OK => "completed",
-            REGRESSION => "a regression",
-            THRESHOLDS => "a threshold was crossed",
-            INTERRUPTED => "interrupted",
-            PLUGIN_ABORT => "the plugin aborted the run",
-            WORKER_LOST => "a worker was lost",
-            MEASURED_NOTHING => "the run measured nothing",
-            _ => "an error",
-        }
-    }
 }
 
 pub(crate) use crate::plugin::Inspected;
@@ -264,13 +231,13 @@ pub(crate) async fn run_then(
     let title = format!("{} {}", plan.info.name, plan.info.version);
     let live = crate::live::Live::start(&request.live, &plan.config.outputs, &title)?;
     let published = std::mem::take(&mut plan.published);
-    let mut setup = setup(&request, &plan.config, published).await?;
+    let mut setup = setup::setup(&request, &plan.config, published).await?;
     let mut started = start(&request, &plan, &setup, sampling, live).await?;
     let driven = drive(&plan, &setup, &mut started).await?;
-    teardown(&request, &plan.config, &mut setup).await;
+    teardown::teardown(&request, &plan.config, &mut setup).await;
     let summary_timeout = plan.config.limits.setup_timeout;
     let (mut outcome, observers) = finish(plan, &setup, started, driven, before_writing);
-    handle_summary(&request, &mut setup, summary_timeout, &mut outcome).await;
+    teardown::handle_summary(&request, &mut setup, summary_timeout, &mut outcome).await;
     observers.close().await;
     Ok(outcome)
 }
@@ -289,27 +256,6 @@ struct Plan {
     warnings: Vec<String>,
     /// The data sets the plugin published from `describe()` (its SharedArrays).
     published: DataSets,
-}
-
-/// The plugin loaded for the run, the run's shared parts, and `setup()` done.
-struct Setup {
-    /// Held for the whole run: dropping it stops the epochs that bound guest calls.
-    _ticker: EpochTicker,
-    plugin: Plugin,
-    registry: Arc<Registry>,
-    services: Arc<HostServices>,
-    control: Arc<RunControl>,
-    errors: Arc<ErrorLog>,
-    started_at: SystemTime,
-    /// The instance `setup()` ran in; `teardown()` runs in it too.
-    store: Store<VuState>,
-    instance: Scenario,
-    /// The same instance's handle, for the exports beyond the `scenario` world's.
-    handle: wasmtime::component::Instance,
-    data: Arc<str>,
-    /// Where the setup instance's requests are recorded when they are not counted
-    /// with the run's (`[http] count_setup = false`).
-    apart: Option<Arc<Recorder>>,
 }
 
 /// The executors running, and what watches them.
@@ -388,77 +334,6 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
         descriptors_exhausted: crate::net::descriptors::exhausted_count(),
         warnings,
         published: inspected.published,
-    })
-}
-
-/// Setup: an engine sized for the run, the plugin, the shared services, and `setup()`,
-/// which runs once in an instance of its own; its result goes to every VU.
-async fn setup(request: &RunRequest, config: &RunConfig, published: DataSets) -> Result<Setup> {
-    let remote = request.remote.as_ref().map(|r| &r.0);
-    // A coordinator runs no VUs: its engine only needs the setup instance.
-    let max_vus = match remote {
-        Some(r) if !r.runs_vus_here() => 1,
-        _ => config.max_vus(),
-    };
-    let (bytes, sha256) = plugin::read_plugin(&request.plugin)?;
-    // Again on the bytes that run: the file may have been replaced since the plan.
-    check_pin(request, &sha256)?;
-    // The pool is sized for this file: a Python plugin has many core modules.
-    let engine = build_engine(EngineOptions {
-        max_instances: u32::try_from(max_vus.saturating_add(1)).unwrap_or(u32::MAX),
-        memory_bytes: config.limits.memory_bytes,
-        needs: plugin::shape::PoolNeeds::of(&bytes),
-    })?;
-    let ticker = EpochTicker::start(&engine)?;
-    let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
-    let registry = Arc::new(Registry::new());
-    let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
-    let services = services_for(
-        config,
-        registry.clone(),
-        log_quiet.unwrap_or(request.quiet),
-        published,
-    )?;
-    // The plugin's imports stop the run through the same signals (`run-control.abort`).
-    let control = services.control.clone();
-    let errors = Arc::new(ErrorLog::default());
-    let started_at = SystemTime::now();
-
-    let (setup_services, apart) = stage::services(config, &services);
-    let setup_state = VuState::new(setup_services, setup_identity(&config.env));
-    let (mut store, instance, handle) = plugin.instantiate_with_handle(setup_state).await?;
-    let data: Arc<str> = match remote.and_then(|r| r.given_setup_data()) {
-        // A worker: setup() ran once, at the coordinator.
-        Some(data) => data,
-        None => {
-            let config_json = serde_json::to_string(&config.source).unwrap_or_default();
-            store
-                .data_mut()
-                .budget
-                .start_call(config.limits.setup_timeout);
-            let result = instance
-                .loadtest_scenario_plugin()
-                .call_setup(&mut store, &config_json)
-                .await;
-            match plugin::outcome(result, store.data()) {
-                Ok(data) => data.into(),
-                Err(e) => bail!("setup() {e}"),
-            }
-        }
-    };
-    Ok(Setup {
-        _ticker: ticker,
-        plugin,
-        registry,
-        services,
-        control,
-        errors,
-        started_at,
-        store,
-        instance,
-        handle,
-        data,
-        apart,
     })
 }
 
@@ -616,7 +491,7 @@ async fn drive(plan: &Plan, setup: &Setup, started: &mut Started) -> Result<Driv
                 Some(Err(e)) => bail!("an executor failed: {e}"),
                 None => break,
             },
-            _ = gauge_tick.tick() => sample_gauges(&setup.services, scope.contexts),
+            _ = gauge_tick.tick() => gauges::sample_gauges(&setup.services, scope.contexts),
             _ = tick.tick() => {
                 observers.before_tick(&scope);
                 let interval = aggregator.tick();
@@ -636,67 +511,6 @@ async fn drive(plan: &Plan, setup: &Setup, started: &mut Started) -> Result<Driv
         reports,
         elapsed,
     })
-}
-
-/// Teardown: `teardown()` gets the setup data, as in k6, even after an interrupted run;
-/// its failure is a warning, since the results are already gathered.
-async fn teardown(request: &RunRequest, config: &RunConfig, setup: &mut Setup) {
-    if let Some(r) = &request.remote {
-        if r.0.given_setup_data().is_some() {
-            // A worker: teardown() runs once, at the coordinator.
-            return;
-        }
-    }
-    setup.store.data_mut().identity = stage::identity(&config.env, "teardown");
-    setup
-        .store
-        .data_mut()
-        .budget
-        .start_call(config.limits.setup_timeout);
-    let result = setup
-        .instance
-        .loadtest_scenario_plugin()
-        .call_teardown(&mut setup.store, &setup.data)
-        .await;
-    if let Err(e) = plugin::outcome(result, setup.store.data()) {
-        crate::stderr::warn(format_args!("teardown() {e}"));
-    }
-}
-
-/// The plugin's own summary (k6's `handleSummary`), when it exports one: called after
-/// the results are written, in the instance `setup()` and `teardown()` ran in, with the
-/// summary in k6's shape; what it returns is printed or written into the results
-/// folder. Its failure is a results file that could not be written, so a run that
-/// passed exits 1 and says why. A worker leaves it to the coordinator, as `teardown()`.
-async fn handle_summary(
-    request: &RunRequest,
-    setup: &mut Setup,
-    timeout: std::time::Duration,
-    outcome: &mut RunOutcome,
-) {
-    let Some(export) = setup.plugin.summary else {
-        return;
-    };
-    if let Some(r) = &request.remote {
-        if r.0.given_setup_data().is_some() {
-            return;
-        }
-    }
-    let data = crate::output::k6_export::handle_summary_data(&outcome.summary);
-    // The identity stays teardown's: anything it records is tagged `stage=teardown`.
-    setup.store.data_mut().budget.start_call(timeout);
-    let called =
-        plugin::summary::call(&mut setup.store, &setup.handle, &export, &data.to_string()).await;
-    match called {
-        Ok(renderings) => {
-            let failures = crate::output::handled::deliver(&renderings, &outcome.results_dir);
-            outcome.write_failures.extend(failures);
-        }
-        Err(e) => outcome.write_failures.push(crate::output::WriteFailure {
-            file: "the plugin's own summary (handleSummary)".into(),
-            error: e.to_string(),
-        }),
-    }
 }
 
 /// Finish: the last gauges and interval, the summary with what each observer adds,
@@ -723,7 +537,7 @@ fn finish(
     } = started;
     let scope = scope(&plan, setup, t0, &contexts);
     observers.before_tick(&scope);
-    sample_gauges(&setup.services, &contexts);
+    gauges::sample_gauges(&setup.services, &contexts);
     let last = aggregator.tick();
     let tick = Tick {
         scope: &scope,
@@ -752,28 +566,4 @@ fn finish(
         write_failures: end.failures,
     };
     (outcome, observers)
-}
-
-fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx>]) {
-    let recorder = &services.recorder;
-    let none = TagSet::empty();
-    let active: u64 = contexts
-        .iter()
-        .map(|c| c.stats.active_vus.load(Ordering::Relaxed))
-        .sum();
-    let allocated: u64 = contexts
-        .iter()
-        .map(|c| c.stats.allocated_vus.load(Ordering::Relaxed))
-        .sum();
-    recorder.gauge(builtin::VUS, &none, active as f64);
-    recorder.gauge(builtin::VUS_MAX, &none, allocated as f64);
-    recorder.gauge(
-        builtin::HTTP_REQS_IN_FLIGHT,
-        &none,
-        services.net.in_flight.get_signed().max(0) as f64,
-    );
-    if services.net.ws_used.load(Ordering::Relaxed) {
-        let open = services.net.ws_open.load(Ordering::Relaxed).max(0);
-        recorder.gauge(builtin::WS_SOCKETS_OPEN, &none, open as f64);
-    }
 }
