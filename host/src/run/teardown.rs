@@ -10,11 +10,9 @@ use crate::plugin;
 /// Teardown: `teardown()` gets the setup data, as in k6, even after an interrupted run;
 /// its failure is a warning, since the results are already gathered.
 pub(super) async fn teardown(request: &RunRequest, config: &RunConfig, setup: &mut Setup) {
-    if let Some(r) = &request.remote {
-        if r.0.given_setup_data().is_some() {
-            // A worker: teardown() runs once, at the coordinator.
-            return;
-        }
+    if is_worker(request) {
+        // teardown() runs once, at the coordinator.
+        return;
     }
     setup.store.data_mut().identity = stage::identity(&config.env, "teardown");
     setup
@@ -46,10 +44,8 @@ pub(super) async fn handle_summary(
     let Some(export) = setup.plugin.summary else {
         return;
     };
-    if let Some(r) = &request.remote {
-        if r.0.given_setup_data().is_some() {
-            return;
-        }
+    if is_worker(request) {
+        return;
     }
     let data = crate::output::k6_export::handle_summary_data(&outcome.summary);
     // The identity stays teardown's: anything it records is tagged `stage=teardown`.
@@ -66,4 +62,13 @@ pub(super) async fn handle_summary(
             error: e.to_string(),
         }),
     }
+}
+
+/// Whether this run is a worker's, whose `setup()` ran at its coordinator (and so do
+/// `teardown()` and the plugin's own summary).
+fn is_worker(request: &RunRequest) -> bool {
+    request
+        .remote
+        .as_ref()
+        .is_some_and(|r| r.0.given_setup_data().is_some())
 }

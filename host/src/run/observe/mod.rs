@@ -110,8 +110,9 @@ pub(crate) trait Observer: Send {
 pub(crate) struct Observers(Vec<Box<dyn Observer>>);
 
 impl Observers {
-    /// The set for a run: `remote` and `watch` from the request, then `outputs`
-    /// (results, resources, progress, live outputs), then the automatic stops.
+    /// The set for a run, assembled once: the distributed role and the stack's watch
+    /// from the request, then the outputs (resources, results, progress, live
+    /// outputs), then the automatic stops.
     pub(crate) fn assemble(
         remote: Option<&crate::run::remote::RemoteRole>,
         watch: Option<&crate::control::Watch>,
