@@ -72,6 +72,8 @@ mod html;
 mod k8s;
 mod live;
 mod metrics;
+#[cfg(test)]
+mod module_graph;
 mod net;
 mod oci;
 mod output;

@@ -16,10 +16,10 @@
 //! handshake completes and HTTP/3 is set up (the certificate checks, the client's
 //! Finished, the control streams), which on loopback is the larger share.
 
+use super::address::{resolve, with_authority};
 use super::allowlist::Origin;
-use super::connect::ConnectTimings;
 use super::counting_io::IoStats;
-use super::http::HttpError;
+use super::types::{ConnectTimings, HttpError};
 use super::NetShared;
 use bytes::{Buf, Bytes};
 use http_body_util::{BodyExt, Full};
@@ -74,7 +74,7 @@ impl H3Connection {
             Some(host)
                 if Some(host.as_bytes()) != absolute.authority().map(|a| a.as_str().as_bytes()) =>
             {
-                super::connect::with_authority(absolute, &host)
+                with_authority(absolute, &host)
             }
             _ => absolute.clone(),
         };
@@ -233,7 +233,7 @@ pub(crate) async fn connect(
     let start = Instant::now();
     let name = origin.to_string();
     let tls = shared.tls.quic_config()?;
-    let addrs = super::connect::resolve(to).await?;
+    let addrs = resolve(to).await?;
     let addr = match local {
         None => addrs[0],
         Some(ip) => *addrs

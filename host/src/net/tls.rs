@@ -19,7 +19,7 @@
 //! sessions.
 
 use super::allowlist::Origin;
-use super::http::HttpError;
+use super::types::HttpError;
 use crate::config::tls::client::{build, roots_from, suite_name};
 use crate::config::tls::{TlsOptions, TlsVersion};
 use rustls::pki_types::ServerName;

@@ -28,10 +28,10 @@ wasmtime::component::bindgen!({
     },
     exports: { default: async },
     with: {
-        "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
+        "loadtest:scenario/websocket.socket": crate::net::ws::socket::Socket,
         "loadtest:scenario/grpc.channel": crate::net::grpc::channel::Channel,
         "loadtest:scenario/grpc.grpc-stream": crate::net::grpc::stream::GrpcStream,
-        "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
+        "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
         "loadtest:scenario/html.document": crate::html::Document,
     },

@@ -2,7 +2,7 @@
 //! how and when it ended (`ws_session_duration`, `ws_errors{error}`), and the reason
 //! the plugin is told once the socket is gone.
 
-use super::WsError;
+use super::message::WsError;
 use crate::metrics::{builtin, Shard, TagSet};
 use crate::net::counting_io::IoStats;
 use crate::net::NetShared;
@@ -34,7 +34,7 @@ impl Ending {
     }
 }
 
-/// Shared by the plugin's [`Socket`](super::Socket) handle and the socket's task.
+/// Shared by the plugin's [`Socket`](super::socket::Socket) handle and the socket's task.
 pub(super) struct Session {
     shared: Arc<NetShared>,
     tags: TagSet,

@@ -2,9 +2,8 @@
 //! header fields and body stay on the host side (the `response-content` resource in
 //! the VU's table) until the plugin asks for them.
 
-use crate::net::connect::Proto;
 use crate::net::http::PreparedRequest;
-use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
+use crate::net::{HttpError, HttpRequest, HttpResponse, Proto, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::state::VuState;
 use std::pin::pin;

@@ -1,5 +1,7 @@
-//! What goes into and comes out of an HTTP exchange: the request as the plugin asked
-//! for it, the response with its timing phases, and why a request failed.
+//! The leaf types of `net`: what goes into and comes out of an HTTP exchange (the
+//! request as the plugin asked for it, the response with its timing phases, why a
+//! request failed, the protocol it went over) and how a request ended, for its one
+//! record. This module imports nothing of `net`, so every file of `net` may import it.
 
 use bytes::Bytes;
 use std::time::Duration;
@@ -29,7 +31,7 @@ pub struct HttpRequest {
     pub no_cookie_jar: bool,
     /// The HTTP version the plugin asked for (contract 0.3.4), for every hop; `None`:
     /// as `[http] versions` chooses.
-    pub version: Option<crate::net::connect::Proto>,
+    pub version: Option<Proto>,
 }
 
 /// Phases of a request, as k6 names them.
@@ -68,7 +70,7 @@ pub struct HttpResponse {
     /// Phases.
     pub timings: Timings,
     /// The protocol it came over (the `proto` tag).
-    pub proto: crate::net::connect::Proto,
+    pub proto: Proto,
     /// The URL it came from (the last hop's after redirects).
     pub url: String,
 }
@@ -142,6 +144,55 @@ impl HttpError {
             Self::BodyTooLarge(_) => "body_too_large",
         }
     }
+}
+
+/// The protocol of a connection, as the `proto` tag names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// `HTTP/1.1`.
+    Http1,
+    /// `HTTP/2`.
+    Http2,
+    /// `HTTP/3`.
+    Http3,
+}
+
+impl Proto {
+    /// The tag's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Http1 => "HTTP/1.1",
+            Self::Http2 => "HTTP/2",
+            Self::Http3 => "HTTP/3",
+        }
+    }
+
+    /// Whether one connection carries concurrent requests (HTTP/2 and HTTP/3), so the
+    /// pool keeps one per origin and hands out handles on it.
+    pub fn multiplexed(self) -> bool {
+        self != Self::Http1
+    }
+
+    /// Every protocol, in the summary's order.
+    pub const ALL: [Proto; 3] = [Self::Http1, Self::Http2, Self::Http3];
+}
+
+/// Time spent opening a connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ConnectTimings {
+    /// TCP connect.
+    pub connecting: Duration,
+    /// TLS handshake.
+    pub tls_handshaking: Duration,
+}
+
+/// The bytes a request or a connection put on the wire and took off it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct IoBytes {
+    /// Bytes written.
+    pub sent: u64,
+    /// Bytes read.
+    pub received: u64,
 }
 
 #[cfg(test)]
