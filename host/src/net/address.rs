@@ -23,17 +23,17 @@ pub(crate) async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpErro
     }
     // RFC 6761: these names never resolve, so no resolver is asked.
     if origin.host == "invalid" || origin.host.ends_with(".invalid") {
-        return Err(HttpError::Connect(format!(
+        return Err(HttpError::connect(format!(
             "cannot resolve {}: names under .invalid never resolve",
             origin.host
         )));
     }
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
         .await
-        .map_err(|e| HttpError::Connect(format!("cannot resolve {}: {e}", origin.host)))?
+        .map_err(|e| HttpError::connect(format!("cannot resolve {}: {e}", origin.host)))?
         .collect();
     if addrs.is_empty() {
-        return Err(HttpError::Connect(format!(
+        return Err(HttpError::connect(format!(
             "cannot resolve {}: no addresses",
             origin.host
         )));

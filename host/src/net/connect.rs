@@ -141,18 +141,17 @@ impl Connection {
     /// share the connection take turns at the counts instead, so concurrent streams
     /// do not each count the others' bytes: the totals stay exact.
     pub(crate) fn io_since(&self, mark: IoBytes) -> IoBytes {
-        let (sent, received) = match &self.sender {
-            Sender::Http1(_) => (
-                self.stats.sent() - mark.sent,
-                self.stats.received() - mark.received,
-            ),
+        match &self.sender {
+            Sender::Http1(_) => IoBytes {
+                sent: self.stats.sent() - mark.sent,
+                received: self.stats.received() - mark.received,
+            },
             Sender::Http2(_) => self.stats.take_unaccounted(),
             Sender::Http3(c) => {
                 c.observe(&self.stats);
                 self.stats.take_unaccounted()
             }
-        };
-        IoBytes { sent, received }
+        }
     }
 
     /// Sends a request and waits for the response head. HTTP/2 and HTTP/3 need the
@@ -234,7 +233,7 @@ pub(crate) async fn connect_tcp(
                 return Ok(stream);
             }
             Err(e) if super::descriptors::check(&e) => {
-                return Err(HttpError::Connect(format!(
+                return Err(HttpError::connect(format!(
                     "cannot connect to {origin}: {e}: {}",
                     super::descriptors::advice()
                 )));
@@ -242,7 +241,7 @@ pub(crate) async fn connect_tcp(
             Err(e) => last_error = Some(format!("{addr}: {e}")),
         }
     }
-    Err(HttpError::Connect(format!(
+    Err(HttpError::connect(format!(
         "cannot connect to {origin}: {}",
         last_error.unwrap_or_else(|| "no address".into())
     )))
@@ -307,7 +306,7 @@ pub(crate) async fn connect(
                 Some(_) => "and the request asked for HTTP/2 only (its version option)",
                 None => "and [http] versions leaves out \"http/1.1\"",
             };
-            return Err(HttpError::Protocol(format!(
+            return Err(HttpError::protocol(format!(
                 "{origin}: the server does not offer HTTP/2 by ALPN, {why}"
             )));
         } else {
@@ -366,7 +365,7 @@ where
     let (sender, conn) = builder
         .handshake(TokioIo::new(io))
         .await
-        .map_err(|e| HttpError::Connect(format!("{origin}: handshake failed: {e}")))?;
+        .map_err(|e| HttpError::connect(format!("{origin}: handshake failed: {e}")))?;
     tokio::spawn(async move {
         // The connection ends when its VU drops the sender or the peer closes it;
         // errors surface on the request that was using it.
@@ -384,7 +383,7 @@ where
     let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
         .handshake(TokioIo::new(io))
         .await
-        .map_err(|e| HttpError::Connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
+        .map_err(|e| HttpError::connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });

@@ -3,6 +3,7 @@
 //! request failed, the protocol it went over) and how a request ended, for its one
 //! record. This module imports nothing of `net`, so every file of `net` may import it.
 
+use crate::metrics::{builtin, Shard, TagSet};
 use bytes::Bytes;
 use std::time::Duration;
 
@@ -105,46 +106,126 @@ fn lossy(value: &http::HeaderValue) -> String {
     String::from_utf8_lossy(value.as_bytes()).into_owned()
 }
 
-/// Why a request failed; mirrors the WIT `http-error`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HttpError {
+/// What kind of failure a request met: the cases of the WIT `http-error`, and the
+/// value of the `error` tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpErrorKind {
     /// Not allowed by the run's allowlist; nothing was sent.
-    #[error("denied: {0}")]
-    Denied(String),
+    Denied,
     /// Bad URL, method or header.
-    #[error("invalid request: {0}")]
-    Invalid(String),
+    Invalid,
     /// Connection could not be made.
-    #[error("connect: {0}")]
-    Connect(String),
+    Connect,
     /// The request took longer than its timeout.
-    #[error("timeout: {0}")]
-    Timeout(String),
+    Timeout,
     /// TLS failed.
-    #[error("tls: {0}")]
-    Tls(String),
+    Tls,
     /// The peer broke the protocol or the connection.
-    #[error("protocol: {0}")]
-    Protocol(String),
+    Protocol,
     /// The body was larger than the cap (`[limits] max_body_mb`), in bytes.
-    #[error("response body larger than {0} bytes, the cap set by [limits] max_body_mb; raise it to accept larger bodies")]
     BodyTooLarge(u64),
 }
 
-impl HttpError {
-    /// A short name for the `error` tag.
-    pub fn kind(&self) -> &'static str {
+impl HttpErrorKind {
+    /// Its name in the `error` tag.
+    pub fn tag(self) -> &'static str {
         match self {
-            Self::Denied(_) => "denied",
-            Self::Invalid(_) => "invalid",
-            Self::Connect(_) => "connect",
-            Self::Timeout(_) => "timeout",
-            Self::Tls(_) => "tls",
-            Self::Protocol(_) => "protocol",
+            Self::Denied => "denied",
+            Self::Invalid => "invalid",
+            Self::Connect => "connect",
+            Self::Timeout => "timeout",
+            Self::Tls => "tls",
+            Self::Protocol => "protocol",
             Self::BodyTooLarge(_) => "body_too_large",
         }
     }
 }
+
+/// Why a request failed: its kind, and what happened in words. The plugin gets it as
+/// the WIT `http-error` (`plugin::imports::http` maps one onto the other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    kind: HttpErrorKind,
+    message: String,
+}
+
+impl HttpError {
+    fn new(kind: HttpErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Not allowed by the run's allowlist (`why`).
+    pub fn denied(why: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Denied, why)
+    }
+
+    /// A bad URL, method or header.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Invalid, message)
+    }
+
+    /// The connection could not be made.
+    pub fn connect(message: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Connect, message)
+    }
+
+    /// The request took longer than its timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Timeout, message)
+    }
+
+    /// TLS failed.
+    pub fn tls(message: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Tls, message)
+    }
+
+    /// The peer broke the protocol or the connection.
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::new(HttpErrorKind::Protocol, message)
+    }
+
+    /// The body was larger than `cap` bytes.
+    pub fn body_too_large(cap: u64) -> Self {
+        Self::new(HttpErrorKind::BodyTooLarge(cap), String::new())
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> HttpErrorKind {
+        self.kind
+    }
+
+    /// What happened, without the kind (empty for a body too large: the cap says it).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The message, taken out.
+    pub fn into_message(self) -> String {
+        self.message
+    }
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let label = match self.kind {
+            HttpErrorKind::BodyTooLarge(cap) => {
+                return write!(
+                    f,
+                    "response body larger than {cap} bytes, the cap set by [limits] \
+                     max_body_mb; raise it to accept larger bodies"
+                )
+            }
+            HttpErrorKind::Invalid => "invalid request",
+            kind => kind.tag(),
+        };
+        write!(f, "{label}: {}", self.message)
+    }
+}
+
+impl std::error::Error for HttpError {}
 
 /// The protocol of a connection, as the `proto` tag names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +274,19 @@ pub(crate) struct IoBytes {
     pub sent: u64,
     /// Bytes read.
     pub received: u64,
+}
+
+impl IoBytes {
+    /// Adds them to `data_sent` and `data_received` under `tags` (WebSockets, gRPC;
+    /// an HTTP request's bytes are part of its fused record).
+    pub(crate) fn record(self, s: &mut Shard, tags: &TagSet) {
+        if self.sent > 0 {
+            s.count(builtin::DATA_SENT, tags, self.sent as f64);
+        }
+        if self.received > 0 {
+            s.count(builtin::DATA_RECEIVED, tags, self.received as f64);
+        }
+    }
 }
 
 #[cfg(test)]

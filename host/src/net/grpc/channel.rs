@@ -11,6 +11,7 @@ use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::tls::Purpose;
+use crate::net::types::IoBytes;
 use crate::net::NetShared;
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -207,10 +208,10 @@ impl Channel {
 
     /// Bytes sent and received on the connection since the last call (all of its
     /// streams' share: the totals stay exact when streams overlap).
-    pub(super) fn io_delta(&self) -> (u64, u64) {
+    pub(super) fn io_delta(&self) -> IoBytes {
         self.conn
             .as_ref()
-            .map_or((0, 0), |c| c.io.take_unaccounted())
+            .map_or(IoBytes::default(), |c| c.io.take_unaccounted())
     }
 }
 

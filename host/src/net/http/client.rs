@@ -309,18 +309,18 @@ impl HttpClient {
         if let Some(target) = self.targets.get(url) {
             return Ok(target);
         }
-        let origin = Origin::parse(url).map_err(HttpError::Invalid)?;
+        let origin = Origin::parse(url).map_err(HttpError::invalid)?;
         if origin.scheme != "http" && origin.scheme != "https" {
-            return Err(HttpError::Invalid(format!(
+            return Err(HttpError::invalid(format!(
                 "{url}: HTTP requests need an http:// or https:// URL"
             )));
         }
         if let Err(why) = self.shared.allowlist.check(&origin) {
             record(&self.shared, None, Outcome::Denied(base_tags));
             self.shared.warn_denied_once(&origin, "reach", &why);
-            return Err(HttpError::Denied(why));
+            return Err(HttpError::denied(why));
         }
-        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::Invalid)?);
+        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::invalid)?);
         self.targets.insert(url, target.clone());
         Ok(target)
     }
@@ -353,14 +353,14 @@ impl HttpClient {
         } else {
             http::Method::from_bytes(req.method.as_bytes())
         }
-        .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
+        .map_err(|_| HttpError::invalid(format!("invalid method {:?}", req.method)))?;
         let mut headers = http::HeaderMap::new();
         let (mut has_host, mut has_user_agent) = (false, false);
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| HttpError::Invalid(format!("invalid header name {name:?}")))?;
+                .map_err(|_| HttpError::invalid(format!("invalid header name {name:?}")))?;
             let value = http::HeaderValue::from_str(value).map_err(|_| {
-                HttpError::Invalid(format!(
+                HttpError::invalid(format!(
                     "invalid value for header {name}: {value:?} (CR, LF and other control characters are not allowed)"
                 ))
             })?;
@@ -368,18 +368,18 @@ impl HttpClient {
             has_user_agent |= name == http::header::USER_AGENT;
             headers
                 .try_append(name, value)
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         if !has_host {
             headers
                 .try_append(http::header::HOST, target.host_header.clone())
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         // The run's User-Agent (`[http] user_agent`), unless the request sets its own.
         if let (false, Some(agent)) = (has_user_agent, &self.shared.http.user_agent) {
             headers
                 .try_append(http::header::USER_AGENT, agent.clone())
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         Ok(Template {
             target,
@@ -524,9 +524,9 @@ fn with_jar_cookies(headers: &mut http::HeaderMap, jar_cookies: String) -> Resul
         }
     };
     let value = http::HeaderValue::from_str(&value)
-        .map_err(|_| HttpError::Invalid(format!("invalid Cookie value {value:?}")))?;
+        .map_err(|_| HttpError::invalid(format!("invalid Cookie value {value:?}")))?;
     headers
         .try_insert(http::header::COOKIE, value)
-        .map_err(|e| HttpError::Invalid(e.to_string()))?;
+        .map_err(|e| HttpError::invalid(e.to_string()))?;
     Ok(())
 }

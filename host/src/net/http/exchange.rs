@@ -127,7 +127,7 @@ pub(super) async fn execute(
                 ),
                 _ => format!("no complete response within {within}"),
             };
-            (Err(HttpError::Timeout(message)), None, IoBytes::default())
+            (Err(HttpError::timeout(message)), None, IoBytes::default())
         }
     };
     Exchange {
@@ -189,7 +189,7 @@ async fn exchange(
     let announced = announced_length(&headers);
     if announced.is_some_and(|n| n > shared.max_body) {
         let io = conn.io_since(mark);
-        return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+        return (Err(HttpError::body_too_large(shared.max_body)), None, io);
     }
     // The announced length is reserved at once: growing by doubling would copy the body
     // several times and leave up to twice its size allocated while the plugin holds
@@ -210,7 +210,7 @@ async fn exchange(
         body_size += data.len() as u64;
         if body_size > shared.max_body {
             let io = conn.io_since(mark);
-            return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+            return (Err(HttpError::body_too_large(shared.max_body)), None, io);
         }
         if !prepared.discard_body {
             body.extend_from_slice(&data);
@@ -262,10 +262,10 @@ fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
         SendError::Hyper(e) => e,
     };
     if let Some(tls) = crate::net::tls::find(e) {
-        return HttpError::Tls(crate::net::tls::describe(tls));
+        return HttpError::tls(crate::net::tls::describe(tls));
     }
     if let Some(failure) = conn.tls_failure() {
-        return HttpError::Tls(failure.to_string());
+        return HttpError::tls(failure.to_string());
     }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
@@ -280,5 +280,5 @@ fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
              about 400 KiB; raise [http] max_headers to accept more fields)"
         ));
     }
-    HttpError::Protocol(text)
+    HttpError::protocol(text)
 }

@@ -70,7 +70,7 @@ pub(super) fn record(shared: &NetShared, cache: Option<&mut RequestTags>, outcom
     };
     let kind = match result {
         Ok(_) => None,
-        Err(Some(e)) => Some(e.kind()),
+        Err(Some(e)) => Some(e.kind().tag()),
         Err(None) => Some(INTERRUPTED),
     };
     let (tags, err_tags) = match cache {

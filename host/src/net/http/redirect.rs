@@ -20,7 +20,7 @@ pub(crate) fn next_hop(
     let base = match url::Url::parse(&req.url) {
         Ok(u) => u,
         Err(e) => {
-            return Some(Err(HttpError::Invalid(format!(
+            return Some(Err(HttpError::invalid(format!(
                 "invalid URL {:?}: {e}",
                 req.url
             ))))
@@ -29,7 +29,7 @@ pub(crate) fn next_hop(
     let target = match base.join(location) {
         Ok(u) => u,
         Err(e) => {
-            return Some(Err(HttpError::Invalid(format!(
+            return Some(Err(HttpError::invalid(format!(
                 "{} redirected to an invalid location {location:?}: {e}",
                 req.url
             ))))

@@ -47,7 +47,7 @@ const MAX_ALTERNATIVES: usize = 256;
 /// only, so an `http://` URL cannot have it (and is not quietly sent over TCP).
 pub(crate) fn check_version(target: &Target, version: Option<Proto>) -> Result<(), HttpError> {
     if version == Some(Proto::Http3) && target.origin.scheme != "https" {
-        return Err(HttpError::Invalid(format!(
+        return Err(HttpError::invalid(format!(
             "{}: the request asks for HTTP/3, which always runs over TLS (QUIC); use an \
              https:// URL, or ask for HTTP/1.1 or HTTP/2",
             target.origin

@@ -13,7 +13,8 @@ use crate::metrics::{builtin, TagSet};
 use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
-use crate::net::{HttpError, NetShared};
+use crate::net::types::HttpErrorKind;
+use crate::net::NetShared;
 use http::header::{HeaderName, HeaderValue};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -163,10 +164,12 @@ async fn handshake(
     shared: &NetShared,
     local: Option<IpAddr>,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let tcp = connect_tcp(origin, local).await.map_err(|e| match e {
-        HttpError::Connect(m) => WsError::Connect(m),
-        other => WsError::Connect(other.to_string()),
-    })?;
+    let tcp = connect_tcp(origin, local)
+        .await
+        .map_err(|e| match e.kind() {
+            HttpErrorKind::Connect => WsError::Connect(e.into_message()),
+            _ => WsError::Connect(e.to_string()),
+        })?;
     let (io, stats) = CountingIo::new(tcp);
     let io = if origin.scheme == "wss" {
         // A TLS failure is a `connect` error of the socket (the WIT `ws-error` has no
