@@ -377,7 +377,7 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
             });
         }
     }
-    let plan = Plan {
+    Plan {
         origin,
         kept: kept_origins,
         steps,
@@ -386,8 +386,7 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         unresolved: Vec::new(),
         uniques: Vec::new(),
         requests: calls,
-    };
-    plan
+    }
 }
 
 fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {
