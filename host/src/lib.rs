@@ -46,6 +46,9 @@
 //! metrics, deadline, files, target_process, stderr, author: leaves
 //! ```
 //!
+//! Within a module too, imports go one way: no two files import each other, directly
+//! or through others (`module_graph`, a unit test, names any cycle it finds).
+//!
 //! # Public API
 //!
 //! Every module is private. The crate exports what the binary and the integration
@@ -72,6 +75,8 @@ mod html;
 mod k8s;
 mod live;
 mod metrics;
+#[cfg(test)]
+mod module_graph;
 mod net;
 mod oci;
 mod output;

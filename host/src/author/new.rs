@@ -76,7 +76,7 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
         write("app.py", &app)?;
         write("README.md", &fill(templates::PY_README))?;
         write(".gitignore", templates::PY_GITIGNORE)?;
-        write_python_sdk(&dir)?;
+        sdk::write_python_sdk(&dir)?;
         return Ok(Created {
             dir,
             name,
@@ -98,29 +98,6 @@ pub(crate) fn create(args: &NewArgs) -> Result<Created> {
         name,
         imported: None,
     })
-}
-
-/// Writes the Python SDK (`loadtest/`) and the contract (`wit/scenario.wit`) into `dir`:
-/// what componentize-py needs besides the app.
-pub(crate) fn write_python_sdk(dir: &Path) -> Result<()> {
-    let wit = sdk::SDK_FILES
-        .iter()
-        .find(|(n, _)| *n == "wit/scenario.wit")
-        .expect("build.rs embeds the SDK's WIT")
-        .1;
-    let mut files = vec![("wit/scenario.wit".to_string(), wit)];
-    for (rel, text) in sdk::PY_SDK_FILES {
-        files.push((format!("loadtest/{rel}"), text));
-    }
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// `host new`: creates the project and says what to do next; returns the exit code.

@@ -33,7 +33,7 @@ pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
         dir.join("wit")
     } else {
         let sdk = target.join("sdk");
-        super::new::write_python_sdk(&sdk)?;
+        super::sdk::write_python_sdk(&sdk)?;
         search.push(sdk.clone());
         sdk.join("wit")
     };

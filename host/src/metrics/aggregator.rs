@@ -1,8 +1,9 @@
 //! Folds the recorder's shards once a tick into the run's totals and hands out the
 //! tick's own samples (for time series and live progress).
 
-use super::recorder::{Recorder, SeriesMap};
+use super::recorder::Recorder;
 use super::registry::MetricId;
+use super::series::SeriesMap;
 use super::value::Value;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -5,8 +5,8 @@
 //! [`MAX_ENDPOINTS`] names the least-requested are folded into one `other` row, and the
 //! caller warns that such URLs need a `name`.
 
-use super::recorder::SeriesMap;
 use super::registry::builtin;
+use super::series::SeriesMap;
 use super::value::{new_histogram, Value};
 use hdrhistogram::Histogram;
 use serde::Serialize;

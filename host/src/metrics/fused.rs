@@ -5,8 +5,8 @@
 //! under the shard lock. Here it is one probe per tag set, and the shard turns the
 //! records into the same series, with the same values, when the aggregator drains it.
 
-use super::recorder::SeriesMap;
 use super::registry::{builtin, MetricId};
+use super::series::SeriesMap;
 use super::tags::TagSet;
 use super::value::{new_histogram, Value};
 use hdrhistogram::Histogram;

@@ -6,6 +6,7 @@ pub(crate) mod endpoints;
 pub(crate) mod fused;
 pub(crate) mod recorder;
 pub(crate) mod registry;
+pub(crate) mod series;
 pub(crate) mod series_gate;
 pub(crate) mod summary;
 pub(crate) mod tag_cache;
@@ -14,7 +15,8 @@ pub(crate) mod value;
 
 pub(crate) use aggregator::Aggregator;
 pub(crate) use fused::ResponseTimes;
-pub(crate) use recorder::{Recorder, SeriesMap, Shard};
+pub(crate) use recorder::{Recorder, Shard};
 pub(crate) use registry::{builtin, MetricDef, MetricId, Registry, RegistryError, MAX_METRICS};
+pub(crate) use series::SeriesMap;
 pub(crate) use tags::TagSet;
 pub(crate) use value::{MetricKind, Unit, Value};

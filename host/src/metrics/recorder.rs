@@ -4,16 +4,12 @@
 
 use super::fused::{HttpRecords, ResponseTimes};
 use super::registry::{builtin, MetricId, Registry};
+use super::series::SeriesMap;
 use super::series_gate::{Cost, SeriesGate};
 use super::tags::TagSet;
 use super::value::{MetricKind, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Samples gathered since the aggregator last took them, keyed by series. Fx hashing:
-/// a tag set carries its own hash, so the key hashes in two multiplications.
-pub(crate) type SeriesMap =
-    hashbrown::HashMap<(MetricId, TagSet), Value, rustc_hash::FxBuildHasher>;
 
 /// A series key by reference: looking a series up clones no tag set.
 #[derive(Hash)]

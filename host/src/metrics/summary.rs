@@ -1,8 +1,8 @@
 //! End-of-run (or live) statistics of each metric, merged over its series or over the
 //! series a tag selector picks (`http_req_duration{name:static}`).
 
-use super::recorder::SeriesMap;
 use super::registry::{MetricDef, MetricId};
+use super::series::SeriesMap;
 use super::tags::TagSet;
 use super::value::{MetricKind, Value};
 use serde::Serialize;

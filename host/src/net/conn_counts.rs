@@ -1,7 +1,7 @@
 //! Connections a run opened, by HTTP version, with their TLS handshakes, and the
 //! origins whose `Alt-Svc` moved VUs to HTTP/3: the summary's `connections`.
 
-use super::connect::Proto;
+use super::types::Proto;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,10 +3,11 @@
 //! transport; or an HTTP/3 connection over QUIC (`super::h3`). Each is one
 //! [`Connection`] to the pool and the exchange, whatever its protocol.
 
+use super::address::{resolve, with_authority};
 use super::allowlist::Origin;
 use super::counting_io::{CountingIo, IoStats};
-use super::http::HttpError;
 use super::tls::Purpose;
+use super::types::{ConnectTimings, HttpError, IoBytes, Proto};
 use super::NetShared;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -16,15 +17,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpSocket, TcpStream};
-
-/// Time spent opening a connection.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ConnectTimings {
-    /// TCP connect.
-    pub connecting: Duration,
-    /// TLS handshake.
-    pub tls_handshaking: Duration,
-}
 
 /// The request half of an HTTP connection: HTTP/1.1 takes one request at a time,
 /// HTTP/2 (by ALPN, or h2c with prior knowledge) multiplexes streams, and its sender
@@ -74,37 +66,6 @@ impl ResponseBody {
                 .map(|r| r.map_err(SendError::Classified)),
         }
     }
-}
-
-/// The protocol of a connection, as the `proto` tag names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
-    /// `HTTP/1.1`.
-    Http1,
-    /// `HTTP/2`.
-    Http2,
-    /// `HTTP/3`.
-    Http3,
-}
-
-impl Proto {
-    /// The tag's value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Http1 => "HTTP/1.1",
-            Self::Http2 => "HTTP/2",
-            Self::Http3 => "HTTP/3",
-        }
-    }
-
-    /// Whether one connection carries concurrent requests (HTTP/2 and HTTP/3), so the
-    /// pool keeps one per origin and hands out handles on it.
-    pub fn multiplexed(self) -> bool {
-        self != Self::Http1
-    }
-
-    /// Every protocol, in the summary's order.
-    pub const ALL: [Proto; 3] = [Self::Http1, Self::Http2, Self::Http3];
 }
 
 /// An open connection owned by one VU (an HTTP/2 one is shared by the VU's concurrent
@@ -166,19 +127,25 @@ impl Connection {
     }
 
     /// Where a request's byte counts start.
-    pub(crate) fn io_mark(&self) -> (u64, u64) {
+    pub(crate) fn io_mark(&self) -> IoBytes {
         if let Sender::Http3(c) = &self.sender {
             c.observe(&self.stats);
         }
-        (self.stats.sent(), self.stats.received())
+        IoBytes {
+            sent: self.stats.sent(),
+            received: self.stats.received(),
+        }
     }
 
     /// The bytes of the request that started at `mark`. On HTTP/2 the streams that
     /// share the connection take turns at the counts instead, so concurrent streams
     /// do not each count the others' bytes: the totals stay exact.
-    pub(crate) fn io_since(&self, mark: (u64, u64)) -> (u64, u64) {
+    pub(crate) fn io_since(&self, mark: IoBytes) -> IoBytes {
         match &self.sender {
-            Sender::Http1(_) => (self.stats.sent() - mark.0, self.stats.received() - mark.1),
+            Sender::Http1(_) => IoBytes {
+                sent: self.stats.sent() - mark.sent,
+                received: self.stats.received() - mark.received,
+            },
             Sender::Http2(_) => self.stats.take_unaccounted(),
             Sender::Http3(c) => {
                 c.observe(&self.stats);
@@ -241,16 +208,6 @@ impl Connection {
     }
 }
 
-/// `uri` with `host` as its authority (`uri` when `host` is not a valid one).
-pub(crate) fn with_authority(uri: &http::Uri, host: &http::HeaderValue) -> http::Uri {
-    let mut parts = uri.clone().into_parts();
-    match http::uri::Authority::try_from(host.as_bytes()) {
-        Ok(authority) => parts.authority = Some(authority),
-        Err(_) => return uri.clone(),
-    }
-    http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
-}
-
 /// Resolves `origin` and opens a TCP connection to the first address that answers,
 /// with Nagle's algorithm off (latency matters more than packet count here). With
 /// `local`, the connection leaves from that source address (`[http] local_ips`);
@@ -276,7 +233,7 @@ pub(crate) async fn connect_tcp(
                 return Ok(stream);
             }
             Err(e) if super::descriptors::check(&e) => {
-                return Err(HttpError::Connect(format!(
+                return Err(HttpError::connect(format!(
                     "cannot connect to {origin}: {e}: {}",
                     super::descriptors::advice()
                 )));
@@ -284,7 +241,7 @@ pub(crate) async fn connect_tcp(
             Err(e) => last_error = Some(format!("{addr}: {e}")),
         }
     }
-    Err(HttpError::Connect(format!(
+    Err(HttpError::connect(format!(
         "cannot connect to {origin}: {}",
         last_error.unwrap_or_else(|| "no address".into())
     )))
@@ -349,7 +306,7 @@ pub(crate) async fn connect(
                 Some(_) => "and the request asked for HTTP/2 only (its version option)",
                 None => "and [http] versions leaves out \"http/1.1\"",
             };
-            return Err(HttpError::Protocol(format!(
+            return Err(HttpError::protocol(format!(
                 "{origin}: the server does not offer HTTP/2 by ALPN, {why}"
             )));
         } else {
@@ -408,7 +365,7 @@ where
     let (sender, conn) = builder
         .handshake(TokioIo::new(io))
         .await
-        .map_err(|e| HttpError::Connect(format!("{origin}: handshake failed: {e}")))?;
+        .map_err(|e| HttpError::connect(format!("{origin}: handshake failed: {e}")))?;
     tokio::spawn(async move {
         // The connection ends when its VU drops the sender or the peer closes it;
         // errors surface on the request that was using it.
@@ -426,51 +383,9 @@ where
     let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
         .handshake(TokioIo::new(io))
         .await
-        .map_err(|e| HttpError::Connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
+        .map_err(|e| HttpError::connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     Ok(Sender::Http2(sender))
-}
-
-/// The addresses of `origin`'s host (an IP address is used as it is).
-pub(crate) async fn resolve(origin: &Origin) -> Result<Vec<SocketAddr>, HttpError> {
-    if let Ok(ip) = origin.host.parse::<std::net::IpAddr>() {
-        return Ok(vec![SocketAddr::new(ip, origin.port)]);
-    }
-    // RFC 6761: these names never resolve, so no resolver is asked.
-    if origin.host == "invalid" || origin.host.ends_with(".invalid") {
-        return Err(HttpError::Connect(format!(
-            "cannot resolve {}: names under .invalid never resolve",
-            origin.host
-        )));
-    }
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
-        .await
-        .map_err(|e| HttpError::Connect(format!("cannot resolve {}: {e}", origin.host)))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(HttpError::Connect(format!(
-            "cannot resolve {}: no addresses",
-            origin.host
-        )));
-    }
-    Ok(addrs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_host_field_becomes_the_http2_authority() {
-        let uri: http::Uri = "https://127.0.0.1:8443/a?b=1".parse().unwrap();
-        let host = http::HeaderValue::from_static("api.example:8443");
-        assert_eq!(
-            with_authority(&uri, &host).to_string(),
-            "https://api.example:8443/a?b=1"
-        );
-        let bad = http::HeaderValue::from_static("not a host");
-        assert_eq!(with_authority(&uri, &bad), uri);
-    }
 }

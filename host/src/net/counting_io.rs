@@ -1,6 +1,7 @@
 //! A transport wrapper that counts bytes each way and notes when the last write
 //! happened, which splits a request's time into sending and waiting as k6 does.
 
+use super::types::IoBytes;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,14 +38,15 @@ impl IoStats {
 
     /// The bytes each way since the last call: concurrent HTTP/2 streams on one
     /// connection take turns at the counts, so each byte is counted once.
-    pub(crate) fn take_unaccounted(&self) -> (u64, u64) {
+    pub(crate) fn take_unaccounted(&self) -> IoBytes {
         let sent = self.sent();
         let received = self.received();
         // fetch_max keeps the mark from going back when two streams race.
-        (
-            sent.saturating_sub(self.accounted.0.fetch_max(sent, Ordering::Relaxed)),
-            received.saturating_sub(self.accounted.1.fetch_max(received, Ordering::Relaxed)),
-        )
+        IoBytes {
+            sent: sent.saturating_sub(self.accounted.0.fetch_max(sent, Ordering::Relaxed)),
+            received: received
+                .saturating_sub(self.accounted.1.fetch_max(received, Ordering::Relaxed)),
+        }
     }
 
     /// Raises the counts to totals read from elsewhere (a QUIC connection's UDP

@@ -16,10 +16,10 @@
 //! handshake completes and HTTP/3 is set up (the certificate checks, the client's
 //! Finished, the control streams), which on loopback is the larger share.
 
+use super::address::{resolve, with_authority};
 use super::allowlist::Origin;
-use super::connect::ConnectTimings;
 use super::counting_io::IoStats;
-use super::http::HttpError;
+use super::types::{ConnectTimings, HttpError};
 use super::NetShared;
 use bytes::{Buf, Bytes};
 use http_body_util::{BodyExt, Full};
@@ -74,7 +74,7 @@ impl H3Connection {
             Some(host)
                 if Some(host.as_bytes()) != absolute.authority().map(|a| a.as_str().as_bytes()) =>
             {
-                super::connect::with_authority(absolute, &host)
+                with_authority(absolute, &host)
             }
             _ => absolute.clone(),
         };
@@ -126,7 +126,7 @@ impl H3Connection {
 /// What happened to a request's stream, when the connection lives on.
 fn stream_error(origin: &str, e: &::h3::error::StreamError) -> HttpError {
     use ::h3::error::StreamError as S;
-    HttpError::Protocol(match e {
+    HttpError::protocol(match e {
         S::RemoteTerminate { code, .. } => format!(
             "{origin}: HTTP/3 stream reset by the server with code {code} ({:#x})",
             code.value()
@@ -152,23 +152,23 @@ fn stream_error(origin: &str, e: &::h3::error::StreamError) -> HttpError {
 fn connection_error(origin: &str, e: &quinn::ConnectionError, refused: Option<&str>) -> HttpError {
     use quinn::ConnectionError as C;
     match e {
-        C::TimedOut => HttpError::Connect(format!(
+        C::TimedOut => HttpError::connect(format!(
             "{origin}: QUIC connect timeout: no answer over UDP (is an HTTP/3 server \
              listening on this UDP port? firewalls often drop UDP)"
         )),
         C::TransportError(t) => match (crypto_alert(t.code), refused) {
             (Some(_), Some(why)) => {
-                HttpError::Tls(format!("{origin}: QUIC handshake failed: {why}"))
+                HttpError::tls(format!("{origin}: QUIC handshake failed: {why}"))
             }
-            (Some(_), None) => HttpError::Tls(format!("{origin}: QUIC handshake failed: {t}")),
-            (None, _) => HttpError::Protocol(format!("{origin}: QUIC transport error: {t}")),
+            (Some(_), None) => HttpError::tls(format!("{origin}: QUIC handshake failed: {t}")),
+            (None, _) => HttpError::protocol(format!("{origin}: QUIC transport error: {t}")),
         },
         C::ConnectionClosed(close) => match crypto_alert(close.error_code) {
-            Some(alert) => HttpError::Tls(format!(
+            Some(alert) => HttpError::tls(format!(
                 "{origin}: QUIC handshake failed: {}",
                 alert_words(alert)
             )),
-            None => HttpError::Protocol(format!(
+            None => HttpError::protocol(format!(
                 "{origin}: the server closed the QUIC connection with code {} ({:#x}){}",
                 close.error_code,
                 u64::from(close.error_code),
@@ -177,20 +177,20 @@ fn connection_error(origin: &str, e: &quinn::ConnectionError, refused: Option<&s
         },
         C::ApplicationClosed(close) => {
             let code = ::h3::error::Code::from(close.error_code.into_inner());
-            HttpError::Protocol(format!(
+            HttpError::protocol(format!(
                 "{origin}: the server closed the HTTP/3 connection with code {code} ({:#x}){}",
                 code.value(),
                 reason_words(&close.reason)
             ))
         }
-        C::Reset => HttpError::Protocol(format!(
+        C::Reset => HttpError::protocol(format!(
             "{origin}: the server reset the QUIC connection (a stateless reset: it no \
              longer knows the connection, after a restart?)"
         )),
-        C::VersionMismatch => HttpError::Connect(format!(
+        C::VersionMismatch => HttpError::connect(format!(
             "{origin}: the server speaks no QUIC version this client does (QUIC v1)"
         )),
-        other => HttpError::Protocol(format!("{origin}: QUIC connection failed: {other}")),
+        other => HttpError::protocol(format!("{origin}: QUIC connection failed: {other}")),
     }
 }
 
@@ -233,14 +233,14 @@ pub(crate) async fn connect(
     let start = Instant::now();
     let name = origin.to_string();
     let tls = shared.tls.quic_config()?;
-    let addrs = super::connect::resolve(to).await?;
+    let addrs = resolve(to).await?;
     let addr = match local {
         None => addrs[0],
         Some(ip) => *addrs
             .iter()
             .find(|a| a.is_ipv4() == ip.is_ipv4())
             .ok_or_else(|| {
-                HttpError::Connect(format!(
+                HttpError::connect(format!(
                     "cannot connect to {to}: no address reachable from source address {ip}"
                 ))
             })?,
@@ -251,7 +251,7 @@ pub(crate) async fn connect(
         (None, SocketAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
     };
     let endpoint = quinn::Endpoint::client(bind).map_err(|e| {
-        HttpError::Connect(match local {
+        HttpError::connect(match local {
             Some(ip) => format!("cannot bind source address {ip} ([http] local_ips): {e}"),
             None => format!("cannot open a UDP socket for {to}: {e}"),
         })
@@ -268,16 +268,15 @@ pub(crate) async fn connect(
         }));
     let quic =
         quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(config)).map_err(|_| {
-            HttpError::Tls(
+            HttpError::tls(
                 "HTTP/3 needs the TLS_AES_128_GCM_SHA256 suite (QUIC's first packets use it); \
-             add it to [tls] tls_cipher_suites"
-                    .into(),
+             add it to [tls] tls_cipher_suites",
             )
         })?;
     let host = origin.host.trim_start_matches('[').trim_end_matches(']');
     let mut connecting = endpoint
         .connect_with(quinn::ClientConfig::new(Arc::new(quic)), addr, host)
-        .map_err(|e| HttpError::Connect(format!("{name}: cannot start QUIC: {e}")))?;
+        .map_err(|e| HttpError::connect(format!("{name}: cannot start QUIC: {e}")))?;
     let fail =
         |e: quinn::ConnectionError| connection_error(&name, &e, refused.get().map(String::as_str));
     connecting.handshake_data().await.map_err(fail)?;
@@ -285,7 +284,7 @@ pub(crate) async fn connect(
     let quic = connecting.await.map_err(fail)?;
     let (mut driver, sender) = ::h3::client::new(h3_quinn::Connection::new(quic.clone()))
         .await
-        .map_err(|e| HttpError::Protocol(format!("{name}: HTTP/3 setup failed: {e}")))?;
+        .map_err(|e| HttpError::protocol(format!("{name}: HTTP/3 setup failed: {e}")))?;
     let timings = ConnectTimings {
         connecting: first_flight.duration_since(start),
         tls_handshaking: first_flight.elapsed(),
@@ -375,7 +374,7 @@ mod tests {
     fn quic_failures_are_classified_with_their_codes() {
         let origin = "https://127.0.0.1:4433";
         let timeout = connection_error(origin, &quinn::ConnectionError::TimedOut, None);
-        assert_eq!(timeout.kind(), "connect");
+        assert_eq!(timeout.kind().tag(), "connect");
         assert!(
             timeout.to_string().contains("QUIC connect timeout"),
             "{timeout}"
@@ -386,7 +385,7 @@ mod tests {
             reason: Bytes::from_static(b"going away"),
         });
         let closed = connection_error(origin, &app, None);
-        assert_eq!(closed.kind(), "protocol");
+        assert_eq!(closed.kind().tag(), "protocol");
         assert!(
             closed
                 .to_string()
@@ -400,7 +399,7 @@ mod tests {
             reason: Bytes::new(),
         });
         let no_h3 = connection_error(origin, &alert, None);
-        assert_eq!(no_h3.kind(), "tls");
+        assert_eq!(no_h3.kind().tag(), "tls");
         assert!(no_h3.to_string().contains("refused ALPN \"h3\""), "{no_h3}");
     }
 }

@@ -8,7 +8,7 @@
 //! requests it starts over, so a plugin that makes every URL unique costs memory only
 //! in the series it creates, as it would anyway.
 
-use super::connect::Proto;
+use super::types::Proto;
 use crate::metrics::TagSet;
 use rustc_hash::FxHashMap;
 

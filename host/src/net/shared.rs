@@ -57,7 +57,7 @@ impl NetShared {
             max_body,
             recorder,
             in_flight: Default::default(),
-            max_redirects: super::redirect::DEFAULT_MAX_REDIRECTS,
+            max_redirects: crate::config::http::DEFAULT_MAX_REDIRECTS,
             denied_warned: Default::default(),
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),

@@ -19,7 +19,7 @@
 //! sessions.
 
 use super::allowlist::Origin;
-use super::http::HttpError;
+use super::types::HttpError;
 use crate::config::tls::client::{build, roots_from, suite_name};
 use crate::config::tls::{TlsOptions, TlsVersion};
 use rustls::pki_types::ServerName;
@@ -129,7 +129,7 @@ impl TlsClient {
         });
         match configs {
             Ok(c) => Ok(c[purpose.index()].clone()),
-            Err(e) => Err(HttpError::Tls(e.clone())),
+            Err(e) => Err(HttpError::tls(e.clone())),
         }
     }
 
@@ -162,7 +162,7 @@ impl TlsClient {
                 verifier: verifier.expect("build_wrapped calls wrap"),
             })
         });
-        made.clone().map_err(HttpError::Tls)
+        made.clone().map_err(HttpError::tls)
     }
 
     /// Counts a handshake made elsewhere (QUIC's, inside quinn) under `version` and
@@ -190,12 +190,12 @@ impl TlsClient {
         let config = self.config(purpose)?;
         let host = origin.host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| {
-            HttpError::Tls(format!("{origin}: {host:?} is not a valid TLS server name"))
+            HttpError::tls(format!("{origin}: {host:?} is not a valid TLS server name"))
         })?;
         let stream = tokio_rustls::TlsConnector::from(config)
             .connect(name, io)
             .await
-            .map_err(|e| HttpError::Tls(format!("{origin}: {}", describe_io(&e))))?;
+            .map_err(|e| HttpError::tls(format!("{origin}: {}", describe_io(&e))))?;
         let (_, conn) = stream.get_ref();
         let version = match conn.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => TlsVersion::Tls13.name(),

@@ -2,15 +2,21 @@
 //! Network and sleep imports are async (they await on the host, freeing the thread);
 //! the others are plain calls.
 
+/// What an import returning `result<_, http-error>` fails with on the host's side:
+/// the host's [`HttpError`](crate::net::HttpError) (a kind and a message), or a trap.
+/// Bindgen's `trappable_error_type` maps it onto the WIT `http-error` through
+/// `http::Host::convert_http_error`, as wasmtime-wasi maps its `StreamError`.
+pub type HttpFailure = wasmtime_wasi::TrappableError<crate::net::HttpError>;
+
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "scenario",
     imports: {
-        "loadtest:scenario/http.send": async,
+        "loadtest:scenario/http.send": async | trappable,
         "loadtest:scenario/http.send-batch": async,
-        "loadtest:scenario/http.send-with-version": async,
+        "loadtest:scenario/http.send-with-version": async | trappable,
         "loadtest:scenario/http.send-batch-with-versions": async,
-        "loadtest:scenario/http.[method]prepared-request.send": async,
+        "loadtest:scenario/http.[method]prepared-request.send": async | trappable,
         "loadtest:scenario/vu.sleep": async,
         "loadtest:scenario/websocket.[static]socket.connect": async,
         "loadtest:scenario/websocket.[method]socket.send-text": async,
@@ -27,11 +33,14 @@ wasmtime::component::bindgen!({
         default: trappable,
     },
     exports: { default: async },
+    trappable_error_type: {
+        "loadtest:scenario/http.http-error" => HttpFailure,
+    },
     with: {
-        "loadtest:scenario/websocket.socket": crate::net::ws::Socket,
+        "loadtest:scenario/websocket.socket": crate::net::ws::socket::Socket,
         "loadtest:scenario/grpc.channel": crate::net::grpc::channel::Channel,
         "loadtest:scenario/grpc.grpc-stream": crate::net::grpc::stream::GrpcStream,
-        "loadtest:scenario/http.response-content": crate::net::http::message::ResponseContent,
+        "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
         "loadtest:scenario/html.document": crate::html::Document,
     },

@@ -3,7 +3,7 @@
 //! result through [`outcome`], so the classification of traps is written once.
 
 use super::state::VuState;
-use super::{classify_trap, TrapCause};
+use super::trap::{classify_trap, TrapCause};
 
 /// Why a call into the guest did not return a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

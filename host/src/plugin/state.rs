@@ -11,6 +11,10 @@ use std::sync::{Arc, Mutex};
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+/// Longest sleep a plugin may ask for in one call; longer asks are cut to it (and
+/// said once per run).
+pub(crate) const MAX_SLEEP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Read-only data sets shared by all VUs (`[data]`), one JSON text per record.
 pub(crate) type DataSets = HashMap<String, Vec<String>>;
 
@@ -92,7 +96,7 @@ impl HostServices {
         vec![format!(
             "{n} sleep{} longer than the longest allowed ({} s) {} cut to it (the longest asked: {:.0} s)",
             if n == 1 { "" } else { "s" },
-            super::imports::vu::MAX_SLEEP.as_secs(),
+            MAX_SLEEP.as_secs(),
             if n == 1 { "was" } else { "were" },
             longest as f64 / 1000.0
         )]

@@ -2,8 +2,7 @@
 //! memory limit) from `inspect`, and one streaming `stats` call per container, turned
 //! into [`Sample`]s as `docker stats` computes them.
 
-use super::sample::{cpu_percent, memory_without_cache, CpuReading, Sample};
-use super::sampler::Message;
+use super::sample::{cpu_percent, memory_without_cache, CpuReading, Message, Sample};
 use crate::config::CpuSet;
 pub(crate) use crate::docker::ContainerTarget;
 use crate::docker::SERVICE_LABEL;

@@ -1,5 +1,6 @@
 //! One resource sample (a line of `stats.jsonl`) and the arithmetic that turns two
-//! cumulative readings into it, the way `docker stats` does.
+//! cumulative readings into it, the way `docker stats` does; and the message a sampler
+//! hands over (a sample, or the end of its source).
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -82,6 +83,24 @@ pub(crate) fn memory_without_cache(usage: u64, stats: &HashMap<String, u64>) -> 
     } else {
         usage
     }
+}
+
+/// What the sampler hands over: a sample, or the end of a source.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Message {
+    /// A service's figures over one interval.
+    Sample(Sample),
+    /// A source that will send no more samples, and why.
+    Ended {
+        /// Its service.
+        service: String,
+        /// Its container name or pid.
+        source: String,
+        /// Seconds from the start when it ended.
+        t: f64,
+        /// Why (the container stopped, the process exited, the stream failed).
+        why: String,
+    },
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::docker::{self, ContainerTarget};
 use super::process::ProcessSource;
-use super::sample::Sample;
+pub(crate) use super::sample::Message;
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{self, Receiver, Sender};
@@ -14,24 +14,6 @@ use tokio::sync::oneshot;
 /// Samples held for the drainer at most; past that (a run loop stalled for minutes)
 /// new ones are dropped rather than held without bound.
 const CHANNEL: usize = 4096;
-
-/// What the sampler hands over.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Message {
-    /// A service's figures over one interval.
-    Sample(Sample),
-    /// A source that will send no more samples, and why.
-    Ended {
-        /// Its service.
-        service: String,
-        /// Its container name or pid.
-        source: String,
-        /// Seconds from the start when it ended.
-        t: f64,
-        /// Why (the container stopped, the process exited, the stream failed).
-        why: String,
-    },
-}
 
 /// What to sample.
 #[derive(Default)]

@@ -6,8 +6,9 @@
 //! others (typed by the person, or added by the page's script) are set over them.
 
 use super::html;
+use super::model::is_static;
 use super::model::Recording;
-use super::plan::{is_static, FormFill, Item, Plan};
+use super::plan::{FormFill, Item, Plan};
 use url::Url;
 
 /// How many earlier pages are searched for the form (the latest first).

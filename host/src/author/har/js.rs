@@ -8,8 +8,8 @@
 //! value cut out of plain text or out of a header's URL needs a helper of its own,
 //! written into the script when used.
 
-use super::correlate::{Rule, Source};
 use super::plan::{Call, Item, Plan};
+use super::rules::{Rule, Source};
 use std::fmt::Write as _;
 
 /// A JavaScript string literal of `s`.
@@ -42,7 +42,7 @@ fn tpl_text(s: &str) -> String {
 /// `s` with each substituted value replaced by its variable: a plain literal when none
 /// occurs, a template literal otherwise.
 fn text(s: &str, subs: &[(String, String)], prefix: Option<&str>) -> String {
-    let pieces = super::pieces(s, subs);
+    let pieces = super::pieces::pieces(s, subs);
     if prefix.is_none() && pieces.len() == 1 && pieces[0].0 {
         return pieces[0].1.clone();
     }
@@ -262,7 +262,7 @@ fn extraction(rule: &Rule) -> String {
 }
 
 /// The made value of a unique, as a template literal.
-fn unique_expr(u: &super::correlate::Unique) -> String {
+fn unique_expr(u: &super::rules::Unique) -> String {
     format!(
         "`{}-${{__VU}}-${{__ITER}}-${{Math.random().toString(36).slice(2, 8)}}{}`",
         tpl_text(&u.prefix),

@@ -14,36 +14,22 @@ pub(crate) mod forms;
 pub(crate) mod html;
 pub(crate) mod js;
 pub(crate) mod model;
+pub(crate) mod pieces;
 pub(crate) mod plan;
 pub(crate) mod py;
+pub(crate) mod rules;
 pub(crate) mod rust;
 
 use anyhow::{bail, Result};
 use std::path::Path;
 
-/// `s` cut into literal text (`false`) and variables (`true`) where a correlated
-/// value occurs; `subs` (value, variable) longest value first.
-pub(crate) fn pieces(s: &str, subs: &[(String, String)]) -> Vec<(bool, String)> {
-    let mut pieces: Vec<(bool, String)> = vec![(false, s.to_string())];
-    for (value, var) in subs {
-        let mut next = Vec::new();
-        for (is_var, p) in pieces {
-            if is_var {
-                next.push((true, p));
-                continue;
-            }
-            let mut rest = p.as_str();
-            while let Some(at) = rest.find(value.as_str()) {
-                next.push((false, rest[..at].to_string()));
-                next.push((true, var.clone()));
-                rest = &rest[at + value.len()..];
-            }
-            next.push((false, rest.to_string()));
-        }
-        pieces = next;
-    }
-    pieces.retain(|(v, p)| *v || !p.is_empty());
-    pieces
+/// The plan of a recording, with its forms found and its values correlated: the
+/// passes run here, above the plan they fill, so the plan's types import neither.
+fn plan_all(rec: &model::Recording, opts: &plan::Options) -> plan::Plan {
+    let mut plan = plan::plan(rec, opts);
+    forms::find(rec, &mut plan);
+    correlate::correlate(rec, &mut plan);
+    plan
 }
 
 /// What the import found, for the command's output.
@@ -98,7 +84,7 @@ pub(crate) fn write(
     opts: &plan::Options,
 ) -> Result<Imported> {
     let rec = model::read(har)?;
-    let plan = plan::plan(&rec, opts);
+    let plan = plan_all(&rec, opts);
     if plan.steps.is_empty() {
         bail!(
             "{} has no request to {} that was answered: nothing to make a scenario of",
@@ -168,7 +154,7 @@ pub(crate) fn write(
                 &super::templates::render(super::templates::PY_README, name),
             )?;
             put(".gitignore", super::templates::PY_GITIGNORE)?;
-            super::new::write_python_sdk(dir)?;
+            super::sdk::write_python_sdk(dir)?;
         }
     }
     Ok(Imported {
@@ -203,7 +189,7 @@ mod tests {
             ]}}"#,
         )
         .unwrap();
-        let plan = plan::plan(&rec, &plan::Options::default());
+        let plan = plan_all(&rec, &plan::Options::default());
         let calls = calls(&plan);
         // The 304 of the browser's cache is a 200 without it, and no conditional header
         // is replayed.

@@ -226,6 +226,43 @@ pub(crate) fn parse(text: &str) -> Result<Recording> {
     })
 }
 
+/// Whether an entry is a static file a page loads (style, script, image, font...).
+pub(crate) fn is_static(e: &Entry) -> bool {
+    if e.request.method != "GET" {
+        return false;
+    }
+    if let Some(t) = &e.resource_type {
+        return matches!(
+            t.as_str(),
+            "stylesheet" | "script" | "image" | "font" | "media" | "manifest" | "texttrack"
+        );
+    }
+    // Exporters without resource types: by the path's extension, then the content type.
+    let path = url::Url::parse(&e.request.url)
+        .map(|u| u.path().to_ascii_lowercase())
+        .unwrap_or_default();
+    let ext = path.rsplit('/').next().unwrap_or("").rsplit_once('.');
+    if let Some((_, ext)) = ext {
+        if [
+            "css", "js", "mjs", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "woff",
+            "woff2", "ttf", "otf", "eot", "map", "mp4", "webm",
+        ]
+        .contains(&ext)
+        {
+            return true;
+        }
+    }
+    let mime = e
+        .response
+        .content
+        .as_ref()
+        .map(|c| c.mime_type.to_ascii_lowercase())
+        .unwrap_or_default();
+    ["text/css", "javascript", "image/", "font/"]
+        .iter()
+        .any(|m| mime.contains(m))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! client follows them, request names templated where paths differ only by ids, and
 //! the checks (each request's recorded status). Correlation is [`super::correlate`].
 
-use super::model::{Entry, Pair, Recording};
+use super::model::{is_static, Pair, Recording};
 use std::collections::BTreeMap;
 use url::Url;
 
@@ -32,12 +32,12 @@ pub(crate) struct Plan {
     /// Origins left out, with how many requests each.
     pub left_out: Vec<(String, usize)>,
     /// Correlation rules found.
-    pub rules: Vec<super::correlate::Rule>,
+    pub rules: Vec<super::rules::Rule>,
     /// Values sent back that no earlier response carried: replayed as recorded.
-    pub unresolved: Vec<super::correlate::Unresolved>,
+    pub unresolved: Vec<super::rules::Unresolved>,
     /// Values the server must see unique (a sign-up's user name or email), made per VU
     /// and iteration instead of replayed.
-    pub uniques: Vec<super::correlate::Unique>,
+    pub uniques: Vec<super::rules::Unique>,
     /// Requests recorded, kept.
     pub requests: usize,
 }
@@ -165,43 +165,6 @@ pub(crate) fn origin_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Whether an entry is a static file a page loads (style, script, image, font...).
-pub(crate) fn is_static(e: &Entry) -> bool {
-    if e.request.method != "GET" {
-        return false;
-    }
-    if let Some(t) = &e.resource_type {
-        return matches!(
-            t.as_str(),
-            "stylesheet" | "script" | "image" | "font" | "media" | "manifest" | "texttrack"
-        );
-    }
-    // Exporters without resource types: by the path's extension, then the content type.
-    let path = Url::parse(&e.request.url)
-        .map(|u| u.path().to_ascii_lowercase())
-        .unwrap_or_default();
-    let ext = path.rsplit('/').next().unwrap_or("").rsplit_once('.');
-    if let Some((_, ext)) = ext {
-        if [
-            "css", "js", "mjs", "png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "woff",
-            "woff2", "ttf", "otf", "eot", "map", "mp4", "webm",
-        ]
-        .contains(&ext)
-        {
-            return true;
-        }
-    }
-    let mime = e
-        .response
-        .content
-        .as_ref()
-        .map(|c| c.mime_type.to_ascii_lowercase())
-        .unwrap_or_default();
-    ["text/css", "javascript", "image/", "font/"]
-        .iter()
-        .any(|m| mime.contains(m))
-}
-
 /// A path segment that is an id: digits, a UUID, or a long mix of letters and digits.
 fn is_id(segment: &str) -> bool {
     if segment.is_empty() {
@@ -296,7 +259,8 @@ fn group(rec: &Recording, kept: &[usize]) -> Vec<(String, Vec<usize>)> {
     groups
 }
 
-/// Analyses a recording into a plan (correlation included).
+/// Analyses a recording into a plan: its steps and calls; forms and correlation are
+/// filled in by their own passes (`forms::find`, `correlate::correlate`).
 pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
     let origin = app_origin(rec);
     let kept_origins: Vec<String> = opts
@@ -413,7 +377,7 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
             });
         }
     }
-    let mut plan = Plan {
+    Plan {
         origin,
         kept: kept_origins,
         steps,
@@ -422,10 +386,7 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         unresolved: Vec::new(),
         uniques: Vec::new(),
         requests: calls,
-    };
-    super::forms::find(rec, &mut plan);
-    super::correlate::correlate(rec, &mut plan);
-    plan
+    }
 }
 
 fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {

@@ -6,8 +6,8 @@
 //! the live page. Values are read as a Python user reads them: `res.html().attr(...)`,
 //! `res.html().json_script(id)[...]`, `res.json()[...]`, `res.header(...)`.
 
-use super::correlate::Source;
 use super::plan::{Call, Item, Plan};
+use super::rules::Source;
 use super::rust::{fn_name, snake};
 use std::fmt::Write as _;
 
@@ -115,7 +115,7 @@ fn attr(var: &str) -> String {
 /// An expression for `s` with correlated values taken from `v`: a literal, a carried
 /// value, or an f-string. `prefix` is raw f-string text put first (`{base}`).
 fn text(s: &str, subs: &[(String, String)], prefix: Option<&str>) -> String {
-    let pieces = super::pieces(s, subs);
+    let pieces = super::pieces::pieces(s, subs);
     if prefix.is_none() && pieces.len() == 1 && pieces[0].0 {
         return attr(&pieces[0].1);
     }

@@ -4,8 +4,8 @@
 //! `http::batch`. HTML extraction uses the SDK's `extract::Document` (the `html`
 //! feature, enabled in the project's Cargo.toml when a rule needs it).
 
-use super::correlate::Source;
 use super::plan::{Call, Item, Plan};
+use super::rules::Source;
 use std::fmt::Write as _;
 
 /// A Rust string literal.
@@ -48,7 +48,7 @@ pub(crate) fn fn_name(title: &str) -> String {
 /// An expression for `s` with correlated values taken from `v`: a `&str` (a literal or
 /// a carried value) or, when values are spliced into text, a `format!`.
 fn text(s: &str, subs: &[(String, String)], prefix: Option<&str>) -> String {
-    let pieces = super::pieces(s, subs);
+    let pieces = super::pieces::pieces(s, subs);
     if prefix.is_none() && pieces.len() == 1 && pieces[0].0 {
         return format!("v.{}.as_str()", snake(&pieces[0].1));
     }

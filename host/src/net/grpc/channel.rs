@@ -5,18 +5,19 @@
 
 use super::body::GrpcBody;
 use super::status::{self, CallStatus, GrpcError};
-use super::{descriptors, frame, reflection};
+use super::{descriptors, frame};
 use crate::metrics::TagSet;
 use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::tls::Purpose;
+use crate::net::types::IoBytes;
 use crate::net::NetShared;
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use prost_reflect::{DescriptorPool, MethodDescriptor};
+use prost_reflect::DescriptorPool;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,8 +43,8 @@ pub struct Channel {
     base: String,
     local: Option<IpAddr>,
     pub(super) base_tags: TagSet,
-    pool: DescriptorPool,
-    reflect: bool,
+    pub(super) pool: DescriptorPool,
+    pub(super) reflect: bool,
     connect_timeout: Duration,
     pub(super) conn: Option<Conn>,
 }
@@ -108,42 +109,6 @@ impl Channel {
     pub async fn describe(&mut self, method: &str) -> Result<(bool, bool), GrpcError> {
         let m = self.method(method).await?;
         Ok((m.is_client_streaming(), m.is_server_streaming()))
-    }
-
-    /// The descriptor of `method`, asking the server's reflection service for its
-    /// service when the channel reflects and does not know it yet.
-    pub(super) async fn method(&mut self, method: &str) -> Result<MethodDescriptor, GrpcError> {
-        if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
-            return Ok(m);
-        }
-        let (service, _) = descriptors::split_method(method).map_err(GrpcError::Invalid)?;
-        if !self.reflect {
-            let known = self.methods();
-            return Err(GrpcError::Invalid(format!(
-                "no .proto given to this channel defines service {service} (it knows: {}); \
-                 give its .proto or set reflect",
-                if known.is_empty() {
-                    "nothing".into()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        }
-        let files = reflection::fetch(self, service).await?;
-        self.pool.add_file_descriptor_protos(files).map_err(|e| {
-            GrpcError::Protocol(format!(
-                "{}: the descriptors the reflection service sent do not build: {e}",
-                self.origin
-            ))
-        })?;
-        descriptors::find(&self.pool, method)
-            .map_err(GrpcError::Invalid)?
-            .ok_or_else(|| {
-                GrpcError::Invalid(format!(
-                    "{}: the reflection service does not know service {service}",
-                    self.origin
-                ))
-            })
     }
 
     /// The open connection, opening one if there is none or the last one closed.
@@ -243,10 +208,10 @@ impl Channel {
 
     /// Bytes sent and received on the connection since the last call (all of its
     /// streams' share: the totals stay exact when streams overlap).
-    pub(super) fn io_delta(&self) -> (u64, u64) {
+    pub(super) fn io_delta(&self) -> IoBytes {
         self.conn
             .as_ref()
-            .map_or((0, 0), |c| c.io.take_unaccounted())
+            .map_or(IoBytes::default(), |c| c.io.take_unaccounted())
     }
 }
 

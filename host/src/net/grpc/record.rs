@@ -48,7 +48,7 @@ impl Channel {
             extra.push(("error", e.kind()));
         }
         let tags = tags.with(extra);
-        let (sent, received) = self.io_delta();
+        let io = self.io_delta();
         self.shared.recorder.with_shard(|s| {
             s.count(builtin::GRPC_REQS, &tags, 1.0);
             s.trend(
@@ -57,25 +57,15 @@ impl Channel {
                 duration.as_micros() as u64,
             );
             s.rate(builtin::GRPC_REQ_FAILED, &tags, !passed);
-            add_bytes(s, &tags, sent, received);
+            io.record(s, &tags);
         });
     }
 
     /// Counts the bytes the connection moved since the last count, under the VU's tags.
     pub(super) fn record_bytes(&self) {
-        let (sent, received) = self.io_delta();
+        let io = self.io_delta();
         self.shared
             .recorder
-            .with_shard(|s| add_bytes(s, &self.base_tags, sent, received));
-    }
-}
-
-/// Adds to `data_sent` and `data_received`.
-pub(super) fn add_bytes(s: &mut crate::metrics::Shard, tags: &TagSet, sent: u64, received: u64) {
-    if sent > 0 {
-        s.count(builtin::DATA_SENT, tags, sent as f64);
-    }
-    if received > 0 {
-        s.count(builtin::DATA_RECEIVED, tags, received as f64);
+            .with_shard(|s| io.record(s, &self.base_tags));
     }
 }

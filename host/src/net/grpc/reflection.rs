@@ -2,13 +2,15 @@
 //! `v1alpha`: the same messages under another package). Asks for the file that
 //! defines a service, then for the files it imports that the answer left out, each
 //! question on its own stream (a request, half-close, one answer). Reflection calls
-//! are the channel's own business: they are not counted in `grpc_reqs`.
+//! are the channel's own business: they are not counted in `grpc_reqs`. The
+//! channel's method lookup lives here too, as it is what asks the service.
 
 use super::body::GrpcBody;
 use super::channel::{read_all, Channel};
-use super::frame;
 use super::status::{code, GrpcError};
+use super::{descriptors, frame};
 use prost::Message;
+use prost_reflect::MethodDescriptor;
 use prost_types::FileDescriptorProto;
 use std::collections::{BTreeSet, HashMap};
 
@@ -56,6 +58,44 @@ struct ErrorResponse {
     error_code: i32,
     #[prost(string, tag = "2")]
     error_message: String,
+}
+
+impl Channel {
+    /// The descriptor of `method`, asking the server's reflection service for its
+    /// service when the channel reflects and does not know it yet.
+    pub(super) async fn method(&mut self, method: &str) -> Result<MethodDescriptor, GrpcError> {
+        if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
+            return Ok(m);
+        }
+        let (service, _) = descriptors::split_method(method).map_err(GrpcError::Invalid)?;
+        if !self.reflect {
+            let known = self.methods();
+            return Err(GrpcError::Invalid(format!(
+                "no .proto given to this channel defines service {service} (it knows: {}); \
+                 give its .proto or set reflect",
+                if known.is_empty() {
+                    "nothing".into()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        let files = fetch(self, service).await?;
+        self.pool.add_file_descriptor_protos(files).map_err(|e| {
+            GrpcError::Protocol(format!(
+                "{}: the descriptors the reflection service sent do not build: {e}",
+                self.origin
+            ))
+        })?;
+        descriptors::find(&self.pool, method)
+            .map_err(GrpcError::Invalid)?
+            .ok_or_else(|| {
+                GrpcError::Invalid(format!(
+                    "{}: the reflection service does not know service {service}",
+                    self.origin
+                ))
+            })
+    }
 }
 
 const V1: &str = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";

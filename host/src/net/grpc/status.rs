@@ -84,14 +84,13 @@ impl GrpcError {
 
     /// From an error of the host's HTTP connect code.
     pub(super) fn from_http(e: crate::net::HttpError) -> Self {
-        use crate::net::HttpError as H;
-        match e {
-            H::Denied(m) => Self::Denied(m),
-            H::Invalid(m) => Self::Invalid(m),
-            H::Tls(m) => Self::Tls(m),
-            H::Timeout(m) => Self::Connect(m),
-            H::Connect(m) => Self::Connect(m),
-            other => Self::Protocol(other.to_string()),
+        use crate::net::types::HttpErrorKind as K;
+        match e.kind() {
+            K::Denied => Self::Denied(e.into_message()),
+            K::Invalid => Self::Invalid(e.into_message()),
+            K::Tls => Self::Tls(e.into_message()),
+            K::Timeout | K::Connect => Self::Connect(e.into_message()),
+            K::Protocol | K::BodyTooLarge(_) => Self::Protocol(e.to_string()),
         }
     }
 }

@@ -9,7 +9,7 @@
 use super::body::GrpcBody;
 use super::channel::{check_head, next_frame, Channel, Part};
 use super::frame;
-use super::record::{add_bytes, call_tags};
+use super::record::call_tags;
 use super::status::{self, code, CallOptions, CallStatus, GrpcError};
 use super::unary::{decode_json, encode_json};
 use crate::metrics::{builtin, TagSet};
@@ -297,18 +297,18 @@ impl GrpcStream {
     }
 
     fn count(&self, metric: crate::metrics::MetricId) {
-        let (sent, received) = self.io.take_unaccounted();
+        let io = self.io.take_unaccounted();
         self.shared.recorder.with_shard(|s| {
             s.count(metric, &self.tags, 1.0);
-            add_bytes(s, &self.tags, sent, received);
+            io.record(s, &self.tags);
         });
     }
 
     fn bytes(&self) {
-        let (sent, received) = self.io.take_unaccounted();
+        let io = self.io.take_unaccounted();
         self.shared
             .recorder
-            .with_shard(|s| add_bytes(s, &self.tags, sent, received));
+            .with_shard(|s| io.record(s, &self.tags));
     }
 }
 

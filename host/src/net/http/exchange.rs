@@ -2,10 +2,12 @@
 //! response head and a bounded body, timed in k6's phases and cut off at the deadline;
 //! a request dropped with its iteration is still counted, as `interrupted`.
 
-use super::{HttpError, HttpResponse, Meta, Prepared, ResponseContent, Timings};
-use crate::metrics::builtin;
+use super::prepared::{Meta, Prepared};
+use super::record::{record, Outcome};
+use super::route::Route;
 use crate::net::connect::{connect, connect_h3, Connection, SendError};
 use crate::net::targets::PoolKey;
+use crate::net::types::{HttpError, HttpResponse, IoBytes, ResponseContent, Timings};
 use crate::net::NetShared;
 use std::pin::Pin;
 use std::time::Instant;
@@ -64,31 +66,29 @@ impl Drop for Tracker<'_> {
         if sent_at.is_some() {
             self.shared.in_flight.sub(1);
         }
-        // Rare: fresh tag sets instead of the VU's cache, which the interrupted call
-        // held.
-        let tags = self
-            .meta
-            .tags
-            .with([("status", "0"), ("expected_response", "false")]);
-        let err_tags = self.meta.tags.with([("error", INTERRUPTED)]);
-        self.shared.recorder.with_shard(|s| {
-            s.count(builtin::HTTP_REQS, &tags, 1.0);
-            s.rate(builtin::HTTP_REQ_FAILED, &tags, true);
-            s.count(builtin::HTTP_REQ_ERRORS, &err_tags, 1.0);
-            match sent_at {
-                Some(at) => s.trend(
-                    builtin::HTTP_REQ_DURATION,
-                    &tags,
-                    at.elapsed().as_micros() as u64,
-                ),
-                None => s.count(builtin::HTTP_REQS_UNSENT, &err_tags, 1.0),
-            }
-        });
+        let outcome = Outcome::Interrupted {
+            meta: self.meta,
+            sent_at,
+        };
+        record(self.shared, None, outcome);
     }
 }
 
-/// The error kind of a request cut short by the end of its iteration.
-const INTERRUPTED: &str = "interrupted";
+/// What came of one request on the wire, for the client to pool and record.
+pub(super) struct Exchange {
+    /// The response, or why it failed.
+    pub(super) result: Result<HttpResponse, HttpError>,
+    /// The connection to pool again, if it can take another request.
+    pub(super) conn: Option<(PoolKey, Connection)>,
+    /// The request's bytes on the wire.
+    pub(super) io: IoBytes,
+    /// When it was written, if it was.
+    pub(super) sent_at: Option<Instant>,
+}
+
+/// What the exchange itself returns: the result, the connection if it is reusable,
+/// the bytes.
+type Exchanged = (Result<HttpResponse, HttpError>, Option<Connection>, IoBytes);
 
 /// Sends a prepared request; the caller records it (it holds the VU's tag cache).
 pub(super) async fn execute(
@@ -97,17 +97,12 @@ pub(super) async fn execute(
     prepared: Prepared,
     conn: Option<Connection>,
     deadline: Pin<&mut Sleep>,
-) -> (
-    Result<HttpResponse, HttpError>,
-    Option<(PoolKey, Connection)>,
-    (u64, u64),
-    Option<Instant>,
-) {
+) -> Exchange {
     let key = prepared.pool_key.clone();
     let timeout = prepared.timeout;
     let quic_to = match &prepared.route {
-        super::route::Route::H3(to) => Some(to.clone()),
-        super::route::Route::Tcp(_) => None,
+        Route::H3(to) => Some(to.clone()),
+        Route::Tcp(_) => None,
     };
     let tracker = Tracker::new(shared, meta);
     // The exchange's state (~1.5 KB) goes on the heap once: held inline, every async
@@ -132,10 +127,15 @@ pub(super) async fn execute(
                 ),
                 _ => format!("no complete response within {within}"),
             };
-            (Err(HttpError::Timeout(message)), None, (0, 0))
+            (Err(HttpError::timeout(message)), None, IoBytes::default())
         }
     };
-    (result, conn.map(|c| (key, c)), io, sent_at)
+    Exchange {
+        result,
+        conn: conn.map(|c| (key, c)),
+        io,
+        sent_at,
+    }
 }
 
 /// The exchange itself: connection, request, response, body.
@@ -144,18 +144,14 @@ async fn exchange(
     prepared: Prepared,
     conn: Option<Connection>,
     tracker: &Tracker<'_>,
-) -> (
-    Result<HttpResponse, HttpError>,
-    Option<Connection>,
-    (u64, u64),
-) {
+) -> Exchanged {
     let start = Instant::now();
     let mut timings = Timings::default();
     let mut conn = match conn {
         Some(c) => c,
         None => match open(&prepared, shared).await {
             Ok(c) => c,
-            Err(e) => return (Err(e), None, (0, 0)),
+            Err(e) => return (Err(e), None, IoBytes::default()),
         },
     };
     // A connection opened for this request, or for a batch and not used yet.
@@ -193,7 +189,7 @@ async fn exchange(
     let announced = announced_length(&headers);
     if announced.is_some_and(|n| n > shared.max_body) {
         let io = conn.io_since(mark);
-        return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+        return (Err(HttpError::body_too_large(shared.max_body)), None, io);
     }
     // The announced length is reserved at once: growing by doubling would copy the body
     // several times and leave up to twice its size allocated while the plugin holds
@@ -214,7 +210,7 @@ async fn exchange(
         body_size += data.len() as u64;
         if body_size > shared.max_body {
             let io = conn.io_since(mark);
-            return (Err(HttpError::BodyTooLarge(shared.max_body)), None, io);
+            return (Err(HttpError::body_too_large(shared.max_body)), None, io);
         }
         if !prepared.discard_body {
             body.extend_from_slice(&data);
@@ -238,12 +234,10 @@ async fn exchange(
 /// HTTP/3 to its QUIC endpoint.
 pub(super) async fn open(prepared: &Prepared, shared: &NetShared) -> Result<Connection, HttpError> {
     match &prepared.route {
-        super::route::Route::Tcp(version) => {
+        Route::Tcp(version) => {
             connect(&prepared.target.origin, *version, prepared.local_ip, shared).await
         }
-        super::route::Route::H3(to) => {
-            connect_h3(&prepared.target.origin, to, prepared.local_ip, shared).await
-        }
+        Route::H3(to) => connect_h3(&prepared.target.origin, to, prepared.local_ip, shared).await,
     }
 }
 
@@ -268,10 +262,10 @@ fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
         SendError::Hyper(e) => e,
     };
     if let Some(tls) = crate::net::tls::find(e) {
-        return HttpError::Tls(crate::net::tls::describe(tls));
+        return HttpError::tls(crate::net::tls::describe(tls));
     }
     if let Some(failure) = conn.tls_failure() {
-        return HttpError::Tls(failure.to_string());
+        return HttpError::tls(failure.to_string());
     }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
@@ -286,5 +280,5 @@ fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
              about 400 KiB; raise [http] max_headers to accept more fields)"
         ));
     }
-    HttpError::Protocol(text)
+    HttpError::protocol(text)
 }

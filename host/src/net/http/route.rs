@@ -5,12 +5,12 @@
 //! alternative's endpoint passes the allowlist first (a denied one is never contacted,
 //! and counted), and is forgotten when its `ma` runs out or the origin says `clear`.
 
-use super::{HttpClient, HttpError, HttpResponse};
 use crate::config::{H3Mode, HttpOptions};
 use crate::net::allowlist::Origin;
 use crate::net::alt_svc::{self, AltSvc};
-use crate::net::connect::Proto;
-use crate::net::targets::{PoolKey, Target};
+use crate::net::targets::{PoolKey, Target, Targets};
+use crate::net::types::{HttpError, HttpResponse, Proto};
+use crate::net::NetShared;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -47,7 +47,7 @@ const MAX_ALTERNATIVES: usize = 256;
 /// only, so an `http://` URL cannot have it (and is not quietly sent over TCP).
 pub(crate) fn check_version(target: &Target, version: Option<Proto>) -> Result<(), HttpError> {
     if version == Some(Proto::Http3) && target.origin.scheme != "https" {
-        return Err(HttpError::Invalid(format!(
+        return Err(HttpError::invalid(format!(
             "{}: the request asks for HTTP/3, which always runs over TLS (QUIC); use an \
              https:// URL, or ask for HTTP/1.1 or HTTP/2",
             target.origin
@@ -124,17 +124,24 @@ impl AltRoutes {
     }
 }
 
-impl HttpClient {
+impl AltRoutes {
     /// Notes the `h3` alternative a TCP response's `Alt-Svc` names, when `versions`
-    /// lists `h3` after another version (only an `https://` origin's counts).
-    pub(super) fn learn_alt_svc(&mut self, url: &str, response: &HttpResponse) {
-        if self.shared.http.h3 != H3Mode::AltSvc || response.proto == Proto::Http3 {
+    /// lists `h3` after another version (only an `https://` origin's counts); `url` is
+    /// the request's, found among the VU's `targets`.
+    pub(super) fn learn(
+        &mut self,
+        shared: &NetShared,
+        targets: &Targets,
+        url: &str,
+        response: &HttpResponse,
+    ) {
+        if shared.http.h3 != H3Mode::AltSvc || response.proto == Proto::Http3 {
             return;
         }
         let Some(value) = response.content.headers.get(http::header::ALT_SVC) else {
             return;
         };
-        let Some(target) = self.targets.get(url) else {
+        let Some(target) = targets.get(url) else {
             return;
         };
         if target.origin.scheme != "https" {
@@ -143,7 +150,7 @@ impl HttpClient {
         let (host, port, max_age) = match alt_svc::parse(value.to_str().unwrap_or_default()) {
             None => return,
             Some(AltSvc::Clear) => {
-                self.alt_svc.known.remove(&target.pool_key);
+                self.known.remove(&target.pool_key);
                 return;
             }
             Some(AltSvc::H3 {
@@ -158,7 +165,7 @@ impl HttpClient {
             host: host.unwrap_or_else(|| target.origin.host.clone()),
             port,
         };
-        let known = &mut self.alt_svc.known;
+        let known = &mut self.known;
         if let Some(alt) = known.get_mut(&target.pool_key) {
             let same = match &alt.route {
                 Some((known_to, _)) => **known_to == to,
@@ -172,16 +179,15 @@ impl HttpClient {
         if known.len() >= MAX_ALTERNATIVES {
             known.clear();
         }
-        let route = match self.shared.allowlist.check(&to) {
+        let route = match shared.allowlist.check(&to) {
             Ok(()) => {
-                self.shared.connections.alt_svc_upgrade();
+                shared.connections.alt_svc_upgrade();
                 let key: PoolKey = Arc::new(("h3".into(), to.host.clone(), to.port));
                 Some((Arc::new(to), key))
             }
             Err(why) => {
-                self.shared.connections.alt_svc_denied();
-                self.shared
-                    .warn_denied_once(&to, "upgrade to HTTP/3 (Alt-Svc) at", &why);
+                shared.connections.alt_svc_denied();
+                shared.warn_denied_once(&to, "upgrade to HTTP/3 (Alt-Svc) at", &why);
                 None
             }
         };

@@ -5,17 +5,28 @@
 //! plugin lets go of the socket.
 
 use super::held::Held;
-use super::open::Stream;
+use super::message::{format_size, WsError, WsMessage};
 use super::session::{Ending, Session};
-use super::{Command, WsError, WsMessage};
+use super::transport::Stream;
 use futures::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as TError, Message};
+
+/// What the plugin asks the socket's task to do.
+pub(super) enum Command {
+    /// Write a message; the reply says whether it was written.
+    Send(tokio_tungstenite::tungstenite::Message, Reply),
+    /// Close with this code and reason, wait (briefly) for the peer's close.
+    Close(u16, String, Reply),
+}
+
+/// Where the task answers a command.
+pub(super) type Reply = oneshot::Sender<Result<(), WsError>>;
 
 /// How long a closing socket waits for the peer's close frame before dropping the
 /// connection.
@@ -232,8 +243,8 @@ fn describe(e: TError) -> WsError {
             WsError::Protocol(format!(
                 "the peer sent a message of {} (or a frame announcing it), larger than \
                  [websocket] max_message = {}; raise max_message to receive it",
-                super::format_size(size),
-                super::format_size(max_size)
+                format_size(size),
+                format_size(max_size)
             ))
         }
         TError::Capacity(c) => WsError::Protocol(format!("message too large: {c}")),

@@ -2,15 +2,19 @@
 //! headers, TCP connect, TLS for `wss://`, and handshake (timed as `ws_connecting`),
 //! then the socket's task is started.
 
+use super::driver;
 use super::held::Held;
+use super::message::WsError;
 use super::session::Session;
+use super::socket::Socket;
+use super::transport::Stream;
 use super::transport::Transport;
-use super::{driver, Socket, WsError};
 use crate::metrics::{builtin, TagSet};
 use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
-use crate::net::{HttpError, NetShared};
+use crate::net::types::HttpErrorKind;
+use crate::net::NetShared;
 use http::header::{HeaderName, HeaderValue};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -19,7 +23,6 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::WebSocketStream;
 
 /// Bytes read from the socket at a time. Small, because there may be tens of
 /// thousands of mostly idle sockets; tungstenite's default (128 KiB) is for throughput.
@@ -27,9 +30,6 @@ const READ_BUFFER: usize = 4 * 1024;
 
 /// Commands the plugin can have queued for one socket (it makes one call at a time).
 const COMMAND_QUEUE: usize = 2;
-
-/// The transport under every socket.
-pub(super) type Stream = WebSocketStream<Transport>;
 
 /// Opens a socket to a `ws://` URL for a VU whose tags are `base_tags`, adding the
 /// plugin's `headers` to the upgrade request and its `tags` to the socket's metrics.
@@ -164,10 +164,12 @@ async fn handshake(
     shared: &NetShared,
     local: Option<IpAddr>,
 ) -> Result<(Stream, Arc<IoStats>), WsError> {
-    let tcp = connect_tcp(origin, local).await.map_err(|e| match e {
-        HttpError::Connect(m) => WsError::Connect(m),
-        other => WsError::Connect(other.to_string()),
-    })?;
+    let tcp = connect_tcp(origin, local)
+        .await
+        .map_err(|e| match e.kind() {
+            HttpErrorKind::Connect => WsError::Connect(e.into_message()),
+            _ => WsError::Connect(e.to_string()),
+        })?;
     let (io, stats) = CountingIo::new(tcp);
     let io = if origin.scheme == "wss" {
         // A TLS failure is a `connect` error of the socket (the WIT `ws-error` has no

@@ -2,9 +2,10 @@
 //! how and when it ended (`ws_session_duration`, `ws_errors{error}`), and the reason
 //! the plugin is told once the socket is gone.
 
-use super::WsError;
-use crate::metrics::{builtin, Shard, TagSet};
+use super::message::WsError;
+use crate::metrics::{builtin, TagSet};
 use crate::net::counting_io::IoStats;
+use crate::net::types::IoBytes;
 use crate::net::NetShared;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,7 +35,7 @@ impl Ending {
     }
 }
 
-/// Shared by the plugin's [`Socket`](super::Socket) handle and the socket's task.
+/// Shared by the plugin's [`Socket`](super::socket::Socket) handle and the socket's task.
 pub(super) struct Session {
     shared: Arc<NetShared>,
     tags: TagSet,
@@ -70,19 +71,19 @@ impl Session {
 
     /// Counts a message received from the peer.
     pub(super) fn received(&self) {
-        let (sent, received) = self.io_delta();
+        let io = self.io_delta();
         self.shared.recorder.with_shard(|s| {
             s.count(builtin::WS_MSGS_RECEIVED, &self.tags, 1.0);
-            add_bytes(s, &self.tags, sent, received);
+            io.record(s, &self.tags);
         });
     }
 
     /// Counts a message sent by the plugin.
     pub(super) fn sent(&self) {
-        let (sent, received) = self.io_delta();
+        let io = self.io_delta();
         self.shared.recorder.with_shard(|s| {
             s.count(builtin::WS_MSGS_SENT, &self.tags, 1.0);
-            add_bytes(s, &self.tags, sent, received);
+            io.record(s, &self.tags);
         });
     }
 
@@ -110,11 +111,11 @@ impl Session {
             return;
         }
         self.shared.ws_open.fetch_sub(1, Ordering::Relaxed);
-        let (sent, received) = self.io_delta();
+        let io = self.io_delta();
         let duration = self.started.elapsed().as_micros() as u64;
         self.shared.recorder.with_shard(|s| {
             s.trend(builtin::WS_SESSION_DURATION, &self.tags, duration);
-            add_bytes(s, &self.tags, sent, received);
+            io.record(s, &self.tags);
             if let Some((error, kind)) = ending.failure() {
                 let mut tags = vec![("error", kind.to_string())];
                 if let WsError::Closed(code, _) = error {
@@ -135,23 +136,14 @@ impl Session {
     }
 
     /// Bytes sent and received since the last call.
-    fn io_delta(&self) -> (u64, u64) {
+    fn io_delta(&self) -> IoBytes {
         let sent = self.io.sent();
         let received = self.io.received();
         let sent_before = self.reported_sent.swap(sent, Ordering::Relaxed);
         let received_before = self.reported_received.swap(received, Ordering::Relaxed);
-        (
-            sent.saturating_sub(sent_before),
-            received.saturating_sub(received_before),
-        )
-    }
-}
-
-fn add_bytes(s: &mut Shard, tags: &TagSet, sent: u64, received: u64) {
-    if sent > 0 {
-        s.count(builtin::DATA_SENT, tags, sent as f64);
-    }
-    if received > 0 {
-        s.count(builtin::DATA_RECEIVED, tags, received as f64);
+        IoBytes {
+            sent: sent.saturating_sub(sent_before),
+            received: received.saturating_sub(received_before),
+        }
     }
 }

@@ -8,7 +8,10 @@ use crate::metrics::{builtin, Recorder, Registry, TagSet, Value};
 use crate::net::{Allowlist, NetShared};
 use futures::{SinkExt, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
 fn shared(options: WebSocketOptions) -> Arc<NetShared> {

@@ -10,6 +10,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
+/// The transport under every socket, as tungstenite drives it.
+pub(super) type Stream = tokio_tungstenite::WebSocketStream<Transport>;
+
 /// A socket's byte stream; bytes are counted on the wire (under TLS).
 pub(super) enum Transport {
     /// `ws://`.

@@ -2,10 +2,11 @@
 //! header fields and body stay on the host side (the `response-content` resource in
 //! the VU's table) until the plugin asks for them.
 
-use crate::net::connect::Proto;
 use crate::net::http::PreparedRequest;
-use crate::net::{HttpError, HttpRequest, HttpResponse, ResponseContent};
+use crate::net::types::HttpErrorKind;
+use crate::net::{HttpError, HttpRequest, HttpResponse, Proto, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
+use crate::plugin::bindings::HttpFailure;
 use crate::plugin::state::VuState;
 use std::pin::pin;
 use std::time::Duration;
@@ -54,23 +55,27 @@ fn to_host_with(req: wit::Request, version: Option<wit::HttpVersion>) -> HttpReq
     }
 }
 
+/// The WIT `http-error` of a host error: its case from the kind, its text from the
+/// message (the contract's shape, unchanged since 0.1).
 fn error_to_wit(e: HttpError) -> wit::HttpError {
-    match e {
-        HttpError::Denied(m) => wit::HttpError::Denied(m),
-        HttpError::Invalid(m) => wit::HttpError::Invalid(m),
-        HttpError::Connect(m) => wit::HttpError::Connect(m),
-        HttpError::Timeout(m) => wit::HttpError::Timeout(m),
-        HttpError::Tls(m) => wit::HttpError::Tls(m),
-        HttpError::Protocol(m) => wit::HttpError::Protocol(m),
-        HttpError::BodyTooLarge(n) => wit::HttpError::BodyTooLarge(n),
+    let kind = e.kind();
+    let m = e.into_message();
+    match kind {
+        HttpErrorKind::Denied => wit::HttpError::Denied(m),
+        HttpErrorKind::Invalid => wit::HttpError::Invalid(m),
+        HttpErrorKind::Connect => wit::HttpError::Connect(m),
+        HttpErrorKind::Timeout => wit::HttpError::Timeout(m),
+        HttpErrorKind::Tls => wit::HttpError::Tls(m),
+        HttpErrorKind::Protocol => wit::HttpError::Protocol(m),
+        HttpErrorKind::BodyTooLarge(n) => wit::HttpError::BodyTooLarge(n),
     }
 }
 
 impl VuState {
     /// Refuses `n` more requests when their responses would pass the VU's cap.
-    fn room_for_responses(&self, n: usize) -> Result<(), wit::HttpError> {
+    fn room_for_responses(&self, n: usize) -> Result<(), HttpError> {
         if self.live_responses + n as u64 > MAX_LIVE_RESPONSES {
-            return Err(wit::HttpError::Invalid(format!(
+            return Err(HttpError::invalid(format!(
                 "this VU holds {} responses (the most is {MAX_LIVE_RESPONSES}); \
                  drop responses once read instead of keeping them",
                 self.live_responses
@@ -83,13 +88,13 @@ impl VuState {
     fn response_to_wit(
         &mut self,
         result: Result<HttpResponse, HttpError>,
-    ) -> Result<wit::Response, wit::HttpError> {
+    ) -> Result<wit::Response, HttpError> {
         let us = |d: Duration| d.as_micros() as u64;
-        let r = result.map_err(error_to_wit)?;
+        let r = result?;
         let content = self
             .table()
             .push(r.content)
-            .map_err(|e| wit::HttpError::Invalid(format!("cannot hold the response: {e}")))?;
+            .map_err(|e| HttpError::invalid(format!("cannot hold the response: {e}")))?;
         self.live_responses += 1;
         Ok(wit::Response {
             status: r.status,
@@ -111,7 +116,7 @@ impl VuState {
 
 impl VuState {
     /// `send` and `send-with-version`.
-    async fn send_one(&mut self, req: HttpRequest) -> Result<wit::Response, wit::HttpError> {
+    async fn send_one(&mut self, req: HttpRequest) -> Result<wit::Response, HttpError> {
         self.room_for_responses(1)?;
         let tags = self.identity.tags.clone();
         let result = {
@@ -127,6 +132,7 @@ impl VuState {
         reqs: Vec<HttpRequest>,
     ) -> Vec<Result<wit::Response, wit::HttpError>> {
         if let Err(e) = self.room_for_responses(reqs.len()) {
+            let e = error_to_wit(e);
             return reqs.iter().map(|_| Err(e.clone())).collect();
         }
         let tags = self.identity.tags.clone();
@@ -136,49 +142,47 @@ impl VuState {
         };
         results
             .into_iter()
-            .map(|r| self.response_to_wit(r))
+            .map(|r| self.response_to_wit(r).map_err(error_to_wit))
             .collect()
     }
 
     /// `prepare` and `prepare-with-version`.
-    fn prepare_one(
-        &mut self,
-        req: HttpRequest,
-    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+    fn prepare_one(&mut self, req: HttpRequest) -> Result<Resource<PreparedRequest>, HttpFailure> {
         if self.live_prepared >= MAX_PREPARED {
-            return Ok(Err(wit::HttpError::Invalid(format!(
+            return Err(HttpError::invalid(format!(
                 "this VU holds {} prepared requests (the most is {MAX_PREPARED}); \
                  prepare a request once and send it many times, or drop the ones done with",
                 self.live_prepared
-            ))));
+            ))
+            .into());
         }
-        let prepared = match self.http.prepare_request(req, &self.identity.tags) {
-            Ok(p) => p,
-            Err(e) => return Ok(Err(error_to_wit(e))),
-        };
-        let handle = self.table().push(prepared)?;
+        let prepared = self.http.prepare_request(req, &self.identity.tags)?;
+        // The table refusing an entry is the host's failure, not the request's: a trap.
+        let handle = self.table().push(prepared).map_err(HttpFailure::trap)?;
         self.live_prepared += 1;
-        Ok(Ok(handle))
+        Ok(handle)
     }
 }
 
 impl wit::Host for VuState {
-    async fn send(&mut self, req: wit::Request) -> Result<wit::Response, wit::HttpError> {
-        self.send_one(to_host(req)).await
+    fn convert_http_error(&mut self, err: HttpFailure) -> wasmtime::Result<wit::HttpError> {
+        // A trap stays a trap; a host error becomes its WIT case.
+        Ok(error_to_wit(err.downcast()?))
+    }
+
+    async fn send(&mut self, req: wit::Request) -> Result<wit::Response, HttpFailure> {
+        Ok(self.send_one(to_host(req)).await?)
     }
 
     async fn send_with_version(
         &mut self,
         req: wit::Request,
         version: wit::HttpVersion,
-    ) -> Result<wit::Response, wit::HttpError> {
-        self.send_one(to_host_with(req, Some(version))).await
+    ) -> Result<wit::Response, HttpFailure> {
+        Ok(self.send_one(to_host_with(req, Some(version))).await?)
     }
 
-    fn prepare(
-        &mut self,
-        req: wit::Request,
-    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+    fn prepare(&mut self, req: wit::Request) -> Result<Resource<PreparedRequest>, HttpFailure> {
         self.prepare_one(to_host(req))
     }
 
@@ -186,7 +190,7 @@ impl wit::Host for VuState {
         &mut self,
         req: wit::Request,
         version: wit::HttpVersion,
-    ) -> wasmtime::Result<Result<Resource<PreparedRequest>, wit::HttpError>> {
+    ) -> Result<Resource<PreparedRequest>, HttpFailure> {
         self.prepare_one(to_host_with(req, Some(version)))
     }
 
@@ -241,18 +245,18 @@ impl wit::HostPreparedRequest for VuState {
     async fn send(
         &mut self,
         prepared: Resource<PreparedRequest>,
-    ) -> Result<wit::Response, wit::HttpError> {
+    ) -> Result<wit::Response, HttpFailure> {
         self.room_for_responses(1)?;
         let result = {
             let (prepared, http, budget, tags) = self
                 .prepared_send_parts(&prepared)
-                .map_err(|e| wit::HttpError::Invalid(format!("no such prepared request: {e}")))?;
+                .map_err(|e| HttpError::invalid(format!("no such prepared request: {e}")))?;
             // Boxed: wasmtime's generated wrapper moves this future's state (the whole
             // send, over a kilobyte) when it starts it; a box moves a pointer.
             let mut send = Box::pin(http.send_prepared(prepared, tags));
             budget.wait(send.as_mut()).await
         };
-        self.response_to_wit(result)
+        Ok(self.response_to_wit(result)?)
     }
 
     fn drop(&mut self, prepared: Resource<PreparedRequest>) -> wasmtime::Result<()> {

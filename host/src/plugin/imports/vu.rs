@@ -2,12 +2,8 @@
 
 use crate::plugin::bindings::loadtest::scenario::vu as wit;
 use crate::plugin::log::Level;
-use crate::plugin::state::VuState;
+use crate::plugin::state::{VuState, MAX_SLEEP};
 use std::time::Duration;
-
-/// Longest sleep a plugin may ask for in one call; longer asks are cut to it (and
-/// said once per run).
-pub(crate) const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 impl wit::Host for VuState {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {

@@ -1,44 +1,43 @@
-//! The host side of `http.send`: a per-VU keep-alive connection pool on hyper's
-//! connection API (each VU owns its connections, as each k6 VU does, so no lock is
-//! shared between VUs), per-request timeout, bounded bodies, and k6's timing phases.
-//!
-//! This file is the client and its pool; `message` holds what goes in and out,
-//! `exchange` one request on the wire, `record` its metrics, `route` whether a request
-//! goes over TCP or HTTP/3 (and what `Alt-Svc` taught the VU).
+//! One VU's HTTP client: sends a request (or a prepared one, or a batch), follows its
+//! redirects hop by hop, and hands each hop's outcome to `record`, the one accounting
+//! point. A request's way: `prepare` (target, allowlist, headers, tags, route) →
+//! `pool::checkout` → `exchange::execute` → `pool::checkin` → `follow_through`
+//! (cookies, `Alt-Svc`, the next hop) → `record::record`.
 
-mod exchange;
-pub(crate) mod message;
-pub(crate) mod prepared;
-mod record;
-mod route;
-
-pub(crate) use message::{HttpError, HttpRequest, HttpResponse, ResponseContent, Timings};
-pub(crate) use prepared::PreparedRequest;
-
-use super::allowlist::Origin;
-use super::connect::Connection;
-use super::cookies::CookieJar;
+use super::exchange::{execute, open, Exchange};
+use super::pool::{checkin, checkout, lock, BatchTurns};
+use super::prepared::{Meta, Prepared, PreparedRequest, Template};
+use super::record::{record, Outcome};
 use super::redirect;
-use super::request_tags::{RequestTags, Slot};
-use super::targets::{PoolKey, Target, Targets};
-use super::NetShared;
+use super::route::{check_version, AltRoutes, Route};
 use crate::deadline::Deadline;
-use crate::metrics::{builtin, TagSet};
-use bytes::Bytes;
-use exchange::{execute, open};
+use crate::metrics::TagSet;
+use crate::net::allowlist::Origin;
+use crate::net::connect::Connection;
+use crate::net::cookies::CookieJar;
+use crate::net::request_tags::{RequestTags, Slot};
+use crate::net::targets::{PoolKey, Target, Targets};
+use crate::net::types::{HttpError, HttpRequest, HttpResponse, IoBytes};
+use crate::net::NetShared;
 use http_body_util::Full;
-use record::Ended;
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::net::IpAddr;
 use std::pin::pin;
-use std::sync::Arc;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
-/// Idle connections kept per origin and VU (browsers keep six).
-const MAX_IDLE_PER_ORIGIN: usize = 6;
+/// A hop made and ended: what its record needs besides its result. `None` beside a
+/// result: the hop was refused before it was made (denied, counted where refused; or
+/// invalid, counted nowhere).
+struct Made {
+    meta: Meta,
+    io: IoBytes,
+    sent_at: Option<Instant>,
+}
+
+/// A hop's result and its record's needs.
+type Hop = (Result<HttpResponse, HttpError>, Option<Made>);
 
 /// One VU's HTTP client.
 pub struct HttpClient {
@@ -54,32 +53,7 @@ pub struct HttpClient {
     local_ip: Option<IpAddr>,
     /// The HTTP/3 alternatives origins named in `Alt-Svc`, when `versions` lists `h3`
     /// after another version.
-    alt_svc: route::AltRoutes,
-}
-
-/// What every send of one request shares, made once by [`HttpClient::template`].
-#[derive(Clone)]
-struct Template {
-    target: Arc<Target>,
-    method: http::Method,
-    /// The request's own header fields and `Host`; not the jar's cookies.
-    headers: http::HeaderMap,
-}
-
-/// A request checked and ready to go on the wire.
-struct Prepared {
-    target: Arc<Target>,
-    /// Over TCP, or HTTP/3 to which UDP endpoint.
-    route: route::Route,
-    /// Where its connection is pooled: the target's, or its HTTP/3 endpoint's.
-    pool_key: PoolKey,
-    local_ip: Option<IpAddr>,
-    request: http::Request<Full<Bytes>>,
-    timeout: Duration,
-    discard_body: bool,
-    expected: Option<Vec<(u16, u16)>>,
-    tags: TagSet,
-    slot: Slot,
+    alt_svc: AltRoutes,
 }
 
 impl HttpClient {
@@ -115,6 +89,21 @@ impl HttpClient {
         &mut self.jar
     }
 
+    /// Records a hop that ended under the VU's cached tag sets; nothing for one refused
+    /// before it was made (a denial was recorded when refused).
+    fn record(&mut self, made: &Option<Made>, result: Result<&HttpResponse, &HttpError>) {
+        let Some(made) = made else {
+            return;
+        };
+        let outcome = Outcome::Ended {
+            meta: &made.meta,
+            io: made.io,
+            sent_at: made.sent_at,
+            result,
+        };
+        record(&self.shared, Some(&mut self.tags), outcome);
+    }
+
     /// Stores the response's cookies, unless the request left the jar out.
     fn keep_cookies(&mut self, req: &HttpRequest, response: &HttpResponse) {
         if !req.no_cookie_jar {
@@ -143,7 +132,7 @@ impl HttpClient {
     ) -> Result<HttpResponse, HttpError> {
         let first = match self.ready_prepared(prepared, tags) {
             Ok(p) => self.execute_one(p).await,
-            Err(e) => (Err(e), Ended::NotRecorded),
+            Err(e) => (Err(e), None),
         };
         self.follow_through(Cow::Borrowed(&prepared.request), first, tags)
             .await
@@ -154,7 +143,7 @@ impl HttpClient {
     async fn follow_through(
         &mut self,
         first_req: Cow<'_, HttpRequest>,
-        first: (Result<HttpResponse, HttpError>, Ended),
+        first: Hop,
         tags: &TagSet,
     ) -> Result<HttpResponse, HttpError> {
         let limit = first_req.redirects.unwrap_or(self.shared.max_redirects);
@@ -172,7 +161,8 @@ impl HttpClient {
                 }
             };
             self.keep_cookies(req, &response);
-            self.learn_alt_svc(&req.url, &response);
+            self.alt_svc
+                .learn(&self.shared, &self.targets, &req.url, &response);
             match self.follow(req, &response, hops, limit, tags) {
                 Ok(Some(next)) => {
                     self.record(&ended, Ok(&response));
@@ -226,31 +216,33 @@ impl HttpClient {
     }
 
     /// Sends one request without following redirects; the caller records it.
-    async fn send_once(
-        &mut self,
-        req: &HttpRequest,
-        tags: &TagSet,
-    ) -> (Result<HttpResponse, HttpError>, Ended) {
+    async fn send_once(&mut self, req: &HttpRequest, tags: &TagSet) -> Hop {
         match self.prepare(req, tags) {
             Ok(p) => self.execute_one(p).await,
-            Err(e) => (Err(e), Ended::NotRecorded),
+            Err(e) => (Err(e), None),
         }
     }
 
     /// Sends a request made ready, without following redirects; the caller records it.
-    async fn execute_one(
-        &mut self,
-        prepared: Prepared,
-    ) -> (Result<HttpResponse, HttpError>, Ended) {
+    async fn execute_one(&mut self, prepared: Prepared) -> Hop {
         let conn = checkout(&mut self.idle, &prepared.pool_key);
         let meta = prepared.clone_meta();
         let deadline = self.deadline.at(Instant::now() + prepared.timeout);
-        let (result, conn, io, sent_at) =
-            execute(&self.shared, &meta, prepared, conn, deadline).await;
-        if let Some((key, conn)) = conn {
+        let done = execute(&self.shared, &meta, prepared, conn, deadline).await;
+        self.finish(meta, done)
+    }
+
+    /// Pools the connection of a hop that ended, and keeps what its record needs.
+    fn finish(&mut self, meta: Meta, done: Exchange) -> Hop {
+        if let Some((key, conn)) = done.conn {
             checkin(&mut self.idle, key, conn);
         }
-        (result, Ended::Request { meta, io, sent_at })
+        let made = Made {
+            meta,
+            io: done.io,
+            sent_at: done.sent_at,
+        };
+        (done.result, Some(made))
     }
 
     /// Sends requests in parallel, each on its own HTTP/1.1 connection, or as
@@ -263,8 +255,7 @@ impl HttpClient {
         reqs: Vec<HttpRequest>,
         tags: &TagSet,
     ) -> Vec<Result<HttpResponse, HttpError>> {
-        let mut slots: Vec<Option<(Result<HttpResponse, HttpError>, Ended)>> =
-            Vec::with_capacity(reqs.len());
+        let mut slots: Vec<Option<Hop>> = Vec::with_capacity(reqs.len());
         let mut ready = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req, tags) {
@@ -272,7 +263,7 @@ impl HttpClient {
                     ready.push((i, p));
                     slots.push(None);
                 }
-                Err(e) => slots.push(Some((Err(e), Ended::NotRecorded))),
+                Err(e) => slots.push(Some((Err(e), None))),
             }
         }
         self.open_shared(&ready).await;
@@ -291,49 +282,24 @@ impl HttpClient {
                 let meta = p.clone_meta();
                 // The timeout runs from the request's turn, not from the batch's start.
                 let deadline = pin!(tokio::time::sleep(p.timeout));
-                let (result, conn, io, sent_at) = execute(shared, &meta, p, conn, deadline).await;
-                if let Some((key, conn)) = conn {
+                let mut done = execute(shared, &meta, p, conn, deadline).await;
+                if let Some((key, conn)) = done.conn.take() {
                     checkin(&mut lock(pool), key, conn);
                 }
-                (i, meta, result, io, sent_at)
+                (i, meta, done)
             }
         });
         let done = futures::future::join_all(futures).await;
         self.idle = pool.into_inner().unwrap_or_else(PoisonError::into_inner);
-        for (i, meta, result, io, sent_at) in done {
-            slots[i] = Some((result, Ended::Request { meta, io, sent_at }));
+        for (i, meta, done) in done {
+            slots[i] = Some(self.finish(meta, done));
         }
         let mut results = Vec::with_capacity(slots.len());
+        // Then each request's redirects, one request at a time, by the same hops and
+        // records as a single request's.
         for (slot, req) in slots.into_iter().zip(reqs) {
-            let (result, ended) = slot.expect("every slot filled");
-            let mut response = match result {
-                Ok(response) => response,
-                Err(e) => {
-                    self.record(&ended, Err(&e));
-                    results.push(Err(e));
-                    continue;
-                }
-            };
-            self.keep_cookies(&req, &response);
-            self.learn_alt_svc(&req.url, &response);
-            let limit = req.redirects.unwrap_or(self.shared.max_redirects);
-            results.push(match self.follow(&req, &response, 0, limit, tags) {
-                Ok(Some(mut next)) => {
-                    self.record(&ended, Ok(&response));
-                    // The first hop was the batch's own request.
-                    next.redirects = Some(limit - 1);
-                    self.send(next, tags).await
-                }
-                Ok(None) => {
-                    self.record(&ended, Ok(&response));
-                    response.url = req.url;
-                    Ok(response)
-                }
-                Err(e) => {
-                    self.record(&ended, Err(&e));
-                    Err(e)
-                }
-            });
+            let first = slot.expect("every slot filled");
+            results.push(self.follow_through(Cow::Owned(req), first, tags).await);
         }
         results
     }
@@ -343,20 +309,18 @@ impl HttpClient {
         if let Some(target) = self.targets.get(url) {
             return Ok(target);
         }
-        let origin = Origin::parse(url).map_err(HttpError::Invalid)?;
+        let origin = Origin::parse(url).map_err(HttpError::invalid)?;
         if origin.scheme != "http" && origin.scheme != "https" {
-            return Err(HttpError::Invalid(format!(
+            return Err(HttpError::invalid(format!(
                 "{url}: HTTP requests need an http:// or https:// URL"
             )));
         }
         if let Err(why) = self.shared.allowlist.check(&origin) {
-            self.shared
-                .recorder
-                .count(builtin::HTTP_REQS_DENIED, base_tags, 1.0);
+            record(&self.shared, None, Outcome::Denied(base_tags));
             self.shared.warn_denied_once(&origin, "reach", &why);
-            return Err(HttpError::Denied(why));
+            return Err(HttpError::denied(why));
         }
-        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::Invalid)?);
+        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::invalid)?);
         self.targets.insert(url, target.clone());
         Ok(target)
     }
@@ -389,14 +353,14 @@ impl HttpClient {
         } else {
             http::Method::from_bytes(req.method.as_bytes())
         }
-        .map_err(|_| HttpError::Invalid(format!("invalid method {:?}", req.method)))?;
+        .map_err(|_| HttpError::invalid(format!("invalid method {:?}", req.method)))?;
         let mut headers = http::HeaderMap::new();
         let (mut has_host, mut has_user_agent) = (false, false);
         for (name, value) in &req.headers {
             let name = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| HttpError::Invalid(format!("invalid header name {name:?}")))?;
+                .map_err(|_| HttpError::invalid(format!("invalid header name {name:?}")))?;
             let value = http::HeaderValue::from_str(value).map_err(|_| {
-                HttpError::Invalid(format!(
+                HttpError::invalid(format!(
                     "invalid value for header {name}: {value:?} (CR, LF and other control characters are not allowed)"
                 ))
             })?;
@@ -404,18 +368,18 @@ impl HttpClient {
             has_user_agent |= name == http::header::USER_AGENT;
             headers
                 .try_append(name, value)
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         if !has_host {
             headers
                 .try_append(http::header::HOST, target.host_header.clone())
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         // The run's User-Agent (`[http] user_agent`), unless the request sets its own.
         if let (false, Some(agent)) = (has_user_agent, &self.shared.http.user_agent) {
             headers
                 .try_append(http::header::USER_AGENT, agent.clone())
-                .map_err(|e| HttpError::Invalid(e.to_string()))?;
+                .map_err(|e| HttpError::invalid(e.to_string()))?;
         }
         Ok(Template {
             target,
@@ -489,7 +453,7 @@ impl HttpClient {
         base_tags: &TagSet,
     ) -> Result<PreparedRequest, HttpError> {
         let template = self.template(&request, base_tags)?;
-        route::check_version(&template.target, request.version)?;
+        check_version(&template.target, request.version)?;
         let tags = self.request_tags(base_tags, &template.method, &request);
         Ok(PreparedRequest {
             request,
@@ -507,8 +471,8 @@ impl HttpClient {
     async fn open_shared(&mut self, ready: &[(usize, Prepared)]) {
         let (h2, h2c) = (self.shared.http.h2, self.shared.http.h2c);
         let may_multiplex = |p: &Prepared| match (&p.route, p.target.origin.scheme.as_str()) {
-            (route::Route::H3(_), _) => true,
-            (route::Route::Tcp(Some(version)), _) => version.multiplexed(),
+            (Route::H3(_), _) => true,
+            (Route::Tcp(Some(version)), _) => version.multiplexed(),
             (_, "https") => h2,
             _ => h2c,
         };
@@ -537,101 +501,6 @@ impl HttpClient {
     }
 }
 
-/// A VU's idle connections by origin.
-type Pool = FxHashMap<PoolKey, Vec<Connection>>;
-
-/// A connection to `key` from the pool: an HTTP/2 one is shared (a handle on it is
-/// handed out and it stays pooled), an HTTP/1.1 one is taken.
-fn checkout(pool: &mut Pool, key: &PoolKey) -> Option<Connection> {
-    let idle = pool.get_mut(key)?;
-    while let Some(conn) = idle.last_mut() {
-        if !conn.is_usable() {
-            idle.pop();
-            continue;
-        }
-        if let Some(handle) = conn.share() {
-            return Some(handle);
-        }
-        return idle.pop();
-    }
-    None
-}
-
-/// Returns a connection to the pool; a handle on an HTTP/2 or HTTP/3 connection
-/// already pooled is dropped (the pooled one serves on).
-fn checkin(pool: &mut Pool, key: PoolKey, conn: Connection) {
-    let idle = pool.entry(key).or_default();
-    let proto = conn.proto();
-    if proto.multiplexed() && idle.iter().any(|c| c.proto() == proto && c.is_usable()) {
-        return;
-    }
-    if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
-        idle.push(conn);
-    }
-}
-
-/// The pool as a batch's requests share it. The lock is held only to take or give
-/// back a connection, never across an await, and only by one VU's requests.
-fn lock(pool: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
-    pool.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// When a batch's requests may go: at most `[http] batch` of them in flight, and at
-/// most `batch_per_host` to one origin (k6's `batch` and `batchPerHost`). A request
-/// waits for its origin's turn before it takes one of the batch's, so requests to a
-/// busy origin do not hold back those to another.
-struct BatchTurns {
-    all: Semaphore,
-    per_host: FxHashMap<PoolKey, Semaphore>,
-}
-
-/// A request's turn: it ends when dropped.
-type Turn<'a> = (Option<SemaphorePermit<'a>>, Option<SemaphorePermit<'a>>);
-
-impl BatchTurns {
-    fn new(options: &crate::config::HttpOptions, ready: &[(usize, Prepared)]) -> Self {
-        let mut per_host = FxHashMap::default();
-        if options.batch_per_host > 0 {
-            for (_, p) in ready {
-                per_host
-                    .entry(p.target.pool_key.clone())
-                    .or_insert_with(|| Semaphore::new(options.batch_per_host));
-            }
-        }
-        Self {
-            all: Semaphore::new(options.batch),
-            per_host,
-        }
-    }
-
-    /// Waits for the turn of a request to `key`. The semaphores are never closed, so
-    /// each acquire ends with a permit.
-    async fn wait(&self, key: &PoolKey) -> Turn<'_> {
-        let host = match self.per_host.get(key) {
-            Some(s) => s.acquire().await.ok(),
-            None => None,
-        };
-        (host, self.all.acquire().await.ok())
-    }
-}
-
-/// What is needed to record a request after it is consumed.
-struct Meta {
-    tags: TagSet,
-    slot: Slot,
-    expected: Option<Vec<(u16, u16)>>,
-}
-
-impl Prepared {
-    fn clone_meta(&self) -> Meta {
-        Meta {
-            tags: self.tags.clone(),
-            slot: self.slot,
-            expected: self.expected.clone(),
-        }
-    }
-}
-
 /// Adds the jar's cookies to a request: into the plugin's own `Cookie` field if it set
 /// one (its cookies win over the jar's of the same name, as in k6), else as the field.
 fn with_jar_cookies(headers: &mut http::HeaderMap, jar_cookies: String) -> Result<(), HttpError> {
@@ -655,9 +524,9 @@ fn with_jar_cookies(headers: &mut http::HeaderMap, jar_cookies: String) -> Resul
         }
     };
     let value = http::HeaderValue::from_str(&value)
-        .map_err(|_| HttpError::Invalid(format!("invalid Cookie value {value:?}")))?;
+        .map_err(|_| HttpError::invalid(format!("invalid Cookie value {value:?}")))?;
     headers
         .try_insert(http::header::COOKIE, value)
-        .map_err(|e| HttpError::Invalid(e.to_string()))?;
+        .map_err(|e| HttpError::invalid(e.to_string()))?;
     Ok(())
 }

@@ -2,9 +2,7 @@
 //! 307/308 keep the method and body, credentials are not carried to another origin.
 //! Every hop is a request of its own, checked against the allowlist like the first.
 
-use super::http::{HttpError, HttpRequest, HttpResponse};
-
-pub(crate) use crate::config::http::DEFAULT_MAX_REDIRECTS;
+use crate::net::types::{HttpError, HttpRequest, HttpResponse};
 
 /// The request to send next if `response` redirects, or `None` if it does not.
 pub(crate) fn next_hop(
@@ -22,7 +20,7 @@ pub(crate) fn next_hop(
     let base = match url::Url::parse(&req.url) {
         Ok(u) => u,
         Err(e) => {
-            return Some(Err(HttpError::Invalid(format!(
+            return Some(Err(HttpError::invalid(format!(
                 "invalid URL {:?}: {e}",
                 req.url
             ))))
@@ -31,7 +29,7 @@ pub(crate) fn next_hop(
     let target = match base.join(location) {
         Ok(u) => u,
         Err(e) => {
-            return Some(Err(HttpError::Invalid(format!(
+            return Some(Err(HttpError::invalid(format!(
                 "{} redirected to an invalid location {location:?}: {e}",
                 req.url
             ))))
@@ -64,7 +62,7 @@ pub(crate) fn next_hop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::http::{ResponseContent, Timings};
+    use crate::net::types::{Proto, ResponseContent, Timings};
 
     fn response(status: u16, location: &str) -> HttpResponse {
         HttpResponse {
@@ -80,7 +78,7 @@ mod tests {
             },
             body_size: 0,
             timings: Timings::default(),
-            proto: crate::net::connect::Proto::Http1,
+            proto: Proto::Http1,
             url: String::new(),
         }
     }

@@ -1,0 +1,110 @@
+//! The plugin's handle on a socket: sends and receives go through the socket's task
+//! ([`driver`](super::driver)), and dropping the handle ends the session.
+
+use super::driver::{Command, Reply};
+use super::held::Held;
+use super::message::{format_size, WsError, WsMessage};
+use super::session::{self, Session};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// An open WebSocket held by the host for a plugin.
+pub struct Socket {
+    pub(super) commands: mpsc::Sender<Command>,
+    pub(super) incoming: mpsc::Receiver<WsMessage>,
+    pub(super) held: Arc<Held>,
+    pub(super) session: Arc<Session>,
+    /// `[websocket] max_message`, for sends too: a message waits in the host (encoded,
+    /// then in the write buffer) outside the plugin's memory cap.
+    pub(super) max_message: usize,
+}
+
+impl Socket {
+    /// Sends a text message.
+    pub async fn send_text(&mut self, text: String) -> Result<(), WsError> {
+        self.check_size(text.len())?;
+        let message = tokio_tungstenite::tungstenite::Message::Text(text.into());
+        self.request(|reply| Command::Send(message, reply)).await
+    }
+
+    /// Sends a binary message.
+    pub async fn send_binary(&mut self, data: Vec<u8>) -> Result<(), WsError> {
+        self.check_size(data.len())?;
+        let message = tokio_tungstenite::tungstenite::Message::Binary(data.into());
+        self.request(|reply| Command::Send(message, reply)).await
+    }
+
+    fn check_size(&self, len: usize) -> Result<(), WsError> {
+        if len > self.max_message {
+            return Err(WsError::Invalid(format!(
+                "a message of {} is larger than [websocket] max_message = {}; raise \
+                 max_message to send it",
+                format_size(len),
+                format_size(self.max_message)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The next message, waiting up to `timeout` (`Duration::ZERO`: only what has
+    /// already arrived); `None` when nothing came in time. Messages that arrived before
+    /// the socket ended are delivered first, then the reason it ended.
+    pub async fn recv(&mut self, timeout: Duration) -> Result<Option<WsMessage>, WsError> {
+        let next = if timeout.is_zero() {
+            match self.incoming.try_recv() {
+                Ok(message) => Some(message),
+                Err(mpsc::error::TryRecvError::Empty) => return Ok(None),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+            }
+        } else {
+            match tokio::time::timeout(timeout, self.incoming.recv()).await {
+                Ok(next) => next,
+                Err(_elapsed) => return Ok(None),
+            }
+        };
+        if let Some(message) = &next {
+            self.held.take(message.len());
+        }
+        next.map(Some).ok_or_else(|| self.session.end_error())
+    }
+
+    /// Closes the socket with `code` and `reason` and waits briefly for the peer's
+    /// close frame. Closing an already ended socket reports why it ended.
+    pub async fn close(&mut self, code: u16, reason: String) -> Result<(), WsError> {
+        let allowed =
+            tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::from(code)
+                .is_allowed();
+        if !allowed || code < 1000 {
+            return Err(WsError::Invalid(format!(
+                "close code {code} may not be sent; use 1000 (normal) or 3000-4999"
+            )));
+        }
+        if reason.len() > 123 {
+            return Err(WsError::Invalid(
+                "a close reason may be at most 123 bytes".into(),
+            ));
+        }
+        self.request(|reply| Command::Close(code, reason, reply))
+            .await
+    }
+
+    async fn request(&mut self, command: impl FnOnce(Reply) -> Command) -> Result<(), WsError> {
+        let (reply, answer) = oneshot::channel();
+        if self.commands.send(command(reply)).await.is_err() {
+            return Err(self.session.end_error());
+        }
+        match answer.await {
+            Ok(result) => result,
+            Err(_) => Err(self.session.end_error()),
+        }
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        // The session ends for the metrics now, when its VU lets go of it; the task
+        // still says goodbye to the peer in the background.
+        self.session.finish(session::Ending::Dropped);
+    }
+}
