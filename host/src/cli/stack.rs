@@ -3,6 +3,7 @@
 
 use crate::config::args::duration_arg;
 use crate::run;
+use crate::stack::session::{Purpose, StackSession, Start};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -117,21 +118,16 @@ pub(super) async fn up(args: UpArgs) -> anyhow::Result<i32> {
         &args.stack.flags(args.file, args.timeout, false),
         &config,
     )?;
-    let up = crate::stack::up(&options);
-    // Ctrl-C while starting: remove what was started, as after any failure.
-    let stack = tokio::select! {
-        stack = up => stack?,
-        _ = crate::signals::next() => {
-            eprintln!("interrupted: removing project {}", options.project);
-            crate::stack::up::down_quietly(&options.project).await;
-            return Ok(run::exit_code::INTERRUPTED);
+    match StackSession::start(&options, true, Purpose::Up).await? {
+        Start::Interrupted => Ok(run::exit_code::INTERRUPTED),
+        Start::Ready(session) => {
+            // Left running on purpose: a second `up` with its name is refused.
+            let stack = session.leave_running();
+            print!("{}", crate::stack::render::render(&stack));
+            println!("stop it with: host down --project {}", stack.project);
+            Ok(0)
         }
-    };
-    // Left running on purpose: a second `up` with its name is refused.
-    stack.keep();
-    print!("{}", crate::stack::render::render(&stack));
-    println!("stop it with: host down --project {}", stack.project);
-    Ok(0)
+    }
 }
 
 /// `host down`: removes the project's containers, networks and volumes.
