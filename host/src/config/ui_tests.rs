@@ -1,9 +1,10 @@
 //! Saved inputs and the messages they must produce, as Spin's manifest tests keep them
-//! (crates/manifest/tests/ui/): each `tests/ui/NAME.toml` beside this file is a run
-//! config that the parser refuses, and `NAME.err` is its message, word for word, as
+//! (crates/manifest/tests/ui/): each `tests/ui/NAME.in` beside this file is a run
+//! config (TOML) that the parser refuses, and `NAME.err` is its message, word for word, as
 //! `host run` prints it after `config error: `. A change to a message shows up here as
 //! a diff to review; `BLESS=1 cargo test -p host --lib config::ui_tests` rewrites the
-//! `.err` files after a change that was meant.
+//! `.err` files after a change that was meant. The inputs are not named `.toml`, so
+//! that the checks of the repository's run configs (the JSON Schema's) pass them by.
 
 use super::{build, parse_toml, Overrides};
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ fn message(name: &str, text: &str) -> String {
         .map_err(|e| e.to_string())
         .and_then(|table| build(table, &Overrides::default()).map_err(|e| e.to_string()));
     match result {
-        Ok(_) => format!("{name}.toml was accepted; every input here must be refused\n"),
+        Ok(_) => format!("{name}.in was accepted; every input here must be refused\n"),
         Err(message) => message + "\n",
     }
 }
@@ -37,16 +38,16 @@ fn every_saved_input_gives_its_saved_message() {
     for input in &inputs {
         let name = input.file_stem().unwrap().to_string_lossy().into_owned();
         match input.extension().and_then(|e| e.to_str()) {
-            Some("toml") => {}
+            Some("in") => {}
             Some("err") => {
                 assert!(
-                    input.with_extension("toml").exists(),
-                    "{name}.err has no {name}.toml"
+                    input.with_extension("in").exists(),
+                    "{name}.err has no {name}.in"
                 );
                 continue;
             }
             _ => panic!(
-                "{} is neither an input (.toml) nor a message (.err)",
+                "{} is neither an input (.in) nor a message (.err)",
                 input.display()
             ),
         }
@@ -61,7 +62,7 @@ fn every_saved_input_gives_its_saved_message() {
             std::fs::write(&expected_path, &got).unwrap();
         }
         let expected = std::fs::read_to_string(&expected_path)
-            .unwrap_or_else(|_| panic!("{name}.toml has no {name}.err (run with BLESS=1)"));
+            .unwrap_or_else(|_| panic!("{name}.in has no {name}.err (run with BLESS=1)"));
         if got != expected {
             wrong.push(format!("{name}:\n  expected: {expected}  got:      {got}"));
         }
