@@ -17,6 +17,7 @@
 //! It runs embedded through [`DemoServer`] or as the `demo-target` binary.
 
 mod accounts;
+pub mod args;
 pub mod capacity;
 mod clients;
 mod commands;

@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser, Subcommand};
-use demo_target::{Capacity, Cidr, DemoConfig, DemoServer, Faults};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use demo_target::args::{parse_duration, ServeArgs};
+use demo_target::{Cidr, DemoConfig, DemoServer};
 
 /// The demo system under test: a small notes application with injectable faults.
 #[derive(Parser, Debug)]
@@ -21,35 +22,8 @@ struct Args {
     /// Allow listening on a non-loopback address (exposes the target to the network).
     #[arg(long, env = "DEMO_ALLOW_REMOTE")]
     allow_remote: bool,
-    /// Latency added to every request except /health and /admin/*, e.g. 250ms.
-    #[arg(long, env = "DEMO_LATENCY", default_value = "0ms", value_parser = parse_duration)]
-    latency: Duration,
-    /// Stall all requests periodically, every this long since start, e.g. 5s.
-    #[arg(long, env = "DEMO_STALL_EVERY", value_parser = parse_duration)]
-    stall_every: Option<Duration>,
-    /// Length of each stall.
-    #[arg(long, env = "DEMO_STALL_FOR", default_value = "1s", value_parser = parse_duration)]
-    stall_for: Duration,
-    /// Share of requests answered 500, from 0.0 to 1.0.
-    #[arg(long, env = "DEMO_ERROR_RATE", default_value_t = 0.0, value_parser = parse_rate)]
-    error_rate: f64,
-    /// Capacity limit: serve at most this many requests at once (the rest queue).
-    #[arg(long, env = "DEMO_WORKERS", requires = "service_time")]
-    workers: Option<usize>,
-    /// With --workers: how long each request holds its worker, e.g. 10ms.
-    #[arg(long, env = "DEMO_SERVICE_TIME", value_parser = parse_duration, requires = "workers")]
-    service_time: Option<Duration>,
-    /// With --workers: requests that may wait for a worker; past it, 503 with Retry-After.
-    #[arg(long, env = "DEMO_QUEUE", default_value_t = demo_target::capacity::DEFAULT_QUEUE)]
-    queue: usize,
-    /// With --workers, the retrograde mode: service time grows by this share for each
-    /// other request in service (σ of the Universal Scalability Law).
-    #[arg(long, env = "DEMO_CONTENTION", default_value_t = 0.0, requires = "workers", value_parser = parse_share)]
-    contention: f64,
-    /// With --workers, the retrograde mode: service time grows by this share for each
-    /// pair of requests in service (κ), so throughput falls past a peak.
-    #[arg(long, env = "DEMO_CROSSTALK", default_value_t = 0.0, requires = "workers", value_parser = parse_share)]
-    crosstalk: f64,
+    #[command(flatten)]
+    serve: ServeArgs,
     /// How often the server pings each live-updates WebSocket (`GET /ws`).
     #[arg(long, env = "DEMO_WS_PING_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     ws_ping_interval: Duration,
@@ -59,25 +33,10 @@ struct Args {
     /// Most WebSockets one user may hold at once.
     #[arg(long, env = "DEMO_WS_MAX_PER_USER", default_value_t = 20)]
     ws_max_per_user: usize,
-    /// Requests per second each client address may make; past it, 429 with Retry-After.
-    #[arg(long, env = "DEMO_RATE_LIMIT")]
-    rate_limit: Option<u32>,
     /// Only these peers (address or CIDR range; repeatable) may call /admin/*, which
     /// switches faults and holds memory: others get 403. Default: anyone.
     #[arg(long = "admin-from", value_parser = Cidr::parse)]
     admin_from: Vec<Cidr>,
-    /// A proxy (address or CIDR range) whose X-Forwarded-For is believed; repeatable.
-    #[arg(long = "trusted-proxy", value_parser = Cidr::parse)]
-    trusted_proxies: Vec<Cidr>,
-    /// How long an access token of the account API stays valid, e.g. 30s.
-    #[arg(long, env = "DEMO_ACCESS_TOKEN_TTL", default_value = "30s", value_parser = parse_duration)]
-    access_token_ttl: Duration,
-    /// Large groups to seed after the ten small ones (numbered from 11), for search.
-    #[arg(long, env = "DEMO_LARGE_GROUPS", default_value_t = 0)]
-    large_groups: u32,
-    /// Notes in each large group.
-    #[arg(long, env = "DEMO_LARGE_GROUP_NOTES", default_value_t = 10_000)]
-    large_group_notes: u32,
     /// Leave commands queued for a separate `demo-target worker` process (the Compose
     /// stack) instead of completing them in this process.
     #[arg(long, env = "DEMO_EXTERNAL_WORKER")]
@@ -110,11 +69,6 @@ struct Args {
     /// clients reach it, when a container's UDP port is published at another number.
     #[arg(long, env = "DEMO_H3_ALT_SVC_PORT", requires = "h3_listen")]
     h3_alt_svc_port: Option<u16>,
-    /// Also serve the gRPC face on this address: the gateway `demo.gateway.v1.Gateway`
-    /// (create a process instance, a stream of activated jobs; the REST API's state)
-    /// and server reflection, over plaintext HTTP/2, e.g. 127.0.0.1:26500.
-    #[arg(long, env = "DEMO_GRPC_LISTEN")]
-    grpc_listen: Option<SocketAddr>,
     /// Where to write the generated CA certificate (PEM) for clients to trust.
     #[arg(long, env = "DEMO_TLS_CA_OUT")]
     tls_ca_out: Option<std::path::PathBuf>,
@@ -146,47 +100,14 @@ enum Role {
     },
 }
 
-/// Parses `250ms`, `2s`, `1.5s`, `1m`, `1h`; a bare `0` is also accepted.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("{text:?} needs a unit: ms, s, m or h"))?;
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 250ms or 2s"))?;
-    let seconds = match unit {
-        "ms" => number / 1000.0,
-        "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?}; use ms, s, m or h"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
-}
-
-fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
-        _ => Err(format!("{text:?} is not a number between 0.0 and 1.0")),
-    }
-}
-
-fn parse_share(text: &str) -> Result<f64, String> {
-    demo_target::capacity::parse_share(text)
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    // The serving flags are `host target`'s, each also read from a DEMO_* variable here.
+    let matches = demo_target::args::with_env(Args::command()).get_matches();
+    let args = match Args::from_arg_matches(&matches) {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
     match args.role {
         Some(Role::Health { url, timeout }) => {
             match demo_target::probe::check(&url, timeout).await {
@@ -206,7 +127,7 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {}
     }
-    for addr in std::iter::once(args.listen).chain(args.grpc_listen) {
+    for addr in std::iter::once(args.listen).chain(args.serve.grpc_listen) {
         if !addr.ip().is_loopback() && !args.allow_remote {
             // A fault-injecting target should not end up on a shared network by accident.
             let message = format!(
@@ -217,30 +138,15 @@ async fn main() -> anyhow::Result<()> {
                 .exit();
         }
     }
-    let config = DemoConfig {
-        faults: Faults {
-            latency: args.latency,
-            stall_every: args.stall_every,
-            stall_for: args.stall_for,
-            error_rate: args.error_rate,
-            capacity: match (args.workers, args.service_time) {
-                (Some(workers), Some(service_time)) if workers > 0 => Some(Capacity {
-                    queue: args.queue,
-                    contention: args.contention,
-                    crosstalk: args.crosstalk,
-                    ..Capacity::new(workers, service_time)
-                }),
-                _ => None,
-            },
-        },
+    if let Err(message) = args.serve.check() {
+        Args::command()
+            .error(ErrorKind::ValueValidation, message)
+            .exit();
+    }
+    let config = args.serve.config(DemoConfig {
         ws_ping_interval: args.ws_ping_interval,
         ws_idle_timeout: args.ws_idle_timeout,
         ws_max_per_user: args.ws_max_per_user,
-        rate_limit: args.rate_limit,
-        trusted_proxies: args.trusted_proxies,
-        access_token_ttl: args.access_token_ttl,
-        large_groups: args.large_groups,
-        large_group_notes: args.large_group_notes,
         in_process_worker: !args.external_worker,
         command_work: args.command_work,
         invoke_concurrency: args.invoke_concurrency,
@@ -248,7 +154,7 @@ async fn main() -> anyhow::Result<()> {
         webhook_rate: args.webhook_rate,
         admin_from: args.admin_from,
         ..DemoConfig::default()
-    };
+    });
     if args.tls_ca_out.is_some() && !args.tls && args.tls_listen.is_none() {
         anyhow::bail!(
             "--tls-ca-out needs --tls or --tls-listen: without them no certificate is made"
@@ -296,7 +202,7 @@ async fn main() -> anyhow::Result<()> {
             None => println!("demo target listening on HTTP/3 (UDP) {bound} too"),
         }
     }
-    if let Some(addr) = args.grpc_listen {
+    if let Some(addr) = args.serve.grpc_listen {
         let bound = server.also_grpc(addr)?;
         println!("demo target listening on gRPC (plaintext HTTP/2) {bound} too");
     }
@@ -321,28 +227,4 @@ async fn shutdown_signal() -> anyhow::Result<()> {
     #[cfg(not(unix))]
     tokio::signal::ctrl_c().await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("ms").is_err());
-    }
-
-    #[test]
-    fn error_rate_must_be_a_share() {
-        assert_eq!(parse_rate("0.25"), Ok(0.25));
-        assert!(parse_rate("1.5").is_err());
-        assert!(parse_rate("NaN").is_err());
-    }
 }

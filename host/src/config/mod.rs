@@ -9,6 +9,7 @@ pub(crate) mod distributed;
 pub(crate) mod duration;
 pub(crate) mod duration_flag;
 pub(crate) mod env_file;
+pub(crate) mod executors;
 pub(crate) mod http;
 pub(crate) mod layers;
 pub(crate) mod outputs;
@@ -23,6 +24,9 @@ pub(crate) mod thresholds;
 pub(crate) mod tls;
 pub(crate) mod trend_stats;
 pub(crate) mod websocket;
+
+#[cfg(test)]
+mod ui_tests;
 
 pub(crate) use cpuset::CpuSet;
 pub(crate) use duration::{format_duration, parse_duration};
@@ -496,6 +500,7 @@ fn check_arrival_rates(
 }
 
 fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigError> {
+    use executors::{CONSTANT_ARRIVAL_RATE, CONSTANT_VUS, PER_VU_ITERATIONS, SHARED_ITERATIONS};
     apply_stages(source, o)?;
     sampling::apply_overrides(source, o);
     if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
@@ -509,11 +514,14 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), Config
                 .unwrap_or("")
                 .to_string();
             if let Some(iterations) = o.iterations {
-                if executor == "constant-vus" {
-                    s.insert("executor".into(), "shared-iterations".into());
+                if executor == CONSTANT_VUS {
+                    s.insert("executor".into(), SHARED_ITERATIONS.into());
                     s.remove("duration");
                 }
-                if executor.ends_with("iterations") || executor == "constant-vus" {
+                if matches!(
+                    executor.as_str(),
+                    PER_VU_ITERATIONS | SHARED_ITERATIONS | CONSTANT_VUS
+                ) {
                     s.insert("iterations".into(), (iterations as i64).into());
                 }
             }
@@ -524,19 +532,21 @@ fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), Config
                 .to_string();
             if let Some(vus) = o.vus {
                 if s.contains_key("vus")
-                    || executor.ends_with("iterations")
-                    || executor == "constant-vus"
+                    || matches!(
+                        executor.as_str(),
+                        PER_VU_ITERATIONS | SHARED_ITERATIONS | CONSTANT_VUS
+                    )
                 {
                     s.insert("vus".into(), (vus as i64).into());
                 }
             }
             if let Some(d) = o.duration {
-                if matches!(executor.as_str(), "constant-vus" | "constant-arrival-rate") {
+                if matches!(executor.as_str(), CONSTANT_VUS | CONSTANT_ARRIVAL_RATE) {
                     s.insert("duration".into(), format_duration(d).into());
                 }
             }
             if let Some(rate) = o.rate {
-                if executor == "constant-arrival-rate" {
+                if executor == CONSTANT_ARRIVAL_RATE {
                     s.insert("rate".into(), rate.into());
                 }
             }
@@ -622,7 +632,7 @@ fn apply_stages(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigErr
         })
         .collect();
     let mut scenario = toml::Table::new();
-    scenario.insert("executor".into(), "ramping-vus".into());
+    scenario.insert("executor".into(), executors::RAMPING_VUS.into());
     scenario.insert("exec".into(), exec.into());
     scenario.insert("start_vus".into(), (o.vus.unwrap_or(1) as i64).into());
     scenario.insert("stages".into(), toml::Value::Array(stages));

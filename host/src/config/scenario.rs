@@ -1,20 +1,11 @@
 //! One scenario of a run: which executor drives it, with which options (k6's names and
 //! meanings), and what every scenario shares (`exec`, `start_time`, `graceful_stop`, ...).
 
+use super::executors;
 use super::segment::ExecutionTuple;
-use super::table::{unknown_message, Collector, ConfigError, ConfigErrors, TableReader};
+use super::table::{unknown_message, Collector, ConfigErrors, TableReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// The executor names, as in k6.
-pub(crate) const EXECUTOR_NAMES: &[&str] = &[
-    "constant-vus",
-    "ramping-vus",
-    "per-vu-iterations",
-    "shared-iterations",
-    "constant-arrival-rate",
-    "ramping-arrival-rate",
-];
 
 /// A stage of a ramping executor: reach `target` linearly over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,12 +85,12 @@ impl ExecutorConfig {
     /// The executor's name in configs.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::ConstantVus { .. } => "constant-vus",
-            Self::RampingVus { .. } => "ramping-vus",
-            Self::PerVuIterations { .. } => "per-vu-iterations",
-            Self::SharedIterations { .. } => "shared-iterations",
-            Self::ConstantArrivalRate { .. } => "constant-arrival-rate",
-            Self::RampingArrivalRate { .. } => "ramping-arrival-rate",
+            Self::ConstantVus { .. } => executors::CONSTANT_VUS,
+            Self::RampingVus { .. } => executors::RAMPING_VUS,
+            Self::PerVuIterations { .. } => executors::PER_VU_ITERATIONS,
+            Self::SharedIterations { .. } => executors::SHARED_ITERATIONS,
+            Self::ConstantArrivalRate { .. } => executors::CONSTANT_ARRIVAL_RATE,
+            Self::RampingArrivalRate { .. } => executors::RAMPING_ARRIVAL_RATE,
         }
     }
 
@@ -241,23 +232,6 @@ impl ScenarioConfig {
     }
 }
 
-/// Every option an executor takes, besides those every scenario takes: the keys a
-/// scenario without a valid executor may hold without being unknown.
-const EXECUTOR_OPTIONS: &[&str] = &[
-    "vus",
-    "duration",
-    "start_vus",
-    "stages",
-    "graceful_ramp_down",
-    "iterations",
-    "max_duration",
-    "rate",
-    "start_rate",
-    "time_unit",
-    "pre_allocated_vus",
-    "max_vus",
-];
-
 /// Reads one `[scenarios.NAME]` table, to its end whatever it holds: every mistake
 /// of the table is reported at once, and a required key written with a typo is named
 /// as written (`duraton`), not reported as missing.
@@ -270,7 +244,7 @@ pub(crate) fn parse_scenario(
     let mut c = Collector::default();
     let executor_name = c.keep(r.required(
         "executor",
-        &format!("set executor to one of: {}", EXECUTOR_NAMES.join(", ")),
+        &format!("set executor to one of: {}", executors::names().join(", ")),
         TableReader::string,
     ));
     let exec = c
@@ -282,18 +256,18 @@ pub(crate) fn parse_scenario(
         .unwrap_or(Duration::from_secs(30));
     let env = c.keep(r.string_map("env")).unwrap_or_default();
     let tags = c.keep(r.string_map("tags")).unwrap_or_default();
-    let executor = match executor_name.as_deref() {
-        Some(known) if EXECUTOR_NAMES.contains(&known) => executor(&mut r, &mut c, known),
-        other => {
-            if let Some(other) = other {
+    let executor = match executor_name.as_deref().map(|n| (n, executors::find(n))) {
+        Some((_, Some(known))) => (known.read)(&mut r, &mut c),
+        unknown => {
+            if let Some((other, None)) = unknown {
                 c.push(r.error(
                     "executor",
-                    unknown_message("executor", other, EXECUTOR_NAMES),
+                    unknown_message("executor", other, &executors::names()),
                 ));
             }
             // Which options apply is not known: only keys no executor takes are
             // reported.
-            r.known(EXECUTOR_OPTIONS);
+            r.known(executors::OPTIONS);
             None
         }
     };
@@ -311,210 +285,9 @@ pub(crate) fn parse_scenario(
     })
 }
 
-/// The options of executor `name` (one of [`EXECUTOR_NAMES`]); `None` when one of
-/// them is wrong (its error kept in `c`).
-fn executor(r: &mut TableReader, c: &mut Collector, name: &str) -> Option<ExecutorConfig> {
-    match name {
-        "constant-vus" => {
-            let vus = c.keep(positive_or(r, "vus", 1));
-            let duration = c.keep(required_duration(r, "duration"));
-            Some(ExecutorConfig::ConstantVus {
-                vus: vus?,
-                duration: duration?,
-            })
-        }
-        "ramping-vus" => {
-            let start_vus = c.opt(r.uint("start_vus")).unwrap_or(1);
-            let stages = stages(r, c, false);
-            let graceful_ramp_down = c
-                .opt(r.duration("graceful_ramp_down"))
-                .unwrap_or(Duration::from_secs(30));
-            Some(ExecutorConfig::RampingVus {
-                start_vus,
-                stages: stages?,
-                graceful_ramp_down,
-            })
-        }
-        "per-vu-iterations" | "shared-iterations" => {
-            let vus = c.keep(positive_or(r, "vus", 1));
-            let iterations = c.keep(positive_or(r, "iterations", 1));
-            let max_duration = c
-                .opt(r.duration("max_duration"))
-                .unwrap_or(Duration::from_secs(600));
-            let (vus, iterations) = (vus?, iterations?);
-            if name == "per-vu-iterations" {
-                return Some(ExecutorConfig::PerVuIterations {
-                    vus,
-                    iterations,
-                    max_duration,
-                });
-            }
-            if iterations < vus {
-                c.push(r.error(
-                    "iterations",
-                    format!(
-                        "{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"
-                    ),
-                ));
-                return None;
-            }
-            Some(ExecutorConfig::SharedIterations {
-                vus,
-                iterations,
-                max_duration,
-            })
-        }
-        "constant-arrival-rate" => {
-            let rate = c.keep(rate(r));
-            let time_unit = c.keep(time_unit(r));
-            let duration = c.keep(required_duration(r, "duration"));
-            let bounds = vu_bounds(r, c);
-            let (pre_allocated_vus, max_vus) = bounds?;
-            Some(ExecutorConfig::ConstantArrivalRate {
-                rate: rate?,
-                time_unit: time_unit?,
-                duration: duration?,
-                pre_allocated_vus,
-                max_vus,
-            })
-        }
-        "ramping-arrival-rate" => {
-            let start_rate = c.keep(start_rate(r));
-            let time_unit = c.keep(time_unit(r));
-            let stages = stages(r, c, true);
-            let bounds = vu_bounds(r, c);
-            let (pre_allocated_vus, max_vus) = bounds?;
-            Some(ExecutorConfig::RampingArrivalRate {
-                start_rate: start_rate?,
-                time_unit: time_unit?,
-                stages: stages?,
-                pre_allocated_vus,
-                max_vus,
-            })
-        }
-        other => unreachable!("`{other}` is checked against EXECUTOR_NAMES"),
-    }
-}
-
-fn rate(r: &mut TableReader) -> Result<f64, ConfigError> {
-    let rate = r.required(
-        "rate",
-        "how many iterations per time_unit?",
-        TableReader::number,
-    )?;
-    // Written so that NaN is refused too.
-    if !(rate > 0.0 && rate.is_finite()) {
-        return Err(r.error("rate", "must be a number greater than 0"));
-    }
-    Ok(rate)
-}
-
-fn start_rate(r: &mut TableReader) -> Result<f64, ConfigError> {
-    let start_rate = r.number("start_rate")?.unwrap_or(0.0);
-    if !(start_rate >= 0.0 && start_rate.is_finite()) {
-        return Err(r.error("start_rate", "must be a number of at least 0"));
-    }
-    Ok(start_rate)
-}
-
-/// A count that defaults to `default` when absent and must be at least 1.
-fn positive_or(r: &mut TableReader, key: &'static str, default: u64) -> Result<u64, ConfigError> {
-    let value = r.uint(key)?.unwrap_or(default);
-    if value == 0 {
-        return Err(r.error(key, "must be at least 1"));
-    }
-    Ok(value)
-}
-
-fn required_duration(r: &mut TableReader, key: &'static str) -> Result<Duration, ConfigError> {
-    let d = r.required(
-        key,
-        "give it as a string such as \"30s\"",
-        TableReader::duration,
-    )?;
-    if d.is_zero() {
-        return Err(r.error(key, "must be longer than 0s"));
-    }
-    Ok(d)
-}
-
-fn time_unit(r: &mut TableReader) -> Result<Duration, ConfigError> {
-    let unit = r.duration("time_unit")?.unwrap_or(Duration::from_secs(1));
-    if unit.is_zero() {
-        return Err(r.error("time_unit", "must be longer than 0s"));
-    }
-    Ok(unit)
-}
-
-fn vu_bounds(r: &mut TableReader, c: &mut Collector) -> Option<(u64, u64)> {
-    let pre = c.keep(r.required(
-        "pre_allocated_vus",
-        "how many VUs to make before the start (for example 10)",
-        TableReader::uint,
-    ));
-    let max = c.keep(r.uint("max_vus"))?;
-    let pre = pre?;
-    let max = max.unwrap_or(pre);
-    if max < pre {
-        c.push(r.error(
-            "max_vus",
-            format!("{max} is less than pre_allocated_vus ({pre})"),
-        ));
-        return None;
-    }
-    if max == 0 {
-        c.push(r.error("max_vus", "must be at least 1"));
-        return None;
-    }
-    Some((pre, max))
-}
-
-/// The `stages` of a ramping executor, each stage read to its end.
-fn stages(r: &mut TableReader, c: &mut Collector, rates: bool) -> Option<Vec<Stage>> {
-    let tables = c.keep(r.required(
-        "stages",
-        "add stages = [{ duration = \"30s\", target = 10 }]",
-        TableReader::tables,
-    ))?;
-    if tables.is_empty() {
-        c.push(r.error("stages", "needs at least one stage"));
-        return None;
-    }
-    let mut stages = Vec::with_capacity(tables.len());
-    let mut ok = true;
-    for (i, t) in tables.into_iter().enumerate() {
-        let mut s = TableReader::new(r.path_of(&format!("stages[{i}]")), t);
-        let duration = c.keep(s.required(
-            "duration",
-            "how long the stage lasts, such as \"30s\"",
-            TableReader::duration,
-        ));
-        let target = if rates {
-            s.required(
-                "target",
-                "the rate to reach by the stage's end",
-                TableReader::number,
-            )
-            .map(|v| v.round() as u64)
-        } else {
-            s.required(
-                "target",
-                "the VUs to reach by the stage's end",
-                TableReader::uint,
-            )
-        };
-        let target = c.keep(target);
-        s.finish_into(c);
-        match (duration, target) {
-            (Some(duration), Some(target)) => stages.push(Stage { duration, target }),
-            _ => ok = false,
-        }
-    }
-    ok.then_some(stages)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::table::ConfigError;
     use super::*;
 
     /// The scenario, or its first mistake.

@@ -3,7 +3,8 @@
 //! kept) whatever happened: a finished run, Ctrl-C, a crossed threshold, a plugin
 //! abort, a dead service or a host error.
 
-use super::up::{self, StackFlags, UpOptions};
+use super::session::{Purpose, StackSession, Start};
+use super::up::{StackFlags, UpOptions};
 use super::watch::ServiceWatch;
 use crate::config::{stack as stack_config, StackConfig};
 use crate::control::Watch;
@@ -32,30 +33,16 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     };
     let options = UpOptions::resolve(&stack_run.flags, &config)?;
     let keep = stack_run.keep || config.keep;
-    let stack = tokio::select! {
-        stack = up::up(&options) => stack?,
-        _ = crate::signals::next() => {
-            eprintln!("interrupted while starting: removing project {}", options.project);
-            up::down_quietly(&options.project).await;
-            return Err(anyhow!("interrupted before the run started; nothing was measured"));
+    let session = match StackSession::start(&options, keep, Purpose::Run).await? {
+        Start::Ready(session) => session,
+        Start::Interrupted => {
+            return Err(anyhow!(
+                "interrupted before the run started; nothing was measured"
+            ))
         }
     };
-    let Some(entry) = stack.entry_urls.first() else {
-        up::down_quietly(&stack.project).await;
-        return Err(anyhow!(
-            "no service of {} publishes a port, so the plugin could reach nothing; \
-             publish the entry service's port on 127.0.0.1 (ports: [\"127.0.0.1::8080\"])",
-            options.file.display()
-        ));
-    };
-    if !request.quiet {
-        eprintln!(
-            "stack {} ready in {:.1}s; BASE_URL={}",
-            stack.project,
-            stack.took.as_secs_f64(),
-            entry.url
-        );
-    }
+    session.entry(&options.file, request.quiet).await?;
+    let stack = session.stack();
     // The plugin runs against this stack and nothing else.
     super::entry::point_run_at(&stack.entry_urls, &mut request.overrides);
     // `[stack] stats_interval` is the sampling interval of such a run; the command
@@ -72,7 +59,7 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
             &stack.containers,
         )),
         Err(e) => {
-            up::down_quietly(&stack.project).await;
+            super::up::down_quietly(&stack.project).await;
             return Err(e);
         }
     };
@@ -80,24 +67,6 @@ pub async fn run_with_stack(mut request: RunRequest, stack_run: StackRun) -> Res
     let outcome = run::run(request).await;
     // Stopped first, so the teardown is not taken for services dying.
     watch.stop();
-    if keep {
-        stack.keep();
-        eprintln!(
-            "stack {} kept running; remove it with: host down --project {}",
-            stack.project, stack.project
-        );
-    } else {
-        match up::down(&stack.project).await {
-            Ok(removed) => eprintln!(
-                "stack {} removed ({})",
-                stack.project,
-                up::describe_removed(&removed)
-            ),
-            Err(e) => eprintln!(
-                "warning: could not remove the stack {}: {e:#}",
-                stack.project
-            ),
-        }
-    }
+    session.end().await;
     outcome
 }

@@ -10,7 +10,9 @@
 //! [`entry`] finds its entry URLs (http or https, with the CA to trust),
 //! [`claim`] keeps a second host off a project name in use,
 //! [`render`] prints a stack, [`teardown`] removes what a project left behind, [`up`]
-//! puts them in order, [`watch`] notes services that die during a run, and [`cycle`] is
+//! puts them in order, [`watch`] notes services that die during a run, [`session`] is
+//! one stack's life around its user (`host up`, `run --stack`, `sweep --stack`: start,
+//! Ctrl-C while starting, keep or remove, in the same words), and [`cycle`] is
 //! `run --stack`: up, run, down.
 
 pub(crate) mod claim;
@@ -21,6 +23,7 @@ pub(crate) mod health;
 pub(crate) mod images;
 pub(crate) mod render;
 pub(crate) mod resources;
+pub(crate) mod session;
 pub(crate) mod teardown;
 pub(crate) mod up;
 pub(crate) mod watch;
@@ -30,6 +33,6 @@ pub(crate) use crate::config::CpuSet;
 // `docker`), since the samplers read them too.
 pub(crate) use crate::docker::ServiceContainer;
 pub(crate) use crate::docker::{containers, engine};
-pub(crate) use up::{down, up, UpOptions};
+pub(crate) use up::{down, UpOptions};
 
 pub(crate) use crate::docker::{PROJECT_LABEL, SERVICE_LABEL};

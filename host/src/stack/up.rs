@@ -114,11 +114,6 @@ impl Stack {
     pub fn keep(&self) {
         self.claim.mark_kept();
     }
-
-    /// The project's lock, for whoever outlives this value and uses the stack.
-    pub(crate) fn claim(&self) -> Arc<Claim> {
-        self.claim.clone()
-    }
 }
 
 /// Brings the stack up and waits until it is ready; on failure nothing is left running.

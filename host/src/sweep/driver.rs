@@ -67,10 +67,9 @@ pub(crate) async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
     let mut overrides = plan.overrides.clone();
     let stack = match &plan.stack {
         None => None,
-        Some((flags, keep)) => Some(
-            super::stack::SweepStack::up(flags, plan.config.as_deref(), *keep, &mut overrides)
-                .await?,
-        ),
+        Some((flags, keep)) => {
+            Some(super::stack::up(flags, plan.config.as_deref(), *keep, &mut overrides).await?)
+        }
     };
 
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -96,7 +95,7 @@ pub(crate) async fn sweep(plan: SweepPlan) -> Result<SweepOutcome> {
     listener.abort();
     // Removed whatever ended the sweep: its end, Ctrl-C or an error.
     if let Some(stack) = stack {
-        stack.down().await;
+        stack.end().await;
     }
     sweep.result.interrupted = interrupted.load(Ordering::Relaxed)
         || sweep

@@ -6,8 +6,9 @@
 //! config, [`driver`] runs them, [`figures`] reads each level's summary, [`usl`] fits
 //! the USL, [`model`] draws the conclusions, [`report`] and [`html`] write them,
 //! [`stack`] keeps a Compose stack up across the levels, [`command`] is the command
-//! line; [`target_capacity`] is the demo target's capacity
-//! switch that sweeps are checked against.
+//! line. The demo target's capacity switch that sweeps are checked against
+//! (`--workers`, `--service-time`, ...) is the demo target's own
+//! (`demo_target::args::CapacityArgs`).
 
 pub(crate) mod command;
 pub(crate) mod driver;
@@ -18,5 +19,4 @@ pub(crate) mod model;
 pub(crate) mod report;
 pub(crate) mod scale;
 pub(crate) mod stack;
-pub(crate) mod target_capacity;
 pub(crate) mod usl;

@@ -1,0 +1,225 @@
+//! The flags every run-like command shares (`host run`, `host demo`, `host coordinate`):
+//! the configs, the single-value overrides, the environment, the outputs, the samplers
+//! and the execution segment; and their value parsers.
+
+use crate::config::args::{duration_arg, key_value};
+use crate::config::{parse_duration, Overrides};
+use crate::run::RunRequest;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The flags of a run, flattened into `host run`, `host demo` and `host coordinate`.
+#[derive(Args, Debug)]
+pub(super) struct CommonArgs {
+    /// Run config (TOML) overlaid on the plugin's defaults. Repeatable: files are
+    /// layered in order, the later on top. Tables merge key by key at every depth;
+    /// arrays and values are replaced whole; [scenarios.NAME] merges into the earlier
+    /// scenario of that name, unless it sets another executor (then it replaces it).
+    #[arg(short, long)]
+    pub(super) config: Vec<PathBuf>,
+    /// VUs of every scenario that has a `vus` option (with --stage: the VUs at the
+    /// start, 1 without it).
+    #[arg(long, env = "K6_VUS")]
+    vus: Option<u64>,
+    /// Duration of every constant-vus / constant-arrival-rate scenario (`30s`, `1m30s`).
+    #[arg(long, value_parser = duration_arg, env = "K6_DURATION")]
+    duration: Option<Duration>,
+    /// Total iterations (constant-vus scenarios become shared-iterations, as in k6).
+    #[arg(long, env = "K6_ITERATIONS")]
+    iterations: Option<u64>,
+    /// A stage DURATION:TARGET (`30s:100`), repeatable or comma-separated, in order: as
+    /// k6's --stage, the scenarios are replaced by one ramping-vus scenario `default`
+    /// with these stages.
+    #[arg(
+        short = 's',
+        long = "stage",
+        value_name = "DURATION:TARGET",
+        value_parser = stage_arg,
+        value_delimiter = ',',
+        env = "K6_STAGES",
+        conflicts_with_all = ["duration", "iterations"]
+    )]
+    stage: Vec<crate::config::Stage>,
+    /// Rate of every constant-arrival-rate scenario (per its time_unit).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// An environment variable for the plugin: -e KEY=VALUE (repeatable; wins over
+    /// --env-file and [env]).
+    #[arg(short = 'e', long = "env", value_parser = key_value)]
+    pub(super) env: Vec<(String, String)>,
+    /// Environment variables for the plugin from a file: KEY=VALUE lines, `#` comments,
+    /// 'single' or "double" quoted values (wins over [env]; -e wins over it).
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// The trend columns summary.txt prints, in order (summary.json keeps them all):
+    /// a comma-separated list of avg, min, med, max, p(90), p(95), p(99), p(99.9),
+    /// count.
+    #[arg(long, value_name = "LIST", value_parser = trend_stats_arg, env = "K6_SUMMARY_TREND_STATS")]
+    summary_trend_stats: Option<TrendColumns>,
+    /// Also write the summary to FILE in the JSON shape of k6's --summary-export
+    /// (metrics keyed as k6 keys them, `p(95)`, thresholds inline), for the scripts
+    /// and CI steps that read k6 summaries.
+    #[arg(long, value_name = "FILE", env = "K6_SUMMARY_EXPORT")]
+    pub(super) summary_export: Option<PathBuf>,
+    /// Accept any server certificate (as `[tls] insecure_skip_verify = true`; the
+    /// summary warns that certificates were not verified).
+    #[arg(long, env = "K6_INSECURE_SKIP_TLS_VERIFY", value_parser = clap::builder::BoolishValueParser::new())]
+    insecure_skip_tls_verify: bool,
+    /// Allow a target (scheme://host:port) besides those in the config (repeatable).
+    #[arg(long)]
+    allow: Vec<String>,
+    /// Folder under which the results folder is made (default `results`); or, as in
+    /// k6, a streaming output KIND=TARGET: `csv=FILE` and `json=FILE` (k6's formats,
+    /// gzipped when FILE ends in .gz), `prometheus-rw=URL` (Prometheus remote write).
+    /// Repeatable.
+    #[arg(long, value_name = "DIR|KIND=TARGET", value_parser = out_arg, env = "K6_OUT")]
+    out: Vec<crate::live::spec::Either>,
+    /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665), with the
+    /// run's metrics in OpenMetrics text at /metrics.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
+    dashboard: Option<std::net::SocketAddr>,
+    /// No progress lines.
+    #[arg(short, long, env = "K6_QUIET", value_parser = clap::builder::BoolishValueParser::new())]
+    pub(super) quiet: bool,
+    /// Sample this container's CPU, memory, network and block I/O during the run
+    /// (name or id; repeatable).
+    #[arg(long = "sample-container", value_name = "NAME")]
+    sample_container: Vec<String>,
+    /// Sample this process's CPU, memory and block I/O during the run: PID or NAME=PID
+    /// (repeatable).
+    #[arg(long = "sample-pid", value_name = "[NAME=]PID", value_parser = pid_arg)]
+    sample_pid: Vec<String>,
+    /// Time between two samples of each service (default 1s; at least 1s).
+    #[arg(long, value_parser = duration_arg)]
+    stats_interval: Option<Duration>,
+    /// Run only this share of the test, as k6: `FROM:TO` or `TO` (`1/3:2/3`, `0.5`,
+    /// `50%:75%`); processes with the segments of one sequence together run it whole.
+    #[arg(long, value_name = "SEGMENT")]
+    execution_segment: Option<String>,
+    /// Every process's segment boundaries (`0,1/3,2/3,1`), so that all stripe alike.
+    #[arg(long, value_name = "POINTS", requires = "execution_segment")]
+    execution_segment_sequence: Option<String>,
+}
+
+impl CommonArgs {
+    /// Reads --env-file, so that its variables come before the -e ones (which win), and
+    /// checks that --out names at most one results folder.
+    pub(super) fn read_env_file(&mut self) -> anyhow::Result<()> {
+        let folders = self
+            .out
+            .iter()
+            .filter(|o| matches!(o, crate::live::spec::Either::Folder(_)))
+            .count();
+        if folders > 1 {
+            anyhow::bail!(
+                "--out names {folders} results folders; give one, and outputs as --out KIND=TARGET (KIND one of {})",
+                crate::live::spec::KINDS.join(", ")
+            );
+        }
+        if let Some(path) = self.env_file.take() {
+            let mut env = crate::config::env_file::read(&path).map_err(anyhow::Error::msg)?;
+            env.append(&mut self.env);
+            self.env = env;
+        }
+        Ok(())
+    }
+
+    /// The run these flags ask for, of `plugin`.
+    pub(super) fn request(self, plugin: PathBuf) -> RunRequest {
+        let mut configs = self.config.into_iter();
+        let mut results = PathBuf::from("results");
+        let mut outputs = Vec::new();
+        for out in self.out {
+            match out {
+                crate::live::spec::Either::Folder(dir) => results = dir,
+                crate::live::spec::Either::Output(o) => outputs.push(o),
+            }
+        }
+        RunRequest {
+            plugin,
+            config: configs.next(),
+            overrides: Overrides {
+                vus: self.vus,
+                duration: self.duration,
+                iterations: self.iterations,
+                stages: self.stage,
+                summary_trend_stats: self.summary_trend_stats.map(|c| c.0),
+                insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+                config_layers: configs.collect(),
+                rate: self.rate,
+                env: self.env,
+                allow: self.allow,
+                sample_containers: self.sample_container,
+                sample_pids: self.sample_pid,
+                stats_interval: self.stats_interval,
+                execution_segment: self.execution_segment,
+                execution_segment_sequence: self.execution_segment_sequence,
+                ..Overrides::default()
+            },
+            out: results,
+            quiet: self.quiet,
+            handle_signals: true,
+            watch: None,
+            live: crate::live::LiveOptions {
+                dashboard: self.dashboard,
+                outputs,
+                // From the command line the finished page stays up until Ctrl-C.
+                linger: self.dashboard.is_some(),
+            },
+            remote: None,
+        }
+    }
+}
+
+/// `30s:100`: a stage of the --stage shortcut.
+fn stage_arg(text: &str) -> Result<crate::config::Stage, String> {
+    let (duration, target) = text
+        .split_once(':')
+        .ok_or_else(|| format!("expected DURATION:TARGET such as 30s:100, got {text:?}"))?;
+    let duration = parse_duration(duration.trim()).map_err(|e| format!("{text:?}: {e}"))?;
+    let target = target.trim().parse::<u64>().map_err(|_| {
+        format!("{text:?}: the target {target:?} is not a whole number of VUs (30s:100)")
+    })?;
+    Ok(crate::config::Stage { duration, target })
+}
+
+/// The parsed --summary-trend-stats list (a type of its own, so that clap takes the
+/// whole list as one value).
+#[derive(Debug, Clone)]
+struct TrendColumns(Vec<crate::config::TrendStat>);
+
+/// `--summary-trend-stats LIST`.
+fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
+    crate::config::trend_stats::parse_list(text).map(TrendColumns)
+}
+/// A flag whose value is optional takes the next word as its value, so `--dashboard
+/// plugin.wasm` would read the plugin as the address: say how to write it instead.
+pub(super) fn plugin_taken_as_value(flag: &str, text: &str) -> Option<String> {
+    text.ends_with(".wasm").then(|| {
+        format!(
+            "{text:?} is the plugin, not a value of --{flag}: put --{flag} after the plugin \
+             (`host run {text} --{flag}`), or give its value with `=` (`--{flag}=VALUE`)"
+        )
+    })
+}
+
+/// `--dashboard ADDR`.
+fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(why) = plugin_taken_as_value("dashboard", text) {
+        return Err(why);
+    }
+    text.parse().map_err(|_| {
+        format!("{text:?} is not an address to listen on: write IP:PORT, such as 127.0.0.1:5665")
+    })
+}
+
+/// `--out DIR|KIND=TARGET`.
+fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
+    crate::live::spec::parse_one(text)
+}
+
+/// `--sample-pid [NAME=]PID`, checked here and kept as written.
+fn pid_arg(text: &str) -> Result<String, String> {
+    crate::config::sampling::parse_pid_target(text).map(|_| text.to_string())
+}

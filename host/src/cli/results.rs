@@ -1,0 +1,54 @@
+//! What every run-like command (`run`, `demo`, `coordinate`) does once its run is over:
+//! print the summary, write `--summary-export`, say where the results are and which
+//! files could not be written, and pick the exit code.
+
+use crate::run;
+
+/// Prints a run's summary (before its results files are written).
+pub(super) fn print_summary(summary: &crate::summary::Summary) {
+    print!("{}", crate::output::text::render(summary));
+}
+
+/// Writes `--summary-export FILE` (k6's shape) when asked; a failure joins the results
+/// files that could not be written.
+pub(super) fn export_summary(
+    mut outcome: run::RunOutcome,
+    path: Option<&std::path::Path>,
+) -> run::RunOutcome {
+    if let Some(path) = path {
+        if let Err(failure) = crate::output::k6_export::write(path, &outcome.summary) {
+            outcome.write_failures.push(failure);
+        }
+    }
+    outcome
+}
+
+/// Prints where the results are and each file that could not be written; returns
+/// the exit code: the run's own, or 1 when it passed but its results were not all
+/// written (the run's own code is named beside the failure).
+pub(super) fn finish(outcome: run::RunOutcome) -> i32 {
+    println!("\n  results: {}", outcome.results_dir.display());
+    if outcome.write_failures.is_empty() {
+        return outcome.exit_code;
+    }
+    for f in &outcome.write_failures {
+        crate::stderr::line(format_args!("error: cannot write {}: {}", f.file, f.error));
+    }
+    let run_said = match outcome.exit_code {
+        run::exit_code::OK => "completed (exit code 0)".to_string(),
+        code => format!(
+            "ended with exit code {code} ({})",
+            run::exit_code::meaning(code)
+        ),
+    };
+    crate::stderr::line(format_args!(
+        "error: {} of the results files could not be written to {}; the summary above is complete. The run itself {run_said}.",
+        outcome.write_failures.len(),
+        outcome.results_dir.display()
+    ));
+    if outcome.exit_code == run::exit_code::OK {
+        1
+    } else {
+        outcome.exit_code
+    }
+}
