@@ -10,7 +10,7 @@
 //! recording with third-party requests, one with no pages, one in Firefox's shape and
 //! a broken one.
 
-mod common;
+use crate::support as common;
 
 use common::{host_in as host, output_text as text};
 

@@ -2,7 +2,7 @@
 //! as a user types them, the project made in a temp folder outside this repository; and
 //! a run config that pins a plugin refusing any other file.
 
-mod common;
+use crate::support as common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::support as common;
 
 /// An HTTP answer: status, headers (names lowercased), body.
 type Answer = (u16, Vec<(String, String)>, Vec<u8>);

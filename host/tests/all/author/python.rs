@@ -2,7 +2,7 @@
 //! plugins/python/hello_py), `host build` with componentize-py, `host inspect`, and a
 //! run against the demo target whose request count must equal `http_reqs`.
 
-mod common;
+use crate::support as common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

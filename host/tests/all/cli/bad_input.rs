@@ -2,7 +2,7 @@
 //! paths read from the current folder, and zero timeouts accepted. Each is run through
 //! the `host` binary as a user would.
 
-mod common;
+use crate::support as common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! The `host` binary itself: commands, output and exit codes.
 
-mod common;
+use crate::support as common;
 
 use std::process::Command;
 

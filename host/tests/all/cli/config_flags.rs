@@ -2,7 +2,7 @@
 //! every config mistake reported at once, `--stage`, `--env-file` beside `-e`, and
 //! `--summary-trend-stats`.
 
-mod common;
+use crate::support as common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! interrupts running iterations at once; either way every results file is written
 //! with what was gathered and the exit code is 105.
 
-mod common;
+use crate::support as common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

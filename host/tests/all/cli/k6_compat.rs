@@ -3,7 +3,7 @@
 //! k6's environment variables, with k6's precedence (flags > environment > config >
 //! the plugin's defaults).
 
-mod common;
+use crate::support as common;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

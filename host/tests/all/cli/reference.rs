@@ -3,8 +3,6 @@
 //! completions and the man page come from the same definitions; `host schema` accepts
 //! every run config of the repository and every bundled plugin's default config.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

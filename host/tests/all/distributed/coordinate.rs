@@ -3,7 +3,7 @@
 //! coordinator, the workers that are refused, and the trust boundary (the cluster
 //! token, rogue workers and coordinators written here, frame limits).
 
-mod common;
+use crate::support as common;
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::Histogram;

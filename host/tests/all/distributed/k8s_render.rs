@@ -4,7 +4,7 @@
 //! cluster token in a Secret both read, and a NetworkPolicy that lets only the workers
 //! reach the coordinator. No cluster is needed: the objects are read back into k8s-openapi's typed structs.
 
-mod common;
+use crate::support as common;
 
 use host::segment_from_flags as from_flags;
 use host::segment_of;

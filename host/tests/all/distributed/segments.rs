@@ -3,7 +3,7 @@
 //! executor: the target serves the whole count, the VUs add up to the whole, and no
 //! two segments give an iteration (or a VU) the same number.
 
-mod common;
+use crate::support as common;
 
 use demo_target::DemoServer;
 use host::Overrides;

@@ -5,7 +5,7 @@
 //! the stack made (services, finished job containers, networks) is removed, even when
 //! an assertion fails.
 
-mod common;
+use crate::support as common;
 
 use std::path::Path;
 use std::process::{Command, Output};

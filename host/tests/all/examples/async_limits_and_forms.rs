@@ -3,7 +3,7 @@
 //! checking that what the plugin counted is what the server counted, read from the
 //! server's own `/metrics`.
 
-mod common;
+use crate::support as common;
 
 use std::time::Duration;
 

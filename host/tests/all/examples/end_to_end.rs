@@ -1,7 +1,7 @@
 //! `host run` of the real example plugins against the embedded demo target: what the
 //! server saw must match what the host reports.
 
-mod common;
+use crate::support as common;
 
 use demo_target::{DemoConfig, DemoServer};
 

@@ -4,7 +4,7 @@
 //! it served (its Prometheus `/metrics`), so a request lost, doubled or miscounted on
 //! either side fails it.
 
-mod common;
+use crate::support as common;
 
 use std::collections::HashMap;
 use std::time::Duration;

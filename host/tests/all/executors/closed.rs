@@ -1,6 +1,6 @@
 //! The closed-model executors schedule exactly what their options say.
 
-mod common;
+use crate::support as common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_vu_iterations_runs_exactly_vus_times_iterations() {

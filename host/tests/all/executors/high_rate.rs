@@ -2,7 +2,7 @@
 //! limit named; a rate at that limit, against a server that never answers, ends on
 //! time with every due iteration counted (started or dropped) and obeys SIGTERM.
 
-mod common;
+use crate::support as common;
 
 use common::servers;
 use std::io::{BufRead, BufReader};

@@ -2,7 +2,7 @@
 //! process against the embedded demo target, judged by counts in `summary.json` (how
 //! many iterations were due, started, completed, interrupted, dropped), not by timing.
 
-mod common;
+use crate::support as common;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
 use host::Overrides;
@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Each run loads the machine for seconds; one at a time keeps their counts apart on a
-/// small, shared CI machine.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// small, shared CI machine (with every other test that measures).
+use common::turns::MEASURING as ONE_AT_A_TIME;
 
 /// A run of `hello` (one `GET /` per iteration) with `config` (a run.toml) against
 /// `target`, and its summary.json.

@@ -5,7 +5,7 @@
 //! compared with what the host recorded: unary calls and `grpc_reqs`, streams and
 //! `grpc_streams`, the stream's messages each way, and the instances both sides saw.
 
-mod common;
+use crate::support as common;
 
 use std::time::Duration;
 

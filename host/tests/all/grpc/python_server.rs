@@ -6,8 +6,8 @@
 //! failures (a deadline, INVALID_ARGUMENT, a refused TLS handshake) with their kind
 //! and status; a denied target gets no packet.
 
-mod common;
-mod grpc_server;
+use crate::support as common;
+use crate::support::grpc_server;
 
 use grpc_server::Server;
 

@@ -6,10 +6,10 @@
 //! status and a deadline are seen by the script with their codes; bench/grpc/k6.js
 //! runs unmodified; what is not supported fails the build with its name and line.
 
-mod common;
+use crate::support as common;
 
 use common::{host_in as host, output_text as text};
-mod grpc_server;
+use crate::support::grpc_server;
 
 use grpc_server::Server;
 use std::path::Path;

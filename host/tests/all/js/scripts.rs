@@ -4,7 +4,7 @@
 //! the JavaScript stack; an infinite loop is stopped by the sandbox; a refused API fails
 //! the build naming the API and the line.
 
-mod common;
+use crate::support as common;
 
 use common::{host_in as host, output_text as text};
 

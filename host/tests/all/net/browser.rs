@@ -4,7 +4,7 @@
 //! iterations, source addresses per VU with per-address rate limits, and setup
 //! requests kept out of the totals.
 
-mod common;
+use crate::support as common;
 
 use demo_target::{Cidr, DemoConfig, DemoServer};
 

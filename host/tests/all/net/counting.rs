@@ -4,7 +4,7 @@
 //! `sent`, a redirect loop warns, and a redirect hop that is denied fails the hop that
 //! led to it. `common::run` checks `sent = received + failed + in flight` in every run.
 
-mod common;
+use crate::support as common;
 
 use common::servers;
 use host::exit_code;

@@ -7,7 +7,7 @@
 //! python_plugin.rs, which builds a Python plugin once for all its runs.) The server's
 //! own counters must show every token used once: no replay accepted, no CSRF refused.
 
-mod common;
+use crate::support as common;
 
 use common::{host_in as host, output_text as text};
 

@@ -6,7 +6,7 @@
 //! is named with its code, `Alt-Svc` moves a VU from HTTP/1.1 to HTTP/3, and a denied
 //! origin gets no datagram at all.
 
-mod common;
+use crate::support as common;
 
 use common::run;
 use demo_target::{DemoConfig, DemoServer, DemoTls};

@@ -4,7 +4,7 @@
 //! raised its soft limit to the hard one as servers do, and a response with more
 //! header fields than the parser takes names `[http] max_headers`.
 
-mod common;
+use crate::support as common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What the plugin and the summary see when the network misbehaves or a target is not
 //! allowed: each failure has its own clear message, and nothing reaches a denied target.
 
-mod common;
+use crate::support as common;
 
 use demo_target::{DemoConfig, DemoServer};
 use std::time::Duration;

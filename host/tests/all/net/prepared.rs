@@ -4,7 +4,7 @@
 //! jar of each send, redirects, the jar opt-out and the allowlist apply to it as to any
 //! request; and plugins built against 0.3.0 and 0.3.3 still run on this 0.3.4 host.
 
-mod common;
+use crate::support as common;
 
 use serde_json::Value;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! does not speak TLS), `insecure_skip_verify`, client certificates accepted and
 //! refused, and handshake time on new connections only.
 
-mod common;
+use crate::support as common;
 
 use common::run;
 use demo_target::{DemoConfig, DemoServer, DemoTls};

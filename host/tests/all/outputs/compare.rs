@@ -2,7 +2,7 @@
 //! latency; the comparison flags the regression and exits non-zero, while a run
 //! compared with itself passes.
 
-mod common;
+use crate::support as common;
 
 use common::{demo_target, run_at, write_config};
 use demo_target::Faults;

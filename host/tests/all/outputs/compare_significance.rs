@@ -12,7 +12,7 @@
 //! the scheduler's unfairness between two processes — and keeps the real regressions
 //! as large as they are.
 
-mod common;
+use crate::support as common;
 
 use common::{demo_target, run_at, write_config};
 use host::Significance;
@@ -54,9 +54,9 @@ async fn pair(dir: &Path, a: (&str, &str), b: (&str, &str)) -> Comparison {
     compare_runs(&ra.results_dir, &rb.results_dir, TEN_PERCENT).unwrap()
 }
 
-/// The tests of this file take turns: each pair is two runs at once, and four would
-/// measure each other.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// The tests of this file take turns (with every other test that measures): each pair
+/// is two runs at once, and four would measure each other.
+use common::turns::MEASURING as ONE_AT_A_TIME;
 
 fn row<'a>(c: &'a Comparison, metric: &str, stat: &str) -> &'a host::ComparisonRow {
     c.rows

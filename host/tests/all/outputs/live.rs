@@ -3,7 +3,7 @@
 //! the run goes and end on the summary's, and remote write lands the run's totals in
 //! a real Prometheus.
 
-mod common;
+use crate::support as common;
 
 use common::{demo_target, only_results_dir, plugin, summary_json, write_config};
 use host::RunRequest;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// The tests that start Chromium take turns: two at once on a small machine can leave a
 /// short run over before a page has opened.
-static BROWSER_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+use common::turns::BROWSER as BROWSER_TURN;
 
 /// A run of `hello` at a fixed rate, bounded in time, with `live` outputs.
 const RATE_CONFIG: &str = r#"

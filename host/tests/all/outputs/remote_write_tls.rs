@@ -3,7 +3,7 @@
 //! `K6_PROMETHEUS_RW_BEARER_TOKEN` and `K6_PROMETHEUS_RW_HEADERS_*`; a refusal's 1 MB
 //! body is quoted cut.
 
-mod common;
+use crate::support as common;
 
 use http_body_util::{BodyExt, Full};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};

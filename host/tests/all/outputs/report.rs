@@ -2,7 +2,7 @@
 //! empty page) in their colours, one `<svg>` per chart, nothing fetched from elsewhere.
 //! Also the other files written as the run goes: timeseries.jsonl and the HDR logs.
 
-mod common;
+use crate::support as common;
 
 use common::{demo_target, only_results_dir, run_at, write_config};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};

@@ -6,7 +6,7 @@
 //! does); without the right to mount, the same end-of-run failures are made with a
 //! folder whose permissions forbid writing.
 
-mod common;
+use crate::support as common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! its peak RSS under 200 MiB and its results folder under 20 MB, printing a bounded
 //! number of warnings and counting the rest in the summary.
 
-mod common;
+use crate::support as common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! message that says what to change. Each case runs the `host` binary in a process of
 //! its own, since it exhausts that process's mappings or address space on purpose.
 
-mod common;
+use crate::support as common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! A plugin that fails is stopped, counted and reported with its message; the run goes on.
 
-mod common;
+use crate::support as common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panics_every_third_iteration_are_counted_with_their_message() {

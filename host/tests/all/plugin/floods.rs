@@ -3,7 +3,7 @@
 //! per iteration with stderr a pipe nobody reads. Each runs the `host` binary as a user
 //! would and watches its RSS, its exit code and its summary.
 
-mod common;
+use crate::support as common;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

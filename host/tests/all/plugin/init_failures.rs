@@ -3,7 +3,7 @@
 //! with a back-off; `[limits] init_failures = "abort"` ends the run instead, with every
 //! results file written.
 
-mod common;
+use crate::support as common;
 
 use common::servers;
 use std::sync::atomic::{AtomicU64, Ordering};

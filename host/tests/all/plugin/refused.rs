@@ -1,7 +1,7 @@
 //! Files that are not plugins of this host's contract are refused with a message that
 //! says what is wrong.
 
-mod common;
+use crate::support as common;
 
 use std::path::Path;
 

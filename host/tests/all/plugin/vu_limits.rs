@@ -1,7 +1,7 @@
 //! Per-VU limits: a runaway loop, a memory bomb and a deep recursion each stop only
 //! that VU's iteration, are counted with a reason, and the other VUs carry on.
 
-mod common;
+use crate::support as common;
 
 /// Runs a misbehaving scenario beside a well-behaved one and returns the summary.
 async fn beside_good_vus(mode: &str, limits: &str) -> common::Finished {

@@ -3,7 +3,7 @@
 //! iteration failed, or every request was denied, exits 110 with the reason, with or
 //! without thresholds.
 
-mod common;
+use crate::support as common;
 
 use host::exit_code;
 

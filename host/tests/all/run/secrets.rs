@@ -3,7 +3,7 @@
 //! (every file read whole), nor the host's output, nor `host k8s render`'s arguments
 //! and ConfigMap. Results folders are 0700 and their files 0600.
 
-mod common;
+use crate::support as common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

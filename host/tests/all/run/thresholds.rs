@@ -2,7 +2,7 @@
 //! junit.xml, `abort_on_fail` stops the run early, thresholds work on custom metrics and
 //! tagged sub-metrics, and a bad expression is refused before anything runs.
 
-mod common;
+use crate::support as common;
 
 use common::{demo_target, only_results_dir, run_at, summary_json, write_config};
 use host::exit_code;

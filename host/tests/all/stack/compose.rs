@@ -3,7 +3,7 @@
 //! the faults `up` must explain. Every test names its project uniquely and removes it
 //! even when it fails.
 
-mod common;
+use crate::support as common;
 
 use host::remove_project;
 use host::RunRequest;

@@ -3,7 +3,7 @@
 //! land in (stats.jsonl, stats.md, summary.json's `stack`, report.html), and
 //! `host stats`.
 
-mod common;
+use crate::support as common;
 
 use common::containers::{unique, Container};
 use host::Overrides;
@@ -15,7 +15,7 @@ use std::process::Command;
 /// stats stream stalls while the engine starts containers for a test beside it (a CI
 /// run saw a 3.7 s gap between two frames), and the demo's load takes the cores the
 /// busy container's figures are checked against.
-static DOCKER_HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+use common::turns::DOCKER_HEAVY;
 
 /// A process killed when dropped.
 struct Burner(std::process::Child);

@@ -1,9 +1,9 @@
-//! The gRPC server of host/tests/grpc.rs and js_grpc.rs: Python's grpcio with
+//! The gRPC server of grpc/python_server.rs and js/grpc.rs: Python's grpcio with
 //! grpcio-reflection (tests/fixtures/grpc/server.py, from the venv that `./dev test`
 //! makes in target/grpc-venv), a server this project did not write, on 127.0.0.1; it
 //! counts what it served, and the tests compare that with the host's metrics.
-// Each test binary that includes this module uses a part of it (grpc.rs the TLS port,
-// js_grpc.rs the plaintext server).
+// Each test module that uses it takes a part of it (grpc/python_server.rs the TLS port,
+// js/grpc.rs the plaintext server).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};

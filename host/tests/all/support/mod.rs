@@ -4,7 +4,9 @@
 #![allow(dead_code)]
 
 pub mod containers;
+pub mod grpc_server;
 pub mod servers;
+pub mod turns;
 
 use demo_target::{DemoConfig, DemoServer, Faults};
 use host::Overrides;

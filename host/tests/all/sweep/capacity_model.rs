@@ -3,15 +3,15 @@
 //! model is checked against that truth. Every process is real; the sweeps run one at a
 //! time, since they measure capacity on a shared 2-core machine.
 
-mod common;
+use crate::support as common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// Sweeps measure: one at a time, with every other test that measures.
+use common::turns::MEASURING as ONE_AT_A_TIME;
 
 /// A `host target` child, killed when dropped.
 struct Target {
@@ -102,7 +102,7 @@ const PLANNED: [f64; 5] = [100.0, 200.0, 300.0, 400.0, 600.0];
 
 #[test]
 fn a_sweep_finds_the_capacity_of_a_target_with_four_workers_of_ten_ms() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let config = common::write_config(dir.path(), OPEN_CONFIG);
     // The truth: 4 workers × 10 ms = 400 requests/s, and a queue too long to shed.
@@ -251,7 +251,7 @@ fn a_sweep_finds_the_capacity_of_a_target_with_four_workers_of_ten_ms() {
 
 #[test]
 fn a_target_of_three_workers_of_twenty_ms_breaks_at_150_and_its_capacity_is_150() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     // One VU per iteration/s: 240/s queued for 2 s at 150/s holds about 180 in flight,
     // within its 240 VUs. A p99 of 100 ms passes at 140/s (no queue) and fails at
@@ -323,7 +323,7 @@ http_req_duration = ["p(99)<100"]
 
 #[test]
 fn a_retrograde_target_peaks_where_the_usl_says_and_its_capacity_is_the_peak() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     // The truth: 20 ms alone, κ = 1/64, so N VUs (each waiting on one request) serve
     // X(N) = N / (20 ms × (1 + N(N − 1)/64)): 97/s at 2, 168 at 4, 213 at the peak
@@ -399,7 +399,7 @@ http_req_duration = ["p(99)<1000"]
 
 #[test]
 fn a_level_whose_vus_run_out_at_the_targets_latency_fails_it_is_not_invalid() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     // 8 VUs per 100 iterations/s against a target that takes 100 ms: at 10/s one
     // iteration is in flight on average and the level keeps its 8 VUs (room for a
@@ -466,7 +466,7 @@ dropped_iterations = ["count<1"]
 
 #[test]
 fn ctrl_c_during_a_sweep_writes_sweep_md_with_the_levels_done() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let config = common::write_config(dir.path(), OPEN_CONFIG);
     let target = Target::start(&["--workers", "4", "--service-time", "10ms"]);
@@ -516,7 +516,7 @@ fn ctrl_c_during_a_sweep_writes_sweep_md_with_the_levels_done() {
 
 #[test]
 fn with_a_stack_levels_sample_its_containers_and_ctrl_c_tears_it_down() {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = ONE_AT_A_TIME.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let project = format!("t{}-sweep", std::process::id());
     let config = common::write_config(

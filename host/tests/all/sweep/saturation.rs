@@ -8,7 +8,7 @@
 //! latency rises, and names the target, not the idle generator; a light run names
 //! neither.
 
-mod common;
+use crate::support as common;
 
 use std::process::Command;
 
