@@ -946,3 +946,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties;
