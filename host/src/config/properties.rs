@@ -3,9 +3,7 @@
 //! never a panic. Longer runs: `PROPTEST_CASES=200000 cargo test -p host --lib
 //! properties`. Saved failing cases: host/proptest-regressions/config/properties.txt.
 
-use crate::{
-    build_config as build, merge_config as merge, parse_config as parse_toml, Overrides,
-};
+use crate::{build_config as build, merge_config as merge, parse_config as parse_toml, Overrides};
 use proptest::prelude::*;
 
 proptest! {

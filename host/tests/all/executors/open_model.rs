@@ -136,7 +136,7 @@ graceful_stop = "5s"
     );
     // No warning but one: on a CI machine whose two cores other test binaries share,
     // this process may start iterations late, and then the run rightly names the
-    // generator (saturation.rs tests that verdict); nothing may blame the target or
+    // generator (sweep/saturation.rs tests that verdict); nothing may blame the target or
     // the VU pool.
     let others: Vec<_> = s["warnings"]
         .as_array()

@@ -1,5 +1,5 @@
 //! k6 gRPC scripts (`k6/net/grpc`) run by `host run script.js` against a gRPC server
-//! this project did not write (Python's grpcio with reflection, tests/grpc_server):
+//! this project did not write (Python's grpcio with reflection, support/grpc_server.rs):
 //! unary calls the server counted equal `grpc_reqs` and the script's checks; the
 //! messages of server, client and bidirectional streams equal the server's counts, the
 //! host's `grpc_streams_msgs_*` and the script's `data` events; reflection, a non-OK
@@ -8,8 +8,8 @@
 
 use crate::support as common;
 
-use common::{host_in as host, output_text as text};
 use crate::support::grpc_server;
+use common::{host_in as host, output_text as text};
 
 use grpc_server::Server;
 use std::path::Path;

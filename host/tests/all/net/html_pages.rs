@@ -3,8 +3,8 @@
 //! `<script>`, a link back to the sign-in): k6's `k6/html` Selection API and
 //! `res.submitForm` / `res.clickLink` in a JavaScript script, and the unmodified k6
 //! parity script bench/k6-parity/survey.js. (The Rust SDK's helpers are used by
-//! plugins/survey, tested in browser_http.rs and seeds_b.rs; the Python SDK's in
-//! python_plugin.rs, which builds a Python plugin once for all its runs.) The server's
+//! plugins/survey, tested in browser.rs and examples/async_limits_and_forms.rs; the Python SDK's in
+//! author/python.rs, which builds a Python plugin once for all its runs.) The server's
 //! own counters must show every token used once: no replay accepted, no CSRF refused.
 
 use crate::support as common;
