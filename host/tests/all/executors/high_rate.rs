@@ -30,6 +30,7 @@ async fn a_rate_beyond_one_process_is_refused_naming_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_per_second_against_a_silent_server_ends_on_time_with_exact_counts() {
+    let _turn = common::turns::MEASURING.lock().await;
     let server = servers::silent().await;
     let base = server.base_url();
     let started = Instant::now();
@@ -60,6 +61,7 @@ async fn a_million_per_second_against_a_silent_server_ends_on_time_with_exact_co
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ramp_to_a_million_per_second_counts_every_due_iteration_per_stage() {
+    let _turn = common::turns::MEASURING.lock().await;
     let server = servers::silent().await;
     let config = r#"
         [scenarios.ramp]
@@ -91,6 +93,7 @@ async fn a_ramp_to_a_million_per_second_counts_every_due_iteration_per_stage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_per_second_obeys_sigterm() {
+    let _turn = common::turns::MEASURING.lock().await;
     let server = servers::silent().await;
     let dir = tempfile::tempdir().unwrap();
     let config = common::write_config(dir.path(), &arrival_config("1000000", "120s", "1s"));

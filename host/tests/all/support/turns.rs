@@ -6,8 +6,11 @@
 use tokio::sync::Mutex;
 
 /// Tests whose assertions count or time what the machine does (open-model runs, pairs
-/// of runs compared for significance, sweeps): one at a time, so that their runs do
-/// not measure each other on a small, shared CI machine.
+/// of runs compared for significance, sweeps) and tests that load the machine for
+/// seconds (a million arrivals a second, a saturated generator): one at a time, so
+/// that their runs do not measure each other on a small, shared CI machine. In one
+/// binary a test of one file can run beside the last test of the file before it, which
+/// separate binaries never did.
 pub static MEASURING: Mutex<()> = Mutex::const_new(());
 
 /// Tests that start Chromium and watch a short run: two at once on a small machine

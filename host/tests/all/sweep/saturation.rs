@@ -16,6 +16,7 @@ const LOWER_BOUND: &str = "lower bound of the target's capacity, not its ceiling
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saturated_generator_says_its_figures_are_a_lower_bound() {
+    let _turn = common::turns::MEASURING.lock().await;
     let server = common::demo_target(std::time::Duration::ZERO).await;
     let dir = tempfile::tempdir().unwrap();
     let config = common::write_config(
@@ -125,6 +126,7 @@ async fn a_saturated_generator_says_its_figures_are_a_lower_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saturated_target_is_named_not_the_idle_generator() {
+    let _turn = common::turns::MEASURING.lock().await;
     // The truth: 2 workers of 50 ms serve 40/s; 100/s are offered to 10 VUs. The VUs
     // wait in the target's queue (10 in flight at 40/s: 250 ms each, from 50 ms at the
     // start) and the iterations due while all ten wait are dropped.
