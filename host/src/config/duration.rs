@@ -118,3 +118,40 @@ mod tests {
         }
     }
 }
+
+/// Property tests (moved from tests/properties.rs): whatever the text, a value or an
+/// error, never a panic. Longer runs: `PROPTEST_CASES=200000 cargo test -p host --lib
+/// properties`. Saved failing cases: host/proptest-regressions/config/duration.txt.
+#[cfg(test)]
+mod properties {
+    use super::{format_duration, parse_duration};
+    use proptest::prelude::*;
+    use std::time::Duration;
+
+    proptest! {
+        #[test]
+        fn duration_parser_never_panics(text in "\\PC{0,24}") {
+            if let Ok(d) = parse_duration(&text) {
+                prop_assert!(d.as_secs_f64() <= 1e9);
+            }
+        }
+
+        #[test]
+        fn durations_in_k6_notation_parse(parts in proptest::collection::vec((0u32..1000, prop_oneof!["ms", "s", "m", "h", "us"]), 1..4)) {
+            let text: String = parts.iter().map(|(n, u)| format!("{n}{u}")).collect();
+            let expected: f64 = parts.iter().map(|(n, u)| *n as f64 * match u.as_str() {
+                "us" => 1e-6, "ms" => 1e-3, "s" => 1.0, "m" => 60.0, _ => 3600.0,
+            }).sum();
+            let d = parse_duration(&text).unwrap();
+            prop_assert!((d.as_secs_f64() - expected).abs() < 1e-6, "{} -> {:?}", text, d);
+        }
+
+        #[test]
+        fn formatted_durations_parse_back(ms in 0u64..1000, secs in 1u64..400_000) {
+            let sub_second = Duration::from_millis(ms);
+            prop_assert_eq!(parse_duration(&format_duration(sub_second)).unwrap(), sub_second);
+            let whole = Duration::from_secs(secs);
+            prop_assert_eq!(parse_duration(&format_duration(whole)).unwrap(), whole);
+        }
+    }
+}

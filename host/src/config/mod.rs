@@ -956,3 +956,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties;

@@ -4,7 +4,7 @@
 //!
 //! The config is read by hand ([`super::table::TableReader`], for its did-you-mean
 //! errors), so the schema is described here beside it, as types schemars turns into a
-//! schema. The tests in host/tests/cli_reference.rs keep the two together: every run
+//! schema. The tests in host/tests/all/cli/reference.rs keep the two together: every run
 //! config of the repository, every bundled plugin's default config and `host new`'s
 //! template must validate, and the sections must be the ones the reader knows.
 

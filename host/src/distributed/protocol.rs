@@ -398,7 +398,7 @@ mod tests {
     }
 
     /// A huge length followed by a few bytes: the reader takes what came and names
-    /// the shortfall (tests/distributed.rs measures that no memory was reserved).
+    /// the shortfall (tests/all/distributed/coordinate.rs measures that no memory was reserved).
     #[tokio::test]
     async fn a_huge_length_then_a_close_is_named() {
         let (mut tx, mut rx) = tokio::io::duplex(1024);

@@ -18,13 +18,13 @@
 //! `PAUSE_MIN_MS`, `PAUSE_MAX_MS`, `DRAIN_MS`.
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use loadtest::auth::token;
 use loadtest::metrics::counter;
 use loadtest::serde::Deserialize;
 use loadtest::websocket::{Message, Socket};
-use loadtest::{check, http, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, vu, PluginInfo, Scenario};
 
 /// Used when the run sets no `BASE_URL`.
 const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -76,19 +76,9 @@ checks = ["rate>0.99"]
 /// How long a new socket waits for its subscription to be acknowledged.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// This VU's bearer token, set by `init`.
-static TOKEN: OnceLock<String> = OnceLock::new();
-
 thread_local! {
     /// A `sockets` VU's live socket; it outlives iterations and closes with the VU.
     static LIVE: RefCell<Option<Socket>> = const { RefCell::new(None) };
-}
-
-/// The answer of `POST /auth/token`.
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
 }
 
 /// A note (only the fields read here).
@@ -129,36 +119,15 @@ impl Scenario for Capacity {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("cap-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
-            .send()?;
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!("sign-in answered {}", res.status()));
-        }
-        let TokenResponse { token } = res.json()?;
-        TOKEN
-            .set(token)
-            .map_err(|_| "init ran twice in one VU".to_owned())
+        auth::sign_in_once(&vu::base_url(DEFAULT_BASE_URL), &user)
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "browse" | "default" => browse(),
-            "write" => write(),
-            "sockets" => sockets(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `browse`, `write` and `sockets`"
-            )),
-        }
+        loadtest::dispatch(
+            &scenario,
+            &[("browse", browse), ("write", write), ("sockets", sockets)],
+        )
     }
-}
-
-fn token() -> Result<&'static str, String> {
-    TOKEN
-        .get()
-        .map(String::as_str)
-        .ok_or_else(|| "no token: init did not run".to_owned())
 }
 
 /// List, open, think.

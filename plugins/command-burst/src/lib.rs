@@ -15,11 +15,10 @@
 //! `FOLLOW_TIMEOUT_S` (30), `FAIL_EVERY` (20: every 20th command exports the empty
 //! group 0, which the worker fails; 0 for none).
 
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loadtest::serde::Deserialize;
-use loadtest::{check, http, metrics, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, jobs, metrics, vu, PluginInfo, Scenario};
 
 /// The run config used when the operator gives none.
 const DEFAULT_CONFIG: &str = r#"[scenarios.burst]
@@ -45,20 +44,10 @@ command_submit_to_done = ["p(95)<2000"]
 checks = ["rate>0.99"]
 "#;
 
-/// This VU's bearer token, set by `init`.
-static TOKEN: OnceLock<String> = OnceLock::new();
-
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
-}
-
-/// A command as `POST /commands` and `GET /commands/{id}` answer it.
+/// A command as `GET /commands/{id}` answers it (only the field read here).
 #[derive(Deserialize)]
 #[serde(crate = "loadtest::serde")]
 struct Command {
-    id: u64,
     status: String,
 }
 
@@ -81,35 +70,17 @@ impl Scenario for CommandBurst {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!(
-            "{}/auth/token",
-            vu::base_url("http://127.0.0.1:8080")
-        ))
-        .json(&loadtest::serde_json::json!({ "user": user }))
-        .name("/auth/token")
-        .send()?;
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!("sign-in as {user} answered {}", res.status()));
-        }
-        let TokenResponse { token } = res.json()?;
-        TOKEN
-            .set(token)
-            .map_err(|_| "init ran twice in one VU".to_owned())
+        auth::sign_in_once(&vu::base_url("http://127.0.0.1:8080"), &user)
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "burst" | "default" => burst(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `burst`"
-            )),
-        }
+        loadtest::dispatch(&scenario, &[("burst", burst)])
     }
 }
 
 /// Submits one command and follows it to its final status.
 fn burst() -> Result<(), String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let base = vu::base_url("http://127.0.0.1:8080");
     let info = vu::info();
     let fail_every = vu::env_parse("FAIL_EVERY", 20u64);
@@ -118,23 +89,17 @@ fn burst() -> Result<(), String> {
     } else {
         info.iteration_in_scenario % 10 + 1
     };
-    let submitted = Instant::now();
-    let res = http::post(format!("{base}/commands"))
+    let submit = http::post(format!("{base}/commands"))
         .bearer(token)
         .json(&loadtest::serde_json::json!({ "kind": "export", "group": group }))
-        .name("/commands")
-        .send()?;
-    if !check("submit answers 202", res.status() == 202) {
-        return Err(format!("POST /commands answered {}", res.status()));
-    }
-    let Command { id, .. } = res.json()?;
-    drop(res);
+        .name("/commands");
+    let job = jobs::submit(submit, "submit answers 202")?;
     metrics::counter("commands_submitted", 1.0, &[]);
 
     let poll = Duration::from_millis(vu::env_parse("POLL_MS", 50u64));
     let deadline = Duration::from_secs(vu::env_parse("FOLLOW_TIMEOUT_S", 30u64));
-    loop {
-        vu::sleep(poll);
+    let mut last = String::new();
+    let finished = job.follow(poll, deadline, |id| {
         let res = http::get(format!("{base}/commands/{id}"))
             .bearer(token)
             .name("/commands/{id}")
@@ -143,23 +108,24 @@ fn burst() -> Result<(), String> {
             return Err(format!("GET /commands/{id} answered {}", res.status()));
         }
         let command: Command = res.json()?;
-        if command.status == "done" || command.status == "failed" {
-            let took = submitted.elapsed().as_secs_f64() * 1000.0;
-            let tags = [("status", command.status.as_str())];
-            metrics::trend("command_submit_to_done", took, &tags);
-            metrics::counter("commands_followed", 1.0, &tags);
-            check("command reached a final status", true);
-            return Ok(());
-        }
-        if submitted.elapsed() > deadline {
-            check("command reached a final status", false);
-            return Err(format!(
-                "command {id} still {} after {}s",
-                command.status,
-                deadline.as_secs()
-            ));
-        }
-    }
+        let done = command.status == "done" || command.status == "failed";
+        last = command.status;
+        Ok(done.then(|| last.clone()))
+    })?;
+    let Some(status) = finished else {
+        check("command reached a final status", false);
+        return Err(format!(
+            "command {} still {last} after {}s",
+            job.id,
+            deadline.as_secs()
+        ));
+    };
+    let took = job.submitted.elapsed().as_secs_f64() * 1000.0;
+    let tags = [("status", status.as_str())];
+    metrics::trend("command_submit_to_done", took, &tags);
+    metrics::counter("commands_followed", 1.0, &tags);
+    check("command reached a final status", true);
+    Ok(())
 }
 
 loadtest::export!(CommandBurst);

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use loadtest::metrics::{counter, trend};
 use loadtest::serde::Deserialize;
 use loadtest::websocket::{Message, Socket};
-use loadtest::{check, http, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, vu, PluginInfo, Scenario};
 
 /// Used when the run sets no `BASE_URL`.
 const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -60,13 +60,6 @@ page_load_ms = ["p(95)<2000"]
 /// How long the app waits for a pong before counting the ping as lost.
 const PONG_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The answer of `POST /auth/token`.
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
-}
-
 /// A message of the live socket (only the field this scenario reads).
 #[derive(Deserialize)]
 #[serde(crate = "loadtest::serde")]
@@ -92,12 +85,7 @@ impl Scenario for Visitor {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "visit" | "default" => visit(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `visit`"
-            )),
-        }
+        loadtest::dispatch(&scenario, &[("visit", visit)])
     }
 }
 
@@ -166,16 +154,7 @@ fn visit() -> Result<(), String> {
 /// Signs the visitor in; its token for the API and the socket.
 fn sign_in(base: &str) -> Result<String, String> {
     let info = vu::info();
-    let user = format!("visitor-{}-{}", info.vu_id, info.iteration);
-    let res = http::post(format!("{base}/auth/token"))
-        .json(&loadtest::serde_json::json!({ "user": user }))
-        .name("/auth/token")
-        .send()?;
-    if !check("sign-in status is 200", res.status() == 200) {
-        return Err(format!("sign-in answered {}", res.status()));
-    }
-    let TokenResponse { token } = res.json()?;
-    Ok(token)
+    auth::sign_in(base, &format!("visitor-{}-{}", info.vu_id, info.iteration))
 }
 
 /// Holds the live socket for `LIVE_MS`, pinging and polling the inbox on schedule.

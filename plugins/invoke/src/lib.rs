@@ -62,37 +62,37 @@ impl Scenario for Invoke {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        if scenario != "invoke" && scenario != "default" {
-            return Err(format!(
-                "unknown scenario `{scenario}`; this plugin has `invoke`"
-            ));
-        }
-        let info = vu::info();
-        let res = http::post(format!("{}/invoke", vu::base_url("http://127.0.0.1:8080")))
-            .header("X-Api-Key", vu::env_or("API_KEY", "demo-key"))
-            .json(&loadtest::serde_json::json!({
-                "vu": info.vu_id,
-                "iteration": info.iteration,
-            }))
-            .name("/invoke")
-            .expect_status(200)
-            .expect_status(503)
-            .send()?;
-        let shed = res.status() == 503;
-        metrics::rate("invoke_shed_rate", shed, &[]);
-        if shed {
-            metrics::counter("invoke_shed", 1.0, &[]);
-            check(
-                "shed answers carry Retry-After",
-                res.header("retry-after").is_some(),
-            );
-        } else if check("invoke answers 200", res.status() == 200) {
-            metrics::counter("invoke_ok", 1.0, &[]);
-        } else {
-            return Err(format!("POST /invoke answered {}", res.status()));
-        }
-        Ok(())
+        loadtest::dispatch(&scenario, &[("invoke", invoke)])
     }
+}
+
+/// One call of the API, shed (503) or served (200).
+fn invoke() -> Result<(), String> {
+    let info = vu::info();
+    let res = http::post(format!("{}/invoke", vu::base_url("http://127.0.0.1:8080")))
+        .header("X-Api-Key", vu::env_or("API_KEY", "demo-key"))
+        .json(&loadtest::serde_json::json!({
+            "vu": info.vu_id,
+            "iteration": info.iteration,
+        }))
+        .name("/invoke")
+        .expect_status(200)
+        .expect_status(503)
+        .send()?;
+    let shed = res.status() == 503;
+    metrics::rate("invoke_shed_rate", shed, &[]);
+    if shed {
+        metrics::counter("invoke_shed", 1.0, &[]);
+        check(
+            "shed answers carry Retry-After",
+            res.header("retry-after").is_some(),
+        );
+    } else if check("invoke answers 200", res.status() == 200) {
+        metrics::counter("invoke_ok", 1.0, &[]);
+    } else {
+        return Err(format!("POST /invoke answered {}", res.status()));
+    }
+    Ok(())
 }
 
 loadtest::export!(Invoke);

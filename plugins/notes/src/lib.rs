@@ -8,11 +8,10 @@
 //!
 //! Environment: `BASE_URL` (default `http://127.0.0.1:8080`).
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use loadtest::serde::Deserialize;
-use loadtest::{check, http, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, vu, PluginInfo, Scenario};
 
 /// Used when the run sets no `BASE_URL`.
 const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -27,16 +26,6 @@ vus = 10
 duration = "10s"
 exec = "browse"
 "#;
-
-/// This VU's bearer token, set by `init`.
-static TOKEN: OnceLock<String> = OnceLock::new();
-
-/// The answer of `POST /auth/token`.
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
-}
 
 /// A note as the application sends it (only the fields this scenario reads).
 #[derive(Deserialize)]
@@ -64,36 +53,17 @@ impl Scenario for Notes {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
-            .send()?;
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!(
-                "sign-in as {user} failed with status {}: {}",
-                res.status(),
-                res.text()
-            ));
-        }
-        let TokenResponse { token } = res.json()?;
-        TOKEN
-            .set(token)
-            .map_err(|_| "init ran twice in one VU".to_owned())
+        auth::sign_in_once(&vu::base_url(DEFAULT_BASE_URL), &user)
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "browse" | "default" => browse(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `browse`"
-            )),
-        }
+        loadtest::dispatch(&scenario, &[("browse", browse)])
     }
 }
 
 /// One visit: list a group, open one of its notes, think.
 fn browse() -> Result<(), String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let mut rng = SplitMix64::new(info.vu_id, info.iteration);

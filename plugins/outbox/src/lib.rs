@@ -75,25 +75,7 @@ impl Scenario for Outbox {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        if scenario != "events" && scenario != "default" {
-            return Err(format!(
-                "unknown scenario `{scenario}`; this plugin has `events`"
-            ));
-        }
-        let info = vu::info();
-        let res = http::post(format!("{}/events", vu::base_url("http://127.0.0.1:8080")))
-            .json(&loadtest::serde_json::json!({
-                "type": "order.created",
-                "vu": info.vu_id,
-                "iteration": info.iteration,
-            }))
-            .name("/events")
-            .send()?;
-        if !check("event accepted (202)", res.status() == 202) {
-            return Err(format!("POST /events answered {}", res.status()));
-        }
-        metrics::counter("outbox_events_sent", 1.0, &[]);
-        Ok(())
+        loadtest::dispatch(&scenario, &[("events", events)])
     }
 
     fn teardown(_data: String) -> Result<(), String> {
@@ -126,6 +108,24 @@ impl Scenario for Outbox {
         ));
         Ok(())
     }
+}
+
+/// Posts one event.
+fn events() -> Result<(), String> {
+    let info = vu::info();
+    let res = http::post(format!("{}/events", vu::base_url("http://127.0.0.1:8080")))
+        .json(&loadtest::serde_json::json!({
+            "type": "order.created",
+            "vu": info.vu_id,
+            "iteration": info.iteration,
+        }))
+        .name("/events")
+        .send()?;
+    if !check("event accepted (202)", res.status() == 202) {
+        return Err(format!("POST /events answered {}", res.status()));
+    }
+    metrics::counter("outbox_events_sent", 1.0, &[]);
+    Ok(())
 }
 
 loadtest::export!(Outbox);

@@ -22,8 +22,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use loadtest::serde::Deserialize;
-use loadtest::{check, http, metrics, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, metrics, vu, PluginInfo, Scenario};
 
 /// The run config used when the operator gives none: 10 users at 5 requests a second
 /// each (50/s), 20 s from one address, then 20 s from an address each. Against
@@ -52,12 +51,6 @@ thread_local! {
     static IDENTITY: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
 }
 
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
-}
-
 /// The scenario.
 struct RateLimits;
 
@@ -80,10 +73,8 @@ fn count(res: &http::Response, addresses: &str) -> bool {
 fn sign_in(base: &str, address: &str, addresses: &str) -> Result<String, String> {
     let user = format!("vu-{}", vu::id());
     for _ in 0..20 {
-        let res = http::post(format!("{base}/auth/token"))
+        let res = auth::request(base, &user)
             .header("X-Forwarded-For", address)
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
             .expect_status(200)
             .expect_status(429)
             .send()?;
@@ -95,11 +86,7 @@ fn sign_in(base: &str, address: &str, addresses: &str) -> Result<String, String>
             vu::sleep(Duration::from_secs(wait.clamp(1, 10)));
             continue;
         }
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!("sign-in as {user} answered {}", res.status()));
-        }
-        let TokenResponse { token } = res.json()?;
-        return Ok(token);
+        return auth::token_from(&res, &user);
     }
     Err(format!("sign-in as {user}: rate-limited 20 times in a row"))
 }
@@ -122,15 +109,10 @@ impl Scenario for RateLimits {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        let addresses = match scenario.as_str() {
-            "one_address" => "one",
-            "per_vu_address" => "per_vu",
-            other => {
-                return Err(format!(
-                    "unknown scenario `{other}`; this plugin has `one_address` and `per_vu_address`"
-                ))
-            }
-        };
+        let addresses = loadtest::choose(
+            &scenario,
+            &[("one_address", "one"), ("per_vu_address", "per_vu")],
+        )?;
         let base = vu::base_url("http://127.0.0.1:8080");
         let (token, address) = match IDENTITY.with(|i| i.borrow().clone()) {
             Some(identity) => identity,

@@ -191,12 +191,7 @@ impl Scenario for RestMix {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "api_user" | "default" => user_life(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `api_user`"
-            )),
-        }
+        loadtest::dispatch(&scenario, &[("api_user", user_life)])
     }
 }
 

@@ -410,7 +410,7 @@ impl RequestBuilder {
         .map_err(HttpError::from_wit)
     }
 
-    fn into_wit(self) -> Result<wit::Request, HttpError> {
+    pub(crate) fn into_wit(self) -> Result<wit::Request, HttpError> {
         if let Some(e) = self.error {
             return Err(HttpError::Invalid(e));
         }
@@ -431,6 +431,13 @@ impl RequestBuilder {
                 no_cookie_jar: self.no_cookie_jar,
             },
         })
+    }
+
+    /// `METHOD NAME` (the `name` tag, else the URL), for error messages of helpers.
+    pub(crate) fn label(&self) -> String {
+        let name = self.tags.iter().find(|(k, _)| k == "name");
+        let name = name.map_or(self.url.as_str(), |(_, v)| v.as_str());
+        format!("{} {name}", self.method.to_ascii_uppercase())
     }
 }
 

@@ -57,6 +57,7 @@ pub mod bindings {
     });
 }
 
+pub mod auth;
 pub mod cookies;
 pub mod data;
 #[doc(hidden)]
@@ -65,6 +66,7 @@ pub mod extract;
 pub mod grpc;
 pub mod html;
 pub mod http;
+pub mod jobs;
 pub mod json;
 pub mod log;
 pub mod meta;
@@ -75,7 +77,7 @@ pub mod vu;
 pub mod websocket;
 
 pub use metrics::{check, check_tagged};
-pub use scenario::{PluginInfo, Scenario, ScenarioInfo};
+pub use scenario::{choose, dispatch, Iteration, PluginInfo, Scenario, ScenarioInfo};
 pub use vu::{env, sleep};
 
 /// `serde`, re-exported so plugins can derive `Serialize`/`Deserialize` through

@@ -154,3 +154,108 @@ impl PluginInfo {
         self
     }
 }
+
+/// One scenario's iteration, as [`dispatch`] runs it.
+pub type Iteration = fn() -> Result<(), String>;
+
+/// Runs the iteration of the scenario called `scenario` from `scenarios` (its name and
+/// its function, in the order the plugin lists them); `"default"`, the name a run
+/// config without `exec` gives, runs the first. Any other name is an error that lists
+/// the names the plugin has. Call it from [`Scenario::iteration`]:
+///
+/// ```no_run
+/// # fn browse() -> Result<(), String> { Ok(()) }
+/// # fn write() -> Result<(), String> { Ok(()) }
+/// # fn iteration(scenario: String) -> Result<(), String> {
+/// loadtest::dispatch(&scenario, &[("browse", browse), ("write", write)])
+/// # }
+/// ```
+pub fn dispatch(scenario: &str, scenarios: &[(&str, Iteration)]) -> Result<(), String> {
+    let found = if scenario == "default" {
+        scenarios.first()
+    } else {
+        scenarios.iter().find(|(name, _)| *name == scenario)
+    };
+    match found {
+        Some((_, iteration)) => iteration(),
+        None => Err(unknown(scenario, scenarios.iter().map(|(name, _)| *name))),
+    }
+}
+
+/// The value that `scenarios` pairs with the name `scenario` (no `"default"` alias:
+/// for plugins whose every scenario must be named), or the error of [`dispatch`].
+pub fn choose<T: Copy>(scenario: &str, scenarios: &[(&str, T)]) -> Result<T, String> {
+    scenarios
+        .iter()
+        .find(|(name, _)| *name == scenario)
+        .map(|(_, value)| *value)
+        .ok_or_else(|| unknown(scenario, scenarios.iter().map(|(name, _)| *name)))
+}
+
+/// "unknown scenario `x`; this plugin has `a`, `b` and `c`".
+fn unknown<'a>(scenario: &str, names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<String> = names.map(|n| format!("`{n}`")).collect();
+    let list = match names.split_last() {
+        None => "no scenarios".to_owned(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    };
+    format!("unknown scenario `{scenario}`; this plugin has {list}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a() -> Result<(), String> {
+        Err("ran a".into())
+    }
+
+    fn b() -> Result<(), String> {
+        Err("ran b".into())
+    }
+
+    #[test]
+    fn a_scenario_runs_by_its_name_and_default_runs_the_first() {
+        let table: &[(&str, Iteration)] = &[("a", a), ("b", b)];
+        assert_eq!(dispatch("b", table), Err("ran b".into()));
+        assert_eq!(dispatch("a", table), Err("ran a".into()));
+        assert_eq!(dispatch("default", table), Err("ran a".into()));
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_plugins_scenarios() {
+        let one: &[(&str, Iteration)] = &[("burst", a)];
+        assert_eq!(
+            dispatch("x", one),
+            Err("unknown scenario `x`; this plugin has `burst`".into())
+        );
+        let two: &[(&str, Iteration)] = &[("start", a), ("start_grpc", b)];
+        assert_eq!(
+            dispatch("x", two),
+            Err("unknown scenario `x`; this plugin has `start` and `start_grpc`".into())
+        );
+        let three: &[(&str, Iteration)] = &[("browse", a), ("write", a), ("sockets", b)];
+        assert_eq!(
+            dispatch("x", three),
+            Err("unknown scenario `x`; this plugin has `browse`, `write` and `sockets`".into())
+        );
+        assert_eq!(
+            dispatch("x", &[]),
+            Err("unknown scenario `x`; this plugin has no scenarios".into())
+        );
+    }
+
+    #[test]
+    fn choose_has_no_default() {
+        let table = [("one_address", "one"), ("per_vu_address", "per_vu")];
+        assert_eq!(choose("per_vu_address", &table), Ok("per_vu"));
+        assert_eq!(
+            choose("default", &table),
+            Err(
+                "unknown scenario `default`; this plugin has `one_address` and `per_vu_address`"
+                    .into()
+            )
+        );
+    }
+}

@@ -23,13 +23,12 @@
 //! `POLL_MS` (200: pause between two passes over a listener's sockets).
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use loadtest::metrics::counter;
 use loadtest::serde::Deserialize;
 use loadtest::websocket::{Message, Socket, WsError};
-use loadtest::{check, http, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, vu, PluginInfo, Scenario};
 
 /// Used when the run sets no `BASE_URL`.
 const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -55,19 +54,9 @@ const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the writer changes a note.
 const WRITE_EVERY: Duration = Duration::from_secs(1);
 
-/// This VU's bearer token, set by `init`.
-static TOKEN: OnceLock<String> = OnceLock::new();
-
 thread_local! {
     /// A listener's open tabs; they outlive iterations and close when the VU ends.
     static TABS: RefCell<Vec<Socket>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The answer of `POST /auth/token`.
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
 }
 
 /// A message of the live-updates socket (only the field this scenario reads).
@@ -107,31 +96,11 @@ impl Scenario for Sockets {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("vu-{}", vu::id());
-        let res = http::post(format!("{}/auth/token", vu::base_url(DEFAULT_BASE_URL)))
-            .json(&loadtest::serde_json::json!({ "user": user }))
-            .name("/auth/token")
-            .send()?;
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!(
-                "sign-in as {user} failed with status {}: {}",
-                res.status(),
-                res.text()
-            ));
-        }
-        let TokenResponse { token } = res.json()?;
-        TOKEN
-            .set(token)
-            .map_err(|_| "init ran twice in one VU".to_owned())
+        auth::sign_in_once(&vu::base_url(DEFAULT_BASE_URL), &user)
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "listeners" | "default" => listen(),
-            "writer" => write(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `listeners` and `writer`"
-            )),
-        }
+        loadtest::dispatch(&scenario, &[("listeners", listen), ("writer", write)])
     }
 }
 
@@ -174,7 +143,7 @@ fn listen() -> Result<(), String> {
 
 /// Opens one tab: connect, subscribe, wait for the acknowledgement.
 fn open_tab() -> Result<Socket, String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let url = format!("{}/ws?token={token}", ws_base_url());
     let socket = Socket::connect_with(&url, &[], &[("name", "/ws")])?;
     let group = vu::env_parse("GROUP", 1u64);
@@ -237,7 +206,7 @@ fn write() -> Result<(), String> {
 
 /// Creates a note in `GROUP` and deletes it, counting the pushes the app sent.
 fn change_a_note() -> Result<(), String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let group = vu::env_parse("GROUP", 1u64);
     let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();

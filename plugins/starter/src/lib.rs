@@ -24,13 +24,12 @@
 //! scheme, as `host run --stack` sets it, else `127.0.0.1:26500`).
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use loadtest::grpc::Channel;
 use loadtest::serde::Deserialize;
 use loadtest::serde_json::{json, Value};
-use loadtest::{check, http, metrics, vu, PluginInfo, Scenario};
+use loadtest::{auth, check, http, jobs, metrics, vu, PluginInfo, Scenario};
 
 /// The gateway's methods this scenario calls.
 const CREATE: &str = "demo.gateway.v1.Gateway/CreateProcessInstance";
@@ -60,19 +59,10 @@ dropped_iterations = ["count<1"]
 checks = ["rate>0.99"]
 "#;
 
-/// This VU's bearer token, set by `init`.
-static TOKEN: OnceLock<String> = OnceLock::new();
-
-#[derive(Deserialize)]
-#[serde(crate = "loadtest::serde")]
-struct TokenResponse {
-    token: String,
-}
-
+/// A command as `GET /commands/{id}` answers it (only the field read here).
 #[derive(Deserialize)]
 #[serde(crate = "loadtest::serde")]
 struct Command {
-    id: u64,
     status: String,
 }
 
@@ -101,59 +91,41 @@ impl Scenario for Starter {
 
     fn init(_data: String) -> Result<(), String> {
         let user = format!("starter-{}", vu::id());
-        let res = http::post(format!(
-            "{}/auth/token",
-            vu::base_url("http://127.0.0.1:8080")
-        ))
-        .json(&loadtest::serde_json::json!({ "user": user }))
-        .name("/auth/token")
-        .send()?;
-        if !check("sign-in status is 200", res.status() == 200) {
-            return Err(format!("sign-in as {user} answered {}", res.status()));
-        }
-        let TokenResponse { token } = res.json()?;
-        TOKEN
-            .set(token)
-            .map_err(|_| "init ran twice in one VU".to_owned())
+        auth::sign_in_once(&vu::base_url("http://127.0.0.1:8080"), &user)
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        match scenario.as_str() {
-            "start" | "default" => match vu::env_or("FACE", "rest").as_str() {
-                "rest" => start(),
-                "grpc" => start_grpc(),
-                other => Err(format!("FACE={other:?}: write rest or grpc")),
-            },
-            "start_grpc" => start_grpc(),
-            other => Err(format!(
-                "unknown scenario `{other}`; this plugin has `start` and `start_grpc`"
-            )),
-        }
+        loadtest::dispatch(
+            &scenario,
+            &[("start", start_on_face), ("start_grpc", start_grpc)],
+        )
+    }
+}
+
+/// [`start`] or [`start_grpc`], as `FACE` says (`rest` by default).
+fn start_on_face() -> Result<(), String> {
+    match vu::env_or("FACE", "rest").as_str() {
+        "rest" => start(),
+        "grpc" => start_grpc(),
+        other => Err(format!("FACE={other:?}: write rest or grpc")),
     }
 }
 
 /// Starts one instance and waits for it to complete.
 fn start() -> Result<(), String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let base = vu::base_url("http://127.0.0.1:8080");
     let group = vu::info().iteration_in_scenario % 10 + 1;
-    let started = Instant::now();
-    let res = http::post(format!("{base}/commands"))
+    let submit = http::post(format!("{base}/commands"))
         .bearer(token)
         .json(&loadtest::serde_json::json!({ "kind": "export", "group": group }))
-        .name("/commands")
-        .send()?;
-    if !check("instance started (202)", res.status() == 202) {
-        return Err(format!("POST /commands answered {}", res.status()));
-    }
-    let Command { id, .. } = res.json()?;
-    drop(res);
+        .name("/commands");
+    let job = jobs::submit(submit, "instance started (202)")?;
     metrics::counter("instances_sent", 1.0, &[("face", "rest")]);
 
     let poll = Duration::from_millis(vu::env_parse("POLL_MS", 100u64));
     let deadline = Duration::from_secs(vu::env_parse("COMPLETION_TIMEOUT_S", 30u64));
-    while started.elapsed() < deadline {
-        vu::sleep(poll);
+    let completed = job.follow(poll, deadline, |id| {
         let res = http::get(format!("{base}/commands/{id}"))
             .bearer(token)
             .name("/commands/{id}")
@@ -163,15 +135,17 @@ fn start() -> Result<(), String> {
             return Err(format!("GET /commands/{id} answered {}", res.status()));
         }
         let command: Command = res.json()?;
-        if finished(&command.status, "rest", started) {
-            return Ok(());
-        }
+        Ok(finished(&command.status, "rest", job.submitted).then_some(()))
+    })?;
+    if completed.is_none() {
+        check("instance completed", false);
+        return Err(format!(
+            "instance {} not completed after {}s",
+            job.id,
+            deadline.as_secs()
+        ));
     }
-    check("instance completed", false);
-    Err(format!(
-        "instance {id} not completed after {}s",
-        deadline.as_secs()
-    ))
+    Ok(())
 }
 
 /// Records a finished instance (true) or nothing while it is still in flight.
@@ -227,7 +201,7 @@ fn instance_id(message: &Value) -> Result<u64, String> {
 
 /// [`start`] over the gRPC face.
 fn start_grpc() -> Result<(), String> {
-    let token = TOKEN.get().ok_or("no token: init did not run")?;
+    let token = auth::token()?;
     let bearer = format!("Bearer {token}");
     let group = vu::info().iteration_in_scenario % 10 + 1;
     with_channel(|channel| {

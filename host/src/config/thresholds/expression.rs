@@ -372,3 +372,46 @@ mod tests {
         assert!(e.message.contains("expected an operator"), "{e}");
     }
 }
+
+/// Property tests (moved from tests/properties.rs). Saved failing cases:
+/// host/proptest-regressions/config/thresholds/expression.txt.
+#[cfg(test)]
+mod properties {
+    use super::parse_expression;
+    use crate::metrics::summary::Aggregation;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn expression_parser_never_panics_and_points_inside_the_text(text in "\\PC{0,30}") {
+            if let Err(e) = parse_expression(&text) {
+                // Rendering the caret line must not panic either.
+                let shown = e.to_string();
+                prop_assert!(shown.contains('^'), "{}", shown);
+            }
+        }
+
+        #[test]
+        fn written_expressions_parse_to_what_was_written(
+            agg in prop_oneof![
+                Just("avg"), Just("min"), Just("max"), Just("med"), Just("count"), Just("rate"), Just("value")
+            ],
+            p in 0.0f64..100.0,
+            use_percentile in any::<bool>(),
+            op in prop_oneof![Just("<"), Just("<="), Just(">"), Just(">="), Just("=="), Just("!=")],
+            bound in 0u32..1_000_000,
+            spaces in any::<bool>(),
+        ) {
+            let p = (p * 100.0).round() / 100.0;
+            let aggregation = if use_percentile { format!("p({p})") } else { agg.to_string() };
+            let sep = if spaces { " " } else { "" };
+            let text = format!("{aggregation}{sep}{op}{sep}{bound}");
+            let e = parse_expression(&text).unwrap();
+            prop_assert_eq!(e.operator.as_str(), op);
+            prop_assert_eq!(e.bound, bound as f64);
+            if use_percentile {
+                prop_assert_eq!(e.aggregation, Aggregation::Percentile(p));
+            }
+        }
+    }
+}

@@ -169,3 +169,20 @@ mod tests {
         assert_eq!(caret(&e), (4, 1));
     }
 }
+
+/// Property tests (moved from tests/properties.rs). Saved failing cases:
+/// host/proptest-regressions/config/thresholds/metric_key.txt.
+#[cfg(test)]
+mod properties {
+    use super::parse_metric_key;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn metric_key_parser_never_panics(text in "\\PC{0,40}") {
+            if let Err(e) = parse_metric_key(&text) {
+                let _ = e.to_string();
+            }
+        }
+    }
+}

@@ -229,3 +229,20 @@ mod tests {
         assert!(err.message.contains("invalid duration"), "{err}");
     }
 }
+
+/// Property tests (moved from tests/properties.rs). Saved failing cases:
+/// host/proptest-regressions/config/thresholds/parse.txt.
+#[cfg(test)]
+mod properties {
+    use super::parse_thresholds;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn thresholds_table_never_panics(key in "\\PC{0,30}", expr in "\\PC{0,20}") {
+            let mut table = toml::Table::new();
+            table.insert(key, toml::Value::Array(vec![toml::Value::String(expr)]));
+            let _ = parse_thresholds(&table);
+        }
+    }
+}
