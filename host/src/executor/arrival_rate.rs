@@ -49,10 +49,6 @@ const STOP_CHECK_EVERY: Duration = Duration::from_millis(20);
 /// 1.7 times the CPU of this one. It adds at most this much to the start lag.
 const MIN_WAKE_GAP: Duration = Duration::from_micros(500);
 
-/// A wake-up this much after its time lets the thread's other ready tasks run before
-/// it looks at the pool (see [`Scheduler::run`]).
-const LATE_WAKE: Duration = Duration::from_millis(1);
-
 /// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs; `stages` gathers
 /// per-stage figures for ramping schedules.
 pub(crate) async fn run(
@@ -156,13 +152,6 @@ impl Scheduler {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !wait_until(&self.ctx.control, &mut timer, wake_at).await {
                 break;
-            }
-            // Woken late (the thread was busy, or not running at all): let the
-            // iterations whose answers arrived meanwhile end first, so their VUs are
-            // back in the pool before due iterations are dropped for want of one.
-            // `yield_now` resumes after the runtime has polled its I/O.
-            if Instant::now().saturating_duration_since(wake_at) > LATE_WAKE {
-                tokio::task::yield_now().await;
             }
             let now = Instant::now();
             woke = Some(now);
