@@ -1,14 +1,10 @@
 //! The open model shared by `constant-arrival-rate` and `ramping-arrival-rate`.
 //!
-//! One scheduler per scenario, a task on the first VU thread ([`vu_threads`]): it
-//! sleeps until the next iteration is due on a timerfd ([`WakeTimer`]), which is
-//! precise to microseconds where tokio's timer ticks in whole milliseconds. When it
-//! wakes it starts every iteration whose time has come, each at once on an idle VU,
-//! which goes back to the pool when it is done. It used to run on a thread of its own
-//! (tokio's blocking pool): every wake-up then cost that thread's wake-up and the VU
-//! thread's, and a write to the VU thread's eventfd, where on the VU thread a wake-up
-//! of a busy thread is an event among those its `epoll_wait` returns anyway
-//! (results/open-model.md, "Cost per request, open vs closed").
+//! One scheduler per scenario, on a thread of its own (tokio's blocking pool): it sleeps
+//! until the next iteration is due with the OS's timer, which is precise to tens of
+//! microseconds where tokio's ticks in whole milliseconds, and is never stuck behind
+//! iteration tasks on a busy worker. When it wakes it starts every iteration whose time
+//! has come, each at once on an idle VU, which goes back to the pool when it is done.
 //! If no VU is idle the iteration is dropped and counted, and a VU is made in the
 //! background if `max_vus` allows. Nothing waits in a queue: the scheduler holds only the
 //! number of the next iteration.
@@ -25,9 +21,7 @@
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
 use super::vu_pool::{Take, VuPool};
-use super::wake_timer::WakeTimer;
 use super::{sleep_until, vu_threads, ActiveVu, ExecutorReport, Interrupt, ScenarioCtx};
-use crate::control::RunControl;
 use crate::metrics::builtin;
 use crate::vu::Vu;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -43,15 +37,11 @@ use tokio_util::task::TaskTracker;
 const STOP_CHECK_EVERY: Duration = Duration::from_millis(20);
 
 /// Shortest time between two wake-ups of the scheduler. Above 2,000 iterations/s it
-/// starts them in batches this far apart rather than waking for each: a wake-up of an
-/// idle thread costs a context switch or two, which on a 2-core VM came to about 90 µs
-/// of CPU when the scheduler had a thread of its own, so at 5,000/s a 100 µs gap took
-/// 1.7 times the CPU of this one. It adds at most this much to the start lag.
+/// starts them in batches this far apart rather than waking for each: a wake-up costs
+/// two context switches and often a worker's unpark, which on a 2-core VM came to about
+/// 90 µs of CPU, so at 5,000/s a 100 µs gap took 1.7 times the CPU of this one. It adds
+/// at most this much to the start lag.
 const MIN_WAKE_GAP: Duration = Duration::from_micros(500);
-
-/// A wake-up this much after its time lets the thread's other ready tasks run before
-/// it looks at the pool (see [`Scheduler::run`]).
-const LATE_WAKE: Duration = Duration::from_millis(1);
 
 /// Runs an arrival-rate scenario: `vus` are the pre-allocated VUs; `stages` gathers
 /// per-stage figures for ramping schedules.
@@ -80,13 +70,7 @@ pub(crate) async fn run(
         stages,
     };
     let tasks = scheduler.tasks.clone();
-    // On the first VU thread, where the iterations of the VUs homed there start
-    // without leaving the thread.
-    let scheduling = match vu_threads::runtime_for(0) {
-        Some(runtime) => runtime.spawn(scheduler.run()),
-        None => tokio::spawn(scheduler.run()),
-    };
-    let stages = match scheduling.await {
+    let stages = match tokio::task::spawn_blocking(move || scheduler.run()).await {
         Ok(stages) => stages,
         Err(e) => {
             crate::stderr::line(format_args!(
@@ -144,29 +128,18 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    /// The loop; runs as a task on a VU thread. Hands back the per-stage figures.
-    async fn run(mut self) -> Option<StageTracker> {
+    /// The loop; runs on a blocking-pool thread, inside the runtime's context. Hands
+    /// back the per-stage figures.
+    fn run(mut self) -> Option<StageTracker> {
         let start = self.ctx.start;
         let mut stages = self.stages.take();
         let mut next = 0;
         let mut woke: Option<Instant> = None;
         let mut starts = Vec::new();
-        let mut timer = WakeTimer::new();
         while let Some(due) = self.schedule.due(next).map(|d| start + d) {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
-            // A VU that comes back to an empty pool ends the wait at once if an
-            // iteration is due: saturated, it would otherwise idle until the timer,
-            // which a busy VU thread sees only at its I/O polls.
-            let returned = Some((&*self.pool, due));
-            if !wait_until(&self.ctx.control, &mut timer, wake_at, returned).await {
+            if !self.sleep_until(wake_at) {
                 break;
-            }
-            // Woken late (the thread was busy, or not running at all): let the
-            // iterations whose answers arrived meanwhile end first, so their VUs are
-            // back in the pool before due iterations are dropped for want of one.
-            // `yield_now` resumes after the runtime has polled its I/O.
-            if Instant::now().saturating_duration_since(wake_at) > LATE_WAKE {
-                tokio::task::yield_now().await;
             }
             let now = Instant::now();
             woke = Some(now);
@@ -213,7 +186,7 @@ impl Scheduler {
         // iteration was due (and done) before the end: the run's per-second rates are
         // over its duration, not over the time to its last iteration (a 10 s run at
         // 1/s would say 1.11/s). A stop of the run ends the wait.
-        wait_until(&self.ctx.control, &mut timer, self.end, None).await;
+        self.sleep_until(self.end);
         stages
     }
 
@@ -226,6 +199,20 @@ impl Scheduler {
                 self.ctx.factory.tags(),
                 dropped as f64,
             );
+        }
+    }
+
+    /// Sleeps until `due`; false if the run was stopped meanwhile.
+    fn sleep_until(&self, due: Instant) -> bool {
+        loop {
+            if self.ctx.control.stopping() {
+                return false;
+            }
+            let now = Instant::now();
+            if due <= now {
+                return true;
+            }
+            std::thread::sleep((due - now).min(STOP_CHECK_EVERY));
         }
     }
 
@@ -329,42 +316,6 @@ async fn iteration(
     drop(busy);
     rest_after_init_failure(ctx, homed.vu.retry_at(), end).await;
     pool.put(homed);
-}
-
-/// Waits until `due`; false if the run was stopped meanwhile (looked at least every
-/// [`STOP_CHECK_EVERY`], without a waiter on the stop token, whose list every VU
-/// thread locks).
-/// With `returned` (the pool and when the next iteration is due), a VU handed back to
-/// the pool while it was empty ends the wait as soon as that iteration is due.
-async fn wait_until(
-    control: &RunControl,
-    timer: &mut WakeTimer,
-    due: Instant,
-    returned: Option<(&VuPool<Homed>, Instant)>,
-) -> bool {
-    loop {
-        if control.stopping() {
-            return false;
-        }
-        let now = Instant::now();
-        if due <= now {
-            return true;
-        }
-        let sleep = timer.sleep_until(due.min(now + STOP_CHECK_EVERY));
-        match returned {
-            Some((pool, next_due)) => {
-                tokio::select! {
-                    _ = sleep => {}
-                    _ = pool.returned() => {
-                        if next_due <= Instant::now() {
-                            return true;
-                        }
-                    }
-                }
-            }
-            None => sleep.await,
-        }
-    }
 }
 
 /// What became of a due iteration.

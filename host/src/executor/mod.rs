@@ -14,7 +14,6 @@ pub(crate) mod shared_iterations;
 pub(crate) mod stages;
 pub(crate) mod vu_pool;
 pub(crate) mod vu_threads;
-pub(crate) mod wake_timer;
 
 use crate::config::{ExecutionTuple, ExecutorConfig, ScenarioConfig};
 use crate::control::RunControl;

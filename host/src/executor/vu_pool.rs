@@ -4,7 +4,6 @@
 //! crowd of VUs that are no longer needed once they are ready).
 
 use std::sync::Mutex;
-use tokio::sync::Notify;
 
 /// VUs made at once in the background, per scenario.
 pub(crate) const CREATIONS_AT_ONCE: u64 = 4;
@@ -26,16 +25,12 @@ pub(crate) enum Take<T> {
 pub(crate) struct VuPool<T> {
     inner: Mutex<Inner<T>>,
     max: u64,
-    /// Told when a VU comes back to a pool that was found empty.
-    returned: Notify,
 }
 
 struct Inner<T> {
     idle: Vec<T>,
     made: u64,
     making: u64,
-    /// A take found no idle VU since the last VU came back.
-    starved: bool,
 }
 
 impl<T> VuPool<T> {
@@ -46,10 +41,8 @@ impl<T> VuPool<T> {
                 made: vus.len() as u64,
                 idle: vus,
                 making: 0,
-                starved: false,
             }),
             max,
-            returned: Notify::new(),
         }
     }
 
@@ -63,7 +56,6 @@ impl<T> VuPool<T> {
         if let Some(vu) = inner.idle.pop() {
             return Take::Idle(vu);
         }
-        inner.starved = true;
         if inner.made + inner.making < self.max && inner.making < CREATIONS_AT_ONCE {
             inner.making += 1;
             return Take::Make;
@@ -73,19 +65,7 @@ impl<T> VuPool<T> {
 
     /// Returns a VU whose iteration ended.
     pub(crate) fn put(&self, vu: T) {
-        let mut inner = self.lock();
-        inner.idle.push(vu);
-        let wake = std::mem::take(&mut inner.starved);
-        drop(inner);
-        if wake {
-            self.returned.notify_one();
-        }
-    }
-
-    /// Resolves once a VU has come back to the pool after a take found it empty (at
-    /// once if one came back since the last call).
-    pub(crate) async fn returned(&self) {
-        self.returned.notified().await;
+        self.lock().idle.push(vu);
     }
 
     /// Adds a VU made after a [`Take::Make`].
