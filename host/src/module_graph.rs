@@ -775,10 +775,10 @@ fn src_dir() -> PathBuf {
     }
 }
 
-/// Cycles left in parts of the crate that other work is reshaping at the time of
-/// writing (the run's observers, the executor registry, config overrides, the
-/// dashboard); each is a set of files, and a cycle passes only if all its files are in
-/// one set. Remove a set when its cycle is gone; never add one.
+/// Cycles still to be broken (config's tls and sampling, docker, the executors, the
+/// saturation verdict and the summary, the live outputs and the dashboard); each is a
+/// set of files, and a cycle passes only if all its files are in one set. Remove a set
+/// when its cycle is gone; never add one.
 const KNOWN: &[&[&str]] = &[
     &["config/tls/client.rs", "config/tls/mod.rs"],
     &["config/mod.rs", "config/sampling.rs", "config/stack.rs"],
@@ -810,7 +810,6 @@ const KNOWN: &[&[&str]] = &[
         "live/openmetrics.rs",
         "live/remote_write/mod.rs",
     ],
-    &["run/mod.rs", "run/verdict.rs"],
 ];
 
 #[test]

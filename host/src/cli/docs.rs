@@ -1,8 +1,7 @@
 //! `host completions`, `host man` and `host schema`: what the command line and the run
 //! config look like, printed for shells, `man` and editors.
 
-use super::Cli;
-use clap::{Args, CommandFactory};
+use clap::Args;
 use std::path::PathBuf;
 
 // `host completions SHELL`.
@@ -20,25 +19,21 @@ pub(super) struct ManArgs {
     dir: Option<PathBuf>,
 }
 
-/// Prints the completion script of one shell.
-pub(super) fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
-    clap_complete::generate(
-        args.shell,
-        &mut Cli::command(),
-        "host",
-        &mut std::io::stdout(),
-    );
+/// Prints the completion script of one shell for `cli` (the whole command line, handed
+/// in by the dispatcher so this module need not import it).
+pub(super) fn completions(args: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<i32> {
+    clap_complete::generate(args.shell, &mut cli, "host", &mut std::io::stdout());
     Ok(0)
 }
 
-/// Prints host.1, or writes every command's page into `--dir`.
-pub(super) fn man(args: ManArgs) -> anyhow::Result<i32> {
+/// Prints host.1 for `cli`, or writes every command's page into `--dir`.
+pub(super) fn man(args: ManArgs, cli: clap::Command) -> anyhow::Result<i32> {
     match args.dir {
-        None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
+        None => clap_mangen::Man::new(cli).render(&mut std::io::stdout())?,
         Some(dir) => {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", dir.display()))?;
-            clap_mangen::generate_to(Cli::command(), &dir)
+            clap_mangen::generate_to(cli, &dir)
                 .map_err(|e| anyhow::anyhow!("cannot write into {}: {e}", dir.display()))?;
         }
     }

@@ -19,7 +19,7 @@ mod run;
 mod stack;
 mod sweep;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::time::Duration;
 
 /// Load tests whose scenarios are sandboxed WebAssembly components.
@@ -125,12 +125,12 @@ const STDERR_DRAIN: Duration = Duration::from_secs(2);
 /// Hands each command to its function; returns the exit code.
 async fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
-        Command::Completions(args) => docs::completions(args),
-        Command::Man(args) => docs::man(args),
+        Command::Completions(args) => docs::completions(args, Cli::command()),
+        Command::Man(args) => docs::man(args, Cli::command()),
         Command::Schema => docs::schema(),
         Command::Run(args) => run::run(args).await,
         Command::Inspect(args) => run::inspect(args).await,
-        Command::K8s(command) => sweep::k8s(command),
+        Command::K8s(command) => sweep::k8s(command, |argv| Cli::try_parse_from(argv).map(drop)),
         Command::New(args) => crate::author::new::run(&args),
         Command::Build(args) => crate::author::build::run(&args),
         Command::Demo(args) => demo::demo(args).await,

@@ -1,8 +1,7 @@
 //! `host sweep` and `host k8s render`: the commands that plan runs rather than make one
 //! (a sweep drives many runs; a render writes the manifests of a distributed one).
 
-use super::Cli;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 /// `host sweep`: its own flags, and how to reach a registry its plugin is in.
@@ -32,13 +31,16 @@ pub(super) async fn sweep(command: SweepCommand) -> anyhow::Result<i32> {
 }
 
 /// `host k8s render`: the run flags it passes on are checked as `host run` would take
-/// them.
-pub(super) fn k8s(command: K8sCommand) -> anyhow::Result<i32> {
+/// them, by `parse` (the whole command line's parser, handed in by the dispatcher so
+/// this module need not import it).
+pub(super) fn k8s(
+    command: K8sCommand,
+    parse: impl Fn(Vec<String>) -> Result<(), clap::Error>,
+) -> anyhow::Result<i32> {
     let K8sCommand::Render(args) = command;
     crate::k8s::render_command(args, |flags| {
         let argv = ["host", "run", "plugin.wasm"].map(String::from);
-        Cli::try_parse_from(argv.iter().chain(flags))
-            .map(drop)
+        parse(argv.iter().chain(flags).cloned().collect())
             .map_err(|e| e.to_string().trim_end().to_string())
     })?;
     Ok(0)

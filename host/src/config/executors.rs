@@ -1,25 +1,18 @@
-//! The executor types a scenario can name, in one registry: each name (k6's) beside
-//! the reader of its options, as k6's `lib/executor` registers each config type with
-//! `RegisterExecutorConfigType(name, constructor)`. The parser looks an `executor = "..."`
-//! up here, the error for an unknown one lists [`names`], and [`ExecutorConfig::name`]
-//! gives back the same constants, so each name is written once.
+//! The executor types a scenario can name, in one registry: each name (k6's) paired
+//! with the reader of its options, as k6's `lib/executor` registers each config type
+//! with `RegisterExecutorConfigType(name, constructor)`. The parser looks an
+//! `executor = "..."` up here, the error for an unknown one lists [`names`], and
+//! [`ExecutorConfig::name`] gives back the same constants (declared once, in the leaf
+//! module `executor_config`), so each name is written once.
 
-use super::scenario::{ExecutorConfig, Stage};
+use super::executor_config::{ExecutorConfig, Stage};
 use super::table::{Collector, ConfigError, TableReader};
 use std::time::Duration;
 
-/// `constant-vus`: a fixed number of VUs loop for a duration.
-pub(crate) const CONSTANT_VUS: &str = "constant-vus";
-/// `ramping-vus`: the VU count follows stages.
-pub(crate) const RAMPING_VUS: &str = "ramping-vus";
-/// `per-vu-iterations`: each VU runs a number of iterations.
-pub(crate) const PER_VU_ITERATIONS: &str = "per-vu-iterations";
-/// `shared-iterations`: VUs share a pool of iterations.
-pub(crate) const SHARED_ITERATIONS: &str = "shared-iterations";
-/// `constant-arrival-rate`: iterations start at a fixed rate.
-pub(crate) const CONSTANT_ARRIVAL_RATE: &str = "constant-arrival-rate";
-/// `ramping-arrival-rate`: the arrival rate follows stages.
-pub(crate) const RAMPING_ARRIVAL_RATE: &str = "ramping-arrival-rate";
+pub(crate) use super::executor_config::{
+    CONSTANT_ARRIVAL_RATE, CONSTANT_VUS, PER_VU_ITERATIONS, RAMPING_ARRIVAL_RATE, RAMPING_VUS,
+    SHARED_ITERATIONS,
+};
 
 /// One executor type: its name in configs and how its options are read.
 pub(crate) struct ExecutorType {

@@ -6,21 +6,22 @@ pub mod exit_code;
 mod gauges;
 mod interrupt;
 mod observe;
+mod plan;
 pub(crate) mod progress;
 pub(crate) mod remote;
+mod request;
+mod services;
 mod setup;
 pub(crate) mod stage;
 mod summarize;
 mod teardown;
 pub(crate) mod verdict;
 
-use crate::config::{self, Overrides, RunConfig};
-use crate::control::RunControl;
+use crate::config::{self, RunConfig};
 use crate::executor::{self, ExecutorReport, ScenarioCtx};
-use crate::metrics::{Aggregator, Recorder, Registry};
-use crate::net::{Allowlist, NetShared};
+use crate::metrics::{Aggregator, Registry};
 use crate::output::ResultsWriter;
-use crate::plugin::state::{DataSets, HostServices, VuIdentity, VuState};
+use crate::plugin::state::{DataSets, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
 use crate::sampling::ResourceWatch;
 use crate::summary::Summary;
@@ -29,6 +30,9 @@ use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Result};
 use observe::{Ending, Observers, Scope, Tick};
+use plan::Plan;
+pub use request::{RunOutcome, RunRequest};
+use services::{check_pin, services_for, setup_identity};
 use setup::Setup;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,53 +43,6 @@ use tokio::task::JoinSet;
 
 /// VUs initialised at once before the start.
 const INIT_CONCURRENCY: usize = 64;
-
-/// What the operator asked for.
-#[derive(Debug, Clone, Default)]
-pub struct RunRequest {
-    /// The plugin file.
-    pub plugin: PathBuf,
-    /// `--config run.toml`.
-    pub config: Option<PathBuf>,
-    /// CLI overrides.
-    pub overrides: Overrides,
-    /// Folder under which the results folder is made.
-    pub out: PathBuf,
-    /// No progress lines.
-    pub quiet: bool,
-    /// Handle SIGINT/SIGTERM (off in tests that run several runs in one process).
-    pub handle_signals: bool,
-    /// Watches the run from beside it (the stack's service watcher, `run --stack`).
-    pub watch: Option<crate::control::Watch>,
-    /// The dashboard and streaming outputs (`--dashboard`, `--out KIND=TARGET`).
-    pub live: crate::live::LiveOptions,
-    /// This run's part in a distributed run (`host coordinate`, `host worker`).
-    pub remote: Option<remote::RemoteRole>,
-}
-
-impl RunRequest {
-    /// Every `--config` file, in the order they are layered.
-    pub fn config_files(&self) -> Vec<&Path> {
-        self.config
-            .iter()
-            .chain(&self.overrides.config_layers)
-            .map(PathBuf::as_path)
-            .collect()
-    }
-}
-
-/// How a run ended.
-pub struct RunOutcome {
-    /// What `summary.json` holds.
-    pub summary: Summary,
-    /// Where the results were written.
-    pub results_dir: PathBuf,
-    /// The run's own exit code (thresholds, interruption, abort); results files that
-    /// could not be written are in `write_failures`, not in this code.
-    pub exit_code: i32,
-    /// Results files that could not be written.
-    pub write_failures: Vec<crate::output::WriteFailure>,
-}
 
 pub(crate) use crate::plugin::Inspected;
 pub(crate) use interrupt::listen_for_signals_early;
@@ -126,67 +83,6 @@ pub(crate) async fn inspect_with_env(
         published,
         embedded: plugin::embedded::read(&bytes),
     })
-}
-
-fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
-    stage::identity(env, "setup")
-}
-
-/// The run-wide services; `published` are the data sets the plugin published from
-/// `describe()`, beside the config's `[data]`.
-fn services_for(
-    config: &RunConfig,
-    registry: Arc<Registry>,
-    quiet: bool,
-    published: DataSets,
-) -> Result<Arc<HostServices>> {
-    let mut sets = data::load(&config.data)?;
-    for (name, records) in published {
-        if sets.contains_key(&name) {
-            bail!(
-                "config error: [data] {name} has the name of a data set the plugin computes \
-                 (a SharedArray): rename one of them"
-            );
-        }
-        sets.insert(name, records);
-    }
-    let recorder = Arc::new(Recorder::new(registry));
-    let allowlist = Allowlist::new(&config.allow).map_err(|e| anyhow!(e))?;
-    let net = NetShared::new(
-        allowlist,
-        config.limits.request_timeout,
-        config.limits.max_body_bytes,
-        recorder.clone(),
-    );
-    let net = Arc::new(
-        net.with_websocket(config.websocket.clone())
-            .with_http(config.http.clone())
-            .with_tls(Arc::new(crate::net::tls::TlsClient::new(
-                config.tls.clone(),
-            ))),
-    );
-    Ok(Arc::new(HostServices {
-        recorder,
-        net,
-        data: Arc::new(sets),
-        cpu_per_call: config.limits.cpu_per_call,
-        warned: Default::default(),
-        metrics_refused: Default::default(),
-        log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
-        sleeps_cut: Default::default(),
-        control: Arc::new(RunControl::default()),
-    }))
-}
-
-/// Refuses the run's plugin file unless it is the one each run config that pins one
-/// (`plugin = { path, sha256 }`) names.
-fn check_pin(request: &RunRequest, sha256: &str) -> Result<()> {
-    for config in request.config_files() {
-        if let Some(pin) = plugin::pin::read(config)? {
-            pin.verify(&request.plugin, sha256)?;
-        }
-    }
-    Ok(())
 }
 
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
@@ -240,22 +136,6 @@ pub(crate) async fn run_then(
     teardown::handle_summary(&request, &mut setup, summary_timeout, &mut outcome).await;
     observers.close().await;
     Ok(outcome)
-}
-
-/// What is settled before anything runs: the plugin's self-description, the resolved
-/// config and its thresholds.
-struct Plan {
-    info: PluginInfo,
-    config: RunConfig,
-    thresholds: Evaluator,
-    /// Times the process had run out of file descriptors before this run.
-    descriptors_exhausted: u64,
-    /// What the plan found worth saying before the run (a `--duration` that shortens
-    /// nothing, a `run.toml` edited since the build); printed at once, and kept for the
-    /// summary.
-    warnings: Vec<String>,
-    /// The data sets the plugin published from `describe()` (its SharedArrays).
-    published: DataSets,
 }
 
 /// The executors running, and what watches them.

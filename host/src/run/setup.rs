@@ -2,7 +2,9 @@
 //! plugin's `setup()`, run once in an instance of its own that `teardown()` and the
 //! plugin's own summary use too.
 
-use super::{check_pin, services_for, setup_identity, stage, RunRequest};
+use super::request::RunRequest;
+use super::services::{check_pin, services_for, setup_identity};
+use super::stage;
 use crate::config::RunConfig;
 use crate::control::RunControl;
 use crate::metrics::{Recorder, Registry};

@@ -4,9 +4,11 @@
 //! events) they add themselves.
 
 use super::observe::Scope;
-use super::{Plan, PluginInfo, Setup};
+use super::plan::Plan;
+use super::setup::Setup;
 use crate::executor::ExecutorReport;
 use crate::metrics::Aggregator;
+use crate::plugin::PluginInfo;
 use crate::summary::{self, Summary};
 use crate::thresholds::RunView;
 use std::collections::BTreeMap;

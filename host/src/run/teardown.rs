@@ -2,8 +2,9 @@
 //! own summary (k6's `handleSummary`) once the results are written. A worker leaves
 //! both to its coordinator.
 
+use super::request::{RunOutcome, RunRequest};
 use super::setup::Setup;
-use super::{stage, RunOutcome, RunRequest};
+use super::stage;
 use crate::config::RunConfig;
 use crate::plugin;
 

@@ -3,7 +3,7 @@
 //! judges a second after every output has it, so the second that stops a run is in
 //! its results.
 
-use super::{Observer, Tick};
+use super::observer::{Observer, Tick};
 use crate::control::StopReason;
 use crate::thresholds::RunView;
 

@@ -1,7 +1,7 @@
 //! The observers that keep or show the run's figures: the results folder, the sampled
 //! resources, the progress display and the live outputs.
 
-use super::{Ending, Observer, Tick};
+use super::observer::{Ending, Observer, Tick};
 use crate::executor::ExecutorReport;
 use crate::live::{Live, ServiceNow};
 use crate::output::ResultsWriter;

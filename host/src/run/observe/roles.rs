@@ -2,7 +2,7 @@
 //! (a coordinator folds its workers' seconds, a worker sends its own) and the stack's
 //! watch over its services.
 
-use super::{Ending, Observer, Scope, Tick};
+use super::observer::{Ending, Observer, Scope, Tick};
 use crate::control::Watch;
 use crate::executor::ExecutorReport;
 use crate::run::remote::{Remote, TickCtx};
