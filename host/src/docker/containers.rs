@@ -1,7 +1,7 @@
 //! A Compose project's containers as the Engine reports them: service, state, cpuset
 //! and memory limit. This is what the samplers and the health wait read.
 
-use super::{PROJECT_LABEL, SERVICE_LABEL};
+use super::labels::{PROJECT_LABEL, SERVICE_LABEL};
 use crate::config::CpuSet;
 use anyhow::{Context, Result};
 use bollard::query_parameters::ListContainersOptionsBuilder;

@@ -6,14 +6,9 @@
 pub(crate) mod containers;
 pub(crate) mod engine;
 pub(crate) mod files;
+mod labels;
 
 pub(crate) use containers::{project_containers, ContainerTarget, ServiceContainer};
 pub(crate) use engine::connect;
-
-/// The label Compose (v1 and v2) puts on every container, network and volume of a
-/// project; the one reliable way to find them (container names differ between v1 and
-/// v2, so they are never parsed).
-pub const PROJECT_LABEL: &str = "com.docker.compose.project";
-
-/// The label that names a container's Compose service.
-pub(crate) const SERVICE_LABEL: &str = "com.docker.compose.service";
+pub use labels::PROJECT_LABEL;
+pub(crate) use labels::SERVICE_LABEL;
