@@ -230,12 +230,17 @@ fn parse_error_rate(text: &str) -> Result<f64, String> {
 /// `10s`, `1m30s`, `1.5m`, `2h`, `500us`; every number needs a unit, a bare `0` is
 /// accepted.
 pub fn parse_duration(input: &str) -> Result<Duration, String> {
-    let err = |reason: &str| {
+    duration_or_reason(input).map_err(|reason| {
         format!("invalid duration {input:?}: {reason} (write it like 500ms, 30s, 1m30s or 2h)")
-    };
+    })
+}
+
+/// The duration `input` writes, or why it writes none (a few words); the one parser of
+/// k6's notation, which the host's `parse_duration` wraps in its own error type too.
+pub fn duration_or_reason(input: &str) -> Result<Duration, &'static str> {
     let text = input.trim();
     if text.is_empty() {
-        return Err(err("it is empty"));
+        return Err("it is empty");
     }
     if text == "0" {
         return Ok(Duration::ZERO);
@@ -247,11 +252,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         if number_len == 0 {
-            return Err(err("expected a number"));
+            return Err("expected a number");
         }
         let number: f64 = rest[..number_len]
             .parse()
-            .map_err(|_| err("the number is malformed"))?;
+            .map_err(|_| "the number is malformed")?;
         rest = &rest[number_len..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -262,14 +267,14 @@ pub fn parse_duration(input: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            "" => return Err(err("a number has no unit")),
-            _ => return Err(err("unknown unit")),
+            "" => return Err("a number has no unit"),
+            _ => return Err("unknown unit"),
         };
         rest = &rest[unit_len..];
         total += number * seconds_per_unit;
     }
     if !total.is_finite() || total > 1e9 {
-        return Err(err("it is too long"));
+        return Err("it is too long");
     }
     Ok(Duration::from_secs_f64(total))
 }

@@ -14,51 +14,13 @@ pub struct DurationError {
 
 /// Parses a duration such as `250ms`, `10s`, `1m30s`, `1.5m` or `2h`.
 ///
-/// Every number needs a unit (`us`, `ms`, `s`, `m`, `h`); a bare `0` is accepted.
+/// Every number needs a unit (`us`, `ms`, `s`, `m`, `h`); a bare `0` is accepted. The
+/// notation is read by the demo target's parser (the one both command lines share).
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
-    let err = |reason: &str| DurationError {
+    demo_target::args::duration_or_reason(input).map_err(|reason| DurationError {
         input: input.to_string(),
         reason: reason.to_string(),
-    };
-    let text = input.trim();
-    if text.is_empty() {
-        return Err(err("it is empty"));
-    }
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if number_len == 0 {
-            return Err(err("expected a number"));
-        }
-        let number: f64 = rest[..number_len]
-            .parse()
-            .map_err(|_| err("the number is malformed"))?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let seconds_per_unit = match &rest[..unit_len] {
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "" => return Err(err("a number has no unit")),
-            _ => return Err(err("unknown unit")),
-        };
-        rest = &rest[unit_len..];
-        total += number * seconds_per_unit;
-    }
-    if !total.is_finite() || total > 1e9 {
-        return Err(err("it is too long"));
-    }
-    Ok(Duration::from_secs_f64(total))
+    })
 }
 
 /// Formats a duration compactly for people: `1m30s`, `250ms`, `2h0m0s`.
