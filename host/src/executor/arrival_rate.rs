@@ -20,8 +20,9 @@
 
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
+use super::context::{sleep_until, ActiveVu, ExecutorReport, Interrupt, ScenarioCtx};
 use super::vu_pool::{Take, VuPool};
-use super::{sleep_until, vu_threads, ActiveVu, ExecutorReport, Interrupt, ScenarioCtx};
+use super::vu_threads;
 use crate::metrics::builtin;
 use crate::vu::Vu;
 use futures::stream::{FuturesUnordered, StreamExt};

@@ -2,8 +2,8 @@
 //! target rate, the rate reached at its end (the target scaled by the share of the
 //! iterations due in its last second that started), and the most VUs busy at once.
 
+use super::context::StageReport;
 use super::stages::stage_ends;
-use super::StageReport;
 use crate::config::Stage;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use super::arrival_rate;
 use super::arrival_schedule::ArrivalSchedule;
-use super::{ExecutorReport, ScenarioCtx};
+use super::context::{ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `constant-vus`: a fixed number of VUs loop over iterations for a duration; running
 //! iterations then get `graceful_stop` to finish.
 
-use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
+use super::context::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `per-vu-iterations`: each VU runs exactly `iterations` iterations, unless
 //! `max_duration` runs out first.
 
-use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
+use super::context::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
 use std::sync::Arc;

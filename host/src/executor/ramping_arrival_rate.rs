@@ -5,7 +5,7 @@
 use super::arrival_rate;
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
-use super::{ExecutorReport, ScenarioCtx};
+use super::context::{ExecutorReport, ScenarioCtx};
 use crate::config::Stage;
 use crate::vu::Vu;
 use std::sync::Arc;

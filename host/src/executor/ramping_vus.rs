@@ -5,8 +5,10 @@
 //! An execution segment follows its share of the whole test's value at every moment
 //! (k6's striped scaling), so the segments' VUs add up to the whole's at all times.
 
+use super::context::{
+    run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport,
+};
 use super::stages::{stage_ends, value_at};
-use super::{run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport};
 use crate::config::Stage;
 use crate::vu::Vu;
 use std::pin::pin;

@@ -2,7 +2,7 @@
 //! been started, or `max_duration` runs out. An execution segment's pool is its share
 //! of `iterations`, dealt over the VUs of every segment.
 
-use super::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
+use super::context::{run_vu_loops, ActiveVu, ExecutorReport, ScenarioCtx};
 use crate::vu::Vu;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,8 +3,8 @@
 //! Tags k6 has a column for go there; the others go to `extra_tags` as `k=v&k=v`.
 
 use super::aggregate::{number, Aggregate};
+use super::frame::Frame;
 use super::sink_file::SinkFile;
-use super::Frame;
 use std::io;
 use std::path::Path;
 

@@ -4,8 +4,8 @@
 //! `metadata` holds the rest of it (a trend's count and percentiles, a rate's passes).
 
 use super::aggregate::Aggregate;
+use super::frame::Frame;
 use super::sink_file::SinkFile;
-use super::Frame;
 use crate::metrics::{MetricDef, MetricKind};
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashSet;

@@ -14,6 +14,7 @@
 
 pub(crate) mod aggregate;
 pub(crate) mod dashboard;
+pub(crate) mod frame;
 pub(crate) mod k6csv;
 pub(crate) mod k6json;
 pub(crate) mod openmetrics;
@@ -23,14 +24,13 @@ pub(crate) mod sink_file;
 pub(crate) mod spec;
 
 use crate::config::OutputsConfig;
-use crate::metrics::{Aggregator, MetricDef, Registry, SeriesMap, TagSet, Value};
 use crate::summary::Summary;
-use crate::thresholds::Evaluator;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub(crate) use frame::{Frame, ServiceNow, Tick};
 pub(crate) use spec::OutputSpec;
 
 /// Default address of `--dashboard`, as k6's.
@@ -46,57 +46,6 @@ pub struct LiveOptions {
     /// Keep serving the dashboard after the run until Ctrl-C (the command line's
     /// `--dashboard`; a run started from code ends when it is over).
     pub linger: bool,
-}
-
-/// A sampled service's newest figures.
-pub(crate) type ServiceNow = crate::sampling::book::Latest;
-
-/// What the run loop hands over each second.
-pub(crate) struct Tick<'a> {
-    /// Time since the run started, at the end of this interval.
-    pub elapsed: Duration,
-    /// The interval's samples.
-    pub interval: &'a SeriesMap,
-    /// The run's totals so far (and gauges' ranges).
-    pub aggregator: &'a Aggregator,
-    /// Metric names and kinds.
-    pub registry: &'a Registry,
-    /// The run's thresholds, judged on the totals so far.
-    pub thresholds: &'a Evaluator,
-    /// Each sampled service's newest figures.
-    pub services: Vec<ServiceNow>,
-}
-
-/// A tick with what every output derives from it once.
-pub(crate) struct Frame<'a> {
-    /// The tick.
-    pub tick: &'a Tick<'a>,
-    /// Length of the interval, seconds.
-    pub secs: f64,
-    /// Unix time of the interval's end, seconds.
-    pub unix: f64,
-    /// Every metric's definition, by id.
-    pub defs: Vec<MetricDef>,
-}
-
-impl Frame<'_> {
-    /// The interval's series in a stable order (metric name, then tags).
-    pub(crate) fn series(&self) -> Vec<(&MetricDef, &TagSet, &Value)> {
-        series_of(self.tick.interval, &self.defs)
-    }
-}
-
-/// `map`'s series with their definitions, by metric name then tags.
-pub(crate) fn series_of<'m>(
-    map: &'m SeriesMap,
-    defs: &'m [MetricDef],
-) -> Vec<(&'m MetricDef, &'m TagSet, &'m Value)> {
-    let mut rows: Vec<_> = map
-        .iter()
-        .filter_map(|((id, tags), v)| Some((defs.get(*id as usize)?, tags, v)))
-        .collect();
-    rows.sort_by(|a, b| a.0.name.cmp(&b.0.name).then_with(|| a.1.cmp(b.1)));
-    rows
 }
 
 /// A file output and where it goes.

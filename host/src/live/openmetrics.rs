@@ -8,8 +8,8 @@
 //! (`a-b`, `a.b`) are one series (their values merged), and a family whose name (or a
 //! sample name it writes) another metric's family already has gets a `_2` suffix.
 
+use super::frame::{series_of, ServiceNow};
 use super::prom::{labels, metric_name, trend_scale};
-use super::{series_of, ServiceNow};
 use crate::metrics::{MetricDef, MetricKind, SeriesMap, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;

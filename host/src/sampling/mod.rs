@@ -20,5 +20,5 @@ pub(crate) mod saturation;
 pub(crate) mod watch;
 
 pub(crate) use book::StackSummary;
-pub(crate) use saturation::{Bottleneck, RunFigures, SaturationVerdict};
+pub(crate) use saturation::{Bottleneck, RunFigures, SaturationVerdict, ScenarioCounts};
 pub(crate) use watch::{prepare, Prepared, ResourceWatch};

@@ -17,7 +17,6 @@
 
 use super::sample::Sample;
 use crate::executor::ScenarioCtx;
-use crate::metrics::summary::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -173,35 +172,6 @@ pub(crate) struct RunFigures {
 }
 
 impl RunFigures {
-    /// Reads them from a run's summary.
-    pub(crate) fn of(summary: &crate::summary::Summary) -> RunFigures {
-        let trend = |name: &str| match summary.metrics.get(name).map(|m| &m.stats) {
-            Some(Stats::Trend(t)) if t.count > 0 => Some(t.clone()),
-            _ => None,
-        };
-        let latency = ["http_req_duration", "iteration_duration"]
-            .iter()
-            .find_map(|m| trend(m).map(|t| (m.to_string(), t.min, t.med, t.p95)));
-        RunFigures {
-            duration_s: summary.duration_s,
-            start_lag_p99_ms: trend("iteration_start_lag").map(|t| t.p99),
-            latency,
-            iteration_avg_ms: trend("iteration_duration").map(|t| t.avg),
-            scenarios: summary
-                .scenarios
-                .iter()
-                .map(|(name, s)| {
-                    let counts = ScenarioCounts {
-                        started: s.started,
-                        completed: s.completed,
-                        dropped: s.dropped,
-                    };
-                    (name.clone(), counts)
-                })
-                .collect(),
-        }
-    }
-
     fn per_s(&self, n: u64) -> f64 {
         if self.duration_s > 0.0 {
             n as f64 / self.duration_s

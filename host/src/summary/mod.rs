@@ -9,7 +9,7 @@ pub(crate) mod workers;
 use crate::config::RunConfig;
 use crate::control::StopReason;
 use crate::executor::{ExecutorReport, ScenarioCtx};
-use crate::metrics::summary::{checks, summarize, MetricSummary};
+use crate::metrics::summary::{checks, summarize, MetricSummary, Stats};
 use crate::metrics::{builtin, Aggregator, Registry, Value};
 use crate::plugin::{PluginFile, PluginInfo};
 use crate::vu::errors::{ErrorEntry, ErrorLog};
@@ -475,5 +475,52 @@ fn machine() -> Machine {
         cpus: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
+    }
+}
+
+impl Summary {
+    /// Records what the run's watch saw, with the requests that failed after each
+    /// event, and names each in the warnings. `failed_by_second` holds the failed
+    /// requests so far at each second of the run.
+    pub fn note_service_events(
+        &mut self,
+        events: &[crate::control::WatchEvent],
+        t0: std::time::Instant,
+        failed_by_second: &[(Duration, u64)],
+    ) {
+        let noted = service_events::service_events(events, t0, failed_by_second, self.http.failed);
+        for (event, warning) in noted {
+            self.warnings.push(warning);
+            self.service_events.push(event);
+        }
+    }
+
+    /// The figures the saturation verdicts read from this summary.
+    pub(crate) fn figures(&self) -> crate::sampling::RunFigures {
+        let trend = |name: &str| match self.metrics.get(name).map(|m| &m.stats) {
+            Some(Stats::Trend(t)) if t.count > 0 => Some(t.clone()),
+            _ => None,
+        };
+        let latency = ["http_req_duration", "iteration_duration"]
+            .iter()
+            .find_map(|m| trend(m).map(|t| (m.to_string(), t.min, t.med, t.p95)));
+        crate::sampling::RunFigures {
+            duration_s: self.duration_s,
+            start_lag_p99_ms: trend("iteration_start_lag").map(|t| t.p99),
+            latency,
+            iteration_avg_ms: trend("iteration_duration").map(|t| t.avg),
+            scenarios: self
+                .scenarios
+                .iter()
+                .map(|(name, s)| {
+                    let counts = crate::sampling::ScenarioCounts {
+                        started: s.started,
+                        completed: s.completed,
+                        dropped: s.dropped,
+                    };
+                    (name.clone(), counts)
+                })
+                .collect(),
+        }
     }
 }

@@ -1,7 +1,6 @@
 //! Services of the run's stack that died during the run: when, and how many requests
 //! failed from then on, so a summary shows which errors the dead service explains.
 
-use super::Summary;
 use crate::control::WatchEvent;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -20,18 +19,19 @@ pub struct ServiceEvent {
     pub failed_requests_after: u64,
 }
 
-impl Summary {
-    /// Records what the run's watch saw, with the requests that failed after each
-    /// event, and names each in the warnings. `failed_by_second` holds the failed
-    /// requests so far at each second of the run.
-    pub fn note_service_events(
-        &mut self,
-        events: &[WatchEvent],
-        t0: Instant,
-        failed_by_second: &[(Duration, u64)],
-    ) {
-        let total = self.http.failed;
-        for event in events {
+/// The events the run's watch saw, each with the requests that failed after it
+/// (`failed_total` of the whole run minus the count at the last tick before it), and
+/// the warning naming it. `failed_by_second` holds the failed requests so far at each
+/// second of the run.
+pub(crate) fn service_events(
+    events: &[WatchEvent],
+    t0: Instant,
+    failed_by_second: &[(Duration, u64)],
+    failed_total: u64,
+) -> Vec<(ServiceEvent, String)> {
+    events
+        .iter()
+        .map(|event| {
             let at = event.at.saturating_duration_since(t0);
             // The count at the last tick before the event: the failures in the second
             // the service died belong to it.
@@ -40,19 +40,20 @@ impl Summary {
                 .take_while(|(t, _)| *t <= at)
                 .last()
                 .map_or(0, |(_, n)| *n);
-            let after = total.saturating_sub(before);
-            self.warnings.push(format!(
+            let after = failed_total.saturating_sub(before);
+            let warning = format!(
                 "service {} {} at {:.1}s; {after} requests failed after it",
                 event.service,
                 event.what,
                 at.as_secs_f64()
-            ));
-            self.service_events.push(ServiceEvent {
+            );
+            let noted = ServiceEvent {
                 service: event.service.clone(),
                 what: event.what.clone(),
                 at_s: at.as_secs_f64(),
                 failed_requests_after: after,
-            });
-        }
-    }
+            };
+            (noted, warning)
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@ pub(crate) mod history;
 pub(crate) mod server;
 pub(crate) mod snapshot;
 
-use super::Frame;
+use super::frame::Frame;
 use crate::summary::Summary;
 use anyhow::{Context, Result};
 use server::Shared;

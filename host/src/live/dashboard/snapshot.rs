@@ -3,7 +3,7 @@
 //! thresholds, and the sampled services. The last one is built from the summary, so
 //! the page ends on the very figures summary.json holds.
 
-use crate::live::{Frame, ServiceNow};
+use crate::live::frame::{Frame, ServiceNow};
 use crate::metrics::endpoints::{endpoints, Endpoint};
 use crate::metrics::summary::{checks, merged_value, stats_of, summarize, MetricSummary, Stats};
 use crate::metrics::{builtin, MetricKind, TagSet};

@@ -12,8 +12,8 @@ pub(crate) mod client;
 pub(crate) mod native;
 pub(crate) mod proto;
 
+use super::frame::Frame;
 use super::prom::{labels, metric_name, trend_scale, trend_stat, TREND_STATS};
-use super::Frame;
 use crate::config::outputs::{PrometheusOptions, TrendAs};
 use crate::metrics::{MetricId, TagSet, Value};
 use anyhow::Result;

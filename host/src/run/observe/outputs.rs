@@ -76,7 +76,7 @@ impl Observer for Resources {
             "{} {}, started {}",
             summary.plugin.name, summary.plugin.version, summary.started_at
         );
-        let figures = crate::sampling::RunFigures::of(summary);
+        let figures = summary.figures();
         let mut sampled = watch.finish(end.scope.contexts, &title, &figures);
         end.failures.extend(sampled.write_failure.take());
         if let Some(warning) = sampled.verdict.warning() {
