@@ -144,7 +144,10 @@ mod tests {
         };
         let a = cache.get(&options, &material, &[b"h2"]).unwrap();
         let b = cache.get(&options, &material, &[b"h2"]).unwrap();
-        assert!(Arc::ptr_eq(&a, &b), "the second connection reuses the config");
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "the second connection reuses the config"
+        );
         assert!(a.client_auth_cert_resolver.has_certs());
 
         let bad = |m: TlsMaterial| cache.get(&options, &m, &[b"h2"]).unwrap_err();
@@ -152,7 +155,10 @@ mod tests {
             ca_certs: vec!["not pem".into()],
             ..Default::default()
         });
-        assert!(err.contains("tls.cacerts") && err.contains("CA certificate 1"), "{err}");
+        assert!(
+            err.contains("tls.cacerts") && err.contains("CA certificate 1"),
+            "{err}"
+        );
         let err = bad(TlsMaterial {
             client_cert: Some(cert.clone()),
             ..Default::default()

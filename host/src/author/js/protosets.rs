@@ -57,7 +57,9 @@ pub(crate) fn protosets(
         .parse()?;
         let given = match args.as_slice() {
             [one] if one.len() == 1 => one[0].clone(),
-            _ => bail!("{where_}: client.loadProtoset() takes one path: loadProtoset('api.protoset')"),
+            _ => bail!(
+                "{where_}: client.loadProtoset() takes one path: loadProtoset('api.protoset')"
+            ),
         };
         let path = dir.join(given.strip_prefix("file://").unwrap_or(&given));
         let bytes = std::fs::read(&path).map_err(|e| {
@@ -145,12 +147,17 @@ mod tests {
     #[test]
     fn what_cannot_be_read_says_what_to_fix() {
         let dir = tempfile::tempdir().unwrap();
-        let err = found("\nc.loadProtoset(p);\n", dir.path()).unwrap_err().to_string();
+        let err = found("\nc.loadProtoset(p);\n", dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("s.js:2") && err.contains("literal"), "{err}");
         let err = found("c.loadProtoset('missing.pb');\n", dir.path())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("s.js:1") && err.contains("missing.pb"), "{err}");
+        assert!(
+            err.contains("s.js:1") && err.contains("missing.pb"),
+            "{err}"
+        );
         std::fs::write(dir.path().join("text.pb"), "syntax = \"proto3\";").unwrap();
         let err = found("c.loadProtoset('text.pb');\n", dir.path())
             .unwrap_err()

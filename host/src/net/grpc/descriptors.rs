@@ -50,7 +50,10 @@ pub(crate) fn compile(files: &[(String, String)]) -> Result<DescriptorPool, Stri
 
 /// Compiles `files` (as [`compile`]) and adds the binary `FileDescriptorSet`s `sets`
 /// (as [`add_set`]).
-pub(crate) fn build(files: &[(String, String)], sets: &[Vec<u8>]) -> Result<DescriptorPool, String> {
+pub(crate) fn build(
+    files: &[(String, String)],
+    sets: &[Vec<u8>],
+) -> Result<DescriptorPool, String> {
     let mut pool = compile(files)?;
     for (i, bytes) in sets.iter().enumerate() {
         let shown = if sets.len() == 1 {
@@ -102,7 +105,9 @@ pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> R
         let mut compiler = protox::Compiler::with_file_resolver(GoogleFileResolver::new());
         compiler.include_imports(true);
         for name in &google {
-            compiler.open_file(name).map_err(|e| format!("{shown}: {e}"))?;
+            compiler
+                .open_file(name)
+                .map_err(|e| format!("{shown}: {e}"))?;
         }
         let wanted: Vec<FileDescriptorProto> = compiler
             .file_descriptor_set()
@@ -132,7 +137,11 @@ fn health_file() -> &'static FileDescriptorProto {
         let source = include_str!("protos/health.proto");
         let pool = compile(&[("grpc/health/v1/health.proto".into(), source.into())])
             .expect("the carried health.proto compiles");
-        let file = pool.file_descriptor_protos().next().expect("one file").clone();
+        let file = pool
+            .file_descriptor_protos()
+            .next()
+            .expect("one file")
+            .clone();
         file
     })
 }
@@ -299,10 +308,15 @@ mod tests {
     #[test]
     fn the_health_service_is_carried() {
         let mut pool = compile(&[("types.proto".into(), TYPES.into())]).unwrap();
-        assert!(find(&pool, "grpc.health.v1.Health/Check").unwrap().is_none());
+        assert!(find(&pool, "grpc.health.v1.Health/Check")
+            .unwrap()
+            .is_none());
         assert!(add_carried(&mut pool, HEALTH_SERVICE).unwrap());
         let check = find(&pool, "grpc.health.v1.Health/Check").unwrap().unwrap();
-        assert_eq!(check.output().full_name(), "grpc.health.v1.HealthCheckResponse");
+        assert_eq!(
+            check.output().full_name(),
+            "grpc.health.v1.HealthCheckResponse"
+        );
         assert!(!add_carried(&mut pool, HEALTH_SERVICE).unwrap(), "once");
         assert!(!add_carried(&mut pool, "demo.v1.Notes").unwrap());
     }

@@ -198,5 +198,8 @@ async fn a_plugin_built_against_0_3_3_still_connects_with_its_channel_options() 
         .iter()
         .find(|c| c["name"] == "grpc echo answered")
         .unwrap_or_else(|| panic!("{checks}"));
-    assert_eq!((echo["passes"].as_u64(), echo["fails"].as_u64()), (Some(6), Some(0)));
+    assert_eq!(
+        (echo["passes"].as_u64(), echo["fails"].as_u64()),
+        (Some(6), Some(0))
+    );
 }
