@@ -90,7 +90,6 @@ const PY_SURVEY: &str = r##"    def survey(self):
                 loadtest.check("an impossible version is refused", e.kind == "invalid")
 
     def grpc_calls(self):
-        from loadtest import grpc
         if getattr(self, "channel", None) is None:
             self.channel = grpc.Channel.connect(
                 loadtest.env("GRPC_TARGET"), reflect=True,
@@ -160,6 +159,13 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert_ne!(big, code, "the template has an iteration method");
     // The survey through the SDK's form and page helpers (SURVEY=1).
     let big = big.replacen("    def iteration(self, scenario):\n", PY_SURVEY, 1);
+    // The gRPC module, imported at the top as the SDK says (componentize-py bundles
+    // what the app imports when it is built).
+    let big = big.replacen(
+        "import loadtest\n",
+        "import loadtest\nfrom loadtest import grpc\n",
+        1,
+    );
     std::fs::write(&app, big).unwrap();
 
     let built = host(&project, &["build"]);
