@@ -34,10 +34,13 @@ impl TlsMaterial {
 /// Distinct materials kept; past it, configurations are built for each connection.
 const MAX_CACHED: usize = 32;
 
+/// A configuration's key: the material and the ALPN offer.
+type Key = (TlsMaterial, Vec<Vec<u8>>);
+
 /// Client configurations by material and ALPN offer.
 #[derive(Default)]
 pub(crate) struct Cache {
-    built: Mutex<HashMap<(TlsMaterial, Vec<Vec<u8>>), Arc<ClientConfig>>>,
+    built: Mutex<HashMap<Key, Arc<ClientConfig>>>,
 }
 
 impl Cache {
@@ -61,9 +64,7 @@ impl Cache {
         Ok(config)
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(TlsMaterial, Vec<Vec<u8>>), Arc<ClientConfig>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<ClientConfig>>> {
         self.built.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
