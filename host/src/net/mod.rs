@@ -22,6 +22,7 @@ pub(crate) mod request_tags;
 pub(crate) mod shared;
 pub(crate) mod targets;
 pub(crate) mod tls;
+pub(crate) mod tls_material;
 pub(crate) mod types;
 pub(crate) mod ws;
 

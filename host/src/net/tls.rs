@@ -19,6 +19,7 @@
 //! sessions.
 
 use super::allowlist::Origin;
+use super::tls_material::TlsMaterial;
 use super::types::HttpError;
 use crate::config::tls::client::{build, roots_from, suite_name};
 use crate::config::tls::{TlsOptions, TlsVersion};
@@ -79,6 +80,8 @@ pub struct TlsClient {
     /// that allows only TLS 1.2 fails there, with a reason, and nowhere else.
     quic: OnceLock<Result<QuicTls, String>>,
     negotiated: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    /// Configurations of connections that bring their own material (gRPC's `tls`).
+    materials: super::tls_material::Cache,
 }
 
 impl Default for TlsClient {
@@ -95,6 +98,7 @@ impl TlsClient {
             configs: OnceLock::new(),
             quic: OnceLock::new(),
             negotiated: Mutex::new(BTreeMap::new()),
+            materials: Default::default(),
         }
     }
 
@@ -176,6 +180,17 @@ impl TlsClient {
             .or_default() += 1;
     }
 
+    /// The configuration of a connection for `purpose` that brings its own `material`
+    /// (CAs, client certificate) over the run's `[tls]`; built once per material. An
+    /// error says which part of the material to fix.
+    pub(crate) fn config_with(
+        &self,
+        purpose: Purpose,
+        material: &TlsMaterial,
+    ) -> Result<Arc<ClientConfig>, String> {
+        self.materials.get(&self.options, material, purpose.alpn())
+    }
+
     /// Runs the client handshake over `io` for `origin`'s host (sent as SNI when it
     /// is a name) and counts what it negotiated.
     pub async fn handshake<IO>(
@@ -188,6 +203,19 @@ impl TlsClient {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let config = self.config(purpose)?;
+        self.handshake_using(config, origin, io).await
+    }
+
+    /// [`Self::handshake`] with `config` (from [`Self::config_with`]).
+    pub async fn handshake_using<IO>(
+        &self,
+        config: Arc<ClientConfig>,
+        origin: &Origin,
+        io: IO,
+    ) -> Result<(TlsStream<IO>, Negotiated), HttpError>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
         let host = origin.host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| {
             HttpError::tls(format!("{origin}: {host:?} is not a valid TLS server name"))

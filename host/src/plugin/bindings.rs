@@ -24,6 +24,7 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/websocket.[method]socket.recv": async,
         "loadtest:scenario/websocket.[method]socket.close": async,
         "loadtest:scenario/grpc.[static]channel.connect": async,
+        "loadtest:scenario/grpc.[static]channel.open": async,
         "loadtest:scenario/grpc.[method]channel.invoke": async,
         "loadtest:scenario/grpc.[method]channel.open-stream": async,
         "loadtest:scenario/grpc.[method]channel.describe-method": async,
@@ -50,4 +51,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.4";
+pub const WIT_VERSION: &str = "0.3.5";

@@ -64,6 +64,7 @@ mod grpc {
 /// k6 scripts run by `host run script.js`.
 mod js {
     mod grpc;
+    mod grpc_connect;
     mod scripts;
 }
 

@@ -1,8 +1,11 @@
-"""gRPC calls made by the host (the contract's `grpc` interface, 0.3.3).
+"""gRPC calls made by the host (the contract's `grpc` interface, 0.3.3; descriptor
+sets, reflection metadata and a channel's own TLS material 0.3.5).
 
 A `Channel` is one target (`host:port`) with the descriptors of the services it calls:
 `.proto` text (compiled by the host at run time; a `.proto` listed in `[data]` is one
-record holding its text: `proto_from_data(name)`) or the server's reflection service.
+record holding its text: `proto_from_data(name)`), binary descriptor sets (protosets),
+or the server's reflection service. Every channel can also call
+`grpc.health.v1.Health`, which the host carries (`Channel.health_check`).
 Messages are dicts (sent and received as proto3 JSON). The host checks the allowlist,
 connects at the first call and records `grpc_reqs`, `grpc_req_duration`,
 `grpc_req_failed` and the stream metrics.
@@ -13,7 +16,7 @@ connects at the first call and records `grpc_reqs`, `grpc_req_duration`,
     reply = ch.invoke("helloworld.Greeter/SayHello", {"name": "py"})
     reply.message  # {"message": "Hello py"}
 
-Import it as `from loadtest import grpc` (it needs a host of contract 0.3.3).
+Import it as `from loadtest import grpc` (it needs a host of contract 0.3.5).
 """
 
 import json as _json
@@ -119,11 +122,24 @@ class Channel:
 
     @classmethod
     def connect(cls, target: str, protos: dict = None, reflect: bool = False,
-                tls: bool = False, timeout: float = None) -> "Channel":
-        """A channel to `host:port`; `protos` maps file names to `.proto` text."""
+                tls: bool = False, timeout: float = None, descriptor_sets=None,
+                reflect_metadata: dict = None, client_cert: str = None,
+                client_key: str = None, ca_certs=None) -> "Channel":
+        """A channel to `host:port`; `protos` maps file names to `.proto` text,
+        `descriptor_sets` is a list of binary FileDescriptorSets (bytes),
+        `reflect_metadata` is sent with the reflection requests; with `tls`,
+        `client_cert` and `client_key` (PEM text) replace `[tls] client_cert` and
+        `ca_certs` (PEM texts) are trusted besides the run's roots."""
         files = [_g.ProtoFile(str(n), str(s)) for n, s in (protos or {}).items()]
         ms = None if timeout is None else int(timeout * 1000)
-        return cls(_call(_g.Channel.connect, target, _g.ChannelOptions(tls, files, reflect, ms)))
+        sets = [bytes(b) for b in (descriptor_sets or [])]
+        md = [(str(k).lower(), str(v)) for k, v in (reflect_metadata or {}).items()]
+        cas = [str(c) for c in (ca_certs or [])]
+        material = None
+        if client_cert is not None or client_key is not None or cas:
+            material = _g.ChannelTls(client_cert, client_key, cas)
+        options = _g.OpenOptions(tls, files, sets, reflect, md, material, ms)
+        return cls(_call(_g.Channel.open, target, options))
 
     def invoke(self, method: str, request, metadata: dict = None, timeout: float = None,
                tags: dict = None, name: str = None, expect=None) -> Response:
@@ -141,3 +157,15 @@ class Channel:
     def methods(self):
         """The methods the channel knows so far."""
         return list(self._raw.methods())
+
+    def health_check(self, service: str = "", timeout: float = None) -> str:
+        """Asks the server's health service (`grpc.health.v1.Health/Check`, carried by
+        the host) about `service` ("" for the whole server): `SERVING`,
+        `NOT_SERVING`, `UNKNOWN` or `SERVICE_UNKNOWN`. A status other than OK (NOT_FOUND
+        for a service the server does not know) raises GrpcError."""
+        reply = self.invoke(HEALTH_CHECK, {"service": service}, timeout=timeout)
+        return (reply.message or {}).get("status", "UNKNOWN")
+
+
+HEALTH_CHECK = "grpc.health.v1.Health/Check"
+"""The health service's method, which every channel can call."""

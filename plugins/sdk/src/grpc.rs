@@ -1,10 +1,12 @@
-//! gRPC calls made by the host (contract 0.3.3).
+//! gRPC calls made by the host (contract 0.3.3; descriptor sets, reflection metadata
+//! and a channel's own TLS material 0.3.5).
 //!
 //! A [`Channel`] is one target (`host:port`) with the descriptors of the services it
 //! calls: `.proto` text handed to [`ChannelBuilder::proto`] (compiled by the host at
 //! run time; a `.proto` file listed in `[data]` is one record holding its text, see
-//! [`proto_from_data`]), or the server's reflection service
-//! ([`ChannelBuilder::reflect`]). Messages are JSON in the proto3 mapping. The host
+//! [`proto_from_data`]), binary descriptor sets ([`ChannelBuilder::descriptor_set`]),
+//! or the server's reflection service ([`ChannelBuilder::reflect`]). Every channel can
+//! also call `grpc.health.v1.Health`, which the host carries ([`Channel::health_check`]). Messages are JSON in the proto3 mapping. The host
 //! connects at the first call, checks the allowlist before any packet, and records
 //! `grpc_reqs`, `grpc_req_duration`, `grpc_req_failed`, `grpc_streams`,
 //! `grpc_streams_msgs_sent` and `grpc_streams_msgs_received`.
@@ -108,7 +110,7 @@ pub fn proto_from_data(name: &str) -> Option<String> {
 /// Opens a [`Channel`].
 pub struct ChannelBuilder {
     target: String,
-    options: wit::ChannelOptions,
+    options: wit::OpenOptions,
 }
 
 impl ChannelBuilder {
@@ -116,6 +118,47 @@ impl ChannelBuilder {
     pub fn tls(mut self, on: bool) -> Self {
         self.options.tls = on;
         self
+    }
+
+    /// Adds a binary `FileDescriptorSet` (a protoset: `protoc --descriptor_set_out=FILE
+    /// --include_imports`, `buf build -o FILE`), decoded by the host.
+    pub fn descriptor_set(mut self, bytes: &[u8]) -> Self {
+        self.options.descriptor_sets.push(bytes.to_vec());
+        self
+    }
+
+    /// Adds a metadata field sent with each reflection request.
+    pub fn reflect_metadata(mut self, name: &str, value: &str) -> Self {
+        self.options
+            .reflect_metadata
+            .push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The channel's own client certificate chain and key (PEM text; the key not
+    /// encrypted), instead of `[tls] client_cert`; used with [`ChannelBuilder::tls`].
+    pub fn client_cert(mut self, cert_pem: &str, key_pem: &str) -> Self {
+        let m = self.material();
+        m.client_cert = Some(cert_pem.to_owned());
+        m.client_key = Some(key_pem.to_owned());
+        self
+    }
+
+    /// Trusts the certificates of `pem` (PEM text) for this channel, besides the run's
+    /// roots; used with [`ChannelBuilder::tls`].
+    pub fn ca_cert(mut self, pem: &str) -> Self {
+        self.material().ca_certs.push(pem.to_owned());
+        self
+    }
+
+    fn material(&mut self) -> &mut wit::ChannelTls {
+        self.options
+            .tls_material
+            .get_or_insert_with(|| wit::ChannelTls {
+                client_cert: None,
+                client_key: None,
+                ca_certs: Vec::new(),
+            })
     }
 
     /// Adds a `.proto` file: its name (as imports name it) and source text.
@@ -141,7 +184,7 @@ impl ChannelBuilder {
 
     /// Makes the channel (the connection opens at the first call).
     pub fn connect(self) -> Result<Channel, GrpcError> {
-        wit::Channel::connect(&self.target, &self.options)
+        wit::Channel::open(&self.target, &self.options)
             .map(|inner| Channel { inner })
             .map_err(GrpcError::from_wit)
     }
@@ -158,10 +201,13 @@ impl Channel {
     pub fn builder(target: &str) -> ChannelBuilder {
         ChannelBuilder {
             target: target.to_owned(),
-            options: wit::ChannelOptions {
+            options: wit::OpenOptions {
                 tls: false,
                 protos: Vec::new(),
+                descriptor_sets: Vec::new(),
                 reflect: false,
+                reflect_metadata: Vec::new(),
+                tls_material: None,
                 timeout_ms: None,
             },
         }
@@ -190,6 +236,41 @@ impl Channel {
     pub fn methods(&self) -> Vec<String> {
         self.inner.methods()
     }
+
+    /// Asks the server's health service (`grpc.health.v1.Health/Check`, which the host
+    /// carries) about `service` (`""`: the server as a whole). The call is counted as
+    /// any other; a status other than OK (NOT_FOUND for a service the server does not
+    /// know) is an error.
+    pub fn health_check(&self, service: &str) -> Result<HealthStatus, GrpcError> {
+        let request = serde_json::json!({ "service": service }).to_string();
+        let response = self.call(HEALTH_CHECK, &request).send()?;
+        let message = response.message.unwrap_or_default();
+        let status = serde_json::from_str::<serde_json::Value>(&message)
+            .ok()
+            .and_then(|v| v.get("status").cloned());
+        Ok(match status.as_ref().and_then(|s| s.as_str()) {
+            Some("SERVING") => HealthStatus::Serving,
+            Some("NOT_SERVING") => HealthStatus::NotServing,
+            Some("SERVICE_UNKNOWN") => HealthStatus::ServiceUnknown,
+            _ => HealthStatus::Unknown,
+        })
+    }
+}
+
+/// The health service's method, which every channel can call.
+pub const HEALTH_CHECK: &str = "grpc.health.v1.Health/Check";
+
+/// What the health service answered (`grpc.health.v1.HealthCheckResponse.ServingStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthStatus {
+    /// `UNKNOWN` (0), or a status this SDK does not know.
+    Unknown,
+    /// `SERVING` (1).
+    Serving,
+    /// `NOT_SERVING` (2).
+    NotServing,
+    /// `SERVICE_UNKNOWN` (3; only Watch answers it).
+    ServiceUnknown,
 }
 
 #[derive(Default)]

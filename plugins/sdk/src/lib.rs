@@ -1,7 +1,7 @@
 //! # loadtest — write load-test scenarios in Rust
 //!
 //! A scenario plugin is a WASI 0.2 component that the `loadtest` host runs once per
-//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.4`,
+//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.5`,
 //! world `scenario`) in an ordinary Rust API: implement [`Scenario`] for a type and
 //! export it with [`export!`].
 //!

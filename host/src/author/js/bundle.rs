@@ -77,6 +77,12 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "StatusUnavailable",
             "StatusDataLoss",
             "StatusUnauthenticated",
+            "HealthCheckUnknown",
+            "HealthCheckServing",
+            "HealthCheckNotServing",
+            "HealthCheckServiceUnknown",
+            // k6 registers the constant under this misspelt name.
+            "HealthCheckServiceUnkown",
         ],
     ),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
@@ -146,10 +152,6 @@ const REFUSED_CALLS: &[(&str, &str)] = &[
         ".ripemd160(",
         "ripemd160() (k6/crypto) is not supported yet",
     ),
-    (
-        ".loadProtoset(",
-        "loadProtoset() (k6/net/grpc) is not supported yet: load the .proto files with client.load()",
-    ),
 ];
 
 /// A bundled script.
@@ -188,6 +190,7 @@ pub(crate) fn bundle(
     let mut modules: Vec<Module> = Vec::new();
     let mut files: BTreeMap<String, (PathBuf, Vec<u8>)> = BTreeMap::new();
     let mut protos: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut protosets: BTreeMap<String, super::protosets::Protoset> = BTreeMap::new();
     let mut inputs = Vec::new();
     let mut queue = vec![entry.clone()];
     let mut seen = std::collections::BTreeSet::new();
@@ -214,6 +217,17 @@ pub(crate) fn bundle(
                 }
             }
             protos.insert(loaded.given, loaded.files);
+        }
+        for set in out.protosets {
+            if let Some(other) = protosets.get(&set.given) {
+                if other.bytes != set.bytes {
+                    bail!(
+                        "{shown}: client.loadProtoset() names {} twice with different contents (from other folders); give the files names that differ",
+                        set.given
+                    );
+                }
+            }
+            protosets.insert(set.given.clone(), set);
         }
         for dep in out.deps {
             queue.push(dep);
@@ -293,6 +307,20 @@ pub(crate) fn bundle(
         }
     }
     js.push_str("};\n");
+    // k6/net/grpc: each protoset `client.loadProtoset` names, with its methods.
+    js.push_str("BUNDLE.protosets = {");
+    for (given, set) in &protosets {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&set.bytes);
+        js.push_str(&format!(
+            "{}: {{ b64: {}, methods: {} }},\n",
+            json(given),
+            json(&b64),
+            set.methods
+        ));
+        inputs.push((format!("protoset:{given}"), set.bytes.clone()));
+    }
+    js.push_str("};\n");
     Ok(Bundle { js, name, inputs })
 }
 
@@ -316,6 +344,8 @@ struct Transformed {
     opens: Vec<(String, PathBuf)>,
     /// The `.proto` files of `client.load` calls (k6/net/grpc).
     protos: Vec<super::protos::Loaded>,
+    /// The protosets of `client.loadProtoset` calls (k6/net/grpc).
+    protosets: Vec<super::protosets::Protoset>,
 }
 
 /// Rewrites one module; `shown` names it in errors.
@@ -476,10 +506,13 @@ fn transform(
     }
     let opens = opens(&src, &code, shown, dir)?;
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
-    let protos = if src.contains("k6/net/grpc") {
-        super::protos::loads(&src, &code, shown, dir, env)?
+    let (protos, protosets) = if src.contains("k6/net/grpc") {
+        (
+            super::protos::loads(&src, &code, shown, dir, env)?,
+            super::protosets::protosets(&src, &code, shown, dir, env)?,
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     for (needle, why) in REFUSED_CALLS {
         if let Some(i) = code.find(needle) {
@@ -499,6 +532,7 @@ fn transform(
         deps,
         opens,
         protos,
+        protosets,
     })
 }
 
@@ -777,9 +811,9 @@ mod tests {
             ),
             (
                 "import grpc from 'k6/net/grpc';\nconst c = new grpc.Client();\nc.loadProtoset('x.pb');\n",
-                "loadProtoset()",
+                "x.pb",
             ),
-            ("import { HealthCheckServing } from 'k6/net/grpc';\n", "`HealthCheckServing`"),
+            ("import { HealthCheckNope } from 'k6/net/grpc';\n", "`HealthCheckNope`"),
         ] {
             let err = transform(code, "s.js", &dir, &dir.join("s.js"), &BTreeMap::new())
                 .err()

@@ -5,15 +5,15 @@
 // the snapshot, shared by every VU. Nothing of the user's runs at build time: each
 // instance runs the init code of the modules on its first call (describe, setup, init or
 // teardown), with its own __ENV and __VU, as k6 runs init code once per VU.
-import hostHttp from 'loadtest:scenario/http@0.3.4';
-import hostCookies from 'loadtest:scenario/cookies@0.3.4';
-import hostMetrics from 'loadtest:scenario/metrics@0.3.4';
-import hostVu from 'loadtest:scenario/vu@0.3.4';
-import hostHtml from 'loadtest:scenario/html@0.3.4';
-import hostWs from 'loadtest:scenario/websocket@0.3.4';
-import hostShared from 'loadtest:scenario/shared-data@0.3.4';
-import hostRun from 'loadtest:scenario/run-control@0.3.4';
-import hostGrpc from 'loadtest:scenario/grpc@0.3.4';
+import hostHttp from 'loadtest:scenario/http@0.3.5';
+import hostCookies from 'loadtest:scenario/cookies@0.3.5';
+import hostMetrics from 'loadtest:scenario/metrics@0.3.5';
+import hostVu from 'loadtest:scenario/vu@0.3.5';
+import hostHtml from 'loadtest:scenario/html@0.3.5';
+import hostWs from 'loadtest:scenario/websocket@0.3.5';
+import hostShared from 'loadtest:scenario/shared-data@0.3.5';
+import hostRun from 'loadtest:scenario/run-control@0.3.5';
+import hostGrpc from 'loadtest:scenario/grpc@0.3.5';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -1773,7 +1773,9 @@ function resetMainLoop() {
 // HTTP/2 connection of the VU), compiles the .proto files, asks reflection, makes the
 // calls and records grpc_req_duration, grpc_reqs, grpc_streams and the stream message
 // counts, as for any plugin. The .proto files that `load` names were read when the
-// script was built (bundle.rs, protos.rs) and are in BUNDLE.protos.
+// script was built (bundle.rs, protos.rs) and are in BUNDLE.protos; the protosets that
+// `loadProtoset` names (protosets.rs) are in BUNDLE.protosets. The host carries
+// grpc.health.v1, which `healthCheck` calls.
 
 const GRPC_STATUS = {
   StatusOK: 0, StatusCanceled: 1, StatusUnknown: 2, StatusInvalidArgument: 3,
@@ -1782,6 +1784,14 @@ const GRPC_STATUS = {
   StatusAborted: 10, StatusOutOfRange: 11, StatusUnimplemented: 12, StatusInternal: 13,
   StatusUnavailable: 14, StatusDataLoss: 15, StatusUnauthenticated: 16,
 };
+
+// grpc.health.v1.HealthCheckResponse.ServingStatus, under k6's names (k6 spells the
+// last one HealthCheckServiceUnkown; both are given).
+const GRPC_HEALTH = {
+  HealthCheckUnknown: 0, HealthCheckServing: 1, HealthCheckNotServing: 2,
+  HealthCheckServiceUnknown: 3, HealthCheckServiceUnkown: 3,
+};
+const SERVING_STATUS = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
 
 // Whether the script's init code is running (k6: `load` only there, `connect` never).
 let inInitCode = false;
@@ -1909,10 +1919,59 @@ class SettledPromise {
   finally(fn) { if (typeof fn === 'function') fn(); return this; }
 }
 
+// k6's connect param `tls` ({cert, key, password, cacerts}: PEM text, as open() reads
+// it) as the host's channel-tls.
+function grpcTlsMaterial(tls) {
+  if (tls === undefined || tls === null) return null;
+  if (typeof tls !== 'object' || Array.isArray(tls)) {
+    throw new Error(`invalid tls value: '${String(tls)}', expected (optional) keys: cert, key, password, and cacerts`);
+  }
+  for (const k of Object.keys(tls)) {
+    if (!['cert', 'key', 'password', 'cacerts'].includes(k)) throw new Error(`invalid tls value: unknown key ${JSON.stringify(k)}, expected (optional) keys: cert, key, password, and cacerts`);
+  }
+  const pem = (v, what) => {
+    if (v === undefined || v === null || v === '') return null;
+    if (typeof v !== 'string') throw new Error(`invalid tls ${what} value: it needs to be a PEM formatted string`);
+    return v;
+  };
+  if (tls.password !== undefined && tls.password !== null && tls.password !== '') {
+    throw new Error('client.connect: tls.password (an encrypted key) is not supported by this host: decrypt the key first (openssl pkey -in key.pem -out plain.pem) and give it without a password');
+  }
+  let cas = tls.cacerts === undefined || tls.cacerts === null ? [] : tls.cacerts;
+  if (!Array.isArray(cas)) cas = [cas];
+  const caCerts = cas.map((c) => pem(c, 'cacerts')).filter((c) => c !== null);
+  const m = { clientCert: pem(tls.cert, 'cert'), clientKey: pem(tls.key, 'key'), caCerts };
+  return m.clientCert === null && m.clientKey === null && !caCerts.length ? null : m;
+}
+
+// k6's reflectMetadata ({name: value}) as metadata pairs.
+function grpcReflectMetadata(md) {
+  if (md === undefined || md === null) return [];
+  if (typeof md !== 'object' || Array.isArray(md)) throw new Error('invalid reflectMetadata param: it needs to be an object of strings');
+  const out = [];
+  for (const k of Object.keys(md)) {
+    if (typeof md[k] !== 'string') throw new Error(`invalid reflectMetadata param: the value of ${k} needs to be a string`);
+    out.push([k.toLowerCase(), md[k]]);
+  }
+  return out;
+}
+
+// `rpc error: code = NotFound desc = ...`, as grpc-go words a failed call.
+function grpcRpcError(e) {
+  e = hostError(e);
+  if (e && typeof e === 'object' && e.tag === 'status') {
+    const name = Object.keys(GRPC_STATUS).find((k) => GRPC_STATUS[k] === e.val.code);
+    return `rpc error: code = ${name ? name.slice(6) : `Code(${e.val.code})`} desc = ${e.val.message}`;
+  }
+  return grpcErrorText(e);
+}
+
 class GrpcClient {
   constructor() {
     this._protos = [];
     this._names = new Set();
+    this._sets = [];
+    this._setNames = new Set();
     this._channel = null;
     this._addr = null;
   }
@@ -1937,8 +1996,17 @@ class GrpcClient {
     return methods;
   }
 
-  loadProtoset() {
-    throw new Error('loadProtoset is not supported by this host yet: load the .proto files with client.load()');
+  // k6: loadProtoset(path), in the init code; the file came from the bundle, decoded
+  // once here (the init code runs when the component is built).
+  loadProtoset(path) {
+    if (!inInitCode) throw new Error('load must be called in the init context');
+    const set = (BUNDLE.protosets || {})[String(path)];
+    if (!set) throw new Error(`client.loadProtoset: ${path} was not bundled by host build (loadProtoset needs a literal path or an __ENV value set at build time)`);
+    if (!this._setNames.has(String(path))) {
+      this._setNames.add(String(path));
+      this._sets.push(b64decodeBytes(set.b64));
+    }
+    return set.methods.map((m) => Object.assign({}, m));
   }
 
   connect(address, params) {
@@ -1949,19 +2017,18 @@ class GrpcClient {
         throw new Error(`client.connect: unknown parameter ${JSON.stringify(k)}`);
       }
     }
-    if (params.tls && Object.keys(params.tls).length) {
-      throw new Error('client.connect: params.tls is not supported by this host: set the CA files and client certificate in run.toml [tls] (ca_files, client_cert, client_key)');
-    }
-    if (params.reflectMetadata && Object.keys(params.reflectMetadata).length) {
-      throw new Error('client.connect: reflectMetadata is not supported by this host yet');
-    }
+    const tlsMaterial = params.plaintext ? null : grpcTlsMaterial(params.tls);
+    const reflectMetadata = grpcReflectMetadata(params.reflectMetadata);
     if (this._channel) this.close();
     const timeoutMs = params.timeout === undefined || params.timeout === null ? null : parseDuration(params.timeout, 'client.connect: timeout');
     try {
-      this._channel = hostGrpc.Channel.connect(String(address), {
+      this._channel = hostGrpc.Channel.open(String(address), {
         tls: !params.plaintext,
         protos: this._protos.map((p) => ({ name: p.name, source: p.source })),
+        descriptorSets: this._sets,
         reflect: !!params.reflect,
+        reflectMetadata,
+        tlsMaterial,
         timeoutMs,
       });
     } catch (e) {
@@ -1995,6 +2062,23 @@ class GrpcClient {
   }
 
   invoke(method, request, params) { return this._call(method, request, params); }
+
+  // k6: healthCheck(service?) calls grpc.health.v1.Health/Check (the host carries its
+  // descriptors) and gives {status} (a HealthCheck* constant); a failed call throws.
+  healthCheck(service) {
+    if (inInitCode || phase === 'describe') throw new Error('invoking RPC methods in the init context is not supported');
+    if (!this._channel) throw new Error('no gRPC connection, you must call connect first');
+    const request = JSON.stringify({ service: service === undefined || service === null ? '' : String(service) });
+    let res;
+    try {
+      // k6 gives no deadline; the unary default here (2 minutes) keeps a VU from waiting forever.
+      res = this._channel.invoke('grpc.health.v1.Health/Check', request, { metadata: [], timeoutMs: 120000, tags: [], expectedCodes: [] });
+    } catch (e) {
+      throw new Error(grpcRpcError(e));
+    }
+    const status = JSON.parse(res.message).status;
+    return { status: typeof status === 'number' ? status : (SERVING_STATUS[status] || 0) };
+  }
 
   // The call is made now (the VU's one thread makes it: two asyncInvoke calls do not
   // overlap) and its result is a settled promise whose callbacks run at once: the
@@ -2115,7 +2199,7 @@ class GrpcStream {
   }
 }
 
-const k6grpc = Object.assign({ Client: GrpcClient, Stream: GrpcStream }, GRPC_STATUS);
+const k6grpc = Object.assign({ Client: GrpcClient, Stream: GrpcStream }, GRPC_STATUS, GRPC_HEALTH);
 
 const MODULES = {
   'k6': Object.assign({ default: k6 }, k6),

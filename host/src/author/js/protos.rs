@@ -55,6 +55,8 @@ pub(crate) fn loads(
             at: open + 1,
             env,
             where_: &where_,
+            call: "client.load()",
+            example: "load(['protos'], 'api.proto')",
         }
         .parse()?;
         let (paths, files) = args
@@ -79,15 +81,24 @@ pub(crate) fn loads(
 
 /// The argument list of one call: each argument a list of strings (a string is a list
 /// of one, `null` an empty one).
-struct Args<'a> {
-    src: &'a str,
-    at: usize,
-    env: &'a BTreeMap<String, String>,
-    where_: &'a str,
+pub(super) struct Args<'a> {
+    /// The module's source.
+    pub(super) src: &'a str,
+    /// Where the arguments start (after the `(`).
+    pub(super) at: usize,
+    /// The build's environment, for `__ENV.NAME`.
+    pub(super) env: &'a BTreeMap<String, String>,
+    /// `file:line` of the call, for errors.
+    pub(super) where_: &'a str,
+    /// The call, as errors name it (`client.load()`).
+    pub(super) call: &'a str,
+    /// A call that can be bundled, for errors.
+    pub(super) example: &'a str,
 }
 
 impl Args<'_> {
-    fn parse(mut self) -> Result<Vec<Vec<String>>> {
+    /// The arguments.
+    pub(super) fn parse(mut self) -> Result<Vec<Vec<String>>> {
         let mut args = Vec::new();
         loop {
             self.skip();
@@ -202,8 +213,8 @@ impl Args<'_> {
             return match self.env.get(&name) {
                 Some(v) => Ok(v.clone()),
                 None => bail!(
-                    "{}: client.load() reads __ENV.{name}, which is not set when the script is built: give it with -e {name}=VALUE (the .proto files are bundled at build time)",
-                    self.where_
+                    "{}: {} reads __ENV.{name}, which is not set when the script is built: give it with -e {name}=VALUE (the files are bundled at build time)",
+                    self.where_, self.call
                 ),
             };
         }
@@ -212,8 +223,8 @@ impl Args<'_> {
 
     fn unreadable(&self) -> anyhow::Error {
         anyhow!(
-            "{}: client.load() needs literal paths (or __ENV.NAME) so that host build can bundle the .proto files: load(['protos'], 'api.proto')",
-            self.where_
+            "{}: {} needs literal paths (or __ENV.NAME) so that host build can bundle the files: {}",
+            self.where_, self.call, self.example
         )
     }
 }

@@ -73,16 +73,22 @@ pub(crate) type Problem = (&'static str, String);
 fn read_certs(key: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, Problem> {
     let text =
         std::fs::read(path).map_err(|e| (key, format!("cannot read {}: {e}", path.display())))?;
-    let certs = CertificateDer::pem_slice_iter(&text)
+    parse_certs(key, &path.display().to_string(), &text)
+}
+
+/// The certificates of PEM `text` (from `shown`, named in errors); at least one.
+pub(crate) fn parse_certs(
+    key: &'static str,
+    shown: &str,
+    text: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, Problem> {
+    let certs = CertificateDer::pem_slice_iter(text)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| (key, format!("{} is not valid PEM: {e}", path.display())))?;
+        .map_err(|e| (key, format!("{shown} is not valid PEM: {e}")))?;
     if certs.is_empty() {
         return Err((
             key,
-            format!(
-                "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-                path.display()
-            ),
+            format!("{shown} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"),
         ));
     }
     Ok(certs)
@@ -91,16 +97,31 @@ fn read_certs(key: &'static str, path: &Path) -> Result<Vec<CertificateDer<'stat
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
     let text = std::fs::read(path)
         .map_err(|e| ("client_key", format!("cannot read {}: {e}", path.display())))?;
-    PrivateKeyDer::from_pem_slice(&text).map_err(|e| {
+    parse_key("client_key", &path.display().to_string(), &text)
+}
+
+/// The private key of PEM `text` (from `shown`, named in errors).
+pub(crate) fn parse_key(
+    key: &'static str,
+    shown: &str,
+    text: &[u8],
+) -> Result<PrivateKeyDer<'static>, Problem> {
+    PrivateKeyDer::from_pem_slice(text).map_err(|e| {
+        let encrypted = String::from_utf8_lossy(text).contains("ENCRYPTED");
+        let hint = if encrypted {
+            " (it is encrypted: decrypt it first, e.g. openssl pkey -in key.pem -out plain.pem)"
+        } else {
+            ""
+        };
         (
-            "client_key",
-            format!(
-                "{} holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}",
-                path.display()
-            ),
+            key,
+            format!("{shown} holds no PEM private key (PKCS#8, PKCS#1 or SEC1){hint}: {e}"),
         )
     })
 }
+
+/// A client certificate chain and its key.
+pub(crate) type ClientAuth = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 
 /// What a run trusts: the roots (the system's and the files'), and the certificates
 /// of `ca_file` and the stack's CA files themselves, which are also accepted as a
@@ -132,6 +153,18 @@ pub(crate) fn build_wrapped(
     alpn: &[&[u8]],
     wrap: impl FnOnce(Arc<dyn ServerCertVerifier>) -> Arc<dyn ServerCertVerifier>,
 ) -> Result<ClientConfig, Problem> {
+    build_with_auth(options, trust, alpn, wrap, None)
+}
+
+/// [`build_wrapped`], presenting `auth` instead of `[tls] client_cert` when given (a
+/// connection's own client certificate, `net::tls_material`).
+pub(crate) fn build_with_auth(
+    options: &TlsOptions,
+    trust: Trust,
+    alpn: &[&[u8]],
+    wrap: impl FnOnce(Arc<dyn ServerCertVerifier>) -> Arc<dyn ServerCertVerifier>,
+    auth: Option<ClientAuth>,
+) -> Result<ClientConfig, Problem> {
     let provider = Arc::new(provider(&options.cipher_suites));
     let wanted = versions(options);
     if !options.cipher_suites.is_empty()
@@ -161,16 +194,19 @@ pub(crate) fn build_wrapped(
     let builder = builder
         .dangerous()
         .with_custom_certificate_verifier(wrap(verifier));
-    let mut config = match (&options.client_cert, &options.client_key) {
-        (Some(cert), Some(key)) => builder
-            .with_client_auth_cert(read_certs("client_cert", cert)?, read_key(key)?)
-            .map_err(|e| {
-                (
-                    "client_key",
-                    format!("is not the key of client_cert, or not usable: {e}"),
-                )
-            })?,
-        _ => builder.with_no_client_auth(),
+    let auth = match (auth, &options.client_cert, &options.client_key) {
+        (Some(auth), _, _) => Some(auth),
+        (None, Some(cert), Some(key)) => Some((read_certs("client_cert", cert)?, read_key(key)?)),
+        _ => None,
+    };
+    let mut config = match auth {
+        Some((certs, key)) => builder.with_client_auth_cert(certs, key).map_err(|e| {
+            (
+                "client_key",
+                format!("is not the key of client_cert, or not usable: {e}"),
+            )
+        })?,
+        None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config.resumption = rustls::client::Resumption::disabled();

@@ -11,6 +11,7 @@ use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
 use crate::net::counting_io::{CountingIo, IoStats};
 use crate::net::tls::Purpose;
+use crate::net::tls_material::TlsMaterial;
 use crate::net::types::IoBytes;
 use crate::net::NetShared;
 use bytes::Bytes;
@@ -29,8 +30,15 @@ pub struct ChannelOptions {
     pub tls: bool,
     /// `.proto` files (name, source).
     pub protos: Vec<(String, String)>,
+    /// Binary `FileDescriptorSet`s (protosets).
+    pub descriptor_sets: Vec<Vec<u8>>,
     /// Ask the server's reflection service for services the protos lack.
     pub reflect: bool,
+    /// Metadata sent with each reflection request.
+    pub reflect_metadata: Vec<(String, String)>,
+    /// The channel's own CAs and client certificate, over the run's `[tls]` (used
+    /// when `tls` is on).
+    pub tls_material: Option<TlsMaterial>,
     /// Time to connect; the run's default timeout when absent.
     pub connect_timeout: Option<Duration>,
 }
@@ -45,6 +53,10 @@ pub struct Channel {
     pub(super) base_tags: TagSet,
     pub(super) pool: DescriptorPool,
     pub(super) reflect: bool,
+    /// Metadata of the reflection requests.
+    pub(super) reflect_metadata: Vec<(String, String)>,
+    /// The TLS configuration of a channel with its own material; the run's otherwise.
+    tls_config: Option<Arc<rustls::ClientConfig>>,
     connect_timeout: Duration,
     pub(super) conn: Option<Conn>,
 }
@@ -65,7 +77,9 @@ impl Conn {
 
 impl Channel {
     /// A channel to `target` (`host:port`) for a VU with `base_tags`, leaving from
-    /// `local` when given. Nothing is sent yet: see the module's doc.
+    /// `local` when given. Nothing is sent yet: see the module's doc. A channel without
+    /// descriptors or reflection can still call the services the host carries
+    /// (`grpc.health.v1.Health`); another method fails at the call, saying so.
     pub fn new(
         shared: Arc<NetShared>,
         target: &str,
@@ -78,13 +92,17 @@ impl Channel {
             shared.warn_denied_once(&origin, "open a gRPC channel to", &why);
             GrpcError::Denied(why)
         })?;
-        let pool = descriptors::compile(&options.protos).map_err(GrpcError::Invalid)?;
-        if !options.reflect && pool.services().len() == 0 {
-            return Err(GrpcError::Invalid(format!(
-                "{target}: no service to call: give .proto files that define the services, \
-                 or set reflect to ask the server"
-            )));
-        }
+        let pool = descriptors::build(&options.protos, &options.descriptor_sets)
+            .map_err(GrpcError::Invalid)?;
+        let tls_config = match &options.tls_material {
+            Some(m) if options.tls && !m.is_empty() => Some(
+                shared
+                    .tls
+                    .config_with(Purpose::Http2, m)
+                    .map_err(|e| GrpcError::Invalid(format!("{target}: {e}")))?,
+            ),
+            _ => None,
+        };
         let scheme = if options.tls { "https" } else { "http" };
         let connect_timeout = options.connect_timeout.unwrap_or(shared.default_timeout);
         Ok(Self {
@@ -95,6 +113,8 @@ impl Channel {
             base_tags: base_tags.clone(),
             pool,
             reflect: options.reflect,
+            reflect_metadata: options.reflect_metadata,
+            tls_config,
             connect_timeout,
             conn: None,
         })
@@ -118,7 +138,12 @@ impl Channel {
             self.conn = None;
             let opened = tokio::time::timeout(
                 self.connect_timeout,
-                open(&self.origin, self.local, &self.shared),
+                open(
+                    &self.origin,
+                    self.local,
+                    &self.shared,
+                    self.tls_config.clone(),
+                ),
             )
             .await
             .map_err(|_| {
@@ -351,22 +376,24 @@ fn authority(origin: &Origin) -> String {
 }
 
 /// Opens the connection: TCP (from `local`), TLS offering only `h2` by ALPN when the
-/// channel is TLS, then the HTTP/2 handshake; its task is spawned.
+/// channel is TLS (with `config`, the channel's own, else the run's), then the HTTP/2
+/// handshake; its task is spawned.
 async fn open(
     origin: &Origin,
     local: Option<IpAddr>,
     shared: &NetShared,
+    config: Option<Arc<rustls::ClientConfig>>,
 ) -> Result<Conn, GrpcError> {
     let tcp = connect_tcp(origin, local)
         .await
         .map_err(GrpcError::from_http)?;
     let (io, stats) = CountingIo::new(tcp);
     let sender = if origin.scheme == "https" {
-        let (tls, negotiated) = shared
-            .tls
-            .handshake(origin, io, Purpose::Http2)
-            .await
-            .map_err(GrpcError::from_http)?;
+        let shaken = match config {
+            Some(config) => shared.tls.handshake_using(config, origin, io).await,
+            None => shared.tls.handshake(origin, io, Purpose::Http2).await,
+        };
+        let (tls, negotiated) = shaken.map_err(GrpcError::from_http)?;
         if !negotiated.h2 {
             return Err(GrpcError::Tls(format!(
                 "{origin}: the server did not choose HTTP/2 by ALPN; is this a gRPC port?"

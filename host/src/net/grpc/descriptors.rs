@@ -1,9 +1,14 @@
 //! Method descriptors: `.proto` text compiled in the host at run time (protox: no
-//! protoc, no generated code), and the lookup of `package.Service/Method` in a pool.
+//! protoc, no generated code), binary descriptor sets (protosets) decoded, the
+//! services the host carries (`grpc.health.v1.Health`), and the lookup of
+//! `package.Service/Method` in a pool.
 
+use prost::Message;
 use prost_reflect::{DescriptorPool, MethodDescriptor};
+use prost_types::{FileDescriptorProto, FileDescriptorSet};
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 /// `.proto` sources by the name other files import them by.
 struct Sources(HashMap<String, String>);
@@ -41,6 +46,120 @@ pub(crate) fn compile(files: &[(String, String)]) -> Result<DescriptorPool, Stri
         compiler.open_file(name).map_err(|e| describe(&e))?;
     }
     Ok(compiler.descriptor_pool())
+}
+
+/// Compiles `files` (as [`compile`]) and adds the binary `FileDescriptorSet`s `sets`
+/// (as [`add_set`]).
+pub(crate) fn build(
+    files: &[(String, String)],
+    sets: &[Vec<u8>],
+) -> Result<DescriptorPool, String> {
+    let mut pool = compile(files)?;
+    for (i, bytes) in sets.iter().enumerate() {
+        let shown = if sets.len() == 1 {
+            "the descriptor set".to_string()
+        } else {
+            format!("descriptor set {}", i + 1)
+        };
+        add_set(&mut pool, bytes, &shown)?;
+    }
+    Ok(pool)
+}
+
+/// Adds a binary `FileDescriptorSet` (`protoc --descriptor_set_out --include_imports`,
+/// `buf build -o`; `shown` names it in errors) to `pool`. Google's well-known types
+/// it imports without holding are taken from the host's copies; a file the pool
+/// already has (the same import from a `.proto` or another set) is kept as it is.
+pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> Result<(), String> {
+    let set = FileDescriptorSet::decode(bytes).map_err(|e| {
+        format!(
+            "{shown} is not a binary FileDescriptorSet (make one with protoc \
+             --descriptor_set_out=FILE --include_imports, or buf build -o FILE): {e}"
+        )
+    })?;
+    if set.file.is_empty() {
+        return Err(format!(
+            "{shown} holds no file descriptor (make one with protoc \
+             --descriptor_set_out=FILE --include_imports, or buf build -o FILE)"
+        ));
+    }
+    let held: BTreeSet<&str> = set.file.iter().map(|f| f.name()).collect();
+    let mut google = BTreeSet::new();
+    for f in &set.file {
+        for dep in &f.dependency {
+            if held.contains(dep.as_str()) || pool.get_file_by_name(dep).is_some() {
+                continue;
+            }
+            if dep.starts_with("google/protobuf/") {
+                google.insert(dep.clone());
+            } else {
+                return Err(format!(
+                    "{shown}: {} imports {dep}, which the set does not hold; make the set \
+                     with --include_imports",
+                    f.name()
+                ));
+            }
+        }
+    }
+    if !google.is_empty() {
+        let mut compiler = protox::Compiler::with_file_resolver(GoogleFileResolver::new());
+        compiler.include_imports(true);
+        for name in &google {
+            compiler
+                .open_file(name)
+                .map_err(|e| format!("{shown}: {e}"))?;
+        }
+        let wanted: Vec<FileDescriptorProto> = compiler
+            .file_descriptor_set()
+            .file
+            .into_iter()
+            .filter(|f| pool.get_file_by_name(f.name()).is_none())
+            .collect();
+        pool.add_file_descriptor_protos(wanted)
+            .map_err(|e| format!("{shown}: the well-known types it imports: {e}"))?;
+    }
+    let new: Vec<FileDescriptorProto> = set
+        .file
+        .into_iter()
+        .filter(|f| pool.get_file_by_name(f.name()).is_none())
+        .collect();
+    pool.add_file_descriptor_protos(new)
+        .map_err(|e| format!("{shown}: its descriptors do not build: {e}"))
+}
+
+/// The service every channel can call without a descriptor from the plugin.
+pub(crate) const HEALTH_SERVICE: &str = "grpc.health.v1.Health";
+
+/// The host's `grpc/health/v1/health.proto`, compiled once.
+fn health_file() -> &'static FileDescriptorProto {
+    static FILE: OnceLock<FileDescriptorProto> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let source = include_str!("protos/health.proto");
+        let pool = compile(&[("grpc/health/v1/health.proto".into(), source.into())])
+            .expect("the carried health.proto compiles");
+        let file = pool
+            .file_descriptor_protos()
+            .next()
+            .expect("one file")
+            .clone();
+        file
+    })
+}
+
+/// Adds the host's copy of `service` to `pool` when the host carries it and the pool
+/// lacks it; whether it did.
+pub(crate) fn add_carried(pool: &mut DescriptorPool, service: &str) -> Result<bool, String> {
+    if service != HEALTH_SERVICE || pool.get_service_by_name(service).is_some() {
+        return Ok(false);
+    }
+    let file = health_file();
+    if pool.get_file_by_name(file.name()).is_some() {
+        // A file of that name without the service: the plugin's own, left alone.
+        return Ok(false);
+    }
+    pool.add_file_descriptor_proto(file.clone())
+        .map_err(|e| format!("the host's health.proto: {e}"))?;
+    Ok(true)
 }
 
 /// A compile error with the file and line where protox found it.
@@ -133,6 +252,73 @@ mod tests {
         assert!(find(&pool, "other.Svc/X").unwrap().is_none());
         let err = find(&pool, "demo.v1.Notes/Put").unwrap_err();
         assert!(err.contains("has: Get, Ping, Watch"), "{err}");
+    }
+
+    /// A set as protoc writes one, here from protox (the integration tests use
+    /// grpcio-tools' protoc).
+    fn set_of(files: &[(&str, &str)], with_imports: bool) -> Vec<u8> {
+        let owned: Vec<(String, String)> = files
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .collect();
+        let pool = compile(&owned).unwrap();
+        let file = pool
+            .file_descriptor_protos()
+            .filter(|f| with_imports || !f.name().starts_with("google/"))
+            .cloned()
+            .collect();
+        FileDescriptorSet { file }.encode_to_vec()
+    }
+
+    #[test]
+    fn descriptor_sets_are_decoded_with_or_without_their_imports() {
+        let files = [("api.proto", API), ("types.proto", TYPES)];
+        for with_imports in [true, false] {
+            let pool = build(&[], &[set_of(&files, with_imports)]).unwrap();
+            let watch = find(&pool, "demo.v1.Notes/Watch").unwrap().unwrap();
+            assert!(watch.is_server_streaming());
+            assert_eq!(methods(&pool).len(), 3);
+        }
+        // The same files from a .proto and from a set: kept once.
+        let owned = [("types.proto".to_string(), TYPES.to_string())];
+        let pool = build(&owned, &[set_of(&files, true)]).unwrap();
+        assert_eq!(methods(&pool).len(), 3);
+
+        let err = build(&[], &[b"not a set".to_vec()]).unwrap_err();
+        assert!(err.contains("--descriptor_set_out"), "{err}");
+        let pool = compile(&[
+            ("api.proto".into(), API.into()),
+            ("types.proto".into(), TYPES.into()),
+        ])
+        .unwrap();
+        let only_api = FileDescriptorSet {
+            file: pool
+                .file_descriptor_protos()
+                .filter(|f| f.name() == "api.proto")
+                .cloned()
+                .collect(),
+        };
+        let err = build(&[], &[only_api.encode_to_vec()]).unwrap_err();
+        assert!(
+            err.contains("imports types.proto") && err.contains("--include_imports"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_health_service_is_carried() {
+        let mut pool = compile(&[("types.proto".into(), TYPES.into())]).unwrap();
+        assert!(find(&pool, "grpc.health.v1.Health/Check")
+            .unwrap()
+            .is_none());
+        assert!(add_carried(&mut pool, HEALTH_SERVICE).unwrap());
+        let check = find(&pool, "grpc.health.v1.Health/Check").unwrap().unwrap();
+        assert_eq!(
+            check.output().full_name(),
+            "grpc.health.v1.HealthCheckResponse"
+        );
+        assert!(!add_carried(&mut pool, HEALTH_SERVICE).unwrap(), "once");
+        assert!(!add_carried(&mut pool, "demo.v1.Notes").unwrap());
     }
 
     #[test]

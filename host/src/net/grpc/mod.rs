@@ -1,8 +1,10 @@
 //! The host side of the plugin's `grpc` import: channels to `host:port` over HTTP/2
 //! (hyper, on the host's own connect, TLS and allowlist code), method descriptors from
-//! `.proto` text compiled at run time ([`descriptors`], protox) or from the server's
-//! reflection service ([`reflection`]), unary calls ([`unary`]) and client, server and
-//! bidirectional streams ([`stream`]) with proto3 JSON messages (prost-reflect).
+//! `.proto` text compiled at run time or binary descriptor sets ([`descriptors`],
+//! protox and prost-reflect), the services the host carries (`grpc.health.v1.Health`),
+//! or the server's reflection service ([`reflection`]), unary calls ([`unary`]) and
+//! client, server and bidirectional streams ([`stream`]) with proto3 JSON messages
+//! (prost-reflect).
 //!
 //! A channel connects lazily, as gRPC channels do: `connect` checks the target and the
 //! allowlist (nothing is sent to a denied target) and compiles the protos; the first

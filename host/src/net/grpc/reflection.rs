@@ -1,8 +1,9 @@
 //! The server reflection client (`grpc.reflection.v1` and, for older servers,
 //! `v1alpha`: the same messages under another package). Asks for the file that
 //! defines a service, then for the files it imports that the answer left out, each
-//! question on its own stream (a request, half-close, one answer). Reflection calls
-//! are the channel's own business: they are not counted in `grpc_reqs`. The
+//! question on its own stream (a request, half-close, one answer), with the channel's
+//! reflection metadata (k6's `reflectMetadata`). Reflection calls are the channel's own
+//! business: they are not counted in `grpc_reqs`. The
 //! channel's method lookup lives here too, as it is what asks the service.
 
 use super::body::GrpcBody;
@@ -68,6 +69,11 @@ impl Channel {
             return Ok(m);
         }
         let (service, _) = descriptors::split_method(method).map_err(GrpcError::Invalid)?;
+        if descriptors::add_carried(&mut self.pool, service).map_err(GrpcError::Invalid)? {
+            if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
+                return Ok(m);
+            }
+        }
         if !self.reflect {
             let known = self.methods();
             return Err(GrpcError::Invalid(format!(
@@ -179,8 +185,9 @@ async fn ask(
     let body = GrpcBody::Once(Some(frame::encode(&request.encode_to_vec())));
     let timeout = channel.shared.default_timeout;
     let max = channel.shared.max_body;
+    let metadata = channel.reflect_metadata.clone();
     let exchange = async {
-        let response = channel.start(path, &[], None, body).await?;
+        let response = channel.start(path, &metadata, None, body).await?;
         read_all(response, max).await
     };
     let (messages, status) = tokio::time::timeout(timeout, exchange)

@@ -5,6 +5,7 @@
 use crate::net::grpc::{
     CallOptions, CallStatus, Channel, ChannelOptions, GrpcError, GrpcStream, StreamItem,
 };
+use crate::net::tls_material::TlsMaterial;
 use crate::plugin::bindings::loadtest::scenario::grpc as wit;
 use crate::plugin::state::VuState;
 use std::time::Duration;
@@ -57,26 +58,67 @@ impl VuState {
     }
 }
 
+impl VuState {
+    /// Makes a channel of this VU to `target` and puts it in the VU's table.
+    fn new_channel(
+        &mut self,
+        target: &str,
+        options: ChannelOptions,
+    ) -> Result<Resource<Channel>, wit::GrpcError> {
+        let net = self.services.net.clone();
+        // A VU's channels leave from the same source address as its HTTP requests.
+        let local = net.http.local_ip(self.identity.vu_id);
+        let channel =
+            Channel::new(net, target, options, &self.identity.tags, local).map_err(to_wit)?;
+        self.table()
+            .push(channel)
+            .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many channels: {e}")))
+    }
+}
+
+fn timeout(ms: Option<u32>) -> Option<Duration> {
+    ms.map(|ms| Duration::from_millis(u64::from(ms)))
+}
+
+fn protos(files: Vec<wit::ProtoFile>) -> Vec<(String, String)> {
+    files.into_iter().map(|p| (p.name, p.source)).collect()
+}
+
 impl wit::HostChannel for VuState {
     async fn connect(
         &mut self,
         target: String,
         o: wit::ChannelOptions,
     ) -> Result<Resource<Channel>, wit::GrpcError> {
-        let net = self.services.net.clone();
-        // A VU's channels leave from the same source address as its HTTP requests.
-        let local = net.http.local_ip(self.identity.vu_id);
         let options = ChannelOptions {
             tls: o.tls,
-            protos: o.protos.into_iter().map(|p| (p.name, p.source)).collect(),
+            protos: protos(o.protos),
             reflect: o.reflect,
-            connect_timeout: o.timeout_ms.map(|ms| Duration::from_millis(u64::from(ms))),
+            connect_timeout: timeout(o.timeout_ms),
+            ..Default::default()
         };
-        let channel =
-            Channel::new(net, &target, options, &self.identity.tags, local).map_err(to_wit)?;
-        self.table()
-            .push(channel)
-            .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many channels: {e}")))
+        self.new_channel(&target, options)
+    }
+
+    async fn open(
+        &mut self,
+        target: String,
+        o: wit::OpenOptions,
+    ) -> Result<Resource<Channel>, wit::GrpcError> {
+        let options = ChannelOptions {
+            tls: o.tls,
+            protos: protos(o.protos),
+            descriptor_sets: o.descriptor_sets,
+            reflect: o.reflect,
+            reflect_metadata: o.reflect_metadata,
+            tls_material: o.tls_material.map(|m| TlsMaterial {
+                client_cert: m.client_cert,
+                client_key: m.client_key,
+                ca_certs: m.ca_certs,
+            }),
+            connect_timeout: timeout(o.timeout_ms),
+        };
+        self.new_channel(&target, options)
     }
 
     async fn invoke(

@@ -89,7 +89,34 @@ const PY_SURVEY: &str = r##"    def survey(self):
             except loadtest.HttpError as e:
                 loadtest.check("an impossible version is refused", e.kind == "invalid")
 
+    def grpc_calls(self):
+        if getattr(self, "channel", None) is None:
+            self.channel = grpc.Channel.connect(
+                loadtest.env("GRPC_TARGET"), reflect=True,
+                reflect_metadata={"x-reflect-token": "py"})
+        ch = self.channel
+        reply = ch.invoke("loadtest.test.Counter/Echo", {"text": "py"}, name="echo")
+        loadtest.check("grpc echo", reply.code == 0 and reply.message["text"] == "py")
+        loadtest.check("grpc health", ch.health_check() == "SERVING")
+        try:
+            ch.invoke("loadtest.test.Counter/Fail", {"text": "x"})
+            loadtest.check("grpc status raised", False)
+        except grpc.GrpcError as e:
+            loadtest.check("grpc status raised", e.kind == "status" and e.code == 3)
+        stream = ch.stream("loadtest.test.Counter/Watch")
+        stream.send({"text": "w", "count": 2})
+        got = 0
+        while True:
+            try:
+                if stream.recv(5.0) is not None:
+                    got += 1
+            except EOFError:
+                break
+        loadtest.check("grpc stream messages", got == 2)
+
     def iteration(self, scenario):
+        if loadtest.env("GRPC") == "1":
+            return self.grpc_calls()
         if loadtest.env("SURVEY") == "1":
             return self.survey()
         if loadtest.env("VERSIONS") == "1":
@@ -132,6 +159,13 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert_ne!(big, code, "the template has an iteration method");
     // The survey through the SDK's form and page helpers (SURVEY=1).
     let big = big.replacen("    def iteration(self, scenario):\n", PY_SURVEY, 1);
+    // The gRPC module, imported at the top as the SDK says (componentize-py bundles
+    // what the app imports when it is built).
+    let big = big.replacen(
+        "import loadtest\n",
+        "import loadtest\nfrom loadtest import grpc\n",
+        1,
+    );
     std::fs::write(&app, big).unwrap();
 
     let built = host(&project, &["build"]);
@@ -148,7 +182,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.4",
+        "built against: 0.3.5",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {
@@ -403,4 +437,65 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         assert_eq!(c["fails"].as_u64(), Some(0), "{c}\n{}", text(&ran));
     }
     assert_eq!(summary["checks"].as_array().unwrap().len(), 2);
+
+    // gRPC through the Python SDK against grpcio (a server this project did not
+    // write): reflection with metadata, a unary call, the carried health service, a
+    // status raised, a server stream. What the server served is what the host counted.
+    let mut grpcio = crate::support::grpc_server::Server::plaintext();
+    let out = tmp.path().join("results-grpc");
+    let args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "2".into(),
+        "--iterations".into(),
+        "6".into(),
+        "-e".into(),
+        format!("GRPC_TARGET=127.0.0.1:{}", grpcio.plain),
+        "-e".into(),
+        "GRPC=1".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--quiet".into(),
+    ];
+    let dir = tmp.path().to_path_buf();
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let served = grpcio.stats();
+    let calls = |m: &str| served["calls"][m].as_f64().unwrap_or(0.0);
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    for c in summary["checks"].as_array().unwrap() {
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(6), Some(0)),
+            "{c}\n{}",
+            text(&ran)
+        );
+    }
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        (calls("Echo"), calls("Check"), calls("Fail"), calls("Watch")),
+        (6.0, 6.0, 6.0, 6.0),
+        "{served}"
+    );
+    let metric = |name: &str| summary["metrics"][name]["count"].as_f64().unwrap_or(0.0);
+    assert_eq!(
+        metric("grpc_reqs"),
+        calls("Echo") + calls("Check") + calls("Fail"),
+        "{}",
+        summary["metrics"]
+    );
+    assert_eq!(metric("grpc_streams"), 6.0);
+    assert_eq!(
+        metric("grpc_streams_msgs_received"),
+        served["stream_sent"].as_f64().unwrap()
+    );
+    let reflected = served["reflection_requests"].as_f64().unwrap();
+    assert!(reflected >= 2.0, "{served}");
+    assert_eq!(served["reflect_tokens"]["py"].as_f64(), Some(reflected));
 }

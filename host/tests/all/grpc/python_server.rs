@@ -176,3 +176,30 @@ async fn calls_streams_and_failures_match_what_a_grpcio_server_counted() {
         "a denied target got a connection"
     );
 }
+
+/// A plugin built against contract 0.3.3 (fixtures/wit_033) opens its channel with
+/// `channel.connect`, beside which 0.3.5 added `channel.open`: it still links and its
+/// calls reach the server, each counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_built_against_0_3_3_still_connects_with_its_channel_options() {
+    let mut server = Server::plaintext();
+    let target = format!("127.0.0.1:{}", server.plain);
+    let config = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 3\n";
+    let run = common::run("wit_033", config, &[("GRPC_TARGET", &target)])
+        .await
+        .unwrap();
+    let served = server.stats()["calls"]["Echo"].as_f64().unwrap_or(0.0);
+    assert_eq!(served, 6.0);
+    assert_eq!(run.metric("grpc_reqs", "count"), served);
+    let checks = &run.json["checks"];
+    let echo = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "grpc echo answered")
+        .unwrap_or_else(|| panic!("{checks}"));
+    assert_eq!(
+        (echo["passes"].as_u64(), echo["fails"].as_u64()),
+        (Some(6), Some(0))
+    );
+}

@@ -36,6 +36,9 @@ pub struct Server {
     pub plain: u16,
     /// The TLS port (0 when started without a certificate).
     pub tls: u16,
+    /// The TLS port that demands a client certificate (0 when started without a
+    /// client CA).
+    pub mtls: u16,
 }
 
 impl Server {
@@ -46,6 +49,19 @@ impl Server {
             cert.as_os_str(),
             "--key".as_ref(),
             key.as_os_str(),
+        ])
+    }
+
+    /// Starts it with a certificate for its TLS ports and `client_ca`, whose
+    /// certificates the third port demands from clients.
+    pub fn start_mtls(cert: &Path, key: &Path, client_ca: &Path) -> Self {
+        Self::start_with(&[
+            "--cert".as_ref(),
+            cert.as_os_str(),
+            "--key".as_ref(),
+            key.as_os_str(),
+            "--client-ca".as_ref(),
+            client_ca.as_os_str(),
         ])
     }
 
@@ -79,6 +95,7 @@ impl Server {
             stdout,
             plain: ports[0],
             tls: ports[1],
+            mtls: ports[2],
         }
     }
 
