@@ -775,26 +775,13 @@ fn src_dir() -> PathBuf {
     }
 }
 
-/// Cycles still to be broken (config's tls, and config with its sampling and stack
-/// sections); each is a set of files, and a cycle passes only if all its files are in one set. Remove a set
-/// when its cycle is gone; never add one.
-const KNOWN: &[&[&str]] = &[
-    &["config/tls/client.rs", "config/tls/mod.rs"],
-    &["config/mod.rs", "config/sampling.rs", "config/stack.rs"],
-];
-
 #[test]
 fn no_import_cycle_between_files() {
     let root = src_dir();
     let krate = Crate::read(&root);
     let edges = krate.edges();
     let name = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
-    let known = |walk: &Vec<PathBuf>| {
-        KNOWN
-            .iter()
-            .any(|set| walk.iter().all(|p| set.contains(&name(p).as_str())))
-    };
-    let found: Vec<Vec<PathBuf>> = cycles(&edges).into_iter().filter(|w| !known(w)).collect();
+    let found: Vec<Vec<PathBuf>> = cycles(&edges);
     let shown: Vec<String> = found
         .iter()
         .map(|walk| {

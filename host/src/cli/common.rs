@@ -220,6 +220,6 @@ fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
 }
 
 /// `--sample-pid [NAME=]PID`, checked here and kept as written.
-fn pid_arg(text: &str) -> Result<String, String> {
+fn pid_arg(text: &str) -> Result<String, crate::config::sampling::PidTargetError> {
     crate::config::sampling::parse_pid_target(text).map(|_| text.to_string())
 }

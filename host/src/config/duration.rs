@@ -45,6 +45,33 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// `d` as a config value that reads back as exactly `d`: [`format_duration`]'s text
+/// when it does (`30s`, `1m30s`), else whole milliseconds or microseconds. What the
+/// command line sets is written into the config the results keep and the workers read,
+/// so a rounding there (`1250ms` shown as `1.2s`) would make them disagree with the run.
+pub(crate) fn exact_text(d: Duration) -> String {
+    let candidates = [
+        Some(format_duration(d)),
+        d.subsec_nanos()
+            .is_multiple_of(1_000_000)
+            .then(|| format!("{}ms", d.as_millis())),
+        d.subsec_nanos()
+            .is_multiple_of(1_000)
+            .then(|| format!("{}us", d.as_micros())),
+        Some(format!("{}s", d.as_secs_f64())),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|text| parse_duration(text).ok() == Some(d))
+        .unwrap_or_else(|| format_duration(d))
+}
+
+/// [`exact_text`] as a TOML value.
+pub(crate) fn exact_value(d: Duration) -> toml::Value {
+    toml::Value::String(exact_text(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,7 +113,7 @@ mod tests {
 /// properties`. Saved failing cases: host/proptest-regressions/config/duration.txt.
 #[cfg(test)]
 mod properties {
-    use super::{format_duration, parse_duration};
+    use super::{exact_text, format_duration, parse_duration};
     use proptest::prelude::*;
     use std::time::Duration;
 
@@ -115,5 +142,21 @@ mod properties {
             let whole = Duration::from_secs(secs);
             prop_assert_eq!(parse_duration(&format_duration(whole)).unwrap(), whole);
         }
+    }
+
+    #[test]
+    fn exact_text_reads_back_as_the_duration() {
+        for text in [
+            "30s", "1m30s", "500ms", "1.5s", "1250ms", "100us", "2h", "0", "1.0001s",
+        ] {
+            let d = parse_duration(text).unwrap();
+            assert_eq!(parse_duration(&exact_text(d)).unwrap(), d, "{text}");
+        }
+        // Unchanged where the compact text is exact; whole milliseconds where it rounds.
+        assert_eq!(exact_text(Duration::from_secs(90)), "1m30s");
+        assert_eq!(exact_text(Duration::from_millis(1500)), "1.5s");
+        let d = parse_duration("1250ms").unwrap();
+        assert_eq!(format_duration(d), "1.2s");
+        assert_eq!(exact_text(d), "1250ms");
     }
 }

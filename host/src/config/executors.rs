@@ -92,7 +92,7 @@ fn ramping_vus(r: &mut TableReader, c: &mut Collector) -> Option<ExecutorConfig>
     let stages = stages(r, c, false);
     let graceful_ramp_down = c
         .opt(r.duration("graceful_ramp_down"))
-        .unwrap_or(Duration::from_secs(30));
+        .unwrap_or(DEFAULT_GRACEFUL_RAMP_DOWN);
     Some(ExecutorConfig::RampingVus {
         start_vus,
         stages: stages?,
@@ -106,7 +106,7 @@ fn iteration_options(r: &mut TableReader, c: &mut Collector) -> Option<(u64, u64
     let iterations = c.keep(positive_or(r, "iterations", 1));
     let max_duration = c
         .opt(r.duration("max_duration"))
-        .unwrap_or(Duration::from_secs(600));
+        .unwrap_or(DEFAULT_MAX_DURATION);
     Some((vus?, iterations?, max_duration))
 }
 
@@ -121,13 +121,7 @@ fn per_vu_iterations(r: &mut TableReader, c: &mut Collector) -> Option<ExecutorC
 
 fn shared_iterations(r: &mut TableReader, c: &mut Collector) -> Option<ExecutorConfig> {
     let (vus, iterations, max_duration) = iteration_options(r, c)?;
-    if iterations < vus {
-        c.push(r.error(
-            "iterations",
-            format!("{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"),
-        ));
-        return None;
-    }
+    c.keep(check_pool(&r.path_of("iterations"), vus, iterations))?;
     Some(ExecutorConfig::SharedIterations {
         vus,
         iterations,
@@ -165,17 +159,66 @@ fn ramping_arrival_rate(r: &mut TableReader, c: &mut Collector) -> Option<Execut
     })
 }
 
+/// How long `per-vu-iterations` and `shared-iterations` may run without `max_duration`.
+pub(crate) const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
+
+/// `graceful_ramp_down` of `ramping-vus` when it is not given.
+pub(crate) const DEFAULT_GRACEFUL_RAMP_DOWN: Duration = Duration::from_secs(30);
+
+// The checks below are the ones a value may fail whether the config or the command
+// line gave it (`--vus`, `--iterations`, `--duration`, `--rate`): both word their
+// mistakes alike. `path` is the key's dotted path.
+
+/// A count (`vus`, `iterations`) must be at least 1.
+pub(crate) fn check_count(path: &str, n: u64) -> Result<u64, ConfigError> {
+    if n == 0 {
+        return Err(mistake(path, "must be at least 1"));
+    }
+    Ok(n)
+}
+
+/// A scheduled length (`duration`) must be longer than zero.
+pub(crate) fn check_length(path: &str, d: Duration) -> Result<Duration, ConfigError> {
+    if d.is_zero() {
+        return Err(mistake(path, "must be longer than 0s"));
+    }
+    Ok(d)
+}
+
+/// An arrival rate must be a number greater than 0.
+pub(crate) fn check_rate(path: &str, rate: f64) -> Result<f64, ConfigError> {
+    // Written so that NaN is refused too.
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Err(mistake(path, "must be a number greater than 0"));
+    }
+    Ok(rate)
+}
+
+/// `shared-iterations` needs an iteration for each VU; `path` names `iterations`.
+pub(crate) fn check_pool(path: &str, vus: u64, iterations: u64) -> Result<(), ConfigError> {
+    if iterations < vus {
+        return Err(mistake(
+            path,
+            format!("{iterations} iterations cannot keep {vus} VUs busy; set iterations >= vus"),
+        ));
+    }
+    Ok(())
+}
+
+fn mistake(path: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        path: path.to_string(),
+        message: message.into(),
+    }
+}
+
 fn rate(r: &mut TableReader) -> Result<f64, ConfigError> {
     let rate = r.required(
         "rate",
         "how many iterations per time_unit?",
         TableReader::number,
     )?;
-    // Written so that NaN is refused too.
-    if !(rate > 0.0 && rate.is_finite()) {
-        return Err(r.error("rate", "must be a number greater than 0"));
-    }
-    Ok(rate)
+    check_rate(&r.path_of("rate"), rate)
 }
 
 fn start_rate(r: &mut TableReader) -> Result<f64, ConfigError> {
@@ -189,10 +232,7 @@ fn start_rate(r: &mut TableReader) -> Result<f64, ConfigError> {
 /// A count that defaults to `default` when absent and must be at least 1.
 fn positive_or(r: &mut TableReader, key: &'static str, default: u64) -> Result<u64, ConfigError> {
     let value = r.uint(key)?.unwrap_or(default);
-    if value == 0 {
-        return Err(r.error(key, "must be at least 1"));
-    }
-    Ok(value)
+    check_count(&r.path_of(key), value)
 }
 
 fn required_duration(r: &mut TableReader, key: &'static str) -> Result<Duration, ConfigError> {
@@ -201,10 +241,7 @@ fn required_duration(r: &mut TableReader, key: &'static str) -> Result<Duration,
         "give it as a string such as \"30s\"",
         TableReader::duration,
     )?;
-    if d.is_zero() {
-        return Err(r.error(key, "must be longer than 0s"));
-    }
-    Ok(d)
+    check_length(&r.path_of(key), d)
 }
 
 fn time_unit(r: &mut TableReader) -> Result<Duration, ConfigError> {

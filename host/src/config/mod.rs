@@ -14,6 +14,7 @@ pub(crate) mod executors;
 pub(crate) mod http;
 pub(crate) mod layers;
 pub(crate) mod outputs;
+pub(crate) mod overrides;
 pub(crate) mod sampling;
 pub(crate) mod scenario;
 pub(crate) mod schema;
@@ -33,14 +34,17 @@ pub(crate) use cpuset::CpuSet;
 pub(crate) use duration::{format_duration, parse_duration};
 pub(crate) use http::{H3Mode, HttpOptions};
 pub(crate) use outputs::OutputsConfig;
+pub use overrides::Overrides;
 pub(crate) use sampling::SamplingOptions;
 pub(crate) use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub(crate) use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
 pub(crate) use stack::{OnServiceExit, StackConfig};
+pub use table::parse_toml;
 pub(crate) use table::{ConfigError, ConfigErrors};
 pub(crate) use trend_stats::TrendStat;
 pub(crate) use websocket::WebSocketOptions;
 
+use overrides::{ScenarioEdits, ScenarioWrites};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -225,59 +229,6 @@ impl RunConfig {
     }
 }
 
-/// Values given on the command line; each overrides the same value in every scenario
-/// that has it.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    /// `--vus`.
-    pub vus: Option<u64>,
-    /// `--duration`.
-    pub duration: Option<Duration>,
-    /// `--iterations`: turns `constant-vus` scenarios into `shared-iterations`, as k6 does.
-    pub iterations: Option<u64>,
-    /// `--rate` for arrival-rate scenarios.
-    pub rate: Option<f64>,
-    /// `-e KEY=VALUE`.
-    pub env: Vec<(String, String)>,
-    /// `--allow URL`.
-    pub allow: Vec<String>,
-    /// `--sample-container NAME`.
-    pub sample_containers: Vec<String>,
-    /// `--sample-pid [NAME=]PID`.
-    pub sample_pids: Vec<String>,
-    /// `--stats-interval`.
-    pub stats_interval: Option<Duration>,
-    /// `--stage DURATION:TARGET` (repeatable): the scenarios are replaced by one
-    /// `ramping-vus` scenario named `default` with these stages, as k6's `--stage`.
-    pub stages: Vec<Stage>,
-    /// `--summary-trend-stats`: the trend columns of summary.txt (default: all kept).
-    pub summary_trend_stats: Option<Vec<TrendStat>>,
-    /// `--insecure-skip-tls-verify` (k6's flag): sets `[tls] insecure_skip_verify`.
-    pub insecure_skip_tls_verify: bool,
-    /// `--config` files after the first, layered over it in order (see `config::layers`).
-    pub config_layers: Vec<PathBuf>,
-    /// `allow` replaces the config's `[targets] allow` instead of adding to it
-    /// (`run --stack`: the plugin reaches the stack's entry URLs and nothing else).
-    pub allow_only: bool,
-    /// CA files trusted besides the system's roots and `[tls] ca_file`: those of a
-    /// stack's https entries (`run --stack`).
-    pub ca_files: Vec<PathBuf>,
-    /// `--execution-segment`: the share of the test this process runs (`1/3:2/3`,
-    /// `0.5`, `50%:75%`), as k6's.
-    pub execution_segment: Option<String>,
-    /// `--execution-segment-sequence`: every process's segment boundaries
-    /// (`0,1/3,2/3,1`), so that all stripe alike.
-    pub execution_segment_sequence: Option<String>,
-}
-
-/// Parses TOML text, pointing at the line of a syntax error.
-pub fn parse_toml(text: &str, origin: &str) -> Result<toml::Table, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError {
-        path: origin.to_string(),
-        message: format!("not valid TOML: {}", e.to_string().trim_end()),
-    })
-}
-
 /// Overlays `over` on `base`: tables merge key by key, except `scenarios`, which a
 /// run config replaces as a whole (a plugin's default scenarios are a suggestion).
 pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
@@ -296,11 +247,22 @@ pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
     base
 }
 
-/// Applies command-line overrides to a merged table, then checks it. Every section is
-/// checked even after a mistake, so the error lists all of them (one per section or
-/// scenario at most: within one table the first mistake hides the next).
+/// Reads a merged table, applies the command line's overrides to what it read, and
+/// checks the result. Every section is checked even after a mistake, so the error
+/// lists all of them (one per section or scenario at most: within one table the first
+/// mistake hides the next). The values the overrides set are written back into the
+/// table kept as [`RunConfig::source`] (see `overrides`).
 pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig, ConfigErrors> {
-    apply_overrides(&mut source, overrides)?;
+    let segment = segment::from_flags(
+        overrides.execution_segment.as_deref(),
+        overrides.execution_segment_sequence.as_deref(),
+    )
+    .map_err(|message| ConfigError {
+        path: "--execution-segment".into(),
+        message,
+    });
+    // `--stage` replaces the scenarios whole; its own mistake is the only one shown.
+    let staged = overrides.stage_scenario(&source)?;
     let mut errors = Collector::default();
     for key in source.keys() {
         if !SECTIONS.contains(&key.as_str()) {
@@ -310,29 +272,28 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
             });
         }
     }
-    let segment = errors
-        .keep(
-            segment::from_flags(
-                overrides.execution_segment.as_deref(),
-                overrides.execution_segment_sequence.as_deref(),
-            )
-            .map_err(|message| ConfigError {
-                path: "--execution-segment".into(),
-                message,
-            }),
-        )
-        .unwrap_or_default();
-    let mut scenarios = errors.keep_all(scenarios(&source)).unwrap_or_default();
+    let segment = errors.keep(segment).unwrap_or_default();
+    let (mut scenarios, written) = match staged {
+        Some((scenario, table)) => (vec![scenario], ScenarioWrites::Replaced(table)),
+        None => {
+            let (scenarios, edits) = errors
+                .keep_all(scenarios(&source, overrides))
+                .unwrap_or_default();
+            (scenarios, ScenarioWrites::Edited(edits))
+        }
+    };
     for scenario in &mut scenarios {
         scenario.segment = segment.clone();
     }
     if errors.is_empty() {
         errors.keep(check_arrival_rates(&scenarios, &segment));
     }
-    let env = errors.keep(section_map(&source, "env")).unwrap_or_default();
+    let mut env = errors.keep(section_map(&source, "env")).unwrap_or_default();
+    overrides.apply_to_env(&mut env);
     let (thresholds, allow_missing_thresholds) =
         errors.keep(thresholds(&source)).unwrap_or_default();
-    let allow = errors.keep(targets(&source)).unwrap_or_default();
+    let mut allow = errors.keep(targets(&source)).unwrap_or_default();
+    overrides.apply_to_allow(&mut allow);
     let limits = errors.keep(parse_limits(&source)).unwrap_or_default();
     let data = errors
         .keep(section_map(&source, "data"))
@@ -342,13 +303,28 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .collect();
     let websocket = errors.keep(websocket::parse(&source)).unwrap_or_default();
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
-    let sampling = errors.keep(sampling::parse(&source)).unwrap_or_default();
+    let sampling = match errors.keep(sampling::parse(&source)) {
+        Some(mut sampling) => errors
+            .keep(sampling.apply_flags(overrides.sampling_flags()))
+            .map(|()| sampling)
+            .unwrap_or_default(),
+        None => SamplingOptions::default(),
+    };
     let stack = errors.keep(stack::parse(&source)).unwrap_or_default();
-    let mut tls = errors.keep(tls::parse(&source)).unwrap_or_default();
+    // The flag is applied before the files are checked, as `[tls]` would have set it.
+    let mut tls = match errors.keep(tls::read(&source)) {
+        Some(mut tls) => {
+            overrides.apply_to_tls(&mut tls);
+            errors.keep(tls::check(&tls));
+            tls
+        }
+        None => tls::TlsOptions::default(),
+    };
     tls.extra_ca_files.clone_from(&overrides.ca_files);
     let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
     errors.finish()?;
+    overrides.write_back(&mut source, written);
 
     Ok(RunConfig {
         scenarios,
@@ -374,8 +350,13 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     })
 }
 
-/// The `[scenarios.NAME]` tables; every scenario is read, so a mistake in each is shown.
-fn scenarios(source: &toml::Table) -> Result<Vec<ScenarioConfig>, ConfigErrors> {
+/// The `[scenarios.NAME]` tables, each with the command line's overrides applied, and
+/// what those changed in each table; every scenario is read, so a mistake in each is
+/// shown.
+fn scenarios(
+    source: &toml::Table,
+    overrides: &Overrides,
+) -> Result<(Vec<ScenarioConfig>, ScenarioEdits), ConfigErrors> {
     let table = match source.get("scenarios") {
         Some(toml::Value::Table(t)) if !t.is_empty() => t,
         Some(toml::Value::Table(_)) | None => {
@@ -395,6 +376,7 @@ fn scenarios(source: &toml::Table) -> Result<Vec<ScenarioConfig>, ConfigErrors> 
     };
     let mut errors = Collector::default();
     let mut scenarios = Vec::new();
+    let mut edits = Vec::new();
     for (name, value) in table {
         let Some(table) = value.as_table() else {
             errors.push(ConfigError {
@@ -403,12 +385,16 @@ fn scenarios(source: &toml::Table) -> Result<Vec<ScenarioConfig>, ConfigErrors> 
             });
             continue;
         };
-        if let Some(s) = errors.keep(scenario::parse_scenario(name, table)) {
+        let Some(mut s) = errors.keep(scenario::parse_scenario(name, table)) else {
+            continue;
+        };
+        if let Some(changed) = errors.keep(overrides.apply_to_scenario(&mut s)) {
+            edits.push((name.clone(), changed));
             scenarios.push(s);
         }
     }
     errors.finish()?;
-    Ok(scenarios)
+    Ok((scenarios, edits))
 }
 
 /// `[thresholds]` as written (checked here so its mistakes join the others), and its
@@ -498,149 +484,6 @@ fn check_arrival_rates(
              processes (--execution-segment)"
         ),
     })
-}
-
-fn apply_overrides(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigError> {
-    use executors::{CONSTANT_ARRIVAL_RATE, CONSTANT_VUS, PER_VU_ITERATIONS, SHARED_ITERATIONS};
-    apply_stages(source, o)?;
-    sampling::apply_overrides(source, o);
-    if let Some(toml::Value::Table(scenarios)) = source.get_mut("scenarios") {
-        for (_, value) in scenarios.iter_mut() {
-            let Some(s) = value.as_table_mut() else {
-                continue;
-            };
-            let executor = s
-                .get("executor")
-                .and_then(|e| e.as_str())
-                .unwrap_or("")
-                .to_string();
-            if let Some(iterations) = o.iterations {
-                if executor == CONSTANT_VUS {
-                    s.insert("executor".into(), SHARED_ITERATIONS.into());
-                    s.remove("duration");
-                }
-                if matches!(
-                    executor.as_str(),
-                    PER_VU_ITERATIONS | SHARED_ITERATIONS | CONSTANT_VUS
-                ) {
-                    s.insert("iterations".into(), (iterations as i64).into());
-                }
-            }
-            let executor = s
-                .get("executor")
-                .and_then(|e| e.as_str())
-                .unwrap_or("")
-                .to_string();
-            if let Some(vus) = o.vus {
-                if s.contains_key("vus")
-                    || matches!(
-                        executor.as_str(),
-                        PER_VU_ITERATIONS | SHARED_ITERATIONS | CONSTANT_VUS
-                    )
-                {
-                    s.insert("vus".into(), (vus as i64).into());
-                }
-            }
-            if let Some(d) = o.duration {
-                if matches!(executor.as_str(), CONSTANT_VUS | CONSTANT_ARRIVAL_RATE) {
-                    s.insert("duration".into(), format_duration(d).into());
-                }
-            }
-            if let Some(rate) = o.rate {
-                if executor == CONSTANT_ARRIVAL_RATE {
-                    s.insert("rate".into(), rate.into());
-                }
-            }
-        }
-    }
-    if o.insecure_skip_tls_verify {
-        let tls = source
-            .entry("tls")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let Some(tls) = tls.as_table_mut() {
-            tls.insert("insecure_skip_verify".into(), true.into());
-        }
-    }
-    if !o.env.is_empty() {
-        let env = source
-            .entry("env")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let Some(env) = env.as_table_mut() {
-            for (k, v) in &o.env {
-                env.insert(k.clone(), v.clone().into());
-            }
-        }
-    }
-    if !o.allow.is_empty() {
-        let targets = source
-            .entry("targets")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let Some(targets) = targets.as_table_mut() {
-            let allow = targets
-                .entry("allow")
-                .or_insert_with(|| toml::Value::Array(Vec::new()));
-            if let Some(list) = allow.as_array_mut() {
-                if o.allow_only {
-                    list.clear();
-                }
-                list.extend(o.allow.iter().map(|u| toml::Value::from(u.clone())));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Name of the scenario `--stage` makes (k6's default scenario).
-pub(crate) const STAGE_SCENARIO: &str = "default";
-
-/// `--stage`: replaces every scenario with one `ramping-vus` scenario, as k6 does with
-/// its `stages` shortcut. It starts at `--vus` VUs (k6's `startVUs = vus`, 1 without
-/// it) and runs the `exec` the replaced scenarios shared.
-fn apply_stages(source: &mut toml::Table, o: &Overrides) -> Result<(), ConfigError> {
-    if o.stages.is_empty() {
-        return Ok(());
-    }
-    let execs: std::collections::BTreeSet<String> = match source.get("scenarios") {
-        Some(toml::Value::Table(t)) => t
-            .values()
-            .map(|s| {
-                s.get("exec")
-                    .and_then(|e| e.as_str())
-                    .unwrap_or("default")
-                    .to_string()
-            })
-            .collect(),
-        _ => Default::default(),
-    };
-    if execs.len() > 1 {
-        return Err(ConfigError {
-            path: "--stage".into(),
-            message: format!(
-                "it replaces the scenarios with one, but they run different plugin scenarios                  ({}); write a ramping-vus [scenarios.NAME] with `exec` and `stages` in a                  --config instead",
-                execs.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        });
-    }
-    let exec = execs.into_iter().next().unwrap_or_else(|| "default".into());
-    let stages: Vec<toml::Value> = o
-        .stages
-        .iter()
-        .map(|s| {
-            let mut t = toml::Table::new();
-            t.insert("duration".into(), format_duration(s.duration).into());
-            t.insert("target".into(), (s.target as i64).into());
-            toml::Value::Table(t)
-        })
-        .collect();
-    let mut scenario = toml::Table::new();
-    scenario.insert("executor".into(), executors::RAMPING_VUS.into());
-    scenario.insert("exec".into(), exec.into());
-    scenario.insert("start_vus".into(), (o.vus.unwrap_or(1) as i64).into());
-    scenario.insert("stages".into(), toml::Value::Array(stages));
-    let mut scenarios = toml::Table::new();
-    scenarios.insert(STAGE_SCENARIO.into(), toml::Value::Table(scenario));
-    source.insert("scenarios".into(), toml::Value::Table(scenarios));
-    Ok(())
 }
 
 fn parse_limits(source: &toml::Table) -> Result<Limits, ConfigError> {
@@ -746,6 +589,7 @@ fn not_a_table(name: &str) -> ConfigError {
 
 #[cfg(test)]
 mod tests {
+    use super::overrides::STAGE_SCENARIO;
     use super::*;
 
     /// The one error of a config with one mistake.

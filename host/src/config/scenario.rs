@@ -10,6 +10,9 @@ use std::time::Duration;
 pub use super::executor_config::ExecutorConfig;
 pub(crate) use super::executor_config::Stage;
 
+/// How long running iterations may take to finish when `graceful_stop` is not given.
+pub(crate) const DEFAULT_GRACEFUL_STOP: Duration = Duration::from_secs(30);
+
 /// A scenario: an executor plus the options every executor takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioConfig {
@@ -92,7 +95,7 @@ pub(crate) fn parse_scenario(
     let start_time = c.opt(r.duration("start_time")).unwrap_or_default();
     let graceful_stop = c
         .opt(r.duration("graceful_stop"))
-        .unwrap_or(Duration::from_secs(30));
+        .unwrap_or(DEFAULT_GRACEFUL_STOP);
     let env = c.keep(r.string_map("env")).unwrap_or_default();
     let tags = c.keep(r.string_map("tags")).unwrap_or_default();
     let executor = match executor_name.as_deref().map(|n| (n, executors::find(n))) {

@@ -14,7 +14,7 @@
 //! ```
 
 use super::cpuset::CpuSet;
-use super::table::{ConfigError, TableReader};
+use super::table::{parse_toml, ConfigError, TableReader};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,7 +58,7 @@ pub(crate) fn from_file(path: &std::path::Path) -> Result<StackConfig, ConfigErr
         path: path.display().to_string(),
         message: format!("cannot read it: {e}"),
     })?;
-    parse(&super::parse_toml(&text, &path.display().to_string())?)
+    parse(&parse_toml(&text, &path.display().to_string())?)
 }
 
 /// Reads `[stack]` from a run config, or the defaults when it is absent.
@@ -80,7 +80,7 @@ pub(crate) fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     }
     config.memory = r.string_map("memory")?;
     for (service, size) in &config.memory {
-        parse_size(size).map_err(|e| r.error(&format!("memory.{service}"), e))?;
+        parse_size(size).map_err(|e| r.error(&format!("memory.{service}"), e.to_string()))?;
     }
     config.timeout = r.duration("timeout")?;
     if let Some(mode) = r.string("on_service_exit")? {
@@ -109,9 +109,23 @@ pub(crate) fn parse(source: &toml::Table) -> Result<StackConfig, ConfigError> {
     Ok(config)
 }
 
+/// Why a memory size was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SizeError {
+    /// No number where one was expected.
+    #[error("{0:?} is not a size like 256m or 1g")]
+    NotASize(String),
+    /// A unit Docker does not take: the unit, then the whole text.
+    #[error("unknown unit {0:?} in {1:?}; use b, k, m or g")]
+    UnknownUnit(String, String),
+    /// Below what Docker accepts.
+    #[error("{0:?} is below Docker's minimum memory limit of 6m")]
+    BelowMinimum(String),
+}
+
 /// Parses a memory size as Docker does: a number with an optional binary unit
 /// `b`, `k`, `m`, `g` (also `kb`, `mib`, ...): `256m` is 256 MiB.
-pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, SizeError> {
     let text = text.trim().to_ascii_lowercase();
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -119,24 +133,18 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = text.split_at(split);
     let number: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a size like 256m or 1g"))?;
+        .map_err(|_| SizeError::NotASize(text.clone()))?;
     let scale: u64 = match unit.trim() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}; use b, k, m or g"
-            ))
-        }
+        other => return Err(SizeError::UnknownUnit(other.to_string(), text.clone())),
     };
     let bytes = (number * scale as f64) as u64;
     // Docker refuses limits under 6 MiB; say so before it does.
     if bytes < 6 << 20 {
-        return Err(format!(
-            "{text:?} is below Docker's minimum memory limit of 6m"
-        ));
+        return Err(SizeError::BelowMinimum(text));
     }
     Ok(bytes)
 }
@@ -151,8 +159,14 @@ mod tests {
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert_eq!(parse_size("1.5g"), Ok(3 << 29));
         assert_eq!(parse_size("8388608"), Ok(8 << 20));
-        assert!(parse_size("1m").unwrap_err().contains("minimum"));
-        assert!(parse_size("12 parsecs").unwrap_err().contains("unit"));
+        assert!(parse_size("1m")
+            .unwrap_err()
+            .to_string()
+            .contains("minimum"));
+        assert!(parse_size("12 parsecs")
+            .unwrap_err()
+            .to_string()
+            .contains("unit"));
         assert!(parse_size("lots").is_err());
     }
 

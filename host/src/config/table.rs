@@ -51,6 +51,26 @@ impl std::fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
+/// Parses TOML text, pointing at the line of a syntax error.
+pub fn parse_toml(text: &str, origin: &str) -> Result<toml::Table, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError {
+        path: origin.to_string(),
+        message: format!("not valid TOML: {}", e.to_string().trim_end()),
+    })
+}
+
+/// A number must be finite and not negative, wherever it was written (a table, or a
+/// flag such as `--rate`); `path` names its key.
+pub(crate) fn check_non_negative(path: &str, value: f64) -> Result<f64, ConfigError> {
+    if !value.is_finite() || value < 0.0 {
+        return Err(ConfigError {
+            path: path.to_string(),
+            message: format!("must be a non-negative number, got {value}"),
+        });
+    }
+    Ok(value)
+}
+
 /// Gathers config errors so a reader can go on to the next section after a mistake.
 #[derive(Debug, Default)]
 pub(crate) struct Collector(Vec<ConfigError>);
@@ -227,10 +247,7 @@ impl<'a> TableReader<'a> {
             Some(toml::Value::Float(f)) => *f,
             Some(other) => return Err(self.error(key, expected("a number", other))),
         };
-        if !value.is_finite() || value < 0.0 {
-            return Err(self.error(key, format!("must be a non-negative number, got {value}")));
-        }
-        Ok(Some(value))
+        check_non_negative(&self.path_of(key), value).map(Some)
     }
 
     /// An optional boolean.

@@ -4,7 +4,7 @@
 //! unknown suite stops the run before it starts); the connections (`net::tls`) use
 //! the same builder, so what was checked is what connects.
 
-use super::{TlsOptions, TlsVersion};
+use super::options::{TlsOptions, TlsVersion};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -66,7 +66,6 @@ fn versions(options: &TlsOptions) -> Vec<&'static rustls::SupportedProtocolVersi
     v
 }
 
-/// A config problem: the `[tls]` key to fix and why.
 /// What is wrong with a setting: the `[tls]` key, and what to fix.
 pub(crate) type Problem = (&'static str, String);
 

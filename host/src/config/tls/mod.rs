@@ -16,82 +16,31 @@
 //! an unknown suite stops the run before it starts, not at its first request.
 
 pub(crate) mod client;
+pub(crate) mod options;
+
+pub(crate) use options::{TlsOptions, TlsVersion};
 
 use super::table::{unknown_message, ConfigError, TableReader};
 use std::path::PathBuf;
 
-/// A TLS protocol version the host speaks (rustls has no older ones).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TlsVersion {
-    /// TLS 1.2.
-    Tls12,
-    /// TLS 1.3.
-    Tls13,
-}
-
-impl TlsVersion {
-    /// k6's name: `tls1.2`, `tls1.3`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Tls12 => "tls1.2",
-            Self::Tls13 => "tls1.3",
-        }
-    }
-
-    fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "tls1.2" => Ok(Self::Tls12),
-            "tls1.3" => Ok(Self::Tls13),
-            "ssl3.0" | "tls1.0" | "tls1.1" => Err(format!(
-                "{text:?} is not supported (it is obsolete and insecure); use \"tls1.2\" or \"tls1.3\""
-            )),
-            _ => Err(format!(
-                "{text:?} is not a TLS version; use \"tls1.2\" or \"tls1.3\""
-            )),
-        }
-    }
-}
-
-/// TLS settings of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsOptions {
-    /// A PEM file of certificates trusted besides the system's roots.
-    pub ca_file: Option<PathBuf>,
-    /// More such files, not from `[tls]`: the CAs of a Compose stack's https entries,
-    /// which `run --stack` reads out of their containers.
-    pub extra_ca_files: Vec<PathBuf>,
-    /// Accept any server certificate.
-    pub insecure_skip_verify: bool,
-    /// The client certificate chain (PEM), with `client_key`.
-    pub client_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    pub client_key: Option<PathBuf>,
-    /// Lowest version offered.
-    pub min_version: TlsVersion,
-    /// Highest version offered.
-    pub max_version: TlsVersion,
-    /// Cipher suites offered, by k6's (IANA) names; empty: the provider's defaults.
-    pub cipher_suites: Vec<String>,
-}
-
-impl Default for TlsOptions {
-    fn default() -> Self {
-        Self {
-            ca_file: None,
-            extra_ca_files: Vec::new(),
-            insecure_skip_verify: false,
-            client_cert: None,
-            client_key: None,
-            min_version: TlsVersion::Tls12,
-            max_version: TlsVersion::Tls13,
-            cipher_suites: Vec::new(),
-        }
-    }
-}
-
 /// Reads `[tls]` from the run config, or the defaults when it is absent, and checks
 /// it by building a client configuration from it (which reads its files).
+#[cfg(test)]
 pub(crate) fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
+    let options = read(source)?;
+    check(&options)?;
+    Ok(options)
+}
+
+/// Checks the options as the connections will use them, by building a client
+/// configuration from them (which reads their files). The defaults always pass.
+pub(crate) fn check(options: &TlsOptions) -> Result<(), ConfigError> {
+    client::check(options).map_err(|(key, message)| r_error(key, message))
+}
+
+/// Reads `[tls]` from the run config, or the defaults when it is absent, without
+/// reading its files ([`check`] does, once the command line has had its say).
+pub(crate) fn read(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
     let mut options = TlsOptions::default();
     let Some(value) = source.get("tls") else {
         return Ok(options);
@@ -109,17 +58,19 @@ pub(crate) fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
         None => {}
         Some(toml::Value::String(text)) => {
             r.string("tls_version")?;
-            let v = TlsVersion::parse(text).map_err(|e| r.error("tls_version", e))?;
+            let v = TlsVersion::parse(text).map_err(|e| r.error("tls_version", e.to_string()))?;
             (options.min_version, options.max_version) = (v, v);
         }
         Some(toml::Value::Table(range)) => {
             r.string("tls_version").ok();
             let mut rr = TableReader::new("tls.tls_version", range);
             if let Some(min) = rr.string("min")? {
-                options.min_version = TlsVersion::parse(&min).map_err(|e| rr.error("min", e))?;
+                options.min_version =
+                    TlsVersion::parse(&min).map_err(|e| rr.error("min", e.to_string()))?;
             }
             if let Some(max) = rr.string("max")? {
-                options.max_version = TlsVersion::parse(&max).map_err(|e| rr.error("max", e))?;
+                options.max_version =
+                    TlsVersion::parse(&max).map_err(|e| rr.error("max", e.to_string()))?;
             }
             rr.finish()?;
             if options.min_version > options.max_version {
@@ -182,7 +133,6 @@ pub(crate) fn parse(source: &toml::Table) -> Result<TlsOptions, ConfigError> {
         }
         _ => {}
     }
-    client::check(&options).map_err(|(key, message)| r_error(key, message))?;
     Ok(options)
 }
 

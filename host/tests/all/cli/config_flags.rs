@@ -395,3 +395,61 @@ fn a_duration_that_shortens_no_scenario_says_how_long_it_really_runs() {
     let duration = s["duration_s"].as_f64().unwrap();
     assert!((1.9..10.0).contains(&duration), "{duration}");
 }
+
+#[test]
+fn a_flags_value_reaches_the_run_its_summary_and_setup_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "two.toml",
+        "[scenarios.steady]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"30s\"\n\
+         [scenarios.arrivals]\nexecutor = \"constant-arrival-rate\"\nrate = 1\n\
+         duration = \"30s\"\npre_allocated_vus = 1\n",
+    );
+    let export = dir.path().join("export.json");
+    let out = dir.path().join("out");
+    let output = run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--iterations",
+            "4",
+            "--vus",
+            "2",
+            "--duration",
+            "1250ms",
+            "--rate",
+            "4",
+            "--stats-interval",
+            "2s",
+            "-e",
+            "SETUP=config",
+            "--summary-export",
+            export.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let s = summary(&out);
+    let config = &s["config"];
+    // --iterations made constant-vus shared-iterations (k6's rule), with --vus's VUs;
+    // --duration and --rate set the arrival-rate scenario, exactly as given.
+    let steady = &config["scenarios"]["steady"];
+    assert_eq!(steady["executor"], "shared-iterations", "{config:#}");
+    assert_eq!(steady["vus"], 2);
+    assert_eq!(steady["iterations"], 4);
+    assert!(steady.get("duration").is_none(), "{steady}");
+    let arrivals = &config["scenarios"]["arrivals"];
+    assert_eq!(arrivals["duration"], "1250ms", "{arrivals}");
+    assert_eq!(arrivals["rate"], 4.0);
+    assert_eq!(config["sampling"]["stats_interval"], "2s");
+    // The run used those values.
+    assert_eq!(s["scenarios"]["steady"]["executor"], "shared-iterations");
+    assert_eq!(s["scenarios"]["steady"]["completed"], 4, "{s:#}");
+    // setup() was given the same config the summary records.
+    let export: Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    let seen = &export["setup_data"];
+    assert_eq!(seen["scenarios"], config["scenarios"], "{seen:#}");
+    assert_eq!(seen["sampling"], config["sampling"]);
+    assert_eq!(seen["env"]["SETUP"], "config", "setup sees the real values");
+}

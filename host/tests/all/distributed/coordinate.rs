@@ -184,6 +184,19 @@ impl Cluster {
         workers: usize,
         spawn: bool,
     ) -> Self {
+        Self::start_with_flags(dir, plugin, toml, env, &[], workers, spawn)
+    }
+
+    /// As [`Cluster::start_in`], with more flags for the coordinator's run.
+    fn start_with_flags(
+        dir: tempfile::TempDir,
+        plugin: &str,
+        toml: &str,
+        env: &[String],
+        flags: &[&str],
+        workers: usize,
+        spawn: bool,
+    ) -> Self {
         let config = common::write_config(dir.path(), toml);
         let plugin = common::plugin(plugin);
         let out = dir.path().join("coordinator");
@@ -203,6 +216,7 @@ impl Cluster {
         for e in env {
             args.extend(["-e", e.as_str()]);
         }
+        args.extend(flags);
         let coordinator = Proc::spawn(&args);
         let line = coordinator.wait_for_line(host::LISTENING, Duration::from_secs(60));
         // `coordinator listening on 127.0.0.1:PORT: waiting for N worker(s)`
@@ -869,6 +883,41 @@ fn data_files_travel_to_the_workers_with_the_plugin() {
             "{path}"
         );
         assert_ne!(Path::new(path), original);
+    }
+}
+
+#[test]
+fn the_coordinators_flags_reach_every_worker_as_they_reach_its_summary() {
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"30s\"\n";
+    let mut cluster = Cluster::start_with_flags(
+        tempfile::tempdir().unwrap(),
+        "misbehave",
+        toml,
+        &[],
+        &["--iterations", "6", "--vus", "3"],
+        3,
+        true,
+    );
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let summary = cluster.summary();
+    let scenarios = &summary["config"]["scenarios"];
+    // k6's rule: --iterations makes constant-vus shared-iterations, with --vus's VUs.
+    assert_eq!(scenarios["default"]["executor"], "shared-iterations");
+    assert_eq!(scenarios["default"]["vus"], 3, "{scenarios}");
+    assert_eq!(scenarios["default"]["iterations"], 6);
+    assert_eq!(
+        summary["scenarios"]["default"]["completed"], 6,
+        "{summary:#}"
+    );
+    // Each worker read the config it was sent as the coordinator's run used it.
+    for i in 0..3 {
+        cluster.workers[i].wait(Duration::from_secs(10));
+        let own = common::summary_json(&common::only_results_dir(
+            &cluster.worker_out(&format!("w{i}")),
+        ));
+        assert_eq!(own["config"]["scenarios"], *scenarios, "worker w{i}");
+        assert_eq!(own["scenarios"]["default"]["executor"], "shared-iterations");
     }
 }
 
