@@ -65,6 +65,7 @@ const SECTIONS: &[&str] = &[
     "tls",
     "outputs",
     "distributed",
+    "summary",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -165,7 +166,8 @@ pub struct RunConfig {
     pub sampling: SamplingOptions,
     /// The Compose stack of `run --stack` (`[stack]`).
     pub stack: StackConfig,
-    /// The trend columns summary.txt prints (`--summary-trend-stats`), in order.
+    /// The trend columns summary.txt prints (`--summary-trend-stats`, else
+    /// `[summary] trend_stats`), in order.
     pub summary_trend_stats: Vec<TrendStat>,
     /// How `https://` and `wss://` connections are made (`[tls]`).
     pub tls: tls::TlsOptions,
@@ -323,6 +325,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     tls.extra_ca_files.clone_from(&overrides.ca_files);
     let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
+    let configured_trend_stats = errors.keep(trend_stats::parse_section(&source)).flatten();
     errors.finish()?;
     overrides.write_back(&mut source, written);
 
@@ -338,9 +341,11 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         http,
         sampling,
         stack,
+        // The flag wins over `[summary] trend_stats`, which wins over the default.
         summary_trend_stats: overrides
             .summary_trend_stats
             .clone()
+            .or(configured_trend_stats)
             .unwrap_or_else(|| trend_stats::DEFAULT.to_vec()),
         tls,
         outputs,

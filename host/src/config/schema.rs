@@ -84,6 +84,8 @@ struct RunToml {
     outputs: Option<Outputs>,
     /// How `host coordinate` treats its workers.
     distributed: Option<Distributed>,
+    /// What summary.txt shows.
+    summary: Option<Summary>,
 }
 
 /// `plugin = { … }`: the component a reviewed config runs, by its sha256.
@@ -456,6 +458,26 @@ struct Distributed {
     on_worker_loss: Option<OnWorkerLoss>,
     /// How long the coordinator waits for all its workers.
     join_timeout: Option<DurationText>,
+}
+
+/// `[summary]`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Summary {
+    /// The trend columns summary.txt prints, in order (k6's `summaryTrendStats`;
+    /// `--summary-trend-stats` overrides it): `avg`, `min`, `med`, `max`, `p(90)`,
+    /// `p(95)`, `p(99)`, `p(99.9)`, `count`.
+    trend_stats: Option<TrendColumns>,
+}
+
+/// `[summary] trend_stats`: an array of column names, or one comma-separated string.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+enum TrendColumns {
+    /// `["avg", "p(95)"]`.
+    List(Vec<String>),
+    /// `"avg,p(95)"`.
+    Text(String),
 }
 
 /// `[distributed] on_worker_loss`.

@@ -1,7 +1,16 @@
 //! `--summary-trend-stats "avg,min,med,max,p(90),p(95),p(99.9)"`: which trend columns
 //! summary.txt prints, in the order given (k6's option of the same name). Only the
 //! figures a summary keeps can be named; anything else is refused with the list.
+//!
+//! The run config names them too, so that a k6 script's `summaryTrendStats` option
+//! (which becomes its default config) holds; the flag overrides the config:
+//!
+//! ```toml
+//! [summary]
+//! trend_stats = ["avg", "med", "p(95)", "p(99.9)"]   # or one string: "avg,med,p(95)"
+//! ```
 
+use super::table::{ConfigError, TableReader};
 use crate::metrics::summary::TrendStats;
 
 /// One column of a trend line.
@@ -106,9 +115,85 @@ pub(crate) fn parse_list(text: &str) -> Result<Vec<TrendStat>, String> {
     Ok(out)
 }
 
+/// Reads `[summary] trend_stats` (an array of column names, or one comma-separated
+/// string); `None` when the config does not set it.
+pub(crate) fn parse_section(source: &toml::Table) -> Result<Option<Vec<TrendStat>>, ConfigError> {
+    let Some(value) = source.get("summary") else {
+        return Ok(None);
+    };
+    let table = value.as_table().ok_or_else(|| ConfigError {
+        path: "summary".into(),
+        message: "must be a table: write it as [summary]".into(),
+    })?;
+    let mut r = TableReader::new("summary", table);
+    let text = match table.get("trend_stats") {
+        None => None,
+        Some(toml::Value::String(s)) => Some(s.clone()),
+        Some(toml::Value::Array(items)) => {
+            let mut names = Vec::with_capacity(items.len());
+            for item in items {
+                let name = item.as_str().ok_or_else(|| {
+                    r.error(
+                        "trend_stats",
+                        format!("must be an array of column names such as \"p(95)\", got {item}"),
+                    )
+                })?;
+                names.push(name);
+            }
+            Some(names.join(","))
+        }
+        Some(other) => {
+            return Err(r.error(
+                "trend_stats",
+                format!(
+                    "must be an array of column names such as [\"avg\", \"p(95)\"], got {other}"
+                ),
+            ))
+        }
+    };
+    r.known(&["trend_stats"]);
+    r.finish()?;
+    match text {
+        None => Ok(None),
+        Some(text) => parse_list(&text).map(Some).map_err(|message| ConfigError {
+            path: "summary.trend_stats".into(),
+            message,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn section(text: &str) -> Result<Option<Vec<TrendStat>>, ConfigError> {
+        parse_section(&toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn the_summary_section_names_columns_as_an_array_or_a_string() {
+        assert_eq!(section("").unwrap(), None);
+        assert_eq!(
+            section("[summary]\ntrend_stats = [\"med\", \"p(99.9)\", \"count\"]").unwrap(),
+            Some(vec![TrendStat::Med, TrendStat::P999, TrendStat::Count])
+        );
+        assert_eq!(
+            section("[summary]\ntrend_stats = \"avg,p95\"").unwrap(),
+            Some(vec![TrendStat::Avg, TrendStat::P95])
+        );
+        let err = section("[summary]\ntrend_stats = [\"avg\", \"p(97)\"]").unwrap_err();
+        assert_eq!(err.path, "summary.trend_stats");
+        assert!(
+            err.message.contains("`p(97)`") && err.message.contains("p(99.9)"),
+            "{err:?}"
+        );
+        let err = section("[summary]\ntrend_stats = [1]").unwrap_err();
+        assert!(err.message.contains("column names"), "{err:?}");
+        let err = section("[summary]\ntrend_stat = [\"avg\"]").unwrap_err();
+        assert!(err.message.contains("trend_stats"), "did you mean: {err:?}");
+        let err = section("summary = 1").unwrap_err();
+        assert!(err.message.contains("[summary]"), "{err:?}");
+    }
 
     #[test]
     fn reads_k6_style_lists_in_order() {

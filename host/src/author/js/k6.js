@@ -460,26 +460,39 @@ function releaseContents() {
   releaseDocuments(); // k6/html
 }
 
+// A Response is built for every request, so what a script may never read is made on
+// first access: `request`, `timings`, `headers`, `body` (a getter on the class that
+// replaces itself with the value on the instance). Most scripts read only `status`.
 class Response {
   constructor(req, res, err) {
-    this.request = { method: req.method, url: req.url, headers: Object.fromEntries(req.headers), body: req.body ? utf8Decode(req.body) : '' };
+    this._req = req;
     this._type = req.responseType;
     if (err) {
-      this.status = 0; this.url = req.url; this._content = null;
+      this.status = 0; this.url = req.url; this._content = null; this._t = null;
       this.error = typeof err === 'object' && err.tag ? `${err.tag}: ${err.val}` : String(err);
       this.error_code = typeof err === 'object' && err.tag ? (ERROR_CODES[err.tag] || 1000) : 1000;
-      this.timings = { blocked: 0, connecting: 0, tls_handshaking: 0, sending: 0, waiting: 0, receiving: 0, duration: 0 };
     } else {
-      this.status = res.status; this.url = res.url; this._content = res.content;
+      this.status = res.status; this.url = res.url; this._content = res.content; this._t = res.timings;
       held.push(this);
-      this.error = ''; this.error_code = 0;
-      const t = res.timings;
-      this.timings = {
+      this.error = ''; this.error_code = res.status >= 400 ? 1000 + res.status : 0;
+    }
+  }
+  get request() {
+    const req = this._req;
+    const value = { method: req.method, url: req.url, headers: Object.fromEntries(req.headers), body: req.body ? utf8Decode(req.body) : '' };
+    Object.defineProperty(this, 'request', { value, writable: true, enumerable: true });
+    return value;
+  }
+  get timings() {
+    const t = this._t;
+    const value = t
+      ? {
         blocked: t.blockedUs / 1000, connecting: t.connectingUs / 1000, tls_handshaking: t.tlsHandshakingUs / 1000,
         sending: t.sendingUs / 1000, waiting: t.waitingUs / 1000, receiving: t.receivingUs / 1000, duration: t.durationUs / 1000,
-      };
-      if (res.status >= 400 && !this.error_code) { this.error_code = 1000 + res.status; }
-    }
+      }
+      : { blocked: 0, connecting: 0, tls_handshaking: 0, sending: 0, waiting: 0, receiving: 0, duration: 0 };
+    Object.defineProperty(this, 'timings', { value, writable: true, enumerable: true });
+    return value;
   }
   get headers() {
     const out = {};
@@ -531,11 +544,56 @@ class Response {
   clickLink(args) { return clickLink(this, args); }
 }
 
+// Prepared requests (contract 0.3.1): a request an iteration sends again and again (the
+// same method, URL, header fields, tags and options, no body) is handed to the host once
+// and then sent by handle, so its record is not copied out of QuickJS, parsed, checked
+// against the allowlist and its tags interned on every send. The host applies the VU's
+// cookie jar and its current tags at each send, so a prepared send is what `send` of the
+// same request is. A request is prepared the second time it is seen (a URL made unique
+// per iteration is never prepared), and a VU keeps at most MAX_PREPARED of them.
+const MAX_PREPARED = 64;
+const MAX_SEEN = 1024;
+const preparedRequests = new Map(); // key → prepared-request handle
+let seenRequests = new Set(); // keys sent once, not yet prepared
+
+function pairsKey(list) {
+  let k = '';
+  for (let i = 0; i < list.length; i++) k += `${list[i][0]}\u0001${list[i][1]}\u0002`;
+  return k;
+}
+
+function requestKey(req) {
+  const o = req.options;
+  let ranges = '';
+  if (o.expectedStatuses) for (const r of o.expectedStatuses) ranges += `${r.min}-${r.max},`;
+  return `${req.method}\u0000${req.url}\u0000${pairsKey(req.headers)}\u0000${pairsKey(o.tags)}\u0000${o.timeoutMs}\u0000${o.discardBody}\u0000${ranges}\u0000${o.redirects}`;
+}
+
+// The prepared handle for `req`, or null to send it as it is. A failed prepare throws
+// as `send` would (a denied target is counted by the host once, as by `send`).
+function preparedFor(req) {
+  if (req.body !== null || phase !== 'iteration') return null;
+  const key = requestKey(req);
+  const known = preparedRequests.get(key);
+  if (known) return known;
+  if (preparedRequests.size >= MAX_PREPARED) return null;
+  if (!seenRequests.has(key)) {
+    if (seenRequests.size >= MAX_SEEN) seenRequests = new Set();
+    seenRequests.add(key);
+    return null;
+  }
+  seenRequests.delete(key);
+  const prepared = hostHttp.prepare(req);
+  preparedRequests.set(key, prepared);
+  return prepared;
+}
+
 function request(method, url, body, params) {
   const req = buildRequest(method, url, body, params);
   let res;
   try {
-    res = hostHttp.send(req);
+    const prepared = preparedFor(req);
+    res = prepared ? prepared.send() : hostHttp.send(req);
   } catch (e) {
     const failed = new Response(req, null, e);
     if (runOptions.throw) throw new Error(`${req.method} ${req.url}: ${failed.error}`);
@@ -2364,6 +2422,12 @@ function optionsToml(o) {
   if (o.userAgent !== undefined) http.push(`user_agent = ${JSON.stringify(String(o.userAgent))}`);
   out.push('[http]', ...http);
   if (o.insecureSkipTLSVerify) out.push('[tls]', 'insecure_skip_verify = true');
+  // The trend columns of the summary; the host checks the names (and --summary-trend-stats
+  // overrides them).
+  if (o.summaryTrendStats !== undefined) {
+    if (!Array.isArray(o.summaryTrendStats)) throw new Error('options.summaryTrendStats must be an array such as ["avg", "p(95)"]');
+    out.push('[summary]', `trend_stats = ${tomlValue(o.summaryTrendStats.map(String))}`);
+  }
   // The host has one limit for setup() and teardown(): the larger of the two.
   const limit = [o.setupTimeout, o.teardownTimeout].filter((v) => v !== undefined)
     .map((v) => parseDuration(v, 'options.setupTimeout/teardownTimeout'));
@@ -2410,6 +2474,15 @@ function describeScript() {
   };
 }
 
+// The runtime runs no promise jobs once a call into the component returns: an `async`
+// iteration function stops at its first `await` (the rest never runs) and `.then`
+// callbacks never run. Said once per VU, as a warning, rather than left silent.
+let warnedAsync = false;
+function warnAsync(scenario) {
+  warnedAsync = true;
+  hostVu.log('warn', `the function ${scenario} returned a Promise (an async function): code after its first \`await\` and promise callbacks do not run here (docs/k6-compatibility.md)`);
+}
+
 export const plugin = {
   describe() {
     try {
@@ -2443,7 +2516,8 @@ export const plugin = {
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
     const started = Date.now();
     try {
-      fn(setupData);
+      const returned = fn(setupData);
+      if (returned && typeof returned.then === 'function' && !warnedAsync) warnAsync(scenario);
       runMainLoop();
       if (runOptions.minIterationDuration !== undefined) {
         const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (Date.now() - started);

@@ -1049,6 +1049,68 @@ export default function () { http.get(`${__ENV.BASE_URL}/x`); made.add(1); }
     assert_eq!(seen.lock().unwrap().len(), 3, "nothing ran");
 }
 
+/// The trend columns summary.txt prints of `iteration_duration`.
+fn trend_columns(results: &Path) -> Vec<String> {
+    let txt =
+        std::fs::read_to_string(common::only_results_dir(results).join("summary.txt")).unwrap();
+    let line = txt
+        .lines()
+        .find(|l| l.trim_start().starts_with("iteration_duration"))
+        .unwrap_or_else(|| panic!("no iteration_duration line in {txt}"));
+    line.split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .map(|c| c.split('=').next().unwrap().to_string())
+        .collect()
+}
+
+/// `summaryTrendStats` chooses the summary's trend columns (the run config's
+/// `[summary] trend_stats`), `--summary-trend-stats` overrides it, and a column the
+/// summary does not keep is refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_trend_stats_in_options_choose_the_columns_and_the_flag_wins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = |stats: &str| {
+        format!(
+            "import http from 'k6/http';\n\
+             export const options = {{ vus: 1, iterations: 2, summaryTrendStats: {stats} }};\n\
+             export default function () {{ http.get(`${{__ENV.BASE_URL}}/x`); }}\n"
+        )
+    };
+    std::fs::write(
+        tmp.path().join("stats.js"),
+        script(r#"['p(99.9)', 'avg', 'count']"#),
+    )
+    .unwrap();
+    let (base, seen) = recording_server().await;
+    let (ran, out) = run_script(tmp.path(), "stats.js", &base, &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    assert_eq!(trend_columns(&out), ["p(99.9)", "avg", "count"]);
+
+    let (ran, out) = run_script(
+        tmp.path(),
+        "stats.js",
+        &base,
+        &["--summary-trend-stats", "med,max"],
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    assert_eq!(trend_columns(&out), ["med", "max"], "the flag wins");
+    assert_eq!(seen.lock().unwrap().len(), 4);
+
+    std::fs::write(tmp.path().join("bad.js"), script(r#"['avg', 'p(97)']"#)).unwrap();
+    let (ran, _) = run_script(tmp.path(), "bad.js", &base, &[]).await;
+    let shown = text(&ran);
+    // A config error, as any bad key of a run config (1; a bad flag is clap's 2).
+    assert_eq!(ran.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("summary.trend_stats") && shown.contains("`p(97)` is not a trend column"),
+        "{shown}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 4, "nothing ran");
+}
+
 // ------------------------------------------------------------------ SharedArray
 
 /// A SharedArray's function runs once, in describe(); the VUs read its records from the
@@ -1158,5 +1220,34 @@ async fn a_script_starts_many_vus_within_the_pool() {
         Some(120.0),
         "{}",
         text(&ran)
+    );
+}
+
+/// The runtime runs no promise jobs after a call returns: an `async` iteration function
+/// stops at its first `await`. The layer says so once per VU instead of staying silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_iteration_function_is_warned_about_once_per_vu() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("async.js"),
+        r#"import { Counter } from 'k6/metrics';
+const before = new Counter('before_await');
+export const options = { vus: 1, iterations: 3 };
+export default async function () { before.add(1); await null; }
+"#,
+    )
+    .unwrap();
+    let (base, _seen) = recording_server().await;
+    let (ran, out) = run_script(tmp.path(), "async.js", &base, &[]).await;
+    let shown = text(&ran);
+    assert!(ran.status.success(), "{shown}");
+    let warning = "returned a Promise (an async function)";
+    assert_eq!(shown.matches(warning).count(), 1, "{shown}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        summary["metrics"]["before_await"]["count"].as_f64(),
+        Some(3.0),
+        "{}",
+        summary["metrics"]
     );
 }
