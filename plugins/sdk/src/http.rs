@@ -1026,4 +1026,18 @@ mod tests {
             "response body larger than the host's cap of 1024 bytes; raise [limits] max_body_mb to accept it"
         );
     }
+
+    #[test]
+    fn the_wit_error_is_the_sdks_own_type() {
+        // The bindings hand back this very type (bindgen's `with`; they define no
+        // `HttpError` of their own): no second definition to keep in step, and the
+        // SDK's wording when shown.
+        let _send: fn(&wit::Request) -> Result<wit::Response, HttpError> = wit::send;
+        let e = HttpError::Denied("http://x:80 is not allowed".into());
+        assert_eq!(e.to_string(), "request denied: http://x:80 is not allowed");
+        assert_eq!(
+            String::from(e),
+            "request denied: http://x:80 is not allowed"
+        );
+    }
 }
