@@ -59,7 +59,7 @@ pub mod bindings {
         // conversion of each failed request. The key carries the contract's version,
         // so a new version fails the build here until the key follows it.
         with: {
-            "loadtest:scenario/http@0.3.4/http-error": crate::http::HttpError,
+            "loadtest:scenario/http@0.3.5/http-error": crate::http::HttpError,
         },
     });
 }
