@@ -2,6 +2,7 @@
 //! the configs, the single-value overrides, the environment, the outputs, the samplers
 //! and the execution segment; and their value parsers.
 
+use super::value_errors::{plugin_taken_as_value, DashboardError, StageError};
 use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
 use crate::run::RunRequest;
@@ -118,7 +119,7 @@ impl CommonArgs {
             );
         }
         if let Some(path) = self.env_file.take() {
-            let mut env = crate::config::env_file::read(&path).map_err(anyhow::Error::msg)?;
+            let mut env = crate::config::env_file::read(&path)?;
             env.append(&mut self.env);
             self.env = env;
         }
@@ -173,14 +174,21 @@ impl CommonArgs {
 }
 
 /// `30s:100`: a stage of the --stage shortcut.
-fn stage_arg(text: &str) -> Result<crate::config::Stage, String> {
+fn stage_arg(text: &str) -> Result<crate::config::Stage, StageError> {
     let (duration, target) = text
         .split_once(':')
-        .ok_or_else(|| format!("expected DURATION:TARGET such as 30s:100, got {text:?}"))?;
-    let duration = parse_duration(duration.trim()).map_err(|e| format!("{text:?}: {e}"))?;
-    let target = target.trim().parse::<u64>().map_err(|_| {
-        format!("{text:?}: the target {target:?} is not a whole number of VUs (30s:100)")
+        .ok_or_else(|| StageError::Shape(text.to_owned()))?;
+    let duration = parse_duration(duration.trim()).map_err(|reason| StageError::Duration {
+        text: text.to_owned(),
+        reason,
     })?;
+    let target = target
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| StageError::Target {
+            text: text.to_owned(),
+            target: target.to_owned(),
+        })?;
     Ok(crate::config::Stage { duration, target })
 }
 
@@ -190,36 +198,29 @@ fn stage_arg(text: &str) -> Result<crate::config::Stage, String> {
 struct TrendColumns(Vec<crate::config::TrendStat>);
 
 /// `--summary-trend-stats LIST`.
-fn trend_stats_arg(text: &str) -> Result<TrendColumns, String> {
+fn trend_stats_arg(
+    text: &str,
+) -> Result<TrendColumns, crate::config::trend_stats::TrendStatsError> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
 }
-/// A flag whose value is optional takes the next word as its value, so `--dashboard
-/// plugin.wasm` would read the plugin as the address: say how to write it instead.
-pub(super) fn plugin_taken_as_value(flag: &str, text: &str) -> Option<String> {
-    text.ends_with(".wasm").then(|| {
-        format!(
-            "{text:?} is the plugin, not a value of --{flag}: put --{flag} after the plugin \
-             (`host run {text} --{flag}`), or give its value with `=` (`--{flag}=VALUE`)"
-        )
-    })
-}
-
 /// `--dashboard ADDR`.
-fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, String> {
+fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, DashboardError> {
     if let Some(why) = plugin_taken_as_value("dashboard", text) {
-        return Err(why);
+        return Err(DashboardError::PluginTaken(why));
     }
-    text.parse().map_err(|_| {
-        format!("{text:?} is not an address to listen on: write IP:PORT, such as 127.0.0.1:5665")
-    })
+    text.parse()
+        .map_err(|_| DashboardError::Address(text.to_owned()))
 }
 
 /// `--out DIR|KIND=TARGET`.
-fn out_arg(text: &str) -> Result<crate::live::spec::Either, String> {
+fn out_arg(text: &str) -> Result<crate::live::spec::Either, crate::live::spec::OutError> {
     crate::live::spec::parse_one(text)
 }
 
-/// `--sample-pid [NAME=]PID`, checked here and kept as written.
-fn pid_arg(text: &str) -> Result<String, crate::config::sampling::PidTargetError> {
-    crate::config::sampling::parse_pid_target(text).map(|_| text.to_string())
+/// `--sample-pid [NAME=]PID`, checked here and kept as written. The parser's error is
+/// boxed as clap takes it, whatever type `config::sampling` gives it.
+fn pid_arg(text: &str) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    crate::config::sampling::parse_pid_target(text)
+        .map(|_| text.to_string())
+        .map_err(Into::into)
 }

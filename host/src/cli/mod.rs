@@ -18,6 +18,7 @@ mod results;
 mod run;
 mod stack;
 mod sweep;
+mod value_errors;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::time::Duration;

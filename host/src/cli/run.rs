@@ -2,9 +2,10 @@
 //! reference) run with its config and the command line's overrides, with or without a
 //! Compose stack around it; or only described.
 
-use super::common::{plugin_taken_as_value, CommonArgs};
+use super::common::CommonArgs;
 use super::results::{export_summary, finish, print_summary};
 use super::stack::StackArgs;
+use super::value_errors::{plugin_taken_as_value, PluginTakenAsValue};
 
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,7 @@ pub(super) struct InspectArgs {
 }
 
 /// `--stack [COMPOSE_FILE]`.
-fn stack_arg(text: &str) -> Result<PathBuf, String> {
+fn stack_arg(text: &str) -> Result<PathBuf, PluginTakenAsValue> {
     match plugin_taken_as_value("stack", text) {
         Some(why) => Err(why),
         None => Ok(PathBuf::from(text)),

@@ -41,7 +41,6 @@ pub(super) fn k8s(
     crate::k8s::render_command(args, |flags| {
         let argv = ["host", "run", "plugin.wasm"].map(String::from);
         parse(argv.iter().chain(flags).cloned().collect())
-            .map_err(|e| e.to_string().trim_end().to_string())
     })?;
     Ok(0)
 }

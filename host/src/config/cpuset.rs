@@ -3,29 +3,91 @@
 
 use std::fmt;
 
+/// Why a core list is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuSetError {
+    /// An empty list or an empty item.
+    #[error("{0:?} is not a core list; write it like 0, 0,2 or 1-3")]
+    NotAList(String),
+    /// An item that is neither a number nor a range.
+    #[error("{item:?} in {list:?} is not a core number or a range like 1-3")]
+    Item {
+        /// The item.
+        item: String,
+        /// The whole list.
+        list: String,
+    },
+    /// A range written high to low.
+    #[error("{item:?} in {list:?} runs backwards; write {last}-{first}")]
+    Backwards {
+        /// The item.
+        item: String,
+        /// The whole list.
+        list: String,
+        /// The range's first number as written.
+        first: usize,
+        /// The range's last number as written.
+        last: usize,
+    },
+    /// Cores the machine does not have.
+    #[error("this machine has no core {}; its cores are {online}", Joined(.missing))]
+    Missing {
+        /// The cores asked for that are not online.
+        missing: Vec<usize>,
+        /// The cores that are.
+        online: CpuSet,
+    },
+}
+
+impl From<CpuSetError> for String {
+    /// The message a `[stack] cpus` entry's config error carries.
+    fn from(e: CpuSetError) -> Self {
+        e.to_string()
+    }
+}
+
+/// Numbers separated by `, `.
+struct Joined<'a>(&'a [usize]);
+
+impl fmt::Display for Joined<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, n) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A set of logical CPUs, in ascending order without repeats.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CpuSet(Vec<usize>);
 
 impl CpuSet {
     /// Parses `0`, `0,2`, `1-3`, `0-1,4`; spaces around items are allowed.
-    pub fn parse(text: &str) -> Result<CpuSet, String> {
+    pub fn parse(text: &str) -> Result<CpuSet, CpuSetError> {
         let mut cores = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                return Err(format!(
-                    "{text:?} is not a core list; write it like 0, 0,2 or 1-3"
-                ));
+                return Err(CpuSetError::NotAList(text.to_owned()));
             }
-            let bad = || format!("{item:?} in {text:?} is not a core number or a range like 1-3");
+            let bad = || CpuSetError::Item {
+                item: item.to_owned(),
+                list: text.to_owned(),
+            };
             match item.split_once('-') {
                 Some((first, last)) => {
                     let first: usize = first.trim().parse().map_err(|_| bad())?;
                     let last: usize = last.trim().parse().map_err(|_| bad())?;
                     if last < first {
-                        return Err(format!(
-                            "{item:?} in {text:?} runs backwards; write {last}-{first}"
-                        ));
+                        return Err(CpuSetError::Backwards {
+                            item: item.to_owned(),
+                            list: text.to_owned(),
+                            first,
+                            last,
+                        });
                     }
                     cores.extend(first..=last);
                 }
@@ -53,20 +115,20 @@ impl CpuSet {
     }
 
     /// Refuses cores outside `online` (the machine's), naming the ones it has.
-    pub fn check_within(&self, online: &CpuSet) -> Result<(), String> {
-        let missing: Vec<String> = self
+    pub fn check_within(&self, online: &CpuSet) -> Result<(), CpuSetError> {
+        let missing: Vec<usize> = self
             .0
             .iter()
+            .copied()
             .filter(|c| !online.0.contains(c))
-            .map(|c| c.to_string())
             .collect();
         if missing.is_empty() {
             return Ok(());
         }
-        Err(format!(
-            "this machine has no core {}; its cores are {online}",
-            missing.join(", ")
-        ))
+        Err(CpuSetError::Missing {
+            missing,
+            online: online.clone(),
+        })
     }
 
     /// The cores the kernel has online (`/sys/devices/system/cpu/online`), or
@@ -124,13 +186,24 @@ mod tests {
     #[test]
     fn bad_lists_say_how_to_write_one() {
         for bad in ["", "a", "1-", "3-1", "1,,2"] {
-            let err = CpuSet::parse(bad).unwrap_err();
+            let err = CpuSet::parse(bad).unwrap_err().to_string();
             assert!(
                 err.contains(bad) || err.contains("core list"),
                 "{bad}: {err}"
             );
         }
-        assert!(CpuSet::parse("3-1").unwrap_err().contains("1-3"));
+        assert_eq!(
+            CpuSet::parse("3-1").unwrap_err().to_string(),
+            "\"3-1\" in \"3-1\" runs backwards; write 1-3"
+        );
+        assert_eq!(
+            CpuSet::parse("1,x").unwrap_err().to_string(),
+            "\"x\" in \"1,x\" is not a core number or a range like 1-3"
+        );
+        assert_eq!(
+            CpuSet::parse("1,,2").unwrap_err(),
+            CpuSetError::NotAList("1,,2".into())
+        );
     }
 
     #[test]
@@ -141,6 +214,17 @@ mod tests {
             .unwrap()
             .check_within(&online)
             .unwrap_err();
-        assert_eq!(err, "this machine has no core 7; its cores are 0-1");
+        assert_eq!(
+            err.to_string(),
+            "this machine has no core 7; its cores are 0-1"
+        );
+        let err = CpuSet::parse("5,7")
+            .unwrap()
+            .check_within(&online)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "this machine has no core 5, 7; its cores are 0-1"
+        );
     }
 }

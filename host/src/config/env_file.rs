@@ -6,24 +6,87 @@
 //! `\\`; a value in single quotes is taken as written; an unquoted value ends at ` #`
 //! (a comment) and is trimmed. Every bad line is reported, with its number.
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why an env file gives no variables.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EnvFileError {
+    /// The file cannot be read.
+    #[error("--env-file {}: cannot read it: {reason}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: std::io::Error,
+    },
+    /// Lines that do not parse, each on a line of its own under the file's name.
+    #[error("--env-file {}:{}", .path.display(), Indented(.lines))]
+    Lines {
+        /// The file.
+        path: PathBuf,
+        /// Every bad line, in order.
+        lines: Vec<LineError>,
+    },
+}
+
+/// Each error on a line of its own, indented.
+struct Indented<'a>(&'a [LineError]);
+
+impl fmt::Display for Indented<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|line| write!(f, "\n  {line}"))
+    }
+}
+
+/// A bad line: its number (from 1) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {number}: {problem}")]
+pub(crate) struct LineError {
+    /// The line's number, from 1.
+    pub number: usize,
+    /// What is wrong with it.
+    pub problem: LineProblem,
+}
+
+/// What is wrong with a line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LineProblem {
+    /// No `=`.
+    #[error("expected KEY=VALUE, got {0:?}")]
+    NoEquals(String),
+    /// Nothing before the `=`.
+    #[error("empty key in {0:?}")]
+    EmptyKey(String),
+    /// A key with characters an environment name should not have.
+    #[error("key {0:?} may hold only letters, digits and `_`")]
+    BadKey(String),
+    /// A double-quoted value without its closing quote.
+    #[error("a double quote is not closed (values span one line)")]
+    OpenDoubleQuote,
+    /// A single-quoted value without its closing quote.
+    #[error("a single quote is not closed (values span one line)")]
+    OpenSingleQuote,
+    /// Text after the closing quote that is not a comment.
+    #[error("unexpected {0:?} after the closing quote; quote the whole value")]
+    AfterQuote(String),
+}
 
 /// Reads the file; errors name the file and line, and say what to fix.
-pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--env-file {}: cannot read it: {e}", path.display()))?;
-    parse(&text).map_err(|lines| {
-        let mut message = format!("--env-file {}:", path.display());
-        for line in lines {
-            message.push_str(&format!("\n  {line}"));
-        }
-        message
+pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, EnvFileError> {
+    let text = std::fs::read_to_string(path).map_err(|reason| EnvFileError::Read {
+        path: path.to_owned(),
+        reason,
+    })?;
+    parse(&text).map_err(|lines| EnvFileError::Lines {
+        path: path.to_owned(),
+        lines,
     })
 }
 
 /// Parses the text of an env file, in order; the later of two equal keys wins when the
-/// pairs are applied. On error, one message per bad line (`line 3: ...`).
-pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<String>> {
+/// pairs are applied. On error, every bad line.
+pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<LineError>> {
     let mut pairs = Vec::new();
     let mut errors = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -33,7 +96,10 @@ pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<String>> {
         }
         match parse_line(line) {
             Ok(pair) => pairs.push(pair),
-            Err(e) => errors.push(format!("line {}: {e}", i + 1)),
+            Err(problem) => errors.push(LineError {
+                number: i + 1,
+                problem,
+            }),
         }
     }
     if errors.is_empty() {
@@ -43,22 +109,22 @@ pub(crate) fn parse(text: &str) -> Result<Vec<(String, String)>, Vec<String>> {
     }
 }
 
-fn parse_line(line: &str) -> Result<(String, String), String> {
+fn parse_line(line: &str) -> Result<(String, String), LineProblem> {
     let line = line.strip_prefix("export ").unwrap_or(line);
     let Some((key, value)) = line.split_once('=') else {
-        return Err(format!("expected KEY=VALUE, got {line:?}"));
+        return Err(LineProblem::NoEquals(line.to_owned()));
     };
     let key = key.trim();
     if key.is_empty() {
-        return Err(format!("empty key in {line:?}"));
+        return Err(LineProblem::EmptyKey(line.to_owned()));
     }
     if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!("key {key:?} may hold only letters, digits and `_`"));
+        return Err(LineProblem::BadKey(key.to_owned()));
     }
     Ok((key.to_string(), value_of(value.trim_start())?))
 }
 
-fn value_of(text: &str) -> Result<String, String> {
+fn value_of(text: &str) -> Result<String, LineProblem> {
     if let Some(rest) = text.strip_prefix('"') {
         let mut out = String::new();
         let mut chars = rest.chars();
@@ -78,12 +144,12 @@ fn value_of(text: &str) -> Result<String, String> {
                 c => out.push(c),
             }
         }
-        return Err("a double quote is not closed (values span one line)".into());
+        return Err(LineProblem::OpenDoubleQuote);
     }
     if let Some(rest) = text.strip_prefix('\'') {
         return match rest.split_once('\'') {
             Some((value, after)) => after_quote(after, value.to_string()),
-            None => Err("a single quote is not closed (values span one line)".into()),
+            None => Err(LineProblem::OpenSingleQuote),
         };
     }
     let value = match text.find(" #") {
@@ -94,14 +160,12 @@ fn value_of(text: &str) -> Result<String, String> {
 }
 
 /// After a closing quote only spaces and a comment may follow.
-fn after_quote(after: &str, value: String) -> Result<String, String> {
+fn after_quote(after: &str, value: String) -> Result<String, LineProblem> {
     let after = after.trim_start();
     if after.is_empty() || after.starts_with('#') {
         Ok(value)
     } else {
-        Err(format!(
-            "unexpected {after:?} after the closing quote; quote the whole value"
-        ))
+        Err(LineProblem::AfterQuote(after.to_owned()))
     }
 }
 
@@ -130,13 +194,40 @@ mod tests {
     #[test]
     fn reports_every_bad_line_by_number() {
         let errors = parse("OK=1\nno equals\n=x\nQ=\"open\nBAD KEY=1\n").unwrap_err();
-        assert_eq!(errors.len(), 4, "{errors:?}");
-        assert!(
-            errors[0].starts_with("line 2: expected KEY=VALUE"),
-            "{errors:?}"
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                "line 2: expected KEY=VALUE, got \"no equals\"",
+                "line 3: empty key in \"=x\"",
+                "line 4: a double quote is not closed (values span one line)",
+                "line 5: key \"BAD KEY\" may hold only letters, digits and `_`",
+            ]
         );
-        assert!(errors[1].starts_with("line 3: empty key"), "{errors:?}");
-        assert!(errors[2].contains("not closed"), "{errors:?}");
-        assert!(errors[3].starts_with("line 5: key"), "{errors:?}");
+        assert_eq!(errors[2].problem, LineProblem::OpenDoubleQuote);
+    }
+
+    #[test]
+    fn a_file_error_names_the_file_and_lists_its_lines() {
+        let path = std::env::temp_dir().join(format!("env-file-test-{}", std::process::id()));
+        std::fs::write(&path, "A=1\nB='x' y\nC\n").unwrap();
+        let err = read(&path).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--env-file {}:\n  line 2: unexpected \"y\" after the closing quote; quote the \
+                 whole value\n  line 3: expected KEY=VALUE, got \"C\"",
+                path.display()
+            )
+        );
+        let missing = read(Path::new("/nonexistent/env")).unwrap_err();
+        assert!(matches!(missing, EnvFileError::Read { .. }));
+        assert!(
+            missing
+                .to_string()
+                .starts_with("--env-file /nonexistent/env: cannot read it: "),
+            "{missing}"
+        );
     }
 }

@@ -171,7 +171,7 @@ pub(crate) fn parse(source: &toml::Table) -> Result<HttpOptions, ConfigError> {
             let text = item
                 .as_str()
                 .ok_or_else(|| r.error("local_ips", format!("expected a string, got `{item}`")))?;
-            let range = parse_range(text).map_err(|e| r.error("local_ips", e))?;
+            let range = parse_range(text).map_err(|e| r.error("local_ips", e.to_string()))?;
             if options.local_ips.len() as u128 + range.len() > MAX_LOCAL_IPS {
                 return Err(r.error(
                     "local_ips",
@@ -254,13 +254,24 @@ impl Range {
     }
 }
 
+/// A `local_ips` entry that is not an address, a range or a block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{text:?} is not an address, a range or a block ({why}); write \"127.0.0.10\", \
+     \"127.0.0.10-127.0.0.200\" or \"127.0.0.0/24\""
+)]
+struct RangeError {
+    /// The entry.
+    text: String,
+    /// What is wrong with it.
+    why: &'static str,
+}
+
 /// `A`, `A-B` (inclusive) or `A/PREFIX` (every address of the block).
-fn parse_range(text: &str) -> Result<Range, String> {
-    let bad = |why: &str| {
-        format!(
-            "{text:?} is not an address, a range or a block ({why}); write \"127.0.0.10\", \
-             \"127.0.0.10-127.0.0.200\" or \"127.0.0.0/24\""
-        )
+fn parse_range(text: &str) -> Result<Range, RangeError> {
+    let bad = |why: &'static str| RangeError {
+        text: text.to_owned(),
+        why,
     };
     let addr = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad("bad address"));
     let num = |ip: IpAddr| match ip {

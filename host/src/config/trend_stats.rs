@@ -86,29 +86,49 @@ impl TrendStat {
     }
 }
 
+/// Why a `--summary-trend-stats` list is refused; each message lists the columns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TrendStatsError {
+    /// An empty item (`avg,,max`).
+    #[error("empty column in {0:?}; give a comma-separated list of: {known}", known = known())]
+    EmptyColumn(String),
+    /// A column the summary does not keep.
+    #[error("`{0}` is not a trend column this summary keeps; choose from: {known}", known = known())]
+    Unknown(String),
+    /// A column given twice.
+    #[error("`{item}` is given twice in {list:?}")]
+    Twice {
+        /// The column as written the second time.
+        item: String,
+        /// The whole list.
+        list: String,
+    },
+}
+
+/// Every column's label, separated by `, `.
+fn known() -> String {
+    ALL.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(", ")
+}
+
 /// Parses a comma-separated list; `p(95)` may also be written `p95`, `p(99.9)` `p99.9`.
-pub(crate) fn parse_list(text: &str) -> Result<Vec<TrendStat>, String> {
-    let known = || ALL.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(", ");
+pub(crate) fn parse_list(text: &str) -> Result<Vec<TrendStat>, TrendStatsError> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim) {
         if item.is_empty() {
-            return Err(format!(
-                "empty column in {text:?}; give a comma-separated list of: {}",
-                known()
-            ));
+            return Err(TrendStatsError::EmptyColumn(text.to_owned()));
         }
         let normal = match item.strip_prefix('p') {
             Some(rest) if !rest.starts_with('(') => format!("p({rest})"),
             _ => item.to_string(),
         };
         let Some((stat, _)) = ALL.iter().find(|(_, l)| *l == normal) else {
-            return Err(format!(
-                "`{item}` is not a trend column this summary keeps; choose from: {}",
-                known()
-            ));
+            return Err(TrendStatsError::Unknown(item.to_owned()));
         };
         if out.contains(stat) {
-            return Err(format!("`{item}` is given twice in {text:?}"));
+            return Err(TrendStatsError::Twice {
+                item: item.to_owned(),
+                list: text.to_owned(),
+            });
         }
         out.push(*stat);
     }
@@ -212,10 +232,22 @@ mod tests {
 
     #[test]
     fn refuses_unknown_empty_and_repeated_columns() {
-        let err = parse_list("avg,p(97)").unwrap_err();
-        assert!(err.contains("`p(97)`"), "{err}");
+        let err = parse_list("avg,p(97)").unwrap_err().to_string();
+        assert!(
+            err.starts_with("`p(97)` is not a trend column this summary keeps; choose from: "),
+            "{err}"
+        );
         assert!(err.contains("p(99.9)"), "the choices are listed: {err}");
-        assert!(parse_list("avg,,max").unwrap_err().contains("empty column"));
-        assert!(parse_list("avg,avg").unwrap_err().contains("twice"));
+        let err = parse_list("avg,,max").unwrap_err();
+        assert_eq!(err, TrendStatsError::EmptyColumn("avg,,max".into()));
+        assert!(
+            err.to_string()
+                .starts_with("empty column in \"avg,,max\"; give a comma-separated list of: avg, "),
+            "{err}"
+        );
+        assert_eq!(
+            parse_list("avg,avg").unwrap_err().to_string(),
+            "`avg` is given twice in \"avg,avg\""
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! the button's `formmethod`, `formaction` and `formenctype` first. The SDKs then set
 //! the fields the plugin fills in and send the request.
 
-use super::Document;
+use super::{Document, HtmlError};
 use scraper::ElementRef;
 
 /// A form as a browser would send it (the WIT `submission`).
@@ -27,12 +27,20 @@ const ENCTYPES: &[&str] = &[
 ];
 
 /// `reference` resolved against the absolute URL `base`.
-pub(crate) fn resolve(base: &str, reference: &str) -> Result<String, String> {
-    let base = url::Url::parse(base)
-        .map_err(|e| format!("cannot resolve {reference:?} against {base:?}: {e}"))?;
-    base.join(reference.trim())
-        .map(String::from)
-        .map_err(|e| format!("cannot resolve {reference:?} against {base}: {e}"))
+pub(crate) fn resolve(base: &str, reference: &str) -> Result<String, HtmlError> {
+    let base = url::Url::parse(base).map_err(|reason| HtmlError::Base {
+        reference: reference.to_owned(),
+        base: base.to_owned(),
+        reason,
+    })?;
+    match base.join(reference.trim()) {
+        Ok(url) => Ok(url.into()),
+        Err(reason) => Err(HtmlError::Join {
+            reference: reference.to_owned(),
+            base,
+            reason,
+        }),
+    }
 }
 
 /// The controls that carry a value (`button` only when pressed, which the SDK adds).
@@ -65,22 +73,20 @@ impl Document {
         id: u32,
         submitter: Option<u32>,
         base: &str,
-    ) -> Result<Submission, String> {
+    ) -> Result<Submission, HtmlError> {
         let form = self
             .element(id)
             .filter(|e| e.value().name() == "form")
-            .ok_or_else(|| format!("node {id} is not a form"))?;
+            .ok_or(HtmlError::NotAForm(id))?;
         let button = match submitter {
             None => None,
             Some(b) => {
                 let button = self
                     .element(b)
                     .filter(|e| is_submit_button(*e))
-                    .ok_or_else(|| format!("node {b} is not a submit button"))?;
+                    .ok_or(HtmlError::NotASubmitButton(b))?;
                 if !owner_is(button, form) {
-                    return Err(format!(
-                        "the submit button (node {b}) is not one of the form's"
-                    ));
+                    return Err(HtmlError::ButtonOfAnotherForm(b));
                 }
                 Some(button)
             }
@@ -98,9 +104,7 @@ impl Document {
             .as_str()
         {
             "post" => "POST",
-            "dialog" => {
-                return Err("a form with method=dialog closes a dialog; it sends nothing".into())
-            }
+            "dialog" => return Err(HtmlError::DialogMethod),
             _ => "GET",
         };
         let action = match pick("formaction", "action") {
@@ -114,7 +118,7 @@ impl Document {
         let fields = self.entries(form, button);
         let url = if method == "GET" {
             // A GET form replaces the action's query with its fields.
-            let mut url = url::Url::parse(&action).map_err(|e| e.to_string())?;
+            let mut url = url::Url::parse(&action).map_err(HtmlError::Action)?;
             url.set_query(None);
             if !fields.is_empty() {
                 url.query_pairs_mut().extend_pairs(fields.iter());
@@ -400,11 +404,13 @@ world</textarea>
         let err = d
             .submission(at("#f"), Some(at("button[name=nope]")), base)
             .unwrap_err();
-        assert!(err.contains("not a submit button"), "{err}");
+        assert_eq!(err, HtmlError::NotASubmitButton(at("button[name=nope]")));
+        assert!(err.to_string().contains("not a submit button"), "{err}");
         let err = d
             .submission(at("#g"), Some(at("button[name=go]")), base)
             .unwrap_err();
-        assert!(err.contains("not one of the form's"), "{err}");
+        assert_eq!(err, HtmlError::ButtonOfAnotherForm(at("button[name=go]")));
+        assert!(err.to_string().contains("not one of the form's"), "{err}");
         // No method, no action: a GET to the page itself, fields as its query.
         let g = d
             .submission(at("#g"), None, "http://h/p?old=1#frag")
@@ -414,18 +420,23 @@ world</textarea>
             ("GET", "http://h/p?a=x+y")
         );
         assert_eq!(g.enctype, "application/x-www-form-urlencoded");
-        assert!(d
-            .submission(at("#h"), None, base)
-            .unwrap_err()
-            .contains("dialog"));
-        assert!(d
-            .submission(at("#g"), None, "not a url")
-            .unwrap_err()
-            .contains("not a url"));
-        assert!(d
-            .submission(at("input[name=a]"), None, base)
-            .unwrap_err()
-            .contains("not a form"));
+        assert_eq!(
+            d.submission(at("#h"), None, base).unwrap_err().to_string(),
+            "a form with method=dialog closes a dialog; it sends nothing"
+        );
+        assert_eq!(
+            d.submission(at("#g"), None, "not a url")
+                .unwrap_err()
+                .to_string(),
+            "cannot resolve \"\" against \"not a url\": relative URL without a base"
+        );
+        let not_a_form = at("input[name=a]");
+        assert_eq!(
+            d.submission(not_a_form, None, base)
+                .unwrap_err()
+                .to_string(),
+            format!("node {not_a_form} is not a form")
+        );
     }
 
     #[test]

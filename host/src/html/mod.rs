@@ -7,8 +7,11 @@
 //! Python and JavaScript alike, and native code parses a page several times faster
 //! than the same parser compiled to WebAssembly (docs/html.md has the figures).
 
+mod error;
 pub(crate) mod form;
 mod serialize;
+
+pub(crate) use error::HtmlError;
 
 use ego_tree::NodeId;
 use rustc_hash::FxHashMap;
@@ -118,7 +121,7 @@ impl Document {
 
     /// The elements matching `selector` under the nodes `scope` (under the whole
     /// document when empty), each once, in document order.
-    pub fn select(&self, scope: &[u32], selector: &str) -> Result<Vec<u32>, String> {
+    pub fn select(&self, scope: &[u32], selector: &str) -> Result<Vec<u32>, HtmlError> {
         let selector = parse_selector(selector)?;
         let mut found = BTreeSet::new();
         if scope.is_empty() || scope.contains(&0) {
@@ -134,7 +137,7 @@ impl Document {
     }
 
     /// For each node: whether it is an element matching `selector`.
-    pub fn matches(&self, nodes: &[u32], selector: &str) -> Result<Vec<bool>, String> {
+    pub fn matches(&self, nodes: &[u32], selector: &str) -> Result<Vec<bool>, HtmlError> {
         let selector = parse_selector(selector)?;
         Ok(nodes
             .iter()
@@ -220,8 +223,11 @@ impl Document {
 }
 
 /// A selector, or the parser's message naming what is wrong with it.
-fn parse_selector(selector: &str) -> Result<Selector, String> {
-    Selector::parse(selector).map_err(|e| format!("invalid CSS selector {selector:?}: {e}"))
+fn parse_selector(selector: &str) -> Result<Selector, HtmlError> {
+    Selector::parse(selector).map_err(|e| HtmlError::Selector {
+        selector: selector.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -268,7 +274,12 @@ mod tests {
         assert_eq!(d.select(&both, "b").unwrap().len(), 1);
         assert_eq!(d.matches(&[div[0], ps[0]], ".y").unwrap(), [true, false]);
         let err = d.select(&[], "div[").unwrap_err();
-        assert!(err.contains("div["), "{err}");
+        assert!(matches!(&err, HtmlError::Selector { selector, .. } if selector == "div["));
+        assert!(
+            err.to_string()
+                .starts_with("invalid CSS selector \"div[\": "),
+            "{err}"
+        );
     }
 
     #[test]

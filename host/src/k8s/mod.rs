@@ -68,10 +68,10 @@ pub(crate) struct RenderArgs {
 }
 
 /// Renders the manifests `args` ask for; `check_flags` refuses run flags that `host
-/// run` would refuse (given the flags, it returns clap's message).
+/// run` would refuse (given the flags, it returns clap's error).
 pub(crate) fn render_command(
     args: RenderArgs,
-    check_flags: impl Fn(&[String]) -> Result<(), String>,
+    check_flags: impl Fn(&[String]) -> Result<(), clap::Error>,
 ) -> Result<()> {
     let plan = plan(&args, check_flags)?;
     let manifests = manifests::render(&plan);
@@ -89,7 +89,7 @@ pub(crate) fn render_command(
 /// Checks the arguments and reads the files into a [`Plan`].
 pub(crate) fn plan(
     args: &RenderArgs,
-    check_flags: impl Fn(&[String]) -> Result<(), String>,
+    check_flags: impl Fn(&[String]) -> Result<(), clap::Error>,
 ) -> Result<Plan> {
     if args.workers == 0 {
         bail!("--workers must be at least 1");
@@ -112,7 +112,8 @@ pub(crate) fn plan(
             manifests::RESULTS_DIR
         );
     }
-    check_flags(&args.run_flags).map_err(|e| anyhow::anyhow!("the run flags: {e}"))?;
+    check_flags(&args.run_flags)
+        .map_err(|e| anyhow::anyhow!("the run flags: {}", e.to_string().trim_end()))?;
     let plugin = std::fs::read(&args.plugin)
         .with_context(|| format!("cannot read the plugin {}", args.plugin.display()))?;
     let mut files = vec![("plugin.wasm".to_string(), plugin)];
@@ -143,8 +144,7 @@ pub(crate) fn plan(
             None => bail!("{name} needs a file"),
         };
         if name == "--env-file" {
-            from_file =
-                crate::config::env_file::read(Path::new(&path)).map_err(anyhow::Error::msg)?;
+            from_file = crate::config::env_file::read(Path::new(&path))?;
             continue;
         }
         let key = format!("file{}-{}", files.len(), file_name(Path::new(&path)));

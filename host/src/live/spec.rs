@@ -29,9 +29,42 @@ impl fmt::Display for OutputSpec {
     }
 }
 
+/// Why an `--out` value of a known kind is refused; each message says what to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum OutError {
+    /// `KIND=` with nothing after it.
+    #[error("--out {value}: say where the {kind} output goes (--out {kind}={})", example(.kind))]
+    NoTarget {
+        /// The whole value.
+        value: String,
+        /// The output's kind.
+        kind: String,
+    },
+    /// A remote-write target that is not a URL.
+    #[error(
+        "--out {value}: {target:?} is not a URL ({reason}); write it as --out prometheus-rw=http://127.0.0.1:9090/api/v1/write"
+    )]
+    NotAUrl {
+        /// The whole value.
+        value: String,
+        /// What follows `=`.
+        target: String,
+        /// The URL parser's reason.
+        reason: url::ParseError,
+    },
+    /// A remote-write URL of another scheme.
+    #[error("--out {kind}=…: a remote-write URL is http:// or https:// (got {scheme}://)")]
+    Scheme {
+        /// The output's kind.
+        kind: String,
+        /// The URL's scheme.
+        scheme: String,
+    },
+}
+
 /// Parses one `--out` value: an output when it starts with a known `KIND=`, else a
 /// folder. A known kind with nothing after `=` is an error that says what to write.
-pub(crate) fn parse_one(value: &str) -> Result<Either, String> {
+pub(crate) fn parse_one(value: &str) -> Result<Either, OutError> {
     let Some((kind, target)) = value.split_once('=') else {
         return Ok(Either::Folder(PathBuf::from(value)));
     };
@@ -39,23 +72,25 @@ pub(crate) fn parse_one(value: &str) -> Result<Either, String> {
         return Ok(Either::Folder(PathBuf::from(value)));
     }
     if target.trim().is_empty() {
-        return Err(format!(
-            "--out {value}: say where the {kind} output goes (--out {kind}={})",
-            example(kind)
-        ));
+        return Err(OutError::NoTarget {
+            value: value.to_owned(),
+            kind: kind.to_owned(),
+        });
     }
     Ok(Either::Output(match kind {
         "csv" => OutputSpec::Csv(PathBuf::from(target)),
         "json" => OutputSpec::Json(PathBuf::from(target)),
         _ => {
-            let url = url::Url::parse(target).map_err(|e| {
-                format!("--out {value}: {target:?} is not a URL ({e}); write it as --out prometheus-rw=http://127.0.0.1:9090/api/v1/write")
+            let url = url::Url::parse(target).map_err(|reason| OutError::NotAUrl {
+                value: value.to_owned(),
+                target: target.to_owned(),
+                reason,
             })?;
             if !matches!(url.scheme(), "http" | "https") {
-                return Err(format!(
-                    "--out {kind}=…: a remote-write URL is http:// or https:// (got {}://)",
-                    url.scheme()
-                ));
+                return Err(OutError::Scheme {
+                    kind: kind.to_owned(),
+                    scheme: url.scheme().to_owned(),
+                });
             }
             OutputSpec::PrometheusRw(target.to_string())
         }
@@ -108,11 +143,21 @@ mod tests {
     #[test]
     fn bad_values_say_what_to_write() {
         let e = parse_one("csv=").unwrap_err();
-        assert!(e.contains("--out csv=metrics.csv.gz"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--out csv=: say where the csv output goes (--out csv=metrics.csv.gz)"
+        );
         let e = parse_one("prometheus-rw=nope").unwrap_err();
-        assert!(e.contains("not a URL"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--out prometheus-rw=nope: \"nope\" is not a URL (relative URL without a base); \
+             write it as --out prometheus-rw=http://127.0.0.1:9090/api/v1/write"
+        );
         let e = parse_one("prometheus-rw=ftp://x/api/v1/write").unwrap_err();
-        assert!(e.contains("http:// or https://"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--out prometheus-rw=…: a remote-write URL is http:// or https:// (got ftp://)"
+        );
         assert!(parse_one("prometheus-rw=https://x/api/v1/write").is_ok());
     }
 }

@@ -3,6 +3,48 @@
 
 use std::net::IpAddr;
 
+/// Why a URL gives no origin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OriginError {
+    /// The text is not a URL.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The text given.
+        url: String,
+        /// The URI parser's reason.
+        reason: String,
+    },
+    /// No `scheme://`.
+    #[error("URL {0:?} has no scheme; write http://{0}")]
+    NoScheme(String),
+    /// A scheme other than http, https, ws and wss.
+    #[error("URL {url:?}: unsupported scheme {scheme:?}")]
+    Scheme {
+        /// The URL given.
+        url: String,
+        /// Its scheme, lower case.
+        scheme: String,
+    },
+    /// No host after the scheme.
+    #[error("URL {0:?} has no host")]
+    NoHost(String),
+}
+
+/// An entry of `[targets] allow` that is not an origin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("[targets] allow: {0}")]
+pub struct BadAllowEntry(pub OriginError);
+
+/// A target outside the allowlist; the message says how to allow it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{origin} is not an allowed target; add it to [targets] allow in the run config or pass --allow {origin}"
+)]
+pub struct NotAllowed {
+    /// The origin refused.
+    pub origin: Origin,
+}
+
 /// A scheme, host and port that may be reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
@@ -16,22 +58,30 @@ pub struct Origin {
 
 impl Origin {
     /// Parses `http://host:port` (a path is ignored).
-    pub fn parse(url: &str) -> Result<Origin, String> {
+    pub fn parse(url: &str) -> Result<Origin, OriginError> {
         let uri: http::Uri = url
             .parse()
-            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+            .map_err(|e: http::uri::InvalidUri| OriginError::Url {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            })?;
         let scheme = uri
             .scheme_str()
-            .ok_or_else(|| format!("URL {url:?} has no scheme; write http://{url}"))?
+            .ok_or_else(|| OriginError::NoScheme(url.to_owned()))?
             .to_ascii_lowercase();
         let default_port = match scheme.as_str() {
             "http" | "ws" => 80,
             "https" | "wss" => 443,
-            other => return Err(format!("URL {url:?}: unsupported scheme {other:?}")),
+            _ => {
+                return Err(OriginError::Scheme {
+                    url: url.to_owned(),
+                    scheme,
+                })
+            }
         };
         let host = uri
             .host()
-            .ok_or_else(|| format!("URL {url:?} has no host"))?
+            .ok_or_else(|| OriginError::NoHost(url.to_owned()))?
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_ascii_lowercase();
@@ -84,13 +134,13 @@ pub struct Allowlist {
 
 impl Allowlist {
     /// From `[targets] allow`; an empty list means loopback only.
-    pub fn new(allow: &[String]) -> Result<Self, String> {
+    pub fn new(allow: &[String]) -> Result<Self, BadAllowEntry> {
         if allow.is_empty() {
             return Ok(Self { explicit: None });
         }
         let origins = allow
             .iter()
-            .map(|u| Origin::parse(u).map_err(|e| format!("[targets] allow: {e}")))
+            .map(|u| Origin::parse(u).map_err(BadAllowEntry))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             explicit: Some(origins),
@@ -98,7 +148,7 @@ impl Allowlist {
     }
 
     /// Whether `origin` may be reached; the error says why not and how to allow it.
-    pub fn check(&self, origin: &Origin) -> Result<(), String> {
+    pub fn check(&self, origin: &Origin) -> Result<(), NotAllowed> {
         let allowed = match &self.explicit {
             None => origin.is_loopback(),
             Some(list) => list.iter().any(|o| {
@@ -108,9 +158,9 @@ impl Allowlist {
         if allowed {
             Ok(())
         } else {
-            Err(format!(
-                "{origin} is not an allowed target; add it to [targets] allow in the run config or pass --allow {origin}"
-            ))
+            Err(NotAllowed {
+                origin: origin.clone(),
+            })
         }
     }
 }
@@ -134,7 +184,11 @@ mod tests {
         let err = list
             .check(&Origin::parse("http://example.com/").unwrap())
             .unwrap_err();
-        assert!(err.contains("--allow http://example.com:80"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "http://example.com:80 is not an allowed target; add it to [targets] allow in the \
+             run config or pass --allow http://example.com:80"
+        );
     }
 
     #[test]
@@ -156,12 +210,24 @@ mod tests {
 
     #[test]
     fn bad_urls_are_explained() {
-        assert!(Origin::parse("127.0.0.1:80")
-            .unwrap_err()
-            .contains("scheme"));
-        assert!(Origin::parse("ftp://x/")
-            .unwrap_err()
-            .contains("unsupported scheme"));
-        assert!(Allowlist::new(&["nope nope".into()]).is_err());
+        assert_eq!(
+            Origin::parse("127.0.0.1:80").unwrap_err().to_string(),
+            "URL \"127.0.0.1:80\" has no scheme; write http://127.0.0.1:80"
+        );
+        assert_eq!(
+            Origin::parse("ftp://x/").unwrap_err().to_string(),
+            "URL \"ftp://x/\": unsupported scheme \"ftp\""
+        );
+        assert_eq!(
+            Origin::parse("http:///x").unwrap_err().to_string(),
+            "invalid URL \"http:///x\": invalid format"
+        );
+        let err = Allowlist::new(&["nope nope".into()]).unwrap_err();
+        assert!(matches!(err.0, OriginError::Url { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("[targets] allow: invalid URL \"nope nope\": "),
+            "{err}"
+        );
     }
 }

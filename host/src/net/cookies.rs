@@ -43,9 +43,57 @@ pub struct CookieJar {
     changed: bool,
 }
 
+/// Why the plugin's cookie call was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CookieError {
+    /// The URL does not parse.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// The URL parser's reason.
+        reason: url::ParseError,
+    },
+    /// A name a `Cookie` header could not carry.
+    #[error(
+        "invalid cookie name {0:?}: it must be non-empty, without spaces, `=`, `;` or control characters"
+    )]
+    Name(String),
+    /// A value a `Cookie` header could not carry.
+    #[error(
+        "invalid value for cookie {name}: {value:?} (`;` and control characters are not allowed)"
+    )]
+    Value {
+        /// The cookie's name.
+        name: String,
+        /// The value given.
+        value: String,
+    },
+    /// The jar refused the cookie (for example a domain the URL is not in).
+    #[error("cannot set cookie {name} for {url}: {reason}")]
+    Refused {
+        /// The cookie's name.
+        name: String,
+        /// The URL it was set for.
+        url: String,
+        /// The jar's reason.
+        reason: String,
+    },
+}
+
+impl From<CookieError> for String {
+    /// The message the WIT `result<_, string>` carries to the plugin.
+    fn from(e: CookieError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Parses `url` for the jar, with a message that names it.
-pub(crate) fn parse_url(url: &str) -> Result<Url, String> {
-    Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))
+pub(crate) fn parse_url(url: &str) -> Result<Url, CookieError> {
+    Url::parse(url).map_err(|reason| CookieError::Url {
+        url: url.to_owned(),
+        reason,
+    })
 }
 
 impl CookieJar {
@@ -123,7 +171,7 @@ impl CookieJar {
     }
 
     /// The name/value pairs the jar would send to `url`.
-    pub fn cookies_for(&self, url: &str) -> Result<Vec<(String, String)>, String> {
+    pub fn cookies_for(&self, url: &str) -> Result<Vec<(String, String)>, CookieError> {
         let url = parse_url(url)?;
         Ok(self
             .store
@@ -139,7 +187,7 @@ impl CookieJar {
         name: &str,
         value: &str,
         options: &CookieOptions,
-    ) -> Result<(), String> {
+    ) -> Result<(), CookieError> {
         let parsed = parse_url(url)?;
         let bad = |what: &str, text: &str| {
             text.is_empty() && what == "name"
@@ -148,14 +196,13 @@ impl CookieJar {
                 })
         };
         if bad("name", name) {
-            return Err(format!(
-                "invalid cookie name {name:?}: it must be non-empty, without spaces, `=`, `;` or control characters"
-            ));
+            return Err(CookieError::Name(name.to_owned()));
         }
         if bad("value", value) {
-            return Err(format!(
-                "invalid value for cookie {name}: {value:?} (`;` and control characters are not allowed)"
-            ));
+            return Err(CookieError::Value {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            });
         }
         let mut text = format!("{name}={value}");
         if let Some(domain) = &options.domain {
@@ -177,7 +224,11 @@ impl CookieJar {
         }
         self.store
             .parse(&text, &parsed)
-            .map_err(|e| format!("cannot set cookie {name} for {url}: {e}"))?;
+            .map_err(|e| CookieError::Refused {
+                name: name.to_owned(),
+                url: url.to_owned(),
+                reason: e.to_string(),
+            })?;
         self.used = true;
         self.changed = true;
         Ok(())
@@ -185,7 +236,7 @@ impl CookieJar {
 
     /// Removes the cookies the jar would send to `url` (only those called `name`
     /// when given).
-    pub fn remove(&mut self, url: &str, name: Option<&str>) -> Result<(), String> {
+    pub fn remove(&mut self, url: &str, name: Option<&str>) -> Result<(), CookieError> {
         let url = parse_url(url)?;
         let doomed: Vec<(String, String, String)> = self
             .store
@@ -318,22 +369,34 @@ mod tests {
         );
         jar.remove("http://h/a/c", None).unwrap();
         assert!(jar.cookies_for("http://h/a/c").unwrap().is_empty());
-        assert!(jar
-            .set("http://h/", "a b", "1", &Default::default())
-            .unwrap_err()
-            .contains("invalid cookie name"));
-        assert!(jar
-            .set("http://h/", "a", "1;x", &Default::default())
-            .is_err());
-        assert!(jar
-            .cookies_for("not a url")
-            .unwrap_err()
-            .contains("invalid URL"));
+        assert_eq!(
+            jar.set("http://h/", "a b", "1", &Default::default())
+                .unwrap_err()
+                .to_string(),
+            "invalid cookie name \"a b\": it must be non-empty, without spaces, `=`, `;` or \
+             control characters"
+        );
+        assert_eq!(
+            jar.set("http://h/", "a", "1;x", &Default::default())
+                .unwrap_err()
+                .to_string(),
+            "invalid value for cookie a: \"1;x\" (`;` and control characters are not allowed)"
+        );
+        assert_eq!(
+            jar.cookies_for("not a url").unwrap_err().to_string(),
+            "invalid URL \"not a url\": relative URL without a base"
+        );
         // A domain the URL is not in is refused.
         let other = CookieOptions {
             domain: Some("example.org".into()),
             ..Default::default()
         };
-        assert!(jar.set("http://h/", "z", "1", &other).is_err());
+        let err = jar.set("http://h/", "z", "1", &other).unwrap_err();
+        assert!(matches!(err, CookieError::Refused { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("cannot set cookie z for http://h/: "),
+            "{err}"
+        );
     }
 }

@@ -111,7 +111,12 @@ impl NetShared {
 
     /// Warns on stderr that the plugin tried to reach a denied `origin`, once per
     /// origin for the run: a plugin looping on a denied URL would flood it otherwise.
-    pub fn warn_denied_once(&self, origin: &impl std::fmt::Display, what: &str, why: &str) {
+    pub fn warn_denied_once(
+        &self,
+        origin: &impl std::fmt::Display,
+        what: &str,
+        why: &super::allowlist::NotAllowed,
+    ) {
         let origin = origin.to_string();
         self.denied_warned.warn(
             &origin,

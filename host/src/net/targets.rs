@@ -16,6 +16,28 @@ const MAX_ENTRIES: usize = 256;
 /// The key of a VU's idle connections: scheme, host, port.
 pub(crate) type PoolKey = Arc<(String, String, u16)>;
 
+/// Why a URL cannot be requested; the plugin sees it as an `invalid` HTTP error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TargetError {
+    /// The URL does not parse as a URI.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// The URI parser's reason.
+        reason: String,
+    },
+    /// The host cannot go in a `Host` header.
+    #[error("invalid host in URL {0:?}")]
+    Host(String),
+}
+
+impl From<TargetError> for super::types::HttpError {
+    fn from(e: TargetError) -> Self {
+        Self::invalid(e.to_string())
+    }
+}
+
 /// A parsed, allowed URL.
 pub(crate) struct Target {
     /// Scheme, host and port.
@@ -31,11 +53,14 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    /// Parses `url`; `Err` holds the message of an `invalid` error.
-    pub(crate) fn parse(url: &str, origin: Origin) -> Result<Target, String> {
+    /// Parses `url`.
+    pub(crate) fn parse(url: &str, origin: Origin) -> Result<Target, TargetError> {
         let uri: http::Uri = url
             .parse()
-            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+            .map_err(|e: http::uri::InvalidUri| TargetError::Url {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            })?;
         let path = match uri.path_and_query() {
             Some(p) => http::Uri::from(p.clone()),
             None => http::Uri::from_static("/"),
@@ -46,7 +71,7 @@ impl Target {
             _ => format!("{host}:{}", origin.port),
         };
         let host_header = http::HeaderValue::from_str(&host_header)
-            .map_err(|_| format!("invalid host in URL {url:?}"))?;
+            .map_err(|_| TargetError::Host(url.to_owned()))?;
         Ok(Target {
             pool_key: Arc::new((origin.scheme.clone(), origin.host.clone(), origin.port)),
             origin,

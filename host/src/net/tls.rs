@@ -32,6 +32,48 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::client::TlsStream;
 
+/// Why the run's TLS client configuration could not be built; every TLS connection
+/// of the run then fails with this as its `tls` error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SetupError {
+    /// A `[tls]` option names a file that cannot be read or used.
+    #[error("[tls] {key}: {message}")]
+    Option {
+        /// The option.
+        key: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Certificates are verified but nothing is trusted.
+    #[error(
+        "no trusted root certificates: the system store is empty ({system} found) and \
+         [tls] ca_file is not set; install ca-certificates or set ca_file"
+    )]
+    NoRoots {
+        /// How many roots the system store gave.
+        system: usize,
+    },
+    /// HTTP/3 asked for while `[tls]` stops at TLS 1.2.
+    #[error(
+        "HTTP/3 runs on TLS 1.3 only (QUIC builds on it), and [tls] \
+         tls_version allows only TLS 1.2; allow 1.3 there or leave \"h3\" out of \
+         [http] versions"
+    )]
+    QuicNeedsTls13,
+}
+
+impl From<crate::config::tls::client::Problem> for SetupError {
+    fn from((key, message): crate::config::tls::client::Problem) -> Self {
+        Self::Option { key, message }
+    }
+}
+
+impl From<SetupError> for HttpError {
+    fn from(e: SetupError) -> Self {
+        HttpError::tls(e.to_string())
+    }
+}
+
 /// What a TLS connection is for: its ALPN offer differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
@@ -75,10 +117,10 @@ pub struct Negotiated {
 /// what its handshakes negotiated.
 pub struct TlsClient {
     options: TlsOptions,
-    configs: OnceLock<Result<[Arc<ClientConfig>; 4], String>>,
+    configs: OnceLock<Result<[Arc<ClientConfig>; 4], SetupError>>,
     /// QUIC's: TLS 1.3 only, ALPN `h3`; built at the first HTTP/3 connection, so a run
     /// that allows only TLS 1.2 fails there, with a reason, and nowhere else.
-    quic: OnceLock<Result<QuicTls, String>>,
+    quic: OnceLock<Result<QuicTls, SetupError>>,
     negotiated: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     /// Configurations of connections that bring their own material (gRPC's `tls`).
     materials: super::tls_material::Cache,
@@ -110,19 +152,14 @@ impl TlsClient {
     fn config(&self, purpose: Purpose) -> Result<Arc<ClientConfig>, HttpError> {
         let configs = self.configs.get_or_init(|| {
             let load = !self.options.insecure_skip_verify;
-            let trust =
-                roots_from(&self.options, load).map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+            let trust = roots_from(&self.options, load)?;
             if load && trust.roots.is_empty() {
-                return Err(format!(
-                    "no trusted root certificates: the system store is empty ({} found) and \
-                     [tls] ca_file is not set; install ca-certificates or set ca_file",
-                    trust.system
-                ));
+                return Err(SetupError::NoRoots {
+                    system: trust.system,
+                });
             }
-            let make = |p: Purpose| {
-                build(&self.options, trust.clone(), p.alpn())
-                    .map(Arc::new)
-                    .map_err(|(k, m)| format!("[tls] {k}: {m}"))
+            let make = |p: Purpose| -> Result<_, SetupError> {
+                Ok(Arc::new(build(&self.options, trust.clone(), p.alpn())?))
             };
             Ok([
                 make(Purpose::Http1)?,
@@ -133,7 +170,7 @@ impl TlsClient {
         });
         match configs {
             Ok(c) => Ok(c[purpose.index()].clone()),
-            Err(e) => Err(HttpError::tls(e.clone())),
+            Err(e) => Err(e.clone().into()),
         }
     }
 
@@ -143,30 +180,24 @@ impl TlsClient {
     pub(crate) fn quic_config(&self) -> Result<QuicTls, HttpError> {
         let made = self.quic.get_or_init(|| {
             if self.options.max_version < TlsVersion::Tls13 {
-                return Err(
-                    "HTTP/3 runs on TLS 1.3 only (QUIC builds on it), and [tls] \
-                     tls_version allows only TLS 1.2; allow 1.3 there or leave \"h3\" out of \
-                     [http] versions"
-                        .into(),
-                );
+                return Err(SetupError::QuicNeedsTls13);
             }
             let mut options = self.options.clone();
             options.min_version = TlsVersion::Tls13;
             let load = !options.insecure_skip_verify;
-            let trust = roots_from(&options, load).map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+            let trust = roots_from(&options, load)?;
             let mut verifier = None;
             let config =
                 crate::config::tls::client::build_wrapped(&options, trust, &[b"h3"], |v| {
                     verifier = Some(v.clone());
                     v
-                })
-                .map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+                })?;
             Ok(QuicTls {
                 config: Arc::new(config),
                 verifier: verifier.expect("build_wrapped calls wrap"),
             })
         });
-        made.clone().map_err(HttpError::tls)
+        made.clone().map_err(HttpError::from)
     }
 
     /// Counts a handshake made elsewhere (QUIC's, inside quinn) under `version` and

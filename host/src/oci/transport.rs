@@ -146,30 +146,40 @@ fn split_authority(authority: &str, default_port: u16) -> (String, u16) {
     (host.to_string(), port)
 }
 
+/// Why the registry client has no TLS configuration.
+#[derive(Debug, Clone, thiserror::Error)]
+enum TlsSetupError {
+    /// The system trusts nothing.
+    #[error(
+        "no trusted root certificates on this machine: install ca-certificates \
+         (or set SSL_CERT_FILE to a CA bundle)"
+    )]
+    NoRoots,
+    /// rustls refused the configuration.
+    #[error("{0}")]
+    Rustls(rustls::Error),
+}
+
 /// One TLS client config for the process: the system's roots, rustls's safe defaults.
 fn tls_config() -> Result<Arc<rustls::ClientConfig>> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, TlsSetupError>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let mut roots = rustls::RootCertStore::empty();
             let found = rustls_native_certs::load_native_certs();
             roots.add_parsable_certificates(found.certs);
             if roots.is_empty() {
-                return Err(
-                    "no trusted root certificates on this machine: install ca-certificates \
-                     (or set SSL_CERT_FILE to a CA bundle)"
-                        .to_string(),
-                );
+                return Err(TlsSetupError::NoRoots);
             }
             rustls::ClientConfig::builder_with_provider(Arc::new(
                 rustls::crypto::ring::default_provider(),
             ))
             .with_safe_default_protocol_versions()
             .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|e| e.to_string())
+            .map_err(TlsSetupError::Rustls)
         })
         .clone()
-        .map_err(|e| anyhow!(e))
+        .map_err(anyhow::Error::from)
 }
 
 #[cfg(test)]

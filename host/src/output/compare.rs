@@ -126,14 +126,17 @@ impl Comparison {
     }
 }
 
+/// A `--tolerance` that is not a percentage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid tolerance {0:?}: write a percentage such as 10%")]
+pub(crate) struct ToleranceError(String);
+
 /// Parses `10%`, `10` (both ten percent) or `0.5%`.
-pub(crate) fn parse_tolerance(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_tolerance(text: &str) -> Result<f64, ToleranceError> {
     let number = text.trim().trim_end_matches('%').trim();
     match number.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
-        _ => Err(format!(
-            "invalid tolerance {text:?}: write a percentage such as 10%"
-        )),
+        _ => Err(ToleranceError(text.to_owned())),
     }
 }
 
@@ -741,7 +744,10 @@ mod tests {
         assert_eq!(parse_tolerance("10%"), Ok(0.1));
         assert_eq!(parse_tolerance("5"), Ok(0.05));
         assert_eq!(parse_tolerance("0.5 %"), Ok(0.005));
-        assert!(parse_tolerance("ten").is_err());
+        assert_eq!(
+            parse_tolerance("ten").unwrap_err().to_string(),
+            "invalid tolerance \"ten\": write a percentage such as 10%"
+        );
         assert!(parse_tolerance("-1%").is_err());
     }
 }

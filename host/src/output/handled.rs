@@ -9,6 +9,35 @@ use crate::files::WriteFailure;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
+/// Why a file `handleSummary` returned was not written; the report puts the name first.
+#[derive(Debug, thiserror::Error)]
+enum NotWritten {
+    /// The folder for it cannot be made.
+    #[error("cannot make {}: {reason}", .dir.display())]
+    MakeDir {
+        /// The folder.
+        dir: PathBuf,
+        /// The system's reason.
+        reason: std::io::Error,
+    },
+    /// The name ends in no file name.
+    #[error("names no file")]
+    NoFile,
+    /// Writing failed.
+    #[error("{0}")]
+    Write(std::io::Error),
+    /// A name that would leave the results folder.
+    #[error(
+        "is outside the run's results folder; handleSummary may return \
+         \"stdout\", \"stderr\" or a relative file name without \"..\" (it is \
+         written into the results folder)"
+    )]
+    Outside,
+    /// An empty name.
+    #[error("is an empty file name")]
+    Empty,
+}
+
 /// Prints and writes each rendering; returns what could not be written, and prints
 /// where each file went.
 pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> Vec<WriteFailure> {
@@ -26,7 +55,7 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
                 Ok(path) => println!("  handleSummary wrote {}", path.display()),
                 Err(error) => failures.push(WriteFailure {
                     file: format!("{name} (from handleSummary)"),
-                    error,
+                    error: error.to_string(),
                 }),
             },
         }
@@ -35,40 +64,35 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
 }
 
 /// Writes `name` under `dir`, refusing a name that is not a plain relative path.
-fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, String> {
+fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, NotWritten> {
     let relative = inside(name)?;
     let path = dir.join(&relative);
     let parent = path.parent().unwrap_or(dir);
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+    std::fs::create_dir_all(parent).map_err(|reason| NotWritten::MakeDir {
+        dir: parent.to_owned(),
+        reason,
+    })?;
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
-        .ok_or_else(|| "names no file".to_string())?;
-    crate::files::write_whole(parent, &file, content).map_err(|e| e.to_string())?;
+        .ok_or(NotWritten::NoFile)?;
+    crate::files::write_whole(parent, &file, content).map_err(NotWritten::Write)?;
     Ok(path)
 }
 
 /// `name` as a path inside the results folder, or why it is not one.
-fn inside(name: &str) -> Result<PathBuf, String> {
+fn inside(name: &str) -> Result<PathBuf, NotWritten> {
     let path = Path::new(name);
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
-            _ => {
-                return Err(
-                    "is outside the run's results folder; handleSummary may return \
-                     \"stdout\", \"stderr\" or a relative file name without \"..\" (it is \
-                     written into the results folder)"
-                        .to_string(),
-                )
-            }
+            _ => return Err(NotWritten::Outside),
         }
     }
     if out.as_os_str().is_empty() {
-        return Err("is an empty file name".into());
+        return Err(NotWritten::Empty);
     }
     Ok(out)
 }
@@ -107,9 +131,13 @@ mod tests {
                 " (from handleSummary)"
             ]
         );
-        assert!(failures[0]
-            .error
-            .contains("outside the run's results folder"));
+        assert_eq!(
+            failures[0].error,
+            "is outside the run's results folder; handleSummary may return \"stdout\", \
+             \"stderr\" or a relative file name without \"..\" (it is written into the \
+             results folder)"
+        );
+        assert_eq!(failures[3].error, "is an empty file name");
         assert!(!dir.path().parent().unwrap().join("evil").exists());
     }
 }

@@ -37,10 +37,46 @@ pub(crate) fn load(files: &BTreeMap<String, PathBuf>) -> Result<DataSets> {
     Ok(sets)
 }
 
+/// Why a CSV data set is refused; each message names the line and what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CsvError {
+    /// No header row (an empty file, or empty names).
+    #[error("the first line must be a header row naming the columns")]
+    NoHeader,
+    /// A column named twice: the keys of a record would clash.
+    #[error("the header names column `{0}` twice")]
+    DuplicateColumn(String),
+    /// A row whose field count differs from the header's.
+    #[error(
+        "line {line} has {len} field{} but the header has {expected}; quote a value \
+         that holds a comma (\"Paris, France\") and give every row every column",
+        if *.len == 1 { "" } else { "s" }
+    )]
+    Ragged {
+        /// The row's line (from 1).
+        line: u64,
+        /// Its number of fields.
+        len: u64,
+        /// The header's.
+        expected: u64,
+    },
+    /// Bytes that are not UTF-8.
+    #[error("line {0} is not valid UTF-8; save the file as UTF-8")]
+    NotUtf8(u64),
+    /// Anything else the CSV reader refuses, with its line when it knows it.
+    #[error("{}{reason}", .line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    Other {
+        /// The line, when known.
+        line: Option<u64>,
+        /// The reader's message.
+        reason: String,
+    },
+}
+
 /// CSV with a header row → one JSON object per row, the header's names as keys and
 /// every value a string. A row with more or fewer fields than the header is an error
 /// naming its line, rather than a record that silently lacks keys or loses values.
-pub(crate) fn csv_records(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn csv_records(text: &str) -> Result<Vec<String>, CsvError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -54,14 +90,14 @@ pub(crate) fn csv_records(text: &str) -> Result<Vec<String>, String> {
         .map(str::to_owned)
         .collect();
     if header.iter().all(String::is_empty) {
-        return Err("the first line must be a header row naming the columns".into());
+        return Err(CsvError::NoHeader);
     }
     if let Some(dup) = header
         .iter()
         .enumerate()
         .find_map(|(i, h)| header[..i].contains(h).then_some(h))
     {
-        return Err(format!("the header names column `{dup}` twice"));
+        return Err(CsvError::DuplicateColumn(dup.clone()));
     }
     let mut records = Vec::new();
     for row in reader.records() {
@@ -76,24 +112,20 @@ pub(crate) fn csv_records(text: &str) -> Result<Vec<String>, String> {
     Ok(records)
 }
 
-fn describe(e: csv::Error) -> String {
+fn describe(e: csv::Error) -> CsvError {
     let line = e.position().map(|p| p.line());
     match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
-        } => format!(
-            "line {} has {len} field{} but the header has {expected_len}; quote a value \
-             that holds a comma (\"Paris, France\") and give every row every column",
-            line.unwrap_or(0),
-            if *len == 1 { "" } else { "s" },
-        ),
-        csv::ErrorKind::Utf8 { .. } => format!(
-            "line {} is not valid UTF-8; save the file as UTF-8",
-            line.unwrap_or(0)
-        ),
-        _ => match line {
-            Some(line) => format!("line {line}: {e}"),
-            None => e.to_string(),
+        } => CsvError::Ragged {
+            line: line.unwrap_or(0),
+            len: *len,
+            expected: *expected_len,
+        },
+        csv::ErrorKind::Utf8 { .. } => CsvError::NotUtf8(line.unwrap_or(0)),
+        _ => CsvError::Other {
+            line,
+            reason: e.to_string(),
         },
     }
 }
@@ -125,23 +157,38 @@ mod tests {
     #[test]
     fn a_ragged_row_is_an_error_naming_its_line() {
         let err = csv_records("name,city\nalice,Paris\nbob,Lyon,extra\n").unwrap_err();
-        assert!(
-            err.contains("line 3 has 3 fields but the header has 2"),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "line 3 has 3 fields but the header has 2; quote a value that holds a comma \
+             (\"Paris, France\") and give every row every column"
         );
         let err = csv_records("name,city\nalice\n").unwrap_err();
         assert!(
-            err.contains("line 2 has 1 field but the header has 2"),
+            err.to_string()
+                .contains("line 2 has 1 field but the header has 2"),
             "{err}"
         );
         // A line break inside quotes does not shift the count.
         let err = csv_records("a,b\n1,\"x\ny\"\n2\n").unwrap_err();
-        assert!(err.contains("line 4"), "{err}");
+        assert!(
+            matches!(
+                err,
+                CsvError::Ragged {
+                    line: 4,
+                    len: 1,
+                    expected: 2
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
     fn header_mistakes_are_named() {
-        assert!(csv_records("a,a\n1,2\n").unwrap_err().contains("`a` twice"));
-        assert!(csv_records("").unwrap_err().contains("header row"));
+        assert_eq!(
+            csv_records("a,a\n1,2\n").unwrap_err().to_string(),
+            "the header names column `a` twice"
+        );
+        assert_eq!(csv_records("").unwrap_err(), CsvError::NoHeader);
     }
 }

@@ -54,6 +54,13 @@ pub mod bindings {
         path: "wit",
         world: "scenario",
         pub_export_macro: true,
+        // The WIT `http-error` is the SDK's own `http::HttpError` (same cases, same
+        // payloads): one Rust definition, its Display the SDK's wording, and no
+        // conversion of each failed request. The key carries the contract's version,
+        // so a new version fails the build here until the key follows it.
+        with: {
+            "loadtest:scenario/http@0.3.5/http-error": crate::http::HttpError,
+        },
     });
 }
 

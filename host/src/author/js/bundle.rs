@@ -583,13 +583,27 @@ enum Binding {
     Named { imported: String, local: String },
 }
 
+/// An import clause the bundler cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ClauseError {
+    /// `{` without `}`.
+    #[error("unclosed `{{` in the import")]
+    Unclosed,
+    /// `*` not followed by `as NAME`.
+    #[error("expected `* as NAME`")]
+    Namespace,
+    /// Anything else.
+    #[error("cannot read the import clause `{0}`")]
+    Unreadable(String),
+}
+
 /// The bindings of an import clause (`a`, `* as a`, `{ a, b as c }`, `a, { b }`).
-fn bindings(clause: &str) -> std::result::Result<Vec<Binding>, String> {
+fn bindings(clause: &str) -> std::result::Result<Vec<Binding>, ClauseError> {
     let mut out = Vec::new();
     let mut rest = clause.trim();
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('{') {
-            let close = r.find('}').ok_or("unclosed `{` in the import")?;
+            let close = r.find('}').ok_or(ClauseError::Unclosed)?;
             for (imported, local) in export_list(&rest[..close + 2]) {
                 out.push(Binding::Named { imported, local });
             }
@@ -598,14 +612,14 @@ fn bindings(clause: &str) -> std::result::Result<Vec<Binding>, String> {
             let r = r
                 .trim_start()
                 .strip_prefix("as")
-                .ok_or("expected `* as NAME`")?;
+                .ok_or(ClauseError::Namespace)?;
             let name = first_word(r.trim_start()).to_string();
             rest = r.trim_start()[name.len()..].trim_start();
             out.push(Binding::Namespace(name));
         } else {
             let name = first_word(rest).to_string();
             if name.is_empty() {
-                return Err(format!("cannot read the import clause `{clause}`"));
+                return Err(ClauseError::Unreadable(clause.to_owned()));
             }
             rest = rest[name.len()..].trim_start();
             out.push(Binding::Default(name));

@@ -104,18 +104,47 @@ fn unquote(s: &str) -> &str {
     s
 }
 
+/// Why a threshold's metric key is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum MetricKeyError {
+    /// The key does not parse; `suggestion` is the built-in its name is closest to.
+    #[error(
+        "{syntax}{}",
+        .suggestion.as_ref().map(|best| format!("\n    did you mean `{best}`?")).unwrap_or_default()
+    )]
+    Syntax {
+        /// Where and what.
+        syntax: SyntaxError,
+        /// The nearest built-in, when one is near.
+        suggestion: Option<String>,
+    },
+    /// A name so close to a built-in's that it is taken for a typo.
+    #[error(
+        "unknown metric `{name}`; did you mean `{builtin}`? (a custom metric must not be named within two letters of a built-in)"
+    )]
+    NearBuiltin {
+        /// The name given.
+        name: String,
+        /// The built-in it is close to.
+        builtin: String,
+    },
+}
+
 /// Resolves a metric key against the built-ins: a built-in gets its kind; a name one or
 /// two letters away from a built-in is taken for a typo; any other valid name is left
 /// for the plugin to declare at run time.
-pub(super) fn resolve_metric(key: &str, builtins: &Registry) -> Result<MetricSelector, String> {
-    let (name, tags) = parse_metric_key(key).map_err(|e| {
+pub(super) fn resolve_metric(
+    key: &str,
+    builtins: &Registry,
+) -> Result<MetricSelector, MetricKeyError> {
+    let (name, tags) = parse_metric_key(key).map_err(|syntax| {
         let names: Vec<String> = builtins.all().into_iter().map(|d| d.name).collect();
         let known: Vec<&str> = names.iter().map(String::as_str).collect();
         let head = key.split('{').next().unwrap_or(key).trim();
-        match nearest(head, &known) {
-            Some(best) if best != head => format!("{e}\n    did you mean `{best}`?"),
-            _ => e.to_string(),
-        }
+        let suggestion = nearest(head, &known)
+            .filter(|best| *best != head)
+            .map(str::to_owned);
+        MetricKeyError::Syntax { syntax, suggestion }
     })?;
     let builtin = builtins.lookup(&name).map(|id| builtins.def(id));
     let builtin_kind = builtin.as_ref().map(|d| d.kind);
@@ -126,10 +155,8 @@ pub(super) fn resolve_metric(key: &str, builtins: &Registry) -> Result<MetricSel
             .map(|d| (strsim::damerau_levenshtein(&name, &d.name), d.name))
             .filter(|(d, _)| *d <= 2)
             .min_by_key(|(d, _)| *d);
-        if let Some((_, best)) = near {
-            return Err(format!(
-                "unknown metric `{name}`; did you mean `{best}`? (a custom metric must not be named within two letters of a built-in)"
-            ));
+        if let Some((_, builtin)) = near {
+            return Err(MetricKeyError::NearBuiltin { name, builtin });
         }
     }
     Ok(MetricSelector {

@@ -34,9 +34,9 @@ pub fn parse_thresholds(table: &toml::Table) -> Result<Vec<Threshold>, ConfigErr
     for (key, value) in table {
         let path = format!("thresholds.{}", toml_key(key));
         let at = |i: usize| format!("{path}[{i}]");
-        let metric = resolve_metric(key, &builtins).map_err(|message| ConfigError {
+        let metric = resolve_metric(key, &builtins).map_err(|e| ConfigError {
             path: path.clone(),
-            message,
+            message: e.to_string(),
         })?;
         let items: Vec<&toml::Value> = match value {
             toml::Value::Array(items) => items.iter().collect(),

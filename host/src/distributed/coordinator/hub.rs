@@ -1,6 +1,7 @@
 //! The coordinator's state: the workers that joined, their segments and status, and
 //! their seconds folded into the run's recorder as they come.
 
+use super::refusal::{Lost, Refusal};
 use crate::config::distributed::OnWorkerLoss;
 use crate::control::{RunControl, StopReason};
 use crate::distributed::protocol::{
@@ -116,32 +117,32 @@ impl Hub {
         join: &Join,
         address: SocketAddr,
         tx: mpsc::UnboundedSender<CoordMsg>,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, Refusal> {
         if hello.magic != protocol::MAGIC || hello.protocol != protocol::PROTOCOL_VERSION {
-            return Err(format!(
-                "protocol version {} is not the coordinator's {}",
-                hello.protocol,
-                protocol::PROTOCOL_VERSION
-            ));
+            return Err(Refusal::Protocol {
+                theirs: hello.protocol,
+                ours: protocol::PROTOCOL_VERSION,
+            });
         }
         let ours = env!("CARGO_PKG_VERSION");
         if hello.host_version != ours {
-            return Err(format!(
-                "host version {} is not the coordinator's {ours}: run the same host binary on every machine",
-                hello.host_version
-            ));
+            return Err(Refusal::HostVersion {
+                theirs: hello.host_version.clone(),
+                ours,
+            });
         }
         if let Some(sha) = &join.plugin_sha256 {
             if *sha != self.sha256 {
-                return Err(format!(
-                    "its plugin (sha256 {sha}) is not the coordinator's {} (sha256 {})",
-                    self.plugin_name, self.sha256
-                ));
+                return Err(Refusal::Plugin {
+                    theirs: sha.clone(),
+                    plugin: self.plugin_name.clone(),
+                    ours: self.sha256.clone(),
+                });
             }
         }
         let mut state = self.lock();
         if state.closed {
-            return Err("the run has started: a worker that joins late is refused".into());
+            return Err(Refusal::Late);
         }
         let joined = state
             .workers
@@ -149,24 +150,21 @@ impl Hub {
             .filter(|w| w.status != Status::Lost)
             .count();
         if joined >= self.expected as usize {
-            return Err(format!(
-                "the run already has its {} worker(s)",
-                self.expected
-            ));
+            return Err(Refusal::Full(self.expected));
         }
         if let Some(index) = join.index {
             if index >= self.expected {
-                return Err(format!(
-                    "its index {index} is out of range: the run has {} worker(s), indexes 0 to {}",
-                    self.expected,
-                    self.expected - 1
-                ));
+                return Err(Refusal::IndexOutOfRange {
+                    index,
+                    expected: self.expected,
+                });
             }
             if let Some(holder) = state.workers.iter().find(|w| w.claimed == Some(index)) {
-                return Err(format!(
-                    "index {index} is taken by worker {} ({}): give each worker its own --index",
-                    holder.name, holder.address
-                ));
+                return Err(Refusal::IndexTaken {
+                    index,
+                    holder: holder.name.clone(),
+                    address: holder.address.clone(),
+                });
             }
         }
         state.next_id += 1;
@@ -200,7 +198,7 @@ impl Hub {
     }
 
     /// Handles one message of worker `id`; an error loses the worker.
-    pub(super) fn on_message(&self, id: u64, msg: WorkerMsg) -> Result<(), String> {
+    pub(super) fn on_message(&self, id: u64, msg: WorkerMsg) -> Result<(), Lost> {
         match msg {
             WorkerMsg::Heartbeat => Ok(()),
             WorkerMsg::Ready => {
@@ -215,7 +213,7 @@ impl Hub {
             WorkerMsg::Failed(why) => {
                 self.with_slot(id, |w| w.failed = Some(why.clone()));
                 self.changed.notify_waiters();
-                Err(format!("it failed: {why}"))
+                Err(Lost::Failed(why))
             }
             WorkerMsg::Tick(tick) => self.take_tick(id, tick),
             WorkerMsg::Final(last) => {
@@ -238,20 +236,19 @@ impl Hub {
                 Ok(())
             }
             WorkerMsg::Hello(_) | WorkerMsg::Proof(_) | WorkerMsg::Join(_) => {
-                Err("it sent a second hello".into())
+                Err(Lost::SecondHello)
             }
         }
     }
 
     /// Folds a worker's second into the run's recorder and its own figures.
-    pub(super) fn take_tick(&self, id: u64, tick: Tick) -> Result<(), String> {
+    pub(super) fn take_tick(&self, id: u64, tick: Tick) -> Result<(), Lost> {
         let services = match &self.lock().run {
             Some(run) => run.services.clone(),
-            None => return Err("it sent samples before the start".into()),
+            None => return Err(Lost::EarlySamples),
         };
         let registry = services.recorder.registry().clone();
-        let decoded =
-            series::decode(tick.series, &registry).map_err(|e| format!("it sent garbage: {e}"))?;
+        let decoded = series::decode(tick.series, &registry).map_err(Lost::Garbage)?;
         let (mut reqs, mut iterations, mut dropped) = (0.0, 0.0, 0.0);
         let mut duration = new_histogram();
         for d in &decoded {

@@ -13,6 +13,7 @@
 //! common start, and [`remote`] is the coordinator as its run sees it.
 
 mod hub;
+mod refusal;
 mod remote;
 mod start_line;
 mod transport;

@@ -72,7 +72,7 @@ async fn serve(
                 "coordinator: refused worker {} ({address}): {why}",
                 hello.name
             ));
-            let _ = protocol::write(&mut conn, &CoordMsg::Refused(why)).await;
+            let _ = protocol::write(&mut conn, &CoordMsg::Refused(why.to_string())).await;
             return;
         }
     };
@@ -276,7 +276,7 @@ async fn read_loop(mut reader: ReadHalf<Conn>, id: u64, hub: Arc<Hub>) {
         };
         let last = matches!(msg, WorkerMsg::Final(_));
         if let Err(why) = hub.on_message(id, msg) {
-            return hub.lose(id, &why);
+            return hub.lose(id, &why.to_string());
         }
         if last {
             return;

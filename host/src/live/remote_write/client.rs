@@ -20,6 +20,39 @@ const ENV: &str = "K6_PROMETHEUS_RW_";
 /// Bytes of an error answer's body that are read.
 const ERROR_BODY_BYTES: usize = 4096;
 
+/// Why a push failed; warned about, never fatal to the run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PushError {
+    /// The request could not be made from the configured headers.
+    #[error("{0}")]
+    Request(http::Error),
+    /// The TCP connection could not be made.
+    #[error("cannot connect to {authority}: {reason}")]
+    Connect {
+        /// `host:port`.
+        authority: String,
+        /// The system's reason.
+        reason: std::io::Error,
+    },
+    /// The TLS handshake failed.
+    #[error("{0}")]
+    Tls(crate::net::HttpError),
+    /// HTTP/1.1 failed on the connection.
+    #[error("{0}")]
+    Http(hyper::Error),
+    /// The endpoint answered an error status.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// The status.
+        status: hyper::StatusCode,
+        /// The start of the answer's body, cut to 512 characters.
+        body: String,
+    },
+    /// No answer within the push timeout.
+    #[error("no answer within {0} s")]
+    Timeout(u64),
+}
+
 /// Where pushes go and what each carries.
 pub(crate) struct Endpoint {
     uri: hyper::Uri,
@@ -58,7 +91,7 @@ impl Endpoint {
 
     /// Pushes one compressed write request; an error says why (status and the start of
     /// the body).
-    pub(crate) async fn push(&mut self, body: Bytes) -> Result<(), String> {
+    pub(crate) async fn push(&mut self, body: Bytes) -> Result<(), PushError> {
         let mut request = hyper::Request::post(self.uri.clone())
             .header(hyper::header::HOST, authority(&self.origin))
             .header("content-type", "application/x-protobuf")
@@ -69,7 +102,7 @@ impl Endpoint {
                 concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
             )
             .body(Full::new(body))
-            .map_err(|e| e.to_string())?;
+            .map_err(PushError::Request)?;
         for (name, value) in &self.headers {
             request.headers_mut().insert(name.clone(), value.clone());
         }
@@ -78,11 +111,8 @@ impl Endpoint {
             _ => self.connect().await?,
         };
         let mut conn = conn;
-        conn.ready().await.map_err(|e| e.to_string())?;
-        let response = conn
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        conn.ready().await.map_err(PushError::Http)?;
+        let response = conn.send_request(request).await.map_err(PushError::Http)?;
         self.conn = Some(conn);
         let status = response.status();
         if status.is_success() {
@@ -111,23 +141,26 @@ impl Endpoint {
             kept.truncate(ERROR_BODY_BYTES);
         }
         let text = String::from_utf8_lossy(&kept).into_owned();
-        Err(format!(
-            "HTTP {status}: {}",
-            crate::bounded::cut(text.trim(), 512)
-        ))
+        Err(PushError::Status {
+            status,
+            body: crate::bounded::cut(text.trim(), 512).to_string(),
+        })
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, String> {
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, PushError> {
         let tcp = tokio::net::TcpStream::connect((self.origin.host.as_str(), self.origin.port))
             .await
-            .map_err(|e| format!("cannot connect to {}: {e}", authority(&self.origin)))?;
+            .map_err(|reason| PushError::Connect {
+                authority: authority(&self.origin),
+                reason,
+            })?;
         let _ = tcp.set_nodelay(true);
         if self.origin.scheme == "https" {
             let (tls, _) = self
                 .tls
                 .handshake(&self.origin, tcp, Purpose::Http1)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(PushError::Tls)?;
             handshake(tls).await
         } else {
             handshake(tcp).await
@@ -135,13 +168,13 @@ impl Endpoint {
     }
 }
 
-async fn handshake<IO>(io: IO) -> Result<SendRequest<Full<Bytes>>, String>
+async fn handshake<IO>(io: IO) -> Result<SendRequest<Full<Bytes>>, PushError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(PushError::Http)?;
     tokio::spawn(conn);
     Ok(send)
 }

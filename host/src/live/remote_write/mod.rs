@@ -198,7 +198,7 @@ async fn push_loop(mut endpoint: client::Endpoint, url: String, mut rx: mpsc::Re
     while let Some(body) = rx.recv().await {
         let outcome = tokio::time::timeout(PUSH_TIMEOUT, endpoint.push(body))
             .await
-            .unwrap_or_else(|_| Err(format!("no answer within {} s", PUSH_TIMEOUT.as_secs())));
+            .unwrap_or_else(|_| Err(client::PushError::Timeout(PUSH_TIMEOUT.as_secs())));
         if let Err(e) = outcome {
             if failures.is_multiple_of(10) {
                 crate::stderr::warn(format_args!(

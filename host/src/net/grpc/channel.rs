@@ -90,10 +90,9 @@ impl Channel {
         let origin = parse_target(target, options.tls)?;
         shared.allowlist.check(&origin).map_err(|why| {
             shared.warn_denied_once(&origin, "open a gRPC channel to", &why);
-            GrpcError::Denied(why)
+            GrpcError::Denied(why.to_string())
         })?;
-        let pool = descriptors::build(&options.protos, &options.descriptor_sets)
-            .map_err(GrpcError::Invalid)?;
+        let pool = descriptors::build(&options.protos, &options.descriptor_sets)?;
         let tls_config = match &options.tls_material {
             Some(m) if options.tls && !m.is_empty() => Some(
                 shared
@@ -267,7 +266,7 @@ pub(super) async fn read_all(
         match next_frame(&mut body).await? {
             Some(Part::Data(data)) => {
                 decoder.push(&data);
-                while let Some(m) = decoder.next().map_err(GrpcError::Protocol)? {
+                while let Some(m) = decoder.next()? {
                     messages.push(m);
                 }
             }
@@ -363,7 +362,7 @@ fn parse_target(target: &str, tls: bool) -> Result<Origin, GrpcError> {
         return Err(invalid("the port is not a number up to 65535"));
     }
     let scheme = if tls { "https" } else { "http" };
-    Origin::parse(&format!("{scheme}://{target}")).map_err(|e| invalid(&e))
+    Origin::parse(&format!("{scheme}://{target}")).map_err(|e| invalid(&e.to_string()))
 }
 
 /// `host:port` as an authority (IPv6 in brackets).

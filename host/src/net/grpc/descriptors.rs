@@ -10,6 +10,86 @@ use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
+/// Why a `.proto` set or a method name cannot be used; the plugin sees it as an
+/// `invalid` gRPC error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DescriptorError {
+    /// A file name that imports could not name.
+    #[error("proto file name {0:?}: use a relative name with / (as imports write it)")]
+    FileName(String),
+    /// protox refused a file; the message starts with the file when protox knows it.
+    #[error("{file}{reason}", file = .file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+    Compile {
+        /// The file protox found the error in.
+        file: Option<String>,
+        /// protox's message.
+        reason: String,
+    },
+    /// A descriptor set that does not decode.
+    #[error(
+        "{shown} is not a binary FileDescriptorSet (make one with protoc \
+         --descriptor_set_out=FILE --include_imports, or buf build -o FILE): {reason}"
+    )]
+    NotASet {
+        /// How errors name the set.
+        shown: String,
+        /// The decoder's reason.
+        reason: String,
+    },
+    /// A descriptor set without files.
+    #[error(
+        "{0} holds no file descriptor (make one with protoc \
+         --descriptor_set_out=FILE --include_imports, or buf build -o FILE)"
+    )]
+    EmptySet(String),
+    /// A file of the set imports one the set lacks.
+    #[error(
+        "{shown}: {file} imports {import}, which the set does not hold; make the set \
+         with --include_imports"
+    )]
+    MissingImport {
+        /// How errors name the set.
+        shown: String,
+        /// The importing file.
+        file: String,
+        /// The file it imports.
+        import: String,
+    },
+    /// The set's files do not build into the pool.
+    #[error("{shown}: {reason}")]
+    InSet {
+        /// How errors name the set.
+        shown: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The host's own copy of a service did not build into the pool.
+    #[error("the host's health.proto: {0}")]
+    Carried(String),
+    /// A method name not of the form `package.Service/Method`.
+    #[error(
+        "method {0:?}: write it as package.Service/Method (for example \
+         helloworld.Greeter/SayHello)"
+    )]
+    MethodName(String),
+    /// The service exists without this method.
+    #[error("service {service} has no method {method}; it has: {}", .has.join(", "))]
+    NoSuchMethod {
+        /// The service's full name.
+        service: String,
+        /// The method asked for.
+        method: String,
+        /// The methods the service has.
+        has: Vec<String>,
+    },
+}
+
+impl From<DescriptorError> for super::status::GrpcError {
+    fn from(e: DescriptorError) -> Self {
+        Self::Invalid(e.to_string())
+    }
+}
+
 /// `.proto` sources by the name other files import them by.
 struct Sources(HashMap<String, String>);
 
@@ -24,16 +104,14 @@ impl FileResolver for Sources {
 
 /// Compiles `files` (name, source), which may import one another and Google's
 /// well-known types (`google/protobuf/empty.proto`, ...), into a pool.
-pub(crate) fn compile(files: &[(String, String)]) -> Result<DescriptorPool, String> {
+pub(crate) fn compile(files: &[(String, String)]) -> Result<DescriptorPool, DescriptorError> {
     if files.is_empty() {
         return Ok(DescriptorPool::new());
     }
     let mut sources = HashMap::new();
     for (name, source) in files {
         if name.is_empty() || name.starts_with('/') || name.contains('\\') {
-            return Err(format!(
-                "proto file name {name:?}: use a relative name with / (as imports write it)"
-            ));
+            return Err(DescriptorError::FileName(name.clone()));
         }
         sources.insert(name.clone(), source.clone());
     }
@@ -53,7 +131,7 @@ pub(crate) fn compile(files: &[(String, String)]) -> Result<DescriptorPool, Stri
 pub(crate) fn build(
     files: &[(String, String)],
     sets: &[Vec<u8>],
-) -> Result<DescriptorPool, String> {
+) -> Result<DescriptorPool, DescriptorError> {
     let mut pool = compile(files)?;
     for (i, bytes) in sets.iter().enumerate() {
         let shown = if sets.len() == 1 {
@@ -70,18 +148,21 @@ pub(crate) fn build(
 /// `buf build -o`; `shown` names it in errors) to `pool`. Google's well-known types
 /// it imports without holding are taken from the host's copies; a file the pool
 /// already has (the same import from a `.proto` or another set) is kept as it is.
-pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> Result<(), String> {
-    let set = FileDescriptorSet::decode(bytes).map_err(|e| {
-        format!(
-            "{shown} is not a binary FileDescriptorSet (make one with protoc \
-             --descriptor_set_out=FILE --include_imports, or buf build -o FILE): {e}"
-        )
+pub(crate) fn add_set(
+    pool: &mut DescriptorPool,
+    bytes: &[u8],
+    shown: &str,
+) -> Result<(), DescriptorError> {
+    let in_set = |reason: String| DescriptorError::InSet {
+        shown: shown.to_owned(),
+        reason,
+    };
+    let set = FileDescriptorSet::decode(bytes).map_err(|e| DescriptorError::NotASet {
+        shown: shown.to_owned(),
+        reason: e.to_string(),
     })?;
     if set.file.is_empty() {
-        return Err(format!(
-            "{shown} holds no file descriptor (make one with protoc \
-             --descriptor_set_out=FILE --include_imports, or buf build -o FILE)"
-        ));
+        return Err(DescriptorError::EmptySet(shown.to_owned()));
     }
     let held: BTreeSet<&str> = set.file.iter().map(|f| f.name()).collect();
     let mut google = BTreeSet::new();
@@ -93,11 +174,11 @@ pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> R
             if dep.starts_with("google/protobuf/") {
                 google.insert(dep.clone());
             } else {
-                return Err(format!(
-                    "{shown}: {} imports {dep}, which the set does not hold; make the set \
-                     with --include_imports",
-                    f.name()
-                ));
+                return Err(DescriptorError::MissingImport {
+                    shown: shown.to_owned(),
+                    file: f.name().to_owned(),
+                    import: dep.clone(),
+                });
             }
         }
     }
@@ -107,7 +188,7 @@ pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> R
         for name in &google {
             compiler
                 .open_file(name)
-                .map_err(|e| format!("{shown}: {e}"))?;
+                .map_err(|e| in_set(e.to_string()))?;
         }
         let wanted: Vec<FileDescriptorProto> = compiler
             .file_descriptor_set()
@@ -116,7 +197,7 @@ pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> R
             .filter(|f| pool.get_file_by_name(f.name()).is_none())
             .collect();
         pool.add_file_descriptor_protos(wanted)
-            .map_err(|e| format!("{shown}: the well-known types it imports: {e}"))?;
+            .map_err(|e| in_set(format!("the well-known types it imports: {e}")))?;
     }
     let new: Vec<FileDescriptorProto> = set
         .file
@@ -124,7 +205,7 @@ pub(crate) fn add_set(pool: &mut DescriptorPool, bytes: &[u8], shown: &str) -> R
         .filter(|f| pool.get_file_by_name(f.name()).is_none())
         .collect();
     pool.add_file_descriptor_protos(new)
-        .map_err(|e| format!("{shown}: its descriptors do not build: {e}"))
+        .map_err(|e| in_set(format!("its descriptors do not build: {e}")))
 }
 
 /// The service every channel can call without a descriptor from the plugin.
@@ -148,7 +229,10 @@ fn health_file() -> &'static FileDescriptorProto {
 
 /// Adds the host's copy of `service` to `pool` when the host carries it and the pool
 /// lacks it; whether it did.
-pub(crate) fn add_carried(pool: &mut DescriptorPool, service: &str) -> Result<bool, String> {
+pub(crate) fn add_carried(
+    pool: &mut DescriptorPool,
+    service: &str,
+) -> Result<bool, DescriptorError> {
     if service != HEALTH_SERVICE || pool.get_service_by_name(service).is_some() {
         return Ok(false);
     }
@@ -158,28 +242,27 @@ pub(crate) fn add_carried(pool: &mut DescriptorPool, service: &str) -> Result<bo
         return Ok(false);
     }
     pool.add_file_descriptor_proto(file.clone())
-        .map_err(|e| format!("the host's health.proto: {e}"))?;
+        .map_err(|e| DescriptorError::Carried(e.to_string()))?;
     Ok(true)
 }
 
 /// A compile error with the file and line where protox found it.
-fn describe(e: &protox::Error) -> String {
-    let file = e.file().map(|f| format!("{f}: ")).unwrap_or_default();
-    format!("{file}{e}")
+fn describe(e: &protox::Error) -> DescriptorError {
+    DescriptorError::Compile {
+        file: e.file().map(str::to_owned),
+        reason: e.to_string(),
+    }
 }
 
 /// `package.Service/Method` (a leading `/` is accepted, as in the HTTP/2 path) split
 /// into the service and the method.
-pub(crate) fn split_method(method: &str) -> Result<(&str, &str), String> {
+pub(crate) fn split_method(method: &str) -> Result<(&str, &str), DescriptorError> {
     let trimmed = method.strip_prefix('/').unwrap_or(method);
     match trimmed.split_once('/') {
         Some((service, name)) if !service.is_empty() && !name.is_empty() && !name.contains('/') => {
             Ok((service, name))
         }
-        _ => Err(format!(
-            "method {method:?}: write it as package.Service/Method (for example \
-             helloworld.Greeter/SayHello)"
-        )),
+        _ => Err(DescriptorError::MethodName(method.to_owned())),
     }
 }
 
@@ -188,7 +271,7 @@ pub(crate) fn split_method(method: &str) -> Result<(&str, &str), String> {
 pub(crate) fn find(
     pool: &DescriptorPool,
     method: &str,
-) -> Result<Option<MethodDescriptor>, String> {
+) -> Result<Option<MethodDescriptor>, DescriptorError> {
     let (service, name) = split_method(method)?;
     let Some(svc) = pool.get_service_by_name(service) else {
         return Ok(None);
@@ -196,11 +279,11 @@ pub(crate) fn find(
     if let Some(m) = svc.methods().find(|m| m.name() == name) {
         return Ok(Some(m));
     }
-    let names: Vec<String> = svc.methods().map(|m| m.name().to_owned()).collect();
-    Err(format!(
-        "service {service} has no method {name}; it has: {}",
-        names.join(", ")
-    ))
+    Err(DescriptorError::NoSuchMethod {
+        service: service.to_owned(),
+        method: name.to_owned(),
+        has: svc.methods().map(|m| m.name().to_owned()).collect(),
+    })
 }
 
 /// Every method of every service in `pool`, as `package.Service/Method`.
@@ -251,7 +334,10 @@ mod tests {
         assert_eq!(methods(&pool).len(), 3);
         assert!(find(&pool, "other.Svc/X").unwrap().is_none());
         let err = find(&pool, "demo.v1.Notes/Put").unwrap_err();
-        assert!(err.contains("has: Get, Ping, Watch"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "service demo.v1.Notes has no method Put; it has: Get, Ping, Watch"
+        );
     }
 
     /// A set as protoc writes one, here from protox (the integration tests use
@@ -285,7 +371,8 @@ mod tests {
         assert_eq!(methods(&pool).len(), 3);
 
         let err = build(&[], &[b"not a set".to_vec()]).unwrap_err();
-        assert!(err.contains("--descriptor_set_out"), "{err}");
+        assert!(matches!(err, DescriptorError::NotASet { .. }), "{err}");
+        assert!(err.to_string().contains("--descriptor_set_out"), "{err}");
         let pool = compile(&[
             ("api.proto".into(), API.into()),
             ("types.proto".into(), TYPES.into()),
@@ -298,7 +385,9 @@ mod tests {
                 .cloned()
                 .collect(),
         };
-        let err = build(&[], &[only_api.encode_to_vec()]).unwrap_err();
+        let err = build(&[], &[only_api.encode_to_vec()])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("imports types.proto") && err.contains("--include_imports"),
             "{err}"
@@ -324,12 +413,20 @@ mod tests {
     #[test]
     fn errors_say_what_to_fix() {
         let err = compile(&[("api.proto".into(), API.into())]).unwrap_err();
-        assert!(err.contains("types.proto"), "{err}");
+        assert!(err.to_string().contains("types.proto"), "{err}");
         let err =
             compile(&[("bad.proto".into(), "syntax = \"proto3\"; message {".into())]).unwrap_err();
-        assert!(err.starts_with("bad.proto: "), "{err}");
-        assert!(split_method("demo.Notes.Get")
-            .unwrap_err()
-            .contains("package.Service/Method"));
+        assert!(matches!(&err, DescriptorError::Compile { file: Some(f), .. } if f == "bad.proto"));
+        assert!(err.to_string().starts_with("bad.proto: "), "{err}");
+        let err = compile(&[("/abs.proto".into(), String::new())]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "proto file name \"/abs.proto\": use a relative name with / (as imports write it)"
+        );
+        assert_eq!(
+            split_method("demo.Notes.Get").unwrap_err().to_string(),
+            "method \"demo.Notes.Get\": write it as package.Service/Method (for example \
+             helloworld.Greeter/SayHello)"
+        );
     }
 }

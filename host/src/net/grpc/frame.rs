@@ -4,6 +4,30 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+/// A message the decoder refuses; the plugin sees it as a `protocol` gRPC error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum FrameError {
+    /// The compressed flag is set though the host asked for no compression.
+    #[error("the server sent a compressed message, which the host did not ask for")]
+    Compressed,
+    /// The length prefix is over `[limits] max_body_mb`.
+    #[error(
+        "a message of {len} bytes is larger than the cap of {max} bytes ([limits] max_body_mb)"
+    )]
+    TooLarge {
+        /// The announced length.
+        len: u32,
+        /// The cap.
+        max: u64,
+    },
+}
+
+impl From<FrameError> for super::status::GrpcError {
+    fn from(e: FrameError) -> Self {
+        Self::Protocol(e.to_string())
+    }
+}
+
 /// `message` with its 5-byte prefix (never compressed: the host sends no
 /// `grpc-encoding`, so servers answer uncompressed too).
 pub(super) fn encode(message: &[u8]) -> Bytes {
@@ -36,22 +60,17 @@ impl Decoder {
     }
 
     /// The next whole message, if one is there.
-    pub(super) fn next(&mut self) -> Result<Option<Bytes>, String> {
+    pub(super) fn next(&mut self) -> Result<Option<Bytes>, FrameError> {
         if self.buf.len() < 5 {
             return Ok(None);
         }
         let compressed = self.buf[0];
         let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
         if compressed != 0 {
-            return Err(
-                "the server sent a compressed message, which the host did not ask for".into(),
-            );
+            return Err(FrameError::Compressed);
         }
         if u64::from(len) > self.max {
-            return Err(format!(
-                "a message of {len} bytes is larger than the cap of {} bytes ([limits] max_body_mb)",
-                self.max
-            ));
+            return Err(FrameError::TooLarge { len, max: self.max });
         }
         let len = len as usize;
         if self.buf.len() < 5 + len {
@@ -93,9 +112,12 @@ mod tests {
     fn oversize_and_compressed_messages_are_refused() {
         let mut d = Decoder::new(3);
         d.push(&encode(b"hello"));
-        assert!(d.next().unwrap_err().contains("max_body_mb"));
+        assert_eq!(
+            d.next().unwrap_err().to_string(),
+            "a message of 5 bytes is larger than the cap of 3 bytes ([limits] max_body_mb)"
+        );
         let mut d = Decoder::new(100);
         d.push(&[1, 0, 0, 0, 0]);
-        assert!(d.next().unwrap_err().contains("compressed"));
+        assert_eq!(d.next().unwrap_err(), FrameError::Compressed);
     }
 }

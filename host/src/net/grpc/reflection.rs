@@ -65,12 +65,12 @@ impl Channel {
     /// The descriptor of `method`, asking the server's reflection service for its
     /// service when the channel reflects and does not know it yet.
     pub(super) async fn method(&mut self, method: &str) -> Result<MethodDescriptor, GrpcError> {
-        if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
+        if let Some(m) = descriptors::find(&self.pool, method)? {
             return Ok(m);
         }
-        let (service, _) = descriptors::split_method(method).map_err(GrpcError::Invalid)?;
-        if descriptors::add_carried(&mut self.pool, service).map_err(GrpcError::Invalid)? {
-            if let Some(m) = descriptors::find(&self.pool, method).map_err(GrpcError::Invalid)? {
+        let (service, _) = descriptors::split_method(method)?;
+        if descriptors::add_carried(&mut self.pool, service)? {
+            if let Some(m) = descriptors::find(&self.pool, method)? {
                 return Ok(m);
             }
         }
@@ -93,14 +93,12 @@ impl Channel {
                 self.origin
             ))
         })?;
-        descriptors::find(&self.pool, method)
-            .map_err(GrpcError::Invalid)?
-            .ok_or_else(|| {
-                GrpcError::Invalid(format!(
-                    "{}: the reflection service does not know service {service}",
-                    self.origin
-                ))
-            })
+        descriptors::find(&self.pool, method)?.ok_or_else(|| {
+            GrpcError::Invalid(format!(
+                "{}: the reflection service does not know service {service}",
+                self.origin
+            ))
+        })
     }
 }
 

@@ -154,7 +154,7 @@ async fn read_messages(
         match next_frame(&mut body).await? {
             Some(Part::Data(data)) => {
                 decoder.push(&data);
-                while let Some(m) = decoder.next().map_err(GrpcError::Protocol)? {
+                while let Some(m) = decoder.next()? {
                     if events.send(Event::Message(m)).await.is_err() {
                         // The plugin let go of the stream.
                         return Err(GrpcError::Protocol("the stream was dropped".into()));

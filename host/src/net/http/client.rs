@@ -309,7 +309,7 @@ impl HttpClient {
         if let Some(target) = self.targets.get(url) {
             return Ok(target);
         }
-        let origin = Origin::parse(url).map_err(HttpError::invalid)?;
+        let origin = Origin::parse(url).map_err(|e| HttpError::invalid(e.to_string()))?;
         if origin.scheme != "http" && origin.scheme != "https" {
             return Err(HttpError::invalid(format!(
                 "{url}: HTTP requests need an http:// or https:// URL"
@@ -318,9 +318,9 @@ impl HttpClient {
         if let Err(why) = self.shared.allowlist.check(&origin) {
             record(&self.shared, None, Outcome::Denied(base_tags));
             self.shared.warn_denied_once(&origin, "reach", &why);
-            return Err(HttpError::denied(why));
+            return Err(HttpError::denied(why.to_string()));
         }
-        let target = Arc::new(Target::parse(url, origin).map_err(HttpError::invalid)?);
+        let target = Arc::new(Target::parse(url, origin)?);
         self.targets.insert(url, target.clone());
         Ok(target)
     }

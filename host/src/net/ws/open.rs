@@ -80,7 +80,7 @@ async fn open(
     tags: &TagSet,
     local: Option<IpAddr>,
 ) -> Result<Socket, WsError> {
-    let origin = Origin::parse(url).map_err(WsError::Invalid)?;
+    let origin = Origin::parse(url).map_err(|e| WsError::Invalid(e.to_string()))?;
     if origin.scheme != "ws" && origin.scheme != "wss" {
         return Err(WsError::Invalid(format!(
             "{url}: a WebSocket needs a ws:// or wss:// URL"
@@ -130,7 +130,7 @@ async fn open(
 fn check_allowed(shared: &NetShared, origin: &Origin) -> Result<(), WsError> {
     shared.allowlist.check(origin).map_err(|why| {
         shared.warn_denied_once(origin, "open a WebSocket to", &why);
-        WsError::Denied(why)
+        WsError::Denied(why.to_string())
     })
 }
 

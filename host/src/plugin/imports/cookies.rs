@@ -9,7 +9,7 @@ impl wit::Host for VuState {
         &mut self,
         url: String,
     ) -> wasmtime::Result<Result<Vec<(String, String)>, String>> {
-        Ok(self.http.jar().cookies_for(&url))
+        Ok(self.http.jar().cookies_for(&url).map_err(String::from))
     }
 
     fn set(
@@ -26,14 +26,22 @@ impl wit::Host for VuState {
             secure: options.secure,
             http_only: options.http_only,
         };
-        Ok(self.http.jar_mut().set(&url, &name, &value, &options))
+        Ok(self
+            .http
+            .jar_mut()
+            .set(&url, &name, &value, &options)
+            .map_err(String::from))
     }
 
     fn clear(&mut self, url: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.http.jar_mut().remove(&url, None))
+        Ok(self.http.jar_mut().remove(&url, None).map_err(String::from))
     }
 
     fn delete(&mut self, url: String, name: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.http.jar_mut().remove(&url, Some(&name)))
+        Ok(self
+            .http
+            .jar_mut()
+            .remove(&url, Some(&name))
+            .map_err(String::from))
     }
 }

@@ -34,7 +34,7 @@ impl wit::Host for VuState {
         base: String,
         reference: String,
     ) -> wasmtime::Result<Result<String, String>> {
-        Ok(crate::html::form::resolve(&base, &reference))
+        Ok(crate::html::form::resolve(&base, &reference).map_err(String::from))
     }
 }
 
@@ -57,7 +57,11 @@ impl wit::HostDocument for VuState {
         scope: Vec<u32>,
         selector: String,
     ) -> wasmtime::Result<Result<Vec<u32>, String>> {
-        Ok(self.table().get(&doc)?.select(&scope, &selector))
+        Ok(self
+            .table()
+            .get(&doc)?
+            .select(&scope, &selector)
+            .map_err(String::from))
     }
 
     fn matches(
@@ -66,7 +70,11 @@ impl wit::HostDocument for VuState {
         nodes: Vec<u32>,
         selector: String,
     ) -> wasmtime::Result<Result<Vec<bool>, String>> {
-        Ok(self.table().get(&doc)?.matches(&nodes, &selector))
+        Ok(self
+            .table()
+            .get(&doc)?
+            .matches(&nodes, &selector)
+            .map_err(String::from))
     }
 
     fn node(&mut self, doc: Resource<Document>, id: u32) -> wasmtime::Result<Option<wit::Node>> {
@@ -115,12 +123,14 @@ impl wit::HostDocument for VuState {
         base: String,
     ) -> wasmtime::Result<Result<wit::Submission, String>> {
         let submission = self.table().get(&doc)?.submission(form, submitter, &base);
-        Ok(submission.map(|s| wit::Submission {
-            method: s.method,
-            url: s.url,
-            enctype: s.enctype,
-            fields: s.fields,
-        }))
+        Ok(submission
+            .map(|s| wit::Submission {
+                method: s.method,
+                url: s.url,
+                enctype: s.enctype,
+                fields: s.fields,
+            })
+            .map_err(String::from))
     }
 
     fn drop(&mut self, doc: Resource<Document>) -> wasmtime::Result<()> {

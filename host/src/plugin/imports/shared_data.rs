@@ -9,36 +9,61 @@ use crate::plugin::state::VuState;
 /// VU's memory cap, so a plugin cannot grow the host without bound.
 pub(crate) const MAX_PUBLISHED_BYTES: usize = 1 << 30;
 
+/// Why a plugin's data set is refused; the plugin gets the message (the JavaScript
+/// `SharedArray` shim looks for "already exists" in it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PublishError {
+    /// Called outside `describe`.
+    #[error("shared-data.publish is only taken from describe()")]
+    NotInDescribe,
+    /// An empty or overlong name.
+    #[error("a shared data set's name must be 1 to 256 bytes, not {0}")]
+    NameLength(usize),
+    /// The plugin's own set or a `[data]` set has that name.
+    #[error("the data set `{0}` already exists")]
+    Exists(String),
+    /// Past [`MAX_PUBLISHED_BYTES`] in all.
+    #[error(
+        "the data set `{name}` ({bytes} bytes) would take the plugin's shared data \
+         past {} MiB",
+        MAX_PUBLISHED_BYTES >> 20
+    )]
+    TooLarge {
+        /// The set's name.
+        name: String,
+        /// Its size.
+        bytes: usize,
+    },
+}
+
+impl VuState {
+    /// Keeps `records` as the data set `name`, or says why not.
+    fn publish_set(&mut self, name: String, records: Vec<String>) -> Result<(), PublishError> {
+        let Some(published) = self.published.as_mut() else {
+            return Err(PublishError::NotInDescribe);
+        };
+        if name.is_empty() || name.len() > 256 {
+            return Err(PublishError::NameLength(name.len()));
+        }
+        if published.sets.contains_key(&name) || self.services.data.contains_key(&name) {
+            return Err(PublishError::Exists(name));
+        }
+        let bytes: usize = records.iter().map(|r| r.len()).sum();
+        if published.bytes.saturating_add(bytes) > MAX_PUBLISHED_BYTES {
+            return Err(PublishError::TooLarge { name, bytes });
+        }
+        published.bytes += bytes;
+        published.sets.insert(name, records);
+        Ok(())
+    }
+}
+
 impl wit::Host for VuState {
     fn publish(
         &mut self,
         name: String,
         records: Vec<String>,
     ) -> wasmtime::Result<Result<(), String>> {
-        let Some(published) = self.published.as_mut() else {
-            return Ok(Err(
-                "shared-data.publish is only taken from describe()".to_string()
-            ));
-        };
-        if name.is_empty() || name.len() > 256 {
-            return Ok(Err(format!(
-                "a shared data set's name must be 1 to 256 bytes, not {}",
-                name.len()
-            )));
-        }
-        if published.sets.contains_key(&name) || self.services.data.contains_key(&name) {
-            return Ok(Err(format!("the data set `{name}` already exists")));
-        }
-        let bytes: usize = records.iter().map(|r| r.len()).sum();
-        if published.bytes.saturating_add(bytes) > MAX_PUBLISHED_BYTES {
-            return Ok(Err(format!(
-                "the data set `{name}` ({bytes} bytes) would take the plugin's shared data \
-                 past {} MiB",
-                MAX_PUBLISHED_BYTES >> 20
-            )));
-        }
-        published.bytes += bytes;
-        published.sets.insert(name, records);
-        Ok(Ok(()))
+        Ok(self.publish_set(name, records).map_err(|e| e.to_string()))
     }
 }

@@ -10,140 +10,19 @@
 //! its filled sequence) then scales counts (`scale`: VUs, iterations) and tells which
 //! global indexes (iterations of an open model, iteration numbers) belong to it.
 
-use std::cmp::Ordering;
+mod error;
+mod ratio;
+
+use ratio::gcd;
 use std::fmt;
 use std::sync::Arc;
+
+pub(crate) use error::SegmentError;
+pub(crate) use ratio::Ratio;
 
 /// The largest least common denominator a sequence may have: striping deals out one
 /// cycle of this many indexes, kept in memory (8 bytes each).
 pub(crate) const MAX_LCD: u64 = 1_000_000;
-
-/// A fraction `num/den` in lowest terms, `den > 0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Ratio {
-    num: u64,
-    den: u64,
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
-impl Ratio {
-    /// 0.
-    pub const ZERO: Ratio = Ratio { num: 0, den: 1 };
-    /// 1.
-    pub const ONE: Ratio = Ratio { num: 1, den: 1 };
-
-    /// `num/den` reduced; `None` when `den` is 0.
-    pub fn new(num: u64, den: u64) -> Option<Ratio> {
-        if den == 0 {
-            return None;
-        }
-        let g = gcd(num, den).max(1);
-        Some(Ratio {
-            num: num / g,
-            den: den / g,
-        })
-    }
-
-    /// From a `u128` fraction, reduced; `None` when it does not fit in `u64` terms.
-    fn from_wide(num: u128, den: u128) -> Option<Ratio> {
-        let mut a = num;
-        let mut b = den;
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        let g = a.max(1);
-        Some(Ratio {
-            num: u64::try_from(num / g).ok()?,
-            den: u64::try_from(den / g).ok()?,
-        })
-    }
-
-    /// The numerator (in lowest terms).
-    pub fn numer(self) -> u64 {
-        self.num
-    }
-
-    /// The denominator (in lowest terms).
-    pub fn denom(self) -> u64 {
-        self.den
-    }
-
-    /// `self − other`, `None` when negative or too large for `u64` terms.
-    pub fn checked_sub(self, other: Ratio) -> Option<Ratio> {
-        let a = self.num as u128 * other.den as u128;
-        let b = other.num as u128 * self.den as u128;
-        Ratio::from_wide(a.checked_sub(b)?, self.den as u128 * other.den as u128)
-    }
-
-    /// Parses k6's forms: a fraction (`1/3`), a decimal (`0.5`, `1`) or a percentage
-    /// (`50%`, `12.5%`).
-    pub fn parse(text: &str) -> Result<Ratio, String> {
-        let t = text.trim();
-        let bad =
-            || format!("`{text}` is not a fraction (1/3), a decimal (0.5) or a percentage (50%)");
-        if t.starts_with('-') {
-            return Err(format!("`{text}` is negative; a share is between 0 and 1"));
-        }
-        if let Some(percent) = t.strip_suffix('%') {
-            let r = parse_decimal(percent.trim()).ok_or_else(bad)?;
-            return Ratio::from_wide(r.num as u128, r.den as u128 * 100).ok_or_else(bad);
-        }
-        if let Some((n, d)) = t.split_once('/') {
-            let n: u64 = n.trim().parse().map_err(|_| bad())?;
-            let d: u64 = d.trim().parse().map_err(|_| bad())?;
-            return Ratio::new(n, d).ok_or_else(|| format!("`{text}` divides by zero"));
-        }
-        parse_decimal(t).ok_or_else(bad)
-    }
-}
-
-/// `12`, `0.25`, `.5`: digits with at most 18 after the point.
-fn parse_decimal(t: &str) -> Option<Ratio> {
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) || frac.len() > 18 {
-        return None;
-    }
-    let den = 10u64.pow(frac.len() as u32);
-    let int: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac: u64 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().ok()?
-    };
-    let num = int.checked_mul(den)?.checked_add(frac)?;
-    Ratio::new(num, den)
-}
-
-impl Ord for Ratio {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.num as u128 * other.den as u128).cmp(&(other.num as u128 * self.den as u128))
-    }
-}
-
-impl PartialOrd for Ratio {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl fmt::Display for Ratio {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.den == 1 {
-            write!(f, "{}", self.num)
-        } else {
-            write!(f, "{}/{}", self.num, self.den)
-        }
-    }
-}
 
 /// The share `(from, to]` of a test one process runs: `0 ≤ from < to ≤ 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,21 +45,19 @@ impl ExecutionSegment {
     };
 
     /// `(from, to]`, checked.
-    pub fn new(from: Ratio, to: Ratio) -> Result<Self, String> {
+    pub fn new(from: Ratio, to: Ratio) -> Result<Self, SegmentError> {
         if to > Ratio::ONE {
-            return Err(format!("the segment's end {to} is more than 1"));
+            return Err(SegmentError::EndAboveOne(to));
         }
         if from >= to {
-            return Err(format!(
-                "the segment's start {from} must be less than its end {to}"
-            ));
+            return Err(SegmentError::StartNotBelowEnd { from, to });
         }
         Ok(Self { from, to })
     }
 
     /// Parses `a:b`, or `b` alone for `0:b`, each a fraction, decimal or percentage; an
     /// empty text is the whole test, as in k6.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SegmentError> {
         let t = text.trim();
         if t.is_empty() {
             return Ok(Self::FULL);
@@ -230,7 +107,7 @@ pub struct SegmentSequence {
 
 impl SegmentSequence {
     /// Parses `0,1/3,2/3,1`: at least two points, rising strictly, none above 1.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SegmentError> {
         let points = text
             .split(',')
             .map(Ratio::parse)
@@ -239,31 +116,28 @@ impl SegmentSequence {
     }
 
     /// From boundaries, checked.
-    pub fn new(points: Vec<Ratio>) -> Result<Self, String> {
+    pub fn new(points: Vec<Ratio>) -> Result<Self, SegmentError> {
         if points.len() < 2 {
-            return Err(format!(
-                "a sequence needs at least 2 points (such as 0,1/2,1), got {}",
-                points.len()
-            ));
+            return Err(SegmentError::TooFewPoints(points.len()));
         }
         for pair in points.windows(2) {
             if pair[1] <= pair[0] {
-                return Err(format!(
-                    "its points must rise: {} after {} would make an empty or overlapping segment",
-                    pair[1], pair[0]
-                ));
+                return Err(SegmentError::NotRising {
+                    previous: pair[0],
+                    next: pair[1],
+                });
             }
         }
         if let Some(last) = points.last().filter(|p| **p > Ratio::ONE) {
-            return Err(format!("the point {last} is more than 1"));
+            return Err(SegmentError::PointAboveOne(*last));
         }
         Ok(Self { points })
     }
 
     /// `n` equal segments: `0,1/n,…,1`.
-    pub fn even(n: u64) -> Result<Self, String> {
+    pub fn even(n: u64) -> Result<Self, SegmentError> {
         if n == 0 {
-            return Err("a sequence needs at least one segment".into());
+            return Err(SegmentError::NoSegment);
         }
         Self::new((0..=n).map(|i| Ratio::new(i, n).expect("n > 0")).collect())
     }
@@ -323,7 +197,7 @@ impl ExecutionTuple {
     pub fn new(
         segment: ExecutionSegment,
         sequence: Option<&SegmentSequence>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SegmentError> {
         let mut segments = match sequence {
             Some(s) => s.segments(),
             None => vec![segment],
@@ -335,38 +209,31 @@ impl ExecutionTuple {
         if last != Ratio::ONE {
             segments.push(ExecutionSegment::new(last, Ratio::ONE)?);
         }
-        let index = segments.iter().position(|s| *s == segment).ok_or_else(|| {
-            let shown: Vec<String> = segments.iter().map(ToString::to_string).collect();
-            format!(
-                "the segment {segment} is not one of the sequence's segments ({}); \
-                 give a segment that starts and ends on two neighbouring points of the sequence",
-                shown.join(", ")
-            )
-        })?;
+        let Some(index) = segments.iter().position(|s| *s == segment) else {
+            return Err(SegmentError::NotInSequence {
+                segment: (segment.from, segment.to),
+                sequence: segments.iter().map(|s| (s.from, s.to)).collect(),
+            });
+        };
         Self::striped(segments, index)
     }
 
     /// Stripes a full sequence (k6's `NewExecutionSegmentSequenceWrapper`).
-    fn striped(sequence: Vec<ExecutionSegment>, index: usize) -> Result<Self, String> {
+    fn striped(sequence: Vec<ExecutionSegment>, index: usize) -> Result<Self, SegmentError> {
         let mut lcd: u64 = 1;
         for s in &sequence {
-            let d = s.length().den;
+            let d = s.length().denom();
             lcd = (lcd / gcd(lcd, d))
                 .checked_mul(d)
                 .filter(|l| *l <= MAX_LCD)
-                .ok_or_else(|| {
-                    format!(
-                        "the segments' lengths have a common denominator above {MAX_LCD}; \
-                         use simpler fractions (such as 1/3 instead of 0.333333)"
-                    )
-                })?;
+                .ok_or(SegmentError::DenominatorTooLarge { max: MAX_LCD })?;
         }
         // Each segment's share of one cycle of `lcd` indexes.
         let shares: Vec<u64> = sequence
             .iter()
             .map(|s| {
                 let l = s.length();
-                l.num * (lcd / l.den)
+                l.numer() * (lcd / l.denom())
             })
             .collect();
         // Largest first (stable), as k6: the largest are hardest to keep apart.
@@ -500,24 +367,30 @@ impl fmt::Display for ExecutionTuple {
     }
 }
 
-/// `--execution-segment` and `--execution-segment-sequence` as given, checked into the
-/// tuple a run carries; `(None, None)` is the whole test.
+impl ExecutionTuple {
+    /// `--execution-segment` and `--execution-segment-sequence` as given, checked into
+    /// the tuple a run carries; `(None, None)` is the whole test.
+    pub fn from_flags(
+        segment: Option<&str>,
+        sequence: Option<&str>,
+    ) -> Result<ExecutionTuple, SegmentError> {
+        let sequence = sequence
+            .map(|s| SegmentSequence::parse(s).map_err(|e| e.in_text(s)))
+            .transpose()?;
+        let segment = match segment {
+            Some(s) => ExecutionSegment::parse(s).map_err(|e| e.in_text(s))?,
+            None if sequence.is_some() => return Err(SegmentError::SequenceWithoutSegment),
+            None => return Ok(ExecutionTuple::full()),
+        };
+        ExecutionTuple::new(segment, sequence.as_ref())
+    }
+}
+
+/// [`ExecutionTuple::from_flags`] with its error as the text `config::load` files in a
+/// `ConfigError` (whose message is a `String`; config/mod.rs is being rewritten apart,
+/// and will call the typed function once that lands).
 pub fn from_flags(segment: Option<&str>, sequence: Option<&str>) -> Result<ExecutionTuple, String> {
-    let sequence = sequence
-        .map(|s| SegmentSequence::parse(s).map_err(|e| format!("`{s}`: {e}")))
-        .transpose()?;
-    let segment = match segment {
-        Some(s) => ExecutionSegment::parse(s).map_err(|e| format!("`{s}`: {e}"))?,
-        None if sequence.is_some() => {
-            return Err(
-                "--execution-segment-sequence needs --execution-segment, the segment of \
-                 the sequence this process runs"
-                    .into(),
-            )
-        }
-        None => return Ok(ExecutionTuple::full()),
-    };
-    ExecutionTuple::new(segment, sequence.as_ref())
+    ExecutionTuple::from_flags(segment, sequence).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -563,7 +436,7 @@ mod tests {
             assert!(ExecutionSegment::parse(bad).is_err(), "{bad}");
         }
         let err = ExecutionSegment::parse("0:1.5").unwrap_err();
-        assert!(err.contains("more than 1"), "{err}");
+        assert_eq!(err.to_string(), "the segment's end 3/2 is more than 1");
     }
 
     #[test]
@@ -577,15 +450,24 @@ mod tests {
             "0,1/4,1/2,3/4,1"
         );
         let err = SegmentSequence::parse("0,1/2,1/3,1").unwrap_err();
-        assert!(err.contains("overlapping"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "its points must rise: 1/3 after 1/2 would make an empty or overlapping segment"
+        );
         let err = SegmentSequence::parse("0,1/2,1/2,1").unwrap_err();
-        assert!(err.contains("must rise"), "{err}");
-        assert!(SegmentSequence::parse("0,1.5")
-            .unwrap_err()
-            .contains("more than 1"));
-        assert!(SegmentSequence::parse("1/2")
-            .unwrap_err()
-            .contains("at least 2"));
+        assert!(err.to_string().contains("must rise"), "{err}");
+        assert_eq!(
+            SegmentSequence::parse("0,1.5").unwrap_err(),
+            SegmentError::PointAboveOne(r("3/2"))
+        );
+        assert_eq!(
+            SegmentSequence::parse("1/2").unwrap_err().to_string(),
+            "a sequence needs at least 2 points (such as 0,1/2,1), got 1"
+        );
+        assert_eq!(
+            Ratio::parse("1/0").unwrap_err().to_string(),
+            "`1/0` divides by zero"
+        );
     }
 
     /// k6's TestGetStripedOffsets, every case.
@@ -696,16 +578,27 @@ mod tests {
 
     #[test]
     fn flags_are_checked_together() {
+        let from_flags = ExecutionTuple::from_flags;
         assert!(from_flags(None, None).unwrap().is_full());
         let t = from_flags(Some("1/3:2/3"), Some("0,1/3,2/3,1")).unwrap();
         assert_eq!(t.to_string(), "1/3:2/3 in 0,1/3,2/3,1");
         assert_eq!(t.index(), 1);
         let err = from_flags(Some("1/4:2/3"), Some("0,1/3,2/3,1")).unwrap_err();
-        assert!(err.contains("not one of the sequence's segments"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the segment 1/4:2/3 is not one of the sequence's segments (0:1/3, 1/3:2/3, \
+             2/3:1); give a segment that starts and ends on two neighbouring points of the \
+             sequence"
+        );
         let err = from_flags(None, Some("0,1/2,1")).unwrap_err();
-        assert!(err.contains("needs --execution-segment"), "{err}");
+        assert_eq!(err, SegmentError::SequenceWithoutSegment);
         let err = from_flags(Some("0:1/1000003"), None).unwrap_err();
-        assert!(err.contains("common denominator"), "{err}");
+        assert!(err.to_string().contains("common denominator"), "{err}");
+        let err = from_flags(Some("0:x"), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`0:x`: `x` is not a fraction (1/3), a decimal (0.5) or a percentage (50%)"
+        );
         // A segment alone is filled around.
         let t = from_flags(Some("1/4:1/2"), None).unwrap();
         assert_eq!(t.to_string(), "1/4:1/2 in 0,1/4,1/2,1");
