@@ -106,7 +106,6 @@ pub use summary::{RunStatus, Summary, SCHEMA as SUMMARY_SCHEMA};
 // The config: files, flags, durations, segments, thresholds.
 pub use config::duration::{format_duration, parse_duration};
 pub use config::scenario::ExecutorConfig;
-pub use config::segment::from_flags as segment_from_flags;
 pub use config::thresholds::{
     expression::parse_expression, metric_key::parse_metric_key, parse::parse_thresholds,
 };
@@ -150,3 +149,12 @@ pub use metrics::value::MetricKind;
 // Plugins: where the bundled ones are built, the Python tool's pinned version.
 pub use author::python::COMPONENTIZE_PY_VERSION;
 pub use demo::PLUGINS_DIR;
+
+/// The execution segment `--execution-segment` and `--execution-segment-sequence` give
+/// (each optional), checked together: [`config::segment::ExecutionTuple::from_flags`].
+pub fn segment_from_flags(
+    segment: Option<&str>,
+    sequence: Option<&str>,
+) -> Result<config::segment::ExecutionTuple, config::segment::SegmentError> {
+    config::segment::ExecutionTuple::from_flags(segment, sequence)
+}

@@ -255,13 +255,13 @@ pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
 /// mistake hides the next). The values the overrides set are written back into the
 /// table kept as [`RunConfig::source`] (see `overrides`).
 pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig, ConfigErrors> {
-    let segment = segment::from_flags(
+    let segment = segment::ExecutionTuple::from_flags(
         overrides.execution_segment.as_deref(),
         overrides.execution_segment_sequence.as_deref(),
     )
-    .map_err(|message| ConfigError {
+    .map_err(|e| ConfigError {
         path: "--execution-segment".into(),
-        message,
+        message: e.to_string(),
     });
     // `--stage` replaces the scenarios whole; its own mistake is the only one shown.
     let staged = overrides.stage_scenario(&source)?;

@@ -175,9 +175,9 @@ pub(crate) fn parse_section(source: &toml::Table) -> Result<Option<Vec<TrendStat
     r.finish()?;
     match text {
         None => Ok(None),
-        Some(text) => parse_list(&text).map(Some).map_err(|message| ConfigError {
+        Some(text) => parse_list(&text).map(Some).map_err(|e| ConfigError {
             path: "summary.trend_stats".into(),
-            message,
+            message: e.to_string(),
         }),
     }
 }

@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn stripes_of_a_sequence_share_out_the_whole_schedule() {
-        use crate::config::segment::from_flags;
+        let from_flags = crate::config::ExecutionTuple::from_flags;
         let whole = ArrivalSchedule::ramping(0.0, secs(1.0), &[stage(2000, 60), stage(1000, 60)]);
         assert_eq!(whole.iterations(), 120);
         let mut dues = Vec::new();

@@ -218,7 +218,7 @@ impl TlsClient {
         &self,
         purpose: Purpose,
         material: &TlsMaterial,
-    ) -> Result<Arc<ClientConfig>, String> {
+    ) -> Result<Arc<ClientConfig>, super::tls_material::MaterialError> {
         self.materials.get(&self.options, material, purpose.alpn())
     }
 

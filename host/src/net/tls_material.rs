@@ -51,7 +51,7 @@ impl Cache {
         options: &TlsOptions,
         material: &TlsMaterial,
         alpn: &[&[u8]],
-    ) -> Result<Arc<ClientConfig>, String> {
+    ) -> Result<Arc<ClientConfig>, MaterialError> {
         let key = (material.clone(), alpn.iter().map(|p| p.to_vec()).collect());
         if let Some(c) = self.lock().get(&key) {
             return Ok(c.clone());
@@ -69,49 +69,85 @@ impl Cache {
     }
 }
 
+/// Why a connection's TLS material cannot be used; the message names the part to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum MaterialError {
+    /// A part of the material (or of the run's `[tls]` it is built over) is unusable;
+    /// `part` names it as the user wrote it (`tls.cert`, `[tls] ca_file`, ...).
+    #[error("{part}: {message}")]
+    Part {
+        /// The field to fix.
+        part: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A certificate without its key, or a key without its certificate.
+    #[error("tls: give both cert and key (a client certificate needs its key)")]
+    Unpaired,
+    /// Nothing to verify the server against.
+    #[error(
+        "no trusted root certificates: the system store is empty and neither [tls] \
+         ca_file nor tls.cacerts is given"
+    )]
+    NoRoots,
+}
+
+impl MaterialError {
+    /// A part's error from the `(key, message)` pairs the PEM readers give.
+    fn part((part, message): (&str, String)) -> Self {
+        MaterialError::Part {
+            part: part.to_string(),
+            message,
+        }
+    }
+
+    /// An error of the run's own `[tls]` settings, named as the run config names them.
+    fn run_setting((key, message): (&str, String)) -> Self {
+        MaterialError::Part {
+            part: format!("[tls] {key}"),
+            message,
+        }
+    }
+}
+
 /// Builds the configuration of `material` over `options`.
 fn build(
     options: &TlsOptions,
     material: &TlsMaterial,
     alpn: &[&[u8]],
-) -> Result<ClientConfig, String> {
+) -> Result<ClientConfig, MaterialError> {
     let auth = match (&material.client_cert, &material.client_key) {
         (Some(cert), Some(key)) => Some((
             parse_certs("tls.cert", "the client certificate", cert.as_bytes())
-                .map_err(|(k, m)| format!("{k}: {m}"))?,
-            parse_key("tls.key", "the client key", key.as_bytes())
-                .map_err(|(k, m)| format!("{k}: {m}"))?,
+                .map_err(MaterialError::part)?,
+            parse_key("tls.key", "the client key", key.as_bytes()).map_err(MaterialError::part)?,
         )),
         (None, None) => None,
-        _ => {
-            return Err(
-                "tls: give both cert and key (a client certificate needs its key)".to_string(),
-            )
-        }
+        _ => return Err(MaterialError::Unpaired),
     };
     let load = !options.insecure_skip_verify;
-    let mut trust = roots_from(options, load).map_err(|(k, m)| format!("[tls] {k}: {m}"))?;
+    let mut trust = roots_from(options, load).map_err(MaterialError::run_setting)?;
     for (i, pem) in material.ca_certs.iter().enumerate() {
         let shown = format!("CA certificate {}", i + 1);
-        for cert in parse_certs("tls.cacerts", &shown, pem.as_bytes())
-            .map_err(|(k, m)| format!("{k}: {m}"))?
+        for cert in
+            parse_certs("tls.cacerts", &shown, pem.as_bytes()).map_err(MaterialError::part)?
         {
-            trust.roots.add(cert.clone()).map_err(|e| {
-                format!("tls.cacerts: {shown} cannot be used as a root by rustls: {e}")
-            })?;
+            trust
+                .roots
+                .add(cert.clone())
+                .map_err(|e| MaterialError::Part {
+                    part: "tls.cacerts".to_string(),
+                    message: format!("{shown} cannot be used as a root by rustls: {e}"),
+                })?;
             trust.from_files.push(cert);
         }
     }
     if load && trust.roots.is_empty() {
-        return Err(
-            "no trusted root certificates: the system store is empty and neither [tls] \
-             ca_file nor tls.cacerts is given"
-                .to_string(),
-        );
+        return Err(MaterialError::NoRoots);
     }
     build_with_auth(options, trust, alpn, |v| v, auth).map_err(|(k, m)| match k {
-        "client_key" => format!("tls.key: {m}"),
-        other => format!("[tls] {other}: {m}"),
+        "client_key" => MaterialError::part(("tls.key", m)),
+        other => MaterialError::run_setting((other, m)),
     })
 }
 
@@ -151,7 +187,7 @@ mod tests {
         );
         assert!(a.client_auth_cert_resolver.has_certs());
 
-        let bad = |m: TlsMaterial| cache.get(&options, &m, &[b"h2"]).unwrap_err();
+        let bad = |m: TlsMaterial| cache.get(&options, &m, &[b"h2"]).unwrap_err().to_string();
         let err = bad(TlsMaterial {
             ca_certs: vec!["not pem".into()],
             ..Default::default()

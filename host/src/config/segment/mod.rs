@@ -386,13 +386,6 @@ impl ExecutionTuple {
     }
 }
 
-/// [`ExecutionTuple::from_flags`] with its error as the text `config::load` files in a
-/// `ConfigError` (whose message is a `String`; config/mod.rs is being rewritten apart,
-/// and will call the typed function once that lands).
-pub fn from_flags(segment: Option<&str>, sequence: Option<&str>) -> Result<ExecutionTuple, String> {
-    ExecutionTuple::from_flags(segment, sequence).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
