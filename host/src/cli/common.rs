@@ -54,8 +54,8 @@ pub(super) struct CommonArgs {
     #[arg(long, value_name = "FILE")]
     env_file: Option<PathBuf>,
     /// The trend columns summary.txt prints, in order (summary.json keeps them all):
-    /// a comma-separated list of avg, min, med, max, p(90), p(95), p(99), p(99.9),
-    /// count.
+    /// a comma-separated list of avg, min, med, max, p(50), p(90), p(95), p(99),
+    /// p(99.9), count.
     #[arg(long, value_name = "LIST", value_parser = trend_stats_arg, env = "K6_SUMMARY_TREND_STATS")]
     summary_trend_stats: Option<TrendColumns>,
     /// Also write the summary to FILE in the JSON shape of k6's --summary-export

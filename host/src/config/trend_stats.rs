@@ -24,6 +24,9 @@ pub enum TrendStat {
     Med,
     /// Largest.
     Max,
+    /// 50th percentile: the median under k6's name for it, which k6 scripts'
+    /// `summaryTrendStats` often list beside `med`.
+    P50,
     /// 90th percentile.
     P90,
     /// 95th percentile.
@@ -54,6 +57,7 @@ const ALL: &[(TrendStat, &str)] = &[
     (TrendStat::Min, "min"),
     (TrendStat::Med, "med"),
     (TrendStat::Max, "max"),
+    (TrendStat::P50, "p(50)"),
     (TrendStat::P90, "p(90)"),
     (TrendStat::P95, "p(95)"),
     (TrendStat::P99, "p(99)"),
@@ -75,7 +79,7 @@ impl TrendStat {
         match self {
             Self::Avg => t.avg,
             Self::Min => t.min,
-            Self::Med => t.med,
+            Self::Med | Self::P50 => t.med,
             Self::Max => t.max,
             Self::P90 => t.p90,
             Self::P95 => t.p95,
