@@ -7,7 +7,7 @@
 //! (protox) so a broken `.proto` fails the build with its file and line, as k6 fails in
 //! the init code.
 
-use super::scan::line_of;
+use super::scan::{call_sites, line_of};
 use anyhow::{anyhow, bail, Result};
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 use std::cell::RefCell;
@@ -36,19 +36,7 @@ pub(crate) fn loads(
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<Loaded>> {
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = code[from..].find(".load") {
-        let at = from + i;
-        from = at + 5;
-        let after = &code[at + 5..];
-        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue; // `.loadProtoset(`, `.loader`
-        }
-        let rest = after.trim_start();
-        if !rest.starts_with('(') {
-            continue;
-        }
-        let open = code.len() - rest.len();
+    for (at, open) in call_sites(code, ".load") {
         let where_ = format!("{shown}:{}", line_of(src, at));
         let args = Args {
             src,

@@ -7,7 +7,7 @@
 //! build with its line; the methods it defines are what `loadProtoset` returns.
 
 use super::protos::Args;
-use super::scan::line_of;
+use super::scan::{call_sites, line_of};
 use crate::net::grpc::descriptors;
 use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
@@ -34,17 +34,8 @@ pub(crate) fn protosets(
     dir: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<Protoset>> {
-    const CALL: &str = ".loadProtoset";
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = code[from..].find(CALL) {
-        let at = from + i;
-        from = at + CALL.len();
-        let rest = code[from..].trim_start();
-        if !rest.starts_with('(') {
-            continue;
-        }
-        let open = code.len() - rest.len();
+    for (at, open) in call_sites(code, ".loadProtoset") {
         let where_ = format!("{shown}:{}", line_of(src, at));
         let args = Args {
             src,

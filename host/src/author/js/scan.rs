@@ -199,6 +199,19 @@ fn regex_allowed(last_sig: u8, last_word: &str) -> bool {
     b"(,=:[!&|?{};+-*%<>~^".contains(&last_sig)
 }
 
+/// Where `code` (strings and comments blanked) calls the method `name` (`.load`):
+/// each call's offset and the offset of its `(`. A longer name (`.loadProtoset` for
+/// `.load`) is not a call of `name`: no `(` follows it.
+pub(crate) fn call_sites<'a>(
+    code: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    code.match_indices(name).filter_map(move |(at, _)| {
+        let rest = code[at + name.len()..].trim_start();
+        rest.starts_with('(').then(|| (at, code.len() - rest.len()))
+    })
+}
+
 /// The 1-based line of byte offset `at`.
 pub(crate) fn line_of(src: &str, at: usize) -> usize {
     src.as_bytes()[..at.min(src.len())]

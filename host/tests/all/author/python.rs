@@ -39,6 +39,17 @@ fn host(dir: &Path, args: &[&str]) -> Output {
         .expect("the host binary runs")
 }
 
+/// [`host`] on a blocking thread, so the test's servers on this runtime keep answering.
+async fn host_off_runtime(dir: &Path, args: Vec<String>) -> Output {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        host(&dir, &args)
+    })
+    .await
+    .unwrap()
+}
+
 /// The survey flow written with the Python SDK's form and page helpers: the sign-in
 /// form submitted, the answer form's hidden CSRF field kept, the single-use token read
 /// out of the page's JSON `<script>`, the replay refused, the link followed.
@@ -227,13 +238,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let served = target.requests_served() - before;
     let summary = common::counted_and_served(&out, served, 60);
@@ -276,13 +281,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
     let subscribed = summary["checks"]
@@ -311,13 +310,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     let summary = common::summary_json(&common::only_results_dir(&out));
     let errors = summary["plugin_errors"].as_array().unwrap();
     let message = errors[0]["message"].as_str().unwrap();
@@ -354,13 +347,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let counts = survey.survey_counts();
     let summary = common::counted_and_served(&out, survey.requests_served(), 36);
@@ -422,13 +409,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     // The thresholds hold only if each request went over the version it asked for.
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::counted_and_served(&out, server.requests_served(), 8);
@@ -458,13 +439,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         out.display().to_string(),
         "--quiet".into(),
     ];
-    let dir = tmp.path().to_path_buf();
-    let ran = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        host(&dir, &args)
-    })
-    .await
-    .unwrap();
+    let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let served = grpcio.stats();
     let calls = |m: &str| served["calls"][m].as_f64().unwrap_or(0.0);

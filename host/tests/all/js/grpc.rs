@@ -7,27 +7,13 @@
 //! runs unmodified; what is not supported fails the build with its name and line.
 
 use crate::support as common;
+use crate::support::{check_counts as check, metric_count as count};
 
 use crate::support::grpc_server;
 use common::{host_in as host, output_text as text};
 
 use grpc_server::Server;
 use std::path::Path;
-
-/// (passes, fails) of the check `name`.
-fn check(summary: &serde_json::Value, name: &str) -> (u64, u64) {
-    let c = summary["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name:?}: {}", summary["checks"]));
-    (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap())
-}
-
-fn count(summary: &serde_json::Value, metric: &str) -> f64 {
-    summary["metrics"][metric]["count"].as_f64().unwrap_or(0.0)
-}
 
 const SCRIPT: &str = r#"
 import grpc from 'k6/net/grpc';

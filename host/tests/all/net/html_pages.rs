@@ -8,6 +8,7 @@
 //! own counters must show every token used once: no replay accepted, no CSRF refused.
 
 use crate::support as common;
+use crate::support::check_counts as check;
 
 use common::{host_in as host, output_text as text};
 
@@ -39,17 +40,6 @@ async fn run(dir: &Path, plugin: &str, base: &str, extra: &[&str]) -> (Output, s
         serde_json::Value::Null
     };
     (ran, summary)
-}
-
-/// Passes and fails of check `name`.
-fn check(summary: &serde_json::Value, name: &str) -> (u64, u64) {
-    let c = summary["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name:?}: {}", summary["checks"]));
-    (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap())
 }
 
 fn all_checks_pass(summary: &serde_json::Value, shown: &str) {

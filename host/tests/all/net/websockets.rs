@@ -2,6 +2,7 @@
 //! `host::run` against the embedded demo target and against tiny misbehaving
 //! servers written here with tokio-tungstenite, all on 127.0.0.1.
 
+use crate::support::metric_count as count;
 use demo_target::{DemoConfig, DemoServer};
 use futures::StreamExt;
 use host::{run, RunOutcome, RunRequest};
@@ -35,11 +36,6 @@ async fn run_plugin(
     .unwrap_or_else(|e| panic!("run of {name} failed: {e:#}"));
     let text = std::fs::read_to_string(outcome.results_dir.join("summary.json")).unwrap();
     (outcome, serde_json::from_str(&text).unwrap())
-}
-
-/// A counter's total in summary.json (0 when it has no samples).
-fn count(summary: &serde_json::Value, metric: &str) -> f64 {
-    summary["metrics"][metric]["count"].as_f64().unwrap_or(0.0)
 }
 
 /// Every plugin error message, for assertion messages.

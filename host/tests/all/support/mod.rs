@@ -201,6 +201,22 @@ pub fn only_results_dir(out: &Path) -> PathBuf {
     dirs.into_iter().next().unwrap()
 }
 
+/// (passes, fails) of the check `name` in summary.json.
+pub fn check_counts(summary: &serde_json::Value, name: &str) -> (u64, u64) {
+    let c = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?}: {}", summary["checks"]));
+    (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap())
+}
+
+/// A metric's `count` in summary.json (0 when it has no samples).
+pub fn metric_count(summary: &serde_json::Value, metric: &str) -> f64 {
+    summary["metrics"][metric]["count"].as_f64().unwrap_or(0.0)
+}
+
 /// Reads a results folder's summary.json.
 pub fn summary_json(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
