@@ -17,6 +17,7 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
         "k6/http",
         &[
             "request",
+            "asyncRequest",
             "get",
             "head",
             "post",
@@ -363,6 +364,9 @@ fn transform(
     } else {
         src.to_string()
     };
+    // `async` functions become generators the layer drives (the runtime runs no
+    // promise jobs); a module without `async` or `await` is not tokenized.
+    let src = super::asyncs::rewrite(&src, shown)?.unwrap_or(src);
     let scanned = scan(&src);
     let code = String::from_utf8_lossy(&scanned.code).into_owned();
     let dir = path.parent().unwrap_or(root);

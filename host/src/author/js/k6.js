@@ -1585,6 +1585,7 @@ function pollSocket(s, ms) {
 function runLoop(loop, done) {
   for (;;) {
     while (loop.queue.length) loop.queue.shift()();
+    if (microtasks.length) drainMicrotasks(); // what the callbacks' promises resume
     if (done()) return;
     const now = Date.now();
     const due = [];
@@ -1600,6 +1601,7 @@ function runLoop(loop, done) {
         if (t.every) t.at = now + t.every; else loop.timers.delete(id);
         t.fn(...(t.args || []));
         while (loop.queue.length) loop.queue.shift()();
+        if (microtasks.length) drainMicrotasks();
         if (done()) return;
       }
       continue;
@@ -1817,6 +1819,7 @@ function runMainLoop() {
 
 // An iteration that failed leaves nothing behind for the next one.
 function resetMainLoop() {
+  resetMicrotasks();
   mainLoop.queue.length = 0;
   mainLoop.timers.clear();
   for (const s of mainLoop.sockets) {
@@ -1824,6 +1827,306 @@ function resetMainLoop() {
   }
   mainLoop.sockets.clear();
 }
+
+// ---------------------------------------------------------------- async: the layer's Promise, microtasks, the driver
+//
+// The runtime runs no promise jobs once a call into the component returns (its
+// synchronous export path never drains QuickJS's job queue), so the engine's own
+// Promise would never call a `then` callback. The layer has its own: the global
+// `Promise` is `LayerPromise`, whose jobs go on the layer's microtask queue, drained at
+// the end of every call into the script (init, setup, each iteration, teardown,
+// handleSummary) and after every timer and socket callback. `async` functions were
+// rewritten at build time into generator functions that `__k6async` drives
+// (host/src/author/js/asyncs.rs): each `yield` is an `await`, resumed with the settled
+// value of what it yielded. Jobs run in the order the language gives them (a `then`
+// on a settled promise: one turn; resolving with a thenable: one more turn to call
+// its `then`), so `.then` chains and `Promise.all` interleave as they do in k6.
+
+const microtasks = [];
+let microtaskHead = 0;
+
+// Runs every queued job, and the jobs they queue, until none is left. A job may drain
+// too (a socket loop inside `ws.connect` called from a job): it takes up the same queue.
+function drainMicrotasks() {
+  while (microtaskHead < microtasks.length) {
+    const job = microtasks[microtaskHead];
+    microtasks[microtaskHead++] = undefined;
+    job();
+  }
+  microtasks.length = 0;
+  microtaskHead = 0;
+}
+
+// A failed iteration leaves no jobs for the next one.
+function resetMicrotasks() {
+  microtasks.length = 0;
+  microtaskHead = 0;
+  unhandledRejections.clear();
+  uncaughtErrors.length = 0;
+}
+
+const P_PENDING = 0;
+const P_FULFILLED = 1;
+const P_REJECTED = 2;
+// Rejected promises nobody has handled yet (k6 fails the iteration with
+// "Uncaught (in promise)" for one left at its end), and errors thrown by
+// queueMicrotask callbacks.
+const unhandledRejections = new Set();
+const uncaughtErrors = [];
+
+function newPromise() {
+  const p = Object.create(LayerPromise.prototype);
+  p._state = P_PENDING; p._value = undefined; p._reactions = []; p._handled = false;
+  return p;
+}
+
+function settlePromise(p, state, value) {
+  if (p._state !== P_PENDING) return;
+  p._state = state;
+  p._value = value;
+  const reactions = p._reactions;
+  p._reactions = null;
+  if (state === P_REJECTED && !p._handled) unhandledRejections.add(p);
+  for (const r of reactions) microtasks.push(() => runReaction(r, state, value));
+}
+
+// The language's promise resolve function: a thenable's `then` is called on a later
+// turn (PromiseResolveThenableJob), anything else fulfils.
+function resolvePromise(p, x) {
+  if (p._state !== P_PENDING) return;
+  if (x === p) { settlePromise(p, P_REJECTED, new TypeError('Chaining cycle detected for promise')); return; }
+  if (x !== null && (typeof x === 'object' || typeof x === 'function')) {
+    let then;
+    try { then = x.then; } catch (e) { settlePromise(p, P_REJECTED, e); return; }
+    if (typeof then === 'function') {
+      microtasks.push(() => {
+        const [res, rej] = resolvingFunctions(p);
+        try { then.call(x, res, rej); } catch (e) { rej(e); }
+      });
+      return;
+    }
+  }
+  settlePromise(p, P_FULFILLED, x);
+}
+
+// A resolve/reject pair of which only the first call counts.
+function resolvingFunctions(p) {
+  let done = false;
+  return [
+    (v) => { if (!done) { done = true; resolvePromise(p, v); } },
+    (e) => { if (!done) { done = true; settlePromise(p, P_REJECTED, e); } },
+  ];
+}
+
+// `r`: { onOk, onErr, child }; with no child (the driver's own await) the callbacks are
+// the layer's and do not throw.
+function addReaction(p, r) {
+  if (p._state === P_PENDING) {
+    p._reactions.push(r);
+  } else {
+    if (p._state === P_REJECTED && !p._handled) unhandledRejections.delete(p);
+    const state = p._state;
+    const value = p._value;
+    microtasks.push(() => runReaction(r, state, value));
+  }
+  p._handled = true;
+}
+
+function runReaction(r, state, value) {
+  const fn = state === P_FULFILLED ? r.onOk : r.onErr;
+  if (r.child === null) { fn(value); return; }
+  if (typeof fn !== 'function') {
+    if (state === P_FULFILLED) resolvePromise(r.child, value); else settlePromise(r.child, P_REJECTED, value);
+    return;
+  }
+  let out;
+  try { out = fn(value); } catch (e) { settlePromise(r.child, P_REJECTED, e); return; }
+  resolvePromise(r.child, out);
+}
+
+function isLayerPromise(v) { return v instanceof LayerPromise && v.constructor === LayerPromise; }
+
+// Each item of an iterable as a promise (Promise.all and its kin), or a TypeError.
+function promiseItems(items, what) {
+  if (items === null || items === undefined || typeof items[Symbol.iterator] !== 'function') {
+    throw new TypeError(`${what} needs an iterable (an array of promises or values)`);
+  }
+  return Array.from(items, (x) => LayerPromise.resolve(x));
+}
+
+// The global Promise (the engine's own never runs its callbacks here).
+class LayerPromise {
+  constructor(executor) {
+    if (typeof executor !== 'function') throw new TypeError('Promise resolver is not a function');
+    this._state = P_PENDING; this._value = undefined; this._reactions = []; this._handled = false;
+    const [res, rej] = resolvingFunctions(this);
+    try { executor(res, rej); } catch (e) { rej(e); }
+  }
+  then(onOk, onErr) {
+    const child = newPromise();
+    addReaction(this, { onOk, onErr, child });
+    return child;
+  }
+  catch(onErr) { return this.then(undefined, onErr); }
+  finally(fn) {
+    if (typeof fn !== 'function') return this.then(fn, fn);
+    return this.then(
+      (v) => LayerPromise.resolve(fn()).then(() => v),
+      (e) => LayerPromise.resolve(fn()).then(() => { throw e; }),
+    );
+  }
+  static resolve(v) {
+    if (isLayerPromise(v)) return v;
+    const p = newPromise();
+    resolvePromise(p, v);
+    return p;
+  }
+  static reject(e) {
+    const p = newPromise();
+    settlePromise(p, P_REJECTED, e);
+    return p;
+  }
+  static withResolvers() {
+    const p = newPromise();
+    const [resolve, reject] = resolvingFunctions(p);
+    return { promise: p, resolve, reject };
+  }
+  static all(items) {
+    return new LayerPromise((resolve, reject) => {
+      const list = promiseItems(items, 'Promise.all');
+      const values = new Array(list.length);
+      let left = list.length;
+      if (!left) resolve(values);
+      list.forEach((p, i) => p.then((v) => { values[i] = v; if (--left === 0) resolve(values); }, reject));
+    });
+  }
+  static allSettled(items) {
+    return new LayerPromise((resolve) => {
+      const list = promiseItems(items, 'Promise.allSettled');
+      const values = new Array(list.length);
+      let left = list.length;
+      if (!left) resolve(values);
+      const done = (i, v) => { values[i] = v; if (--left === 0) resolve(values); };
+      list.forEach((p, i) => p.then(
+        (value) => done(i, { status: 'fulfilled', value }),
+        (reason) => done(i, { status: 'rejected', reason }),
+      ));
+    });
+  }
+  static race(items) {
+    return new LayerPromise((resolve, reject) => {
+      for (const p of promiseItems(items, 'Promise.race')) p.then(resolve, reject);
+    });
+  }
+  static any(items) {
+    return new LayerPromise((resolve, reject) => {
+      const list = promiseItems(items, 'Promise.any');
+      const errors = new Array(list.length);
+      let left = list.length;
+      const fail = () => {
+        const e = typeof AggregateError === 'function' ? new AggregateError(errors, 'All promises were rejected') : new Error('All promises were rejected');
+        e.errors = errors;
+        reject(e);
+      };
+      if (!left) fail();
+      list.forEach((p, i) => p.then(resolve, (e) => { errors[i] = e; if (--left === 0) fail(); }));
+    });
+  }
+}
+Object.defineProperty(LayerPromise.prototype, Symbol.toStringTag, { value: 'Promise' });
+Object.defineProperty(LayerPromise, 'name', { value: 'Promise' });
+globalThis.Promise = LayerPromise;
+globalThis.queueMicrotask = (fn) => {
+  if (typeof fn !== 'function') throw new TypeError('queueMicrotask needs a function');
+  microtasks.push(() => { try { fn(); } catch (e) { uncaughtErrors.push(e); } });
+};
+
+// The driver of a rewritten `async` function: runs the generator `body` (with the
+// function's `this` and, where it reads them, its `arguments`) up to each `yield` (an
+// `await`) and resumes it with the settled value of what it yielded, on a later turn.
+function __k6async(self, args, body) {
+  const gen = args === null ? body.call(self) : body.apply(self, args);
+  const p = newPromise();
+  let onOk = null;
+  let onErr = null;
+  const step = (method, arg) => {
+    let r;
+    try { r = gen[method](arg); } catch (e) { settlePromise(p, P_REJECTED, e); return; }
+    if (r.done) { resolvePromise(p, r.value); return; }
+    const awaited = isLayerPromise(r.value) ? r.value : LayerPromise.resolve(r.value);
+    addReaction(awaited, { onOk, onErr, child: null });
+  };
+  onOk = (v) => step('next', v);
+  onErr = (e) => step('throw', e);
+  step('next', undefined);
+  return p;
+}
+
+// What a call into the script left behind: its jobs and (k6's event loop) its timers
+// and sockets are run; then `returned`, or the value it settled with if it is a promise.
+// A rejection throws (a failed iteration, with the error's stack), as does a rejection
+// nobody handled ("Uncaught (in promise)", as k6 reports it).
+let warnedPending = false;
+function settleCall(returned, what) {
+  if (microtasks.length) drainMicrotasks();
+  runMainLoop();
+  let out = returned;
+  if (returned instanceof LayerPromise) {
+    unhandledRejections.delete(returned);
+    returned._handled = true;
+    if (returned._state === P_REJECTED) {
+      unhandledRejections.clear();
+      throw returned._value;
+    }
+    if (returned._state === P_PENDING) {
+      out = undefined;
+      if (!warnedPending) {
+        warnedPending = true;
+        hostVu.log('warn', `the promise ${what} returned was still pending when nothing was left to wait for (no timer, socket or job): the call ends there, as in k6`);
+      }
+    } else {
+      out = returned._value;
+    }
+  }
+  throwUncaught();
+  return out;
+}
+
+// After init code: its jobs, and what they left unhandled.
+function settleInit() {
+  if (microtasks.length) drainMicrotasks();
+  throwUncaught();
+}
+
+function throwUncaught() {
+  if (uncaughtErrors.length) {
+    const e = uncaughtErrors[0];
+    uncaughtErrors.length = 0;
+    unhandledRejections.clear();
+    throw e;
+  }
+  if (!unhandledRejections.size) return;
+  const [first] = unhandledRejections;
+  unhandledRejections.clear();
+  const e = first._value;
+  if (e instanceof Error) {
+    e.message = `Uncaught (in promise) ${e.message}`;
+    throw e;
+  }
+  throw new Error(`Uncaught (in promise) ${format(e)}`);
+}
+
+// k6/http's asyncRequest: the request is made now, through the same host import as
+// http.request (a VU makes one request at a time), and its promise is already settled
+// with the Response (or rejected with what http.request would have thrown).
+function asyncRequest(method, url, body, params) {
+  try {
+    return LayerPromise.resolve(request(method, url, body, params));
+  } catch (e) {
+    return LayerPromise.reject(e);
+  }
+}
+k6http.asyncRequest = asyncRequest;
 
 // ---------------------------------------------------------------- k6/net/grpc
 //
@@ -1957,24 +2260,6 @@ function protoMethods(source) {
     }
   }
   return out;
-}
-
-// A promise already settled with `value` (`ok`) or a reason: `then`, `catch` and
-// `finally` call their callbacks at once and return the next settled promise.
-class SettledPromise {
-  constructor(ok, value) { this._ok = ok; this._value = value; }
-  then(onOk, onErr) {
-    const fn = this._ok ? onOk : onErr;
-    if (typeof fn !== 'function') return this;
-    try {
-      const r = fn(this._value);
-      return r instanceof SettledPromise ? r : new SettledPromise(true, r);
-    } catch (e) {
-      return new SettledPromise(false, e);
-    }
-  }
-  catch(onErr) { return this.then(undefined, onErr); }
-  finally(fn) { if (typeof fn === 'function') fn(); return this; }
 }
 
 // k6's connect param `tls` ({cert, key, password, cacerts}: PEM text, as open() reads
@@ -2139,14 +2424,13 @@ class GrpcClient {
   }
 
   // The call is made now (the VU's one thread makes it: two asyncInvoke calls do not
-  // overlap) and its result is a settled promise whose callbacks run at once: the
-  // runtime does not run promise jobs after an export returns, so a real Promise's
-  // `then` would never be called.
+  // overlap); its promise (the layer's) is already settled, and its callbacks run on
+  // the layer's microtask queue, as k6's do on its event loop.
   asyncInvoke(method, request, params) {
     try {
-      return new SettledPromise(true, this._call(method, request, params));
+      return LayerPromise.resolve(this._call(method, request, params));
     } catch (e) {
-      return new SettledPromise(false, e);
+      return LayerPromise.reject(e);
     }
   }
 
@@ -2306,6 +2590,7 @@ function load() {
   inInitCode = true;
   try {
     loaded = require(BUNDLE.entry);
+    settleInit();
   } finally {
     inInitCode = false;
   }
@@ -2474,15 +2759,6 @@ function describeScript() {
   };
 }
 
-// The runtime runs no promise jobs once a call into the component returns: an `async`
-// iteration function stops at its first `await` (the rest never runs) and `.then`
-// callbacks never run. Said once per VU, as a warning, rather than left silent.
-let warnedAsync = false;
-function warnAsync(scenario) {
-  warnedAsync = true;
-  hostVu.log('warn', `the function ${scenario} returned a Promise (an async function): code after its first \`await\` and promise callbacks do not run here (docs/k6-compatibility.md)`);
-}
-
 export const plugin = {
   describe() {
     try {
@@ -2497,7 +2773,7 @@ export const plugin = {
     return guard('setup', () => {
       phase = 'setup'; info = null;
       const mod = load();
-      const data = typeof mod.setup === 'function' ? mod.setup() : undefined;
+      const data = typeof mod.setup === 'function' ? settleCall(mod.setup(), 'setup()') : undefined;
       return JSON.stringify(data === undefined ? null : data);
     });
   },
@@ -2516,9 +2792,7 @@ export const plugin = {
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
     const started = Date.now();
     try {
-      const returned = fn(setupData);
-      if (returned && typeof returned.then === 'function' && !warnedAsync) warnAsync(scenario);
-      runMainLoop();
+      settleCall(fn(setupData), `the function ${scenario}`);
       if (runOptions.minIterationDuration !== undefined) {
         const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (Date.now() - started);
         if (rest > 0) hostVu.sleep(rest);
@@ -2534,7 +2808,7 @@ export const plugin = {
     return guard('teardown', () => {
       phase = 'teardown'; info = null;
       const mod = load();
-      if (typeof mod.teardown === 'function') mod.teardown(JSON.parse(data || 'null'));
+      if (typeof mod.teardown === 'function') settleCall(mod.teardown(JSON.parse(data || 'null')), 'teardown()');
     });
   },
 };
@@ -2550,7 +2824,7 @@ export const summary = {
       phase = 'teardown'; info = null;
       const mod = load();
       if (typeof mod.handleSummary !== 'function') return [];
-      const out = mod.handleSummary(JSON.parse(data));
+      const out = settleCall(mod.handleSummary(JSON.parse(data)), 'handleSummary()');
       if (out === undefined || out === null) return [];
       if (typeof out !== 'object') throw new Error(`handleSummary must return an object of outputs, not ${typeof out}`);
       return Object.keys(out).map((to) => {

@@ -3,12 +3,14 @@
 //! and turns it with the k6 layer into a QuickJS component, cached by the hash of its
 //! inputs; `host run script.js` runs that component as any plugin.
 
+pub(crate) mod asyncs;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod scan;
 pub(crate) mod stub;
+pub(crate) mod tokens;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
