@@ -63,6 +63,7 @@ mod grpc {
 
 /// k6 scripts run by `host run script.js`.
 mod js {
+    mod asyncs;
     mod grpc;
     mod grpc_connect;
     mod scripts;

@@ -1963,6 +1963,7 @@ class LayerPromise {
     try { executor(res, rej); } catch (e) { rej(e); }
   }
   then(onOk, onErr) {
+    if (this === null || typeof this !== 'object' || this._reactions === undefined) throw new TypeError('Promise.prototype.then called on an object that is not a Promise');
     const child = newPromise();
     addReaction(this, { onOk, onErr, child });
     return child;

@@ -17,7 +17,7 @@ fn args(list: &[&str]) -> Vec<String> {
 }
 
 /// `host run SCRIPT -e BASE_URL=... --out OUT --quiet` plus `extra`.
-async fn run_script(
+pub(super) async fn run_script(
     dir: &Path,
     script: &str,
     base: &str,
@@ -1220,34 +1220,5 @@ async fn a_script_starts_many_vus_within_the_pool() {
         Some(120.0),
         "{}",
         text(&ran)
-    );
-}
-
-/// The runtime runs no promise jobs after a call returns: an `async` iteration function
-/// stops at its first `await`. The layer says so once per VU instead of staying silent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_async_iteration_function_is_warned_about_once_per_vu() {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        tmp.path().join("async.js"),
-        r#"import { Counter } from 'k6/metrics';
-const before = new Counter('before_await');
-export const options = { vus: 1, iterations: 3 };
-export default async function () { before.add(1); await null; }
-"#,
-    )
-    .unwrap();
-    let (base, _seen) = recording_server().await;
-    let (ran, out) = run_script(tmp.path(), "async.js", &base, &[]).await;
-    let shown = text(&ran);
-    assert!(ran.status.success(), "{shown}");
-    let warning = "returned a Promise (an async function)";
-    assert_eq!(shown.matches(warning).count(), 1, "{shown}");
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    assert_eq!(
-        summary["metrics"]["before_await"]["count"].as_f64(),
-        Some(3.0),
-        "{}",
-        summary["metrics"]
     );
 }

@@ -1,0 +1,172 @@
+//! `async` functions and promises in k6 scripts: the build rewrites async functions into
+//! generators that the k6 layer drives on its own microtask queue (the runtime runs no
+//! promise jobs). Against the demo target: every request after each `await` is made
+//! (the target's count = http_reqs), `Promise.all` over `http.asyncRequest`, a `.then`
+//! chain interleaves with an `await` in the language's order, an async `setup()`'s value
+//! reaches the iterations; a rejection fails its iteration with its message and line;
+//! `await` inside text is left alone; what cannot be rewritten fails the build.
+
+use super::scripts::run_script;
+use crate::support as common;
+
+use common::{host_in as host, output_text as text};
+use std::time::Duration;
+
+const FLOW: &str = r#"import http from 'k6/http';
+import { check } from 'k6';
+import { Counter } from 'k6/metrics';
+import { setTimeout } from 'k6/timers';
+
+const finished = new Counter('finished_iterations');
+const B = __ENV.BASE_URL;
+export const options = { vus: 2, iterations: 6 };
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function setup() {
+  const res = await http.asyncRequest('POST', `${B}/auth/token`, JSON.stringify({ user: 'async-setup' }),
+    { headers: { 'Content-Type': 'application/json' } });
+  await pause(5);
+  return { token: res.json('token'), status: res.status };
+}
+
+export default async function (data) {
+  const order = [];
+  const chain = Promise.resolve(1)
+    .then((v) => { order.push(`then ${v}`); return v + 1; })
+    .then((v) => { order.push(`then ${v}`); throw new Error('two'); })
+    .catch((e) => { order.push(`catch ${e.message}`); return 3; })
+    .finally(() => order.push('finally'));
+  order.push('sync');
+  const first = await http.asyncRequest('GET', `${B}/?step=1`);
+  order.push('after first');
+  await pause(2);
+  order.push('after pause');
+  const second = await http.asyncRequest('GET', `${B}/?step=2`);
+  const third = http.get(`${B}/?step=3`);
+  const all = await Promise.all([1, 2, 3].map((n) => http.asyncRequest('GET', `${B}/?all=${n}`)));
+  const last = await chain;
+  check(first, {
+    'each await resumed with its response': (r) => r.status === 200 && second.status === 200 && third.status === 200,
+    'Promise.all gave three responses in order': () => all.length === 3
+      && all.every((r, i) => r.status === 200 && r.url.endsWith(`all=${i + 1}`)),
+    'then chain in order': () => order.join(',') === 'sync,then 1,after first,then 2,catch two,finally,after pause',
+    'the chain settled with its catch value': () => last === 3,
+    'async setup data arrived': () => data.status === 200 && typeof data.token === 'string',
+    'promises are the global Promise': () => first instanceof Object && chain instanceof Promise,
+  });
+  finished.add(1);
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_default_function_makes_every_request_after_each_await() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("flow.js"), FLOW).unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let before = target.requests_served();
+    let (ran, out) = run_script(tmp.path(), "flow.js", &target.base_url(), &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let shown = text(&ran);
+    assert!(!shown.contains("returned a Promise"), "{shown}");
+    // setup's one request, then six per iteration (two awaited, one plain, three
+    // through Promise.all), six iterations.
+    let served = target.requests_served() - before;
+    assert_eq!(served, 1 + 6 * 6, "{shown}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(common::metric_count(&summary, "http_reqs"), served as f64);
+    assert_eq!(
+        common::metric_count(&summary, "finished_iterations"),
+        6.0,
+        "the code after the last await ran in every iteration: {}",
+        summary["metrics"]
+    );
+    for name in [
+        "each await resumed with its response",
+        "Promise.all gave three responses in order",
+        "then chain in order",
+        "the chain settled with its catch value",
+        "async setup data arrived",
+        "promises are the global Promise",
+    ] {
+        assert_eq!(common::check_counts(&summary, name), (6, 0), "{name}");
+    }
+}
+
+const REJECTS: &str = r#"import { check } from 'k6';
+import { Counter } from 'k6/metrics';
+const after = new Counter('after_the_await');
+export const options = { vus: 1, iterations: 4 };
+async function failIf(odd) {
+  await null;
+  if (odd) throw new Error(`rejected in iteration ${__ITER}`);
+}
+export default async function () {
+  const s = 'await x'; const t = `await ${'y'}`; /* await z */ const r = /await (w)/.exec('await w'); // await v
+  check(null, { 'await in text is kept': () => s === 'await x' && t === 'await y' && r[1] === 'w' });
+  await failIf(__ITER % 2 === 1);
+  after.add(1);
+  if (__ITER === 2) Promise.reject(new Error('left unhandled'));
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_promise_fails_its_iteration_with_its_message_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("rejects.js"), REJECTS).unwrap();
+    let (ran, out) = run_script(tmp.path(), "rejects.js", "http://127.0.0.1:9", &[]).await;
+    let shown = text(&ran);
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        common::check_counts(&summary, "await in text is kept"),
+        (4, 0),
+        "{shown}"
+    );
+    // Iterations 1 and 3 reject before the counter; 0 and 2 pass it.
+    assert_eq!(common::metric_count(&summary, "after_the_await"), 2.0);
+    let errors = summary["plugin_errors"].to_string();
+    assert!(errors.contains("rejected in iteration 1"), "{errors}");
+    assert!(errors.contains("rejected in iteration 3"), "{errors}");
+    // The stack names the line of the throw, after the await, in the user's file.
+    assert!(errors.contains("rejects.js:7"), "{errors}");
+    // A rejection nobody handled fails its iteration as k6 reports it.
+    assert!(
+        errors.contains("Uncaught (in promise) left unhandled"),
+        "{errors}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_rewrite_cannot_run_fails_the_build_with_its_name_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (file, src, line, what) in [
+        (
+            "loop.js",
+            "import http from 'k6/http';\nexport default async function () {\n  const xs = [];\n  for await (const x of xs) {}\n}\n",
+            "loop.js:4",
+            "`for await`",
+        ),
+        (
+            "gen.js",
+            "export default function () {}\n\nexport async function* pages() {}\n",
+            "gen.js:3",
+            "async generator function",
+        ),
+        (
+            "top.js",
+            "import http from 'k6/http';\nconst r = await http.asyncRequest('GET', 'http://127.0.0.1:9/');\nexport default function () {}\n",
+            "top.js:2",
+            "top-level `await`",
+        ),
+    ] {
+        std::fs::write(tmp.path().join(file), src).unwrap();
+        let built = host(tmp.path(), ["build", file]).await;
+        assert!(!built.status.success(), "{}", text(&built));
+        let err = String::from_utf8_lossy(&built.stderr);
+        assert!(
+            err.contains(line) && err.contains(what),
+            "{file}: {}",
+            text(&built)
+        );
+    }
+}
