@@ -122,16 +122,22 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
         };
         b.is_async = true;
         let b = *b;
-        let inside = b.first..=b.last;
-        if let Some(s) = inside
-            .clone()
-            .find(|&k| t.is(k, "super") && !after_dot(&t, k))
-        {
+        // `super` and `arguments` of this function, not of a function nested in it
+        // (an arrow nested in it has none of its own).
+        let own = |word: &str| {
+            (b.first..=b.last).find(|&k| {
+                t.is(k, word)
+                    && !after_dot(&t, k)
+                    && !bodies
+                        .iter()
+                        .any(|o| !o.arrow && o.first > b.first && o.first < k && k <= o.last)
+            })
+        };
+        if let Some(s) = own("super") {
             return Err(refuse(s, "`super` inside an async function"));
         }
-        let reads_arguments = inside
-            .clone()
-            .any(|k| t.is(k, "arguments") && !after_dot(&t, k));
+        let own_arguments = own("arguments");
+        let reads_arguments = own_arguments.is_some();
         if arrow && reads_arguments {
             // The arrow's `arguments` is its enclosing function's; at the top level of a
             // module there is none, and the module's wrapper function would lend its own.
@@ -140,7 +146,7 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
                 .any(|o| !o.arrow && o.first < b.first && o.last >= b.last);
             if !enclosed {
                 return Err(refuse(
-                    inside.clone().find(|&k| t.is(k, "arguments")).unwrap_or(i),
+                    own_arguments.unwrap_or(i),
                     "`arguments` inside an async arrow function at the top level of a module",
                 ));
             }
@@ -683,6 +689,12 @@ mod tests {
             assert!(err.contains(what), "{src}: {err}");
             assert!(err.contains("t.js:2"), "{src}: {err}");
         }
+        // A function nested in the async one has its own `arguments` and `super`.
+        let out = rw("const f = async () => { o.warn = function () { return arguments[0]; }; class B extends A { m() { return super.m(); } } };");
+        assert!(
+            out.contains("__k6async(this, null, function* () {"),
+            "{out}"
+        );
         // `arguments` of an enclosing function is the arrow's own: kept.
         assert!(rw("function o() { return async () => arguments[0]; }")
             .contains("__k6async(this, arguments, function* () { return arguments[0] })"));
