@@ -70,12 +70,14 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
         let n = i + 1;
         // What follows `async`: the body's first token, and whether it is a method or
         // function (its block is wrapped inside) or an arrow (wrapped around).
-        let (first, arrow) = if t.is(n, "function") {
+        let (first, arrow, name) = if t.is(n, "function") {
             if t.is(n + 1, "*") {
                 return Err(refuse(i, "an async generator function (`async function*`)"));
             }
             let mut p = n + 1;
+            let mut name = None;
             if t.toks.get(p).is_some_and(|x| x.kind == Kind::Word) {
+                name = Some(t.text(p));
                 p += 1;
             }
             if !t.is(p, "(") {
@@ -87,14 +89,14 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
             if !t.is(close + 1, "{") {
                 continue;
             }
-            (close + 1, false)
+            (close + 1, false, name)
         } else if t.is(n, "*") {
             return Err(refuse(i, "an async generator method (`async *name()`)"));
         } else if t.toks.get(n).is_some_and(|x| x.kind == Kind::Word)
             && t.is(n + 1, "=>")
             && !is_keyword(t.text(n))
         {
-            (n + 2, true)
+            (n + 2, true, None)
         } else if t.is(n, "(") {
             let Some(close) = t.group_end(n) else {
                 bail!(
@@ -105,7 +107,7 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
             if !t.is(close + 1, "=>") || t.nl(close + 1) {
                 continue; // a call of a function named `async`, or a method named so
             }
-            (close + 2, true)
+            (close + 2, true, None)
         } else if let Some(p) = method_params(&t, n) {
             let Some(close) = t.group_end(p) else {
                 bail!("{}: cannot read this async method's parameters", at(i));
@@ -113,7 +115,12 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
             if !t.is(close + 1, "{") {
                 continue;
             }
-            (close + 1, false)
+            let name = match t.toks[n].kind {
+                Kind::Word => Some(t.text(n)),
+                Kind::Private => Some(&t.text(n)[1..]),
+                _ => None,
+            };
+            (close + 1, false, name)
         } else {
             continue; // `async` as a name: `async = 1`, `{ async: 1 }`, `async\nf()`
         };
@@ -160,12 +167,26 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
             rank: (2, 0),
         });
         let (open_at, close_at, open, close) = match (arrow, b.block) {
-            (false, _) => (
-                t.toks[b.first].end,
-                t.toks[b.last].start,
-                format!(" return __k6async(this, {args}, function* () {{"),
-                "}); ".to_string(),
-            ),
+            // A named function's generator is a method of that name, so that stack
+            // traces name it (a method binds no name inside itself, which a named
+            // function expression would, shadowing the function).
+            (false, _) => match name.filter(|n| {
+                n.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+            }) {
+                Some(name) => (
+                    t.toks[b.first].end,
+                    t.toks[b.last].start,
+                    format!(" return __k6async(this, {args}, {{ *{name}() {{"),
+                    format!("}} }}.{name}); "),
+                ),
+                None => (
+                    t.toks[b.first].end,
+                    t.toks[b.last].start,
+                    format!(" return __k6async(this, {args}, function* () {{"),
+                    "}); ".to_string(),
+                ),
+            },
             (true, true) => (
                 t.toks[b.first].start,
                 t.toks[b.last].end,
@@ -584,7 +605,7 @@ mod tests {
         );
         let out = rw("const f = async function named() { return arguments[0] + await g(); };");
         assert!(
-            out.contains("function named() { return __k6async(this, arguments, function* () { return arguments[0] + (yield g()); }); }"),
+            out.contains("function named() { return __k6async(this, arguments, { *named() { return arguments[0] + (yield g()); } }.named); }"),
             "{out}"
         );
     }
@@ -614,9 +635,9 @@ mod tests {
     fn methods_in_classes_and_object_literals() {
         let out =
             rw("class A { static async m(a) { return await this.x(a); } async #p() { await 1; } }");
-        assert!(out.contains("static       m(a) { return __k6async(this, null, function* () { return yield this.x(a); }); }"), "{out}");
+        assert!(out.contains("static       m(a) { return __k6async(this, null, { *m() { return yield this.x(a); } }.m); }"), "{out}");
         assert!(
-            out.contains("      #p() { return __k6async(this, null, function* () { yield 1; }); }"),
+            out.contains("      #p() { return __k6async(this, null, { *p() { yield 1; } }.p); }"),
             "{out}"
         );
         let out = rw("const o = { async get() { await 1; }, async ['k'](x) { await x; }, async: 1, async() { return async; } };");
