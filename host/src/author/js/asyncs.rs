@@ -140,9 +140,23 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
                         .any(|o| !o.arrow && o.first > b.first && o.first < k && k <= o.last)
             })
         };
-        if let Some(s) = own("super") {
-            return Err(refuse(s, "`super` inside an async function"));
-        }
+        let uses_super = match own("super") {
+            Some(k) if arrow => {
+                return Err(refuse(k, "`super` inside an async arrow function"));
+            }
+            Some(_) => {
+                super_edits(&t, &b, &bodies, &mut edits).map_err(|(k, what)| refuse(k, what))?;
+                true
+            }
+            None => false,
+        };
+        // A method's `super` is out of a generator's reach: an arrow made in the method
+        // reads it for the generator (`super.m(a)` becomes `__k6s("m").call(this, a)`).
+        let lend_super = if uses_super {
+            " const __k6s = (k) => super[k];"
+        } else {
+            ""
+        };
         let own_arguments = own("arguments");
         let reads_arguments = own_arguments.is_some();
         if arrow && reads_arguments {
@@ -177,13 +191,13 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
                 Some(name) => (
                     t.toks[b.first].end,
                     t.toks[b.last].start,
-                    format!(" return __k6async(this, {args}, {{ *{name}() {{"),
+                    format!("{lend_super} return __k6async(this, {args}, {{ *{name}() {{"),
                     format!("}} }}.{name}); "),
                 ),
                 None => (
                     t.toks[b.first].end,
                     t.toks[b.last].start,
-                    format!(" return __k6async(this, {args}, function* () {{"),
+                    format!("{lend_super} return __k6async(this, {args}, function* () {{"),
                     "}); ".to_string(),
                 ),
             },
@@ -304,6 +318,62 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
     }
     out.push_str(&src[from..]);
     Ok(Some(out))
+}
+
+/// Rewrites the `super` of the async method whose body is `b` to read through
+/// `__k6s` (see the caller); what cannot be read so is returned as (token, what).
+fn super_edits(
+    t: &Tokens,
+    b: &Body,
+    bodies: &[Body],
+    edits: &mut Vec<Edit>,
+) -> std::result::Result<(), (usize, &'static str)> {
+    let nested = |k: usize| {
+        bodies
+            .iter()
+            .any(|o| !o.arrow && o.first > b.first && o.first < k && k <= o.last)
+    };
+    let replace = |edits: &mut Vec<Edit>, from: usize, to: usize, text: String| {
+        edits.push(Edit {
+            at: t.toks[from].start,
+            len: t.toks[to].end - t.toks[from].start,
+            text,
+            rank: (2, 0),
+        });
+    };
+    for k in b.first..=b.last {
+        if !t.is(k, "super") || after_dot(t, k) || nested(k) {
+            continue;
+        }
+        let member = if t.is(k + 1, ".") && t.toks.get(k + 2).is_some_and(|x| x.kind == Kind::Word)
+        {
+            replace(edits, k, k + 2, format!("__k6s({:?})", t.text(k + 2)));
+            k + 2
+        } else if t.is(k + 1, "[") {
+            let Some(close) = t.group_end(k + 1) else {
+                return Err((k, "this use of `super` inside an async method"));
+            };
+            replace(edits, k, k + 1, "__k6s(".into());
+            replace(edits, close, close, ")".into());
+            close
+        } else {
+            return Err((k, "this use of `super` inside an async method"));
+        };
+        let next = t.text(member + 1);
+        if t.is(member + 1, "(") {
+            let text = if t.is(member + 2, ")") {
+                ".call(this"
+            } else {
+                ".call(this, "
+            };
+            replace(edits, member + 1, member + 1, text.into());
+        } else if matches!(next, "++" | "--")
+            || next.ends_with('=') && !matches!(next, "==" | "===" | "!=" | "!==" | "<=" | ">=")
+        {
+            return Err((k, "assigning to a `super` property inside an async method"));
+        }
+    }
+    Ok(())
 }
 
 /// Whether token `i` follows `.` or `?.` (a property's name, not a keyword).
@@ -701,8 +771,12 @@ mod tests {
             ),
             ("\nconst r = await fetch();\n", "top-level `await`"),
             (
-                "class A extends B {\n  async m() { return super.m(); }\n}",
+                "class A extends B {\n  m() { return async () => super.m(); }\n}",
                 "`super`",
+            ),
+            (
+                "class A extends B {\n  async m() { super.x = 1; }\n}",
+                "assigning to a `super`",
             ),
             ("\nconst f = async () => arguments[0];", "`arguments`"),
         ] {
@@ -710,6 +784,11 @@ mod tests {
             assert!(err.contains(what), "{src}: {err}");
             assert!(err.contains("t.js:2"), "{src}: {err}");
         }
+        // A method's `super` is read through an arrow made in the method.
+        assert_eq!(
+            rw("class A extends B { async m(a) { return super.m(a) + super['n']() + await super.o; } }"),
+            "class A extends B {       m(a) { const __k6s = (k) => super[k]; return __k6async(this, null, { *m() { return __k6s(\"m\").call(this, a) + __k6s('n').call(this) + (yield __k6s(\"o\")); } }.m); } }"
+        );
         // A function nested in the async one has its own `arguments` and `super`.
         let out = rw("const f = async () => { o.warn = function () { return arguments[0]; }; class B extends A { m() { return super.m(); } } };");
         assert!(
