@@ -6,6 +6,7 @@
 pub(crate) mod asyncs;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
+pub(crate) mod exprs;
 pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod scan;

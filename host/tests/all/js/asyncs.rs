@@ -3,7 +3,7 @@
 //! promise jobs). Against the demo target: every request after each `await` is made
 //! (the target's count = http_reqs), `Promise.all` over `http.asyncRequest`, a `.then`
 //! chain interleaves with an `await` in the language's order, an async `setup()`'s value
-//! reaches the iterations; a rejection fails its iteration with its message and line;
+//! reaches the iterations, an async method reaches `super`; a rejection fails its iteration with its message and line;
 //! `await` inside text is left alone; what cannot be rewritten fails the build.
 
 use super::scripts::run_script;
@@ -22,6 +22,12 @@ const B = __ENV.BASE_URL;
 export const options = { vus: 2, iterations: 6 };
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+class Base { label(n) { return `base ${n}`; } }
+class Api extends Base {
+  async label(n) { const v = await Promise.resolve(n); return `${super.label(v)} via ${this.kind}`; }
+  get kind() { return 'async'; }
+}
 
 export async function setup() {
   const res = await http.asyncRequest('POST', `${B}/auth/token`, JSON.stringify({ user: 'async-setup' }),
@@ -46,6 +52,7 @@ export default async function (data) {
   const third = http.get(`${B}/?step=3`);
   const all = await Promise.all([1, 2, 3].map((n) => http.asyncRequest('GET', `${B}/?all=${n}`)));
   const last = await chain;
+  const labelled = await new Api().label(7);
   check(first, {
     'each await resumed with its response': (r) => r.status === 200 && second.status === 200 && third.status === 200,
     'Promise.all gave three responses in order': () => all.length === 3
@@ -54,6 +61,7 @@ export default async function (data) {
     'the chain settled with its catch value': () => last === 3,
     'async setup data arrived': () => data.status === 200 && typeof data.token === 'string',
     'promises are the global Promise': () => first instanceof Object && chain instanceof Promise,
+    'an async method reaches super and this': () => labelled === 'base 7 via async',
   });
   finished.add(1);
 }
@@ -88,6 +96,7 @@ async fn an_async_default_function_makes_every_request_after_each_await() {
         "the chain settled with its catch value",
         "async setup data arrived",
         "promises are the global Promise",
+        "an async method reaches super and this",
     ] {
         assert_eq!(common::check_counts(&summary, name), (6, 0), "{name}");
     }
