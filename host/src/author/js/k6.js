@@ -1842,6 +1842,7 @@ function resetMainLoop() {
 // on a settled promise: one turn; resolving with a thenable: one more turn to call
 // its `then`), so `.then` chains and `Promise.all` interleave as they do in k6.
 
+// Jobs are pairs (function, argument), so queueing one allocates nothing.
 const microtasks = [];
 let microtaskHead = 0;
 
@@ -1850,8 +1851,11 @@ let microtaskHead = 0;
 function drainMicrotasks() {
   while (microtaskHead < microtasks.length) {
     const job = microtasks[microtaskHead];
-    microtasks[microtaskHead++] = undefined;
-    job();
+    const arg = microtasks[microtaskHead + 1];
+    microtasks[microtaskHead] = undefined;
+    microtasks[microtaskHead + 1] = undefined;
+    microtaskHead += 2;
+    job(arg);
   }
   microtasks.length = 0;
   microtaskHead = 0;
@@ -1887,7 +1891,7 @@ function settlePromise(p, state, value) {
   const reactions = p._reactions;
   p._reactions = null;
   if (state === P_REJECTED && !p._handled) unhandledRejections.add(p);
-  for (const r of reactions) microtasks.push(() => runReaction(r, state, value));
+  for (const r of reactions) { r.from = p; microtasks.push(runReaction, r); }
 }
 
 // The language's promise resolve function: a thenable's `then` is called on a later
@@ -1899,14 +1903,16 @@ function resolvePromise(p, x) {
     let then;
     try { then = x.then; } catch (e) { settlePromise(p, P_REJECTED, e); return; }
     if (typeof then === 'function') {
-      microtasks.push(() => {
-        const [res, rej] = resolvingFunctions(p);
-        try { then.call(x, res, rej); } catch (e) { rej(e); }
-      });
+      microtasks.push(resolveThenableJob, { p, x, then });
       return;
     }
   }
   settlePromise(p, P_FULFILLED, x);
+}
+
+function resolveThenableJob(job) {
+  const [res, rej] = resolvingFunctions(job.p);
+  try { job.then.call(job.x, res, rej); } catch (e) { rej(e); }
 }
 
 // A resolve/reject pair of which only the first call counts.
@@ -1925,14 +1931,16 @@ function addReaction(p, r) {
     p._reactions.push(r);
   } else {
     if (p._state === P_REJECTED && !p._handled) unhandledRejections.delete(p);
-    const state = p._state;
-    const value = p._value;
-    microtasks.push(() => runReaction(r, state, value));
+    r.from = p;
+    microtasks.push(runReaction, r);
   }
   p._handled = true;
 }
 
-function runReaction(r, state, value) {
+// The job of reaction `r` to the settled promise `r.from`.
+function runReaction(r) {
+  const state = r.from._state;
+  const value = r.from._value;
   const fn = state === P_FULFILLED ? r.onOk : r.onErr;
   if (r.child === null) { fn(value); return; }
   if (typeof fn !== 'function') {
@@ -1965,7 +1973,7 @@ class LayerPromise {
   then(onOk, onErr) {
     if (this === null || typeof this !== 'object' || this._reactions === undefined) throw new TypeError('Promise.prototype.then called on an object that is not a Promise');
     const child = newPromise();
-    addReaction(this, { onOk, onErr, child });
+    addReaction(this, { onOk, onErr, child, from: null });
     return child;
   }
   catch(onErr) { return this.then(undefined, onErr); }
@@ -2039,8 +2047,12 @@ Object.defineProperty(LayerPromise, 'name', { value: 'Promise' });
 globalThis.Promise = LayerPromise;
 globalThis.queueMicrotask = (fn) => {
   if (typeof fn !== 'function') throw new TypeError('queueMicrotask needs a function');
-  microtasks.push(() => { try { fn(); } catch (e) { uncaughtErrors.push(e); } });
+  microtasks.push(runUserJob, fn);
 };
+
+function runUserJob(fn) {
+  try { fn(); } catch (e) { uncaughtErrors.push(e); }
+}
 
 // The driver of a rewritten `async` function: runs the generator `body` (with the
 // function's `this` and, where it reads them, its `arguments`) up to each `yield` (an
@@ -2054,8 +2066,15 @@ function __k6async(self, args, body) {
     let r;
     try { r = gen[method](arg); } catch (e) { settlePromise(p, P_REJECTED, e); return; }
     if (r.done) { resolvePromise(p, r.value); return; }
-    const awaited = isLayerPromise(r.value) ? r.value : LayerPromise.resolve(r.value);
-    addReaction(awaited, { onOk, onErr, child: null });
+    const v = r.value;
+    if (isLayerPromise(v)) { addReaction(v, { onOk, onErr, child: null, from: null }); return; }
+    // Not a thenable (a Response, a number): resumed on the next turn, as a promise
+    // fulfilled with it would resume it, without making that promise.
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function')) { microtasks.push(onOk, v); return; }
+    let then;
+    try { then = v.then; } catch (e) { microtasks.push(onErr, e); return; }
+    if (typeof then !== 'function') { microtasks.push(onOk, v); return; }
+    addReaction(LayerPromise.resolve(v), { onOk, onErr, child: null, from: null });
   };
   onOk = (v) => step('next', v);
   onErr = (e) => step('throw', e);
