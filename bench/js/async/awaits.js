@@ -1,0 +1,3 @@
+// bench/js/async: the cost of the layer's promise machinery (results/js.md, "Async functions").
+export const options = { vus: 1, iterations: 300 };
+export default async function () { let s = 0; for (let i = 0; i < 1000; i++) s += await i; if (s !== 499500) throw new Error('sum'); }
