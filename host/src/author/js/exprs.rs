@@ -94,10 +94,8 @@ pub(crate) fn unary_end(t: &Tokens, mut i: usize) -> Option<usize> {
         primary_end(t, i)?
     };
     j = member_end_from(t, j, true)?;
-    if t.is(j + 1, "++") || t.is(j + 1, "--") {
-        if !t.nl(j + 1) {
-            j += 1;
-        }
+    if (t.is(j + 1, "++") || t.is(j + 1, "--")) && !t.nl(j + 1) {
+        j += 1;
     }
     Some(j)
 }
