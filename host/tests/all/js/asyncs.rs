@@ -3,8 +3,10 @@
 //! promise jobs). Against the demo target: every request after each `await` is made
 //! (the target's count = http_reqs), `Promise.all` over `http.asyncRequest`, a `.then`
 //! chain interleaves with an `await` in the language's order, an async `setup()`'s value
-//! reaches the iterations, an async method reaches `super`; a rejection fails its iteration with its message and line;
-//! `await` inside text is left alone; what cannot be rewritten fails the build.
+//! reaches the iterations, an async method reaches `super`; a rejection fails its
+//! iteration with its message and line; `await` inside text is left alone; async socket
+//! handlers and an awaited close run on the event loop; what cannot be rewritten fails
+//! the build.
 
 use super::scripts::run_script;
 use crate::support as common;
@@ -178,4 +180,54 @@ async fn what_the_rewrite_cannot_run_fails_the_build_with_its_name_and_line() {
             text(&built)
         );
     }
+}
+
+const SOCKET: &str = r#"import { WebSocket } from 'k6/experimental/websockets';
+import { setTimeout } from 'k6/timers';
+import { Counter } from 'k6/metrics';
+import { WS, token } from './common.js';
+
+const pongs = new Counter('pongs');
+const seenAtClose = new Counter('seen_at_close');
+export const options = { vus: 1, iterations: 3 };
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export default async function () {
+  const sock = new WebSocket(`${WS}/ws?token=${token()}`);
+  let n = 0;
+  const closed = new Promise((resolve) => { sock.onclose = () => resolve(n); });
+  sock.onopen = () => sock.send('{"ping": 1}');
+  sock.addEventListener('message', async (e) => {
+    if (e.data.indexOf('"pong"') < 0) return;
+    n += 1;
+    pongs.add(1);
+    await pause(5);
+    if (n < 3) sock.send(`{"ping": ${n + 1}}`); else sock.close();
+  });
+  seenAtClose.add(await closed);
+}
+"#;
+
+/// An async message handler that awaits a timer before answering, and an iteration
+/// that awaits the socket's close: the event loop keeps the iteration alive until both
+/// are done, as k6's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_socket_handlers_and_an_awaited_close_run_on_the_event_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("common.js"), super::scripts::WS_COMMON).unwrap();
+    std::fs::write(tmp.path().join("socket.js"), SOCKET).unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "socket.js", &target.base_url(), &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        common::metric_count(&summary, "pongs"),
+        9.0,
+        "{}",
+        text(&ran)
+    );
+    // Each iteration's code after `await closed` ran, with the three pongs it saw.
+    assert_eq!(common::metric_count(&summary, "seen_at_close"), 9.0);
+    assert_eq!(common::metric_count(&summary, "ws_sessions"), 3.0);
+    assert_eq!(summary["plugin_errors"].as_array().map_or(0, Vec::len), 0);
 }

@@ -656,7 +656,7 @@ async fn handle_summary_gets_k6s_data_and_writes_inside_the_results_folder_only(
 // ------------------------------------------------------------------ WebSockets and timers
 
 /// A sign-in and the demo target's WebSocket address, for the socket scripts.
-const WS_COMMON: &str = r#"
+pub(super) const WS_COMMON: &str = r#"
 import http from 'k6/http';
 export const BASE = __ENV.BASE_URL;
 export const WS = BASE.replace(/^http/, 'ws');
