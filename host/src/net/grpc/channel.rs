@@ -20,8 +20,13 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost_reflect::DescriptorPool;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Numbers the channels of the process, so a prepared call can tell the channel it was
+/// made on from another that took its place in the VU's table.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// How to open a channel.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +50,8 @@ pub struct ChannelOptions {
 
 /// A gRPC channel held by the host for a plugin.
 pub struct Channel {
+    /// This channel's number in the process (see [`NEXT_ID`]).
+    pub(super) id: u64,
     pub(super) shared: Arc<NetShared>,
     pub(super) origin: Origin,
     /// `http://host:port` or `https://host:port`, the calls' URI prefix.
@@ -105,6 +112,7 @@ impl Channel {
         let scheme = if options.tls { "https" } else { "http" };
         let connect_timeout = options.connect_timeout.unwrap_or(shared.default_timeout);
         Ok(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             base: format!("{scheme}://{}", authority(&origin)),
             shared,
             origin,
@@ -168,6 +176,15 @@ impl Channel {
         body: GrpcBody,
     ) -> Result<http::Response<Incoming>, GrpcError> {
         let request = self.request(path, metadata, timeout, body)?;
+        self.send(request).await
+    }
+
+    /// Sends `request` on the connection (opening one when needed) and waits for the
+    /// response head.
+    pub(super) async fn send(
+        &mut self,
+        request: http::Request<GrpcBody>,
+    ) -> Result<http::Response<Incoming>, GrpcError> {
         let conn = self.connection().await?;
         let sender = &mut conn.sender;
         sender
@@ -180,8 +197,7 @@ impl Channel {
             .map_err(|e| GrpcError::Protocol(describe(&e)))
     }
 
-    /// A request's head: `:path`, gRPC's content type, `te: trailers`, the deadline
-    /// and the plugin's metadata.
+    /// A request: [`Channel::head`] with `body`.
     pub(super) fn request(
         &self,
         path: &str,
@@ -189,19 +205,34 @@ impl Channel {
         timeout: Option<Duration>,
         body: GrpcBody,
     ) -> Result<http::Request<GrpcBody>, GrpcError> {
-        let mut builder = http::Request::post(format!("{}{path}", self.base))
-            .version(http::Version::HTTP_2)
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header(
-                "user-agent",
-                concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
-            );
+        let (uri, headers) = self.head(path, metadata, timeout)?;
+        Ok(request_of(&uri, headers, body))
+    }
+
+    /// A request's URI and header fields: `:path`, gRPC's content type, `te: trailers`,
+    /// the deadline and the plugin's metadata.
+    pub(super) fn head(
+        &self,
+        path: &str,
+        metadata: &[(String, String)],
+        timeout: Option<Duration>,
+    ) -> Result<(http::Uri, http::HeaderMap), GrpcError> {
+        use http::header::{HeaderValue, CONTENT_TYPE, TE, USER_AGENT};
+        let uri = http::Uri::try_from(format!("{}{path}", self.base))
+            .map_err(|e| GrpcError::Invalid(format!("{}{path}: {e}", self.base)))?;
+        let mut headers = http::HeaderMap::with_capacity(4 + metadata.len());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+        headers.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("loadtest-host/", env!("CARGO_PKG_VERSION"))),
+        );
         if let Some(t) = timeout {
             // At most 8 digits (the spec); milliseconds cover 27 hours.
-            builder = builder.header(
+            let value = format!("{}m", t.as_millis().min(99_999_999));
+            headers.insert(
                 "grpc-timeout",
-                format!("{}m", t.as_millis().min(99_999_999)),
+                HeaderValue::from_str(&value).expect("digits and m"),
             );
         }
         for (name, value) in metadata {
@@ -217,17 +248,15 @@ impl Channel {
             }
             let name = http::HeaderName::from_bytes(lower.as_bytes())
                 .map_err(|_| GrpcError::Invalid(format!("invalid metadata name {name:?}")))?;
-            let value = http::HeaderValue::from_str(value).map_err(|_| {
+            let value = HeaderValue::from_str(value).map_err(|_| {
                 GrpcError::Invalid(format!(
                     "invalid value for metadata {name}: {value:?} (CR, LF and other control \
                      characters are not allowed; base64 binary values under a -bin name)"
                 ))
             })?;
-            builder = builder.header(name, value);
+            headers.append(name, value);
         }
-        builder
-            .body(body)
-            .map_err(|e| GrpcError::Invalid(format!("{}{path}: {e}", self.base)))
+        Ok((uri, headers))
     }
 
     /// Bytes sent and received on the connection since the last call (all of its
@@ -237,6 +266,20 @@ impl Channel {
             .as_ref()
             .map_or(IoBytes::default(), |c| c.io.take_unaccounted())
     }
+}
+
+/// An HTTP/2 POST of `uri` with `headers` and `body`.
+pub(super) fn request_of(
+    uri: &http::Uri,
+    headers: http::HeaderMap,
+    body: GrpcBody,
+) -> http::Request<GrpcBody> {
+    let mut request = http::Request::new(body);
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri.clone();
+    *request.version_mut() = http::Version::HTTP_2;
+    *request.headers_mut() = headers;
+    request
 }
 
 /// Reads a response to its end: the messages and the status (from the trailers, or
