@@ -6,7 +6,6 @@
 //! business: they are not counted in `grpc_reqs`. The
 //! channel's method lookup lives here too, as it is what asks the service.
 
-use super::body::GrpcBody;
 use super::channel::{read_all, Channel};
 use super::status::{code, GrpcError};
 use super::{descriptors, frame};
@@ -180,12 +179,12 @@ async fn ask(
         host: String::new(),
         question: Some(question),
     };
-    let body = GrpcBody::Once(Some(frame::encode(&request.encode_to_vec())));
+    let message = frame::encode(&request.encode_to_vec());
     let timeout = channel.shared.default_timeout;
     let max = channel.shared.max_body;
     let metadata = channel.reflect_metadata.clone();
     let exchange = async {
-        let response = channel.start(path, &metadata, None, body).await?;
+        let response = channel.start(path, &metadata, None, message).await?;
         read_all(response, max).await
     };
     let (messages, status) = tokio::time::timeout(timeout, exchange)

@@ -4,8 +4,8 @@
 //! recorded once, whatever its outcome. A call is prepared first ([`Prepared`]: once
 //! for a prepared call of contract 0.3.6, at every call for `invoke`), then made.
 
-use super::body::GrpcBody;
-use super::channel::{check_head, next_frame, request_of, Channel, Part};
+use super::body::{next_frame, Part, Response};
+use super::channel::{check_head, request_of, Channel};
 use super::frame;
 use super::prepared::{Answer, CallContent, Prepared};
 use super::record::call_tags;
@@ -152,9 +152,8 @@ impl Channel {
         let started = Instant::now();
         let max = self.shared.max_body;
         let exchange = async {
-            let body = GrpcBody::Once(Some(p.payload.clone()));
             let response = self
-                .send(request_of(&p.uri, p.headers.clone(), body))
+                .send(request_of(&p.uri, p.headers.clone()), p.payload.clone())
                 .await?;
             read_unary(response, max).await
         };
@@ -205,10 +204,7 @@ struct Reply {
 /// Reads a unary response to its end: the status (from the trailers, or the headers
 /// of a trailers-only answer) and the messages. An HTTP status other than 200 is a
 /// protocol error naming it.
-async fn read_unary(
-    response: http::Response<hyper::body::Incoming>,
-    max: u64,
-) -> Result<Reply, GrpcError> {
+async fn read_unary(response: Response, max: u64) -> Result<Reply, GrpcError> {
     let (head, mut body) = response.into_parts();
     check_head(&head)?;
     if let Some((code, status_message)) = status::from_fields(&head.headers) {
