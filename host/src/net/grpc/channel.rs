@@ -150,14 +150,17 @@ impl Channel {
         let usable = self.conn.as_ref().is_some_and(|c| !c.task.is_finished());
         if !usable {
             self.conn = None;
+            // Boxed: the connect and TLS futures are large, and a call's future would
+            // carry their room (and be copied with it, several times per call, by the
+            // async import's plumbing) though they run once per connection.
             let opened = tokio::time::timeout(
                 self.connect_timeout,
-                open(
+                Box::pin(open(
                     &self.origin,
                     self.local,
                     &self.shared,
                     self.tls_config.clone(),
-                ),
+                )),
             )
             .await
             .map_err(|_| {

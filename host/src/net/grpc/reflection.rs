@@ -85,7 +85,8 @@ impl Channel {
                 }
             )));
         }
-        let files = fetch(self, service).await?;
+        // Boxed, as the connection's opening is: it runs once per service.
+        let files = Box::pin(fetch(self, service)).await?;
         self.pool.add_file_descriptor_protos(files).map_err(|e| {
             GrpcError::Protocol(format!(
                 "{}: the descriptors the reflection service sent do not build: {e}",
