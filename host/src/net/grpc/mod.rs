@@ -1,5 +1,5 @@
 //! The host side of the plugin's `grpc` import: channels to `host:port` over HTTP/2
-//! (hyper, on the host's own connect, TLS and allowlist code), method descriptors from
+//! (h2, the HTTP/2 of hyper, used directly: [`body`]; on the host's own connect, TLS and allowlist code), method descriptors from
 //! `.proto` text compiled at run time or binary descriptor sets ([`descriptors`],
 //! protox and prost-reflect), the services the host carries (`grpc.health.v1.Health`),
 //! or the server's reflection service ([`reflection`]), unary calls ([`unary`]) and
