@@ -1,9 +1,10 @@
 //! The host side of the plugin's `grpc` import: channels to `host:port` over HTTP/2
 //! (h2, hyper's HTTP/2, used directly: [`body`]; on the host's own connect, TLS and
 //! allowlist code), method descriptors from `.proto` text compiled at run time or
-//! binary descriptor sets ([`descriptors`], protox and prost-reflect), the services the host carries (`grpc.health.v1.Health`),
-//! or the server's reflection service ([`reflection`]), unary calls ([`unary`]) and
-//! client, server and bidirectional streams ([`stream`]) with proto3 JSON messages
+//! binary descriptor sets ([`descriptors`], protox and prost-reflect), the services
+//! the host carries (`grpc.health.v1.Health`), or the server's reflection service
+//! ([`reflection`]), unary calls ([`unary`]) and client, server and bidirectional
+//! streams ([`stream`]) with proto3 JSON messages
 //! (prost-reflect). A unary call can be prepared once and made many times
 //! ([`prepared`], contract 0.3.6).
 //!
