@@ -2,7 +2,9 @@
 # Unary gRPC calls per CPU-second of the generator: the host (plugin grpc-call) against
 # k6's k6/net/grpc, on the same proto and the same server (on core 0), each generator
 # pinned to core 1, VUS VUs for DURATION, ROUNDS rounds alternating; prints a Markdown
-# row per round and the median ratio.
+# row per round (with the server's CPU seconds during each generator's run: a server
+# near DURATION seconds of CPU is the bound) and the median ratio.
+# HOST_WASM=path runs another build of grpc-call (a build of main's, to compare).
 #
 # SERVER chooses the server:
 # - grpcio (default): Python grpcio, host/tests/fixtures/grpc/server.py, method
@@ -32,7 +34,7 @@ if [ -z "${HOST:-}" ]; then
     cargo build --release -p host >&2
     HOST=target/release/host
 fi
-PLUGIN=plugins/target/wasm32-wasip2/release/grpc_call.wasm
+PLUGIN=${HOST_WASM:-plugins/target/wasm32-wasip2/release/grpc_call.wasm}
 WORK=$(mktemp -d)
 
 case "$SERVER" in
@@ -117,29 +119,39 @@ else
     HOST_RUN=("$HOST" run "$PLUGIN" --config "$WORK/run.toml")
 fi
 
-# gen NAME CMD...: runs a generator on core 1; prints "calls cpu_seconds".
+# The server's CPU seconds so far (user + sys), to see whether it is the bound.
+TICKS=$(getconf CLK_TCK)
+server_cpu() {
+    awk -v t="$TICKS" '{ printf "%.2f\n", ($14 + $15) / t }' "/proc/$SERVER_PID/stat"
+}
+
+# gen NAME CMD...: runs a generator on core 1; prints "calls cpu_seconds
+# server_cpu_seconds".
 gen() {
     local name=$1
     shift
-    local before after
+    local before after s_before s_after
     before=$(served)
+    s_before=$(server_cpu)
     /usr/bin/time -f '%U %S' -o "$WORK/$name.time" taskset -c 1 "$@" >"$WORK/$name.log" 2>&1
+    s_after=$(server_cpu)
     after=$(served)
-    awk -v n=$((after - before)) '{ printf "%d %.2f\n", n, $1 + $2 }' "$WORK/$name.time"
+    awk -v n=$((after - before)) -v s="$(echo "$s_after - $s_before" | bc -l)" \
+        '{ printf "%d %.2f %.2f\n", n, $1 + $2, s }' "$WORK/$name.time"
 }
 
-echo "| round | host calls | host CPU s | host calls/CPU-s | k6 calls | k6 CPU s | k6 calls/CPU-s | host / k6 |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| round | host calls | host CPU s | host calls/CPU-s | k6 calls | k6 CPU s | k6 calls/CPU-s | host / k6 | server CPU s (host, k6) |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 ratios=()
 for r in $(seq "$ROUNDS"); do
-    read -r hc hs < <(gen "host-$r" "${HOST_RUN[@]}" --out "$WORK/out-$r" --quiet)
-    read -r kc ks < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PROTO_DIR" PROTO_FILE="$PROTO_FILE" \
+    read -r hc hs hv < <(gen "host-$r" "${HOST_RUN[@]}" --out "$WORK/out-$r" --quiet)
+    read -r kc ks kv < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PROTO_DIR" PROTO_FILE="$PROTO_FILE" \
         GRPC_METHOD="$METHOD" GRPC_REQUEST="$REQUEST" \
         "$K6" run --quiet --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
     hr=$(echo "$hc / $hs" | bc -l)
     kr=$(echo "$kc / $ks" | bc -l)
     ratio=$(echo "$hr / $kr" | bc -l)
     ratios+=("$ratio")
-    printf "| %d | %d | %.2f | %.0f | %d | %.2f | %.0f | %.2f |\n" "$r" "$hc" "$hs" "$hr" "$kc" "$ks" "$kr" "$ratio"
+    printf "| %d | %d | %.2f | %.0f | %d | %.2f | %.0f | %.2f | %.2f, %.2f |\n" "$r" "$hc" "$hs" "$hr" "$kc" "$ks" "$kr" "$ratio" "$hv" "$kv"
 done
 printf "\nmedian host / k6: %.2f\n" "$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"

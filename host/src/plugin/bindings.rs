@@ -28,6 +28,8 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/grpc.[method]channel.invoke": async,
         "loadtest:scenario/grpc.[method]channel.open-stream": async,
         "loadtest:scenario/grpc.[method]channel.describe-method": async,
+        "loadtest:scenario/grpc.[method]channel.prepare": async,
+        "loadtest:scenario/grpc.[method]prepared-call.invoke": async,
         "loadtest:scenario/grpc.[method]grpc-stream.send": async,
         "loadtest:scenario/grpc.[method]grpc-stream.close-send": async,
         "loadtest:scenario/grpc.[method]grpc-stream.recv": async,
@@ -41,6 +43,8 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/websocket.socket": crate::net::ws::socket::Socket,
         "loadtest:scenario/grpc.channel": crate::net::grpc::channel::Channel,
         "loadtest:scenario/grpc.grpc-stream": crate::net::grpc::stream::GrpcStream,
+        "loadtest:scenario/grpc.prepared-call": crate::net::grpc::prepared::PreparedCall,
+        "loadtest:scenario/grpc.call-content": crate::net::grpc::prepared::CallContent,
         "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
         "loadtest:scenario/html.document": crate::html::Document,
@@ -51,4 +55,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.5";
+pub const WIT_VERSION: &str = "0.3.6";

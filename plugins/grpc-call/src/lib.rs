@@ -1,7 +1,8 @@
 //! `grpc-call`: a grpcurl-like gRPC load test driven by the environment.
 //!
 //! Each iteration makes one call of `GRPC_METHOD` on `GRPC_TARGET` with the JSON
-//! request `GRPC_REQUEST`. A unary call is invoked; a server stream gets the request
+//! request `GRPC_REQUEST`. A unary call is prepared once per VU (the host resolves the
+//! method and encodes the request a single time) and invoked; a server stream gets the request
 //! and is read to its end; a client or bidirectional stream sends `GRPC_MESSAGES`
 //! copies of the request, half-closes and reads the answers to the end. The host
 //! records `grpc_reqs`, `grpc_req_duration`, `grpc_req_failed` and the stream metrics.
@@ -24,7 +25,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use loadtest::grpc::{Channel, GrpcError, Item, MethodInfo};
+use loadtest::grpc::{Channel, GrpcError, Item, MethodInfo, PreparedCall};
 use loadtest::{env, PluginInfo, Scenario};
 
 const DEFAULT_CONFIG: &str = r#"[scenarios.default]
@@ -36,9 +37,18 @@ duration = "10s"
 /// How long a stream's `recv` waits before counting the stream as stuck.
 const RECV_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a VU keeps across iterations: the settings, its channel, what the method is,
+/// and the call prepared on the channel when the method is unary.
+struct Vu {
+    settings: Settings,
+    channel: Channel,
+    info: MethodInfo,
+    prepared: Option<PreparedCall>,
+}
+
 thread_local! {
-    /// This VU's channel and what the method is; kept across iterations.
-    static CHANNEL: RefCell<Option<(Channel, MethodInfo)>> = const { RefCell::new(None) };
+    /// This VU's state, made in its first iteration.
+    static VU: RefCell<Option<Vu>> = const { RefCell::new(None) };
 }
 
 /// The run's settings, read from the environment.
@@ -87,7 +97,7 @@ fn settings() -> Result<Settings, String> {
     })
 }
 
-fn open(method: &str) -> Result<(Channel, MethodInfo), String> {
+fn open(settings: Settings) -> Result<Vu, String> {
     let target = required("GRPC_TARGET")?;
     let mut builder = Channel::builder(&target).tls(env("GRPC_TLS").as_deref() == Some("1"));
     match env("GRPC_PROTO").filter(|v| !v.is_empty()) {
@@ -108,21 +118,32 @@ fn open(method: &str) -> Result<(Channel, MethodInfo), String> {
         None => builder = builder.reflect(),
     }
     let channel = builder.connect()?;
-    let info = channel.describe_method(method)?;
-    Ok((channel, info))
+    let info = channel.describe_method(&settings.method)?;
+    let prepared = if info.client_streaming || info.server_streaming {
+        None
+    } else {
+        let mut c = channel.call(&settings.method, &settings.request);
+        if let Some(t) = settings.timeout {
+            c = c.timeout(t);
+        }
+        for code in &settings.expect {
+            c = c.expect_code(*code);
+        }
+        Some(c.prepare()?)
+    };
+    Ok(Vu {
+        settings,
+        channel,
+        info,
+        prepared,
+    })
 }
 
 /// One call of the method, by its kind.
-fn call(channel: &Channel, info: &MethodInfo, s: &Settings) -> Result<(), GrpcError> {
-    if !info.client_streaming && !info.server_streaming {
-        let mut c = channel.call(&s.method, &s.request);
-        if let Some(t) = s.timeout {
-            c = c.timeout(t);
-        }
-        for code in &s.expect {
-            c = c.expect_code(*code);
-        }
-        c.send()?;
+fn call(vu: &Vu) -> Result<(), GrpcError> {
+    let (channel, s) = (&vu.channel, &vu.settings);
+    if let Some(prepared) = &vu.prepared {
+        prepared.invoke()?;
         return Ok(());
     }
     let mut open = channel.stream(&s.method);
@@ -133,7 +154,11 @@ fn call(channel: &Channel, info: &MethodInfo, s: &Settings) -> Result<(), GrpcEr
         open = open.expect_code(*code);
     }
     let stream = open.open()?;
-    let copies = if info.client_streaming { s.messages } else { 1 };
+    let copies = if vu.info.client_streaming {
+        s.messages
+    } else {
+        1
+    };
     for _ in 0..copies {
         stream.send(&s.request)?;
     }
@@ -164,14 +189,12 @@ impl Scenario for GrpcCall {
     }
 
     fn iteration(_scenario: String) -> Result<(), String> {
-        let s = settings()?;
-        CHANNEL.with(|slot| {
+        VU.with(|slot| {
             let mut slot = slot.borrow_mut();
             if slot.is_none() {
-                *slot = Some(open(&s.method)?);
+                *slot = Some(open(settings()?)?);
             }
-            let (channel, info) = slot.as_ref().expect("set above");
-            match call(channel, info, &s) {
+            match call(slot.as_ref().expect("set above")) {
                 // A call that failed on the wire is counted by the host (grpc_reqs with
                 // its status and error kind, grpc_req_failed): a result, as in k6,
                 // not a fault of the script. A bad setting is.

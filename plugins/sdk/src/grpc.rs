@@ -1,5 +1,5 @@
 //! gRPC calls made by the host (contract 0.3.3; descriptor sets, reflection metadata
-//! and a channel's own TLS material 0.3.5).
+//! and a channel's own TLS material 0.3.5; prepared calls 0.3.6).
 //!
 //! A [`Channel`] is one target (`host:port`) with the descriptors of the services it
 //! calls: `.proto` text handed to [`ChannelBuilder::proto`] (compiled by the host at
@@ -15,6 +15,12 @@
 //! as expected ([`Call::expect_code`]), in which case it is a response without a
 //! message and `grpc_req_failed` counts the call as passed.
 //!
+//! A call made again and again with the same request is cheaper prepared
+//! ([`Call::prepare`]): the host resolves the method and encodes the request to
+//! protobuf once, and keeps each answer as protobuf until it is read
+//! ([`PreparedResponse::message`]). Each [`PreparedCall::invoke`] is counted as
+//! [`Call::send`] would be.
+//!
 //! ```no_run
 //! use loadtest::grpc::Channel;
 //!
@@ -23,6 +29,9 @@
 //! let res = ch.call("helloworld.Greeter/SayHello", r#"{"name":"k6"}"#).send()?;
 //! let stream = ch.stream("demo.Jobs/Activate").open()?;
 //! stream.send(r#"{"max":10}"#)?;
+//! let hello = ch.call("helloworld.Greeter/SayHello", r#"{"name":"k6"}"#).prepare()?;
+//! let answer = hello.invoke()?;
+//! assert_eq!(answer.code, 0);
 //! # Ok(()) }
 //! ```
 
@@ -350,6 +359,83 @@ impl Call<'_> {
                 duration: Duration::from_micros(r.duration_us),
             })
             .map_err(GrpcError::from_wit)
+    }
+}
+
+impl Call<'_> {
+    /// Prepares the call to be made many times ([`PreparedCall::invoke`]): the host
+    /// resolves the method (asking the reflection service when needed), encodes the
+    /// request and checks the metadata now, failing as [`Call::send`] would before
+    /// sending anything. Nothing is sent. The prepared call belongs to this channel;
+    /// keep both (a `thread_local!`).
+    pub fn prepare(self) -> Result<PreparedCall, GrpcError> {
+        self.channel
+            .inner
+            .prepare(&self.method, &self.request, &self.options.wit())
+            .map(|inner| PreparedCall { inner })
+            .map_err(GrpcError::from_wit)
+    }
+}
+
+/// A unary call prepared once ([`Call::prepare`]) and made by [`PreparedCall::invoke`].
+pub struct PreparedCall {
+    inner: wit::PreparedCall,
+}
+
+impl PreparedCall {
+    /// Makes the call and waits for its answer (OK, or a status the call expects;
+    /// another status is [`GrpcError::Status`], as for [`Call::send`]).
+    pub fn invoke(&self) -> Result<PreparedResponse, GrpcError> {
+        self.inner
+            .invoke()
+            .map(|r| PreparedResponse {
+                code: r.code,
+                status_message: r.status_message,
+                duration: Duration::from_micros(r.duration_us),
+                content: r.content,
+            })
+            .map_err(GrpcError::from_wit)
+    }
+}
+
+/// The answer of a prepared call. The message, headers and trailers stay on the host
+/// until asked for: reading only the code costs no conversion and no copy.
+pub struct PreparedResponse {
+    /// The status code (0 = OK, or an expected code).
+    pub code: u32,
+    /// `grpc-message`, percent-decoded.
+    pub status_message: String,
+    /// From sending the request to the end of the answer.
+    pub duration: Duration,
+    content: wit::CallContent,
+}
+
+impl PreparedResponse {
+    /// The message as proto3 JSON (`None` for an expected non-OK status), converted by
+    /// the host now; an answer that is not a valid message of the method's output
+    /// type is [`GrpcError::Protocol`].
+    pub fn message(&self) -> Result<Option<String>, GrpcError> {
+        self.content.message().map_err(GrpcError::from_wit)
+    }
+
+    /// The response's header fields (metadata).
+    pub fn headers(&self) -> Vec<(String, String)> {
+        self.content.headers()
+    }
+
+    /// The trailers (`grpc-status` and `grpc-message` included).
+    pub fn trailers(&self) -> Vec<(String, String)> {
+        self.content.trailers()
+    }
+}
+
+impl fmt::Debug for PreparedResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedResponse")
+            .field("code", &self.code)
+            .field("status_message", &self.status_message)
+            .field("duration", &self.duration)
+            .finish_non_exhaustive()
     }
 }
 

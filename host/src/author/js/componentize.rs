@@ -154,6 +154,8 @@ struct PreparedRequest;
 struct Socket;
 struct GrpcChannel;
 struct GrpcStream;
+struct GrpcPreparedCall;
+struct GrpcCallContent;
 struct Document;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
@@ -185,6 +187,8 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "socket" => ResourceType::host::<Socket>(),
                         "channel" => ResourceType::host::<GrpcChannel>(),
                         "grpc-stream" => ResourceType::host::<GrpcStream>(),
+                        "prepared-call" => ResourceType::host::<GrpcPreparedCall>(),
+                        "call-content" => ResourceType::host::<GrpcCallContent>(),
                         "document" => ResourceType::host::<Document>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"

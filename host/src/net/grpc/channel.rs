@@ -3,7 +3,7 @@
 //! use. The target is checked against the allowlist when the channel is made, before
 //! any packet.
 
-use super::body::GrpcBody;
+use super::body::{self, next_frame, Part, Response};
 use super::status::{self, CallStatus, GrpcError};
 use super::{descriptors, frame};
 use crate::metrics::TagSet;
@@ -15,13 +15,16 @@ use crate::net::tls_material::TlsMaterial;
 use crate::net::types::IoBytes;
 use crate::net::NetShared;
 use bytes::Bytes;
-use hyper::body::Incoming;
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use h2::client::SendRequest;
 use prost_reflect::DescriptorPool;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Numbers the channels of the process, so a prepared call can tell the channel it was
+/// made on from another that took its place in the VU's table.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// How to open a channel.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +48,8 @@ pub struct ChannelOptions {
 
 /// A gRPC channel held by the host for a plugin.
 pub struct Channel {
+    /// This channel's number in the process (see [`NEXT_ID`]).
+    pub(super) id: u64,
     pub(super) shared: Arc<NetShared>,
     pub(super) origin: Origin,
     /// `http://host:port` or `https://host:port`, the calls' URI prefix.
@@ -63,15 +68,24 @@ pub struct Channel {
 
 /// An open HTTP/2 connection.
 pub(super) struct Conn {
-    sender: SendRequest<GrpcBody>,
+    sender: SendRequest<Bytes>,
+    /// The task driving the connection; finished once the peer closed it.
+    task: tokio::task::JoinHandle<()>,
     /// Bytes on the wire (TLS records included), shared by the connection's streams.
     pub(super) io: Arc<IoStats>,
 }
 
 impl Conn {
     /// The request half of the connection.
-    pub(super) fn sender_mut(&mut self) -> &mut SendRequest<GrpcBody> {
+    pub(super) fn sender_mut(&mut self) -> &mut SendRequest<Bytes> {
         &mut self.sender
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // The connection closes with its channel, as hyper's did when its sender went.
+        self.task.abort();
     }
 }
 
@@ -105,6 +119,7 @@ impl Channel {
         let scheme = if options.tls { "https" } else { "http" };
         let connect_timeout = options.connect_timeout.unwrap_or(shared.default_timeout);
         Ok(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             base: format!("{scheme}://{}", authority(&origin)),
             shared,
             origin,
@@ -132,17 +147,20 @@ impl Channel {
 
     /// The open connection, opening one if there is none or the last one closed.
     pub(super) async fn connection(&mut self) -> Result<&mut Conn, GrpcError> {
-        let usable = self.conn.as_ref().is_some_and(|c| !c.sender.is_closed());
+        let usable = self.conn.as_ref().is_some_and(|c| !c.task.is_finished());
         if !usable {
             self.conn = None;
+            // Boxed: the connect and TLS futures are large, and a call's future would
+            // carry their room (and be copied with it, several times per call, by the
+            // async import's plumbing) though they run once per connection.
             let opened = tokio::time::timeout(
                 self.connect_timeout,
-                open(
+                Box::pin(open(
                     &self.origin,
                     self.local,
                     &self.shared,
                     self.tls_config.clone(),
-                ),
+                )),
             )
             .await
             .map_err(|_| {
@@ -157,51 +175,56 @@ impl Channel {
         Ok(self.conn.as_mut().expect("opened above"))
     }
 
-    /// Starts a call of `path` (`/package.Service/Method`) with `body`: sends the
-    /// request head and waits for the response head. The deadline, when given, is sent
-    /// as `grpc-timeout`; the caller enforces it.
+    /// Starts a call of `path` (`/package.Service/Method`) whose request is the one
+    /// framed `message`: sends it and waits for the response head. The deadline, when
+    /// given, is sent as `grpc-timeout`; the caller enforces it.
     pub(super) async fn start(
         &mut self,
         path: &str,
         metadata: &[(String, String)],
         timeout: Option<Duration>,
-        body: GrpcBody,
-    ) -> Result<http::Response<Incoming>, GrpcError> {
-        let request = self.request(path, metadata, timeout, body)?;
-        let conn = self.connection().await?;
-        let sender = &mut conn.sender;
-        sender
-            .ready()
-            .await
-            .map_err(|e| GrpcError::Protocol(format!("connection closed: {e}")))?;
-        sender
-            .send_request(request)
-            .await
-            .map_err(|e| GrpcError::Protocol(describe(&e)))
+        message: Bytes,
+    ) -> Result<Response, GrpcError> {
+        let (uri, headers) = self.head(path, metadata, timeout)?;
+        self.send(request_of(&uri, headers), message).await
     }
 
-    /// A request's head: `:path`, gRPC's content type, `te: trailers`, the deadline
-    /// and the plugin's metadata.
-    pub(super) fn request(
+    /// Sends `request` with its one framed `message` on the connection (opening one
+    /// when needed) and waits for the response head.
+    pub(super) async fn send(
+        &mut self,
+        request: http::Request<()>,
+        message: Bytes,
+    ) -> Result<Response, GrpcError> {
+        let conn = self.connection().await?;
+        let (answer, _send) = body::open(&mut conn.sender, request, Some(message)).await?;
+        body::head(answer).await
+    }
+
+    /// A request's URI and header fields: `:path`, gRPC's content type, `te: trailers`,
+    /// the deadline and the plugin's metadata.
+    pub(super) fn head(
         &self,
         path: &str,
         metadata: &[(String, String)],
         timeout: Option<Duration>,
-        body: GrpcBody,
-    ) -> Result<http::Request<GrpcBody>, GrpcError> {
-        let mut builder = http::Request::post(format!("{}{path}", self.base))
-            .version(http::Version::HTTP_2)
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header(
-                "user-agent",
-                concat!("loadtest-host/", env!("CARGO_PKG_VERSION")),
-            );
+    ) -> Result<(http::Uri, http::HeaderMap), GrpcError> {
+        use http::header::{HeaderValue, CONTENT_TYPE, TE, USER_AGENT};
+        let uri = http::Uri::try_from(format!("{}{path}", self.base))
+            .map_err(|e| GrpcError::Invalid(format!("{}{path}: {e}", self.base)))?;
+        let mut headers = http::HeaderMap::with_capacity(4 + metadata.len());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+        headers.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("loadtest-host/", env!("CARGO_PKG_VERSION"))),
+        );
         if let Some(t) = timeout {
             // At most 8 digits (the spec); milliseconds cover 27 hours.
-            builder = builder.header(
+            let value = format!("{}m", t.as_millis().min(99_999_999));
+            headers.insert(
                 "grpc-timeout",
-                format!("{}m", t.as_millis().min(99_999_999)),
+                HeaderValue::from_str(&value).expect("digits and m"),
             );
         }
         for (name, value) in metadata {
@@ -217,17 +240,15 @@ impl Channel {
             }
             let name = http::HeaderName::from_bytes(lower.as_bytes())
                 .map_err(|_| GrpcError::Invalid(format!("invalid metadata name {name:?}")))?;
-            let value = http::HeaderValue::from_str(value).map_err(|_| {
+            let value = HeaderValue::from_str(value).map_err(|_| {
                 GrpcError::Invalid(format!(
                     "invalid value for metadata {name}: {value:?} (CR, LF and other control \
                      characters are not allowed; base64 binary values under a -bin name)"
                 ))
             })?;
-            builder = builder.header(name, value);
+            headers.append(name, value);
         }
-        builder
-            .body(body)
-            .map_err(|e| GrpcError::Invalid(format!("{}{path}: {e}", self.base)))
+        Ok((uri, headers))
     }
 
     /// Bytes sent and received on the connection since the last call (all of its
@@ -239,11 +260,21 @@ impl Channel {
     }
 }
 
+/// An HTTP/2 POST of `uri` with `headers` (the body goes on the stream).
+pub(super) fn request_of(uri: &http::Uri, headers: http::HeaderMap) -> http::Request<()> {
+    let mut request = http::Request::new(());
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri.clone();
+    *request.version_mut() = http::Version::HTTP_2;
+    *request.headers_mut() = headers;
+    request
+}
+
 /// Reads a response to its end: the messages and the status (from the trailers, or
 /// the headers of a trailers-only answer). An HTTP status other than 200 is a
 /// protocol error naming it.
 pub(super) async fn read_all(
-    response: http::Response<Incoming>,
+    response: Response,
     max: u64,
 ) -> Result<(Vec<Bytes>, CallStatus), GrpcError> {
     let (head, mut body) = response.into_parts();
@@ -293,25 +324,6 @@ pub(super) async fn read_all(
     }
 }
 
-/// A part of a response body.
-pub(super) enum Part {
-    Data(Bytes),
-    Trailers(http::HeaderMap),
-}
-
-/// The next DATA or trailers of `body`; `None` at its end.
-pub(super) async fn next_frame(body: &mut Incoming) -> Result<Option<Part>, GrpcError> {
-    use http_body_util::BodyExt;
-    match body.frame().await {
-        None => Ok(None),
-        Some(Err(e)) => Err(GrpcError::Protocol(describe(&e))),
-        Some(Ok(frame)) => match frame.into_data() {
-            Ok(data) => Ok(Some(Part::Data(data))),
-            Err(frame) => Ok(frame.into_trailers().ok().map(Part::Trailers)),
-        },
-    }
-}
-
 /// An answer's head must be HTTP 200 with a gRPC content type.
 pub(super) fn check_head(head: &http::response::Parts) -> Result<(), GrpcError> {
     if head.status != http::StatusCode::OK {
@@ -332,18 +344,6 @@ pub(super) fn check_head(head: &http::response::Parts) -> Result<(), GrpcError> 
         )));
     }
     Ok(())
-}
-
-/// hyper's error with its cause (h2's reason: `stream error received: ...`).
-pub(super) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// `host:port` (or `[v6]:port`) → an `http`/`https` origin. A port is required: gRPC
@@ -402,23 +402,40 @@ async fn open(
     } else {
         handshake(origin, io).await?
     };
-    Ok(Conn { sender, io: stats })
+    let (sender, task) = sender;
+    Ok(Conn {
+        sender,
+        task,
+        io: stats,
+    })
 }
 
-async fn handshake<IO>(origin: &Origin, io: IO) -> Result<SendRequest<GrpcBody>, GrpcError>
+/// The HTTP/2 handshake on `io`, with hyper's client settings (windows of 2 MiB per
+/// stream and 5 MiB per connection, 16 KiB frames and header lists, no server push);
+/// the connection's task is spawned.
+async fn handshake<IO>(
+    origin: &Origin,
+    io: IO,
+) -> Result<(SendRequest<Bytes>, tokio::task::JoinHandle<()>), GrpcError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-        .handshake(TokioIo::new(io))
+    let (sender, conn) = h2::client::Builder::new()
+        .initial_window_size(2 * 1024 * 1024)
+        .initial_connection_window_size(5 * 1024 * 1024)
+        .max_frame_size(16 * 1024)
+        .max_header_list_size(16 * 1024)
+        .max_send_buffer_size(1024 * 1024)
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
         .await
         .map_err(|e| GrpcError::Connect(format!("{origin}: HTTP/2 handshake failed: {e}")))?;
-    tokio::spawn(async move {
-        // Ends when the channel drops the sender or the peer closes; errors surface
-        // on the calls that were using it.
+    let task = tokio::spawn(async move {
+        // Ends when the channel drops the connection or the peer closes it; errors
+        // surface on the calls that were using it.
         let _ = conn.await;
     });
-    Ok(sender)
+    Ok((sender, task))
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! go to `data_sent` and `data_received` as for HTTP.
 
 use super::channel::Channel;
-use super::status::GrpcError;
 use crate::metrics::{builtin, TagSet};
 use std::time::Duration;
 
@@ -32,32 +31,20 @@ pub(super) fn call_tags(
 }
 
 impl Channel {
-    /// Records a unary call that ended with `code` (or failed with `error`) after
-    /// `duration`; `passed` is whether `grpc_req_failed` counts it as passed.
-    pub(super) fn record_call(
-        &self,
-        tags: &TagSet,
-        code: u32,
-        passed: bool,
-        error: Option<&GrpcError>,
-        duration: Duration,
-    ) {
-        let code = code.to_string();
-        let mut extra = vec![("status", code.as_str())];
-        if let Some(e) = error {
-            extra.push(("error", e.kind()));
-        }
-        let tags = tags.with(extra);
+    /// Records a unary call under `tags` (its status, and `error` with the failure's
+    /// kind, among them) after `duration`; `passed` is whether `grpc_req_failed`
+    /// counts it as passed.
+    pub(super) fn record_call(&self, tags: &TagSet, passed: bool, duration: Duration) {
         let io = self.io_delta();
         self.shared.recorder.with_shard(|s| {
-            s.count(builtin::GRPC_REQS, &tags, 1.0);
+            s.count(builtin::GRPC_REQS, tags, 1.0);
             s.trend(
                 builtin::GRPC_REQ_DURATION,
-                &tags,
+                tags,
                 duration.as_micros() as u64,
             );
-            s.rate(builtin::GRPC_REQ_FAILED, &tags, !passed);
-            io.record(s, &tags);
+            s.rate(builtin::GRPC_REQ_FAILED, tags, !passed);
+            io.record(s, tags);
         });
     }
 

@@ -6,7 +6,6 @@
 //! business: they are not counted in `grpc_reqs`. The
 //! channel's method lookup lives here too, as it is what asks the service.
 
-use super::body::GrpcBody;
 use super::channel::{read_all, Channel};
 use super::status::{code, GrpcError};
 use super::{descriptors, frame};
@@ -86,7 +85,8 @@ impl Channel {
                 }
             )));
         }
-        let files = fetch(self, service).await?;
+        // Boxed, as the connection's opening is: it runs once per service.
+        let files = Box::pin(fetch(self, service)).await?;
         self.pool.add_file_descriptor_protos(files).map_err(|e| {
             GrpcError::Protocol(format!(
                 "{}: the descriptors the reflection service sent do not build: {e}",
@@ -180,12 +180,12 @@ async fn ask(
         host: String::new(),
         question: Some(question),
     };
-    let body = GrpcBody::Once(Some(frame::encode(&request.encode_to_vec())));
+    let message = frame::encode(&request.encode_to_vec());
     let timeout = channel.shared.default_timeout;
     let max = channel.shared.max_body;
     let metadata = channel.reflect_metadata.clone();
     let exchange = async {
-        let response = channel.start(path, &metadata, None, body).await?;
+        let response = channel.start(path, &metadata, None, message).await?;
         read_all(response, max).await
     };
     let (messages, status) = tokio::time::timeout(timeout, exchange)

@@ -6,8 +6,8 @@
 //! half-closes (END_STREAM); cancelling, dropping the stream or passing the deadline
 //! ends the task, which resets the HTTP/2 stream (RST_STREAM CANCEL).
 
-use super::body::GrpcBody;
-use super::channel::{check_head, next_frame, Channel, Part};
+use super::body::{self, next_frame, Part, Response};
+use super::channel::{check_head, request_of, Channel};
 use super::frame;
 use super::record::call_tags;
 use super::status::{self, code, CallOptions, CallStatus, GrpcError};
@@ -76,39 +76,37 @@ impl Channel {
         let tags = call_tags(self, method, &options.tags);
         let path = format!("/{}/{}", desc.parent_service().full_name(), desc.name());
         let (outgoing, body) = mpsc::channel(QUEUE);
-        let request = self.request(
-            &path,
-            &options.metadata,
-            options.timeout,
-            GrpcBody::Stream(body),
-        )?;
+        let (uri, headers) = self.head(&path, &options.metadata, options.timeout)?;
         let max = self.shared.max_body;
         let conn = self.connection().await?;
         let io = conn.io.clone();
-        let sender = conn.sender_mut();
-        sender
-            .ready()
-            .await
-            .map_err(|e| GrpcError::Protocol(format!("connection closed: {e}")))?;
-        let answer = sender.send_request(request);
+        let (answer, send) = body::open(conn.sender_mut(), request_of(&uri, headers), None).await?;
         let (events, incoming) = mpsc::channel(QUEUE);
         let deadline = options.timeout;
         let name = method.to_owned();
         let task = tokio::spawn(async move {
             let read = async {
-                let response = answer
-                    .await
-                    .map_err(|e| GrpcError::Protocol(super::channel::describe(&e)))?;
+                let response = body::head(answer).await?;
                 read_messages(response, max, &events).await
             };
-            let end = match deadline {
-                Some(t) => tokio::time::timeout(t, read).await.unwrap_or_else(|_| {
-                    Err(GrpcError::Deadline(format!(
-                        "{name}: the stream passed its deadline of {}",
-                        crate::config::format_duration(t)
-                    )))
-                }),
-                None => read.await,
+            let read = async {
+                match deadline {
+                    Some(t) => tokio::time::timeout(t, read).await.unwrap_or_else(|_| {
+                        Err(GrpcError::Deadline(format!(
+                            "{name}: the stream passed its deadline of {}",
+                            crate::config::format_duration(t)
+                        )))
+                    }),
+                    None => read.await,
+                }
+            };
+            // The plugin's messages go out while the answer is read; the answer's end
+            // ends the stream (and drops what was still to send).
+            let pipe = body::pipe(send, body);
+            tokio::pin!(read, pipe);
+            let end = tokio::select! {
+                end = &mut read => end,
+                () = &mut pipe => read.await,
             };
             let _ = events.send(Event::End(end)).await;
         });
@@ -134,7 +132,7 @@ impl Channel {
 
 /// Reads the answer, handing each message over; the status at the end.
 async fn read_messages(
-    response: http::Response<hyper::body::Incoming>,
+    response: Response,
     max: u64,
     events: &mpsc::Sender<Event>,
 ) -> Result<CallStatus, GrpcError> {

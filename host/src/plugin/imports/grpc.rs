@@ -1,9 +1,12 @@
 //! `grpc`: converts between the WIT channel and stream resources and the host's
 //! ([`crate::net::grpc`]). Both live in the VU's resource table, so they outlive
-//! iterations and go away with the VU's store; a dropped stream is reset.
+//! iterations and go away with the VU's store; a dropped stream is reset. A prepared
+//! call (0.3.6) names its channel by handle; each answer's content is a resource of
+//! its own, freed when the plugin drops it.
 
 use crate::net::grpc::{
-    CallOptions, CallStatus, Channel, ChannelOptions, GrpcError, GrpcStream, StreamItem,
+    CallContent, CallOptions, CallStatus, Channel, ChannelOptions, GrpcError, GrpcStream,
+    PreparedCall, StreamItem,
 };
 use crate::net::tls_material::TlsMaterial;
 use crate::plugin::bindings::loadtest::scenario::grpc as wit;
@@ -175,9 +178,96 @@ impl wit::HostChannel for VuState {
         })
     }
 
+    async fn prepare(
+        &mut self,
+        c: Resource<Channel>,
+        method: String,
+        request: String,
+        o: wit::CallOptions,
+    ) -> Result<Resource<PreparedCall>, wit::GrpcError> {
+        let options = options(o);
+        let call = self
+            .channel(&c)?
+            .prepare(&method, &request, &options)
+            .await
+            .map_err(to_wit)?;
+        let entry = PreparedCall {
+            channel_handle: c.rep(),
+            call: std::sync::Arc::new(call),
+        };
+        self.table().push(entry).map_err(|e| {
+            wit::GrpcError::Invalid(format!("this VU holds too many prepared calls: {e}"))
+        })
+    }
+
     fn drop(&mut self, channel: Resource<Channel>) -> wasmtime::Result<()> {
         // Dropping the channel drops its connection's sender; the connection closes.
         let _ = self.table().delete(channel);
+        Ok(())
+    }
+}
+
+impl wit::HostPreparedCall for VuState {
+    async fn invoke(
+        &mut self,
+        p: Resource<PreparedCall>,
+    ) -> Result<wit::PreparedResponse, wit::GrpcError> {
+        let (handle, call) = {
+            let entry = self.table().get(&p).map_err(|e| {
+                wit::GrpcError::Invalid(format!("not a prepared call of this VU: {e}"))
+            })?;
+            (entry.channel_handle, entry.call.clone())
+        };
+        let channel = self
+            .table()
+            .get_mut(&Resource::<Channel>::new_borrow(handle))
+            .map_err(|_| {
+                wit::GrpcError::Invalid(format!(
+                    "{}: the channel this call was prepared on was dropped",
+                    call.method()
+                ))
+            })?;
+        let answer = channel.invoke_prepared(&call).await.map_err(to_wit)?;
+        let content = self
+            .table()
+            .push(answer.content)
+            .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many answers: {e}")))?;
+        Ok(wit::PreparedResponse {
+            code: answer.code,
+            status_message: answer.status_message,
+            duration_us: answer.duration.as_micros() as u64,
+            content,
+        })
+    }
+
+    fn drop(&mut self, p: Resource<PreparedCall>) -> wasmtime::Result<()> {
+        let _ = self.table().delete(p);
+        Ok(())
+    }
+}
+
+impl wit::HostCallContent for VuState {
+    fn message(
+        &mut self,
+        c: Resource<CallContent>,
+    ) -> wasmtime::Result<Result<Option<String>, wit::GrpcError>> {
+        Ok(self
+            .table()
+            .get(&c)
+            .map_err(|e| wit::GrpcError::Invalid(format!("not an answer of this VU: {e}")))
+            .and_then(|c| c.message().map_err(to_wit)))
+    }
+
+    fn headers(&mut self, c: Resource<CallContent>) -> wasmtime::Result<Vec<(String, String)>> {
+        Ok(self.table().get(&c)?.headers())
+    }
+
+    fn trailers(&mut self, c: Resource<CallContent>) -> wasmtime::Result<Vec<(String, String)>> {
+        Ok(self.table().get(&c)?.trailers())
+    }
+
+    fn drop(&mut self, c: Resource<CallContent>) -> wasmtime::Result<()> {
+        let _ = self.table().delete(c);
         Ok(())
     }
 }

@@ -124,6 +124,14 @@ const PY_SURVEY: &str = r##"    def survey(self):
             except EOFError:
                 break
         loadtest.check("grpc stream messages", got == 2)
+        if getattr(self, "echo", None) is None:
+            self.echo = ch.prepare("loadtest.test.Counter/Echo", {"text": "prepared"})
+            self.fail = ch.prepare("loadtest.test.Counter/Fail", {"text": "x"}, expect=[3])
+        r = self.echo.invoke()
+        f = self.fail.invoke()
+        loadtest.check("grpc prepared", r.code == 0 and r.message["text"] == "prepared"
+                       and r.trailers.get("grpc-status") == "0"
+                       and f.code == 3 and f.message is None)
 
     def iteration(self, scenario):
         if loadtest.env("GRPC") == "1":
@@ -193,7 +201,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.5",
+        "built against: 0.3.6",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {
@@ -421,7 +429,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
 
     // gRPC through the Python SDK against grpcio (a server this project did not
     // write): reflection with metadata, a unary call, the carried health service, a
-    // status raised, a server stream. What the server served is what the host counted.
+    // status raised, a server stream, prepared calls (one OK, one expected status). What the server served is what the host counted.
     let mut grpcio = crate::support::grpc_server::Server::plaintext();
     let out = tmp.path().join("results-grpc");
     let args: Vec<String> = vec![
@@ -452,10 +460,11 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
             text(&ran)
         );
     }
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 4);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 5);
+    // Echo and Fail: once by invoke, once prepared (0.3.6), per iteration.
     assert_eq!(
         (calls("Echo"), calls("Check"), calls("Fail"), calls("Watch")),
-        (6.0, 6.0, 6.0, 6.0),
+        (12.0, 6.0, 12.0, 6.0),
         "{served}"
     );
     let metric = |name: &str| summary["metrics"][name]["count"].as_f64().unwrap_or(0.0);

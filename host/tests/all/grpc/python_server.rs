@@ -203,3 +203,53 @@ async fn a_plugin_built_against_0_3_3_still_connects_with_its_channel_options() 
         (Some(6), Some(0))
     );
 }
+
+/// Prepared calls (contract 0.3.6, fixtures/grpc_prepared) against grpcio: each
+/// iteration a prepared `Echo`, the same `Echo` by `invoke` (the two answers read the
+/// same), and a prepared `Fail` expecting INVALID_ARGUMENT. What the server served is
+/// what the host counted, the expected status under its code, none failed; a call
+/// prepared on a dropped channel is refused without a packet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_calls_answer_as_invoke_and_count_as_grpcio_served_them() {
+    let mut server = Server::plaintext();
+    let target = format!("127.0.0.1:{}", server.plain);
+    let config = "[scenarios.default]\nexecutor = \"per-vu-iterations\"\nvus = 2\niterations = 5\n\
+                  [thresholds]\n\
+                  \"grpc_reqs{status:3}\" = [\"count>=0\"]\n\
+                  \"grpc_req_failed{status:3}\" = [\"rate>=0\"]\n\
+                  \"grpc_reqs{name:prepared-echo}\" = [\"count>=0\"]\n";
+    let run = common::run("grpc_prepared", config, &[("GRPC_TARGET", &target)])
+        .await
+        .unwrap();
+    let served = server.stats();
+    let calls = |m: &str| served["calls"][m].as_f64().unwrap_or(0.0);
+    assert_eq!((calls("Echo"), calls("Fail")), (20.0, 10.0), "{served}");
+    assert_eq!(
+        run.metric("grpc_reqs", "count"),
+        calls("Echo") + calls("Fail"),
+        "{}",
+        run.json["metrics"]
+    );
+    assert_eq!(observed(&run, "grpc_reqs{status:3}"), 10.0);
+    assert_eq!(observed(&run, "grpc_req_failed{status:3}"), 0.0);
+    assert_eq!(observed(&run, "grpc_reqs{name:prepared-echo}"), 10.0);
+    assert_eq!(run.metric("grpc_req_failed", "rate"), 0.0);
+    for (check, passes) in [
+        ("a prepared answer reads as invoke's", 10),
+        ("a prepared answer has its metadata", 10),
+        ("an expected status is a prepared response", 10),
+        ("a call prepared on a dropped channel is refused", 2),
+    ] {
+        assert_eq!(
+            common::check_counts(&run.json, check),
+            (passes, 0),
+            "{}",
+            run.json["checks"]
+        );
+    }
+    assert!(
+        run.outcome.summary.plugin_errors.is_empty(),
+        "{:?}",
+        run.outcome.summary.plugin_errors
+    );
+}
