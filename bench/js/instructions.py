@@ -184,7 +184,7 @@ def profile(script, n):
             parts["host"] += cost
     ticks = 0
     for cost, fn in annotate(str(out), True):
-        if re.search(r"host::run::drive::\{\{closure\}\}$|host::run::drive$", fn):
+        if re.search(r"host::run::drive(::\{\{closure\}\})? \[", fn):
             ticks = max(ticks, cost)
     parts["ticks"] = ticks
     parts["host"] -= ticks
