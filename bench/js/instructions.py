@@ -17,8 +17,9 @@ named, from the runtime's own file; its other functions stay `wasm[2]::function[
 
 The host's per-second work (the 1 s metrics tick, results files, the resource sampler)
 grows with wall time, which valgrind stretches ~50 times: it is counted apart ("ticks":
-the inclusive cost of `host::run::drive` and of the sampler and output threads) and left
-out of the host column, so that the columns are the cost of the iterations.
+the inclusive cost of `host::run::drive`) and left out of the host column, so that the
+columns are the cost of the iterations. With a debug host only the guest column holds
+(its wasmtime is built at opt-level 3, so the guest's code is the release build's).
 
 Environment: N1 (300), N2 (1300), HOST_BIN (target/release/host), PORT (18091), ENV
 (more `-e KEY=VALUE` for the scripts, space-separated), TOP (guest functions listed per
