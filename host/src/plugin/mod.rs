@@ -10,6 +10,7 @@ pub(crate) mod call;
 pub(crate) mod embedded;
 pub(crate) mod engine;
 pub(crate) mod imports;
+pub(crate) mod layer;
 pub(crate) mod log;
 pub(crate) mod output;
 pub(crate) mod pin;
@@ -97,6 +98,7 @@ impl Plugin {
         let mut linker: Linker<VuState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         Scenario::add_to_linker::<VuState, HasSelf<VuState>>(&mut linker, |s| s)?;
+        layer::add_to_linker(&mut linker)?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(
                 "{} does not fit this host's contract ({}@{}): {e:#}; rebuild it with this host's SDK",

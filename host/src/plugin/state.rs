@@ -151,6 +151,8 @@ pub struct VuState {
     pub budget: CallBudget,
     /// Tag sets of this VU's checks and custom metrics, made once each.
     pub tag_cache: crate::metrics::tag_cache::TagCache,
+    /// The checks the k6 layer registered (`checks.register`): name and tags by number.
+    pub layer_checks: Vec<(String, Vec<(String, String)>)>,
     /// What is left of this VU's log lines for the current second.
     pub log_budget: super::log::LogBudget,
     /// What the plugin declared it may record (`metrics.declare`, called from
@@ -201,6 +203,7 @@ impl VuState {
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),
+            layer_checks: Vec::new(),
             log_budget: Default::default(),
             declared: None,
             published: None,

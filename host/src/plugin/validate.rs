@@ -117,7 +117,15 @@ pub(crate) fn interfaces(engine: &Engine, component: &Component) -> Interfaces {
                     found.contract_imports.push(interface.to_string());
                 }
             }
-            None => found.other_imports.push(name.to_string()),
+            // The k6 layer's own interface (JavaScript components built by the host):
+            // host functions, listed with the contract's (`k6-layer/checks`).
+            None => match name.strip_prefix("loadtest:k6-layer/") {
+                Some(rest) => found.contract_imports.push(format!(
+                    "k6-layer/{}",
+                    rest.split('@').next().unwrap_or(rest)
+                )),
+                None => found.other_imports.push(name.to_string()),
+            },
         }
     }
     found.contract_imports.sort();

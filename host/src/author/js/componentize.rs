@@ -21,6 +21,26 @@ const RUNTIME: &[u8] = include_bytes!("../../../assets/quickjs/runtime-sync.wasm
 /// it only adds stream and future factories, and the contract has neither).
 const SHIM: &str = "const wit = globalThis.wit = {};\n";
 
+/// The layer's own interface (not the public contract: see the file).
+pub(crate) const LAYER_WIT: &str = include_str!("layer.wit");
+
+/// What a script's component is built to: the contract's world with the `summary`
+/// export (the layer exports `handleSummary` for every script, an empty answer when
+/// the script has none), and the layer's own imports.
+fn script_world() -> String {
+    use crate::plugin::bindings::{WIT_PACKAGE, WIT_VERSION};
+    format!(
+        "package loadtest:k6-script;\n\
+         world k6-script {{\n\
+         \x20   include {WIT_PACKAGE}/scenario-with-summary@{WIT_VERSION};\n\
+         \x20   include loadtest:k6-layer/layer@{LAYER_VERSION};\n\
+         }}\n"
+    )
+}
+
+/// The version in `layer.wit`'s package line.
+pub(crate) const LAYER_VERSION: &str = "0.1.0";
+
 wasmtime::component::bindgen!({
     inline: "
         package local:init;
@@ -56,12 +76,16 @@ impl WasiView for Ctx {
 /// (the k6 layer with the bundle inside) that exports the `plugin` interface.
 pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
     let mut resolve = wit_parser::Resolve::default();
-    let pkg = resolve
+    resolve
         .push_str("scenario.wit", wit)
         .context("the contract's WIT does not parse")?;
-    // The world with the `summary` export: the layer exports `handleSummary` for every
-    // script (an empty answer when the script has none).
-    let world = resolve.select_world(&[pkg], Some("scenario-with-summary"))?;
+    resolve
+        .push_str("layer.wit", LAYER_WIT)
+        .context("the k6 layer's WIT does not parse")?;
+    let pkg = resolve
+        .push_str("k6-script.wit", &script_world())
+        .context("the k6 script's world does not parse")?;
+    let world = resolve.select_world(&[pkg], Some("k6-script"))?;
     let (mut dylib, _metadata) = wit_dylib::create_with_metadata(&resolve, world, None);
     wit_component::embed_component_metadata(
         &mut dylib,

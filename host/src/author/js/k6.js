@@ -14,6 +14,7 @@ import hostWs from 'loadtest:scenario/websocket@0.3.6';
 import hostShared from 'loadtest:scenario/shared-data@0.3.6';
 import hostRun from 'loadtest:scenario/run-control@0.3.6';
 import hostGrpc from 'loadtest:scenario/grpc@0.3.6';
+import hostChecks from 'loadtest:k6-layer/checks@0.1.0';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -176,13 +177,33 @@ Object.defineProperty(globalThis, '__ITER', { get() { return vuInfo().iteration;
 
 class Abort extends Error {}
 
+// Checks by number (the layer's `checks` interface): a check's name and tags go to the
+// host once, when first seen, and each result after that is one number and a bool.
+// The key is the tags as text and the name, so a check under another group, VU tag
+// or call tag is another number. Past the host's bound (register gives none) a check
+// is recorded by name, as `metrics.check`.
+const checkIds = new Map(); // key → number, or -1: recorded by name
+const MAX_CHECK_IDS = 10000;
+
 function check(val, sets, tags) {
   let all = true;
-  const list = tagList(tags);
+  let list = null;
+  let prefix = groupPath;
+  for (const k in vuTags) prefix += `\u0001${k}\u0002${vuTags[k]}`;
+  if (tags) for (const k in tags) prefix += `\u0003${k}\u0002${tags[k]}`;
   for (const name in sets) {
     const c = sets[name];
     const ok = !!(typeof c === 'function' ? c(val) : c);
-    hostMetrics.check(name, ok, list);
+    const key = prefix === '' ? name : `${prefix}\u0000${name}`;
+    let id = checkIds.get(key);
+    if (id === undefined) {
+      if (list === null) list = tagList(tags);
+      const got = checkIds.size < MAX_CHECK_IDS ? hostChecks.register(name, list) : null;
+      id = got === null ? -1 : got;
+      checkIds.set(key, id);
+    }
+    if (id >= 0) hostChecks.add(id, ok);
+    else hostMetrics.check(name, ok, list === null ? (list = tagList(tags)) : list);
     if (!ok) all = false;
   }
   return all;
@@ -386,6 +407,7 @@ function setResponseCallback(cb) {
     throw new Error('setResponseCallback takes http.expectedStatuses(...) (or null)');
   }
   defaultExpected = cb || null;
+  expectedVersion++;
 }
 
 const ERROR_CODES = { denied: 1000, invalid: 1020, connect: 1212, timeout: 1050, tls: 1300, protocol: 1600, bodyTooLarge: 1501 };
@@ -451,6 +473,7 @@ function buildRequest(method, url, body, params) {
 // (a response kept past its iteration keeps what was read of it).
 const held = [];
 function releaseContents() {
+  if (held.length === 0 && heldDocs.length === 0) return;
   for (const r of held) {
     const c = r._content;
     r._content = null;
@@ -588,11 +611,60 @@ function preparedFor(req) {
   return prepared;
 }
 
+// Prepared requests found without building the request: the key is made from the
+// call's own arguments (method, URL string, the params' tags and headers, the group,
+// the VU's tags and the response callback in force), for a call with no body and no
+// params beyond `tags` and `headers`; any other call (null key) goes the long way.
+// A key maps to a prepared handle and the request it was built from (what the
+// Response reads), so a repeated call costs its key and the send.
+const MAX_QUICK = 1024;
+let quickRequests = new Map(); // key → { prepared, req }
+let expectedVersion = 0; // setResponseCallback calls, part of the key
+
+function quickKey(method, url, body, params) {
+  if ((body !== null && body !== undefined) || typeof url !== 'string' || phase !== 'iteration') return null;
+  let k = `${method}\u0000${url}\u0000${expectedVersion}\u0000${groupPath}`;
+  for (const t in vuTags) k += `\u0001${t}\u0002${vuTags[t]}`;
+  if (params) {
+    for (const p in params) {
+      const v = params[p];
+      if (v === undefined) continue;
+      if ((p !== 'tags' && p !== 'headers') || v === null || typeof v !== 'object') return null;
+      k += p === 'tags' ? '\u0003' : '\u0004';
+      for (const n in v) {
+        const x = v[n];
+        if (x !== null && typeof x === 'object') return null;
+        k += `\u0001${n}\u0002${typeof x}\u0002${x}`;
+      }
+    }
+  }
+  return k;
+}
+
 function request(method, url, body, params) {
+  const qk = quickKey(method, url, body, params);
+  if (qk !== null) {
+    const hit = quickRequests.get(qk);
+    if (hit) {
+      let res;
+      try {
+        res = hit.prepared.send();
+      } catch (e) {
+        const failed = new Response(hit.req, null, e);
+        if (runOptions.throw) throw new Error(`${hit.req.method} ${hit.req.url}: ${failed.error}`);
+        return failed;
+      }
+      return new Response(hit.req, res, null);
+    }
+  }
   const req = buildRequest(method, url, body, params);
   let res;
   try {
     const prepared = preparedFor(req);
+    if (prepared && qk !== null) {
+      if (quickRequests.size >= MAX_QUICK) quickRequests = new Map();
+      quickRequests.set(qk, { prepared, req });
+    }
     res = prepared ? prepared.send() : hostHttp.send(req);
   } catch (e) {
     const failed = new Response(req, null, e);
@@ -2810,7 +2882,8 @@ export const plugin = {
     const mod = loaded || load();
     const fn = mod[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
-    const started = Date.now();
+    // The clock is read only for a minimum duration (each read is a WASI call).
+    const started = runOptions.minIterationDuration !== undefined ? Date.now() : 0;
     try {
       settleCall(fn(setupData), `the function ${scenario}`);
       if (runOptions.minIterationDuration !== undefined) {

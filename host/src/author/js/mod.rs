@@ -125,6 +125,29 @@ mod tests {
     use super::K6_LAYER;
     use crate::plugin::bindings::{WIT_PACKAGE, WIT_VERSION};
 
+    /// The layer's own interface uses the contract's types by the version this host
+    /// implements, and the layer imports it by the version `layer.wit` declares.
+    #[test]
+    fn the_layer_interface_names_this_contract_and_its_own_version() {
+        use super::componentize::{LAYER_VERSION, LAYER_WIT};
+        assert!(
+            LAYER_WIT.contains(&format!("{WIT_PACKAGE}/types@{WIT_VERSION}.")),
+            "layer.wit uses the contract @{WIT_VERSION}"
+        );
+        assert!(LAYER_WIT.contains(&format!("package loadtest:k6-layer@{LAYER_VERSION};")));
+        let imports: Vec<&str> = K6_LAYER
+            .lines()
+            .filter(|l| l.starts_with("import ") && l.contains("loadtest:k6-layer/"))
+            .collect();
+        assert!(!imports.is_empty(), "the layer imports its own interface");
+        for line in imports {
+            assert!(
+                line.contains(&format!("@{LAYER_VERSION}'")),
+                "{line}: layer.wit is @{LAYER_VERSION}"
+            );
+        }
+    }
+
     /// The layer imports the contract by its versioned name; a WIT bump that leaves
     /// the layer behind breaks every script's build ("module … is not bundled").
     #[test]
