@@ -14,11 +14,14 @@ pub mod bindings {
         imports: { default: trappable },
         with: {
             "loadtest:scenario/types": crate::plugin::bindings::loadtest::scenario::types,
+            "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
         },
     });
 }
 
-use bindings::loadtest::k6_layer::checks;
+use bindings::loadtest::k6_layer::{checks, content};
+use wasmtime::component::Resource;
+use crate::net::types::ResponseContent;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
 /// name per iteration would otherwise grow the host's memory; past it the layer
@@ -31,6 +34,7 @@ pub(crate) fn add_to_linker(
 ) -> anyhow::Result<()> {
     type Own = wasmtime::component::HasSelf<VuState>;
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    content::add_to_linker::<VuState, Own>(linker, |s| s)?;
     Ok(())
 }
 
@@ -56,5 +60,53 @@ impl checks::Host for VuState {
             .with(&self.identity.tags, tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(())
+    }
+}
+
+impl content::Host for VuState {
+    fn text(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<String> {
+        Ok(text_as_k6_reads_it(&self.table().get(&content)?.body))
+    }
+}
+
+/// Bytes as text the way k6 (Go) turns a body into a string: UTF-8, and each byte of a
+/// sequence that is not UTF-8 becomes one U+FFFD (Go decodes an invalid byte as a
+/// one-byte `RuneError`; Rust's `from_utf8_lossy` would give one per maximal invalid
+/// sequence, so the text's length would differ from k6's).
+fn text_as_k6_reads_it(mut bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => {
+                out.push_str(valid);
+                return out;
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                // The first `valid_up_to` bytes are UTF-8, by the error's contract.
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(rest.len());
+                out.extend(std::iter::repeat_n('\u{FFFD}', bad));
+                bytes = &rest[bad..];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_as_k6_reads_it;
+
+    /// Valid UTF-8 is kept; each byte that is not part of a UTF-8 sequence is one
+    /// U+FFFD, a truncated sequence one per byte, as the layer's own decoder gave.
+    #[test]
+    fn each_byte_that_is_not_utf8_is_one_replacement_character() {
+        assert_eq!(text_as_k6_reads_it(b"plain"), "plain");
+        assert_eq!(text_as_k6_reads_it("é€😀".as_bytes()), "é€😀");
+        assert_eq!(text_as_k6_reads_it(b"a\xffb"), "a\u{FFFD}b");
+        assert_eq!(text_as_k6_reads_it(b"a\xe2\x82b"), "a\u{FFFD}\u{FFFD}b");
+        assert_eq!(text_as_k6_reads_it(b"end\xe2\x82"), "end\u{FFFD}\u{FFFD}");
+        assert_eq!(text_as_k6_reads_it(b"\xc3\xa9\xff\xfe"), "é\u{FFFD}\u{FFFD}");
+        assert_eq!(text_as_k6_reads_it(b""), "");
     }
 }

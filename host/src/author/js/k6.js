@@ -15,6 +15,7 @@ import hostShared from 'loadtest:scenario/shared-data@0.3.6';
 import hostRun from 'loadtest:scenario/run-control@0.3.6';
 import hostGrpc from 'loadtest:scenario/grpc@0.3.6';
 import hostChecks from 'loadtest:k6-layer/checks@0.1.0';
+import hostContent from 'loadtest:k6-layer/content@0.1.0';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -531,8 +532,9 @@ class Response {
   get body() {
     let b = null;
     if (this._content && this._type !== 'none') {
-      const bytes = this._content.body();
-      b = this._type === 'binary' ? bytes.buffer : utf8Decode(bytes);
+      // Text is decoded by the host (layer.wit's `content.text`): QuickJS would decode
+      // a body that is not plain ASCII byte by byte in its interpreter.
+      b = this._type === 'binary' ? this._content.body().buffer : hostContent.text(this._content);
     }
     Object.defineProperty(this, 'body', { value: b, writable: true, enumerable: true });
     return b;
