@@ -9,7 +9,9 @@
 //!
 //! - A VU whose iteration ends takes the next iteration if it is due already, and runs
 //!   it at once, without going idle or waking anyone: when the rate is more than the
-//!   VUs can do, the VUs run back to back as the closed model's loops do.
+//!   VUs can do, the VUs run back to back as the closed model's loops do. If more are
+//!   due and no VU is idle anywhere, it drops them then (the scheduler below would at
+//!   its next wake-up, which on a busy thread comes only at the runtime's I/O polls).
 //! - Each VU thread has a scheduler task that sleeps on a timerfd ([`WakeTimer`],
 //!   precise to microseconds where tokio's timer ticks in whole milliseconds) until the
 //!   next iteration is due, at most every [`MIN_WAKE_GAP`], and starts every iteration
@@ -36,6 +38,7 @@ use super::wake_timer::WakeTimer;
 use crate::control::RunControl;
 use crate::metrics::builtin;
 use crate::vu::Vu;
+use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -80,6 +83,9 @@ pub(crate) async fn run(
         tasks: TaskTracker::new(),
         schedule,
         stages: stages.map(Mutex::new),
+        unrecorded: (0..threads)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect(),
         ctx: ctx.clone(),
     });
     let mut schedulers = tokio::task::JoinSet::new();
@@ -110,6 +116,9 @@ pub(crate) async fn run(
     }
     shared.tasks.close();
     shared.tasks.wait().await;
+    for thread in 0..threads {
+        shared.flush_dropped(thread);
+    }
     let stages = shared.stages.as_ref().map(|stages| {
         let mut stages = stages.lock().unwrap_or_else(|p| p.into_inner());
         stages.reached(reached, |offset| shared.schedule.due_before(offset));
@@ -165,6 +174,8 @@ struct Shared {
     hard: Instant,
     /// Per-stage figures (ramping schedules).
     stages: Option<Mutex<StageTracker>>,
+    /// Drops of each thread not yet recorded in `dropped_iterations`.
+    unrecorded: Vec<CachePadded<AtomicU64>>,
 }
 
 impl Shared {
@@ -210,10 +221,20 @@ impl Shared {
         }
     }
 
-    /// Adds `dropped` iterations to the scenario's count and `dropped_iterations`.
-    fn count_dropped(&self, dropped: u64) {
+    /// Adds `dropped` iterations of `thread` to the scenario's count; they are added to
+    /// `dropped_iterations` at its scheduler's next wake-up ([`Shared::flush_dropped`]),
+    /// so that iterations that end and drop do not record a sample each.
+    fn dropped(&self, thread: usize, dropped: u64) {
         if dropped > 0 {
             self.ctx.stats.dropped.fetch_add(dropped, Ordering::Relaxed);
+            self.unrecorded[thread % self.unrecorded.len()].fetch_add(dropped, Ordering::Relaxed);
+        }
+    }
+
+    /// Records the drops of `thread` not yet in `dropped_iterations`.
+    fn flush_dropped(&self, thread: usize) {
+        let dropped = self.unrecorded[thread % self.unrecorded.len()].swap(0, Ordering::Relaxed);
+        if dropped > 0 {
             self.ctx.factory.recorder().count(
                 builtin::DROPPED_ITERATIONS,
                 self.ctx.factory.tags(),
@@ -227,7 +248,6 @@ impl Shared {
 /// is due, then starts the iterations due by then on this thread's idle VUs, leaves
 /// them to another thread that has idle VUs, or drops them when no VU is idle anywhere.
 async fn schedule_thread(shared: Arc<Shared>, thread: usize) {
-    let start = shared.ctx.start;
     let mut timer = WakeTimer::new();
     let mut woke: Option<Instant> = None;
     while let Some(due) = shared.due(shared.next.load(Ordering::Acquire)) {
@@ -238,44 +258,60 @@ async fn schedule_thread(shared: Arc<Shared>, thread: usize) {
         let now = Instant::now();
         woke = Some(now);
         shared.sample_busy();
-        let stop = || shared.ctx.control.stopping();
-        let caught_up = catch_up(
-            &shared.schedule,
-            start,
-            now,
-            &shared.next,
-            stop,
-            || match shared.pool.take(thread) {
-                Take::Idle(homed) => Turn::Start(homed),
-                Take::Elsewhere => Turn::Elsewhere,
-                Take::Make => Turn::Make,
-                Take::None => Turn::NoVu,
-            },
-            |turn| match turn {
-                Turn::Start(homed) => shared.pool.put(thread, homed),
-                Turn::Make => shared.pool.not_made(),
-                Turn::Elsewhere | Turn::NoVu => {}
-            },
-        );
-        for (homed, due) in caught_up.starts {
-            // Counted busy now, so the sample below sees it.
-            let busy = ActiveVu::new(&shared.ctx.stats);
-            // Spawned from this thread's runtime onto itself: a push on its own run
-            // queue, no wake-up.
-            shared.tasks.spawn(run_vu(shared.clone(), homed, due, busy));
-        }
-        for _ in 0..caught_up.make {
-            make_vu(&shared);
-        }
-        // Sampled again once the due iterations have started: with a fast target
-        // every earlier iteration may have ended before this wake-up, and the VUs
-        // just started are busy now.
-        shared.sample_busy();
-        shared.count_dropped(caught_up.dropped);
-        if caught_up.stopped {
+        let stopped = start_due(&shared, thread, now, true);
+        shared.flush_dropped(thread);
+        if stopped {
             break;
         }
     }
+}
+
+/// Starts every iteration due by `now` on the idle VUs of `thread` (only if
+/// `take_idle`), makes VUs or drops iterations when no VU is idle anywhere, and leaves
+/// the rest to the threads' schedulers while some VU is idle (see [`catch_up`]);
+/// whether it saw a stop of the run.
+fn start_due(shared: &Arc<Shared>, thread: usize, now: Instant, take_idle: bool) -> bool {
+    let take = || {
+        if take_idle {
+            shared.pool.take(thread)
+        } else {
+            shared.pool.take_none_idle()
+        }
+    };
+    let caught_up = catch_up(
+        &shared.schedule,
+        shared.ctx.start,
+        now,
+        &shared.next,
+        || shared.ctx.control.stopping(),
+        || match take() {
+            Take::Idle(homed) => Turn::Start(homed),
+            Take::Elsewhere => Turn::Elsewhere,
+            Take::Make => Turn::Make,
+            Take::None => Turn::NoVu,
+        },
+        |turn| match turn {
+            Turn::Start(homed) => shared.pool.put(thread, homed),
+            Turn::Make => shared.pool.not_made(),
+            Turn::Elsewhere | Turn::NoVu => {}
+        },
+    );
+    for (homed, due) in caught_up.starts {
+        // Counted busy now, so the sample below sees it.
+        let busy = ActiveVu::new(&shared.ctx.stats);
+        // Spawned from this thread's runtime onto itself: a push on its own run queue,
+        // no wake-up.
+        shared.tasks.spawn(run_vu(shared.clone(), homed, due, busy));
+    }
+    for _ in 0..caught_up.make {
+        make_vu(shared);
+    }
+    // Sampled again once the due iterations have started: with a fast target every
+    // earlier iteration may have ended before this wake-up, and the VUs just started
+    // are busy now.
+    shared.sample_busy();
+    shared.dropped(thread, caught_up.dropped);
+    caught_up.stopped
 }
 
 /// Runs `homed`'s iteration due at `due`, then each next one that is due by the time
@@ -293,10 +329,19 @@ async fn run_vu(shared: Arc<Shared>, mut homed: Homed, mut due: Instant, busy: A
         if homed.vu.retry_at().is_some() {
             break;
         }
-        match shared.claim_due(Instant::now()) {
+        let now = Instant::now();
+        match shared.claim_due(now) {
             Some(next) => due = next,
             None => break,
         }
+        // More may be due than this VU can take. When no VU is idle anywhere they are
+        // dropped (or a VU is made) now, as the scheduler would at its next wake-up:
+        // on a busy thread it sees its timer only at the runtime's I/O polls (every 61
+        // task polls). While some VU is idle they are left to the schedulers: the
+        // idle VUs of the least busy thread, whose scheduler wakes first, take them,
+        // rather than this busy thread's. (A stop it sees ends the loop at the next
+        // claim.)
+        start_due(&shared, homed.thread(), now, false);
     }
     drop(busy);
     rest_after_init_failure(ctx, homed.vu.retry_at(), shared.end).await;

@@ -86,6 +86,12 @@ impl<T> VuPool<T> {
             self.idle_count.fetch_sub(1, Ordering::AcqRel);
             return Take::Idle(vu);
         }
+        self.take_none_idle()
+    }
+
+    /// What [`VuPool::take`] gives on a thread with no idle VU: word that another
+    /// thread has one, else leave to make one, else nothing.
+    pub(crate) fn take_none_idle(&self) -> Take<T> {
         if self.idle_count.load(Ordering::Acquire) > 0 {
             return Take::Elsewhere;
         }
@@ -172,10 +178,13 @@ mod tests {
         assert_eq!(pool.take(1), Take::Idle(1));
         // None idle anywhere, and at max_vus: dropped on either thread.
         assert_eq!(pool.take(0), Take::None);
+        assert_eq!(pool.take_none_idle(), Take::None);
         assert_eq!(pool.take(1), Take::None);
         // A VU back on thread 1 is left to it by thread 0.
         pool.put(1, 1);
         assert_eq!(pool.take(0), Take::Elsewhere);
+        // Asked not to take one, thread 1 leaves it too.
+        assert_eq!(pool.take_none_idle(), Take::Elsewhere);
         assert_eq!(pool.take(1), Take::Idle(1));
     }
 }
