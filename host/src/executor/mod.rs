@@ -16,7 +16,6 @@ pub(crate) mod shared_iterations;
 pub(crate) mod stages;
 pub(crate) mod vu_pool;
 pub(crate) mod vu_threads;
-pub(crate) mod wake_timer;
 
 pub(crate) use context::{ExecutorReport, ScenarioCtx, StageReport};
 
