@@ -395,12 +395,12 @@ fn assert_exact(s: &Value, name: &str, due: f64, served: u64) -> (f64, f64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn iterations_started_by_ending_vus_and_by_the_schedulers_are_counted_exactly() {
+async fn saturated_and_at_a_fixed_rate_every_due_iteration_is_counted_once_and_seen_by_the_server()
+{
     let _serial = ONE_AT_A_TIME.lock().await;
-    // Saturated: 100,000/s offered to 20 VUs, far more than they can do, so each VU
-    // takes the next due iteration as its last one ends (no scheduler involved), and
-    // the schedulers drop the rest: due = started + dropped all the same, and the server
-    // counts exactly the started ones.
+    // Saturated: 100,000/s offered to 20 VUs, far more than they can do, so nearly all
+    // are dropped: due = started + dropped all the same, and the server counts exactly
+    // the started ones.
     let server = target(Faults::default()).await;
     let (_, s) = run_hello(
         &server,
@@ -423,8 +423,8 @@ graceful_stop = "5s"
     assert_eq!(num(&s, "metrics/vus_max/max"), 20.0, "never past max_vus");
 
     // A fixed rate against a target answering in 20 ms (10 VUs busy at 500/s), from
-    // one VU: started by the threads' schedulers on idle VUs, and on VUs made while it
-    // runs (the iterations due while none is idle and one is made are dropped).
+    // one VU: started on idle VUs, and on VUs made while it runs (the iterations due
+    // while none is idle and one is made are dropped).
     let server = target(Faults {
         latency: Duration::from_millis(20),
         ..Faults::default()
