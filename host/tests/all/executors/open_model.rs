@@ -368,3 +368,85 @@ pre_allocated_vus = 2
         "{rate}/s over {duration} s"
     );
 }
+
+/// Checks the accounting of scenario `name` in `s` against `due` iterations and the
+/// requests `served` by the target (one per iteration): every due iteration started or
+/// dropped once, every started one completed, and each made the one request the server
+/// counted. Returns (started, dropped).
+fn assert_exact(s: &Value, name: &str, due: f64, served: u64) -> (f64, f64) {
+    let count = |key: &str| num(s, &format!("scenarios/{name}/{key}"));
+    let (started, dropped) = (count("started"), count("dropped"));
+    assert_eq!(
+        started + dropped,
+        due,
+        "due = started + dropped; {}",
+        brief(s)
+    );
+    assert_eq!(num(s, "metrics/dropped_iterations/count"), dropped);
+    assert_eq!(count("completed"), started, "{}", brief(s));
+    assert_eq!(count("interrupted") + count("failed"), 0.0, "{}", brief(s));
+    assert_eq!(num(s, "metrics/http_reqs/count"), started);
+    assert_eq!(
+        served as f64, started,
+        "the server saw one request per iteration"
+    );
+    assert_eq!(num(s, "metrics/iteration_start_lag/count"), started);
+    (started, dropped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saturated_and_at_a_fixed_rate_every_due_iteration_is_counted_once_and_seen_by_the_server()
+{
+    let _serial = ONE_AT_A_TIME.lock().await;
+    // Saturated: 100,000/s offered to 20 VUs, far more than they can do, so nearly all
+    // are dropped: due = started + dropped all the same, and the server counts exactly
+    // the started ones.
+    let server = target(Faults::default()).await;
+    let (_, s) = run_hello(
+        &server,
+        r#"
+[scenarios.flood]
+executor = "constant-arrival-rate"
+rate = 100000
+duration = "2s"
+pre_allocated_vus = 20
+max_vus = 20
+graceful_stop = "5s"
+"#,
+    )
+    .await;
+    let served = server.requests_served();
+    server.shutdown().await;
+    let (started, dropped) = assert_exact(&s, "flood", 200_000.0, served);
+    assert!(started >= 100.0, "{}", brief(&s));
+    assert!(dropped >= 100_000.0, "{}", brief(&s));
+    assert_eq!(num(&s, "metrics/vus_max/max"), 20.0, "never past max_vus");
+
+    // A fixed rate against a target answering in 20 ms (10 VUs busy at 500/s), from
+    // one VU: started on idle VUs, and on VUs made while it runs (the iterations due
+    // while none is idle and one is made are dropped).
+    let server = target(Faults {
+        latency: Duration::from_millis(20),
+        ..Faults::default()
+    })
+    .await;
+    let (_, s) = run_hello(
+        &server,
+        r#"
+[scenarios.steady]
+executor = "constant-arrival-rate"
+rate = 500
+duration = "3s"
+pre_allocated_vus = 1
+max_vus = 200
+graceful_stop = "5s"
+"#,
+    )
+    .await;
+    let served = server.requests_served();
+    server.shutdown().await;
+    let (started, _) = assert_exact(&s, "steady", 1_500.0, served);
+    assert!(started >= 1_350.0, "{}", brief(&s));
+    let made = num(&s, "scenarios/steady/vus_allocated");
+    assert!(made >= 10.0 && made <= 200.0, "VUs made as needed: {made}");
+}
