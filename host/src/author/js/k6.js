@@ -1639,6 +1639,12 @@ function addTimer(loop, fn, ms, repeat, args) {
   return id;
 }
 
+// The first tick of an interval after `now`, on its grid `at + n × every`.
+function nextTick(at, every, now) {
+  const next = at + every;
+  return next > now ? next : next + Math.ceil((now - next + 1) / every) * every;
+}
+
 // Receives from one socket for up to `ms` (0: only what has arrived); whether anything
 // happened (a message, or the socket's end).
 function pollSocket(s, ms) {
@@ -1672,7 +1678,11 @@ function runLoop(loop, done) {
       due.sort((a, b) => a[1].at - b[1].at || a[0] - b[0]);
       for (const [id, t] of due) {
         if (!loop.timers.has(id)) continue; // cleared by an earlier callback
-        if (t.every) t.at = now + t.every; else loop.timers.delete(id);
+        // An interval keeps its schedule (start + n × every), as k6's Go ticker does:
+        // re-arming from `now` would let it drift behind a timeout set for the same
+        // moment (demo-visitor's last inbox poll and its close). Missed ticks are
+        // skipped, not run late in a burst.
+        if (t.every) t.at = nextTick(t.at, t.every, now); else loop.timers.delete(id);
         t.fn(...(t.args || []));
         while (loop.queue.length) loop.queue.shift()();
         if (microtasks.length) drainMicrotasks();
