@@ -19,9 +19,9 @@ pub mod bindings {
     });
 }
 
+use crate::net::types::ResponseContent;
 use bindings::loadtest::k6_layer::{checks, content};
 use wasmtime::component::Resource;
-use crate::net::types::ResponseContent;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
 /// name per iteration would otherwise grow the host's memory; past it the layer
@@ -106,7 +106,10 @@ mod tests {
         assert_eq!(text_as_k6_reads_it(b"a\xffb"), "a\u{FFFD}b");
         assert_eq!(text_as_k6_reads_it(b"a\xe2\x82b"), "a\u{FFFD}\u{FFFD}b");
         assert_eq!(text_as_k6_reads_it(b"end\xe2\x82"), "end\u{FFFD}\u{FFFD}");
-        assert_eq!(text_as_k6_reads_it(b"\xc3\xa9\xff\xfe"), "é\u{FFFD}\u{FFFD}");
+        assert_eq!(
+            text_as_k6_reads_it(b"\xc3\xa9\xff\xfe"),
+            "é\u{FFFD}\u{FFFD}"
+        );
         assert_eq!(text_as_k6_reads_it(b""), "");
     }
 }

@@ -18,6 +18,7 @@ mod body;
 pub(crate) mod channel;
 pub(crate) mod descriptors;
 mod frame;
+mod json;
 pub(crate) mod prepared;
 mod record;
 mod reflection;

@@ -6,8 +6,8 @@
 //! path and one way of counting. A [`CallContent`] keeps the answer as it came
 //! (protobuf bytes and header maps) until the plugin reads it.
 
+use super::json::decode_json;
 use super::status::{self, GrpcError};
-use super::unary::decode_json;
 use crate::metrics::TagSet;
 use bytes::Bytes;
 use http::HeaderMap;

@@ -9,9 +9,9 @@
 use super::body::{self, next_frame, Part, Response};
 use super::channel::{check_head, request_of, Channel};
 use super::frame;
+use super::json::{decode_json, encode_json};
 use super::record::call_tags;
 use super::status::{self, code, CallOptions, CallStatus, GrpcError};
-use super::unary::{decode_json, encode_json};
 use crate::metrics::{builtin, TagSet};
 use crate::net::counting_io::IoStats;
 use crate::net::NetShared;

@@ -7,13 +7,12 @@
 use super::body::{next_frame, Part, Response};
 use super::channel::{check_head, request_of, Channel};
 use super::frame;
+use super::json::{decode_json, encode_json};
 use super::prepared::{Answer, CallContent, Prepared};
 use super::record::call_tags;
 use super::status::{self, code, CallOptions, CallStatus, GrpcError};
 use bytes::Bytes;
 use http::HeaderMap;
-use prost::Message;
-use prost_reflect::{DynamicMessage, MessageDescriptor};
 use std::time::Instant;
 
 /// The answer of a unary call that passed (OK, or a status the plugin expects).
@@ -25,41 +24,6 @@ pub struct CallResponse {
     pub status: CallStatus,
     /// From sending the request to the end of the answer.
     pub duration_us: u64,
-}
-
-/// `json` as a message of type `desc`, encoded.
-pub(super) fn encode_json(desc: &MessageDescriptor, json: &str) -> Result<Vec<u8>, GrpcError> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let message = DynamicMessage::deserialize(desc.clone(), &mut de)
-        .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| {
-            GrpcError::Invalid(format!(
-                "the message is not a valid {} in proto3 JSON: {e}",
-                desc.full_name()
-            ))
-        })?;
-    Ok(message.encode_to_vec())
-}
-
-/// A received message of type `desc` as proto3 JSON.
-pub(super) fn decode_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<String, GrpcError> {
-    let message = DynamicMessage::decode(desc.clone(), bytes).map_err(|e| {
-        GrpcError::Protocol(format!(
-            "the answer is not a valid {}: {e}",
-            desc.full_name()
-        ))
-    })?;
-    // Fields at their default values are written too, as k6 (grpc-go's protojson with
-    // EmitUnpopulated) gives them to its scripts: `r.message.items.length` on an empty
-    // list works in a k6 script, and must work here.
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::new(&mut out);
-    let options = prost_reflect::SerializeOptions::new().skip_default_fields(false);
-    message
-        .serialize_with_options(&mut ser, &options)
-        .map_err(|e| GrpcError::Protocol(format!("the answer does not convert to JSON: {e}")))?;
-    String::from_utf8(out)
-        .map_err(|e| GrpcError::Protocol(format!("the answer does not convert to JSON: {e}")))
 }
 
 impl Channel {
