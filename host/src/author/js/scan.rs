@@ -22,7 +22,7 @@ pub(crate) enum Keyword {
 }
 
 /// Words after which a `/` starts a regular expression, not a division.
-const REGEX_AFTER_WORDS: &[&str] = &[
+pub(super) const REGEX_AFTER_WORDS: &[&str] = &[
     "return",
     "typeof",
     "case",

@@ -4,6 +4,8 @@
 //! gives each token's byte range and whether a line break comes before it (automatic
 //! semicolon insertion turns on that), and pairs every bracket with its partner.
 
+use super::scan::REGEX_AFTER_WORDS;
+
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -62,24 +64,6 @@ const PUNCTS: &[&str] = &[
     ">>>=", "...", "===", "!==", "**=", "<<=", ">>=", ">>>", "&&=", "||=", "??=", "=>", "==", "!=",
     "<=", ">=", "&&", "||", "??", "?.", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
     "**", "<<", ">>",
-];
-
-/// Keywords after which a `/` starts a regular expression.
-const REGEX_AFTER: &[&str] = &[
-    "return",
-    "typeof",
-    "case",
-    "do",
-    "else",
-    "in",
-    "of",
-    "new",
-    "delete",
-    "void",
-    "throw",
-    "yield",
-    "await",
-    "instanceof",
 ];
 
 /// Keywords whose `( ... )` head is followed by a statement, not an expression's end.
@@ -411,7 +395,7 @@ fn regex_allowed(src: &str, prev: Option<&Tok>, last_close_control: bool) -> boo
     };
     let text = &src[p.start..p.end];
     match p.kind {
-        Kind::Word => REGEX_AFTER.contains(&text),
+        Kind::Word => REGEX_AFTER_WORDS.contains(&text),
         Kind::Private
         | Kind::Num
         | Kind::Str
