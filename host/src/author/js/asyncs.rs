@@ -459,7 +459,7 @@ mod tests {
     }
 
     fn refused(src: &str) -> String {
-        rewrite(src, "t.js").err().expect("refused").to_string()
+        rewrite(src, "t.js").expect_err("refused").to_string()
     }
 
     #[test]

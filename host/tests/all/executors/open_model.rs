@@ -448,5 +448,5 @@ graceful_stop = "5s"
     let (started, _) = assert_exact(&s, "steady", 1_500.0, served);
     assert!(started >= 1_350.0, "{}", brief(&s));
     let made = num(&s, "scenarios/steady/vus_allocated");
-    assert!(made >= 10.0 && made <= 200.0, "VUs made as needed: {made}");
+    assert!((10.0..=200.0).contains(&made), "VUs made as needed: {made}");
 }
