@@ -21,6 +21,25 @@ pub(crate) enum Keyword {
     Export,
 }
 
+/// Where the body of a regular expression literal that starts at `from` (just past its
+/// opening `/`) ends: the index of its closing `/`, or of the line break or end of
+/// text that cuts it short. A `/` inside a `[...]` class or after `\\` does not close it.
+pub(super) fn regex_body_end(b: &[u8], from: usize) -> usize {
+    let mut i = from;
+    let mut class = false;
+    while i < b.len() && b[i] != b'\n' {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' => class = true,
+            b']' => class = false,
+            b'/' if !class => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    i
+}
+
 /// Words after which a `/` starts a regular expression, not a division.
 pub(super) const REGEX_AFTER_WORDS: &[&str] = &[
     "return",
@@ -107,18 +126,7 @@ pub(crate) fn scan(src: &str) -> Scanned {
                 last_word.clear();
             }
             b'/' if regex_allowed(last_sig, &last_word) => {
-                let mut j = i + 1;
-                let mut class = false;
-                while j < b.len() && b[j] != b'\n' {
-                    match b[j] {
-                        b'\\' => j += 1,
-                        b'[' => class = true,
-                        b']' => class = false,
-                        b'/' if !class => break,
-                        _ => {}
-                    }
-                    j += 1;
-                }
+                let j = regex_body_end(b, i + 1);
                 blank(&mut code, i + 1, j.min(b.len()));
                 i = (j + 1).min(b.len());
                 last_sig = b')';

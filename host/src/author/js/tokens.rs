@@ -4,7 +4,7 @@
 //! gives each token's byte range and whether a line break comes before it (automatic
 //! semicolon insertion turns on that), and pairs every bracket with its partner.
 
-use super::scan::REGEX_AFTER_WORDS;
+use super::scan::{regex_body_end, REGEX_AFTER_WORDS};
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,18 +153,7 @@ impl<'a> Tokens<'a> {
                     }
                 }
                 b'/' if regex_allowed(src, toks.last(), last_close_control) => {
-                    i += 1;
-                    let mut class = false;
-                    while i < b.len() && b[i] != b'\n' {
-                        match b[i] {
-                            b'\\' => i += 1,
-                            b'[' => class = true,
-                            b']' => class = false,
-                            b'/' if !class => break,
-                            _ => {}
-                        }
-                        i += 1;
-                    }
+                    i = regex_body_end(b, i + 1);
                     i = (i + 1).min(b.len());
                     while i < b.len() && is_ident(b[i]) {
                         i += 1; // flags
