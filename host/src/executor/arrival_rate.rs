@@ -6,8 +6,14 @@
 //! iteration tasks on a busy worker. When it wakes it starts every iteration whose time
 //! has come, each at once on an idle VU, which goes back to the pool when it is done.
 //! If no VU is idle the iteration is dropped and counted, and a VU is made in the
-//! background if `max_vus` allows. Nothing waits in a queue: the scheduler holds only the
-//! number of the next iteration.
+//! background if `max_vus` allows. Nothing waits in a queue: the schedule's one counter
+//! ([`Claims`]) holds the number of the next iteration.
+//!
+//! A VU whose iteration ends first looks whether the next iteration is due already (it
+//! fell due since the scheduler's last wake-up) and, if so, claims and runs it at once
+//! where it is, as a closed-model VU loop goes on to its next iteration: saturated, or
+//! at a high rate, most iterations start this way, with no hand-off between threads.
+//! Only the scheduler drops, so what is dropped is what it alone would drop.
 //!
 //! Each VU has a home among the VU threads ([`vu_threads`], one current-thread runtime
 //! per core), dealt in turn as the VUs are made: its iterations, and so the connections
@@ -20,6 +26,7 @@
 
 use super::arrival_schedule::ArrivalSchedule;
 use super::arrival_stages::StageTracker;
+use super::claims::Claims;
 use super::context::{sleep_until, ActiveVu, ExecutorReport, Interrupt, ScenarioCtx};
 use super::vu_pool::{Take, VuPool};
 use super::vu_threads;
@@ -28,6 +35,7 @@ use crate::vu::Vu;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -63,11 +71,11 @@ pub(crate) async fn run(
     let scheduler = Scheduler {
         hard: end + ctx.config.graceful_stop,
         end,
+        claims: Arc::new(Claims::new(schedule, ctx.start)),
         ctx: ctx.clone(),
         pool: Arc::new(VuPool::new(vus.collect(), max_vus)),
         next_home: Cell::new(homes),
         tasks: TaskTracker::new(),
-        schedule,
         stages,
     };
     let tasks = scheduler.tasks.clone();
@@ -119,7 +127,8 @@ struct Scheduler {
     /// The home of the next VU made while the scenario runs.
     next_home: Cell<usize>,
     tasks: TaskTracker,
-    schedule: ArrivalSchedule,
+    /// The schedule, and the iterations of it not yet started or dropped.
+    claims: Arc<Claims>,
     /// When the schedule ends.
     end: Instant,
     /// When running iterations are interrupted (`end` plus `graceful_stop`).
@@ -134,10 +143,12 @@ impl Scheduler {
     fn run(mut self) -> Option<StageTracker> {
         let start = self.ctx.start;
         let mut stages = self.stages.take();
-        let mut next = 0;
+        if let Some(stages) = &mut stages {
+            stages.number_windows(|offset| self.claims.schedule().due_before(offset));
+        }
         let mut woke: Option<Instant> = None;
         let mut starts = Vec::new();
-        while let Some(due) = self.schedule.due(next).map(|d| start + d) {
+        while let Some(due) = self.claims.next_due() {
             let wake_at = woke.map_or(due, |w| due.max(w + MIN_WAKE_GAP));
             if !self.sleep_until(wake_at) {
                 break;
@@ -149,14 +160,14 @@ impl Scheduler {
                 stages.busy(now.saturating_duration_since(start), busy);
             }
             let stop = || self.ctx.control.stopping();
-            let caught_up = catch_up(&self.schedule, start, now, next, stop, |due| {
-                match self.pool.take() {
+            let caught_up = catch_up(
+                &self.claims,
+                now,
+                stop,
+                |due| match self.pool.take() {
                     Take::Idle(homed) => {
                         let busy = ActiveVu::new(&self.ctx.stats);
                         starts.push(Start { homed, due, busy });
-                        if let Some(stages) = &mut stages {
-                            stages.started(due - start);
-                        }
                         Turn::Started
                     }
                     Take::Make => {
@@ -164,8 +175,13 @@ impl Scheduler {
                         Turn::Dropped
                     }
                     Take::None => Turn::NoVu,
-                }
-            });
+                },
+                |dropped| {
+                    if let Some(stages) = &mut stages {
+                        stages.dropped(dropped);
+                    }
+                },
+            );
             self.start_iterations(&mut starts);
             // Sampled again once the due iterations have started: with a fast target
             // every earlier iteration may have ended before this wake-up, and the VUs
@@ -174,14 +190,13 @@ impl Scheduler {
                 let busy = self.ctx.stats.active_vus.load(Ordering::Relaxed);
                 stages.busy(Instant::now().saturating_duration_since(start), busy);
             }
-            next = caught_up.next;
             self.count_dropped(caught_up.dropped);
             if caught_up.stopped {
                 break;
             }
         }
         if let Some(stages) = &mut stages {
-            stages.reached(next, |offset| self.schedule.due_before(offset));
+            stages.reached(self.claims.next());
         }
         // The scenario lasts its whole duration, as in k6, even when its last
         // iteration was due (and done) before the end: the run's per-second rates are
@@ -237,12 +252,12 @@ impl Scheduler {
             if batch.is_empty() {
                 continue;
             }
-            let (ctx, pool) = (self.ctx.clone(), self.pool.clone());
+            let (ctx, pool, claims) = (self.ctx.clone(), self.pool.clone(), self.claims.clone());
             let (hard, end) = (self.hard, self.end);
             self.spawn_at(thread, async move {
                 let mut running: FuturesUnordered<_> = batch
                     .into_iter()
-                    .map(|start| iteration(&ctx, &pool, start, hard, end))
+                    .map(|start| iteration(&ctx, &pool, &claims, start, hard, end))
                     .collect();
                 while running.next().await.is_some() {}
             });
@@ -295,26 +310,42 @@ struct Start {
     busy: ActiveVu,
 }
 
-/// Runs `start`'s iteration, then hands its VU back to `pool` (after the pause of a VU
-/// whose `init` failed).
+/// Runs `start`'s iteration, then each next one that is due by the time the last ended
+/// (claimed from `claims`: one the scheduler has not got to yet), then hands its VU
+/// back to `pool` (after the pause of a VU whose `init` failed).
 async fn iteration(
     ctx: &ScenarioCtx,
     pool: &VuPool<Homed>,
+    claims: &Claims,
     start: Start,
     hard: Instant,
     end: Instant,
 ) {
     let Start {
         mut homed,
-        due,
-        busy,
+        mut due,
+        mut busy,
     } = start;
     let interrupt = homed
         .interrupt
         .get_or_insert_with(|| ctx.interrupt_at(hard));
-    ctx.run_iteration(&mut homed.vu, Some(due), Pin::new(interrupt))
-        .await;
-    drop(busy);
+    loop {
+        ctx.run_iteration(&mut homed.vu, Some(due), Pin::new(&mut *interrupt))
+            .await;
+        drop(busy);
+        // A VU resting after a failed `init`, or a stopping run, takes no more.
+        if homed.vu.retry_at().is_some() || ctx.control.stopping() {
+            break;
+        }
+        let Some((_, next)) = claims.claim_due(Instant::now()) else {
+            break;
+        };
+        busy = ActiveVu::new(&ctx.stats);
+        due = next;
+        // Iterations that make no I/O never yield: let the thread's other tasks (the
+        // VUs started with this one, connections) run now and then.
+        tokio::task::consume_budget().await;
+    }
     rest_after_init_failure(ctx, homed.vu.retry_at(), end).await;
     pool.put(homed);
 }
@@ -333,52 +364,53 @@ enum Turn {
 /// What one wake-up of the scheduler did.
 #[derive(Debug, PartialEq, Eq)]
 struct CaughtUp {
-    /// The first iteration not yet due.
-    next: u64,
     /// Iterations dropped.
     dropped: u64,
     /// Whether it saw a stop of the run.
     stopped: bool,
 }
 
-/// Hands every iteration due by `now`, from `next` on, to `take`, which starts or drops
-/// it. Once no VU can be had, the rest due by now are dropped in one step, so even a
-/// backlog of millions (a very high rate, or a long pause of the thread) costs no more
-/// than a few iterations; a stop of the run is seen between any two of them.
+/// Hands every iteration of `claims` due by `now` to `take`, which starts or drops it,
+/// and tells `on_drop` which were dropped. Once no VU can be had, the rest due by now
+/// are dropped in one step, so even a backlog of millions (a very high rate, or a long
+/// pause of the thread) costs no more than a few iterations; a stop of the run is seen
+/// between any two of them. VUs claim from the same counter meanwhile: what they take
+/// is neither handed to `take` nor dropped.
 fn catch_up(
-    schedule: &ArrivalSchedule,
-    start: Instant,
+    claims: &Claims,
     now: Instant,
-    mut next: u64,
     stop: impl Fn() -> bool,
     mut take: impl FnMut(Instant) -> Turn,
+    mut on_drop: impl FnMut(Range<u64>),
 ) -> CaughtUp {
     let mut dropped = 0;
-    while let Some(due) = schedule.due(next).map(|d| start + d).filter(|d| *d <= now) {
+    loop {
         if stop() {
             return CaughtUp {
-                next,
                 dropped,
                 stopped: true,
             };
         }
+        let Some((number, due)) = claims.claim_due(now) else {
+            break;
+        };
         match take(due) {
-            Turn::Started => next += 1,
+            Turn::Started => {}
             Turn::Dropped => {
                 dropped += 1;
-                next += 1;
+                on_drop(number..number + 1);
             }
             Turn::NoVu => {
-                let missed = schedule
-                    .due_before(now.saturating_duration_since(start))
-                    .max(next + 1);
-                dropped += missed - next;
-                next = missed;
+                // VUs may have claimed some after `number` meanwhile: `rest` starts
+                // after them.
+                let rest = claims.claim_all_due(now);
+                dropped += 1 + (rest.end - rest.start);
+                on_drop(number..number + 1);
+                on_drop(rest);
             }
         }
     }
     CaughtUp {
-        next,
         dropped,
         stopped: false,
     }
@@ -399,7 +431,7 @@ async fn rest_after_init_failure(ctx: &ScenarioCtx, retry_at: Option<Instant>, e
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
 
     #[test]
     fn a_backlog_of_a_billion_is_counted_in_a_few_steps() {
@@ -407,12 +439,12 @@ mod tests {
         let schedule =
             ArrivalSchedule::constant(1e9, Duration::from_secs(1), Duration::from_secs(2));
         let start = Instant::now();
+        let claims = Claims::new(schedule, start);
         let calls = Cell::new(0u64);
+        let drops = RefCell::new(Vec::new());
         let out = catch_up(
-            &schedule,
-            start,
+            &claims,
             start + Duration::from_millis(500),
-            0,
             || false,
             |_| {
                 calls.set(calls.get() + 1);
@@ -422,27 +454,63 @@ mod tests {
                     Turn::NoVu
                 }
             },
+            |range| drops.borrow_mut().push(range),
         );
         // Two started, then one step for the rest (and one more for the iteration due
         // at the very instant, which float rounding may leave to itself).
         assert!((3..=4).contains(&calls.get()), "{} calls", calls.get());
         assert_eq!(
-            out.next, 500_000_001,
+            claims.next(),
+            500_000_001,
             "due before 0.5 s, and the one due at it"
         );
-        assert_eq!(out.next, 2 + out.dropped);
+        assert_eq!(claims.next(), 2 + out.dropped);
+        let told: u64 = drops.borrow().iter().map(|r| r.end - r.start).sum();
+        assert_eq!(told, out.dropped, "every drop is told, once");
         assert!(!out.stopped);
         // The next wake-up, at the end: every due iteration was started or dropped.
         let rest = catch_up(
-            &schedule,
-            start,
+            &claims,
             start + Duration::from_secs(2),
-            out.next,
             || false,
             |_| Turn::NoVu,
+            |_| {},
         );
-        assert_eq!(rest.next, 2_000_000_000);
+        assert_eq!(claims.next(), 2_000_000_000);
         assert_eq!(2 + out.dropped + rest.dropped, 2_000_000_000);
+    }
+
+    #[test]
+    fn iterations_a_vu_claimed_are_neither_handed_over_nor_dropped() {
+        // 10/s: iterations 0–3 are due by 350 ms. A VU claimed 0 and 1 before the
+        // scheduler's wake-up; it starts 2 and, with no VU left, drops 3.
+        let schedule =
+            ArrivalSchedule::constant(10.0, Duration::from_secs(1), Duration::from_secs(1));
+        let start = Instant::now();
+        let claims = Claims::new(schedule, start);
+        let at = |ms| start + Duration::from_millis(ms);
+        assert_eq!(claims.claim_due(at(350)).map(|c| c.0), Some(0));
+        assert_eq!(claims.claim_due(at(350)).map(|c| c.0), Some(1));
+        let handed = RefCell::new(Vec::new());
+        let drops = RefCell::new(Vec::new());
+        let out = catch_up(
+            &claims,
+            at(350),
+            || false,
+            |due| {
+                handed.borrow_mut().push(due);
+                if handed.borrow().len() == 1 {
+                    Turn::Started
+                } else {
+                    Turn::NoVu
+                }
+            },
+            |range| drops.borrow_mut().push(range),
+        );
+        assert_eq!(*handed.borrow(), vec![at(200), at(300)]);
+        assert_eq!(out.dropped, 1);
+        assert_eq!(*drops.borrow(), vec![3..4, 4..4]);
+        assert_eq!(claims.next(), 4);
     }
 
     #[test]
@@ -450,21 +518,21 @@ mod tests {
         let schedule =
             ArrivalSchedule::constant(1e6, Duration::from_secs(1), Duration::from_secs(10));
         let start = Instant::now();
+        let claims = Claims::new(schedule, start);
         let calls = Cell::new(0u64);
         // Every due iteration finds a VU (as many as there are): stopped after 1,000.
         let out = catch_up(
-            &schedule,
-            start,
+            &claims,
             start + Duration::from_secs(5),
-            0,
             || calls.get() >= 1000,
             |_| {
                 calls.set(calls.get() + 1);
                 Turn::Started
             },
+            |_| {},
         );
         assert!(out.stopped);
-        assert_eq!(out.next, 1000);
+        assert_eq!(claims.next(), 1000);
         assert_eq!(out.dropped, 0);
     }
 
@@ -473,26 +541,28 @@ mod tests {
         let schedule =
             ArrivalSchedule::constant(10.0, Duration::from_secs(1), Duration::from_secs(1));
         let start = Instant::now();
+        let claims = Claims::new(schedule, start);
         let turns = [Turn::Started, Turn::Dropped, Turn::Started, Turn::Dropped];
         let calls = Cell::new(0usize);
+        let drops = RefCell::new(Vec::new());
         let out = catch_up(
-            &schedule,
-            start,
+            &claims,
             start + Duration::from_millis(350),
-            0,
             || false,
             |_| {
                 calls.set(calls.get() + 1);
                 turns[calls.get() - 1]
             },
+            |range| drops.borrow_mut().push(range),
         );
         assert_eq!(
             out,
             CaughtUp {
-                next: 4,
                 dropped: 2,
                 stopped: false
             }
         );
+        assert_eq!(claims.next(), 4);
+        assert_eq!(*drops.borrow(), vec![1..2, 3..4]);
     }
 }

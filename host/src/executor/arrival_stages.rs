@@ -1,6 +1,11 @@
 //! Per-stage figures of a `ramping-arrival-rate` scenario for the summary: each stage's
 //! target rate, the rate reached at its end (the target scaled by the share of the
 //! iterations due in its last second that started), and the most VUs busy at once.
+//!
+//! Iterations start on the scheduler's thread and on the VU threads alike (a VU whose
+//! iteration ends takes the next one that is due, [`super::claims`]), but only the
+//! scheduler drops them: so the tracker counts the drops, and what started in a window
+//! is what was due there less what was dropped.
 
 use super::context::StageReport;
 use super::stages::stage_ends;
@@ -16,8 +21,10 @@ pub(crate) struct StageTracker {
     targets: Vec<u64>,
     /// Start of each stage's end window.
     window_starts: Vec<Duration>,
+    /// Each end window as the iterations due in it: `[from, to)` by number.
+    window_iterations: Vec<(u64, u64)>,
     due_in_window: Vec<u64>,
-    started_in_window: Vec<u64>,
+    dropped_in_window: Vec<u64>,
     peak_busy: Vec<u64>,
 }
 
@@ -33,8 +40,9 @@ impl StageTracker {
         Self {
             targets: stages.iter().map(|s| s.target).collect(),
             window_starts,
+            window_iterations: vec![(0, 0); stages.len()],
             due_in_window: vec![0; stages.len()],
-            started_in_window: vec![0; stages.len()],
+            dropped_in_window: vec![0; stages.len()],
             peak_busy: vec![0; stages.len()],
             ends,
         }
@@ -46,28 +54,31 @@ impl StageTracker {
         (index < self.ends.len()).then_some(index)
     }
 
-    /// The stage whose end window holds `offset`.
-    fn window_at(&self, offset: Duration) -> Option<usize> {
-        self.stage_at(offset)
-            .filter(|&i| offset >= self.window_starts[i])
-    }
-
-    /// Counts the iterations due in each stage's end window among the first `reached`
-    /// of the schedule (those the scheduler got to, started or dropped), given how
-    /// many fall due before an offset. Done once at the end, so the scheduler never
-    /// visits dropped iterations one by one.
-    pub(crate) fn reached(&mut self, reached: u64, due_before: impl Fn(Duration) -> u64) {
+    /// Sets the end windows' iterations, given how many fall due before an offset; done
+    /// once, before the first drop is counted.
+    pub(crate) fn number_windows(&mut self, due_before: impl Fn(Duration) -> u64) {
         for i in 0..self.ends.len() {
-            let from = due_before(self.window_starts[i]).min(reached);
-            let to = due_before(self.ends[i]).min(reached);
-            self.due_in_window[i] = to.saturating_sub(from);
+            self.window_iterations[i] = (
+                due_before(self.window_starts[i]),
+                due_before(self.ends[i]),
+            );
         }
     }
 
-    /// Counts an iteration due at `offset` that started.
-    pub(crate) fn started(&mut self, offset: Duration) {
-        if let Some(i) = self.window_at(offset) {
-            self.started_in_window[i] += 1;
+    /// Counts the iterations due in each stage's end window among the first `reached`
+    /// of the schedule (those started or dropped). Done once at the end, so the
+    /// scheduler never visits dropped iterations one by one.
+    pub(crate) fn reached(&mut self, reached: u64) {
+        for (i, (from, to)) in self.window_iterations.iter().enumerate() {
+            self.due_in_window[i] = (*to).min(reached).saturating_sub(*from);
+        }
+    }
+
+    /// Counts the iterations numbered `dropped` as dropped.
+    pub(crate) fn dropped(&mut self, dropped: std::ops::Range<u64>) {
+        for (i, (from, to)) in self.window_iterations.iter().enumerate() {
+            let overlap = dropped.end.min(*to).saturating_sub(dropped.start.max(*from));
+            self.dropped_in_window[i] += overlap;
         }
     }
 
@@ -84,10 +95,8 @@ impl StageTracker {
     pub(crate) fn report(&self) -> Vec<StageReport> {
         (0..self.ends.len())
             .map(|i| {
-                // Float rounding may put a started iteration on the other side of a
-                // window's edge from the count of those due.
                 let due = self.due_in_window[i];
-                let started = self.started_in_window[i].min(due);
+                let started = due.saturating_sub(self.dropped_in_window[i]);
                 let at_end = if due == 0 {
                     0
                 } else {
@@ -118,22 +127,20 @@ mod tests {
     fn rate_at_each_stages_end_and_peak_busy() {
         let ms = Duration::from_millis;
         let mut t = StageTracker::new(&[stage(3000, 100), stage(0, 50), stage(500, 50)]);
-        // Due times: one at 0.1 s, 40 in stage 1's last second (2–3 s, 30 of them
-        // started), then 20 in stage 3 (0.5 s long, all started).
+        // Due times: one at 0.1 s, 40 in stage 1's last second (2–3 s, numbers 1–40,
+        // every fourth dropped: 1, 5, ..., 37), then 20 in stage 3 (0.5 s long, numbers
+        // 41–60, all started).
         let mut due: Vec<Duration> = vec![ms(100)];
         due.extend((0..40).map(|i| ms(2000 + i * 25)));
         due.extend((0..20).map(|i| ms(3000 + i * 25)));
-        t.started(ms(100));
-        for i in 0..40 {
-            if i % 4 != 0 {
-                t.started(ms(2000 + i * 25));
-            }
-        }
-        for i in 0..20 {
-            t.started(ms(3000 + i * 25));
-        }
         let due_before = |offset: Duration| due.iter().filter(|d| **d < offset).count() as u64;
-        t.reached(due.len() as u64, due_before);
+        t.number_windows(due_before);
+        for i in (0..40).step_by(4) {
+            t.dropped(1 + i..2 + i);
+        }
+        // A range of drops that spans a window's edge counts only its part inside.
+        t.dropped(0..1);
+        t.reached(due.len() as u64);
         t.busy(ms(10), 3);
         t.busy(ms(2999), 7);
         t.busy(ms(3100), 2);
@@ -143,9 +150,15 @@ mod tests {
         assert_eq!((r[1].target, r[1].at_end, r[1].peak), (50, 0, 0));
         assert_eq!((r[2].target, r[2].at_end, r[2].peak), (50, 50, 2));
         // A run stopped after 41 due iterations never reached stage 3's window.
-        t.reached(41, due_before);
+        t.reached(41);
         let r = t.report();
         assert_eq!(r[0].at_end, 75);
         assert_eq!(r[2].at_end, 0);
+        // Drops spanning stage 1's window and stage 3's are split between them.
+        t.dropped(39..45);
+        t.reached(due.len() as u64);
+        let r = t.report();
+        assert_eq!(r[0].at_end, 70, "28 of 40 started");
+        assert_eq!(r[2].at_end, 40, "16 of 20 started");
     }
 }

@@ -6,6 +6,7 @@
 pub(crate) mod arrival_rate;
 pub(crate) mod arrival_schedule;
 pub(crate) mod arrival_stages;
+pub(crate) mod claims;
 pub(crate) mod constant_arrival_rate;
 pub(crate) mod constant_vus;
 pub(crate) mod context;
