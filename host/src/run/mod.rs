@@ -227,7 +227,7 @@ async fn start(
     live: crate::live::Live,
 ) -> Result<Started> {
     let config = &plan.config;
-    let vu_ctx = VuContext {
+    let vu_ctx = Arc::new(VuContext {
         plugin: setup.plugin.clone(),
         services: setup.services.clone(),
         setup_data: setup.data.clone(),
@@ -235,7 +235,7 @@ async fn start(
         iteration_timeout: config.limits.iteration_timeout,
         init_failures: config.limits.init_failures,
         control: setup.control.clone(),
-    };
+    });
     let factories = VuFactory::for_scenarios(&vu_ctx, &config.env, &config.scenarios);
     let remote = request.remote.as_ref().map(|r| r.0.clone());
     let vus_here = remote.as_ref().is_none_or(|r| r.runs_vus_here());

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// Makes the VUs of one scenario.
 pub struct VuFactory {
-    ctx: VuContext,
+    ctx: Arc<VuContext>,
     /// Shared by every scenario's factory, so VU ids are unique in the run.
     next_vu_id: Arc<AtomicU64>,
     next_in_scenario: AtomicU64,
@@ -33,7 +33,7 @@ pub struct VuFactory {
 impl VuFactory {
     /// Factories for every scenario of a run, in order, sharing one VU numbering.
     pub fn for_scenarios(
-        ctx: &VuContext,
+        ctx: &Arc<VuContext>,
         run_env: &BTreeMap<String, String>,
         scenarios: &[ScenarioConfig],
     ) -> Vec<Arc<VuFactory>> {
