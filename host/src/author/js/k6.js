@@ -266,6 +266,13 @@ function freshRandom(vuId) {
   seedRandom([now >>> 0, Math.floor(now / 4294967296), fine, vuId]);
 }
 
+// The instance's first Math.random(): seeds the generator for this instance (the VU's
+// id, or 0 in describe and setup), which then replaces it.
+function lazyRandom() {
+  freshRandom(phase === 'describe' || phase === 'setup' ? 0 : vuInfo().vuId);
+  return nextRandom();
+}
+
 function randomSeed(n) {
   // A seeded generator replaces Math.random for the VU, as k6's randomSeed does: the
   // same seed gives the same sequence.
@@ -2673,7 +2680,10 @@ let setupData = null;
 function load() {
   if (loaded) return loaded;
   // Before any of the script's code: its init code may draw random numbers too.
-  freshRandom(phase === 'describe' || phase === 'setup' ? 0 : vuInfo().vuId);
+  // Math.random is seeded on its first draw, not here: seeding reads the clocks and the
+  // VU's info, which made about 20 of the snapshot's pages private in every VU (measured
+  // with bench/js/vumem.py), and an idle script never draws.
+  Math.random = lazyRandom;
   const cache = {};
   const files = BUNDLE.files;
   globalThis.open = (path, mode) => {
