@@ -33,6 +33,8 @@ pub struct CallBudget {
     /// Waits in imports that gave the thread back, and their number at the last tick.
     waits: u64,
     waits_at_tick: u64,
+    /// Calls started, so that per-call state elsewhere can tell a new call.
+    calls: u64,
 }
 
 impl CallBudget {
@@ -47,6 +49,7 @@ impl CallBudget {
             exceeded: None,
             waits: 0,
             waits_at_tick: 0,
+            calls: 0,
         }
     }
 
@@ -57,6 +60,13 @@ impl CallBudget {
         self.cpu_used = Duration::ZERO;
         self.last_tick = None;
         self.exceeded = None;
+        self.calls += 1;
+    }
+
+    /// The number of the call in progress (1 for the first): it changes with each
+    /// [`start_call`](Self::start_call).
+    pub fn call_number(&self) -> u64 {
+        self.calls
     }
 
     /// Runs an import's future, noting whether it gave the thread back (was pending):

@@ -11,16 +11,22 @@ pub mod bindings {
     wasmtime::component::bindgen!({
         path: ["../wit", "src/author/js/layer.wit"],
         world: "loadtest:k6-layer/layer",
-        imports: { default: trappable },
+        imports: {
+            "loadtest:k6-layer/responses.send": async,
+            "loadtest:k6-layer/responses.send-prepared": async,
+            "loadtest:k6-layer/responses.send-batch": async,
+            default: trappable,
+        },
         with: {
             "loadtest:scenario/types": crate::plugin::bindings::loadtest::scenario::types,
-            "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
+            "loadtest:scenario/http": crate::plugin::bindings::loadtest::scenario::http,
+            "loadtest:scenario/html": crate::plugin::bindings::loadtest::scenario::html,
         },
     });
 }
 
 use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content};
+use bindings::loadtest::k6_layer::{checks, content, responses};
 use wasmtime::component::Resource;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
@@ -35,6 +41,7 @@ pub(crate) fn add_to_linker(
     type Own = wasmtime::component::HasSelf<VuState>;
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
     content::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
     Ok(())
 }
 
@@ -73,7 +80,7 @@ impl content::Host for VuState {
 /// sequence that is not UTF-8 becomes one U+FFFD (Go decodes an invalid byte as a
 /// one-byte `RuneError`; Rust's `from_utf8_lossy` would give one per maximal invalid
 /// sequence, so the text's length would differ from k6's).
-fn text_as_k6_reads_it(mut bytes: &[u8]) -> String {
+pub(crate) fn text_as_k6_reads_it(mut bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     loop {
         match std::str::from_utf8(bytes) {

@@ -151,6 +151,10 @@ pub struct VuState {
     pub budget: CallBudget,
     /// Tag sets of this VU's checks and custom metrics, made once each.
     pub tag_cache: crate::metrics::tag_cache::TagCache,
+    /// HTTP responses the k6 layer holds by number (`k6-layer/responses`).
+    pub layer_responses: super::response_slots::ResponseSlots,
+    /// The failures of the k6 layer's last send call, numbered as it returned them.
+    pub layer_errors: Vec<crate::net::HttpError>,
     /// The checks the k6 layer registered (`checks.register`): name and tags by number.
     pub layer_checks: Vec<(String, Vec<(String, String)>)>,
     /// What is left of this VU's log lines for the current second.
@@ -203,6 +207,8 @@ impl VuState {
             output,
             budget: CallBudget::new(services_cpu),
             tag_cache: Default::default(),
+            layer_responses: Default::default(),
+            layer_errors: Vec::new(),
             layer_checks: Vec::new(),
             log_budget: Default::default(),
             declared: None,

@@ -15,7 +15,7 @@ import hostShared from 'loadtest:scenario/shared-data@0.3.6';
 import hostRun from 'loadtest:scenario/run-control@0.3.6';
 import hostGrpc from 'loadtest:scenario/grpc@0.3.6';
 import hostChecks from 'loadtest:k6-layer/checks@0.1.0';
-import hostContent from 'loadtest:k6-layer/content@0.1.0';
+import hostResponses from 'loadtest:k6-layer/responses@0.1.0';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -477,36 +477,96 @@ function buildRequest(method, url, body, params) {
   };
 }
 
-// Response contents held on the host, released when the call that made them returns
-// (a response kept past its iteration keeps what was read of it).
-const held = [];
-function releaseContents() {
-  if (held.length === 0 && heldDocs.length === 0) return;
-  for (const r of held) {
-    const c = r._content;
-    r._content = null;
-    if (c) c[Symbol.dispose]();
-  }
-  held.length = 0;
-  releaseDocuments(); // k6/html
+// Responses held on the host (layer.wit's `responses`): a send returns one number (the
+// status, whether the URL moved, the slot), and what the script reads of a response
+// (timings, URL, header fields, body) is asked for from its slot when it is read.
+// A slot lives until the call that made it returns (an iteration, setup, ...), unless
+// kept: at the end of each call the layer keeps the slots of the responses the script
+// still holds (a weak reference per response says which: QuickJS counts references,
+// so a response nothing holds is gone by then) and releases a kept one once the script
+// drops it. A response kept past its iteration reads what it would have read in it.
+// Past MAX_KEPT kept responses, the oldest are read in full into the layer and their
+// slots released, so neither the host's table nor the check at each call's end grows.
+// A send's number for a failure: FAILED + its place in `error`. The runtime hands a
+// u32 over as a signed 32-bit number: `word | 0` reads a failure as negative either way.
+const FAILED = 0x80000000 | 0;
+let fresh = []; // WeakRefs to the responses of the current call
+let kept = []; // [WeakRef, slot] pairs of responses kept past their call
+const MAX_KEPT = 64;
+
+// At the end of every call into the script: slots, then k6/html documents.
+function endCall() {
+  if (kept.length !== 0) releaseDropped();
+  if (fresh.length !== 0) keepHeld();
+  if (heldDocs.length !== 0) releaseDocuments(); // k6/html
 }
+
+function keepHeld() {
+  for (let i = 0; i < fresh.length; i++) {
+    const r = fresh[i].deref();
+    if (r !== undefined && r._slot >= 0) {
+      hostResponses.keep(r._slot);
+      kept.push(fresh[i], r._slot);
+    }
+  }
+  fresh = [];
+  if (kept.length > 2 * MAX_KEPT) {
+    const old = kept.slice(0, kept.length - MAX_KEPT);
+    kept = kept.slice(kept.length - MAX_KEPT);
+    for (let i = 0; i < old.length; i += 2) {
+      const r = old[i].deref();
+      if (r !== undefined && r._slot >= 0) r._readAll();
+      else hostResponses.release(old[i + 1]);
+    }
+  }
+}
+
+function releaseDropped() {
+  let j = 0;
+  for (let i = 0; i < kept.length; i += 2) {
+    const r = kept[i].deref();
+    if (r === undefined) hostResponses.release(kept[i + 1]);
+    else if (r._slot >= 0) { kept[j++] = kept[i]; kept[j++] = kept[i + 1]; }
+  }
+  kept.length = j;
+}
+
+const NO_TIMINGS = { blockedUs: 0, connectingUs: 0, tlsHandshakingUs: 0, sendingUs: 0, waitingUs: 0, receivingUs: 0, durationUs: 0 };
 
 // A Response is built for every request, so what a script may never read is made on
 // first access: `request`, `timings`, `headers`, `body` (a getter on the class that
 // replaces itself with the value on the instance). Most scripts read only `status`.
 class Response {
-  constructor(req, res, err) {
+  constructor(req, word, err) {
     this._req = req;
-    this._type = req.responseType;
-    if (err) {
-      this.status = 0; this.url = req.url; this._content = null; this._t = null;
+    if ((word | 0) >= 0) {
+      const slot = word >>> 11;
+      this.status = word & 1023;
+      this.url = (word & 1024) === 0 ? req.url : hostResponses.urlOf(slot);
+      this._slot = slot;
+      this.error = '';
+      this.error_code = this.status >= 400 ? 1000 + this.status : 0;
+      fresh.push(new WeakRef(this));
+    } else {
+      if (err === null) {
+        // The runtime throws a result's error as an Error holding it in `payload`.
+        try { hostResponses.error(word & 0x7fffffff); } catch (e) { err = e && e.payload !== undefined ? e.payload : e; }
+      }
+      this.status = 0; this.url = req.url; this._slot = -1;
       this.error = typeof err === 'object' && err.tag ? `${err.tag}: ${err.val}` : String(err);
       this.error_code = typeof err === 'object' && err.tag ? (ERROR_CODES[err.tag] || 1000) : 1000;
-    } else {
-      this.status = res.status; this.url = res.url; this._content = res.content; this._t = res.timings;
-      held.push(this);
-      this.error = ''; this.error_code = res.status >= 400 ? 1000 + res.status : 0;
     }
+  }
+  get _type() { return this._req.responseType; }
+  // Everything the slot holds, read into the instance before the slot is released.
+  _readAll() {
+    void this.timings; void this.headers; void this.body; this._rawHeaders();
+    hostResponses.release(this._slot);
+    this._slot = -1;
+  }
+  _rawHeaders() {
+    if (this._raw === undefined) this._raw = this._slot >= 0 ? hostResponses.headersOf(this._slot) : [];
+    return this._raw;
   }
   get request() {
     const req = this._req;
@@ -515,48 +575,43 @@ class Response {
     return value;
   }
   get timings() {
-    const t = this._t;
-    const value = t
-      ? {
-        blocked: t.blockedUs / 1000, connecting: t.connectingUs / 1000, tls_handshaking: t.tlsHandshakingUs / 1000,
-        sending: t.sendingUs / 1000, waiting: t.waitingUs / 1000, receiving: t.receivingUs / 1000, duration: t.durationUs / 1000,
-      }
-      : { blocked: 0, connecting: 0, tls_handshaking: 0, sending: 0, waiting: 0, receiving: 0, duration: 0 };
+    const t = this._slot >= 0 ? hostResponses.timingsOf(this._slot) : NO_TIMINGS;
+    const value = {
+      blocked: t.blockedUs / 1000, connecting: t.connectingUs / 1000, tls_handshaking: t.tlsHandshakingUs / 1000,
+      sending: t.sendingUs / 1000, waiting: t.waitingUs / 1000, receiving: t.receivingUs / 1000, duration: t.durationUs / 1000,
+    };
     Object.defineProperty(this, 'timings', { value, writable: true, enumerable: true });
     return value;
   }
   get headers() {
     const out = {};
-    if (this._content) {
-      for (const [k, v] of this._content.headers()) {
-        const name = canonicalHeader(k);
-        out[name] = name in out ? `${out[name]}, ${v}` : v;
-      }
+    for (const [k, v] of this._rawHeaders()) {
+      const name = canonicalHeader(k);
+      out[name] = name in out ? `${out[name]}, ${v}` : v;
     }
     Object.defineProperty(this, 'headers', { value: out, writable: true, enumerable: true });
     return out;
   }
   get body() {
     let b = null;
-    if (this._content && this._type !== 'none') {
-      // Text is decoded by the host (layer.wit's `content.text`): QuickJS would decode
-      // a body that is not plain ASCII byte by byte in its interpreter.
-      b = this._type === 'binary' ? this._content.body().buffer : hostContent.text(this._content);
+    const type = this._req.responseType;
+    if (this._slot >= 0 && type !== 'none') {
+      // Text is decoded by the host (`responses.text`): QuickJS would decode a body
+      // that is not plain ASCII byte by byte in its interpreter.
+      b = type === 'binary' ? hostResponses.bodyOf(this._slot).buffer : hostResponses.textOf(this._slot);
     }
     Object.defineProperty(this, 'body', { value: b, writable: true, enumerable: true });
     return b;
   }
   get cookies() {
     const out = {};
-    if (this._content) {
-      for (const [k, v] of this._content.headers()) {
-        if (k !== 'set-cookie') continue;
-        const [pair] = v.split(';');
-        const eq = pair.indexOf('=');
-        if (eq < 0) continue;
-        const name = pair.slice(0, eq).trim();
-        (out[name] = out[name] || []).push({ name, value: pair.slice(eq + 1).trim() });
-      }
+    for (const [k, v] of this._rawHeaders()) {
+      if (k !== 'set-cookie') continue;
+      const [pair] = v.split(';');
+      const eq = pair.indexOf('=');
+      if (eq < 0) continue;
+      const name = pair.slice(0, eq).trim();
+      (out[name] = out[name] || []).push({ name, value: pair.slice(eq + 1).trim() });
     }
     return out;
   }
@@ -574,6 +629,13 @@ class Response {
   html(selector) { return responseHtml(this, selector); }
   submitForm(args) { return submitForm(this, args); }
   clickLink(args) { return clickLink(this, args); }
+}
+
+// The Response of a send's number; a failure throws when the options say `throw`.
+function answer(req, word) {
+  const res = new Response(req, word, null);
+  if ((word | 0) < 0 && runOptions.throw) throw new Error(`${req.method} ${req.url}: ${res.error}`);
+  return res;
 }
 
 // Prepared requests (contract 0.3.1): a request an iteration sends again and again (the
@@ -654,33 +716,23 @@ function request(method, url, body, params) {
   const qk = quickKey(method, url, body, params);
   if (qk !== null) {
     const hit = quickRequests.get(qk);
-    if (hit) {
-      let res;
-      try {
-        res = hit.prepared.send();
-      } catch (e) {
-        const failed = new Response(hit.req, null, e);
-        if (runOptions.throw) throw new Error(`${hit.req.method} ${hit.req.url}: ${failed.error}`);
-        return failed;
-      }
-      return new Response(hit.req, res, null);
-    }
+    if (hit) return answer(hit.req, hostResponses.sendPrepared(hit.prepared));
   }
   const req = buildRequest(method, url, body, params);
-  let res;
+  let prepared;
   try {
-    const prepared = preparedFor(req);
-    if (prepared && qk !== null) {
-      if (quickRequests.size >= MAX_QUICK) quickRequests = new Map();
-      quickRequests.set(qk, { prepared, req });
-    }
-    res = prepared ? prepared.send() : hostHttp.send(req);
+    prepared = preparedFor(req);
   } catch (e) {
-    const failed = new Response(req, null, e);
+    // `prepare` failed as `send` would have (denied, invalid).
+    const failed = new Response(req, FAILED, e);
     if (runOptions.throw) throw new Error(`${req.method} ${req.url}: ${failed.error}`);
     return failed;
   }
-  return new Response(req, res, null);
+  if (prepared && qk !== null) {
+    if (quickRequests.size >= MAX_QUICK) quickRequests = new Map();
+    quickRequests.set(qk, { prepared, req });
+  }
+  return answer(req, prepared ? hostResponses.sendPrepared(prepared) : hostResponses.send(req));
 }
 
 function batch(reqs) {
@@ -691,8 +743,9 @@ function batch(reqs) {
     if (Array.isArray(r)) return buildRequest(r[0], r[1], r[2], r[3]);
     return buildRequest(r.method || 'GET', r.url, r.body, r.params);
   });
-  const results = hostHttp.sendBatch(built);
-  const out = results.map((r, i) => (r.tag === 'ok' ? new Response(built[i], r.val, null) : new Response(built[i], null, r.val)));
+  const words = hostResponses.sendBatch(built);
+  const out = [];
+  for (let i = 0; i < built.length; i++) out.push(new Response(built[i], words[i], null));
   if (!keys) return out;
   const obj = {};
   keys.forEach((k, i) => { obj[k] = out[i]; });
@@ -1559,7 +1612,7 @@ function parseHTML(src) {
 function responseDocument(res) {
   if (res._doc && res._doc.h) return res._doc;
   let doc;
-  if (res._content) doc = new Doc(hostHtml.Document.fromResponse(res._content));
+  if (res._slot >= 0) doc = new Doc(hostResponses.documentOf(res._slot));
   else if (typeof res.body === 'string') doc = new Doc(new hostHtml.Document(res.body));
   else throw new Error(`response.html(): the response from ${res.url} has no text body (status ${res.status}, responseType ${res._type})`);
   Object.defineProperty(res, '_doc', { value: doc, writable: true, enumerable: false });
@@ -2745,7 +2798,7 @@ function guard(what, fn) {
   } catch (e) {
     throw failure(e);
   } finally {
-    releaseContents();
+    endCall();
   }
 }
 
@@ -2916,7 +2969,7 @@ export const plugin = {
       resetMainLoop();
       throw failure(e);
     } finally {
-      releaseContents();
+      endCall();
     }
   },
   teardown(data) {

@@ -30,6 +30,13 @@ pub struct PreparedRequest {
     pub(super) tags: (Slot, TagSet),
 }
 
+impl PreparedRequest {
+    /// The URL it was prepared with (a response from elsewhere was redirected).
+    pub(crate) fn url(&self) -> &str {
+        &self.request.url
+    }
+}
+
 /// What every send of one request shares, made once by the client's `template`.
 #[derive(Clone)]
 pub(super) struct Template {

@@ -14,7 +14,7 @@ pub(crate) const MAX_LIVE_DOCUMENTS: u64 = 1_000;
 impl VuState {
     /// Puts `doc` in the table, or traps (the call cannot return an error) with what
     /// the plugin must change.
-    fn hold_document(&mut self, doc: Document) -> wasmtime::Result<Resource<Document>> {
+    pub(crate) fn hold_document(&mut self, doc: Document) -> wasmtime::Result<Resource<Document>> {
         if self.live_documents >= MAX_LIVE_DOCUMENTS {
             return Err(wasmtime::format_err!(
                 "this VU holds {} parsed HTML documents (the most is {MAX_LIVE_DOCUMENTS}); \

@@ -21,7 +21,8 @@ pub(crate) const MAX_LIVE_RESPONSES: u64 = 10_000;
 /// prepares a request per iteration and keeps them would grow the host's memory.
 pub(crate) const MAX_PREPARED: u64 = 10_000;
 
-fn to_host(req: wit::Request) -> HttpRequest {
+/// The host's request for the WIT one.
+pub(crate) fn to_host(req: wit::Request) -> HttpRequest {
     HttpRequest {
         method: req.method,
         url: req.url,
@@ -57,7 +58,7 @@ fn to_host_with(req: wit::Request, version: Option<wit::HttpVersion>) -> HttpReq
 
 /// The WIT `http-error` of a host error: its case from the kind, its text from the
 /// message (the contract's shape, unchanged since 0.1).
-fn error_to_wit(e: HttpError) -> wit::HttpError {
+pub(crate) fn error_to_wit(e: HttpError) -> wit::HttpError {
     let kind = e.kind();
     let m = e.into_message();
     match kind {
@@ -72,13 +73,14 @@ fn error_to_wit(e: HttpError) -> wit::HttpError {
 }
 
 impl VuState {
-    /// Refuses `n` more requests when their responses would pass the VU's cap.
-    fn room_for_responses(&self, n: usize) -> Result<(), HttpError> {
-        if self.live_responses + n as u64 > MAX_LIVE_RESPONSES {
+    /// Refuses `n` more requests when their responses would pass the VU's cap (the
+    /// contract's `response-content` resources and the k6 layer's slots together).
+    pub(crate) fn room_for_responses(&self, n: usize) -> Result<(), HttpError> {
+        let held = self.live_responses + self.layer_responses.held() as u64;
+        if held + n as u64 > MAX_LIVE_RESPONSES {
             return Err(HttpError::invalid(format!(
-                "this VU holds {} responses (the most is {MAX_LIVE_RESPONSES}); \
-                 drop responses once read instead of keeping them",
-                self.live_responses
+                "this VU holds {held} responses (the most is {MAX_LIVE_RESPONSES}); \
+                 drop responses once read instead of keeping them"
             )));
         }
         Ok(())

@@ -1,0 +1,171 @@
+//! The k6 layer's `responses` interface (`host/src/author/js/layer.wit`): sends that
+//! return one number, with the response held in the VU's [`ResponseSlots`] and read
+//! part by part. What is sent, recorded and counted is what the contract's `send`,
+//! `prepared-request.send` and `send-batch` do (the same client calls); only the way
+//! the response reaches the plugin differs.
+//!
+//! [`ResponseSlots`]: super::response_slots::ResponseSlots
+
+use super::imports::http::{error_to_wit, to_host};
+use super::layer::bindings::loadtest::k6_layer::responses;
+use super::layer::text_as_k6_reads_it;
+use super::state::VuState;
+use crate::html::Document;
+use crate::net::http::PreparedRequest;
+use crate::net::{HttpError, HttpResponse};
+use crate::plugin::bindings::loadtest::scenario::http as wit;
+use crate::plugin::bindings::loadtest::scenario::types::Headers;
+use std::pin::pin;
+use std::time::Duration;
+use wasmtime::component::Resource;
+
+/// The bit of a send's number that says it failed.
+const FAILED: u32 = 1 << 31;
+/// The bit that says the response's URL is not the request's.
+const MOVED: u32 = 1 << 10;
+/// Where the slot number starts in a send's number.
+const SLOT_SHIFT: u32 = 11;
+
+impl VuState {
+    /// Starts a send call: frees what an earlier guest call left unkept and forgets
+    /// the last call's failures.
+    fn start_layer_send(&mut self) {
+        self.layer_responses.start(self.budget.call_number());
+        self.layer_errors.clear();
+    }
+
+    /// The number a send returns for `result`: the response held in a slot, or the
+    /// failure kept for `error`.
+    fn hold(&mut self, result: Result<HttpResponse, HttpError>, asked: &str) -> u32 {
+        match result {
+            Ok(r) => {
+                // A status is three digits; the field has ten bits.
+                let status = u32::from(r.status).min(MOVED - 1);
+                let moved = if r.url == asked { 0 } else { MOVED };
+                let slot = self.layer_responses.insert(r);
+                status | moved | (slot << SLOT_SHIFT)
+            }
+            Err(e) => {
+                self.layer_errors.push(e);
+                FAILED | (self.layer_errors.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// The response in `slot`, or a trap: the layer asked for a slot it let go.
+    fn slot(&self, slot: u32) -> wasmtime::Result<&HttpResponse> {
+        self.layer_responses.get(slot).ok_or_else(|| {
+            wasmtime::format_err!("the k6 layer read response slot {slot}, which it does not hold")
+        })
+    }
+}
+
+impl responses::Host for VuState {
+    async fn send(&mut self, req: wit::Request) -> u32 {
+        self.start_layer_send();
+        let req = to_host(req);
+        let asked = req.url.clone();
+        let result = match self.room_for_responses(1) {
+            Ok(()) => {
+                let tags = self.identity.tags.clone();
+                let send = pin!(self.http.send(req, &tags));
+                self.budget.wait(send).await
+            }
+            Err(e) => Err(e),
+        };
+        self.hold(result, &asked)
+    }
+
+    async fn send_prepared(&mut self, prepared: Resource<PreparedRequest>) -> u32 {
+        self.start_layer_send();
+        let mut asked = String::new();
+        let result = match self.room_for_responses(1) {
+            Err(e) => Err(e),
+            Ok(()) => match self.prepared_send_parts(&prepared) {
+                Err(e) => Err(HttpError::invalid(format!("no such prepared request: {e}"))),
+                Ok((prepared, http, budget, tags)) => {
+                    asked.push_str(prepared.url());
+                    // Boxed as in `prepared-request.send`: the send's state is large.
+                    let mut send = Box::pin(http.send_prepared(prepared, tags));
+                    budget.wait(send.as_mut()).await
+                }
+            },
+        };
+        self.hold(result, &asked)
+    }
+
+    async fn send_batch(&mut self, reqs: Vec<wit::Request>) -> Vec<u32> {
+        self.start_layer_send();
+        let reqs: Vec<_> = reqs.into_iter().map(to_host).collect();
+        let asked: Vec<String> = reqs.iter().map(|r| r.url.clone()).collect();
+        let results = match self.room_for_responses(reqs.len()) {
+            Ok(()) => {
+                let tags = self.identity.tags.clone();
+                let sends = pin!(self.http.send_batch(reqs, &tags));
+                self.budget.wait(sends).await
+            }
+            Err(e) => asked.iter().map(|_| Err(e.clone())).collect(),
+        };
+        results
+            .into_iter()
+            .zip(&asked)
+            .map(|(r, url)| self.hold(r, url))
+            .collect()
+    }
+
+    fn error(&mut self, n: u32) -> wasmtime::Result<Result<(), wit::HttpError>> {
+        match self.layer_errors.get(n as usize) {
+            Some(e) => Ok(Err(error_to_wit(e.clone()))),
+            None => wasmtime::bail!("the k6 layer read failure {n} of a send that had none"),
+        }
+    }
+
+    fn timings_of(&mut self, slot: u32) -> wasmtime::Result<wit::Timings> {
+        let t = self.slot(slot)?.timings;
+        let us = |d: Duration| d.as_micros() as u64;
+        Ok(wit::Timings {
+            blocked_us: us(t.blocked),
+            connecting_us: us(t.connecting),
+            tls_handshaking_us: us(t.tls_handshaking),
+            sending_us: us(t.sending),
+            waiting_us: us(t.waiting),
+            receiving_us: us(t.receiving),
+            duration_us: us(t.duration()),
+        })
+    }
+
+    fn url_of(&mut self, slot: u32) -> wasmtime::Result<String> {
+        Ok(self.slot(slot)?.url.clone())
+    }
+
+    fn headers_of(&mut self, slot: u32) -> wasmtime::Result<Headers> {
+        Ok(self.slot(slot)?.content.fields())
+    }
+
+    fn body_of(&mut self, slot: u32) -> wasmtime::Result<Vec<u8>> {
+        Ok(self.slot(slot)?.content.body.clone())
+    }
+
+    fn text_of(&mut self, slot: u32) -> wasmtime::Result<String> {
+        Ok(text_as_k6_reads_it(&self.slot(slot)?.content.body))
+    }
+
+    fn document_of(&mut self, slot: u32) -> wasmtime::Result<Resource<Document>> {
+        let doc = Document::parse_bytes(&self.slot(slot)?.content.body);
+        self.hold_document(doc)
+    }
+
+    fn keep(&mut self, slot: u32) -> wasmtime::Result<()> {
+        if !self.layer_responses.keep(slot) {
+            wasmtime::bail!("the k6 layer kept response slot {slot}, which it does not hold");
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, slot: u32) -> wasmtime::Result<()> {
+        if !self.layer_responses.release(slot) {
+            wasmtime::bail!("the k6 layer released response slot {slot}, which it does not hold");
+        }
+        Ok(())
+    }
+}
