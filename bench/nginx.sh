@@ -65,6 +65,9 @@ http {
         listen 127.0.0.1:$PORT backlog=4096;
         root $WORK/www;
         location / { $content }
+        # Requests nginx has read, for the scripts that count what was received
+        # (nginx_requests below) rather than what a generator says it sent.
+        location = /nginx_status { stub_status; }
     }$tls_servers
 }
 EOF
@@ -97,6 +100,12 @@ make_tls_cert() {
     openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
         -CAcreateserial -days 2 -extfile "$dir/ext" -out "$dir/server.pem" 2>/dev/null
     chmod 644 "$dir"/*
+}
+
+# The count of requests the nginx on $PORT has read so far (stub_status; this read
+# itself is counted, so a difference of two reads is one more than what came between).
+nginx_requests() {
+    curl -fsS "http://127.0.0.1:$PORT/nginx_status" | awk 'NR == 3 {print $3}'
 }
 
 stop_nginx() {
