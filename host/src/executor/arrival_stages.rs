@@ -58,10 +58,8 @@ impl StageTracker {
     /// once, before the first drop is counted.
     pub(crate) fn number_windows(&mut self, due_before: impl Fn(Duration) -> u64) {
         for i in 0..self.ends.len() {
-            self.window_iterations[i] = (
-                due_before(self.window_starts[i]),
-                due_before(self.ends[i]),
-            );
+            self.window_iterations[i] =
+                (due_before(self.window_starts[i]), due_before(self.ends[i]));
         }
     }
 
@@ -77,7 +75,10 @@ impl StageTracker {
     /// Counts the iterations numbered `dropped` as dropped.
     pub(crate) fn dropped(&mut self, dropped: std::ops::Range<u64>) {
         for (i, (from, to)) in self.window_iterations.iter().enumerate() {
-            let overlap = dropped.end.min(*to).saturating_sub(dropped.start.max(*from));
+            let overlap = dropped
+                .end
+                .min(*to)
+                .saturating_sub(dropped.start.max(*from));
             self.dropped_in_window[i] += overlap;
         }
     }

@@ -162,8 +162,14 @@ mod tests {
         // Iteration 0 is due at the start, iteration 1 at 100 ms.
         assert_eq!(claims.claim_due(start).map(|c| c.0), Some(0));
         assert_eq!(claims.claim_due(start + Duration::from_millis(99)), None);
-        assert_eq!(claims.claim_all_due(start + Duration::from_millis(100)), 1..1);
-        assert_eq!(claims.claim_all_due(start + Duration::from_millis(350)), 1..4);
+        assert_eq!(
+            claims.claim_all_due(start + Duration::from_millis(100)),
+            1..1
+        );
+        assert_eq!(
+            claims.claim_all_due(start + Duration::from_millis(350)),
+            1..4
+        );
         assert_eq!(claims.next(), 4);
         let (n, due) = claims
             .claim_due(start + Duration::from_millis(400))
