@@ -6,7 +6,7 @@
 //!
 //! [`ResponseSlots`]: super::response_slots::ResponseSlots
 
-use super::imports::http::{error_to_wit, to_host};
+use super::imports::http::{error_to_wit, timings_to_wit, to_host};
 use super::layer::bindings::loadtest::k6_layer::responses;
 use super::layer::text_as_k6_reads_it;
 use super::state::VuState;
@@ -16,7 +16,6 @@ use crate::net::{HttpError, HttpResponse};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::bindings::loadtest::scenario::types::Headers;
 use std::pin::pin;
-use std::time::Duration;
 use wasmtime::component::Resource;
 
 /// The bit of a send's number that says it failed.
@@ -121,17 +120,7 @@ impl responses::Host for VuState {
     }
 
     fn timings_of(&mut self, slot: u32) -> wasmtime::Result<wit::Timings> {
-        let t = self.slot(slot)?.timings;
-        let us = |d: Duration| d.as_micros() as u64;
-        Ok(wit::Timings {
-            blocked_us: us(t.blocked),
-            connecting_us: us(t.connecting),
-            tls_handshaking_us: us(t.tls_handshaking),
-            sending_us: us(t.sending),
-            waiting_us: us(t.waiting),
-            receiving_us: us(t.receiving),
-            duration_us: us(t.duration()),
-        })
+        Ok(timings_to_wit(&self.slot(slot)?.timings))
     }
 
     fn url_of(&mut self, slot: u32) -> wasmtime::Result<String> {

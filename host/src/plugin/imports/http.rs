@@ -56,6 +56,21 @@ fn to_host_with(req: wit::Request, version: Option<wit::HttpVersion>) -> HttpReq
     }
 }
 
+/// A response's timings as the contract gives them, in whole microseconds (the
+/// contract's `response` and the k6 layer's `timings-of` alike).
+pub(crate) fn timings_to_wit(t: &crate::net::types::Timings) -> wit::Timings {
+    let us = |d: Duration| d.as_micros() as u64;
+    wit::Timings {
+        blocked_us: us(t.blocked),
+        connecting_us: us(t.connecting),
+        tls_handshaking_us: us(t.tls_handshaking),
+        sending_us: us(t.sending),
+        waiting_us: us(t.waiting),
+        receiving_us: us(t.receiving),
+        duration_us: us(t.duration()),
+    }
+}
+
 /// The WIT `http-error` of a host error: its case from the kind, its text from the
 /// message (the contract's shape, unchanged since 0.1).
 pub(crate) fn error_to_wit(e: HttpError) -> wit::HttpError {
@@ -91,7 +106,6 @@ impl VuState {
         &mut self,
         result: Result<HttpResponse, HttpError>,
     ) -> Result<wit::Response, HttpError> {
-        let us = |d: Duration| d.as_micros() as u64;
         let r = result?;
         let content = self
             .table()
@@ -101,15 +115,7 @@ impl VuState {
         Ok(wit::Response {
             status: r.status,
             body_size: r.body_size,
-            timings: wit::Timings {
-                blocked_us: us(r.timings.blocked),
-                connecting_us: us(r.timings.connecting),
-                tls_handshaking_us: us(r.timings.tls_handshaking),
-                sending_us: us(r.timings.sending),
-                waiting_us: us(r.timings.waiting),
-                receiving_us: us(r.timings.receiving),
-                duration_us: us(r.timings.duration()),
-            },
+            timings: timings_to_wit(&r.timings),
             content,
             url: r.url,
         })
