@@ -20,7 +20,7 @@ async fn hello(user: &mut GooseUser) -> TransactionResult {
     match goose.response {
         Ok(ref response) if response.status().as_u16() == 200 => Ok(()),
         _ => Err(Box::new(TransactionError::RequestFailed {
-            raw_request: goose.request.clone(),
+            raw_request: Box::new(goose.request.clone()),
         })),
     }
 }
