@@ -122,7 +122,7 @@ async fn the_buffer_is_bounded_in_bytes_whatever_the_message_count() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let held = socket.held.bytes();
+    let held = socket.link.held_bytes();
     assert!(
         (1 << 20..(1 << 20) + MESSAGE).contains(&held),
         "the host holds {held} bytes for a socket with a 1 MiB budget"
