@@ -63,7 +63,6 @@ start_targets() { # start_targets W: fresh targets, so their RSS before is their
         local addr="127.0.0.$((11 + i)):$PORT"
         timeout 3600 "$HOST" target --listen "$addr" >"$WORK/target-$i.log" 2>&1 &
         PIDS+=($!)
-        TARGET_PIDS+=($!)
         TARGET_URLS+=("http://$addr")
     done
     for url in "${TARGET_URLS[@]}"; do
@@ -73,6 +72,10 @@ start_targets() { # start_targets W: fresh targets, so their RSS before is their
         done
         echo "a target did not start (see $WORK/target-*.log)" >&2
         exit 1
+    done
+    # The targets themselves (for RSS and CPU), not the `timeout` above each.
+    for pid in "${PIDS[@]}"; do
+        TARGET_PIDS+=("$(pgrep -P "$pid")")
     done
 }
 
@@ -98,8 +101,8 @@ ws_open() { # sockets the targets hold now
 run() {
     local name=$1 tabs=$2 workers=$3 vus=$4
     local ramp=$((15 + vus * TABS / 2000)) # connect phase: about 2,000 sockets a second
-    [ "$tabs" = 0 ] && ramp=15
     local listen_s=$((ramp + HOLD + 15))
+    [ "$tabs" = 0 ] && listen_s=30 # the baseline: VUs signed in, nothing else
     local config="$WORK/$name.toml"
     local targets
     targets=$(IFS=,; echo "${TARGET_URLS[*]}")

@@ -203,11 +203,13 @@ fn drain(tabs: &mut Vec<Socket>) -> u64 {
 fn write() -> Result<(), String> {
     let started = Instant::now();
     let every = Duration::from_millis(vu::env_parse("WRITE_MS", 1000u64));
-    let result = targets()
-        .iter()
-        .enumerate()
-        .map(|(i, base)| change_a_note(base, &writer_token(i, base)?))
-        .fold(Ok(()), |all: Result<(), String>, one| all.and(one));
+    // Every target gets its write even if one before it failed; the first error is
+    // the iteration's.
+    let mut result = Ok(());
+    for (i, base) in targets().iter().enumerate() {
+        let written = writer_token(i, base).and_then(|token| change_a_note(base, &token));
+        result = result.and(written);
+    }
     if let Some(rest) = every.checked_sub(started.elapsed()) {
         vu::sleep(rest);
     }
