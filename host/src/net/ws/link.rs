@@ -5,9 +5,9 @@
 //! the task, whether either side has gone, and the session's metrics.
 //!
 //! One mutex and two [`Notify`]s instead of two tokio channels: a channel allocates a
-//! block of 32 slots up front and pads its halves to cache lines, about 4 KiB for the
-//! pair, which was a third of an idle socket's cost. The queues here allocate only when
-//! something is in them, and the command queue's buffer is let go once taken.
+//! block of 32 slots when it is made and pads its halves to cache lines, for every
+//! idle socket. The queues here allocate only while something is in them (the inbox
+//! lets its buffer go when emptied, the command queue's goes with the commands).
 
 use super::message::{WsError, WsMessage};
 use super::session::Session;
