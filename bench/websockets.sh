@@ -10,7 +10,8 @@
 # The target (`host target`) runs on core 0 and the host on core 1 (taskset). Each N is
 # run twice: once with 0 tabs per user (the VUs alone: the baseline RSS) and once with
 # 20 tabs per user; RSS per socket = (peak RSS with sockets - baseline peak) / N.
-# Needs: a release build (made here), jq, curl, /usr/bin/time, taskset.
+# Needs: a release build (made here unless HOST=path names one; PLUGIN=path for another
+# sockets.wasm), jq, curl, /usr/bin/time, taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,9 +21,11 @@ TABS=20
 COUNTS=("${@:-10000}")
 ulimit -n "$(ulimit -Hn)"
 
-cargo build --release -p host >&2
-HOST=target/release/host
-PLUGIN=plugins/target/wasm32-wasip2/release/sockets.wasm
+if [ -z "${HOST:-}" ]; then
+    cargo build --release -p host >&2
+    HOST=target/release/host
+fi
+PLUGIN=${PLUGIN:-plugins/target/wasm32-wasip2/release/sockets.wasm}
 WORK=$(mktemp -d)
 BASE="http://127.0.0.1:$PORT"
 

@@ -20,7 +20,14 @@
 //!
 //! Environment: `BASE_URL` (default `http://127.0.0.1:8080`), `TABS` (20; the demo app
 //! allows 20 sockets per user), `GROUP` (1), `DRAIN_MS` (1000: one listener iteration),
-//! `POLL_MS` (200: pause between two passes over a listener's sockets).
+//! `POLL_MS` (200: pause between two passes over a listener's sockets), `WRITE_MS`
+//! (1000: the writer's pace).
+//!
+//! Several targets: `TARGETS` lists base URLs separated by commas (it replaces
+//! `BASE_URL`). One target process holds only so many sockets (its open-file limit),
+//! so 100,000 sockets are spread over several: listener VU `id` uses target
+//! `(id - 1) % count`, and the writer changes a note in every target each round,
+//! signed in at each, so `pushes_expected` sums every target's recipients.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -51,12 +58,11 @@ exec = "writer"
 /// How long a tab waits for the application to acknowledge its subscription.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How often the writer changes a note.
-const WRITE_EVERY: Duration = Duration::from_secs(1);
-
 thread_local! {
     /// A listener's open tabs; they outlive iterations and close when the VU ends.
     static TABS: RefCell<Vec<Socket>> = const { RefCell::new(Vec::new()) };
+    /// The writer's token at each target (signed in there on first use).
+    static WRITER_TOKENS: RefCell<Vec<Option<String>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A message of the live-updates socket (only the field this scenario reads).
@@ -95,8 +101,7 @@ impl Scenario for Sockets {
     }
 
     fn init(_data: String) -> Result<(), String> {
-        let user = format!("vu-{}", vu::id());
-        auth::sign_in_once(&vu::base_url(DEFAULT_BASE_URL), &user)
+        auth::sign_in_once(&my_target(), &user())
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
@@ -144,7 +149,7 @@ fn listen() -> Result<(), String> {
 /// Opens one tab: connect, subscribe, wait for the acknowledgement.
 fn open_tab() -> Result<Socket, String> {
     let token = auth::token()?;
-    let url = format!("{}/ws?token={token}", ws_base_url());
+    let url = format!("{}/ws?token={token}", ws_url(&my_target()));
     let socket = Socket::connect_with(&url, &[], &[("name", "/ws")])?;
     let group = vu::env_parse("GROUP", 1u64);
     socket.send_text(&format!("{{\"subscribe\": [{group}]}}"))?;
@@ -193,22 +198,47 @@ fn drain(tabs: &mut Vec<Socket>) -> u64 {
     pushes
 }
 
-/// One write a second: the pace holds when a write fails, so a failing target is
-/// not hammered in a tight loop.
+/// One round of writes every `WRITE_MS`: a note changed in every target. The pace
+/// holds when a write fails, so a failing target is not hammered in a tight loop.
 fn write() -> Result<(), String> {
     let started = Instant::now();
-    let result = change_a_note();
-    if let Some(rest) = WRITE_EVERY.checked_sub(started.elapsed()) {
+    let every = Duration::from_millis(vu::env_parse("WRITE_MS", 1000u64));
+    // Every target gets its write even if one before it failed; the first error is
+    // the iteration's.
+    let mut result = Ok(());
+    for (i, base) in targets().iter().enumerate() {
+        let written = writer_token(i, base).and_then(|token| change_a_note(base, &token));
+        result = result.and(written);
+    }
+    if let Some(rest) = every.checked_sub(started.elapsed()) {
         vu::sleep(rest);
     }
     result
 }
 
-/// Creates a note in `GROUP` and deletes it, counting the pushes the app sent.
-fn change_a_note() -> Result<(), String> {
-    let token = auth::token()?;
+/// The writer's token at target `i` (`base`): the one `init` got at this VU's own
+/// target, else signed in there once.
+fn writer_token(i: usize, base: &str) -> Result<String, String> {
+    if *base == my_target() {
+        return auth::token().map(str::to_owned);
+    }
+    WRITER_TOKENS.with(|tokens| {
+        let mut tokens = tokens.borrow_mut();
+        if tokens.len() <= i {
+            tokens.resize(i + 1, None);
+        }
+        if let Some(token) = &tokens[i] {
+            return Ok(token.clone());
+        }
+        let token = auth::sign_in(base, &user())?;
+        tokens[i] = Some(token.clone());
+        Ok(token)
+    })
+}
+
+/// Creates a note in `GROUP` at `base` and deletes it, counting the pushes the app sent.
+fn change_a_note(base: &str, token: &str) -> Result<(), String> {
     let group = vu::env_parse("GROUP", 1u64);
-    let base = vu::base_url(DEFAULT_BASE_URL);
     let info = vu::info();
     let res = http::post(format!("{base}/groups/{group}/notes"))
         .bearer(token)
@@ -249,9 +279,35 @@ fn kind_of(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// `BASE_URL` with `ws://` for `http://` (and `wss://` for `https://`).
-fn ws_base_url() -> String {
-    let base = vu::base_url(DEFAULT_BASE_URL);
+/// This VU's user name at every target.
+fn user() -> String {
+    format!("vu-{}", vu::id())
+}
+
+/// The targets' base URLs: `TARGETS` (comma-separated), else `BASE_URL`.
+fn targets() -> Vec<String> {
+    let listed: Vec<String> = vu::env("TARGETS")
+        .unwrap_or_default()
+        .split(',')
+        .map(|t| t.trim().trim_end_matches('/').to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if listed.is_empty() {
+        vec![vu::base_url(DEFAULT_BASE_URL)]
+    } else {
+        listed
+    }
+}
+
+/// The target of this VU's sockets (and of its sign-in): VUs are dealt round-robin.
+fn my_target() -> String {
+    let mut targets = targets();
+    let i = (vu::id().saturating_sub(1) % targets.len() as u64) as usize;
+    targets.swap_remove(i)
+}
+
+/// A base URL with `ws://` for `http://` (and `wss://` for `https://`).
+fn ws_url(base: &str) -> String {
     match base.split_once("://") {
         Some(("https", rest)) => format!("wss://{rest}"),
         Some((_, rest)) => format!("ws://{rest}"),

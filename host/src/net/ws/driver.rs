@@ -1,32 +1,24 @@
-//! The task that owns one socket: it reads frames into the plugin's bounded channel
-//! (and stops reading while that channel is full or holds its byte budget), answers the peer's pings, sends the
-//! host's own pings and times their pongs, writes what the plugin sends, and ends the
-//! session when the peer closes, the connection breaks, a pong is overdue, or the
-//! plugin lets go of the socket.
+//! The task that owns one socket: it reads frames into the plugin's bounded inbox
+//! (and stops reading while the inbox is full or holds its byte budget), answers the
+//! peer's pings, sends the host's own pings and times their pongs, writes what the
+//! plugin sends, and ends the session when the peer closes, the connection breaks, a
+//! pong is overdue, or the plugin lets go of the socket.
+//!
+//! The rare paths (a command, a close, an answer to a ping) are boxed futures awaited
+//! where they happen, so the task's own state, kept for every idle socket, holds only
+//! what waiting needs.
 
-use super::held::Held;
+use super::link::{Asked, Command, Link};
 use super::message::{format_size, WsError, WsMessage};
-use super::session::{Ending, Session};
+use super::session::Ending;
 use super::transport::Stream;
 use futures::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as TError, Message};
-
-/// What the plugin asks the socket's task to do.
-pub(super) enum Command {
-    /// Write a message; the reply says whether it was written.
-    Send(tokio_tungstenite::tungstenite::Message, Reply),
-    /// Close with this code and reason, wait (briefly) for the peer's close.
-    Close(u16, String, Reply),
-}
-
-/// Where the task answers a command.
-pub(super) type Reply = oneshot::Sender<Result<(), WsError>>;
 
 /// How long a closing socket waits for the peer's close frame before dropping the
 /// connection.
@@ -47,14 +39,7 @@ struct PendingPing {
 }
 
 /// Runs a socket until it ends; see the module documentation.
-pub(super) async fn run(
-    mut ws: Stream,
-    mut commands: mpsc::Receiver<Command>,
-    incoming: mpsc::Sender<WsMessage>,
-    held: Arc<Held>,
-    session: Arc<Session>,
-    timing: Timing,
-) {
+pub(super) async fn run(mut ws: Stream, link: Arc<Link>, timing: Timing) {
     let mut pings = timing.ping_interval.map(|every| {
         let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -62,61 +47,37 @@ pub(super) async fn run(
     });
     let mut pending_ping: Option<PendingPing> = None;
     let mut ping_count: u64 = 0;
-    // Room for one message in the plugin's channel; the stream is read only while we
-    // hold it, which is the backpressure.
-    let mut room = None;
+    let session = &link.session;
     let ending = loop {
-        // Read only with a slot in the channel and the held bytes under budget.
-        let reading = room.is_some() && held.has_room();
+        match link.asked() {
+            Asked::Nothing => {}
+            Asked::Dropped => {
+                Box::pin(going_away(&mut ws)).await;
+                break Ending::Dropped;
+            }
+            Asked::Commands(commands) => {
+                match Box::pin(carry_out(&mut ws, &link, commands, timing.write_timeout)).await {
+                    Some(ending) => break ending,
+                    None => continue,
+                }
+            }
+        }
+        // Read only with room in the inbox: the backpressure on the peer.
+        let reading = link.may_read();
         tokio::select! {
-            command = commands.recv() => match command {
-                Some(Command::Send(message, reply)) => {
-                    let written = write(&mut ws, message, timing.write_timeout).await;
-                    if written.is_ok() {
-                        session.sent();
-                    }
-                    let failed = written.as_ref().err().cloned();
-                    let _ = reply.send(written);
-                    if let Some(error) = failed {
-                        break Ending::Failed(error);
-                    }
-                }
-                Some(Command::Close(code, reason, reply)) => {
-                    let frame = CloseFrame { code: CloseCode::from(code), reason: reason.clone().into() };
-                    let _ = reply.send(close(&mut ws, frame).await);
-                    break Ending::ClosedByPlugin(code, reason);
-                }
-                None => {
-                    going_away(&mut ws).await;
-                    break Ending::Dropped;
-                }
-            },
-            reserved = incoming.reserve(), if room.is_none() => match reserved {
-                Ok(permit) => room = Some(permit),
-                Err(_) => {
-                    going_away(&mut ws).await;
-                    break Ending::Dropped;
-                }
-            },
-            _ = held.freed(), if room.is_some() && !reading => {}
+            _ = link.task_woken() => {}
             frame = ws.next(), if reading => match frame {
                 Some(Ok(Message::Text(text))) => {
                     session.received();
-                    if let Some(permit) = room.take() {
-                        held.add(text.len());
-                        permit.send(WsMessage::Text(text.as_str().to_owned()));
-                    }
+                    link.deliver(WsMessage::Text(text.as_str().to_owned()));
                 }
                 Some(Ok(Message::Binary(data))) => {
                     session.received();
-                    if let Some(permit) = room.take() {
-                        held.add(data.len());
-                        permit.send(WsMessage::Binary(data.to_vec()));
-                    }
+                    link.deliver(WsMessage::Binary(data.to_vec()));
                 }
                 Some(Ok(Message::Ping(_))) => {
                     // tungstenite queued the pong; write it now rather than on the next read.
-                    if let Err(e) = flush(&mut ws, timing.write_timeout).await {
+                    if let Err(e) = Box::pin(flush(&mut ws, timing.write_timeout)).await {
                         break Ending::Failed(e);
                     }
                 }
@@ -128,7 +89,7 @@ pub(super) async fn run(
                 }
                 Some(Ok(Message::Close(frame))) => {
                     // tungstenite queued our reply to the close; send it, briefly.
-                    let _ = flush(&mut ws, CLOSE_GRACE).await;
+                    let _ = Box::pin(flush(&mut ws, CLOSE_GRACE)).await;
                     let (code, reason) = match frame {
                         Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
                         None => (1005, "no status code".to_owned()),
@@ -157,18 +118,51 @@ pub(super) async fn run(
                 ping_count += 1;
                 let payload = ping_count.to_be_bytes();
                 let sent = Instant::now();
-                if let Err(e) = write(&mut ws, Message::Ping(payload.to_vec().into()), every).await {
+                let ping = Message::Ping(payload.to_vec().into());
+                if let Err(e) = Box::pin(write(&mut ws, ping, every)).await {
                     break Ending::Failed(e);
                 }
                 pending_ping = Some(PendingPing { payload, sent });
             }
         }
     };
-    drop(room);
-    // Record the ending (and the error the plugin will be told) before the channel
-    // closes, so a `recv` that finds it closed also finds the reason.
+    // Record the ending (and the error the plugin will be told) before the plugin
+    // learns that the socket ended, so a `recv` that finds it ended finds the reason.
     session.finish(ending);
-    drop(incoming);
+    link.end();
+}
+
+/// Carries out the plugin's commands in order; the ending if one ended the socket.
+async fn carry_out(
+    ws: &mut Stream,
+    link: &Link,
+    commands: std::collections::VecDeque<Command>,
+    write_timeout: Duration,
+) -> Option<Ending> {
+    for command in commands {
+        match command {
+            Command::Send(message, reply) => {
+                let written = write(ws, message, write_timeout).await;
+                if written.is_ok() {
+                    link.session.sent();
+                }
+                let failed = written.as_ref().err().cloned();
+                let _ = reply.send(written);
+                if let Some(error) = failed {
+                    return Some(Ending::Failed(error));
+                }
+            }
+            Command::Close(code, reason, reply) => {
+                let frame = CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: reason.clone().into(),
+                };
+                let _ = reply.send(close(ws, frame).await);
+                return Some(Ending::ClosedByPlugin(code, reason));
+            }
+        }
+    }
+    None
 }
 
 async fn tick(pings: &mut Option<tokio::time::Interval>) {

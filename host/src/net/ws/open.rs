@@ -3,7 +3,7 @@
 //! then the socket's task is started.
 
 use super::driver;
-use super::held::Held;
+use super::link::Link;
 use super::message::WsError;
 use super::session::Session;
 use super::socket::Socket;
@@ -19,17 +19,16 @@ use http::header::{HeaderName, HeaderValue};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-/// Bytes read from the socket at a time. Small, because there may be tens of
-/// thousands of mostly idle sockets; tungstenite's default (128 KiB) is for throughput.
-const READ_BUFFER: usize = 4 * 1024;
-
-/// Commands the plugin can have queued for one socket (it makes one call at a time).
-const COMMAND_QUEUE: usize = 2;
+/// Bytes read from the socket at a time, and the read buffer every socket keeps (all
+/// of it touched: tungstenite zero-fills it before each read). Small, because there may
+/// be tens of thousands of mostly idle sockets whose pushes are a few hundred bytes;
+/// a longer message still arrives whole (the buffer grows to hold it), in reads of
+/// this size. tungstenite's default (128 KiB) is for throughput.
+const READ_BUFFER: usize = 1024;
 
 /// Opens a socket to a `ws://` URL for a VU whose tags are `base_tags`, adding the
 /// plugin's `headers` to the upgrade request and its `tags` to the socket's metrics.
@@ -103,26 +102,22 @@ async fn open(
         s.count(builtin::WS_SESSIONS, tags, 1.0);
         s.trend(builtin::WS_CONNECTING, tags, connecting.as_micros() as u64);
     });
-    let session = Arc::new(Session::open(shared.clone(), tags.clone(), started, io));
-    let (commands, command_rx) = mpsc::channel(COMMAND_QUEUE);
-    let (incoming_tx, incoming) = mpsc::channel(shared.websocket.recv_buffer);
-    let held = Arc::new(Held::new(shared.websocket.recv_buffer_bytes));
+    let session = Session::open(shared.clone(), tags.clone(), started, io);
+    let link = Arc::new(Link::new(
+        session,
+        shared.websocket.recv_buffer,
+        shared.websocket.recv_buffer_bytes,
+    ));
     tokio::spawn(driver::run(
         stream,
-        command_rx,
-        incoming_tx,
-        held.clone(),
-        session.clone(),
+        link.clone(),
         driver::Timing {
             ping_interval: shared.websocket.ping_interval,
             write_timeout: shared.default_timeout,
         },
     ));
     Ok(Socket {
-        commands,
-        incoming,
-        held,
-        session,
+        link,
         max_message: shared.websocket.max_message,
     })
 }

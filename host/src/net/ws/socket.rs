@@ -1,20 +1,17 @@
 //! The plugin's handle on a socket: sends and receives go through the socket's task
 //! ([`driver`](super::driver)), and dropping the handle ends the session.
 
-use super::driver::{Command, Reply};
-use super::held::Held;
+use super::link::{Command, Link, Reply, Taken};
 use super::message::{format_size, WsError, WsMessage};
-use super::session::{self, Session};
+use super::session;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// An open WebSocket held by the host for a plugin.
 pub struct Socket {
-    pub(super) commands: mpsc::Sender<Command>,
-    pub(super) incoming: mpsc::Receiver<WsMessage>,
-    pub(super) held: Arc<Held>,
-    pub(super) session: Arc<Session>,
+    /// Shared with the socket's task: its inbox, commands and session.
+    pub(super) link: Arc<Link>,
     /// `[websocket] max_message`, for sends too: a message waits in the host (encoded,
     /// then in the write buffer) outside the plugin's memory cap.
     pub(super) max_message: usize,
@@ -51,22 +48,22 @@ impl Socket {
     /// already arrived); `None` when nothing came in time. Messages that arrived before
     /// the socket ended are delivered first, then the reason it ended.
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<WsMessage>, WsError> {
-        let next = if timeout.is_zero() {
-            match self.incoming.try_recv() {
-                Ok(message) => Some(message),
-                Err(mpsc::error::TryRecvError::Empty) => return Ok(None),
-                Err(mpsc::error::TryRecvError::Disconnected) => None,
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.link.take() {
+                Taken::Message(message) => return Ok(Some(message)),
+                Taken::Ended => return Err(self.link.session.end_error()),
+                Taken::Empty if timeout.is_zero() => return Ok(None),
+                Taken::Empty => {}
             }
-        } else {
-            match tokio::time::timeout(timeout, self.incoming.recv()).await {
-                Ok(next) => next,
-                Err(_elapsed) => return Ok(None),
+            // Woken by a message or the end; a wake-up may be stale, so look again.
+            if tokio::time::timeout_at(deadline, self.link.plugin_woken())
+                .await
+                .is_err()
+            {
+                return Ok(None);
             }
-        };
-        if let Some(message) = &next {
-            self.held.take(message.len());
         }
-        next.map(Some).ok_or_else(|| self.session.end_error())
     }
 
     /// Closes the socket with `code` and `reason` and waits briefly for the peer's
@@ -91,12 +88,13 @@ impl Socket {
 
     async fn request(&mut self, command: impl FnOnce(Reply) -> Command) -> Result<(), WsError> {
         let (reply, answer) = oneshot::channel();
-        if self.commands.send(command(reply)).await.is_err() {
-            return Err(self.session.end_error());
+        if self.link.ask(command(reply)).is_err() {
+            return Err(self.link.session.end_error());
         }
         match answer.await {
             Ok(result) => result,
-            Err(_) => Err(self.session.end_error()),
+            // The task ended with the command unanswered.
+            Err(_) => Err(self.link.session.end_error()),
         }
     }
 }
@@ -105,6 +103,7 @@ impl Drop for Socket {
     fn drop(&mut self) {
         // The session ends for the metrics now, when its VU lets go of it; the task
         // still says goodbye to the peer in the background.
-        self.session.finish(session::Ending::Dropped);
+        self.link.session.finish(session::Ending::Dropped);
+        self.link.drop_socket();
     }
 }

@@ -9,10 +9,11 @@ use crate::net::{Allowlist, NetShared};
 use futures::{SinkExt, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::net::TcpListener;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
+use transport::Transport;
 
 fn shared(options: WebSocketOptions) -> Arc<NetShared> {
     let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
@@ -122,7 +123,7 @@ async fn the_buffer_is_bounded_in_bytes_whatever_the_message_count() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let held = socket.held.bytes();
+    let held = socket.link.held_bytes();
     assert!(
         (1 << 20..(1 << 20) + MESSAGE).contains(&held),
         "the host holds {held} bytes for a socket with a 1 MiB budget"
@@ -301,4 +302,41 @@ async fn host_pings_are_timed_and_the_plugin_close_is_acknowledged() {
         socket.close(1006, String::new()).await,
         Err(WsError::Invalid(_))
     ));
+}
+
+/// Every idle socket keeps its task's state and its link for as long as it is open,
+/// so both are bounded here: the task's rare paths (commands, closes, pings) are boxed
+/// futures, and the link replaced two channels (see `link`).
+#[tokio::test]
+async fn an_idle_socket_keeps_a_small_task_and_link() {
+    let url = server(|mut ws| async move { while let Some(Ok(_)) = ws.next().await {} }).await;
+    let shared = shared(WebSocketOptions::default());
+    let addr = url.trim_start_matches("ws://").trim_end_matches('/');
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (io, stats) = crate::net::counting_io::CountingIo::new(tcp);
+    let (stream, _) = tokio_tungstenite::client_async(url.as_str(), Transport::Plain(io))
+        .await
+        .unwrap();
+    let stream_bytes = std::mem::size_of_val(&stream);
+    let session = session::Session::open(shared.clone(), TagSet::empty(), Instant::now(), stats);
+    let link = Arc::new(link::Link::new(session, 64, 1 << 20));
+    let task = driver::run(
+        stream,
+        link.clone(),
+        driver::Timing {
+            ping_interval: Some(Duration::from_secs(20)),
+            write_timeout: Duration::from_secs(10),
+        },
+    );
+    let task_bytes = std::mem::size_of_val(&task);
+    let link_bytes = std::mem::size_of::<link::Link>();
+    eprintln!(
+        "task state {task_bytes} B (of which the stream {stream_bytes} B), link {link_bytes} B"
+    );
+    // The stream is most of the task; what waiting adds stays under 1 KiB.
+    assert!(
+        task_bytes < stream_bytes + 1024,
+        "an idle socket's task keeps {task_bytes} bytes ({stream_bytes} of them the stream)"
+    );
+    assert!(link_bytes < 512, "the link is {link_bytes} bytes");
 }

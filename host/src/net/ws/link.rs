@@ -1,0 +1,204 @@
+//! What the plugin's handle and the socket's task share, in one allocation: the
+//! messages received and not yet taken (bounded in count and bytes: the task reads the
+//! peer only while they are under both limits, so a plugin that falls behind costs at
+//! most the budget plus one message per socket), the plugin's commands on their way to
+//! the task, whether either side has gone, and the session's metrics.
+//!
+//! One mutex and two [`Notify`]s instead of two tokio channels: a channel allocates a
+//! block of 32 slots when it is made and pads its halves to cache lines, for every
+//! idle socket. The queues here allocate only while something is in them (the inbox
+//! lets its buffer go when emptied, the command queue's goes with the commands).
+
+use super::message::{WsError, WsMessage};
+use super::session::Session;
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use tokio::sync::{oneshot, Notify};
+
+/// What the plugin asks the socket's task to do.
+pub(super) enum Command {
+    /// Write a message; the reply says whether it was written.
+    Send(tokio_tungstenite::tungstenite::Message, Reply),
+    /// Close with this code and reason, wait (briefly) for the peer's close.
+    Close(u16, String, Reply),
+}
+
+/// Where the task answers a command.
+pub(super) type Reply = oneshot::Sender<Result<(), WsError>>;
+
+/// Shared by the plugin's [`Socket`](super::socket::Socket) and the socket's task.
+pub(super) struct Link {
+    state: Mutex<State>,
+    /// Most messages held for the plugin (`[websocket] recv_buffer`).
+    max_messages: usize,
+    /// Most bytes held for the plugin (`[websocket] recv_buffer_bytes`).
+    max_bytes: usize,
+    /// Wakes the task: a command came, the plugin let go, or it took a message from a
+    /// full inbox. A stored permit if the task is not waiting yet, so none is lost.
+    to_task: Notify,
+    /// Wakes the plugin: a message arrived or the socket ended.
+    to_plugin: Notify,
+    /// The socket's life for the metrics.
+    pub(super) session: Session,
+}
+
+#[derive(Default)]
+struct State {
+    inbox: VecDeque<WsMessage>,
+    /// Payload bytes in `inbox`.
+    held: usize,
+    commands: VecDeque<Command>,
+    /// The plugin let go of the socket.
+    dropped: bool,
+    /// The task ended: no message will come and no command will be carried out.
+    ended: bool,
+}
+
+/// What the task is asked to do next, from the plugin's side.
+pub(super) enum Asked {
+    /// Carry out these commands, in order.
+    Commands(VecDeque<Command>),
+    /// The plugin let go of the socket.
+    Dropped,
+    /// Nothing new.
+    Nothing,
+}
+
+/// What the plugin finds in the inbox.
+pub(super) enum Taken {
+    /// The next message.
+    Message(WsMessage),
+    /// Nothing yet.
+    Empty,
+    /// Nothing, and nothing will come: the socket ended.
+    Ended,
+}
+
+impl Link {
+    /// An empty link that holds at most `max_messages` messages and (about)
+    /// `max_bytes` bytes for the plugin.
+    pub(super) fn new(session: Session, max_messages: usize, max_bytes: usize) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            max_messages: max_messages.max(1),
+            max_bytes,
+            to_task: Notify::new(),
+            to_plugin: Notify::new(),
+            session,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent at every step, so a panic elsewhere leaves it usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn has_room(&self, state: &State) -> bool {
+        state.inbox.len() < self.max_messages && state.held < self.max_bytes
+    }
+
+    // The task's side.
+
+    /// The commands queued and whether the plugin let go; the task calls it before it
+    /// waits, and [`Link::task_woken`] wakes it when there is more.
+    pub(super) fn asked(&self) -> Asked {
+        let mut state = self.lock();
+        if state.dropped {
+            Asked::Dropped
+        } else if state.commands.is_empty() {
+            Asked::Nothing
+        } else {
+            // Taken whole: the buffer goes with it, not kept for the next command.
+            Asked::Commands(std::mem::take(&mut state.commands))
+        }
+    }
+
+    /// Whether the task may read another message from the peer.
+    pub(super) fn may_read(&self) -> bool {
+        self.has_room(&self.lock())
+    }
+
+    /// Puts a message in the inbox (the task read it while [`Link::may_read`]).
+    pub(super) fn deliver(&self, message: WsMessage) {
+        {
+            let mut state = self.lock();
+            state.held += message.len();
+            state.inbox.push_back(message);
+        }
+        self.to_plugin.notify_one();
+    }
+
+    /// Waits until the plugin asks something or makes room.
+    pub(super) async fn task_woken(&self) {
+        self.to_task.notified().await;
+    }
+
+    /// The task ended: the plugin is told once the inbox is empty, and commands still
+    /// queued are dropped (their callers are told why the socket ended).
+    pub(super) fn end(&self) {
+        let unanswered = {
+            let mut state = self.lock();
+            state.ended = true;
+            std::mem::take(&mut state.commands)
+        };
+        drop(unanswered);
+        self.to_plugin.notify_one();
+    }
+
+    // The plugin's side.
+
+    /// Queues a command for the task; gives it back if the task has ended.
+    pub(super) fn ask(&self, command: Command) -> Result<(), Command> {
+        {
+            let mut state = self.lock();
+            if state.ended {
+                return Err(command);
+            }
+            state.commands.push_back(command);
+        }
+        self.to_task.notify_one();
+        Ok(())
+    }
+
+    /// Takes the next message, if one is there; wakes the task if that made room.
+    pub(super) fn take(&self) -> Taken {
+        let mut state = self.lock();
+        // Whether the task stopped reading, judged before this message leaves.
+        let was_full = !self.has_room(&state);
+        let Some(message) = state.inbox.pop_front() else {
+            return if state.ended {
+                Taken::Ended
+            } else {
+                Taken::Empty
+            };
+        };
+        state.held -= message.len();
+        if state.inbox.is_empty() {
+            // A burst's buffer is not kept by a socket that is idle again.
+            state.inbox = VecDeque::new();
+        }
+        drop(state);
+        // Only a task that stopped reading waits for room: no wake-up per message.
+        if was_full {
+            self.to_task.notify_one();
+        }
+        Taken::Message(message)
+    }
+
+    /// Waits until a message arrives or the socket ends (or spuriously: check again).
+    pub(super) async fn plugin_woken(&self) {
+        self.to_plugin.notified().await;
+    }
+
+    /// The plugin let go of the socket: the task says goodbye to the peer and ends.
+    pub(super) fn drop_socket(&self) {
+        self.lock().dropped = true;
+        self.to_task.notify_one();
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.lock().held
+    }
+}
