@@ -119,8 +119,21 @@ impl responses::Host for VuState {
         }
     }
 
-    fn timings_of(&mut self, slot: u32) -> wasmtime::Result<wit::Timings> {
-        Ok(timings_to_wit(&self.slot(slot)?.timings))
+    fn timings_of(&mut self, slot: u32) -> wasmtime::Result<Vec<f64>> {
+        let t = timings_to_wit(&self.slot(slot)?.timings);
+        // Microseconds to milliseconds as the layer divided them (`us / 1000` of the
+        // same f64), so a script reads the same numbers.
+        Ok([
+            t.blocked_us,
+            t.connecting_us,
+            t.tls_handshaking_us,
+            t.sending_us,
+            t.waiting_us,
+            t.receiving_us,
+            t.duration_us,
+        ]
+        .map(|us| us as f64 / 1000.0)
+        .to_vec())
     }
 
     fn url_of(&mut self, slot: u32) -> wasmtime::Result<String> {

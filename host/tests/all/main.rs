@@ -66,6 +66,7 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod repeated;
     mod responses;
     mod scripts;
 }

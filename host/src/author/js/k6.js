@@ -145,6 +145,28 @@ function vuInfo() {
 
 let groupPath = ''; // "::a::b" inside group("a", () => group("b", ...))
 const vuTags = {}; // exec.vu.tags: added to every sample of the VU
+// exec.vu.tags is a view of `vuTags` that counts its changes, so that what is keyed by
+// the VU's tags (checks, repeated requests) compares a number, not the tags.
+let vuTagsVersion = 0;
+// Changes of what a repeated request is matched by beyond its call's arguments
+// (exec.vu.tags, setResponseCallback).
+let keyVersion = 0;
+const vuTagsView = new Proxy(vuTags, {
+  set(t, k, v) { t[k] = v; vuTagsVersion++; keyVersion++; return true; },
+  deleteProperty(t, k) { const ok = delete t[k]; vuTagsVersion++; keyVersion++; return ok; },
+  defineProperty(t, k, d) { Object.defineProperty(t, k, d); vuTagsVersion++; keyVersion++; return true; },
+});
+let vuTagsText = ''; // the VU's tags as a check's key spells them, as of vuTagsTextVersion
+let vuTagsTextVersion = 0;
+function vuTagsKey() {
+  if (vuTagsTextVersion !== vuTagsVersion) {
+    let text = '';
+    for (const k in vuTags) text += `\u0001${k}\u0002${vuTags[k]}`;
+    vuTagsText = text;
+    vuTagsTextVersion = vuTagsVersion;
+  }
+  return vuTagsText;
+}
 
 function tagList(extra) {
   const list = [];
@@ -185,23 +207,41 @@ class Abort extends Error {}
 // is recorded by name, as `metrics.check`.
 const checkIds = new Map(); // key → number, or -1: recorded by name
 const MAX_CHECK_IDS = 10000;
+// The keys and numbers of the first CHECK_ORDER checks of the last iteration, by
+// their order in it (`checkAt`, reset by each iteration): comparing a key with the
+// one seen at the same place costs less than finding it in `checkIds`.
+const CHECK_ORDER = 64;
+const checkOrderKeys = [];
+const checkOrderIds = [];
+let checkAt = 0;
 
 function check(val, sets, tags) {
   let all = true;
   let list = null;
   let prefix = groupPath;
-  for (const k in vuTags) prefix += `\u0001${k}\u0002${vuTags[k]}`;
+  if (vuTagsVersion !== 0) prefix += vuTagsKey();
   if (tags) for (const k in tags) prefix += `\u0003${k}\u0002${tags[k]}`;
-  for (const name in sets) {
+  // Object.keys, not for-in: QuickJS's for-in lists the prototype chain's names too.
+  const names = sets === null || sets === undefined ? [] : Object.keys(sets);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
     const c = sets[name];
     const ok = !!(typeof c === 'function' ? c(val) : c);
     const key = prefix === '' ? name : `${prefix}\u0000${name}`;
-    let id = checkIds.get(key);
-    if (id === undefined) {
-      if (list === null) list = tagList(tags);
-      const got = checkIds.size < MAX_CHECK_IDS ? hostChecks.register(name, list) : null;
-      id = got === null ? -1 : got;
-      checkIds.set(key, id);
+    // The n-th check of an iteration is most often the n-th of the last one.
+    const at = checkAt++;
+    let id;
+    if (at < CHECK_ORDER && checkOrderKeys[at] === key) {
+      id = checkOrderIds[at];
+    } else {
+      id = checkIds.get(key);
+      if (id === undefined) {
+        if (list === null) list = tagList(tags);
+        const got = checkIds.size < MAX_CHECK_IDS ? hostChecks.register(name, list) : null;
+        id = got === null ? -1 : got;
+        checkIds.set(key, id);
+      }
+      if (at < CHECK_ORDER) { checkOrderKeys[at] = key; checkOrderIds[at] = id; }
     }
     if (id >= 0) hostChecks.add(id, ok);
     else hostMetrics.check(name, ok, list === null ? (list = tagList(tags)) : list);
@@ -415,7 +455,7 @@ function setResponseCallback(cb) {
     throw new Error('setResponseCallback takes http.expectedStatuses(...) (or null)');
   }
   defaultExpected = cb || null;
-  expectedVersion++;
+  keyVersion++;
 }
 
 const ERROR_CODES = { denied: 1000, invalid: 1020, connect: 1212, timeout: 1050, tls: 1300, protocol: 1600, bodyTooLarge: 1501 };
@@ -490,26 +530,30 @@ function buildRequest(method, url, body, params) {
 // A send's number for a failure: FAILED + its place in `error`. The runtime hands a
 // u32 over as a signed 32-bit number: `word | 0` reads a failure as negative either way.
 const FAILED = 0x80000000 | 0;
-let fresh = []; // WeakRefs to the responses of the current call
+let fresh = []; // WeakRefs to the responses of the current call: the first freshN
+let freshN = 0; // (an index, not push and length = 0: fewer interpreted calls)
 let kept = []; // [WeakRef, slot] pairs of responses kept past their call
 const MAX_KEPT = 64;
+const WeakRefOf = WeakRef; // a module binding is found faster than a global
 
 // At the end of every call into the script: slots, then k6/html documents.
 function endCall() {
   if (kept.length !== 0) releaseDropped();
-  if (fresh.length !== 0) keepHeld();
+  if (freshN !== 0) keepHeld();
   if (heldDocs.length !== 0) releaseDocuments(); // k6/html
 }
 
 function keepHeld() {
-  for (let i = 0; i < fresh.length; i++) {
+  for (let i = 0; i < freshN; i++) {
     const r = fresh[i].deref();
     if (r !== undefined && r._slot >= 0) {
       hostResponses.keep(r._slot);
       kept.push(fresh[i], r._slot);
     }
   }
-  fresh = [];
+  // A call that made many responses does not leave its list behind.
+  if (freshN > MAX_KEPT) fresh = [];
+  freshN = 0;
   if (kept.length > 2 * MAX_KEPT) {
     const old = kept.slice(0, kept.length - MAX_KEPT);
     kept = kept.slice(kept.length - MAX_KEPT);
@@ -531,7 +575,7 @@ function releaseDropped() {
   kept.length = j;
 }
 
-const NO_TIMINGS = { blockedUs: 0, connectingUs: 0, tlsHandshakingUs: 0, sendingUs: 0, waitingUs: 0, receivingUs: 0, durationUs: 0 };
+const NO_TIMINGS = [0, 0, 0, 0, 0, 0, 0]; // `timings-of`'s order, in ms
 
 // A Response is built for every request, so what a script may never read is made on
 // first access: `request`, `timings`, `headers`, `body` (a getter on the class that
@@ -541,12 +585,13 @@ class Response {
     this._req = req;
     if ((word | 0) >= 0) {
       const slot = word >>> 11;
-      this.status = word & 1023;
+      const status = word & 1023;
+      this.status = status;
       this.url = (word & 1024) === 0 ? req.url : hostResponses.urlOf(slot);
       this._slot = slot;
       this.error = '';
-      this.error_code = this.status >= 400 ? 1000 + this.status : 0;
-      fresh.push(new WeakRef(this));
+      this.error_code = status >= 400 ? 1000 + status : 0;
+      fresh[freshN++] = new WeakRefOf(this);
     } else {
       if (err === null) {
         // The runtime throws a result's error as an Error holding it in `payload`.
@@ -577,8 +622,7 @@ class Response {
   get timings() {
     const t = this._slot >= 0 ? hostResponses.timingsOf(this._slot) : NO_TIMINGS;
     const value = {
-      blocked: t.blockedUs / 1000, connecting: t.connectingUs / 1000, tls_handshaking: t.tlsHandshakingUs / 1000,
-      sending: t.sendingUs / 1000, waiting: t.waitingUs / 1000, receiving: t.receivingUs / 1000, duration: t.durationUs / 1000,
+      blocked: t[0], connecting: t[1], tls_handshaking: t[2], sending: t[3], waiting: t[4], receiving: t[5], duration: t[6],
     };
     Object.defineProperty(this, 'timings', { value, writable: true, enumerable: true });
     return value;
@@ -682,20 +726,94 @@ function preparedFor(req) {
   return prepared;
 }
 
-// Prepared requests found without building the request: the key is made from the
-// call's own arguments (method, URL string, the params' tags and headers, the group,
-// the VU's tags and the response callback in force), for a call with no body and no
-// params beyond `tags` and `headers`; any other call (null key) goes the long way.
-// A key maps to a prepared handle and the request it was built from (what the
-// Response reads), so a repeated call costs its key and the send.
+// Prepared requests found without building the request: a call with no body and no
+// params beyond `tags` and `headers` (each a flat object of plain values) is looked
+// up by its URL, then matched against what earlier calls to that URL were made from:
+// the method, the params' names and values in order, the group, the VU's tags and
+// the response callback in force. A match is the prepared handle and the request it
+// was built from (what the Response reads), so a repeated call costs the lookup and
+// the send. Values are compared in place: building a key string cost about a third
+// of a request's guest instructions (QuickJS in WebAssembly spends ~100 wasm
+// operations per bytecode). Any other call goes the long way.
 const MAX_QUICK = 1024;
-let quickRequests = new Map(); // key → { prepared, req }
-let expectedVersion = 0; // setResponseCallback calls, part of the key
+let quickRequests = new Map(); // URL → entry, entries of one URL chained by `next`
+let quickCount = 0;
+const NO_PARAMS = { names: [], fields: [] };
 
-function quickKey(method, url, body, params) {
-  if ((body !== null && body !== undefined) || typeof url !== 'string' || phase !== 'iteration') return null;
-  let k = `${method}\u0000${url}\u0000${expectedVersion}\u0000${groupPath}`;
-  for (const t in vuTags) k += `\u0001${t}\u0002${vuTags[t]}`;
+// The params' `tags` and `headers` as an entry compares them: `names`, the params'
+// names in order, and `fields`, per param the names and values of its fields
+// flattened; or null when the call is not matched in place (another param, one
+// that is undefined, a nested object).
+function paramsShape(params) {
+  const names = Object.keys(params);
+  const fields = [];
+  for (let j = 0; j < names.length; j++) {
+    const p = names[j];
+    const v = params[p];
+    if ((p !== 'tags' && p !== 'headers') || v === null || typeof v !== 'object') return null;
+    const flat = [];
+    const keys = Object.keys(v);
+    for (let m = 0; m < keys.length; m++) {
+      const x = v[keys[m]];
+      if (x !== null && typeof x === 'object') return null;
+      flat.push(keys[m], x);
+    }
+    fields.push(flat);
+  }
+  return { names, fields };
+}
+
+// Whether `params` (its names `names`) has the names, and its fields the names and
+// values, of `shape`,
+// in the same order (`===`: a value of another type, or NaN, is no match and goes
+// the long way). Object.keys, not for-in: QuickJS's for-in lists the prototype
+// chain's names too (6 k wasm operations for a one-field object, against 3.7 k).
+function sameParams(shape, params, names) {
+  const pn = shape.names;
+  if (names.length !== pn.length) return false;
+  for (let j = 0; j < names.length; j++) {
+    const p = names[j];
+    if (p !== pn[j]) return false;
+    const v = params[p];
+    if (v === null || typeof v !== 'object') return false;
+    const keys = Object.keys(v);
+    const flat = shape.fields[j];
+    if (keys.length * 2 !== flat.length) return false;
+    for (let m = 0; m < keys.length; m++) {
+      const k = keys[m];
+      if (k !== flat[2 * m] || v[k] !== flat[2 * m + 1]) return false;
+    }
+  }
+  return true;
+}
+
+// The entry an earlier call made for this one, or undefined.
+function quickFind(method, url, params) {
+  let e = quickRequests.get(url);
+  if (e === undefined) return undefined;
+  const names = params ? Object.keys(params) : NO_PARAMS.names;
+  for (; e !== undefined; e = e.next) {
+    if (e.method === method && e.group === groupPath && e.version === keyVersion && sameParams(e.shape, params, names)) return e;
+  }
+  return undefined;
+}
+
+// The Response of a send by an entry.
+function quickSend(e) {
+  const res = new Response(e.req, hostResponses.sendPrepared(e.prepared), null);
+  if (res._slot < 0 && runOptions.throw) throw new Error(`${e.req.method} ${e.req.url}: ${res.error}`);
+  return res;
+}
+
+// Entries per URL compared in place; past them a URL's calls are found by a key
+// string (`quickKey`), so a script that sends one URL with many tag values does not
+// compare each call with all of them.
+const QUICK_CHAIN = 4;
+let keyedRequests = new Map(); // quickKey → entry
+
+// The key of a call for `keyedRequests`, or null when it cannot be looked up.
+function quickKey(method, url, params) {
+  let k = `${method}\u0000${url}\u0000${keyVersion}\u0000${groupPath}`;
   if (params) {
     for (const p in params) {
       const v = params[p];
@@ -712,11 +830,36 @@ function quickKey(method, url, body, params) {
   return k;
 }
 
+function quickRemember(method, url, params, prepared, req) {
+  const shape = params ? paramsShape(params) : NO_PARAMS;
+  if (quickCount >= MAX_QUICK) { quickRequests = new Map(); keyedRequests = new Map(); quickCount = 0; }
+  const e = { method, group: groupPath, version: keyVersion, shape, prepared, req, next: undefined, length: 1 };
+  const head = quickRequests.get(url);
+  if (shape !== null && (head === undefined || head.length < QUICK_CHAIN)) {
+    if (head !== undefined) { e.next = head; e.length = head.length + 1; }
+    quickRequests.set(url, e);
+  } else {
+    const key = quickKey(method, url, params);
+    if (key === null) return;
+    keyedRequests.set(key, e);
+  }
+  quickCount++;
+}
+
 function request(method, url, body, params) {
-  const qk = quickKey(method, url, body, params);
-  if (qk !== null) {
-    const hit = quickRequests.get(qk);
-    if (hit) return answer(hit.req, hostResponses.sendPrepared(hit.prepared));
+  const quick = (body === null || body === undefined) && typeof url === 'string' && phase === 'iteration';
+  if (quick) {
+    const hit = quickFind(method, url, params);
+    if (hit !== undefined) return quickSend(hit);
+  }
+  return requestMissed(method, url, body, params, quick);
+}
+
+// A request `quickFind` did not find (`quick`: one it may find another time).
+function requestMissed(method, url, body, params, quick) {
+  if (quick && keyedRequests.size !== 0) {
+    const keyed = keyedRequests.get(quickKey(method, url, params));
+    if (keyed !== undefined) return quickSend(keyed);
   }
   const req = buildRequest(method, url, body, params);
   let prepared;
@@ -728,10 +871,7 @@ function request(method, url, body, params) {
     if (runOptions.throw) throw new Error(`${req.method} ${req.url}: ${failed.error}`);
     return failed;
   }
-  if (prepared && qk !== null) {
-    if (quickRequests.size >= MAX_QUICK) quickRequests = new Map();
-    quickRequests.set(qk, { prepared, req });
-  }
+  if (prepared && quick) quickRemember(method, url, params, prepared, req);
   return answer(req, prepared ? hostResponses.sendPrepared(prepared) : hostResponses.send(req));
 }
 
@@ -781,7 +921,20 @@ function url(strings, ...values) {
 
 const k6http = {
   request,
-  get: (u, params) => request('GET', u, null, params),
+  // A repeated GET is looked up here, one call shorter than through `request`.
+  get(u, params) {
+    const quick = typeof u === 'string' && phase === 'iteration';
+    if (quick) {
+      const hit = quickFind('GET', u, params);
+      if (hit !== undefined) {
+        // quickSend, inline: one interpreted call less per request.
+        const res = new Response(hit.req, hostResponses.sendPrepared(hit.prepared), null);
+        if (res._slot < 0 && runOptions.throw) throw new Error(`GET ${u}: ${res.error}`);
+        return res;
+      }
+    }
+    return requestMissed('GET', u, null, params, quick);
+  },
   head: (u, params) => request('HEAD', u, null, params),
   post: (u, body, params) => request('POST', u, body, params),
   put: (u, body, params) => request('PUT', u, body, params),
@@ -806,7 +959,7 @@ const execution = {
     get idInInstance() { return vuInfo().vuId; },
     get iterationInInstance() { return vuInfo().iteration; },
     get iterationInScenario() { return vuInfo().iteration; },
-    tags: vuTags,
+    tags: vuTagsView,
   },
   scenario: {
     get name() { return vuInfo().scenario; },
@@ -1695,6 +1848,7 @@ function addTimer(loop, fn, ms, repeat, args) {
   if (typeof fn !== 'function') throw new TypeError('setTimeout/setInterval need a function');
   const every = Math.max(0, Number(ms) || 0);
   const id = ++timerIds;
+  asyncSeen = true;
   loop.timers.set(id, { fn, at: Date.now() + every, every: repeat ? Math.max(1, every) : 0, args });
   return id;
 }
@@ -1810,6 +1964,7 @@ class K6Socket {
         self._end(e && e.tag === 'closed' ? Number(e.val[0]) : 1006, e && e.tag !== 'closed' ? wsError(e) : null);
       },
     };
+    asyncSeen = true;
     loop.sockets.add(this._entry);
   }
   on(event, fn) { (this._on[event] = this._on[event] || []).push(fn); }
@@ -1891,6 +2046,7 @@ class WebSocket {
         else self._end(1006, '', wsError(e));
       },
     };
+    asyncSeen = true;
     mainLoop.sockets.add(this._entry);
     try {
       this._entry.handle = wsConnectHost(url, params);
@@ -2021,8 +2177,13 @@ const P_REJECTED = 2;
 // queueMicrotask callbacks.
 const unhandledRejections = new Set();
 const uncaughtErrors = [];
+// Whether the VU ever made a promise, a timer, a socket or a queued job: until then
+// no call can have left work to settle, and an iteration skips looking (the sizes
+// of the queues, maps and sets cost about 3 k wasm operations per iteration).
+let asyncSeen = false;
 
 function newPromise() {
+  asyncSeen = true;
   const p = Object.create(LayerPromise.prototype);
   p._state = P_PENDING; p._value = undefined; p._reactions = []; p._handled = false;
   return p;
@@ -2110,6 +2271,7 @@ function promiseItems(items, what) {
 class LayerPromise {
   constructor(executor) {
     if (typeof executor !== 'function') throw new TypeError('Promise resolver is not a function');
+    asyncSeen = true;
     this._state = P_PENDING; this._value = undefined; this._reactions = []; this._handled = false;
     const [res, rej] = resolvingFunctions(this);
     try { executor(res, rej); } catch (e) { rej(e); }
@@ -2191,6 +2353,7 @@ Object.defineProperty(LayerPromise, 'name', { value: 'Promise' });
 globalThis.Promise = LayerPromise;
 globalThis.queueMicrotask = (fn) => {
   if (typeof fn !== 'function') throw new TypeError('queueMicrotask needs a function');
+  asyncSeen = true;
   microtasks.push(runUserJob, fn);
 };
 
@@ -2628,6 +2791,7 @@ class GrpcStream {
       handle: this._handle, open: true,
       poll(ms) { return self._poll(ms); },
     };
+    asyncSeen = true;
     mainLoop.sockets.add(this._entry);
   }
 
@@ -2952,16 +3116,23 @@ export const plugin = {
     });
   },
   iteration(scenario) {
-    info = null; groupPath = '';
+    info = null; groupPath = ''; checkAt = 0;
     phase = 'iteration';
-    const mod = loaded || load();
-    const fn = mod[scenario];
+    const fn = (loaded || load())[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
     // The clock is read only for a minimum duration (each read is a WASI call).
-    const started = runOptions.minIterationDuration !== undefined ? Date.now() : 0;
+    const paced = runOptions.minIterationDuration !== undefined;
+    const started = paced ? Date.now() : 0;
     try {
-      settleCall(fn(setupData), `the function ${scenario}`);
-      if (runOptions.minIterationDuration !== undefined) {
+      const returned = fn(setupData);
+      // An iteration that returned nothing and left nothing (no job, timer, socket
+      // or uncaught error) has nothing to settle: the common case skips the call.
+      if (returned !== undefined || (asyncSeen && (microtasks.length !== 0 || mainLoop.queue.length !== 0
+        || mainLoop.timers.size !== 0 || mainLoop.sockets.size !== 0 || uncaughtErrors.length !== 0
+        || unhandledRejections.size !== 0))) {
+        settleCall(returned, `the function ${scenario}`);
+      }
+      if (paced) {
         const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (Date.now() - started);
         if (rest > 0) hostVu.sleep(rest);
       }

@@ -853,7 +853,9 @@ export default function () {
     }
 }
 
-async fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+/// A server that keeps the bytes of every request it gets and answers each with 200
+/// "ok", closing the connection; its base URL and what it received.
+pub(super) async fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
