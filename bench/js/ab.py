@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Requests per CPU-second of hello.js under k6 and under two host builds, rounds
+interleaved: bench/js/run.py's throughput part, for a before/after comparison of the k6
+layer in one run (the VM's speed moves between rounds; only ratios within one run hold).
+
+Run by hand: `BEFORE=<host> AFTER=<host> bench/js/ab.py` (root, Debian, nginx, k6).
+Environment: BEFORE, AFTER (host binaries; required), and run.py's own: ROUNDS, DURATION,
+K6, PORT, TARGET_CPU, GEN_CPU. Prints each round and a Markdown table of medians.
+"""
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402
+
+BINS = {"host before": os.environ["BEFORE"], "host after": os.environ["AFTER"]}
+
+# Each build compiles the script once before the rounds, so no round pays for it.
+for binary in BINS.values():
+    subprocess.run([binary, "build", "hello.js"], cwd=run.HERE, check=True, stdout=subprocess.DEVNULL)
+    (run.HERE / "hello.wasm").unlink()
+
+target = run.nginx()
+rows = {tool: [] for tool in ["k6", *BINS]}
+try:
+    for n in range(run.ROUNDS):
+        for tool in rows:
+            if tool == "k6":
+                reqs, cpu, _ = run.throughput_round("k6", n)
+            else:
+                run.HOST = BINS[tool]
+                reqs, cpu, _ = run.throughput_round("host js", n)
+            rows[tool].append(reqs / cpu)
+            print(f"round {n} {tool}: {reqs:.0f} requests, {cpu:.2f} CPU s, {reqs / cpu:.0f}/CPU-s", flush=True)
+finally:
+    target.terminate()
+    target.wait()
+
+k6 = statistics.median(rows["k6"])
+print("| tool | median requests per CPU-s | × k6 | rounds |")
+print("| --- | ---: | ---: | --- |")
+for tool, rates in rows.items():
+    m = statistics.median(rates)
+    print(f"| {tool} | {m:,.0f} | {m / k6:.2f} | {' / '.join(f'{r:,.0f}' for r in rates)} |")
