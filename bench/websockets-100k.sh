@@ -79,7 +79,8 @@ start_targets() { # start_targets W: fresh targets, so their RSS before is their
     done
 }
 
-cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
+# shellcheck source=bench/ws-common.sh
+. bench/ws-common.sh
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 sum_targets() { # sum_targets FUNCTION: FUNCTION's output summed over the targets
     local total=0
@@ -195,12 +196,7 @@ for n in "${COUNTS[@]}"; do
     sys=$(COL=3 sum_col "$WORK"/ws-$n.w*.time)
     wall=$(awk '{ print $1 }' "$WORK/ws-$n.w0.time")
     read -r peak_open target_rss <"$WORK/ws-$n.peak"
-    j="$WORK/ws-$n.json"
-    sessions=$(jq '.metrics.ws_sessions.count // 0' "$j")
-    received=$(jq '.metrics.pushes_received.count // 0' "$j")
-    expected=$(jq '.metrics.pushes_expected.count // 0' "$j")
-    errors=$(jq '.metrics.ws_errors.count // 0' "$j")
-    connect_p95=$(jq '.metrics.ws_connecting.p95 // 0' "$j")
+    ws_figures "$WORK/ws-$n.json"
     printf '| %s (%s opened) | %s × %s | %s | %.1f ms | %.0f MiB | %.2f KiB | %.2f KiB | %s / %s | %s | %.2f | %.2f |\n' \
         "$n" "$sessions" "$workers" "$((n / workers))" "$peak_open" "$connect_p95" \
         "$(echo "$peak_rss / 1024" | bc -l)" "$(echo "($peak_rss - $base_rss) / $n" | bc -l)" \

@@ -44,8 +44,8 @@ start_target() {
     echo "the target did not start" >&2
     exit 1
 }
-cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"; }
-metric() { curl -fs "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+# shellcheck source=bench/ws-common.sh
+. bench/ws-common.sh
 
 # run NAME TABS VUS RAMP_S HOLD_S: one k6 run; NAME.json (summary export), NAME.time, NAME.peak
 run() {

@@ -49,11 +49,9 @@ stop_target() {
 }
 trap stop_target EXIT
 
-cpu_seconds() { # user+system CPU seconds of a process so far
-    awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
-}
+# shellcheck source=bench/ws-common.sh
+. bench/ws-common.sh
 rss_mib() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
-metric() { curl -fs "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 # run NAME TABS LISTEN_S WRITER(0|1) VUS: runs the host; leaves NAME.json, .time, .peak.
 run() {
@@ -123,12 +121,7 @@ for n in "${COUNTS[@]}"; do
     target_cpu=$(echo "$(cpu_seconds "$TARGET") - $target_cpu0" | bc -l)
     read -r wall user sys peak_rss <"$WORK/ws-$n.time"
     read -r peak_open target_rss <"$WORK/ws-$n.peak"
-    j="$WORK/ws-$n.json"
-    sessions=$(jq '.metrics.ws_sessions.count // 0' "$j")
-    received=$(jq '.metrics.pushes_received.count // 0' "$j")
-    expected=$(jq '.metrics.pushes_expected.count // 0' "$j")
-    errors=$(jq '.metrics.ws_errors.count // 0' "$j")
-    connect_p95=$(jq '.metrics.ws_connecting.p95 // 0' "$j")
+    ws_figures "$WORK/ws-$n.json"
     printf '| %s (%s opened, %s at once) | %ss | %.1f ms | %.0f MiB | %.1f KiB | %.1f KiB | %s / %s | %s | %.2f | %.2f |\n' \
         "$n" "$sessions" "$peak_open" "$HOLD" "$connect_p95" "$(echo "$peak_rss / 1024" | bc -l)" \
         "$(echo "($peak_rss - $base_rss) / $n" | bc -l)" \
