@@ -927,9 +927,10 @@ const k6http = {
     if (quick) {
       const hit = quickFind('GET', u, params);
       if (hit !== undefined) {
-        // quickSend, inline: one interpreted call less per request.
+        // quickSend, inline: one interpreted call less per request (the same message:
+        // the request's own URL, as the first call's failure names it).
         const res = new Response(hit.req, hostResponses.sendPrepared(hit.prepared), null);
-        if (res._slot < 0 && runOptions.throw) throw new Error(`GET ${u}: ${res.error}`);
+        if (res._slot < 0 && runOptions.throw) throw new Error(`GET ${hit.req.url}: ${res.error}`);
         return res;
       }
     }
