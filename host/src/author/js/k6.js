@@ -847,6 +847,7 @@ function quickRemember(method, url, params, prepared, req) {
 }
 
 function request(method, url, body, params) {
+  if (asyncQueue.length !== 0) flushAsync();
   const quick = (body === null || body === undefined) && typeof url === 'string' && phase === 'iteration';
   if (quick) {
     const hit = quickFind(method, url, params);
@@ -876,6 +877,7 @@ function requestMissed(method, url, body, params, quick) {
 }
 
 function batch(reqs) {
+  if (asyncQueue.length !== 0) flushAsync();
   const keys = Array.isArray(reqs) ? null : Object.keys(reqs);
   const items = keys ? keys.map((k) => reqs[k]) : reqs;
   const built = items.map((r) => {
@@ -923,6 +925,7 @@ const k6http = {
   request,
   // A repeated GET is looked up here, one call shorter than through `request`.
   get(u, params) {
+    if (asyncQueue.length !== 0) flushAsync();
     const quick = typeof u === 'string' && phase === 'iteration';
     if (quick) {
       const hit = quickFind('GET', u, params);
@@ -1881,6 +1884,9 @@ function runLoop(loop, done) {
   for (;;) {
     while (loop.queue.length) loop.queue.shift()();
     if (microtasks.length) drainMicrotasks(); // what the callbacks' promises resume
+    // The asyncRequests the script started before it yielded, sent together; their
+    // promises' jobs run on the next turn.
+    if (asyncQueue.length) { flushAsync(); continue; }
     if (done()) return;
     const now = Date.now();
     const due = [];
@@ -1901,6 +1907,7 @@ function runLoop(loop, done) {
         t.fn(...(t.args || []));
         while (loop.queue.length) loop.queue.shift()();
         if (microtasks.length) drainMicrotasks();
+        if (asyncQueue.length) break; // sent at the top of the loop, before the next timer
         if (done()) return;
       }
       continue;
@@ -2115,12 +2122,13 @@ Object.assign(globalThis, timers);
 
 // After the iteration function: what its sockets and timers still have to do.
 function runMainLoop() {
-  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size) runLoop(mainLoop, () => false);
+  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size || asyncQueue.length) runLoop(mainLoop, () => false);
 }
 
 // An iteration that failed leaves nothing behind for the next one.
 function resetMainLoop() {
   resetMicrotasks();
+  asyncQueue.length = 0;
   mainLoop.queue.length = 0;
   mainLoop.timers.clear();
   for (const s of mainLoop.sockets) {
@@ -2444,14 +2452,57 @@ function throwUncaught() {
   throw new Error(`Uncaught (in promise) ${format(e)}`);
 }
 
-// k6/http's asyncRequest: the request is made now, through the same host import as
-// http.request (a VU makes one request at a time), and its promise is already settled
-// with the Response (or rejected with what http.request would have thrown).
+// k6/http's asyncRequest: k6 starts the request at once and lets the script go on, so
+// requests a script starts before it awaits them are in flight together. Here a VU's
+// requests go through the host's imports, which block the VU's one thread of JS, so
+// the request is queued and its promise left pending; the queue is sent the next time
+// the script yields (an `await`, the end of its call, a timer or socket turn) or makes
+// a request of its own: one request alone as `http.request` sends it, several at once
+// as `http.batch` sends them (in parallel, within `batch` and `batchPerHost`). Each
+// promise then settles with its Response, or rejects with what `http.request` would
+// have thrown. An iteration that fails with requests still queued sends them before
+// it ends (k6 had started them), though nothing waits for their answers.
+const asyncQueue = []; // request, promise, request, promise, ...
 function asyncRequest(method, url, body, params) {
+  if (phase !== 'iteration' && phase !== 'setup' && phase !== 'teardown') {
+    // Init code and handleSummary: no turn of the event loop follows to send it.
+    try {
+      return LayerPromise.resolve(request(method, url, body, params));
+    } catch (e) {
+      return LayerPromise.reject(e);
+    }
+  }
+  let req;
   try {
-    return LayerPromise.resolve(request(method, url, body, params));
+    req = buildRequest(method, url, body, params);
   } catch (e) {
     return LayerPromise.reject(e);
+  }
+  const p = newPromise();
+  asyncQueue.push(req, p);
+  return p;
+}
+
+// Sends the queued asyncRequests together and settles their promises.
+function flushAsync() {
+  const queued = asyncQueue.splice(0);
+  const reqs = [];
+  for (let i = 0; i < queued.length; i += 2) reqs.push(queued[i]);
+  let words;
+  try {
+    words = reqs.length === 1 ? [hostResponses.send(reqs[0])] : hostResponses.sendBatch(reqs);
+  } catch (e) {
+    for (let i = 1; i < queued.length; i += 2) settlePromise(queued[i], P_REJECTED, e);
+    return;
+  }
+  for (let i = 0; i < reqs.length; i++) {
+    const req = reqs[i];
+    const res = new Response(req, words[i], null);
+    if ((words[i] | 0) < 0 && runOptions.throw) {
+      settlePromise(queued[2 * i + 1], P_REJECTED, new Error(`${req.method} ${req.url}: ${res.error}`));
+    } else {
+      settlePromise(queued[2 * i + 1], P_FULFILLED, res);
+    }
   }
 }
 k6http.asyncRequest = asyncRequest;
@@ -3128,7 +3179,7 @@ export const plugin = {
       const returned = fn(setupData);
       // An iteration that returned nothing and left nothing (no job, timer, socket
       // or uncaught error) has nothing to settle: the common case skips the call.
-      if (returned !== undefined || (asyncSeen && (microtasks.length !== 0 || mainLoop.queue.length !== 0
+      if (returned !== undefined || (asyncSeen && (microtasks.length !== 0 || asyncQueue.length !== 0 || mainLoop.queue.length !== 0
         || mainLoop.timers.size !== 0 || mainLoop.sockets.size !== 0 || uncaughtErrors.length !== 0
         || unhandledRejections.size !== 0))) {
         settleCall(returned, `the function ${scenario}`);
@@ -3138,6 +3189,7 @@ export const plugin = {
         if (rest > 0) hostVu.sleep(rest);
       }
     } catch (e) {
+      if (asyncQueue.length !== 0) { try { flushAsync(); } catch (_) { /* the iteration's own error is the one to report */ } }
       resetMainLoop();
       throw failure(e);
     } finally {

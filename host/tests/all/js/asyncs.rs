@@ -12,7 +12,11 @@ use super::scripts::run_script;
 use crate::support as common;
 
 use common::{host_in as host, output_text as text};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 const FLOW: &str = r#"import http from 'k6/http';
 import { check } from 'k6';
@@ -59,7 +63,9 @@ export default async function (data) {
     'each await resumed with its response': (r) => r.status === 200 && second.status === 200 && third.status === 200,
     'Promise.all gave three responses in order': () => all.length === 3
       && all.every((r, i) => r.status === 200 && r.url.endsWith(`all=${i + 1}`)),
-    'then chain in order': () => order.join(',') === 'sync,then 1,after first,then 2,catch two,finally,after pause',
+    // As in k6: the response arrives only once the job queue is empty, so the whole
+    // chain runs before the code after the first await.
+    'then chain in order': () => order.join(',') === 'sync,then 1,then 2,catch two,finally,after first,after pause',
     'the chain settled with its catch value': () => last === 3,
     'async setup data arrived': () => data.status === 200 && typeof data.token === 'string',
     'promises are the global Promise': () => first instanceof Object && chain instanceof Promise,
@@ -102,6 +108,110 @@ async fn an_async_default_function_makes_every_request_after_each_await() {
     ] {
         assert_eq!(common::check_counts(&summary, name), (6, 0), "{name}");
     }
+}
+
+/// asyncRequests started before an await are in flight together, as in k6: a VU's
+/// queued requests go out as one batch when the script yields. A plain request made
+/// while some are queued sends them first; a failed one settles with its error
+/// Response (or rejects under `throw`); an iteration that fails after queueing one
+/// still sends it (k6 had started it).
+const OVERLAP: &str = r#"import http from 'k6/http';
+import { check } from 'k6';
+const B = __ENV.BASE_URL;
+export const options = { vus: 1, iterations: 3 };
+
+export default async function () {
+  const four = await Promise.all([1, 2, 3, 4].map((n) => http.asyncRequest('GET', `${B}/?overlap=${n}`)));
+  const queued = http.asyncRequest('GET', `${B}/?queued=1`);
+  const plain = http.get(`${B}/?plain=1`);
+  const before = await queued;
+  const [ok, refused] = await Promise.all([
+    http.asyncRequest('GET', `${B}/?ok=1`),
+    http.asyncRequest('GET', 'http://127.0.0.1:9/'),
+  ]);
+  let rejected = '';
+  try {
+    await http.asyncRequest('GET', 'http://127.0.0.1:9/', null, { tags: { kind: 'thrown' } });
+  } catch (e) { rejected = String(e.message || e); }
+  check(four, {
+    'four responses in order': (rs) => rs.length === 4
+      && rs.every((r, i) => r.status === 200 && r.url.endsWith(`overlap=${i + 1}`)),
+    'a queued request settles beside a plain one': () => before.status === 200 && plain.status === 200,
+    'a failed one settles with its error': () => ok.status === 200 && refused.status === 0 && refused.error !== '',
+    'without throw nothing rejects': () => rejected === '',
+  });
+  if (__ITER === 2) {
+    http.asyncRequest('GET', `${B}/?sent=1`);
+    throw new Error('fails before it yields');
+  }
+}
+"#;
+
+/// A keep-alive HTTP/1.1 server that answers every request 100 ms late, counting the
+/// requests served and the most it held at once.
+async fn overlap_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let (served, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let active = Arc::new(AtomicUsize::new(0));
+    let (s, m) = (served.clone(), most.clone());
+    let url = common::servers::raw_server(move |mut stream: TcpStream| {
+        let (served, most, active) = (s.clone(), m.clone(), active.clone());
+        async move {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 2048];
+            loop {
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                buf.drain(..end);
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                active.fetch_sub(1, Ordering::SeqCst);
+                served.fetch_add(1, Ordering::SeqCst);
+                let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                if stream.write_all(reply).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    (url.trim_end_matches('/').to_string(), served, most)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_requests_started_together_are_in_flight_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("overlap.js"), OVERLAP).unwrap();
+    let (base, served, most) = overlap_server().await;
+    let (ran, out) = run_script(tmp.path(), "overlap.js", &base, &[]).await;
+    let shown = text(&ran);
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    // Per iteration: four together, the queued one and the plain one, then `ok` (the
+    // refused request and the thrown one never reach this server); the third
+    // iteration queued one more before it failed, which is sent all the same.
+    assert_eq!(served.load(Ordering::SeqCst), 3 * 7 + 1, "{shown}");
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        4,
+        "the server never held the four asyncRequests of Promise.all at once: {shown}"
+    );
+    for name in [
+        "four responses in order",
+        "a queued request settles beside a plain one",
+        "a failed one settles with its error",
+        "without throw nothing rejects",
+    ] {
+        assert_eq!(common::check_counts(&summary, name), (3, 0), "{name}");
+    }
+    assert!(
+        shown.contains("fails before it yields"),
+        "the third iteration's failure is reported: {shown}"
+    );
 }
 
 const REJECTS: &str = r#"import { check } from 'k6';
