@@ -88,8 +88,8 @@ def classify(maps):
         guarded = prev is not None and prev["perms"] == "---p" and prev["end"] == m["start"]
         if is_image(name) and m["perms"] == "rw-p":
             # wasmtime maps the snapshot copy-on-write: from the compiled file when it
-            # loaded the component from one, from a memfd when it loaded it from bytes
-            # (the compile cache reads and checks the bytes first since branch jscpu).
+            # loaded the component from one (the compile cache), from a memfd when it
+            # compiled it in this run.
             add("guest image (snapshot, CoW)", m)
             images.append(m)
         elif not name and after is not None and is_image(after["name"]) and after["perms"] == "rw-p" \
