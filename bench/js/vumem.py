@@ -72,6 +72,9 @@ def classify(maps):
     kinds = {}
     images = []
 
+    def is_image(name):
+        return name.endswith(".cwasm") or name.startswith("/memfd:wasm-memory-image")
+
     def add(kind, m):
         k = kinds.setdefault(kind, [0, 0, 0])
         k[0] += m.get("Rss", 0)
@@ -83,14 +86,16 @@ def classify(maps):
         prev = maps[i - 1] if i else None
         after = maps[i + 1] if i + 1 < len(maps) else None
         guarded = prev is not None and prev["perms"] == "---p" and prev["end"] == m["start"]
-        if name.endswith(".cwasm") and m["perms"] == "rw-p":
-            # wasmtime maps the snapshot straight from the compiled file, copy-on-write.
+        if is_image(name) and m["perms"] == "rw-p":
+            # wasmtime maps the snapshot copy-on-write: from the compiled file when it
+            # loaded the component from one (the compile cache), from a memfd when it
+            # compiled it in this run.
             add("guest image (snapshot, CoW)", m)
             images.append(m)
-        elif not name and after is not None and after["name"].endswith(".cwasm") and after["perms"] == "rw-p" \
+        elif not name and after is not None and is_image(after["name"]) and after["perms"] == "rw-p" \
                 and after["start"] == m["end"]:
             add("guest below image (shadow stack)", m)
-        elif not name and prev is not None and prev["name"].endswith(".cwasm") and prev["perms"] == "rw-p" \
+        elif not name and prev is not None and is_image(prev["name"]) and prev["perms"] == "rw-p" \
                 and prev["end"] == m["start"]:
             add("guest past image (heap growth)", m)
         elif name and not name.startswith("["):

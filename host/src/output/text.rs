@@ -392,6 +392,16 @@ pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let _ = writeln!(out, "sha256:      {}", i.plugin.meta.sha256);
     let _ = writeln!(
         out,
+        "compile:     {} in {:.0} ms",
+        if i.plugin.meta.from_cache {
+            "loaded from the compile cache"
+        } else {
+            "compiled now, and cached for the next run,"
+        },
+        i.plugin.meta.load_ms
+    );
+    let _ = writeln!(
+        out,
         "uses:        {}",
         if interfaces.contract_imports.is_empty() {
             "nothing of the host".to_string()

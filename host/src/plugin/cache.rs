@@ -1,6 +1,10 @@
 //! On-disk cache of compiled components, keyed by the engine's compatibility hash and
 //! the plugin's sha256, so a plugin is compiled once per host build and engine setting.
+//! What is read back is checked first ([`cache_entry`](super::cache_entry)): compiled
+//! code is run as is, so an entry that is not the one this user's host wrote is
+//! compiled again rather than loaded.
 
+use super::cache_entry;
 use anyhow::Result;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
@@ -29,26 +33,18 @@ pub(crate) fn load_or_compile(
     bytes: &[u8],
     sha256: &str,
 ) -> Result<(Component, bool)> {
+    // The compatibility hash covers wasmtime's version, the compiler's target and
+    // flags and the engine's tunables: a host of another version or setting looks
+    // for another file.
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let file = cache_dir().join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
-    if file.exists() {
-        // SAFETY: the file was written by `Engine::precompile_component` of an engine
-        // with the same compatibility hash, in a folder of this user's; deserialising
-        // it is what wasmtime's own cache does.
-        if let Ok(component) = unsafe { Component::deserialize_file(engine, &file) } {
-            return Ok((component, true));
-        }
+    if let Some(component) = cache_entry::load(engine, &file) {
+        return Ok((component, true));
     }
     let compiled = engine.precompile_component(bytes)?;
     // SAFETY: the bytes were just produced by this engine.
     let component = unsafe { Component::deserialize(engine, &compiled)? };
-    if std::fs::create_dir_all(cache_dir()).is_ok() {
-        // Write then rename so a concurrent reader never sees half a file.
-        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, &compiled).is_ok() {
-            let _ = std::fs::rename(&tmp, &file);
-        }
-    }
+    cache_entry::store(&file, &compiled);
     Ok((component, false))
 }

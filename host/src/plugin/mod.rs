@@ -6,6 +6,7 @@
 pub mod bindings;
 pub(crate) mod budget;
 pub(crate) mod cache;
+pub(crate) mod cache_entry;
 pub(crate) mod call;
 pub(crate) mod embedded;
 pub(crate) mod engine;

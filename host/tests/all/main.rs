@@ -33,6 +33,7 @@ mod executors {
 mod plugin {
     mod bounds;
     mod capacity;
+    mod compile_cache;
     mod failures;
     mod floods;
     mod init_failures;
