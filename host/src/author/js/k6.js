@@ -1953,12 +1953,13 @@ function runLoop(loop, done) {
     let wait = next === Infinity ? 1000 : Math.max(1, next - now);
     if (open === null) {
       // One socket: receive message after message here while nothing else can have
-      // become due (no callback queued or timer added, the next timer not reached),
+      // become due (no callback, job or asyncRequest queued, no timer added, the next
+      // timer not reached),
       // rather than re-walking the timers and sockets per message. A cleared timer
       // only ends this early, at the time it would have run.
       const ids = timerIds;
       while (pollSocket(first, wait) && first.open && timerIds === ids && !loop.queue.length
-        && !microtasks.length && !done()) {
+        && !microtasks.length && !asyncQueue.length && !done()) {
         if (next !== Infinity) {
           now = Date.now();
           if (now >= next) break;
