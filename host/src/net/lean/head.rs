@@ -60,6 +60,11 @@ pub(super) fn parse(
         let Some((len, code, version)) = parse_indices(buf, max_headers, indices)? else {
             return Ok(None);
         };
+        // A head that arrived whole in one large read is held to the same limit as
+        // one that arrived in pieces (hyper's buffer never holds more).
+        if len > MAX_HEAD {
+            return Err(LeanError::too_large());
+        }
         let status = StatusCode::from_u16(code)
             .map_err(|_| LeanError::parse("invalid HTTP status-code parsed"))?;
         let head = buf.split_to(len).freeze();

@@ -199,12 +199,15 @@ impl Raw for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
+/// What the scripted server received: (connection number, the request's bytes).
+type Log = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
 /// A server under test: its base URL and, for the scripted one, what it received,
 /// by connection, in order.
 struct Scripted {
     base: String,
     /// (connection number, the request's bytes); empty for servers that keep none.
-    log: Arc<Mutex<Vec<(usize, Vec<u8>)>>>,
+    log: Log,
     /// What keeps a server of another kind running until the test ends.
     _keep: Option<Box<dyn std::any::Any + Send>>,
 }
@@ -310,7 +313,7 @@ enum Then {
 }
 
 /// Serves one connection: every request is logged, then answered as its path says.
-async fn serve<S: Raw>(mut s: S, n: usize, log: Arc<Mutex<Vec<(usize, Vec<u8>)>>>) {
+async fn serve<S: Raw>(mut s: S, n: usize, log: Log) {
     let mut buf = Vec::new();
     while let Some((request, path)) = read_request(&mut s, &mut buf).await {
         log.lock().unwrap().push((n, request));
@@ -471,14 +474,20 @@ async fn serve<S: Raw>(mut s: S, n: usize, log: Arc<Mutex<Vec<(usize, Vec<u8>)>>
             _ => (b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_vec(), Then::KeepOpen),
         };
         if path == "/chunked-split" {
-            // In pieces of 1 to 3 bytes, each its own segment: every parse state
-            // meets the end of the buffer.
-            for (i, piece) in reply.chunks(1 + n % 3).enumerate() {
+            // In pieces of 1 to 3 bytes, each its own segment (and TLS record, the
+            // same ones for both clients): every parse state meets the end of the
+            // buffer.
+            let mut rest = &reply[..];
+            let mut i = 0;
+            while !rest.is_empty() {
+                let (piece, after) = rest.split_at((1 + i % 3).min(rest.len()));
                 let _ = s.write_all(piece).await;
                 let _ = s.flush().await;
                 if i % 8 == 0 {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
+                rest = after;
+                i += 1;
             }
         } else if !reply.is_empty() {
             let _ = s.write_all(&reply).await;
