@@ -32,7 +32,7 @@ mod ui_tests;
 
 pub(crate) use cpuset::CpuSet;
 pub(crate) use duration::{format_duration, parse_duration};
-pub(crate) use http::{H3Mode, HttpOptions};
+pub(crate) use http::{H3Mode, Http1Client, HttpOptions};
 pub(crate) use outputs::OutputsConfig;
 pub use overrides::Overrides;
 pub(crate) use sampling::SamplingOptions;

@@ -301,6 +301,19 @@ struct Http {
     batch_per_host: Option<u64>,
     /// The User-Agent header sent by default ("" sends none).
     user_agent: Option<String>,
+    /// The HTTP/1.1 client: hyper's, or the lean one on httparse.
+    client: Option<Http1Client>,
+}
+
+/// `[http] client`.
+#[derive(JsonSchema)]
+enum Http1Client {
+    /// hyper's client connection.
+    #[schemars(rename = "hyper")]
+    Hyper,
+    /// The host's own HTTP/1.1 client on httparse.
+    #[schemars(rename = "lean")]
+    Lean,
 }
 
 /// An HTTP version offered by ALPN.

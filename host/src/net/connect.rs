@@ -1,14 +1,17 @@
 //! Opens connections for the HTTP client: name resolution, TCP connect (timed), the
 //! TLS handshake for https, then the HTTP/1.1 or HTTP/2 handshake, on a byte-counting
 //! transport; or an HTTP/3 connection over QUIC (`super::h3`). Each is one
-//! [`Connection`] to the pool and the exchange, whatever its protocol.
+//! [`Connection`] to the pool and the exchange, whatever its protocol. HTTP/1.1 goes
+//! over hyper's client or the lean one (`super::lean`), as `[http] client` says.
 
 use super::address::{resolve, with_authority};
 use super::allowlist::Origin;
 use super::counting_io::{CountingIo, IoStats};
+use super::lean::{LeanConn, LeanError, LeanIo};
 use super::tls::Purpose;
 use super::types::{ConnectTimings, HttpError, IoBytes, Proto};
 use super::NetShared;
+use crate::config::Http1Client;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -23,6 +26,9 @@ use tokio::net::{TcpSocket, TcpStream};
 /// is cloned for each.
 enum Sender {
     Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    /// HTTP/1.1 on the lean client: the connection itself, owned by the request that
+    /// uses it (boxed: its buffers and state are a few hundred bytes).
+    Lean(Box<LeanConn>),
     Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
     Http3(super::h3::H3Connection),
 }
@@ -33,6 +39,8 @@ enum Sender {
 pub(crate) enum SendError {
     /// From hyper (HTTP/1.1, HTTP/2).
     Hyper(hyper::Error),
+    /// From the lean HTTP/1.1 client.
+    Lean(LeanError),
     /// Classified already.
     Classified(HttpError),
 }
@@ -43,6 +51,9 @@ pub(crate) enum ResponseBody {
     Hyper(Incoming),
     /// HTTP/3: the request's stream, and its connection to name a failure.
     Http3(Box<super::h3::Stream>, super::h3::H3Connection),
+    /// The lean client's: the body is read from the connection itself
+    /// ([`Connection::read_body`]).
+    Lean,
 }
 
 impl ResponseBody {
@@ -64,6 +75,7 @@ impl ResponseBody {
                 .data(stream)
                 .await
                 .map(|r| r.map_err(SendError::Classified)),
+            Self::Lean => None,
         }
     }
 }
@@ -87,10 +99,12 @@ impl Connection {
         self.tls_failure.as_ref()?.get().map(String::as_str)
     }
 
-    /// Whether the connection can take another request.
-    pub(crate) fn is_usable(&self) -> bool {
-        match &self.sender {
+    /// Whether the connection can take another request (a lean one looks whether
+    /// the server closed it meanwhile, hence `&mut`).
+    pub(crate) fn is_usable(&mut self) -> bool {
+        match &mut self.sender {
             Sender::Http1(s) => s.is_ready(),
+            Sender::Lean(c) => c.is_usable(),
             Sender::Http2(s) => !s.is_closed(),
             Sender::Http3(c) => c.is_usable(),
         }
@@ -99,7 +113,7 @@ impl Connection {
     /// Its protocol.
     pub(crate) fn proto(&self) -> Proto {
         match &self.sender {
-            Sender::Http1(_) => Proto::Http1,
+            Sender::Http1(_) | Sender::Lean(_) => Proto::Http1,
             Sender::Http2(_) => Proto::Http2,
             Sender::Http3(_) => Proto::Http3,
         }
@@ -109,7 +123,7 @@ impl Connection {
     /// HTTP/1.1, which a request holds alone. The first handle takes the opening time.
     pub(crate) fn share(&mut self) -> Option<Connection> {
         let sender = match &self.sender {
-            Sender::Http1(_) => return None,
+            Sender::Http1(_) | Sender::Lean(_) => return None,
             Sender::Http2(s) => Sender::Http2(s.clone()),
             Sender::Http3(c) => Sender::Http3(c.clone()),
         };
@@ -142,7 +156,7 @@ impl Connection {
     /// do not each count the others' bytes: the totals stay exact.
     pub(crate) fn io_since(&self, mark: IoBytes) -> IoBytes {
         match &self.sender {
-            Sender::Http1(_) => IoBytes {
+            Sender::Http1(_) | Sender::Lean(_) => IoBytes {
                 sent: self.stats.sent() - mark.sent,
                 received: self.stats.received() - mark.received,
             },
@@ -168,12 +182,36 @@ impl Connection {
                 .map_err(SendError::Classified)?;
             return Ok((head, ResponseBody::Http3(Box::new(stream), c.clone())));
         }
+        if let Sender::Lean(c) = &mut self.sender {
+            let head = c.send(request).await.map_err(SendError::Lean)?;
+            return Ok((head, ResponseBody::Lean));
+        }
         let response = self
             .send_tcp(request, absolute)
             .await
             .map_err(SendError::Hyper)?;
         let (head, body) = response.into_parts();
         Ok((head, ResponseBody::Hyper(body)))
+    }
+
+    /// Reads the body of the response [`send`](Self::send) returned, handing its data
+    /// to `sink`, which answers false to stop (the body cap); trailers are skipped.
+    pub(crate) async fn read_body(
+        &mut self,
+        body: &mut ResponseBody,
+        sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
+    ) -> Result<(), SendError> {
+        if let ResponseBody::Lean = body {
+            if let Sender::Lean(c) = &mut self.sender {
+                return c.read_body(sink).await.map_err(SendError::Lean);
+            }
+        }
+        while let Some(data) = body.data().await {
+            if !sink(&data?[..]) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// [`send`](Self::send) over hyper.
@@ -183,7 +221,7 @@ impl Connection {
         absolute: &http::Uri,
     ) -> Result<http::Response<Incoming>, hyper::Error> {
         match &mut self.sender {
-            Sender::Http3(_) => unreachable!("HTTP/3 is sent by `send`"),
+            Sender::Http3(_) | Sender::Lean(_) => unreachable!("sent by `send`"),
             Sender::Http1(s) => {
                 s.ready().await?;
                 s.send_request(request).await
@@ -309,16 +347,20 @@ pub(crate) async fn connect(
             return Err(HttpError::protocol(format!(
                 "{origin}: the server does not offer HTTP/2 by ALPN, {why}"
             )));
+        } else if options.client == Http1Client::Lean {
+            lean(LeanIo::Tls(Box::new(stream)), options.max_headers)
         } else {
-            http1(origin, stream, shared.http.max_headers).await?
+            http1(origin, stream, options.max_headers).await?
         }
     } else if version.map_or(options.h2c, |v| v == Proto::Http2) {
         http2(origin, io).await?
+    } else if options.client == Http1Client::Lean {
+        lean(LeanIo::Plain(io), options.max_headers)
     } else {
-        http1(origin, io, shared.http.max_headers).await?
+        http1(origin, io, options.max_headers).await?
     };
     let proto = match sender {
-        Sender::Http1(_) => Proto::Http1,
+        Sender::Http1(_) | Sender::Lean(_) => Proto::Http1,
         _ => Proto::Http2,
     };
     shared.connections.opened(proto, origin.scheme == "https");
@@ -348,6 +390,12 @@ pub(crate) async fn connect_h3(
         tls_failure: None,
         fresh: Some(timings),
     })
+}
+
+/// An HTTP/1.1 connection on the lean client: nothing is spawned and nothing is
+/// sent until the first request.
+fn lean(io: LeanIo, max_headers: usize) -> Sender {
+    Sender::Lean(Box::new(LeanConn::new(io, max_headers)))
 }
 
 /// The HTTP/1.1 handshake over `io`; the connection's task is spawned. Generic, so

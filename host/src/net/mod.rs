@@ -1,10 +1,11 @@
-//! The host side of the plugin's network imports: HTTP over per-VU hyper connection
-//! pools (HTTP/1.1 and HTTP/2 on hyper, HTTP/3 on quinn and h3), WebSockets held by the
-//! host, and the allowlist every request passes first.
+//! The host side of the plugin's network imports: HTTP over per-VU connection pools
+//! (HTTP/1.1 on hyper or on the host's own lean client, `lean`; HTTP/2 on hyper;
+//! HTTP/3 on quinn and h3), WebSockets held by the host, and the allowlist every
+//! request passes first.
 //!
 //! `types` holds the leaf types (request, response, protocol, error, bytes) and
 //! imports nothing of `net`; the files above it import downwards only: `http` →
-//! `connect` → `h3`, `tls`, `address` → `types`, `allowlist`. A test
+//! `connect` → `lean`, `h3`, `tls`, `address` → `types`, `allowlist`. A test
 //! (`crate::module_graph`) fails on any import cycle between files.
 
 pub(crate) mod address;
@@ -18,6 +19,7 @@ pub(crate) mod descriptors;
 pub(crate) mod grpc;
 pub(crate) mod h3;
 pub(crate) mod http;
+pub(crate) mod lean;
 pub(crate) mod request_tags;
 pub(crate) mod shared;
 pub(crate) mod targets;

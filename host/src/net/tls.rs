@@ -514,6 +514,11 @@ impl<IO> Watched<IO> {
         )
     }
 
+    /// The stream inside (to send a TLS close as a connection is dropped).
+    pub(crate) fn get_mut(&mut self) -> &mut IO {
+        &mut self.inner
+    }
+
     fn note<T>(&self, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
         if let Poll::Ready(Err(e)) = &poll {
             if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {

@@ -486,8 +486,8 @@ impl HttpClient {
                 // as it is, and HTTP/1.1 needs no connection opened ahead.
                 || self
                     .idle
-                    .get(key)
-                    .is_some_and(|idle| idle.iter().any(Connection::is_usable))
+                    .get_mut(key)
+                    .is_some_and(|idle| idle.iter_mut().any(Connection::is_usable))
             {
                 continue;
             }

@@ -199,22 +199,27 @@ async fn exchange(
         _ => Vec::new(),
     };
     let mut body_size = 0u64;
-    while let Some(data) = body_stream.data().await {
-        let data = match data {
-            Ok(d) => d,
-            Err(e) => {
-                let io = conn.io_since(mark);
-                return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
-            }
-        };
+    let (max_body, discard) = (shared.max_body, prepared.discard_body);
+    let mut too_large = false;
+    let mut sink = |data: &[u8]| {
         body_size += data.len() as u64;
-        if body_size > shared.max_body {
-            let io = conn.io_since(mark);
-            return (Err(HttpError::body_too_large(shared.max_body)), None, io);
+        if body_size > max_body {
+            too_large = true;
+            return false;
         }
-        if !prepared.discard_body {
-            body.extend_from_slice(&data);
+        if !discard {
+            body.extend_from_slice(data);
         }
+        true
+    };
+    let read = conn.read_body(&mut body_stream, &mut sink).await;
+    if let Err(e) = read {
+        let io = conn.io_since(mark);
+        return (Err(classify(&e, &conn, shared.http.max_headers)), None, io);
+    }
+    if too_large {
+        let io = conn.io_since(mark);
+        return (Err(HttpError::body_too_large(shared.max_body)), None, io);
     }
     timings.receiving = head_at.elapsed();
     let io = conn.io_since(mark);
@@ -259,6 +264,7 @@ fn announced_length(headers: &http::HeaderMap) -> Option<u64> {
 fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
     let e = match e {
         SendError::Classified(e) => return e.clone(),
+        SendError::Lean(e) => return classify_lean(e, conn, max_headers),
         SendError::Hyper(e) => e,
     };
     if let Some(tls) = crate::net::tls::find(e) {
@@ -275,10 +281,35 @@ fn classify(e: &SendError, conn: &Connection, max_headers: usize) -> HttpError {
         source = s.source();
     }
     if e.is_parse_too_large() {
-        text.push_str(&format!(
-            " (more than {max_headers} header fields, or a head over hyper's buffer of \
-             about 400 KiB; raise [http] max_headers to accept more fields)"
-        ));
+        text.push_str(&too_large_advice(max_headers));
     }
     HttpError::protocol(text)
+}
+
+/// [`classify`] for the lean client's errors, by the same rules: a TLS failure in the
+/// transport's error or noted on the connection is `tls`, anything else `protocol`.
+fn classify_lean(
+    e: &crate::net::lean::LeanError,
+    conn: &Connection,
+    max_headers: usize,
+) -> HttpError {
+    if let Some(tls) = e.io_error().and_then(|io| crate::net::tls::find(io)) {
+        return HttpError::tls(crate::net::tls::describe(tls));
+    }
+    if let Some(failure) = conn.tls_failure() {
+        return HttpError::tls(failure.to_string());
+    }
+    let mut text = e.message().to_owned();
+    if e.is_too_large() {
+        text.push_str(&too_large_advice(max_headers));
+    }
+    HttpError::protocol(text)
+}
+
+/// What a head too large for the parser says about the limits.
+fn too_large_advice(max_headers: usize) -> String {
+    format!(
+        " (more than {max_headers} header fields, or a head over the parser's buffer of \
+         about 400 KiB; raise [http] max_headers to accept more fields)"
+    )
 }

@@ -32,10 +32,10 @@ pub(super) fn checkout(pool: &mut Pool, key: &PoolKey) -> Option<Connection> {
 
 /// Returns a connection to the pool; a handle on an HTTP/2 or HTTP/3 connection
 /// already pooled is dropped (the pooled one serves on).
-pub(super) fn checkin(pool: &mut Pool, key: PoolKey, conn: Connection) {
+pub(super) fn checkin(pool: &mut Pool, key: PoolKey, mut conn: Connection) {
     let idle = pool.entry(key).or_default();
     let proto = conn.proto();
-    if proto.multiplexed() && idle.iter().any(|c| c.proto() == proto && c.is_usable()) {
+    if proto.multiplexed() && idle.iter_mut().any(|c| c.proto() == proto && c.is_usable()) {
         return;
     }
     if idle.len() < MAX_IDLE_PER_ORIGIN && conn.is_usable() {
