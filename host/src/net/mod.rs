@@ -20,6 +20,7 @@ pub(crate) mod grpc;
 pub(crate) mod h3;
 pub(crate) mod http;
 pub(crate) mod lean;
+pub(crate) mod plain_or_tls;
 pub(crate) mod request_tags;
 pub(crate) mod shared;
 pub(crate) mod targets;

@@ -3221,9 +3221,11 @@ export const plugin = {
     phase = 'iteration';
     const fn = (loaded || load())[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
-    // The clock is read only for a minimum duration (each read is a WASI call).
+    // The clock is read only for a minimum duration (each read is a WASI call). The
+    // monotonic clock, not Date.now(): whole milliseconds on both reads could count up
+    // to 1 ms too many and end the iteration short of the minimum (149.9 of 150 ms).
     const paced = runOptions.minIterationDuration !== undefined;
-    const started = paced ? Date.now() : 0;
+    const started = paced ? performance.now() : 0;
     try {
       const returned = fn(setupData);
       // An iteration that returned nothing and left nothing (no job, timer, socket
@@ -3234,8 +3236,9 @@ export const plugin = {
         settleCall(returned, `the function ${scenario}`);
       }
       if (paced) {
-        const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (Date.now() - started);
-        if (rest > 0) hostVu.sleep(rest);
+        const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (performance.now() - started);
+        // The host sleeps whole milliseconds: rounded up, never short.
+        if (rest > 0) hostVu.sleep(Math.ceil(rest));
       }
     } catch (e) {
       if (asyncQueue.length !== 0) { try { flushAsync(); } catch (_) { /* the iteration's own error is the one to report */ } }
