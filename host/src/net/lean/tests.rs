@@ -924,26 +924,9 @@ fn site() -> tempfile::TempDir {
 async fn python() -> Scripted {
     let dir = site();
     let port = free_port();
-    let child = std::process::Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            "--bind",
-            "127.0.0.1",
-            &port.to_string(),
-        ])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("python3 runs");
-    let child = Child(child);
-    listening(port).await;
-    Scripted {
-        base: format!("http://127.0.0.1:{port}"),
-        log: Arc::default(),
-        _keep: Some(Box::new((child, dir))),
-    }
+    let port_text = port.to_string();
+    let args = ["-m", "http.server", "--bind", "127.0.0.1", &port_text];
+    spawn_server("python3", &args, dir, port).await
 }
 
 fn file_steps(s: &Scripted) -> Vec<Step> {
@@ -1017,19 +1000,27 @@ async fn nginx() -> Scripted {
          }}"
     );
     std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
-    let child = std::process::Command::new(binary)
-        .args([
-            "-e",
-            "stderr",
-            "-p",
-            &root.to_string(),
-            "-c",
-            &format!("{root}/nginx.conf"),
-        ])
+    let config = format!("{root}/nginx.conf");
+    let root = root.to_string();
+    spawn_server(
+        binary,
+        &["-e", "stderr", "-p", &root, "-c", &config],
+        dir,
+        port,
+    )
+    .await
+}
+
+/// Starts `program` with `args` in `dir` (kept, with the process, as long as the
+/// server), waits for it to listen on `port`.
+async fn spawn_server(program: &str, args: &[&str], dir: tempfile::TempDir, port: u16) -> Scripted {
+    let child = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .expect("nginx runs");
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     let child = Child(child);
     listening(port).await;
     Scripted {
