@@ -24,28 +24,10 @@ COUNTS=("${@:-10000}")
 ulimit -n "$(ulimit -Hn)"
 WORK=$(mktemp -d)
 
-TARGET=
-stop_target() {
-    if [ -n "$TARGET" ]; then
-        kill "$TARGET" 2>/dev/null || true
-        wait "$TARGET" 2>/dev/null || true
-        TARGET=
-    fi
-}
-trap stop_target EXIT
-start_target() {
-    stop_target
-    timeout 3600 "$HOST" target --listen "127.0.0.1:$PORT" >"$WORK/target.log" 2>&1 &
-    TARGET=$!
-    for _ in $(seq 100); do
-        curl -fs "$BASE/health" >/dev/null && return
-        sleep 0.1
-    done
-    echo "the target did not start" >&2
-    exit 1
-}
 # shellcheck source=bench/ws-common.sh
 . bench/ws-common.sh
+TARGET_RUN=(timeout 3600)
+trap stop_target EXIT
 
 # run NAME TABS VUS RAMP_S HOLD_S: one k6 run; NAME.json (summary export), NAME.time, NAME.peak
 run() {

@@ -29,28 +29,10 @@ PLUGIN=${PLUGIN:-plugins/target/wasm32-wasip2/release/sockets.wasm}
 WORK=$(mktemp -d)
 BASE="http://127.0.0.1:$PORT"
 
-TARGET=
-start_target() { # a fresh target per N, so its RSS before the run is its idle RSS
-    stop_target
-    taskset -c 0 "$HOST" target --listen "127.0.0.1:$PORT" >"$WORK/target.log" 2>&1 &
-    TARGET=$!
-    for _ in $(seq 100); do
-        curl -fs "$BASE/health" >/dev/null && return
-        sleep 0.1
-    done
-    echo "the target did not start (see $WORK/target.log)" >&2
-    exit 1
-}
-stop_target() {
-    if [ -n "$TARGET" ]; then
-        kill "$TARGET" 2>/dev/null || true
-        wait "$TARGET" 2>/dev/null || true
-    fi
-}
-trap stop_target EXIT
-
 # shellcheck source=bench/ws-common.sh
 . bench/ws-common.sh
+TARGET_RUN=(taskset -c 0)
+trap stop_target EXIT
 rss_mib() { awk '/^VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 
 # run NAME TABS LISTEN_S WRITER(0|1) VUS: runs the host; leaves NAME.json, .time, .peak.
