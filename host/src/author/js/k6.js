@@ -2545,12 +2545,11 @@ function flushAsync() {
     return;
   }
   for (let i = 0; i < reqs.length; i++) {
-    const req = reqs[i];
-    const res = new Response(req, words[i], null);
-    if ((words[i] | 0) < 0 && runOptions.throw) {
-      settlePromise(queued[2 * i + 1], P_REJECTED, new Error(`${req.method} ${req.url}: ${res.error}`));
-    } else {
-      settlePromise(queued[2 * i + 1], P_FULFILLED, res);
+    // `answer` throws what `http.request` would have thrown: the promise rejects with it.
+    try {
+      settlePromise(queued[2 * i + 1], P_FULFILLED, answer(reqs[i], words[i]));
+    } catch (e) {
+      settlePromise(queued[2 * i + 1], P_REJECTED, e);
     }
   }
 }
