@@ -82,7 +82,7 @@ impl sockets::Host for VuState {
         let left = until_ms - now_ms;
         // A deadline passed (or not a number) ends the wait before any message is
         // taken: the layer's timer is due first.
-        if !(left > 0.0) {
+        if left.is_nan() || left <= 0.0 {
             return None;
         }
         let timeout = Duration::from_millis(u64::from(timeout_ms))
