@@ -96,11 +96,14 @@ impl CallBudget {
 
     /// Called from the epoch callback, i.e. only while the plugin's own code runs.
     /// Ticks that come close together mean the plugin computed in between; a long gap
-    /// means it was waiting in a host call (sleep, request), which costs no CPU.
+    /// means it was waiting in a host call (sleep, request), which costs no CPU, and so
+    /// does a short one in which it waited in an import (a socket receiving a message
+    /// every few milliseconds would otherwise count as computing all the time).
     pub fn on_tick(&mut self, now: Instant) -> Option<Exceeded> {
         if let Some(last) = self.last_tick {
             let gap = now.saturating_duration_since(last);
-            if gap <= EPOCH_TICK * 3 {
+            let waited = self.waits != self.waits_at_tick;
+            if gap <= EPOCH_TICK * 3 && !waited {
                 self.cpu_used += gap;
             }
         }
@@ -150,6 +153,29 @@ mod tests {
         b.wait(std::pin::pin!(tokio::task::yield_now())).await;
         assert!(!b.must_yield(), "it waited since the last tick");
         assert!(b.must_yield(), "and not since");
+    }
+
+    #[tokio::test]
+    async fn close_ticks_with_a_wait_between_are_not_cpu() {
+        let mut b = CallBudget::new(Duration::from_millis(50));
+        b.start_call(Duration::from_secs(60));
+        let mut t = Instant::now();
+        assert_eq!(b.on_tick(t), None);
+        // A socket's messages: a wait in an import between every two ticks.
+        for _ in 0..20 {
+            b.wait(std::pin::pin!(tokio::task::yield_now())).await;
+            t += EPOCH_TICK;
+            assert_eq!(b.on_tick(t), None);
+            assert!(!b.must_yield());
+        }
+        // Without the waits, the same ticks are computation.
+        let mut stopped = None;
+        for _ in 0..10 {
+            t += EPOCH_TICK;
+            stopped = stopped.or(b.on_tick(t));
+            b.must_yield();
+        }
+        assert_eq!(stopped, Some(Exceeded::Cpu(Duration::from_millis(50))));
     }
 
     #[test]

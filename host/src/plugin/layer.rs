@@ -15,18 +15,21 @@ pub mod bindings {
             "loadtest:k6-layer/responses.send": async,
             "loadtest:k6-layer/responses.send-prepared": async,
             "loadtest:k6-layer/responses.send-batch": async,
+            "loadtest:k6-layer/sockets.recv-text": async,
             default: trappable,
         },
         with: {
             "loadtest:scenario/types": crate::plugin::bindings::loadtest::scenario::types,
             "loadtest:scenario/http": crate::plugin::bindings::loadtest::scenario::http,
             "loadtest:scenario/html": crate::plugin::bindings::loadtest::scenario::html,
+            "loadtest:scenario/metrics": crate::plugin::bindings::loadtest::scenario::metrics,
+            "loadtest:scenario/websocket": crate::plugin::bindings::loadtest::scenario::websocket,
         },
     });
 }
 
 use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content, responses};
+use bindings::loadtest::k6_layer::{checks, content, responses, samples, sockets};
 use wasmtime::component::Resource;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
@@ -42,6 +45,8 @@ pub(crate) fn add_to_linker(
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
     content::add_to_linker::<VuState, Own>(linker, |s| s)?;
     responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    samples::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    sockets::add_to_linker::<VuState, Own>(linker, |s| s)?;
     Ok(())
 }
 

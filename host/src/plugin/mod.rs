@@ -13,6 +13,7 @@ pub(crate) mod engine;
 pub(crate) mod imports;
 pub(crate) mod layer;
 pub(crate) mod layer_responses;
+pub(crate) mod layer_samples;
 pub(crate) mod log;
 pub(crate) mod output;
 pub(crate) mod pin;

@@ -157,6 +157,8 @@ pub struct VuState {
     pub layer_errors: Vec<crate::net::HttpError>,
     /// The checks the k6 layer registered (`checks.register`): name and tags by number.
     pub layer_checks: Vec<(String, Vec<(String, String)>)>,
+    /// Custom-metric series the k6 layer registered (`k6-layer/samples`), by number.
+    pub(crate) layer_series: Vec<super::layer_samples::Series>,
     /// What is left of this VU's log lines for the current second.
     pub log_budget: super::log::LogBudget,
     /// What the plugin declared it may record (`metrics.declare`, called from
@@ -210,6 +212,7 @@ impl VuState {
             layer_responses: Default::default(),
             layer_errors: Vec::new(),
             layer_checks: Vec::new(),
+            layer_series: Vec::new(),
             log_budget: Default::default(),
             declared: None,
             published: None,
@@ -235,6 +238,15 @@ impl VuState {
             &mut self.budget,
             &self.identity.tags,
         ))
+    }
+
+    /// A socket (in the table) and the call's budget at once: a receive that waits
+    /// is counted as a wait, so the next epoch tick does not make the VU yield again.
+    pub(crate) fn socket_and_budget(
+        &mut self,
+        socket: &Resource<crate::net::ws::Socket>,
+    ) -> Result<(&mut crate::net::ws::Socket, &mut CallBudget), ResourceTableError> {
+        Ok((self.table.get_mut(socket)?, &mut self.budget))
     }
 }
 

@@ -67,6 +67,7 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod messages;
     mod repeated;
     mod responses;
     mod scripts;

@@ -16,6 +16,8 @@ import hostRun from 'loadtest:scenario/run-control@0.3.6';
 import hostGrpc from 'loadtest:scenario/grpc@0.3.6';
 import hostChecks from 'loadtest:k6-layer/checks@0.1.0';
 import hostResponses from 'loadtest:k6-layer/responses@0.1.0';
+import hostSamples from 'loadtest:k6-layer/samples@0.1.0';
+import hostSockets from 'loadtest:k6-layer/sockets@0.1.0';
 
 // ---------------------------------------------------------------- text and bytes
 
@@ -347,6 +349,10 @@ class Metric {
       throw new Error(`invalid metric name ${JSON.stringify(name)}: letters, digits and _ (k6's rule)`);
     }
     this.name = name; this.kind = kind; this.isTime = !!isTime;
+    // The series of samples without tags of their own (`counter.add(1)` per
+    // WebSocket message): its number (`samples.register`) for the current tag list,
+    // and the numbers by the VU's and group's tags.
+    this._list = null; this._id = -1; this._ids = null;
     metricsMade.set(name, kind);
   }
   add(value, tags) {
@@ -355,14 +361,41 @@ class Metric {
     else if (typeof value === 'number') v = value;
     else v = typeof value === 'boolean' ? (value ? 1 : 0) : Number(value);
     if (v !== v) throw new Error(`${this.name}.add: ${JSON.stringify(value)} is not a number`);
-    const list = tags === undefined || tags === null ? plainTagList() : tagList(tags);
+    let list;
+    if (tags === undefined || tags === null) {
+      list = plainTagList();
+      // A number and a value cross to the host, not the name, kind and tags.
+      if (this._list !== list) { this._list = list; this._id = this._seriesId(list); }
+      if (this._id >= 0) { hostSamples.add(this._id, v); return true; }
+    } else {
+      list = tagList(tags);
+    }
     // A trend of times (`new Trend(name, true)`) goes through add-time: shown and
     // exported as times, as k6 shows it.
     if (this.isTime && this.kind === 'trend') hostMetrics.addTime(this.name, v, list);
     else hostMetrics.add(this.name, this.kind, v, list);
     return true;
   }
+  // The host's number for this metric with the VU's and group's tags (`list`), or -1
+  // when the host keeps no more series (then `metrics.add` records each sample).
+  _seriesId(list) {
+    let key = groupPath;
+    if (vuTagsVersion !== 0) key += vuTagsKey();
+    if (this._ids === null) this._ids = new Map();
+    let id = this._ids.get(key);
+    if (id === undefined) {
+      const time = this.isTime && this.kind === 'trend';
+      const got = seriesMade < MAX_SERIES_IDS ? hostSamples.register(this.name, this.kind, time, list) : null;
+      seriesMade++;
+      id = got === null ? -1 : got;
+      this._ids.set(key, id);
+    }
+    return id;
+  }
 }
+// Series registered by this VU (`samples.register`); the host keeps 10,000.
+const MAX_SERIES_IDS = 10000;
+let seriesMade = 0;
 class Counter extends Metric { constructor(name, isTime) { super(name, 'counter', isTime); } }
 class Gauge extends Metric { constructor(name, isTime) { super(name, 'gauge', isTime); } }
 class Rate extends Metric { constructor(name, isTime) { super(name, 'rate', isTime); } }
@@ -1880,15 +1913,28 @@ function nextTick(at, every, now) {
   return next > now ? next : next + Math.ceil((now - next + 1) / every) * every;
 }
 
-// Receives from one socket for up to `ms` (0: only what has arrived); whether anything
-// happened (a message, or the socket's end).
-function pollSocket(s, ms) {
+// Receives from one socket for up to `ms` (0: only what has arrived) and not past
+// `until` (a time as Date.now() reads it: the next timer's; Infinity when none) for a
+// WebSocket; whether anything happened (a message, or the socket's end).
+function pollSocket(s, ms, until) {
   if (s.poll) return s.poll(ms); // a gRPC stream
+  // Arithmetic, not Math.max/min/round: each native call costs the interpreter
+  // 1-4 k operations, and this runs once per message received.
+  ms = ms > 0 ? (ms < 2147483647 ? (ms + 0.5) | 0 : 2147483647) : 0;
+  // A text message comes as a string (`sockets.recv-text`), not as a result holding
+  // an option holding a variant; the host stops waiting at `until`, so the loop needs
+  // no clock read per message.
+  const t = hostSockets.recvText(s.handle, until, ms);
+  if (t !== null && t !== undefined) {
+    s.text(t);
+    return true;
+  }
+  // Nothing came, `until` passed, or a binary message or the end is next: the
+  // contract's receive gives the last two, at once.
+  if (until !== Infinity && Date.now() >= until) return false;
   let m;
   try {
-    // Arithmetic, not Math.max/min/round: each native call costs the interpreter
-    // 1-4 k operations, and this runs once per message received.
-    m = s.handle.recv(ms > 0 ? (ms < 2147483647 ? (ms + 0.5) | 0 : 2147483647) : 0);
+    m = s.handle.recv(0);
   } catch (e) {
     s.ended(e);
     return true;
@@ -1957,10 +2003,14 @@ function runLoop(loop, done) {
       // timer not reached),
       // rather than re-walking the timers and sockets per message. A cleared timer
       // only ends this early, at the time it would have run.
+      // A WebSocket's receive stops at the next timer itself (`until`); a gRPC
+      // stream's is given what is left of the wait after each message.
       const ids = timerIds;
-      while (pollSocket(first, wait) && first.open && timerIds === ids && !loop.queue.length
+      const stream = first.poll !== undefined;
+      if (!stream && next !== Infinity) wait = 2147483647;
+      while (pollSocket(first, wait, next) && first.open && timerIds === ids && !loop.queue.length
         && !microtasks.length && !asyncQueue.length && !done()) {
-        if (next !== Infinity) {
+        if (stream && next !== Infinity) {
           now = Date.now();
           if (now >= next) break;
           wait = next - now;
@@ -1970,8 +2020,8 @@ function runLoop(loop, done) {
       // The host waits on one socket at a time: take what has arrived on each, then
       // wait briefly on the first, so no socket waits more than ~10 ms behind another.
       let any = false;
-      for (const s of open) if (pollSocket(s, 0)) any = true;
-      if (!any) pollSocket(first, Math.min(wait, 10));
+      for (const s of open) if (pollSocket(s, 0, next)) any = true;
+      if (!any) pollSocket(first, Math.min(wait, 10), next);
     }
   }
 }
@@ -2009,6 +2059,7 @@ class K6Socket {
     const self = this;
     this._entry = {
       handle, open: true,
+      text(t) { self._emit('message', t); },
       received(m) {
         if (m.tag === 'text') self._emit('message', m.val);
         else { const b = messageData(m, true); self._emit('binaryMessage', b); self._emit('binary', b); }
@@ -2095,6 +2146,7 @@ class WebSocket {
     const self = this;
     this._entry = {
       handle: null, open: false,
+      text(t) { self._dispatch('message', { type: 'message', data: t, origin: self.url }); },
       received(m) {
         self._dispatch('message', { type: 'message', data: messageData(m, true), origin: self.url });
       },

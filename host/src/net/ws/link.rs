@@ -72,6 +72,18 @@ pub(super) enum Taken {
     Empty,
     /// Nothing, and nothing will come: the socket ended.
     Ended,
+    /// The next message was not the kind asked for; it stays in the inbox.
+    Skipped,
+}
+
+/// What [`Link::take_text`] finds.
+pub(super) enum TakenText {
+    /// The next message, text.
+    Text(String),
+    /// Nothing yet.
+    Empty,
+    /// A binary message next, or the socket ended: left for [`Link::take`].
+    Other,
 }
 
 impl Link {
@@ -162,15 +174,35 @@ impl Link {
 
     /// Takes the next message, if one is there; wakes the task if that made room.
     pub(super) fn take(&self) -> Taken {
+        self.take_if(|_| true)
+    }
+
+    /// Takes the next message if it is text; a binary message, or the end, is left
+    /// for [`Link::take`].
+    pub(super) fn take_text(&self) -> TakenText {
+        match self.take_if(|m| matches!(m, WsMessage::Text(_))) {
+            Taken::Message(WsMessage::Text(text)) => TakenText::Text(text),
+            Taken::Empty => TakenText::Empty,
+            Taken::Message(WsMessage::Binary(_)) | Taken::Ended | Taken::Skipped => {
+                TakenText::Other
+            }
+        }
+    }
+
+    /// Takes the next message when `wanted(message)`; leaves it in the inbox
+    /// ([`Taken::Skipped`]) when not.
+    fn take_if(&self, wanted: impl FnOnce(&WsMessage) -> bool) -> Taken {
         let mut state = self.lock();
         // Whether the task stopped reading, judged before this message leaves.
         let was_full = !self.has_room(&state);
+        match state.inbox.front() {
+            None if state.ended => return Taken::Ended,
+            None => return Taken::Empty,
+            Some(next) if !wanted(next) => return Taken::Skipped,
+            Some(_) => {}
+        }
         let Some(message) = state.inbox.pop_front() else {
-            return if state.ended {
-                Taken::Ended
-            } else {
-                Taken::Empty
-            };
+            return Taken::Empty;
         };
         state.held -= message.len();
         if state.inbox.is_empty() {

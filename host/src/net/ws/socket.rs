@@ -1,7 +1,7 @@
 //! The plugin's handle on a socket: sends and receives go through the socket's task
 //! ([`driver`](super::driver)), and dropping the handle ends the session.
 
-use super::link::{Command, Link, Reply, Taken};
+use super::link::{Command, Link, Reply, Taken, TakenText};
 use super::message::{format_size, WsError, WsMessage};
 use super::session;
 use std::sync::Arc;
@@ -52,7 +52,8 @@ impl Socket {
         loop {
             match self.link.take() {
                 Taken::Message(message) => return Ok(Some(message)),
-                Taken::Ended => return Err(self.link.session.end_error()),
+                // Only `take_text` skips; `take` wants every message.
+                Taken::Ended | Taken::Skipped => return Err(self.link.session.end_error()),
                 Taken::Empty if timeout.is_zero() => return Ok(None),
                 Taken::Empty => {}
             }
@@ -62,6 +63,27 @@ impl Socket {
                 .is_err()
             {
                 return Ok(None);
+            }
+        }
+    }
+
+    /// The next message if it is text, waiting up to `timeout` as [`Socket::recv`];
+    /// `None` also when the next message is binary or the socket ended, which are
+    /// left for [`Socket::recv`] (the k6 layer's receive, `k6-layer/sockets`).
+    pub async fn recv_text(&mut self, timeout: Duration) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.link.take_text() {
+                TakenText::Text(text) => return Some(text),
+                TakenText::Other => return None,
+                TakenText::Empty if timeout.is_zero() => return None,
+                TakenText::Empty => {}
+            }
+            if tokio::time::timeout_at(deadline, self.link.plugin_woken())
+                .await
+                .is_err()
+            {
+                return None;
             }
         }
     }

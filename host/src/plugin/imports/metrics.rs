@@ -1,6 +1,6 @@
 //! `metrics`: checks and custom metrics, recorded with the VU's tags.
 
-use crate::metrics::{builtin, MetricKind, RegistryError};
+use crate::metrics::{builtin, MetricId, MetricKind, RegistryError};
 use crate::plugin::bindings::loadtest::scenario::metrics as wit;
 use crate::plugin::state::VuState;
 
@@ -26,50 +26,11 @@ impl wit::Host for VuState {
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
         let kind = kind_of(kind);
-        let recorder = &self.services.recorder;
-        let id = match recorder.registry().get_or_register(&name, kind) {
-            Ok(id) => id,
-            Err(e @ RegistryError::TooMany(_)) => {
-                // One warning and a count: remembering each refused name (to warn once
-                // per name) was itself the unbounded cost.
-                self.services
-                    .metrics_refused
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.services.warn_once(
-                    "metric:too-many",
-                    &format!(
-                        "plugin metric `{}` ignored: {e}; samples of further new names are \
-                         counted in the summary's warnings, not printed",
-                        crate::bounded::cut(&name, crate::bounded::QUOTED_BYTES)
-                    ),
-                );
-                return Ok(());
-            }
-            Err(e) => {
-                self.services.warn_once(
-                    &format!("metric:{name}"),
-                    &format!("plugin metric ignored: {e}"),
-                );
-                return Ok(());
-            }
+        let id = match self.metric_id(&name, kind) {
+            Some(id) => id,
+            None => return Ok(()),
         };
-        if !value.is_finite() {
-            self.services.warn_once(
-                &format!("metric-value:{name}"),
-                &format!("plugin metric `{name}`: non-finite value {value} ignored"),
-            );
-            return Ok(());
-        }
-        let tags = self.tag_cache.with(&self.identity.tags, &tags, None);
-        match kind {
-            MetricKind::Counter => recorder.count(id, &tags, value),
-            MetricKind::Gauge => recorder.gauge(id, &tags, value),
-            MetricKind::Rate => recorder.rate(id, &tags, value != 0.0),
-            // Trends keep thousandths, so milliseconds are held to the microsecond.
-            MetricKind::Trend => {
-                recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64)
-            }
-        }
+        self.record_sample(id, kind, &name, value, &tags);
         Ok(())
     }
 
@@ -101,7 +62,71 @@ impl wit::Host for VuState {
     }
 }
 
-fn kind_of(kind: wit::MetricKind) -> MetricKind {
+impl VuState {
+    /// The registry's number for custom metric `name` of `kind`; `None` (warned once)
+    /// when the name is refused: too many metrics, or taken by another kind.
+    pub(crate) fn metric_id(&mut self, name: &str, kind: MetricKind) -> Option<MetricId> {
+        let recorder = &self.services.recorder;
+        match recorder.registry().get_or_register(name, kind) {
+            Ok(id) => Some(id),
+            Err(e @ RegistryError::TooMany(_)) => {
+                // One warning and a count: remembering each refused name (to warn once
+                // per name) was itself the unbounded cost.
+                self.services
+                    .metrics_refused
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.services.warn_once(
+                    "metric:too-many",
+                    &format!(
+                        "plugin metric `{}` ignored: {e}; samples of further new names are \
+                         counted in the summary's warnings, not printed",
+                        crate::bounded::cut(name, crate::bounded::QUOTED_BYTES)
+                    ),
+                );
+                None
+            }
+            Err(e) => {
+                self.services.warn_once(
+                    &format!("metric:{name}"),
+                    &format!("plugin metric ignored: {e}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Records one sample of custom metric `id` with the VU's tags and `tags`, as
+    /// `metrics.add` does; a value that is not finite is warned about and dropped.
+    pub(crate) fn record_sample(
+        &mut self,
+        id: MetricId,
+        kind: MetricKind,
+        name: &str,
+        value: f64,
+        tags: &[(String, String)],
+    ) {
+        if !value.is_finite() {
+            self.services.warn_once(
+                &format!("metric-value:{name}"),
+                &format!("plugin metric `{name}`: non-finite value {value} ignored"),
+            );
+            return;
+        }
+        let tags = self.tag_cache.with(&self.identity.tags, tags, None);
+        let recorder = &self.services.recorder;
+        match kind {
+            MetricKind::Counter => recorder.count(id, &tags, value),
+            MetricKind::Gauge => recorder.gauge(id, &tags, value),
+            MetricKind::Rate => recorder.rate(id, &tags, value != 0.0),
+            // Trends keep thousandths, so milliseconds are held to the microsecond.
+            MetricKind::Trend => {
+                recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64)
+            }
+        }
+    }
+}
+
+pub(crate) fn kind_of(kind: wit::MetricKind) -> MetricKind {
     match kind {
         wit::MetricKind::Counter => MetricKind::Counter,
         wit::MetricKind::Gauge => MetricKind::Gauge,

@@ -65,7 +65,14 @@ impl wit::HostSocket for VuState {
         timeout_ms: u32,
     ) -> Result<Option<wit::Message>, wit::WsError> {
         let timeout = Duration::from_millis(u64::from(timeout_ms));
-        match self.socket(&s)?.recv(timeout).await {
+        let (socket, budget) = self
+            .socket_and_budget(&s)
+            .map_err(|e| wit::WsError::Invalid(format!("not a socket of this VU: {e}")))?;
+        // A wait for a message gives the thread back: noted, so that the epoch tick
+        // after it does not make the VU yield once more (two fiber switches and a
+        // round through the scheduler per message on a socket that is mostly idle).
+        let recv = std::pin::pin!(socket.recv(timeout));
+        match budget.wait(recv).await {
             Ok(m) => Ok(m.map(|m| match m {
                 WsMessage::Text(t) => wit::Message::Text(t),
                 WsMessage::Binary(b) => wit::Message::Binary(b),

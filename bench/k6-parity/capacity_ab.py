@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""capacity.js under two host builds (and k6), rounds interleaved, a fresh demo-target
+on core 0 per run and the tool on core 1: CPU seconds (wait4 rusage), requests,
+WebSocket messages received and pushes counted by the script, and CPU per message.
+A shorter, A/B form of `run.py capacity` (which runs each tool once and rewrites
+results/scenarios.md).
+
+Run by hand: `BEFORE=<host> AFTER=<host> [K6=<k6>] bench/k6-parity/capacity_ab.py`
+Environment: BEFORE, AFTER, K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
+ROUNDS (2), PORT (18090).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402
+
+DURATION = int(os.environ.get("DURATION", "30"))
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
+ENV = {"BROWSE_VUS": "80", "WRITE_VUS": "20", "SOCKET_VUS": "200", "PAUSE_MIN_MS": "500",
+       "PAUSE_MAX_MS": "1500", "DURATION": f"{DURATION}s", "HOLD_MS": str(DURATION * 1000),
+       "BASE_URL": run.BASE}
+ARGS = [a for k, v in ENV.items() for a in ("-e", f"{k}={v}")]
+WORK = Path(tempfile.mkdtemp(prefix="capab-"))
+SCRIPT = str(run.HERE / "capacity.js")
+
+
+def host(binary):
+    out = Path(tempfile.mkdtemp(dir=WORK))
+    _, cpu, rss, err = run.measured([binary, "run", SCRIPT, *ARGS, "--out", str(out), "--quiet"])
+    m = json.loads(next(out.glob("*/summary.json")).read_text())["metrics"]
+    c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
+    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received")
+
+
+def k6():
+    export = WORK / "k6.json"
+    _, cpu, rss, err = run.measured([os.environ["K6"], "run", "--quiet", "--no-usage-report",
+                                     "--summary-export", str(export), *ARGS, SCRIPT])
+    m = json.loads(export.read_text())["metrics"]
+    c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
+    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received")
+
+
+tools = [("before", lambda: host(os.environ["BEFORE"])), ("after", lambda: host(os.environ["AFTER"]))]
+if os.environ.get("K6"):
+    tools.insert(0, ("k6", k6))
+print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run", flush=True)
+for n in range(ROUNDS):
+    for label, fn in tools:
+        target = run.Target([])
+        try:
+            cpu, reqs, received, counted = fn()
+        finally:
+            target.stop()
+        print(f"round {n} {label}: CPU {cpu:.2f} s, requests {reqs}, ws messages {received}, "
+              f"pushes counted {counted}, requests per CPU-s {reqs / cpu:.0f}, "
+              f"{cpu / received * 1e6 if received else float('nan'):.1f} us CPU per message", flush=True)

@@ -1,0 +1,97 @@
+//! The k6 layer's numbered custom metrics and its text receive
+//! (`loadtest:k6-layer/samples` and `/sockets`): what a `Counter.add(1)` per WebSocket
+//! message and the message itself cost the runtime, cut to a number and a string.
+
+use super::imports::metrics::kind_of;
+use super::layer::bindings::loadtest::k6_layer::{samples, sockets};
+use crate::metrics::{MetricId, MetricKind};
+use crate::net::ws::Socket;
+use crate::plugin::bindings::loadtest::scenario::metrics::MetricKind as WitKind;
+use crate::plugin::state::VuState;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use wasmtime::component::Resource;
+
+/// Series one VU may register (`samples.register`): a script that adds with new tag
+/// values per iteration would otherwise grow the host's memory; past it the layer
+/// records with `metrics.add`.
+pub(crate) const MAX_SERIES: usize = 10_000;
+
+/// A series the layer registered: the metric, its kind and name (for warnings), and
+/// the sample's own tags (the VU's are added when a sample is recorded, as
+/// `metrics.add` adds them).
+pub(crate) struct Series {
+    id: MetricId,
+    kind: MetricKind,
+    name: String,
+    tags: Vec<(String, String)>,
+}
+
+impl samples::Host for VuState {
+    fn register(
+        &mut self,
+        name: String,
+        kind: WitKind,
+        time: bool,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<Option<u32>> {
+        if self.layer_series.len() >= MAX_SERIES {
+            return Ok(None);
+        }
+        let kind = kind_of(kind);
+        if time && kind == MetricKind::Trend {
+            // As `metrics.add-time`: marked before the first sample.
+            self.services.recorder.registry().mark_time(&name);
+        }
+        let Some(id) = self.metric_id(&name, kind) else {
+            return Ok(None);
+        };
+        self.layer_series.push(Series {
+            id,
+            kind,
+            name,
+            tags,
+        });
+        Ok(Some(self.layer_series.len() as u32 - 1))
+    }
+
+    fn add(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
+        // Taken out for the call, so the sample can borrow the VU's state mutably.
+        let series = std::mem::take(&mut self.layer_series);
+        let Some(s) = series.get(id as usize) else {
+            self.layer_series = series;
+            wasmtime::bail!("the k6 layer added to series {id}, which it never registered");
+        };
+        self.record_sample(s.id, s.kind, &s.name, value, &s.tags);
+        self.layer_series = series;
+        Ok(())
+    }
+}
+
+impl sockets::Host for VuState {
+    async fn recv_text(
+        &mut self,
+        socket: Resource<Socket>,
+        until_ms: f64,
+        timeout_ms: u32,
+    ) -> Option<String> {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1000.0;
+        let left = until_ms - now_ms;
+        // A deadline passed (or not a number) ends the wait before any message is
+        // taken: the layer's timer is due first.
+        if left.is_nan() || left <= 0.0 {
+            return None;
+        }
+        let timeout = Duration::from_millis(u64::from(timeout_ms))
+            .min(Duration::from_secs_f64((left / 1000.0).min(1e9)));
+        let Ok((socket, budget)) = self.socket_and_budget(&socket) else {
+            // Not a socket of this VU: the contract's `recv` reports it.
+            return None;
+        };
+        let recv = std::pin::pin!(socket.recv_text(timeout));
+        budget.wait(recv).await
+    }
+}
