@@ -2,9 +2,9 @@
 //! (`loadtest:k6-layer/samples` and `/sockets`): what a `Counter.add(1)` per WebSocket
 //! message and the message itself cost the runtime, cut to a number and a string.
 
-use super::imports::metrics::kind_of;
 use super::layer::bindings::loadtest::k6_layer::{samples, sockets};
-use crate::metrics::{MetricId, MetricKind};
+use super::layer_series::{kind_of, Series};
+use crate::metrics::MetricKind;
 use crate::net::ws::Socket;
 use crate::plugin::bindings::loadtest::scenario::metrics::MetricKind as WitKind;
 use crate::plugin::state::VuState;
@@ -15,16 +15,6 @@ use wasmtime::component::Resource;
 /// values per iteration would otherwise grow the host's memory; past it the layer
 /// records with `metrics.add`.
 pub(crate) const MAX_SERIES: usize = 10_000;
-
-/// A series the layer registered: the metric, its kind and name (for warnings), and
-/// the sample's own tags (the VU's are added when a sample is recorded, as
-/// `metrics.add` adds them).
-pub(crate) struct Series {
-    id: MetricId,
-    kind: MetricKind,
-    name: String,
-    tags: Vec<(String, String)>,
-}
 
 impl samples::Host for VuState {
     fn register(

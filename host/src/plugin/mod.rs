@@ -14,6 +14,7 @@ pub(crate) mod imports;
 pub(crate) mod layer;
 pub(crate) mod layer_responses;
 pub(crate) mod layer_samples;
+pub(crate) mod layer_series;
 pub(crate) mod log;
 pub(crate) mod output;
 pub(crate) mod pin;

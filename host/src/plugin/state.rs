@@ -158,7 +158,7 @@ pub struct VuState {
     /// The checks the k6 layer registered (`checks.register`): name and tags by number.
     pub layer_checks: Vec<(String, Vec<(String, String)>)>,
     /// Custom-metric series the k6 layer registered (`k6-layer/samples`), by number.
-    pub(crate) layer_series: Vec<super::layer_samples::Series>,
+    pub(crate) layer_series: Vec<super::layer_series::Series>,
     /// What is left of this VU's log lines for the current second.
     pub log_budget: super::log::LogBudget,
     /// What the plugin declared it may record (`metrics.declare`, called from

@@ -2,6 +2,7 @@
 
 use crate::metrics::{builtin, MetricId, MetricKind, RegistryError};
 use crate::plugin::bindings::loadtest::scenario::metrics as wit;
+use crate::plugin::layer_series::kind_of;
 use crate::plugin::state::VuState;
 
 impl wit::Host for VuState {
@@ -123,14 +124,5 @@ impl VuState {
                 recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64)
             }
         }
-    }
-}
-
-pub(crate) fn kind_of(kind: wit::MetricKind) -> MetricKind {
-    match kind {
-        wit::MetricKind::Counter => MetricKind::Counter,
-        wit::MetricKind::Gauge => MetricKind::Gauge,
-        wit::MetricKind::Rate => MetricKind::Rate,
-        wit::MetricKind::Trend => MetricKind::Trend,
     }
 }
