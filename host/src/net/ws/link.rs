@@ -195,14 +195,11 @@ impl Link {
         let mut state = self.lock();
         // Whether the task stopped reading, judged before this message leaves.
         let was_full = !self.has_room(&state);
-        match state.inbox.front() {
+        let message = match state.inbox.front() {
             None if state.ended => return Taken::Ended,
             None => return Taken::Empty,
             Some(next) if !wanted(next) => return Taken::Skipped,
-            Some(_) => {}
-        }
-        let Some(message) = state.inbox.pop_front() else {
-            return Taken::Empty;
+            Some(_) => state.inbox.pop_front().expect("the front was just seen"),
         };
         state.held -= message.len();
         if state.inbox.is_empty() {

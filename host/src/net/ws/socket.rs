@@ -48,37 +48,44 @@ impl Socket {
     /// already arrived); `None` when nothing came in time. Messages that arrived before
     /// the socket ended are delivered first, then the reason it ended.
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<WsMessage>, WsError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            match self.link.take() {
-                Taken::Message(message) => return Ok(Some(message)),
-                // Only `take_text` skips; `take` wants every message.
-                Taken::Ended | Taken::Skipped => return Err(self.link.session.end_error()),
-                Taken::Empty if timeout.is_zero() => return Ok(None),
-                Taken::Empty => {}
-            }
-            // Woken by a message or the end; a wake-up may be stale, so look again.
-            if tokio::time::timeout_at(deadline, self.link.plugin_woken())
-                .await
-                .is_err()
-            {
-                return Ok(None);
-            }
-        }
+        let found = self.wait_for(timeout, |link| match link.take() {
+            Taken::Message(message) => Some(Ok(Some(message))),
+            // Only `take_text` skips; `take` wants every message.
+            Taken::Ended | Taken::Skipped => Some(Err(link.session.end_error())),
+            Taken::Empty => None,
+        });
+        found.await.unwrap_or(Ok(None))
     }
 
     /// The next message if it is text, waiting up to `timeout` as [`Socket::recv`];
     /// `None` also when the next message is binary or the socket ended, which are
     /// left for [`Socket::recv`] (the k6 layer's receive, `k6-layer/sockets`).
     pub async fn recv_text(&mut self, timeout: Duration) -> Option<String> {
+        let found = self.wait_for(timeout, |link| match link.take_text() {
+            TakenText::Text(text) => Some(Some(text)),
+            TakenText::Other => Some(None),
+            TakenText::Empty => None,
+        });
+        found.await.flatten()
+    }
+
+    /// Asks `look` until it finds something (`Some`), waiting for the socket's task to
+    /// deliver between two looks, up to `timeout` (`Duration::ZERO`: one look); `None`
+    /// when nothing was found in time.
+    async fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        mut look: impl FnMut(&Link) -> Option<T>,
+    ) -> Option<T> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.link.take_text() {
-                TakenText::Text(text) => return Some(text),
-                TakenText::Other => return None,
-                TakenText::Empty if timeout.is_zero() => return None,
-                TakenText::Empty => {}
+            if let Some(found) = look(&self.link) {
+                return Some(found);
             }
+            if timeout.is_zero() {
+                return None;
+            }
+            // Woken by a message or the end; a wake-up may be stale, so look again.
             if tokio::time::timeout_at(deadline, self.link.plugin_woken())
                 .await
                 .is_err()

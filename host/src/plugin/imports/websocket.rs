@@ -23,10 +23,13 @@ fn to_wit(e: WsError) -> wit::WsError {
 
 impl VuState {
     fn socket(&mut self, handle: &Resource<Socket>) -> Result<&mut Socket, wit::WsError> {
-        self.table()
-            .get_mut(handle)
-            .map_err(|e| wit::WsError::Invalid(format!("not a socket of this VU: {e}")))
+        self.table().get_mut(handle).map_err(not_a_socket)
     }
+}
+
+/// A handle that is not one of this VU's sockets, as the plugin is told.
+fn not_a_socket(e: wasmtime::component::ResourceTableError) -> wit::WsError {
+    wit::WsError::Invalid(format!("not a socket of this VU: {e}"))
 }
 
 impl wit::HostSocket for VuState {
@@ -65,9 +68,7 @@ impl wit::HostSocket for VuState {
         timeout_ms: u32,
     ) -> Result<Option<wit::Message>, wit::WsError> {
         let timeout = Duration::from_millis(u64::from(timeout_ms));
-        let (socket, budget) = self
-            .socket_and_budget(&s)
-            .map_err(|e| wit::WsError::Invalid(format!("not a socket of this VU: {e}")))?;
+        let (socket, budget) = self.socket_and_budget(&s).map_err(not_a_socket)?;
         // A wait for a message gives the thread back: noted, so that the epoch tick
         // after it does not make the VU yield once more (two fiber switches and a
         // round through the scheduler per message on a socket that is mostly idle).
