@@ -667,7 +667,11 @@ async fn differential(
                 report();
                 panic!("request {i}: hyper reused a connection, the lean client opened one");
             }
-            if alike[i] && !hc.handshake {
+            // A server that closes sends its TLS close alert (24 bytes) after the
+            // response: a client reads it with the response or not, as the bytes
+            // happen to arrive (seen on /close, where CI's run read it on one side).
+            let alert_in = tls && hc.received.abs_diff(lc.received) == 24;
+            if alike[i] && !hc.handshake && !alert_in {
                 assert_eq!(hc.received, lc.received, "request {i}: bytes received");
             }
         }
