@@ -47,6 +47,7 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "createHMAC",
             "hmac",
             "randomBytes",
+            "md4",
             "md5",
             "sha1",
             "sha256",
@@ -54,6 +55,7 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "sha512",
             "sha512_224",
             "sha512_256",
+            "ripemd160",
         ],
     ),
     (
@@ -144,15 +146,6 @@ const REFUSED: &[(&str, &str)] = &[
     ),
     ("k6/experimental/streams", "not supported yet"),
     ("k6/experimental/csv", "not supported yet"),
-];
-
-/// Calls refused wherever they appear (by their text), with the reason.
-const REFUSED_CALLS: &[(&str, &str)] = &[
-    (".md4(", "md4() (k6/crypto) is not supported yet"),
-    (
-        ".ripemd160(",
-        "ripemd160() (k6/crypto) is not supported yet",
-    ),
 ];
 
 /// A bundled script.
@@ -518,11 +511,6 @@ fn transform(
     } else {
         (Vec::new(), Vec::new())
     };
-    for (needle, why) in REFUSED_CALLS {
-        if let Some(i) = code.find(needle) {
-            bail!("{}: {why} (see docs/k6-compatibility.md)", at(i));
-        }
-    }
     // Apply the edits back to front, each keeping its line count.
     let mut body = src.clone();
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
@@ -807,26 +795,8 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(err.contains("`nope`") && err.contains("s.js:1"), "{err}");
-        let err = transform(
-            "import crypto from 'k6/crypto';\n\nexport default () => crypto.ripemd160('x');\n",
-            "s.js",
-            &dir,
-            &dir.join("s.js"),
-            &BTreeMap::new(),
-        )
-        .err()
-        .unwrap()
-        .to_string();
-        assert!(
-            err.contains("s.js:3") && err.contains("ripemd160()"),
-            "{err}"
-        );
         for (code, what) in [
-            ("import { md4 } from 'k6/crypto';\n", "`md4`"),
-            (
-                "import crypto from 'k6/crypto';\nconst d = crypto.ripemd160('x');\n",
-                "ripemd160()",
-            ),
+            ("import { md6 } from 'k6/crypto';\n", "`md6`"),
             (
                 "import grpc from 'k6/net/grpc';\nconst c = new grpc.Client();\nc.loadProtoset('x.pb');\n",
                 "x.pb",

@@ -1098,7 +1098,8 @@ class SharedArray {
 // ---------------------------------------------------------------- k6/crypto
 //
 // Hashes and HMACs in JavaScript inside the sandbox (the contract has no crypto import,
-// and these are small): MD5, SHA-1, SHA-256, SHA-384, SHA-512, SHA-512/224, SHA-512/256.
+// and these are small): MD4, MD5, SHA-1, SHA-256, SHA-384, SHA-512, SHA-512/224,
+// SHA-512/256, RIPEMD-160.
 // `randomBytes` draws from the VU's Math.random generator, which is not a cryptographic
 // one (docs/k6-compatibility.md says so).
 
@@ -1136,6 +1137,133 @@ function md5Digest(msg) {
   const ov = new DataView(out.buffer);
   [a0, b0, c0, d0].forEach((w, i) => ov.setInt32(i * 4, w, true));
   return out;
+}
+
+// Little-endian padding of MD4 and RIPEMD-160 (MD5's own above): the message, 0x80,
+// zeros, and its length in bits in the block's last 8 bytes, low word first.
+function lePad(msg) {
+  const len = msg.length;
+  const padded = new Uint8Array(((len + 8) >> 6 << 6) + 64);
+  padded.set(msg);
+  padded[len] = 0x80;
+  const view = new DataView(padded.buffer);
+  const bits = len * 8;
+  view.setUint32(padded.length - 8, bits >>> 0, true);
+  view.setUint32(padded.length - 4, Math.floor(bits / 4294967296), true);
+  return view;
+}
+
+// Little-endian 32-bit words as bytes.
+function leWordsOut(words) {
+  const out = new Uint8Array(words.length * 4);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < words.length; i++) view.setInt32(i * 4, words[i], true);
+  return out;
+}
+
+const rotl32 = (x, s) => (x << s) | (x >>> (32 - s));
+
+// MD4 (RFC 1320): three rounds of 16 steps; each step's word order and shifts.
+const MD4_ORDER = [
+  [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+  [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15],
+  [0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15],
+];
+const MD4_SHIFT = [[3, 7, 11, 19], [3, 5, 9, 13], [3, 9, 11, 15]];
+
+function md4Digest(msg) {
+  const view = lePad(msg);
+  const h = [0x67452301, 0xefcdab89 | 0, 0x98badcfe | 0, 0x10325476];
+  const x = new Int32Array(16);
+  for (let off = 0; off < view.byteLength; off += 64) {
+    for (let i = 0; i < 16; i++) x[i] = view.getInt32(off + i * 4, true);
+    let [a, b, c, d] = h;
+    for (let round = 0; round < 3; round++) {
+      const order = MD4_ORDER[round], shift = MD4_SHIFT[round];
+      for (let i = 0; i < 16; i++) {
+        let f;
+        if (round === 0) f = (b & c) | (~b & d);
+        else if (round === 1) f = ((b & c) | (b & d) | (c & d)) + 0x5a827999;
+        else f = (b ^ c ^ d) + 0x6ed9eba1;
+        // Step [abcd k s] is a = (a + f(b, c, d) + X[k]) <<< s; the next step is
+        // [dabc ...], so the names turn instead of the values.
+        const t = rotl32((a + f + x[order[i]]) | 0, shift[i & 3]);
+        a = d; d = c; c = b; b = t;
+      }
+    }
+    h[0] = (h[0] + a) | 0; h[1] = (h[1] + b) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0;
+  }
+  return leWordsOut(h);
+}
+
+// RIPEMD-160 (Dobbertin, Bosselaers, Preneel): two lines of 80 steps over each block,
+// their word orders, shifts and constants per group of 16.
+const RMD_R = [
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+  7, 4, 13, 1, 10, 6, 15, 3, 12, 0, 9, 5, 2, 14, 11, 8,
+  3, 10, 14, 4, 9, 15, 8, 1, 2, 7, 0, 6, 13, 11, 5, 12,
+  1, 9, 11, 10, 0, 8, 12, 4, 13, 3, 7, 15, 14, 5, 6, 2,
+  4, 0, 5, 9, 7, 12, 2, 10, 14, 1, 3, 8, 11, 6, 15, 13,
+];
+const RMD_R2 = [
+  5, 14, 7, 0, 9, 2, 11, 4, 13, 6, 15, 8, 1, 10, 3, 12,
+  6, 11, 3, 7, 0, 13, 5, 10, 14, 15, 8, 12, 4, 9, 1, 2,
+  15, 5, 1, 3, 7, 14, 6, 9, 11, 8, 12, 2, 10, 0, 4, 13,
+  8, 6, 4, 1, 3, 11, 15, 0, 5, 12, 2, 13, 9, 7, 10, 14,
+  12, 15, 10, 4, 1, 5, 8, 7, 6, 2, 13, 14, 0, 3, 9, 11,
+];
+const RMD_S = [
+  11, 14, 15, 12, 5, 8, 7, 9, 11, 13, 14, 15, 6, 7, 9, 8,
+  7, 6, 8, 13, 11, 9, 7, 15, 7, 12, 15, 9, 11, 7, 13, 12,
+  11, 13, 6, 7, 14, 9, 13, 15, 14, 8, 13, 6, 5, 12, 7, 5,
+  11, 12, 14, 15, 14, 15, 9, 8, 9, 14, 5, 6, 8, 6, 5, 12,
+  9, 15, 5, 11, 6, 8, 13, 12, 5, 12, 13, 14, 11, 8, 5, 6,
+];
+const RMD_S2 = [
+  8, 9, 9, 11, 13, 15, 15, 5, 7, 7, 8, 11, 14, 14, 12, 6,
+  9, 13, 15, 7, 12, 8, 9, 11, 7, 7, 12, 7, 6, 15, 13, 11,
+  9, 7, 15, 11, 8, 6, 6, 14, 12, 13, 5, 14, 13, 13, 7, 5,
+  15, 5, 8, 11, 14, 14, 6, 14, 6, 9, 12, 9, 12, 5, 15, 8,
+  8, 5, 12, 9, 12, 5, 14, 6, 8, 13, 6, 5, 15, 13, 11, 11,
+];
+const RMD_K = [0, 0x5a827999, 0x6ed9eba1, 0x8f1bbcdc | 0, 0xa953fd4e | 0];
+const RMD_K2 = [0x50a28be6, 0x5c4dd124, 0x6d703ef3, 0x7a6d76e9, 0];
+
+// The step function of group `g` (0-4): the left line uses them in order, the right
+// line in reverse.
+function rmdF(g, x, y, z) {
+  switch (g) {
+    case 0: return x ^ y ^ z;
+    case 1: return (x & y) | (~x & z);
+    case 2: return (x | ~y) ^ z;
+    case 3: return (x & z) | (y & ~z);
+    default: return x ^ (y | ~z);
+  }
+}
+
+function ripemd160Digest(msg) {
+  const view = lePad(msg);
+  const h = [0x67452301, 0xefcdab89 | 0, 0x98badcfe | 0, 0x10325476, 0xc3d2e1f0 | 0];
+  const x = new Int32Array(16);
+  for (let off = 0; off < view.byteLength; off += 64) {
+    for (let i = 0; i < 16; i++) x[i] = view.getInt32(off + i * 4, true);
+    let [a, b, c, d, e] = h;
+    let [a2, b2, c2, d2, e2] = h;
+    for (let j = 0; j < 80; j++) {
+      const g = j >> 4;
+      let t = (rotl32((a + rmdF(g, b, c, d) + x[RMD_R[j]] + RMD_K[g]) | 0, RMD_S[j]) + e) | 0;
+      a = e; e = d; d = rotl32(c, 10); c = b; b = t;
+      t = (rotl32((a2 + rmdF(4 - g, b2, c2, d2) + x[RMD_R2[j]] + RMD_K2[g]) | 0, RMD_S2[j]) + e2) | 0;
+      a2 = e2; e2 = d2; d2 = rotl32(c2, 10); c2 = b2; b2 = t;
+    }
+    const t = (h[1] + c + d2) | 0;
+    h[1] = (h[2] + d + e2) | 0;
+    h[2] = (h[3] + e + a2) | 0;
+    h[3] = (h[4] + a + b2) | 0;
+    h[4] = (h[0] + b + c2) | 0;
+    h[0] = t;
+  }
+  return leWordsOut(h);
 }
 
 // Big-endian padding of SHA-1 and SHA-2: the message, 0x80, zeros, and its length in
@@ -1311,6 +1439,7 @@ function wordsOut(words, n) {
 }
 
 const HASHES = {
+  md4: { digest: md4Digest, block: 64 },
   md5: { digest: md5Digest, block: 64 },
   sha1: { digest: sha1Digest, block: 64 },
   sha256: { digest: sha256Digest, block: 64 },
@@ -1318,6 +1447,7 @@ const HASHES = {
   sha512: { digest: (m) => sha512Digest(m, 'sha512', 64), block: 128 },
   sha512_224: { digest: (m) => sha512Digest(m, 'sha512_224', 28), block: 128 },
   sha512_256: { digest: (m) => sha512Digest(m, 'sha512_256', 32), block: 128 },
+  ripemd160: { digest: ripemd160Digest, block: 64 },
 };
 
 function hashOf(algorithm) {
