@@ -49,6 +49,8 @@ def k6():
 tools = [("before", lambda: host(os.environ["BEFORE"])), ("after", lambda: host(os.environ["AFTER"]))]
 if os.environ.get("K6"):
     tools.insert(0, ("k6", k6))
+for binary in (os.environ["BEFORE"], os.environ["AFTER"]):
+    run.warm_host_js(binary, SCRIPT, WORK)
 print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run", flush=True)
 for n in range(ROUNDS):
     for label, fn in tools:
