@@ -1107,17 +1107,10 @@ function md5Digest(msg) {
   const K = new Int32Array(64);
   for (let i = 0; i < 64; i++) K[i] = Math.floor(Math.abs(Math.sin(i + 1)) * 4294967296) | 0;
   const S = [7, 12, 17, 22, 5, 9, 14, 20, 4, 11, 16, 23, 6, 10, 15, 21];
-  const len = msg.length;
-  const padded = new Uint8Array(((len + 8) >> 6 << 6) + 64);
-  padded.set(msg);
-  padded[len] = 0x80;
-  const bits = len * 8;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, bits >>> 0, true);
-  view.setUint32(padded.length - 4, Math.floor(bits / 4294967296), true);
+  const view = lePad(msg);
   let a0 = 0x67452301, b0 = 0xefcdab89 | 0, c0 = 0x98badcfe | 0, d0 = 0x10325476;
   const M = new Int32Array(16);
-  for (let off = 0; off < padded.length; off += 64) {
+  for (let off = 0; off < view.byteLength; off += 64) {
     for (let i = 0; i < 16; i++) M[i] = view.getInt32(off + i * 4, true);
     let a = a0, b = b0, c = c0, d = d0;
     for (let i = 0; i < 64; i++) {
@@ -1133,14 +1126,11 @@ function md5Digest(msg) {
     }
     a0 = (a0 + a) | 0; b0 = (b0 + b) | 0; c0 = (c0 + c) | 0; d0 = (d0 + d) | 0;
   }
-  const out = new Uint8Array(16);
-  const ov = new DataView(out.buffer);
-  [a0, b0, c0, d0].forEach((w, i) => ov.setInt32(i * 4, w, true));
-  return out;
+  return leWordsOut([a0, b0, c0, d0]);
 }
 
-// Little-endian padding of MD4 and RIPEMD-160 (MD5's own above): the message, 0x80,
-// zeros, and its length in bits in the block's last 8 bytes, low word first.
+// Little-endian padding of MD4, MD5 and RIPEMD-160: the message, 0x80, zeros, and its
+// length in bits in the block's last 8 bytes, low word first.
 function lePad(msg) {
   const len = msg.length;
   const padded = new Uint8Array(((len + 8) >> 6 << 6) + 64);
