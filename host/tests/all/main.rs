@@ -79,6 +79,7 @@ mod author {
     mod har;
     mod new_plugin;
     mod oci;
+    mod oci_hostile;
     mod python;
 }
 
