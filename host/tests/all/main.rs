@@ -59,6 +59,7 @@ mod net {
 /// gRPC: against grpcio (a server this project did not write) and the demo's face.
 mod grpc {
     mod demo_face;
+    mod hostile_reflection;
     mod python_server;
 }
 
