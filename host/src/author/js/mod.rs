@@ -14,6 +14,7 @@ pub(crate) mod protosets;
 pub(crate) mod scan;
 pub(crate) mod stub;
 pub(crate) mod tokens;
+pub(crate) mod whole;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
