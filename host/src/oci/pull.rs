@@ -5,9 +5,9 @@
 
 use super::artifact::{self, ACCEPT};
 use super::cache;
-use super::reference::Reference;
 use super::session::{self, error_words, RegistryOptions, Session, SMALL};
 use super::transport::TransportError;
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
 use hyper::{Method, StatusCode};

@@ -68,6 +68,7 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod hostile;
     mod messages;
     mod repeated;
     mod responses;

@@ -201,6 +201,7 @@ pub(crate) fn bundle(
             .display()
             .to_string();
         let out = transform(&src, &shown, &root, &path, env)?;
+        super::whole::check(&out.body, &shown)?;
         for loaded in out.protos {
             if let Some(other) = protos.get(&loaded.given) {
                 if *other != loaded.files {
