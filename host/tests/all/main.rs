@@ -72,6 +72,7 @@ mod js {
     mod messages;
     mod repeated;
     mod responses;
+    mod runtime_guards;
     mod scripts;
 }
 
