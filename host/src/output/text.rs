@@ -245,6 +245,9 @@ fn bottleneck(out: &mut String, s: &Summary) {
         Who::Generator => {
             "the load generator (its CPU or late starts; the figures are a lower bound)"
         }
+        Who::TargetUnreachable => {
+            "none: the target stopped answering (most requests could not connect)"
+        }
     };
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
     let _ = writeln!(
