@@ -3,7 +3,12 @@
 //! folder. A scenario is untrusted code, so a name that would leave that folder (an
 //! absolute path, `..`) is refused and reported, not written: k6 writes such paths
 //! relative to the working directory, this host does not let a shared script choose
-//! where on the operator's disk it writes.
+//! where on the operator's disk it writes. Nor does it replace the host's own results
+//! (`summary.json`, `junit.xml`, `summary.txt`, `report.html`, the time series and
+//! histogram logs, anything already in the folder): k6's common
+//! `return { 'summary.json': ... }` would leave a failed run with a passing junit.xml
+//! and break `host compare`; such a file goes into the `handleSummary/` subfolder
+//! instead, with a warning saying where.
 
 use crate::files::WriteFailure;
 use std::io::Write;
@@ -38,6 +43,20 @@ enum NotWritten {
     Empty,
 }
 
+/// The subfolder of the results folder that takes a file `handleSummary` named after
+/// one of the host's own results.
+pub(crate) const ASIDE: &str = "handleSummary";
+
+/// The host's own results, by name at the top of the results folder: never replaced
+/// by what a script returns, even when one is missing (not written yet, or failed).
+const HOST_FILES: &[&str] = &[
+    "summary.json",
+    "summary.txt",
+    "junit.xml",
+    "report.html",
+    "timeseries.jsonl",
+];
+
 /// Prints and writes each rendering; returns what could not be written, and prints
 /// where each file went.
 pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> Vec<WriteFailure> {
@@ -63,9 +82,19 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
     failures
 }
 
-/// Writes `name` under `dir`, refusing a name that is not a plain relative path.
+/// Writes `name` under `dir`, refusing a name that is not a plain relative path; a
+/// name of the host's own results is written under [`ASIDE`] instead, with a warning.
 fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, NotWritten> {
-    let relative = inside(name)?;
+    let mut relative = inside(name)?;
+    if is_hosts(dir, &relative) {
+        relative = Path::new(ASIDE).join(relative);
+        crate::stderr::warn(format_args!(
+            "handleSummary returned {name:?}, which is one of the host's own results; it was \
+             written to {} instead (the host's summary.json, summary.txt, junit.xml and \
+             report.html are never replaced: `host compare` and CI read them)",
+            dir.join(&relative).display()
+        ));
+    }
     let path = dir.join(&relative);
     let parent = path.parent().unwrap_or(dir);
     std::fs::create_dir_all(parent).map_err(|reason| NotWritten::MakeDir {
@@ -78,6 +107,16 @@ fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, NotWr
         .ok_or(NotWritten::NoFile)?;
     crate::files::write_whole(parent, &file, content).map_err(NotWritten::Write)?;
     Ok(path)
+}
+
+/// Whether `relative` names one of the host's results in `dir`: a name of
+/// [`HOST_FILES`] or a histogram log at its top, or anything already there (the host
+/// wrote it before the plugin's summary ran).
+fn is_hosts(dir: &Path, relative: &Path) -> bool {
+    let top = relative.components().count() == 1;
+    let name = relative.to_string_lossy();
+    (top && (HOST_FILES.contains(&name.as_ref()) || name.ends_with(".hlog")))
+        || dir.join(relative).exists()
 }
 
 /// `name` as a path inside the results folder, or why it is not one.
@@ -102,10 +141,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_hosts_own_results_are_never_replaced_and_the_scripts_go_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("junit.xml"), "host's").unwrap();
+        std::fs::write(dir.path().join("http_req_duration.hlog"), "host's").unwrap();
+        let renderings = vec![
+            ("summary.json".to_string(), b"script's json".to_vec()),
+            ("./junit.xml".to_string(), b"script's junit".to_vec()),
+            ("http_req_duration.hlog".to_string(), b"script's".to_vec()),
+            ("mine.json".to_string(), b"script's own".to_vec()),
+        ];
+        assert!(deliver(&renderings, dir.path()).is_empty());
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(read("junit.xml"), "host's");
+        assert_eq!(read("http_req_duration.hlog"), "host's");
+        // Missing (not written, or failed) is still the host's name.
+        assert!(!dir.path().join("summary.json").exists());
+        assert_eq!(read("handleSummary/summary.json"), "script's json");
+        assert_eq!(read("handleSummary/junit.xml"), "script's junit");
+        assert_eq!(read("handleSummary/http_req_duration.hlog"), "script's");
+        assert_eq!(read("mine.json"), "script's own");
+    }
+
+    #[test]
     fn names_that_leave_the_results_folder_are_refused_and_the_others_written_inside() {
         let dir = tempfile::tempdir().unwrap();
         let renderings = vec![
-            ("summary.json".to_string(), b"{}".to_vec()),
+            ("custom.json".to_string(), b"{}".to_vec()),
             ("./reports/junit.xml".to_string(), b"<x/>".to_vec()),
             ("/etc/evil".to_string(), b"no".to_vec()),
             ("../evil".to_string(), b"no".to_vec()),
@@ -114,7 +176,7 @@ mod tests {
         ];
         let failures = deliver(&renderings, dir.path());
         assert_eq!(
-            std::fs::read(dir.path().join("summary.json")).unwrap(),
+            std::fs::read(dir.path().join("custom.json")).unwrap(),
             b"{}"
         );
         assert_eq!(

@@ -1,5 +1,6 @@
 //! What a shared k6 script cannot do to the run's own results: take the built-in
-//! metrics' names to fake passing thresholds.
+//! metrics' names to fake passing thresholds, or replace the host's results files from
+//! handleSummary.
 
 use crate::support as common;
 
@@ -76,6 +77,66 @@ export default function () {
     assert!(
         stderr.contains("`http_req_failed` is a built-in metric the host records itself"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handle_summary_cannot_replace_the_hosts_results_and_goes_beside_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("own.js"),
+        r#"import http from 'k6/http';
+
+export const options = { vus: 1, iterations: 3, thresholds: { http_req_failed: ['rate<0.1'] } };
+
+export default function () {
+  http.get(`${__ENV.BASE_URL}/nowhere`);
+}
+
+export function handleSummary(data) {
+  return {
+    'summary.json': JSON.stringify({ passed: true }),
+    'junit.xml': '<testsuites tests="1" failures="0"></testsuites>',
+    'summary.txt': 'all good',
+    'report.html': '<p>all good</p>',
+  };
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "own.js", &target.base_url(), &[]).await;
+    assert_eq!(ran.status.code(), Some(99), "{}", text(&ran));
+    let dir = common::only_results_dir(&out);
+    // The host's own results are the run's: a failed threshold, 3 requests.
+    let summary = common::summary_json(&dir);
+    assert_eq!(
+        common::metric_count(&summary, "http_reqs"),
+        3.0,
+        "{summary}"
+    );
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("failures=\"1\""), "{junit}");
+    assert_ne!(
+        std::fs::read_to_string(dir.join("summary.txt")).unwrap(),
+        "all good"
+    );
+    assert_ne!(
+        std::fs::read_to_string(dir.join("report.html")).unwrap(),
+        "<p>all good</p>"
+    );
+    // The script's files are beside them, and the operator was told where.
+    let aside = dir.join("handleSummary");
+    assert_eq!(
+        std::fs::read_to_string(aside.join("summary.json")).unwrap(),
+        r#"{"passed":true}"#
+    );
+    assert!(aside.join("junit.xml").exists() && aside.join("report.html").exists());
+    let shown = text(&ran);
+    assert!(
+        shown.contains("\"junit.xml\", which is one of the host's own results")
+            && shown.contains("handleSummary/junit.xml instead"),
+        "{shown}"
     );
 }
 
