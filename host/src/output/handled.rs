@@ -8,7 +8,9 @@
 //! histogram logs, anything already in the folder): k6's common
 //! `return { 'summary.json': ... }` would leave a failed run with a passing junit.xml
 //! and break `host compare`; such a file goes into the `handleSummary/` subfolder
-//! instead, with a warning saying where.
+//! instead, with a warning saying where. At most [`MAX_FILES`] files and
+//! [`MAX_BYTES`] in all are written (k6 sets no bound; a script returning 20,000
+//! names would otherwise fill the folder): the rest are left out, with one warning.
 
 use crate::files::WriteFailure;
 use std::io::Write;
@@ -57,11 +59,30 @@ const HOST_FILES: &[&str] = &[
     "timeseries.jsonl",
 ];
 
+/// Most files one `handleSummary` writes (k6's own examples write two or three).
+pub(crate) const MAX_FILES: usize = 64;
+
+/// Most bytes one `handleSummary` writes, over all of its files.
+pub(crate) const MAX_BYTES: u64 = 64 << 20;
+
 /// Prints and writes each rendering; returns what could not be written, and prints
-/// where each file went.
+/// where each file went. Files past [`MAX_FILES`] or [`MAX_BYTES`] are not written.
 pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> Vec<WriteFailure> {
     let mut failures = Vec::new();
+    let (mut files, mut bytes) = (0usize, 0u64);
+    let (mut skipped, mut skipped_bytes) = (0u64, 0u64);
     for (to, content) in renderings {
+        let is_file = !matches!(to.as_str(), "stdout" | "stderr");
+        if is_file {
+            let size = content.len() as u64;
+            if files >= MAX_FILES || bytes + size > MAX_BYTES {
+                skipped += 1;
+                skipped_bytes += size;
+                continue;
+            }
+            files += 1;
+            bytes += size;
+        }
         match to.as_str() {
             "stdout" => {
                 let mut out = std::io::stdout().lock();
@@ -78,6 +99,14 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
                 }),
             },
         }
+    }
+    if skipped > 0 {
+        crate::stderr::warn(format_args!(
+            "handleSummary returned {} files; {skipped} of them ({skipped_bytes} bytes) were \
+             not written: it may write at most {MAX_FILES} files and {} MiB in all",
+            files as u64 + skipped,
+            MAX_BYTES >> 20
+        ));
     }
     failures
 }
@@ -161,6 +190,32 @@ mod tests {
         assert_eq!(read("handleSummary/junit.xml"), "script's junit");
         assert_eq!(read("handleSummary/http_req_duration.hlog"), "script's");
         assert_eq!(read("mine.json"), "script's own");
+    }
+
+    #[test]
+    fn files_past_the_count_or_the_size_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let many: Vec<(String, Vec<u8>)> = (0..MAX_FILES + 500)
+            .map(|i| (format!("d{}/f{i}.txt", i % 70), b"x".to_vec()))
+            .collect();
+        assert!(deliver(&many, dir.path()).is_empty());
+        let written: usize = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|d| std::fs::read_dir(d.unwrap().path()).unwrap().count())
+            .sum();
+        assert_eq!(written, MAX_FILES);
+
+        let dir = tempfile::tempdir().unwrap();
+        let half = vec![0u8; (MAX_BYTES / 2) as usize + 1];
+        let big = vec![
+            ("a.bin".to_string(), half.clone()),
+            ("b.bin".to_string(), half),
+            ("c.txt".to_string(), b"small".to_vec()),
+        ];
+        assert!(deliver(&big, dir.path()).is_empty());
+        assert!(dir.path().join("a.bin").exists());
+        assert!(!dir.path().join("b.bin").exists());
+        assert!(dir.path().join("c.txt").exists());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What a shared k6 script cannot do to the run's own results: take the built-in
-//! metrics' names to fake passing thresholds, or replace the host's results files from
-//! handleSummary.
+//! metrics' names to fake passing thresholds, replace the host's results files from
+//! handleSummary, or write any number of files there.
 
 use crate::support as common;
 
@@ -138,5 +138,64 @@ export function handleSummary(data) {
             && shown.contains("handleSummary/junit.xml instead"),
         "{shown}"
     );
+}
+
+/// Files under `dir`, folders walked.
+fn files_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                files_under(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handle_summary_writes_a_bounded_number_of_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("many.js"),
+        r#"import http from 'k6/http';
+
+export const options = { vus: 1, iterations: 1 };
+
+export default function () {
+  http.get(`${__ENV.BASE_URL}/`);
+}
+
+export function handleSummary(data) {
+  const out = {};
+  for (let i = 0; i < 5000; i++) out[`d${i % 200}/f${i}.txt`] = 'x';
+  return out;
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "many.js", &target.base_url(), &[]).await;
+    let dir = common::only_results_dir(&out);
+    let written: usize = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.file_name().unwrap().to_string_lossy().starts_with('d'))
+        .map(|p| files_under(&p))
+        .sum();
+    let shown = text(&ran);
+    assert!(
+        shown.contains("handleSummary returned 5000 files; 4936 of them"),
+        "{shown}"
+    );
+    // The host's own files and at most 64 of the script's.
+    let hosts = ["summary.json", "summary.txt", "junit.xml", "report.html"]
+        .iter()
+        .filter(|f| dir.join(f).exists())
+        .count();
+    assert_eq!(hosts, 4);
+    assert_eq!(written, 64, "handleSummary's files written");
 }
 
