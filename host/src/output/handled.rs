@@ -43,6 +43,13 @@ enum NotWritten {
     /// An empty name.
     #[error("is an empty file name")]
     Empty,
+    /// A name holding terminal controls, line breaks or bidirectional overrides:
+    /// listing the folder would replay them on the operator's terminal.
+    #[error(
+        "holds control characters (escapes, line breaks or bidirectional overrides); \
+         name the file with printable characters"
+    )]
+    Controls,
 }
 
 /// The subfolder of the results folder that takes a file `handleSummary` named after
@@ -94,7 +101,13 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
             name => match write_inside(results_dir, name, content) {
                 Ok(path) => println!("  handleSummary wrote {}", path.display()),
                 Err(error) => failures.push(WriteFailure {
-                    file: format!("{name} (from handleSummary)"),
+                    file: format!(
+                        "{} (from handleSummary)",
+                        crate::bounded::cut(
+                            &crate::stderr::escape_controls(name, false),
+                            crate::bounded::QUOTED_BYTES
+                        )
+                    ),
                     error: error.to_string(),
                 }),
             },
@@ -150,6 +163,9 @@ fn is_hosts(dir: &Path, relative: &Path) -> bool {
 
 /// `name` as a path inside the results folder, or why it is not one.
 fn inside(name: &str) -> Result<PathBuf, NotWritten> {
+    if crate::stderr::escape_controls(name, false) != name {
+        return Err(NotWritten::Controls);
+    }
     let path = Path::new(name);
     let mut out = PathBuf::new();
     for part in path.components() {
@@ -216,6 +232,28 @@ mod tests {
         assert!(dir.path().join("a.bin").exists());
         assert!(!dir.path().join("b.bin").exists());
         assert!(dir.path().join("c.txt").exists());
+    }
+
+    #[test]
+    fn names_with_terminal_controls_are_refused_and_shown_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let renderings = vec![
+            ("\x1b[2Jwiped.txt".to_string(), b"x".to_vec()),
+            ("\u{202e}txt.exe".to_string(), b"x".to_vec()),
+            ("a\nb.txt".to_string(), b"x".to_vec()),
+        ];
+        let failures = deliver(&renderings, dir.path());
+        let shown: Vec<&str> = failures.iter().map(|f| f.file.as_str()).collect();
+        assert_eq!(
+            shown,
+            [
+                "\\x1b[2Jwiped.txt (from handleSummary)",
+                "\\u{202e}txt.exe (from handleSummary)",
+                "a\\nb.txt (from handleSummary)"
+            ]
+        );
+        assert!(failures[0].error.contains("control characters"));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

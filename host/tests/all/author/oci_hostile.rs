@@ -261,3 +261,40 @@ fn a_manifest_declaring_a_component_over_the_cap_is_refused_before_the_download(
         "the blob was asked for"
     );
 }
+
+#[test]
+fn annotations_with_terminal_escapes_are_printed_escaped() {
+    let registry = HostileRegistry::start(Behaviour {
+        annotations: r#"{"org.opencontainers.image.title":"ok\u001b[2J\u001b]0;pwned\u0007",
+            "org.opencontainers.image.description":"line\nforged \u202etxt.exe"}"#
+            .into(),
+        declared: 0,
+        served: 0,
+        blob: Some(b"\0asm\x0d\0\x01\0 a component".to_vec()),
+    });
+    let reference = format!("{}/team/escapes:1", registry.addr);
+    let ran = host(&["pull", &reference]);
+    assert!(ran.success, "{}\n{}", ran.stdout, ran.stderr);
+    for raw in ['\x1b', '\x07', '\u{202e}'] {
+        assert!(
+            !ran.stdout.contains(raw),
+            "{raw:?} printed raw: {:?}",
+            ran.stdout
+        );
+    }
+    assert!(
+        ran.stdout.contains("ok\\x1b[2J\\x1b]0;pwned\\x07"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("line\\nforged \\u{202e}txt.exe"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        !ran.stdout.lines().any(|l| l.starts_with("forged")),
+        "{}",
+        ran.stdout
+    );
+}

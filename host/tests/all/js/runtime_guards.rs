@@ -1,6 +1,7 @@
 //! What a shared k6 script cannot do to the run's own results: take the built-in
 //! metrics' names to fake passing thresholds, replace the host's results files from
-//! handleSummary, or write any number of files there.
+//! handleSummary, write any number of files there, or reach the operator's terminal
+//! with escapes (in its errors or its file names).
 
 use crate::support as common;
 
@@ -197,5 +198,70 @@ export function handleSummary(data) {
         .count();
     assert_eq!(hosts, 4);
     assert_eq!(written, 64, "handleSummary's files written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_escapes_from_a_script_are_shown_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("escapes.js"),
+        r#"import http from 'k6/http';
+
+export const options = { vus: 1, iterations: 2 };
+
+export default function () {
+  http.get(`${__ENV.BASE_URL}/`);
+  throw new Error('boom\x1b[2J\x1b]0;pwned\x07\n  fake summary line \u202etxt.exe');
+}
+
+export function handleSummary(data) {
+  return { '\x1b[2Jwiped.txt': 'x', 'fine.txt': 'y' };
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(tmp.path(), "escapes.js", &target.base_url(), &[]).await;
+    let dir = common::only_results_dir(&out);
+    let summary_txt = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
+    for (what, text) in [
+        ("summary.txt", &summary_txt),
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+    ] {
+        for raw in ['\x1b', '\x07', '\u{202e}'] {
+            assert!(!text.contains(raw), "{what} holds {raw:?} raw: {text}");
+        }
+    }
+    assert!(
+        summary_txt.contains("boom\\x1b[2J\\x1b]0;pwned\\x07\\n"),
+        "{summary_txt}"
+    );
+    assert!(
+        !summary_txt
+            .lines()
+            .any(|l| l.trim_start().starts_with("fake summary line")),
+        "{summary_txt}"
+    );
+    // The file name with an escape is refused, and named escaped.
+    assert!(
+        stderr.contains("\\x1b[2Jwiped.txt (from handleSummary)"),
+        "{stderr}"
+    );
+    assert!(dir.join("fine.txt").exists());
+    assert_eq!(
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("wiped"))
+            .count(),
+        0
+    );
 }
 
