@@ -1,7 +1,8 @@
 //! What a shared k6 script cannot do to the run's own results: take the built-in
 //! metrics' names to fake passing thresholds, replace the host's results files from
-//! handleSummary, write any number of files there, or reach the operator's terminal
-//! with escapes (in its errors or its file names).
+//! handleSummary, write any number of files there, reach the operator's terminal with
+//! escapes (in its errors or its file names), or leak what setup() returned through
+//! --summary-export.
 
 use crate::support as common;
 
@@ -265,3 +266,57 @@ export function handleSummary(data) {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_export_masks_what_setup_returned() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("secret.js"),
+        r#"import http from 'k6/http';
+
+export const options = { vus: 1, iterations: 1 };
+
+export function setup() {
+  return { token: __ENV.API_TOKEN, users: [{ name: 'ann', password: 'hunter2' }], n: 7 };
+}
+
+export default function (data) {
+  http.get(`${__ENV.BASE_URL}/`);
+}
+"#,
+    )
+    .unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let (ran, out) = run_script(
+        tmp.path(),
+        "secret.js",
+        &target.base_url(),
+        &[
+            "-e",
+            "API_TOKEN=s3cret-token",
+            "--summary-export",
+            "export.json",
+        ],
+    )
+    .await;
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran));
+    let raw = std::fs::read_to_string(tmp.path().join("export.json")).unwrap();
+    assert!(
+        !raw.contains("s3cret-token") && !raw.contains("hunter2"),
+        "{raw}"
+    );
+    let export: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(
+        export["setup_data"],
+        serde_json::json!({"token": "***", "users": [{"name": "***", "password": "***"}], "n": "***"})
+    );
+    // The results folder has no copy either.
+    let dir = common::only_results_dir(&out);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains("s3cret-token"), "{}", path.display());
+        }
+    }
+}
