@@ -3,7 +3,9 @@
 //! component layer declares 1,000 bytes, then streams hundreds of MiB as that blob.
 //! The host stops at the declared size with a clear error and keeps its peak RSS
 //! (VmHWM of the `host pull` child, read from /proc while it runs) small; before, it
-//! read the blob whole (up to 1 GiB) and copied it.
+//! read the blob whole (up to 1 GiB) and copied it. Annotations holding terminal
+//! escapes are printed escaped, and a reference whose repository walks out with `..`
+//! is refused before any request.
 
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
@@ -259,6 +261,31 @@ fn a_manifest_declaring_a_component_over_the_cap_is_refused_before_the_download(
             .iter()
             .any(|p| p.contains("/blobs/")),
         "the blob was asked for"
+    );
+}
+
+#[test]
+fn references_that_walk_out_of_the_repository_are_refused_before_any_request() {
+    let registry = HostileRegistry::start(Behaviour {
+        annotations: "{}".into(),
+        declared: 1000,
+        served: 1000,
+        blob: None,
+    });
+    for repository in ["../../../v2/x", "team/../other", "./x"] {
+        let reference = format!("{}/{repository}:1", registry.addr);
+        let ran = host(&["pull", &reference]);
+        assert!(!ran.success, "{reference} was pulled");
+        assert!(
+            ran.stderr.contains("has a `.` or `..` part"),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert!(
+        registry.paths.lock().unwrap().is_empty(),
+        "{:?}",
+        registry.paths.lock().unwrap()
     );
 }
 
