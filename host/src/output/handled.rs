@@ -64,6 +64,10 @@ const HOST_FILES: &[&str] = &[
     "junit.xml",
     "report.html",
     "timeseries.jsonl",
+    "endpoints.md",
+    "stats.jsonl",
+    "stats.md",
+    "histograms",
 ];
 
 /// Most files one `handleSummary` writes (k6's own examples write two or three).
@@ -152,13 +156,15 @@ fn write_inside(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, NotWr
 }
 
 /// Whether `relative` names one of the host's results in `dir`: a name of
-/// [`HOST_FILES`] or a histogram log at its top, or anything already there (the host
-/// wrote it before the plugin's summary ran).
+/// [`HOST_FILES`] (or inside one, as `histograms/`), or anything already there (the
+/// host wrote it before the plugin's summary ran).
 fn is_hosts(dir: &Path, relative: &Path) -> bool {
-    let top = relative.components().count() == 1;
-    let name = relative.to_string_lossy();
-    (top && (HOST_FILES.contains(&name.as_ref()) || name.ends_with(".hlog")))
-        || dir.join(relative).exists()
+    let first = relative
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    HOST_FILES.contains(&first.as_str()) || dir.join(relative).exists()
 }
 
 /// `name` as a path inside the results folder, or why it is not one.
@@ -189,22 +195,37 @@ mod tests {
     fn the_hosts_own_results_are_never_replaced_and_the_scripts_go_aside() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("junit.xml"), "host's").unwrap();
-        std::fs::write(dir.path().join("http_req_duration.hlog"), "host's").unwrap();
+        std::fs::create_dir_all(dir.path().join("histograms")).unwrap();
+        std::fs::write(
+            dir.path().join("histograms/http_req_duration.hlog"),
+            "host's",
+        )
+        .unwrap();
         let renderings = vec![
             ("summary.json".to_string(), b"script's json".to_vec()),
             ("./junit.xml".to_string(), b"script's junit".to_vec()),
-            ("http_req_duration.hlog".to_string(), b"script's".to_vec()),
+            (
+                "histograms/http_req_duration.hlog".to_string(),
+                b"script's".to_vec(),
+            ),
+            ("stats.md".to_string(), b"script's stats".to_vec()),
             ("mine.json".to_string(), b"script's own".to_vec()),
         ];
         assert!(deliver(&renderings, dir.path()).is_empty());
         let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
         assert_eq!(read("junit.xml"), "host's");
-        assert_eq!(read("http_req_duration.hlog"), "host's");
+        assert_eq!(read("histograms/http_req_duration.hlog"), "host's");
+        // Written after the plugin's summary, or not at all: still the host's name.
+        assert!(!dir.path().join("stats.md").exists());
+        assert_eq!(read("handleSummary/stats.md"), "script's stats");
         // Missing (not written, or failed) is still the host's name.
         assert!(!dir.path().join("summary.json").exists());
         assert_eq!(read("handleSummary/summary.json"), "script's json");
         assert_eq!(read("handleSummary/junit.xml"), "script's junit");
-        assert_eq!(read("handleSummary/http_req_duration.hlog"), "script's");
+        assert_eq!(
+            read("handleSummary/histograms/http_req_duration.hlog"),
+            "script's"
+        );
         assert_eq!(read("mine.json"), "script's own");
     }
 
