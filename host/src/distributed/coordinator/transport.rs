@@ -1,17 +1,26 @@
 //! The coordinator's connections: it takes them (a bounded number at once in the
 //! handshake), admits a worker once the TLS handshake, its hello and the proofs both
 //! ways are done, then carries its messages both ways and notices its silence.
+//!
+//! Before a peer has proved itself it is nobody: a flood of idle connections must not
+//! lock real workers out, nor write the coordinator's log. When the handshake slots
+//! are full the oldest connection still in it is closed to make room (an idle one is
+//! the oldest; a real worker proves itself in milliseconds); what such peers cause is
+//! logged a few lines a second at most, with a count of the lines left out
+//! ([`Throttled`]).
 
 use super::hub::Hub;
 use crate::distributed::protocol::{self, CoordMsg, FrameError, Join, WorkerHello, WorkerMsg};
 use crate::distributed::trust::{self, Role};
 use crate::distributed::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::mpsc;
 
 /// A worker's connection: TLS over TCP.
 type Conn = tokio_rustls::server::TlsStream<TcpStream>;
@@ -19,23 +28,113 @@ type Conn = tokio_rustls::server::TlsStream<TcpStream>;
 /// Time a connection has for the TLS handshake and the proofs.
 const ADMIT_WITHIN: Duration = Duration::from_secs(10);
 
-/// Connections that may be in the handshake or the proofs at once: more are closed at
-/// once, so that a flood of them holds a bounded amount of memory.
+/// Connections that may be in the handshake or the proofs at once: past it the oldest
+/// is closed, so that a flood of them holds a bounded amount of memory and a real
+/// worker still gets a slot.
 const MAX_ADMITTING: usize = 64;
+
+/// The connections still in the handshake, oldest first, each with its task's handle.
+#[derive(Default)]
+struct Admitting {
+    slots: Mutex<VecDeque<(u64, tokio::task::AbortHandle)>>,
+    next: AtomicU64,
+}
+
+impl Admitting {
+    /// Takes a slot for the task `abort` stops; the oldest is closed first when all are
+    /// taken (said, throttled). Its number, to give it back.
+    fn take(&self, abort: tokio::task::AbortHandle) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.len() >= MAX_ADMITTING {
+            if let Some((_, oldest)) = slots.pop_front() {
+                oldest.abort();
+                UNPROVEN.line(format_args!(
+                    "coordinator: closed the oldest of {MAX_ADMITTING} connections still \
+                     proving themselves, to make room for a new one"
+                ));
+            }
+        }
+        slots.push_back((id, abort));
+        id
+    }
+
+    /// Gives slot `id` back; whether it was still held (not taken by a newer one).
+    fn give_back(&self, id: u64) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.iter().position(|(i, _)| *i == id) {
+            Some(at) => {
+                slots.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Log lines of one kind, at most [`LINES_PER_SECOND`] a second; the next printed
+/// after some were left out says how many.
+pub(super) struct Throttled {
+    /// The start of the current second, and the lines printed in it.
+    window: Mutex<Option<(Instant, u32)>>,
+    left_out: AtomicU64,
+}
+
+/// Lines a [`Throttled`] prints in one second: a few refusals at once (two workers
+/// with the wrong token) are each named; a flood costs a few lines a second.
+const LINES_PER_SECOND: u32 = 5;
+
+impl Throttled {
+    const fn new() -> Self {
+        Self {
+            window: Mutex::new(None),
+            left_out: AtomicU64::new(0),
+        }
+    }
+
+    /// Prints `text` unless this second's lines were printed already.
+    pub(super) fn line(&self, text: impl std::fmt::Display) {
+        let mut window = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let (start, printed) = match *window {
+            Some((start, n)) if now.duration_since(start) < Duration::from_secs(1) => (start, n),
+            _ => (now, 0),
+        };
+        if printed >= LINES_PER_SECOND {
+            self.left_out.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *window = Some((start, printed + 1));
+        let left_out = self.left_out.swap(0, Ordering::Relaxed);
+        if left_out > 0 {
+            crate::stderr::line(format_args!(
+                "{text} ({left_out} more such lines were left out: at most \
+                 {LINES_PER_SECOND} a second)"
+            ));
+        } else {
+            crate::stderr::line(text);
+        }
+    }
+}
+
+/// What peers that have not proved themselves cause: dropped, refused, closed.
+static UNPROVEN: Throttled = Throttled::new();
 
 /// Takes connections: each one shakes hands, proves itself, and is taken or refused.
 pub(super) async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
-    let admitting = Arc::new(Semaphore::new(MAX_ADMITTING));
+    let admitting = Arc::new(Admitting::default());
     loop {
         match listener.accept().await {
-            Ok((stream, address)) => match admitting.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tokio::spawn(serve(stream, address, hub.clone(), permit));
-                }
-                Err(_) => crate::stderr::line(format_args!(
-                    "coordinator: dropped a connection from {address}: {MAX_ADMITTING} others are still proving themselves"
-                )),
-            },
+            Ok((stream, address)) => {
+                let (hub, admitting_) = (hub.clone(), admitting.clone());
+                let (slot_tx, slot_rx) = tokio::sync::oneshot::channel();
+                let task = tokio::spawn(async move {
+                    let Ok(slot) = slot_rx.await else { return };
+                    serve(stream, address, hub, &admitting_, slot).await;
+                });
+                let slot = admitting.take(task.abort_handle());
+                let _ = slot_tx.send(slot);
+            }
             Err(e) => {
                 crate::stderr::warn(format_args!("coordinator: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -49,16 +148,20 @@ async fn serve(
     stream: TcpStream,
     address: SocketAddr,
     hub: Arc<Hub>,
-    permit: OwnedSemaphorePermit,
+    admitting: &Admitting,
+    slot: u64,
 ) {
     let _ = stream.set_nodelay(true);
     let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
-    drop(permit);
+    if !admitting.give_back(slot) {
+        // Closed to make room: this task is being stopped.
+        return;
+    }
     let (mut conn, hello, join) = match admitted {
         Ok(Some(admitted)) => admitted,
         Ok(None) => return,
         Err(_) => {
-            return crate::stderr::line(format_args!(
+            return UNPROVEN.line(format_args!(
             "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
             ADMIT_WITHIN.as_secs()
         ))
@@ -225,9 +328,9 @@ async fn read_small(conn: &mut Conn, address: SocketAddr) -> Option<Vec<u8>> {
     }
 }
 
-/// Refuses a connection with the reason, on stderr and to the peer.
+/// Refuses a connection with the reason, on stderr (throttled) and to the peer.
 async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
-    crate::stderr::line(format_args!(
+    UNPROVEN.line(format_args!(
         "coordinator: refused worker {name} ({address}): {why}"
     ));
     let _ = protocol::write(conn, &CoordMsg::Refused(why)).await;
@@ -235,7 +338,7 @@ async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
 }
 
 fn drop_garbage(address: SocketAddr, why: &str) {
-    crate::stderr::line(format_args!(
+    UNPROVEN.line(format_args!(
         "coordinator: dropped a connection from {address}: it sent garbage ({why})"
     ));
 }

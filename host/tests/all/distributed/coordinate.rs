@@ -1514,3 +1514,47 @@ fn listening_beyond_loopback_without_a_token_is_refused() {
     );
     assert!(!err.contains(host::LISTENING), "{err}");
 }
+
+/// Lines of `text` that quote a refused or dropped unproven peer.
+fn unproven_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            l.contains("coordinator: dropped a connection")
+                || l.contains("coordinator: closed the oldest")
+                || l.contains("coordinator: refused worker")
+        })
+        .count()
+}
+
+#[test]
+fn idle_connections_do_not_lock_a_real_worker_out_and_cost_few_log_lines() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 1\niterations = 3\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        1,
+        false,
+    );
+    // 80 peers that connect and say nothing: more than the 64 handshake slots.
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| std::net::TcpStream::connect(&cluster.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    cluster.add_worker("real");
+    cluster
+        .coordinator
+        .wait_for_line("worker real (", Duration::from_secs(30));
+    let status = cluster.coordinator.wait(Duration::from_secs(60));
+    assert!(status.success(), "{}", cluster.coordinator.stderr());
+    assert!(cluster.workers[0].wait(Duration::from_secs(30)).success());
+    drop(idle);
+    let lines = unproven_lines(&cluster.coordinator.stderr());
+    assert!(
+        lines <= 15,
+        "{lines} lines about unproven peers:\n{}",
+        cluster.coordinator.stderr()
+    );
+}
+
