@@ -7,14 +7,17 @@
 //! are full the oldest connection still in it is closed to make room (an idle one is
 //! the oldest; a real worker proves itself in milliseconds); what such peers cause is
 //! logged a few lines a second at most, with a count of the lines left out
-//! ([`Throttled`]).
+//! ([`Throttled`]); a
+//! worker's name is escaped and cut before any line quotes it; and a wrong proof is
+//! answered only after a wait that doubles with each wrong proof from that address
+//! (to [`MAX_PROOF_WAIT`]), so a guesser gets a few tries a second, not hundreds.
 
 use super::hub::Hub;
 use crate::distributed::protocol::{self, CoordMsg, FrameError, Join, WorkerHello, WorkerMsg};
 use crate::distributed::trust::{self, Role};
 use crate::distributed::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
-use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +35,15 @@ const ADMIT_WITHIN: Duration = Duration::from_secs(10);
 /// is closed, so that a flood of them holds a bounded amount of memory and a real
 /// worker still gets a slot.
 const MAX_ADMITTING: usize = 64;
+
+/// Bytes of a worker's name a log line quotes.
+const NAME_BYTES: usize = 64;
+
+/// The longest wait before a wrong proof is answered.
+const MAX_PROOF_WAIT: Duration = Duration::from_secs(5);
+
+/// Addresses whose wrong proofs are remembered (the oldest is forgotten past it).
+const MAX_GUESSERS: usize = 1024;
 
 /// The connections still in the handshake, oldest first, each with its task's handle.
 #[derive(Default)]
@@ -120,17 +132,51 @@ impl Throttled {
 /// What peers that have not proved themselves cause: dropped, refused, closed.
 static UNPROVEN: Throttled = Throttled::new();
 
+/// A peer's name as a log line quotes it: escaped (no terminal controls, no line
+/// breaks: a name cannot forge a line) and cut.
+pub(super) fn shown_name(name: &str) -> String {
+    crate::bounded::cut(&crate::stderr::escape_controls(name, false), NAME_BYTES).into_owned()
+}
+
+/// Wrong proofs by address: how many, and when the last came.
+#[derive(Default)]
+struct Guessers(Mutex<HashMap<IpAddr, (u32, Instant)>>);
+
+impl Guessers {
+    /// The wait before answering a wrong proof from `ip`, which is counted: 100 ms,
+    /// doubling with each wrong proof in the last minute, at most [`MAX_PROOF_WAIT`].
+    fn wrong(&self, ip: IpAddr) -> Duration {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if map.len() >= MAX_GUESSERS && !map.contains_key(&ip) {
+            if let Some(oldest) = map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k) {
+                map.remove(&oldest);
+            }
+        }
+        let entry = map.entry(ip).or_insert((0, now));
+        if now.duration_since(entry.1) > Duration::from_secs(60) {
+            entry.0 = 0;
+        }
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = now;
+        let wait = Duration::from_millis(100).saturating_mul(1u32 << (entry.0.min(16) - 1));
+        wait.min(MAX_PROOF_WAIT)
+    }
+}
+
 /// Takes connections: each one shakes hands, proves itself, and is taken or refused.
 pub(super) async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
     let admitting = Arc::new(Admitting::default());
+    let guessers = Arc::new(Guessers::default());
     loop {
         match listener.accept().await {
             Ok((stream, address)) => {
-                let (hub, admitting_) = (hub.clone(), admitting.clone());
+                let (hub, admitting_, guessers) =
+                    (hub.clone(), admitting.clone(), guessers.clone());
                 let (slot_tx, slot_rx) = tokio::sync::oneshot::channel();
                 let task = tokio::spawn(async move {
                     let Ok(slot) = slot_rx.await else { return };
-                    serve(stream, address, hub, &admitting_, slot).await;
+                    serve(stream, address, hub, &admitting_, slot, &guessers).await;
                 });
                 let slot = admitting.take(task.abort_handle());
                 let _ = slot_tx.send(slot);
@@ -150,9 +196,10 @@ async fn serve(
     hub: Arc<Hub>,
     admitting: &Admitting,
     slot: u64,
+    guessers: &Guessers,
 ) {
     let _ = stream.set_nodelay(true);
-    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
+    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub, guessers)).await;
     if !admitting.give_back(slot) {
         // Closed to make room: this task is being stopped.
         return;
@@ -208,6 +255,7 @@ async fn admit(
     stream: TcpStream,
     address: SocketAddr,
     hub: &Hub,
+    guessers: &Guessers,
 ) -> Option<(Conn, WorkerHello, Join)> {
     let mut conn = match hub.tls.accept(stream).await {
         Ok(conn) => conn,
@@ -241,7 +289,7 @@ async fn admit(
         refuse(&mut conn, &name, address, why).await;
         return None;
     }
-    let hello = match protocol::decode::<WorkerMsg>(&body) {
+    let mut hello = match protocol::decode::<WorkerMsg>(&body) {
         Ok(WorkerMsg::Hello(hello)) => hello,
         Ok(other) => {
             drop_garbage(address, &format!("it began with {other:?}, not a hello"));
@@ -252,6 +300,8 @@ async fn admit(
             return None;
         }
     };
+    // Every line from here on quotes the name: escaped and cut once.
+    hello.name = shown_name(&hello.name);
     let nonce = trust::nonce();
     let challenge = CoordMsg::Challenge {
         magic: protocol::MAGIC,
@@ -290,6 +340,8 @@ async fn admit(
                 trust::TOKEN_ENV
             )
         };
+        // A guesser waits longer with each wrong proof: its tries become a few a second.
+        tokio::time::sleep(guessers.wrong(address.ip())).await;
         refuse(&mut conn, &hello.name, address, why).await;
         return None;
     }
@@ -328,10 +380,12 @@ async fn read_small(conn: &mut Conn, address: SocketAddr) -> Option<Vec<u8>> {
     }
 }
 
-/// Refuses a connection with the reason, on stderr (throttled) and to the peer.
+/// Refuses a connection with the reason, on stderr (throttled, the name escaped and
+/// cut) and to the peer.
 async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
     UNPROVEN.line(format_args!(
-        "coordinator: refused worker {name} ({address}): {why}"
+        "coordinator: refused worker {} ({address}): {why}",
+        shown_name(name)
     ));
     let _ = protocol::write(conn, &CoordMsg::Refused(why)).await;
     let _ = tokio::io::AsyncWriteExt::shutdown(conn).await;
@@ -339,7 +393,8 @@ async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
 
 fn drop_garbage(address: SocketAddr, why: &str) {
     UNPROVEN.line(format_args!(
-        "coordinator: dropped a connection from {address}: it sent garbage ({why})"
+        "coordinator: dropped a connection from {address}: it sent garbage ({})",
+        crate::stderr::escape_controls(why, false)
     ));
 }
 
