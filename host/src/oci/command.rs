@@ -1,8 +1,8 @@
 //! The `host push`, `host pull` and `host login` commands.
 
-use super::reference::Reference;
 use super::session::{RegistryOptions, Session, SMALL};
 use super::{artifact, credentials};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use clap::Args;

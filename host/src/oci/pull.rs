@@ -5,8 +5,8 @@
 
 use super::artifact::{self, ACCEPT};
 use super::cache;
-use super::reference::Reference;
 use super::session::{self, error_words, RegistryOptions, Session, SMALL};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
 use hyper::{Method, StatusCode};

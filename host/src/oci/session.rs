@@ -5,8 +5,8 @@
 //! there are any, else anonymously), and the request is sent again once.
 
 use super::credentials::{self, Credentials};
-use super::reference::Reference;
 use super::transport::{self, TransportError};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use bytes::Bytes;

@@ -138,7 +138,7 @@ where
 
 /// `host:port`, with the scheme's port when there is none.
 fn split_authority(authority: &str, default_port: u16) -> (String, u16) {
-    let host = super::reference::host_of(authority);
+    let host = crate::plugin::reference::host_of(authority);
     let port = authority[host.len()..]
         .strip_prefix(':')
         .and_then(|p| p.parse().ok())

@@ -118,7 +118,7 @@ pub struct VuIdentity {
     pub env: Arc<BTreeMap<String, String>>,
     /// Where its scenario's iteration numbers come from; `None` outside a scenario
     /// (setup, teardown), whose number is 0.
-    pub numbers: Option<Arc<crate::vu::numbers::IterationNumbers>>,
+    pub numbers: Option<Arc<crate::plugin::numbers::IterationNumbers>>,
 }
 
 /// The data of one VU's store.
@@ -134,7 +134,7 @@ pub struct VuState {
     /// The VU's iteration number, from 0.
     pub iteration: u64,
     /// The iteration's number in its scenario, from 0, once the plugin asked for it
-    /// (see [`crate::vu::numbers`]); `None` in an iteration that has not asked yet.
+    /// (see [`crate::plugin::numbers`]); `None` in an iteration that has not asked yet.
     /// 0 before the first iteration (`init`), which takes no number.
     pub iteration_in_scenario: Option<u64>,
     /// The message the plugin's panic hook reported, if it panicked.
