@@ -9,6 +9,7 @@ pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
 pub(crate) mod layer;
+pub(crate) mod outside;
 pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod scan;

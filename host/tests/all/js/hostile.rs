@@ -106,3 +106,65 @@ fn a_component_planted_in_the_js_build_cache_is_not_run() {
         "the entry is rebuilt"
     );
 }
+
+/// `open('/etc/passwd')` and an `import` by `../` were bundled without a word (the
+/// file then travels inside the component); now both are refused, naming the file and
+/// the flag, and with `--allow-outside-files` they are bundled and named on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_outside_the_scripts_folder_need_a_flag_and_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("script");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), "SECRET-OUTSIDE-0123456789\n").unwrap();
+    std::fs::write(
+        tmp.path().join("lib.js"),
+        "export const v = 'LIB-OUTSIDE-9876543210';\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("reads.js"),
+        "const s = open('../secret.txt');\nexport default function () { console.log(s); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("imports.js"),
+        "import { v } from '../lib.js';\nexport default function () { console.log(v); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("absolute.js"),
+        "const p = open('/etc/passwd');\nexport default function () { console.log(p); }\n",
+    )
+    .unwrap();
+    for (script, named) in [
+        ("reads.js", "secret.txt"),
+        ("imports.js", "lib.js"),
+        ("absolute.js", "/etc/passwd"),
+    ] {
+        let built = host(&dir, args(&["build", script])).await;
+        assert_eq!(built.status.code(), Some(1), "{}", text(&built));
+        let err = String::from_utf8_lossy(&built.stderr);
+        assert!(
+            err.contains(script)
+                && err.contains(named)
+                && err.contains("outside the script's folder")
+                && err.contains("--allow-outside-files"),
+            "{}",
+            text(&built)
+        );
+        assert!(!dir.join(script).with_extension("wasm").exists());
+    }
+    // Allowed: bundled, and named.
+    let built = host(&dir, args(&["build", "--allow-outside-files", "reads.js"])).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let err = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        err.contains("secret.txt") && err.contains("outside the script's folder"),
+        "{}",
+        text(&built)
+    );
+    let wasm = std::fs::read(dir.join("reads.wasm")).unwrap();
+    assert!(wasm
+        .windows(b"SECRET-OUTSIDE-0123456789".len())
+        .any(|w| w == b"SECRET-OUTSIDE-0123456789"));
+}
