@@ -419,7 +419,7 @@ mod tests {
     /// soon, where the build hung and a 600 MB allocation made the host panic.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn code_run_at_build_time_is_stopped_by_time_and_memory_limits() {
-        let layer = crate::author::js::K6_LAYER;
+        let layer = crate::author::js::layer::text();
         let started = std::time::Instant::now();
         let e = componentize(wit(), &format!("{layer}\nfor (;;) {{}}\n"))
             .await
