@@ -196,7 +196,7 @@ async fn prove(stream: TcpStream, request: &WorkerRequest, name: &str) -> Result
              and sent it nothing more (another token, or someone in between); give both sides the same {} or --token-file",
             trust::TOKEN_ENV
         ))),
-        CoordMsg::Refused(why) => return Err(decisive(format!("the coordinator refused this worker: {why}"))),
+        CoordMsg::Refused(why) => Err(decisive(format!("the coordinator refused this worker: {why}"))),
         other => Err(decisive(format!("the coordinator answered the proof with {other:?}"))),
     }
 }
