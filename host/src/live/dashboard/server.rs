@@ -8,9 +8,11 @@ use futures::StreamExt;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::{Request, Response, StatusCode};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
@@ -69,22 +71,27 @@ impl Shared {
     }
 }
 
-/// Accepts connections until aborted: at most [`MAX_CONNECTIONS`] at once (later ones
-/// are closed at once), each request head within `access.head_timeout`.
+/// Accepts connections until aborted: at most [`MAX_CONNECTIONS`] at once, each
+/// request head within `access.head_timeout`. Past the bound the oldest connection is
+/// closed to make room (an event stream, as a rule: they are the ones that last), so
+/// that 64 pages left open, or opened on purpose, cannot blank the dashboard for
+/// everyone else; a page whose stream was closed reconnects by itself.
 pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, access: Access) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let open: Arc<Mutex<VecDeque<(u64, tokio::task::AbortHandle)>>> = Arc::default();
+    let mut next = 0u64;
     let access = Arc::new(access);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
-        let shared = shared.clone();
-        let access = access.clone();
-        tokio::spawn(async move {
+        let (shared, access, done) = (shared.clone(), access.clone(), open.clone());
+        let id = next;
+        next += 1;
+        let (go, ready) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            if ready.await.is_err() {
+                return;
+            }
             let timeout = access.head_timeout;
             let service = hyper::service::service_fn(move |req| {
                 let (shared, access) = (shared.clone(), access.clone());
@@ -95,8 +102,21 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>
                 .header_read_timeout(timeout)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
-            drop(slot);
+            let mut open = done.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(at) = open.iter().position(|(i, _)| *i == id) {
+                open.remove(at);
+            }
         });
+        {
+            let mut held = open.lock().unwrap_or_else(|p| p.into_inner());
+            if held.len() >= MAX_CONNECTIONS {
+                if let Some((_, oldest)) = held.pop_front() {
+                    oldest.abort();
+                }
+            }
+            held.push_back((id, task.abort_handle()));
+        }
+        let _ = go.send(());
     }
 }
 
@@ -260,22 +280,13 @@ mod tests {
         let slow = exchange(addr, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
         let took = started.elapsed();
         assert!(took < Duration::from_secs(3), "open for {took:?}: {slow}");
-        // Every slot taken by idle connections: the next one is closed at once.
+        // Every slot taken by idle connections: the next one is served, and the oldest
+        // idle one closed to make room.
         let mut idle = Vec::new();
         for _ in 0..MAX_CONNECTIONS {
             idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let mut buf = [0u8; 16];
-        let n = tokio::time::timeout(Duration::from_millis(400), extra.read(&mut buf))
-            .await
-            .expect("closed at once, before the head timeout")
-            .unwrap_or(0);
-        assert_eq!(n, 0);
-        // Once the idle ones time out, a request is served again.
-        drop(idle);
-        tokio::time::sleep(Duration::from_millis(800)).await;
         let port = addr.port();
         let ok = exchange(
             addr,
@@ -285,5 +296,40 @@ mod tests {
         )
         .await;
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(Duration::from_millis(400), idle[0].read(&mut buf))
+            .await
+            .expect("the oldest was closed at once")
+            .unwrap_or(0);
+        assert_eq!(n, 0);
+    }
+
+    #[tokio::test]
+    async fn open_event_streams_do_not_blank_the_dashboard_for_a_new_page() {
+        let addr = start(Duration::from_secs(5)).await;
+        let port = addr.port();
+        // 64 pages (or a script) holding /events open: every slot.
+        let mut streams = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(
+                format!("GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+            streams.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A new page is still served, at once.
+        let page = tokio::time::timeout(
+            Duration::from_secs(3),
+            exchange(
+                addr,
+                &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
+            ),
+        )
+        .await
+        .expect("served within 3 s");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page:.200}");
     }
 }
