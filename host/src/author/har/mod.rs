@@ -16,6 +16,7 @@ pub(crate) mod forms;
 #[cfg(test)]
 mod hostile_tests;
 pub(crate) mod html;
+pub(crate) mod index;
 pub(crate) mod js;
 pub(crate) mod model;
 pub(crate) mod pieces;
