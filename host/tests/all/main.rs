@@ -72,6 +72,7 @@ mod js {
     mod messages;
     mod repeated;
     mod responses;
+    mod runtime_guards;
     mod scripts;
 }
 
@@ -80,6 +81,7 @@ mod author {
     mod har;
     mod new_plugin;
     mod oci;
+    mod oci_hostile;
     mod python;
 }
 
