@@ -22,6 +22,9 @@ pub(crate) struct PushArgs {
     pub registry: RegistryOptions,
 }
 
+/// Bytes of an annotation's value `host pull` prints (a description is a sentence).
+const ANNOTATION_BYTES: usize = 512;
+
 /// `host pull`.
 #[derive(Args, Debug)]
 pub(crate) struct PullArgs {
@@ -134,9 +137,15 @@ pub(crate) async fn pull(args: PullArgs) -> Result<i32> {
         "{} {reference}",
         if fetched.cached { "cached" } else { "pulled" }
     );
+    // The registry's text: escaped (no terminal controls, no line breaks) and cut.
     for (key, value) in &fetched.annotations {
         if let Some(short) = key.strip_prefix("org.opencontainers.image.") {
-            println!("  {short:<12} {value}");
+            let short = crate::stderr::escape_controls(short, false);
+            let value = crate::stderr::escape_controls(value, false);
+            println!(
+                "  {short:<12} {}",
+                crate::bounded::cut(&value, ANNOTATION_BYTES)
+            );
         }
     }
     if let Some(manifest) = &fetched.manifest {

@@ -35,6 +35,9 @@ pub struct HostServices {
     pub warned: crate::bounded::WarnOnce,
     /// Samples of custom metrics refused because the registry was full.
     pub metrics_refused: std::sync::atomic::AtomicU64,
+    /// Built-in metric names the plugin tried to add samples to (refused; at most
+    /// the built-ins, so bounded).
+    pub builtins_refused: Mutex<std::collections::BTreeSet<String>>,
     /// Where the plugin's `log()` lines go.
     pub log: super::log::LogSink,
     /// Sleeps asked for longer than the most one may last, and the longest asked (ms).
@@ -63,6 +66,19 @@ impl HostServices {
                 crate::metrics::MAX_METRICS
             ));
         }
+        let builtins = self
+            .builtins_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !builtins.is_empty() {
+            let names: Vec<String> = builtins.iter().map(|n| format!("`{n}`")).collect();
+            out.push(format!(
+                "the plugin's samples for {} were ignored: a custom metric cannot take a \
+                 built-in metric's name, whose samples are the host's own",
+                names.join(", ")
+            ));
+        }
+        drop(builtins);
         out.extend(self.recorder.gate().warning());
         let unprinted = self.warned.unprinted();
         if unprinted > 0 {

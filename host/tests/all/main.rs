@@ -68,9 +68,11 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod hostile;
     mod messages;
     mod repeated;
     mod responses;
+    mod runtime_guards;
     mod scripts;
 }
 
@@ -79,6 +81,7 @@ mod author {
     mod har;
     mod new_plugin;
     mod oci;
+    mod oci_hostile;
     mod python;
 }
 

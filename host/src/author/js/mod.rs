@@ -11,11 +11,13 @@ pub(crate) mod exprs;
 #[cfg(test)]
 mod frontend_props;
 pub(crate) mod layer;
+pub(crate) mod outside;
 pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod scan;
 pub(crate) mod stub;
 pub(crate) mod tokens;
+pub(crate) mod whole;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -71,15 +73,26 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     let hash = hex::encode(hasher.finalize());
     let dir = crate::plugin::cache::cache_dir().join("js");
     let file = dir.join(format!("{}-{}.wasm", bundle.name, &hash[..16]));
-    if file.is_file() {
+    // Trusted as the compile cache trusts its entries (this user's, writable by no one
+    // else, matching the digest written beside it): a component planted under the
+    // script's name would otherwise run in its place, with its secrets and allowlist.
+    if crate::plugin::cache_entry::verified(&file) {
         return Ok(file);
     }
     let wasm = componentize_blocking(&module)
         .with_context(|| format!("cannot build {}", script.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &wasm).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
+    // A planted file may be another user's: it is replaced, not written through.
+    let _ = std::fs::remove_file(&file);
+    crate::plugin::cache_entry::store(&file, &wasm);
+    if !crate::plugin::cache_entry::verified(&file) {
+        anyhow::bail!(
+            "cannot write the build of {} to {} (or another process changed it): check \
+             that folder is yours and writable by you alone",
+            script.display(),
+            file.display()
+        );
+    }
     Ok(file)
 }
 
