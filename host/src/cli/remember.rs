@@ -55,13 +55,32 @@ pub(super) fn after_run(outcome: &run::RunOutcome, remember: &Remember) -> i32 {
             return outcome.exit_code;
         }
     };
+    let code = judge(outcome, remember, &conn, id, &path);
+    if outcome.results_dir.join("report.html").is_file() {
+        if let Err(e) = crate::runs::report_section::add(&conn, id, &outcome.results_dir) {
+            crate::stderr::warn(format_args!(
+                "report.html does not show the last runs: {e:#}"
+            ));
+        }
+    }
+    code
+}
+
+/// With `--baseline`, the run held against its baseline: the exit code it ends with.
+fn judge(
+    outcome: &run::RunOutcome,
+    remember: &Remember,
+    conn: &Connection,
+    id: i64,
+    path: &Path,
+) -> i32 {
     let Some(baseline) = &remember.baseline else {
         return outcome.exit_code;
     };
-    match against_baseline(&conn, id, baseline.as_deref()) {
+    match against_baseline(conn, id, baseline.as_deref()) {
         Ok(true) if outcome.exit_code == exit_code::OK => {
             // The store keeps the code the process ends with.
-            if let Err(e) = query::set_exit_code(&conn, id, exit_code::REGRESSION) {
+            if let Err(e) = query::set_exit_code(conn, id, exit_code::REGRESSION) {
                 crate::stderr::warn(format_args!(
                     "the store of runs {} keeps the run's exit code 0, not 98: {e:#}",
                     path.display()

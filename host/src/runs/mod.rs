@@ -7,11 +7,13 @@
 //! [`schema`] opens, creates and migrates the file (and refuses one it cannot read),
 //! [`record`] indexes a folder, [`query`] reads runs back, [`series`] rebuilds the
 //! per-second data the significance test needs, [`regress`] judges `[regressions]`
-//! rules, [`trend_page`] draws a trend, [`text`] prints what the commands show.
+//! rules, [`trend_page`] draws a trend, [`text`] prints what the commands show,
+//! [`report_section`] puts the run beside its last runs in its report.html.
 
 pub(crate) mod query;
 pub(crate) mod record;
 pub(crate) mod regress;
+pub(crate) mod report_section;
 pub(crate) mod schema;
 pub(crate) mod series;
 pub(crate) mod text;

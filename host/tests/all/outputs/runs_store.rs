@@ -160,7 +160,17 @@ async fn three_runs_are_recorded_trended_and_the_slow_one_regresses() {
         .parse()
         .unwrap();
     assert!(change > 100.0, "20 ms on a fast target: {named}");
-    assert_complete(&results_dir(dir.path(), &c));
+    let third = results_dir(dir.path(), &c);
+    assert_complete(&third);
+    // Its report shows it beside the runs before it, itself marked.
+    let report = std::fs::read_to_string(third.join("report.html")).unwrap();
+    let at = report
+        .find("Beside its last runs")
+        .unwrap_or_else(|| panic!("no last runs in report.html"));
+    let section = &report[at..];
+    assert_eq!(section.matches("<tr><td>").count(), 3, "{section}");
+    assert!(section.contains("<td><b>3</b></td>"), "{section}");
+    assert!(section.contains("<td>98</td>"), "{section}");
 
     let trend = runs(
         dir.path(),
