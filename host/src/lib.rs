@@ -91,6 +91,7 @@ mod oci;
 mod output;
 mod plugin;
 mod run;
+mod runs;
 mod sampling;
 mod signals;
 mod stack;

@@ -93,7 +93,7 @@ mod examples {
 }
 
 /// What a run writes: report.html, live outputs, remote write, compare, unwritable
-/// results.
+/// results, the store of runs.
 mod outputs {
     mod compare;
     mod compare_significance;
@@ -101,6 +101,7 @@ mod outputs {
     mod remote_write_tls;
     mod report;
     mod results_writes;
+    mod runs_store;
 }
 
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.
