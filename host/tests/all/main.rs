@@ -65,6 +65,7 @@ mod sockets {
 /// gRPC: against grpcio (a server this project did not write) and the demo's face.
 mod grpc {
     mod demo_face;
+    mod hostile_reflection;
     mod python_server;
 }
 
@@ -73,9 +74,11 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod hostile;
     mod messages;
     mod repeated;
     mod responses;
+    mod runtime_guards;
     mod scripts;
 }
 
@@ -84,6 +87,7 @@ mod author {
     mod har;
     mod new_plugin;
     mod oci;
+    mod oci_hostile;
     mod python;
 }
 
