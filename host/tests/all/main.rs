@@ -56,6 +56,12 @@ mod net {
     mod websockets;
 }
 
+/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins against
+/// the real servers.
+mod sockets {
+    mod redis_plugin;
+}
+
 /// gRPC: against grpcio (a server this project did not write) and the demo's face.
 mod grpc {
     mod demo_face;
