@@ -65,6 +65,7 @@ mod bounded;
 mod cli;
 mod config;
 mod control;
+mod crypto;
 mod deadline;
 mod demo;
 mod distributed;

@@ -67,10 +67,12 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod http_compat;
     mod messages;
     mod repeated;
     mod responses;
     mod scripts;
+    mod webcrypto;
 }
 
 /// Plugins from elsewhere: `host new`/`build`/`inspect`, Python, HAR import, OCI.

@@ -18,8 +18,13 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The k6 API written in JavaScript over the host's imports.
-pub(crate) const K6_LAYER: &str = include_str!("k6.js");
+/// The k6 API written in JavaScript over the host's imports: the k6 modules, then the
+/// globals of WebCrypto and the Encoding standard (files of their own, joined in order).
+pub(crate) const K6_LAYER: &str = concat!(
+    include_str!("k6.js"),
+    include_str!("encoding-text.js"),
+    include_str!("webcrypto.js"),
+);
 
 /// Whether `path` names a script to build rather than a component.
 pub(crate) fn is_script(path: &Path) -> bool {
