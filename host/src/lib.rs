@@ -12,42 +12,51 @@
 //!
 //! ```text
 //! cli         → oci, author, sweep, demo, distributed, run, stack, output, sampling,
-//!               target_process, live, k8s, config
-//! oci         → author, run, plugin, net, config   (`host push`, `host pull`, `host
-//!               login`, plugins named by registry reference; `oci::reference` is a
-//!               leaf that `plugin::pin` reads `plugin.oci` with)
-//! k8s         → config   (`host k8s render`: the manifests of a distributed run)
-//! distributed → run, summary, metrics, plugin, executor, control, config
-//!               (`host coordinate`, `host worker`: wire protocol, exact merging)
-//! author      → (leaf: `host new`, `host build`, run cargo)
-//! sweep       → run, stack, output, summary, metrics, files, config
+//!               target_process, live, k8s, plugin, summary, docker, signals, stderr,
+//!               config
+//! k8s         → distributed, files, config   (`host k8s render`: the manifests of a
+//!               distributed run)
+//! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
+//!               stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
+//!               merging)
+//! oci         → author, run, plugin, net, stderr, config   (`host push`, `host pull`,
+//!               `host login`, plugins named by registry reference)
+//! sweep       → stack, run, output, summary, sampling, metrics, files, signals, config
 //!               (`host sweep`: levels, capacity model)
-//! demo        → run, plugin, target_process
-//! stack       → run, sampling, docker, control, config   (Compose stacks)
-//! run         → live, summary, output, sampling, executor, thresholds, vu, plugin,
-//!               net, metrics, control, config
-//! live        → summary, sampling, thresholds, metrics, config   (dashboard, /metrics,
-//!               CSV/JSON and remote-write outputs)
-//! output      → summary, sampling, plugin, net, metrics, files, config
+//! demo        → run, plugin, summary, target_process
+//! stack       → run, docker, control, files, signals, config   (Compose stacks)
+//! run         → author, live, summary, output, sampling, executor, thresholds, vu,
+//!               plugin, net, metrics, control, files, signals, stderr, config
+//! live        → summary, sampling, thresholds, net, metrics, bounded, signals, stderr,
+//!               config   (dashboard, /metrics, CSV/JSON and remote-write outputs)
+//! output      → summary, sampling, plugin, net, metrics, files, stderr, config
 //! summary     → sampling, executor, thresholds, vu, plugin, net, metrics, control,
 //!               config
-//! sampling    → executor, docker, files, config
+//! sampling    → executor, docker, files, signals, stderr, config
 //!               (resource samples of the target and the generator)
-//! executor    → vu, metrics, control, config
-//! thresholds  → metrics, control, config
-//! vu          → plugin, metrics, deadline, config   (VUs, their factory, their failures)
-//! plugin      → net, metrics, config
-//! net         → metrics, deadline, config
+//! executor    → vu, metrics, control, striped, stderr, config
+//! vu          → plugin, metrics, control, deadline, bounded, config   (VUs, their
+//!               factory, their failures)
+//! author      → plugin, net   (`host new`, `host build`, run cargo, k6 scripts)
+//! plugin      → thresholds, html, crypto, net, metrics, control, bounded, stderr, config
+//!               (components, the contract's imports, iteration numbers, registry
+//!               references as `plugin.oci` names them)
+//! thresholds  → metrics, control, stderr, config
+//! net         → metrics, deadline, bounded, striped, stderr, config
 //! control     → docker   (stop signals; a run's watcher names containers to sample)
 //! docker      → config   (the Engine connection, a project's containers)
 //! config      → metrics   (the run config, `[thresholds]` parsing included; `[tls]` is
 //!               checked by building the rustls config it describes, the builder
 //!               `net::tls` connects with)
-//! metrics, deadline, files, target_process, stderr, author: leaves
+//! metrics     → bounded, striped, stderr
+//! bounded     → stderr
+//! deadline, files, target_process, signals, striped, html, crypto, stderr: leaves
 //! ```
 //!
 //! Within a module too, imports go one way: no two files import each other, directly
-//! or through others (`module_graph`, a unit test, names any cycle it finds).
+//! or through others (`module_graph`, a unit test, names any cycle it finds). The
+//! table above is checked too (`module_graph::layers`): a module importing one its
+//! line does not list, or a line listing a module above it, fails the test.
 //!
 //! # Public API
 //!

@@ -11,6 +11,8 @@
 //! The parser is a tokenizer plus a walk over items, good enough for this crate's style
 //! (no `#[path]`, no macro-generated `use`); it is not a Rust parser.
 
+mod layers;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -115,7 +115,8 @@ pub(crate) fn run(args: &NewArgs) -> Result<i32> {
             plural(imported.requests)
         );
         for line in &imported.summary {
-            println!("  {line}");
+            // Recording text: no terminal escapes reach the operator's screen.
+            println!("  {}", super::har::escape::terminal(line));
         }
         if args.lang == Lang::Js {
             println!("  run it:    host run {dir}/script.js --config {dir}/run.toml");

@@ -165,8 +165,9 @@ impl CommonArgs {
             live: crate::live::LiveOptions {
                 dashboard: self.dashboard,
                 outputs,
-                // From the command line the finished page stays up until Ctrl-C.
-                linger: self.dashboard.is_some(),
+                // From a terminal the finished page stays up until Ctrl-C; a run
+                // with no terminal (a CI job) has nobody to press it, and ends.
+                linger: self.dashboard.is_some() && crate::live::at_a_terminal(),
             },
             remote: None,
         }

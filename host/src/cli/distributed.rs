@@ -90,7 +90,7 @@ pub(super) async fn coordinate(mut args: CoordinateArgs) -> anyhow::Result<i32> 
             ));
             Some(reference)
         }
-        None if crate::oci::reference::names_reference(&args.plugin) => {
+        None if crate::plugin::reference::names_reference(&args.plugin) => {
             crate::stderr::line(format_args!(
                 "coordinator: the registry was out of reach here; the workers are sent the plugin's bytes"
             ));

@@ -30,6 +30,11 @@ pub(crate) struct Cli {
     /// No colours in the output (as the NO_COLOR convention).
     #[arg(long, global = true, env = "K6_NO_COLOR", value_parser = clap::builder::BoolishValueParser::new())]
     no_color: bool,
+    /// Let a k6 script's `import` and `open()` bundle files outside the script's
+    /// folder (absolute paths, `../`, symlinks out of it); each is named on stderr.
+    /// Without it such a file is refused: it would travel inside the built component.
+    #[arg(long, global = true, env = "HOST_ALLOW_OUTSIDE_FILES", value_parser = clap::builder::BoolishValueParser::new())]
+    allow_outside_files: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -98,6 +103,7 @@ pub fn main() -> i32 {
         // set before any thread starts.
         std::env::set_var("NO_COLOR", "1");
     }
+    crate::author::js::outside::allow(cli.allow_outside_files);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

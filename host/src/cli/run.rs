@@ -81,7 +81,7 @@ pub(super) async fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 /// `host inspect`: prints what the plugin says of itself.
 pub(super) async fn inspect(args: InspectArgs) -> anyhow::Result<i32> {
     let InspectArgs { plugin, registry } = args;
-    let named = crate::oci::reference::names_reference(&plugin).then(|| plugin.clone());
+    let named = crate::plugin::reference::names_reference(&plugin).then(|| plugin.clone());
     let plugin = resolve_plugin(Some(plugin.as_path()), &[], &registry).await?;
     let plugin = crate::author::js::plugin_path(&plugin)?;
     let inspected =

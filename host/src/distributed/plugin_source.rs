@@ -7,8 +7,8 @@
 
 use super::protocol::Init;
 use crate::oci::pull::{self, Expected};
-use crate::oci::reference::Reference;
 use crate::oci::RegistryOptions;
+use crate::plugin::reference::Reference;
 use anyhow::{bail, Context, Result};
 use std::borrow::Cow;
 use std::path::Path;

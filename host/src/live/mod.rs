@@ -48,6 +48,14 @@ pub struct LiveOptions {
     pub linger: bool,
 }
 
+/// Whether someone can press Ctrl-C: stdin is a terminal (stdout may be piped, as in
+/// `host run ... | tee log`). A run under CI, or fed from a pipe or /dev/null, is not,
+/// and must not wait for a Ctrl-C after the run that nobody can press.
+pub(crate) fn at_a_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal()
+}
+
 /// A file output and where it goes.
 enum FileOutput {
     Csv(Box<k6csv::CsvOutput>),

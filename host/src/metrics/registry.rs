@@ -105,6 +105,14 @@ pub enum RegistryError {
     /// Too many distinct metrics.
     #[error("too many custom metrics (the limit is {0})")]
     TooMany(usize),
+    /// The name is a built-in's: samples of a plugin's own under it would be merged
+    /// with the host's and could make a threshold on it pass while the real
+    /// requests fail.
+    #[error(
+        "`{0}` is a built-in metric the host records itself; a plugin cannot add samples \
+         to it: give yours another name (for example `my_{0}`)"
+    )]
+    BuiltIn(String),
 }
 
 /// Most custom metrics a run holds.
@@ -185,11 +193,20 @@ impl Registry {
         Ok(id)
     }
 
+    /// The id of a plugin's custom metric `name`, registering it as `kind` if new; a
+    /// built-in's name is refused ([`RegistryError::BuiltIn`]), whatever the kind.
+    pub fn custom(&self, name: &str, kind: MetricKind) -> Result<MetricId, RegistryError> {
+        if is_builtin(name) {
+            return Err(RegistryError::BuiltIn(name.to_string()));
+        }
+        self.get_or_register(name, kind)
+    }
+
     /// Registers `name` as a trend of times (values in milliseconds, held to the
     /// microsecond), or marks the trend of that name as one. Nothing happens to a name
     /// of another kind or one the registry refuses: adding to it says why.
     pub fn mark_time(&self, name: &str) {
-        let Ok(id) = self.get_or_register(name, MetricKind::Trend) else {
+        let Ok(id) = self.custom(name, MetricKind::Trend) else {
             return;
         };
         let mut inner = self.inner.write().expect("registry lock");
@@ -215,6 +232,11 @@ impl Registry {
     pub fn all(&self) -> Vec<MetricDef> {
         self.inner.read().expect("registry lock").defs.clone()
     }
+}
+
+/// Whether `name` is one of the host's own metrics (k6's built-ins and the host's).
+pub(crate) fn is_builtin(name: &str) -> bool {
+    BUILTINS.iter().any(|(n, _, _)| *n == name)
 }
 
 /// The one rule for metric names, used where metrics are registered and where
@@ -249,5 +271,25 @@ mod tests {
             Err(RegistryError::KindMismatch { .. })
         ));
         assert!(r.get_or_register("bad name", MetricKind::Counter).is_err());
+    }
+
+    #[test]
+    fn plugins_cannot_take_a_builtin_name_of_any_kind() {
+        let r = Registry::new();
+        for (name, kind) in [
+            ("http_reqs", MetricKind::Counter),
+            ("http_req_failed", MetricKind::Rate),
+            ("http_req_duration", MetricKind::Trend),
+            ("checks", MetricKind::Rate),
+            ("checks", MetricKind::Counter),
+        ] {
+            let err = r.custom(name, kind).unwrap_err();
+            assert_eq!(err, RegistryError::BuiltIn(name.into()));
+            assert!(err.to_string().contains(&format!("`{name}` is a built-in")));
+        }
+        // mark_time leaves a built-in alone (it is no plugin's to mark).
+        r.mark_time("http_reqs");
+        assert!(!r.def(builtin::HTTP_REQS).is_time);
+        assert!(r.custom("my_http_reqs", MetricKind::Counter).is_ok());
     }
 }

@@ -1,8 +1,8 @@
 //! The `host push`, `host pull` and `host login` commands.
 
-use super::reference::Reference;
 use super::session::{RegistryOptions, Session, SMALL};
 use super::{artifact, credentials};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
 use clap::Args;
@@ -21,6 +21,9 @@ pub(crate) struct PushArgs {
     #[command(flatten)]
     pub registry: RegistryOptions,
 }
+
+/// Bytes of an annotation's value `host pull` prints (a description is a sentence).
+const ANNOTATION_BYTES: usize = 512;
 
 /// `host pull`.
 #[derive(Args, Debug)]
@@ -134,9 +137,15 @@ pub(crate) async fn pull(args: PullArgs) -> Result<i32> {
         "{} {reference}",
         if fetched.cached { "cached" } else { "pulled" }
     );
+    // The registry's text: escaped (no terminal controls, no line breaks) and cut.
     for (key, value) in &fetched.annotations {
         if let Some(short) = key.strip_prefix("org.opencontainers.image.") {
-            println!("  {short:<12} {value}");
+            let short = crate::stderr::escape_controls(short, false);
+            let value = crate::stderr::escape_controls(value, false);
+            println!(
+                "  {short:<12} {}",
+                crate::bounded::cut(&value, ANNOTATION_BYTES)
+            );
         }
     }
     if let Some(manifest) = &fetched.manifest {

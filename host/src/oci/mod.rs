@@ -14,12 +14,11 @@ pub(crate) mod command;
 pub(crate) mod credentials;
 pub(crate) mod pull;
 pub(crate) mod push;
-pub(crate) mod reference;
 pub(crate) mod session;
 pub(crate) mod transport;
 
+use crate::plugin::reference::{self, Reference};
 use anyhow::{bail, Result};
-use reference::Reference;
 pub(crate) use session::RegistryOptions;
 use std::path::{Path, PathBuf};
 

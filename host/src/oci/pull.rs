@@ -5,15 +5,16 @@
 
 use super::artifact::{self, ACCEPT};
 use super::cache;
-use super::reference::Reference;
 use super::session::{self, error_words, RegistryOptions, Session, SMALL};
+use super::transport::TransportError;
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
 use std::path::PathBuf;
 
-/// Largest component a pull takes.
-const MAX_COMPONENT: usize = 1 << 30;
+/// Largest component a pull takes, whatever the manifest declares.
+const MAX_COMPONENT: u64 = 1 << 30;
 
 /// A pinned sha256 a pull must match, and the config that pins it (for messages).
 #[derive(Debug, Clone)]
@@ -107,7 +108,7 @@ pub(crate) async fn pull(
             offline: None,
         });
     }
-    let blob = fetch_blob(&mut session, reference, &pulled.layer).await?;
+    let blob = fetch_blob(&mut session, reference, &pulled.layer, pulled.size).await?;
     verify_layer(reference, &pulled.layer, &blob)?;
     crate::plugin::validate::check_header(std::path::Path::new(&reference.to_string()), &blob)?;
     let path = cache::put_blob(&pulled.layer, &blob)?;
@@ -192,16 +193,55 @@ async fn fetch_manifest(session: &mut Session, reference: &Reference) -> Result<
     }
 }
 
-async fn fetch_blob(session: &mut Session, reference: &Reference, digest: &str) -> Result<Vec<u8>> {
+/// The component blob `digest`, read to at most the `declared` size the manifest
+/// gives it: a registry serving more is cut off there (and refused), so what a pull
+/// holds is bounded by the manifest, itself bounded by [`MAX_COMPONENT`].
+async fn fetch_blob(
+    session: &mut Session,
+    reference: &Reference,
+    digest: &str,
+    declared: u64,
+) -> Result<Bytes> {
+    if declared == 0 {
+        bail!(
+            "{reference}: the manifest gives its component layer no size (OCI requires one); \
+             it was not downloaded: push the plugin again with `host push`"
+        );
+    }
+    if declared > MAX_COMPONENT {
+        bail!(
+            "{reference}: the manifest declares a component of {declared} bytes, over the \
+             {MAX_COMPONENT} bytes a pull takes; it was not downloaded"
+        );
+    }
     let path = format!("/v2/{}/blobs/{digest}", reference.repository);
     let response = session
-        .call(Method::GET, &path, &[], Bytes::new(), MAX_COMPONENT)
-        .await?;
+        .call(Method::GET, &path, &[], Bytes::new(), declared as usize)
+        .await
+        .map_err(|e| {
+            if TransportError::is_too_large(&e) {
+                anyhow!(
+                    "{reference}: the registry sent more than the {declared} bytes the manifest \
+                     declares for the component {digest}; the download was stopped there and \
+                     nothing was kept (the registry's copy is damaged or altered: tell its owner)"
+                )
+            } else {
+                e
+            }
+        })?;
     if !response.status().is_success() {
         bail!(
             "{reference}: the registry has the manifest but not its component {digest} ({}); push it again",
             error_words(&response)
         );
     }
-    Ok(response.into_body().to_vec())
+    let body = response.into_body();
+    if body.len() as u64 != declared {
+        bail!(
+            "{reference}: the registry sent {} bytes for the component {digest}, whose manifest \
+             declares {declared}; nothing was kept (the registry's copy is damaged or altered)",
+            body.len()
+        );
+    }
+    Ok(body)
 }

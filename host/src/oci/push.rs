@@ -3,8 +3,8 @@
 //! monolithic upload (`POST …/blobs/uploads/`, then `PUT ?digest=`).
 
 use super::artifact::{self, Annotations, MANIFEST};
-use super::reference::Reference;
 use super::session::{error_words, RegistryOptions, Session, SMALL};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
 use hyper::header::LOCATION;

@@ -5,8 +5,8 @@
 //! there are any, else anonymously), and the request is sent again once.
 
 use super::credentials::{self, Credentials};
-use super::reference::Reference;
 use super::transport::{self, TransportError};
+use crate::plugin::reference::Reference;
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -128,7 +128,12 @@ impl Session {
                 .body(Full::new(Bytes::new()))?;
             return transport::send(next.scheme() == "http", &authority, request, limit)
                 .await
-                .map_err(|e| anyhow!("{} redirected to {next}, which failed: {e}", self.registry));
+                .map_err(|e| {
+                    anyhow::Error::new(e).context(format!(
+                        "{} redirected to {next}, which failed",
+                        self.registry
+                    ))
+                });
         }
         bail!("{} redirected {path} more than 5 times", self.registry)
     }
@@ -186,6 +191,9 @@ impl Session {
                      is right; a pinned plugin pulled before runs from the cache without it",
                     self.base()
                 ))),
+                TransportError::TooLarge { .. } => {
+                    anyhow::Error::new(e).context(format!("registry {}", self.base()))
+                }
                 TransportError::Failed(e) => anyhow!("registry {}: {e:#}", self.base()),
             })
     }

@@ -28,9 +28,27 @@ pub(crate) enum TransportError {
         /// What the system said.
         reason: String,
     },
-    /// A connection was made but the exchange failed (TLS, HTTP, a body too large).
+    /// The answer's body is longer than the caller's bound; the rest was not read.
+    #[error("the answer is longer than the {limit} bytes expected of it (the rest was not read)")]
+    TooLarge {
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// A connection was made but the exchange failed (TLS, HTTP).
     #[error("{0:#}")]
     Failed(anyhow::Error),
+}
+
+impl TransportError {
+    /// Whether `e` (or what it wraps) is a body over its bound.
+    pub(crate) fn is_too_large(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<TransportError>(),
+                Some(TransportError::TooLarge { .. })
+            )
+        })
+    }
 }
 
 /// Sends `request` to `scheme://authority` and reads the answer's body (at most `limit`
@@ -93,7 +111,10 @@ pub(crate) async fn send(
         }
     };
     match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
-        Ok(result) => result.map_err(TransportError::Failed),
+        Ok(result) => result.map_err(|e| match e.downcast::<TransportError>() {
+            Ok(typed) => typed,
+            Err(e) => TransportError::Failed(e),
+        }),
         Err(_) => Err(TransportError::Failed(anyhow!(
             "{address} did not answer within {}s",
             REQUEST_TIMEOUT.as_secs()
@@ -127,18 +148,31 @@ where
         }
     };
     let (parts, body) = response.into_parts();
-    let body = Limited::new(body, limit)
-        .collect()
-        .await
-        .map_err(|e| anyhow!("reading the answer failed (at most {limit} bytes are read): {e}"))?
-        .to_bytes();
+    // A declared Content-Length over the bound is refused before any of the body.
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        driver.abort();
+        return Err(TransportError::TooLarge { limit }.into());
+    }
+    let body = Limited::new(body, limit).collect().await.map_err(|e| {
+        if e.is::<http_body_util::LengthLimitError>() {
+            anyhow::Error::new(TransportError::TooLarge { limit })
+        } else {
+            anyhow!("reading the answer failed: {e}")
+        }
+    });
+    driver.abort();
+    let body = body?.to_bytes();
     driver.abort();
     Ok(Response::from_parts(parts, body))
 }
 
 /// `host:port`, with the scheme's port when there is none.
 fn split_authority(authority: &str, default_port: u16) -> (String, u16) {
-    let host = super::reference::host_of(authority);
+    let host = crate::plugin::reference::host_of(authority);
     let port = authority[host.len()..]
         .strip_prefix(':')
         .and_then(|p| p.parse().ok())

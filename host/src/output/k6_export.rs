@@ -54,11 +54,25 @@ pub(crate) fn render(summary: &Summary) -> Value {
             "checks": checks,
         },
     });
-    // k6 writes `setup_data` when setup() returned something.
-    if let Some(data) = setup_data(summary) {
+    // k6 writes `setup_data` when setup() returned something. Its shape is kept and
+    // every value masked, as results mask the env: setup() returns tokens and
+    // passwords, and an export file is a result shared like the others.
+    if let Some(mut data) = setup_data(summary) {
+        mask(&mut data);
         export["setup_data"] = data;
     }
     export
+}
+
+/// `value` with its keys and shape kept and every string, number and boolean in it
+/// written [`crate::config::secrets::MASK`].
+fn mask(value: &mut Value) {
+    match value {
+        Value::Object(map) => map.values_mut().for_each(mask),
+        Value::Array(items) => items.iter_mut().for_each(mask),
+        Value::Null => {}
+        other => *other = Value::String(crate::config::secrets::MASK.into()),
+    }
 }
 
 /// What `setup()` returned, as JSON, unless it returned nothing (`null`, empty, or
@@ -213,6 +227,18 @@ pub(crate) fn handle_summary_data(summary: &Summary) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn setup_data_keeps_its_shape_with_every_value_masked() {
+        let mut v = json!({"token": "s3cret", "n": 3, "ok": true, "none": null,
+            "users": [{"name": "a", "password": "hunter2"}]});
+        mask(&mut v);
+        assert_eq!(
+            v,
+            json!({"token": "***", "n": "***", "ok": "***", "none": null,
+                "users": [{"name": "***", "password": "***"}]})
+        );
+    }
 
     #[test]
     fn whole_numbers_are_written_as_k6_writes_them() {

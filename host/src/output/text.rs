@@ -6,22 +6,35 @@ use crate::metrics::summary::{MetricSummary, Stats};
 use crate::summary::Summary;
 use std::fmt::Write;
 
-/// Renders the summary.
+/// Text from the plugin (or a worker, a target) on one line of the summary: terminal
+/// controls, line breaks and bidirectional overrides escaped (the one rule,
+/// [`crate::stderr::escape_controls`]), so a plugin's error message can neither drive
+/// the operator's terminal nor forge a line of the summary.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::stderr::escape_controls(text, false)
+}
+
+/// Renders the summary. What the plugin said is escaped field by field ([`shown`]),
+/// and the whole once more (lines kept), so no field left out can carry an escape.
 pub(crate) fn render(s: &Summary) -> String {
+    crate::stderr::escape_controls(&render_raw(s), true).into_owned()
+}
+
+fn render_raw(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "\n  plugin: {} {} ({})",
-        s.plugin.name,
-        s.plugin.version,
+        shown(&s.plugin.name),
+        shown(&s.plugin.version),
         s.plugin.file.path.display()
     );
     let _ = writeln!(out, "  status: {} after {:.1}s", s.status, s.duration_s);
     if let Some(reason) = &s.stop_reason {
-        let _ = writeln!(out, "  stopped by: {reason}");
+        let _ = writeln!(out, "  stopped by: {}", shown(&reason.to_string()));
     }
     if let Some(failure) = &s.failure {
-        let _ = writeln!(out, "  measured nothing: {failure}");
+        let _ = writeln!(out, "  measured nothing: {}", shown(failure));
     }
     let _ = writeln!(out, "\n  scenarios:");
     for (name, sc) in &s.scenarios {
@@ -46,9 +59,9 @@ pub(crate) fn render(s: &Summary) -> String {
         for c in &s.checks {
             let total = c.passes + c.fails;
             if c.fails == 0 {
-                let _ = writeln!(out, "     ✓ {}", c.name);
+                let _ = writeln!(out, "     ✓ {}", shown(&c.name));
             } else {
-                let _ = writeln!(out, "     ✗ {}", c.name);
+                let _ = writeln!(out, "     ✗ {}", shown(&c.name));
                 let _ = writeln!(
                     out,
                     "      ↳  {:.0}% — ✓ {} / ✗ {}",
@@ -181,8 +194,8 @@ pub(crate) fn render(s: &Summary) -> String {
                 "    {:>6} × {} in {}: {}",
                 e.count,
                 e.kind.as_str(),
-                e.scenario,
-                e.message
+                shown(&e.scenario),
+                shown(&e.message)
             );
         }
         if s.plugin_errors_unlisted > 0 {
@@ -227,7 +240,7 @@ pub(crate) fn render(s: &Summary) -> String {
     if !s.warnings.is_empty() {
         let _ = writeln!(out, "\n  warnings:");
         for w in &s.warnings {
-            let _ = writeln!(out, "    ! {w}");
+            let _ = writeln!(out, "    ! {}", shown(w));
         }
     }
     out
@@ -244,6 +257,9 @@ fn bottleneck(out: &mut String, s: &Summary) {
         Who::VuPool => "the VU pool (all VUs busy at the target's steady latency; raise max_vus)",
         Who::Generator => {
             "the load generator (its CPU or late starts; the figures are a lower bound)"
+        }
+        Who::TargetUnreachable => {
+            "none: the target stopped answering (most requests could not connect)"
         }
     };
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
@@ -373,9 +389,9 @@ fn number(v: f64) -> String {
 pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     let mut out = String::new();
     let info = &i.info;
-    let _ = writeln!(out, "name:        {}", info.name);
-    let _ = writeln!(out, "version:     {}", info.version);
-    let _ = writeln!(out, "description: {}", info.description);
+    let _ = writeln!(out, "name:        {}", shown(&info.name));
+    let _ = writeln!(out, "version:     {}", shown(&info.version));
+    let _ = writeln!(out, "description: {}", shown(&info.description));
     let interfaces = crate::plugin::validate::interfaces(
         &i.plugin.engine,
         i.plugin.pre.instance_pre().component(),
@@ -420,7 +436,7 @@ pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
     );
     let _ = writeln!(out, "scenarios:");
     for s in &info.scenarios {
-        let _ = writeln!(out, "  {:<16} {}", s.name, s.description);
+        let _ = writeln!(out, "  {:<16} {}", shown(&s.name), shown(&s.description));
     }
     let _ = writeln!(out, "default config:");
     for line in info.default_config.lines() {
@@ -432,7 +448,8 @@ pub(crate) fn render_inspection(i: &crate::plugin::Inspected) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
-    out
+    // The plugin's texts (its readme and config span lines): no terminal controls.
+    crate::stderr::escape_controls(&out, true).into_owned()
 }
 
 /// What a plugin's runtime imports of `wasi:sockets` and `wasi:filesystem` give it:

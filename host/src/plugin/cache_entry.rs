@@ -46,25 +46,46 @@ fn owned_by_us(_meta: &std::fs::Metadata) -> bool {
     true
 }
 
+/// Whether the entry at `entry` passes the checks above (this user's, writable by no
+/// one else, its digest matching): also what the JS build cache trusts a built script
+/// by, as a planted component would run with the script's secrets and allowlist.
+pub(crate) fn verified(entry: &Path) -> bool {
+    let check = || -> Option<()> {
+        let mut file = std::fs::File::open(entry).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || !owned_by_us(&meta) {
+            return None;
+        }
+        let expected = std::fs::read_to_string(digest_path(entry)).ok()?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes).ok()?;
+        (hex::encode(Sha256::digest(&bytes)) == expected.trim()).then_some(())
+    };
+    check().is_some()
+}
+
 /// The compiled component at `entry`, if it passes the checks above; `None` sends the
 /// caller to the compiler (which then overwrites the entry).
 pub(crate) fn load(engine: &Engine, entry: &Path) -> Option<Component> {
-    let mut file = std::fs::File::open(entry).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || !owned_by_us(&meta) {
+    if !verified(entry) {
         return None;
     }
-    let expected = std::fs::read_to_string(digest_path(entry)).ok()?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes).ok()?;
-    if hex::encode(Sha256::digest(&bytes)) != expected.trim() {
-        return None;
-    }
-    drop(bytes);
     // SAFETY: the file is, by the digest, what `Engine::precompile_component` wrote,
     // and only this user may write it (see the module's doc); wasmtime still refuses
     // it if it was made by another version or engine setting.
     unsafe { Component::deserialize_file(engine, entry) }.ok()
+}
+
+/// Makes `path` writable by its owner alone.
+#[cfg(unix)]
+fn private(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).is_ok()
+}
+
+#[cfg(not(unix))]
+fn private(_path: &Path) -> bool {
+    true
 }
 
 /// Writes `compiled` to `entry` with its digest. Best effort: a cache that cannot be
@@ -80,7 +101,10 @@ pub(crate) fn store(entry: &Path, compiled: &[u8]) {
     // (a concurrent writer's) fails the check and is compiled again, never trusted.
     let write = |path: &Path, bytes: &[u8]| {
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let ok = std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_ok();
+        // Not writable by others whatever the umask: the load check demands it.
+        let ok = std::fs::write(&tmp, bytes).is_ok()
+            && private(&tmp)
+            && std::fs::rename(&tmp, path).is_ok();
         if !ok {
             let _ = std::fs::remove_file(&tmp);
         }

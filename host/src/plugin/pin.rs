@@ -72,7 +72,7 @@ pub(crate) fn parse(value: &toml::Value, origin: &Path) -> Result<Pin> {
     let oci = match table.get("oci") {
         None => None,
         Some(toml::Value::String(r)) => {
-            crate::oci::reference::Reference::parse(r)
+            crate::plugin::reference::Reference::parse(r)
                 .map_err(|e| anyhow::anyhow!("config error in {shown}: plugin.oci: {e}"))?;
             Some(r.clone())
         }

@@ -33,6 +33,9 @@ pub struct HostServices {
     pub warned: crate::bounded::WarnOnce,
     /// Samples of custom metrics refused because the registry was full.
     pub metrics_refused: std::sync::atomic::AtomicU64,
+    /// Built-in metric names the plugin tried to add samples to (refused; at most
+    /// the built-ins, so bounded).
+    pub builtins_refused: Mutex<std::collections::BTreeSet<String>>,
     /// Where the plugin's `log()` lines go.
     pub log: super::log::LogSink,
     /// Sleeps asked for longer than the most one may last, and the longest asked (ms).
@@ -61,6 +64,19 @@ impl HostServices {
                 crate::metrics::MAX_METRICS
             ));
         }
+        let builtins = self
+            .builtins_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !builtins.is_empty() {
+            let names: Vec<String> = builtins.iter().map(|n| format!("`{n}`")).collect();
+            out.push(format!(
+                "the plugin's samples for {} were ignored: a custom metric cannot take a \
+                 built-in metric's name, whose samples are the host's own",
+                names.join(", ")
+            ));
+        }
+        drop(builtins);
         out.extend(self.recorder.gate().warning());
         let unprinted = self.warned.unprinted();
         if unprinted > 0 {
@@ -118,7 +134,7 @@ pub struct VuIdentity {
     pub env: Arc<BTreeMap<String, String>>,
     /// Where its scenario's iteration numbers come from; `None` outside a scenario
     /// (setup, teardown), whose number is 0.
-    pub numbers: Option<Arc<crate::vu::numbers::IterationNumbers>>,
+    pub numbers: Option<Arc<crate::plugin::numbers::IterationNumbers>>,
 }
 
 /// The data of one VU's store.
@@ -134,7 +150,7 @@ pub struct VuState {
     /// The VU's iteration number, from 0.
     pub iteration: u64,
     /// The iteration's number in its scenario, from 0, once the plugin asked for it
-    /// (see [`crate::vu::numbers`]); `None` in an iteration that has not asked yet.
+    /// (see [`crate::plugin::numbers`]); `None` in an iteration that has not asked yet.
     /// 0 before the first iteration (`init`), which takes no number.
     pub iteration_in_scenario: Option<u64>,
     /// The message the plugin's panic hook reported, if it panicked.

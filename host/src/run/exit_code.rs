@@ -15,7 +15,8 @@ pub const INTERRUPTED: i32 = 105;
 pub const PLUGIN_ABORT: i32 = 107;
 /// A distributed run lost a worker and `[distributed] on_worker_loss = "abort"`.
 pub const WORKER_LOST: i32 = 108;
-/// The run measured nothing: no iteration succeeded, or every request was denied.
+/// The run measured nothing: no iteration succeeded, every request was denied, or most
+/// requests could not reach the target.
 pub const MEASURED_NOTHING: i32 = 110;
 
 /// What a code means, in a few words.

@@ -58,6 +58,7 @@ pub(super) fn services_for(
         cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
         metrics_refused: Default::default(),
+        builtins_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
         sleeps_cut: Default::default(),
         control: Arc::new(RunControl::default()),

@@ -50,6 +50,7 @@ pub(crate) fn services(
         cpu_per_call: run.cpu_per_call,
         warned: Default::default(),
         metrics_refused: Default::default(),
+        builtins_refused: Default::default(),
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
         sleeps_cut: Default::default(),
         control: run.control.clone(),

@@ -1,6 +1,9 @@
 //! Whether a run that went to its end measured anything: a run in which no iteration
 //! succeeded, or every request was refused by the allowlist, tested nothing, and must
-//! not pass whatever its thresholds say (exit code 110, with the reason).
+//! not pass whatever its thresholds say (exit code 110, with the reason). So does a
+//! run in which most requests could not reach the target (it was stopped or killed
+//! during the run): k6 would exit 0 when its iterations throw, but what such a run
+//! measured is the failure of the target, not its load.
 
 use super::exit_code;
 use crate::control::StopReason;
@@ -63,8 +66,9 @@ pub(crate) fn judge(summary: &mut Summary) -> i32 {
     }
 }
 
-/// Why the run measured nothing, or `None` when some iteration succeeded and some
-/// request was allowed.
+/// Why the run measured nothing (or, its target out of reach, nothing of the
+/// target's load), or `None` when some iteration succeeded, some request was allowed
+/// and most reached the target.
 pub(crate) fn failure(summary: &Summary) -> Option<String> {
     // A denial is usually why the iterations failed, so it comes first, and the
     // iterations' most frequent error (the same denial, as the plugin saw it) is not
@@ -75,7 +79,16 @@ pub(crate) fn failure(summary: &Summary) -> Option<String> {
     } else {
         &summary.plugin_errors
     };
-    let reasons: Vec<String> = [denied, iterations_failure(&summary.scenarios, errors)]
+    let iterations = iterations_failure(&summary.scenarios, errors);
+    // Said once: with no iteration succeeding, the unreachable target is the why.
+    let unreachable = match (&denied, &iterations) {
+        (None, None) => summary
+            .http
+            .unreachable()
+            .map(|(unsent, tried)| crate::sampling::saturation::unreachable_message(unsent, tried)),
+        _ => None,
+    };
+    let reasons: Vec<String> = [denied, iterations, unreachable]
         .into_iter()
         .flatten()
         .collect();

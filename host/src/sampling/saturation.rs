@@ -89,6 +89,10 @@ pub enum Who {
     VuPool,
     /// The generator, on its own evidence (CPU or late starts).
     Generator,
+    /// Nobody's capacity: most requests could not reach the target (it stopped, or
+    /// refused connections), so iterations failed fast and the generator's figures
+    /// say nothing about either side.
+    TargetUnreachable,
 }
 
 /// The figures a verdict is read from (summary.json `bottleneck.figures`).
@@ -111,7 +115,8 @@ pub struct Figures {
     pub latency_p50_ms: Option<f64>,
     /// Its p95 (ms).
     pub latency_p95_ms: Option<f64>,
-    /// Iterations completed per second of the run: what the target served.
+    /// Iterations completed without failing per second of the run: what the target
+    /// served (a failed iteration was not served).
     pub served_per_s: f64,
 }
 
@@ -150,11 +155,25 @@ impl Saturation {
 pub(crate) struct ScenarioCounts {
     /// Iterations started.
     pub started: u64,
-    /// Iterations completed.
+    /// Iterations completed (those that failed included).
     pub completed: u64,
+    /// Of those, the ones that failed.
+    pub failed: u64,
     /// Iterations dropped.
     pub dropped: u64,
 }
+
+/// Most requests the run tried could not reach the target: the requests never sent
+/// for want of a connection (refused, timed out, TLS; not those cut by the run's end)
+/// and all requests tried. Below [`UNREACHABLE_MIN`] tries, or at half or less, it is
+/// `None`.
+pub(crate) fn unreachable(unsent: u64, tried: u64) -> Option<(u64, u64)> {
+    (tried >= UNREACHABLE_MIN && unsent * 2 > tried).then_some((unsent, tried))
+}
+
+/// Fewest requests tried before a run can be called one whose target was out of
+/// reach (a run of three requests that failed says little).
+pub(crate) const UNREACHABLE_MIN: u64 = 10;
 
 /// The run's figures a verdict needs, read from its summary.
 #[derive(Debug, Clone, Default)]
@@ -169,6 +188,9 @@ pub(crate) struct RunFigures {
     pub iteration_avg_ms: Option<f64>,
     /// Per scenario.
     pub scenarios: BTreeMap<String, ScenarioCounts>,
+    /// Requests never sent for want of a connection, and all requests tried, when
+    /// most could not reach the target ([`unreachable`]).
+    pub unreachable: Option<(u64, u64)>,
 }
 
 impl RunFigures {
@@ -266,11 +288,20 @@ impl SaturationWatch {
             latency_min_ms: run.latency.as_ref().map(|l| l.1),
             latency_p50_ms: run.latency.as_ref().map(|l| l.2),
             latency_p95_ms: run.latency.as_ref().map(|l| l.3),
-            served_per_s: run.per_s(run.scenarios.values().map(|s| s.completed).sum()),
+            served_per_s: run.per_s(
+                run.scenarios
+                    .values()
+                    .map(|s| s.completed.saturating_sub(s.failed))
+                    .sum(),
+            ),
         };
         let generator = self.generator_evidence(run);
         let target = self.target_evidence(run);
-        let who = if !generator.is_empty() {
+        // A target out of reach makes iterations fail fast: a busy generator or late
+        // starts then say nothing of the generator, and nothing of the target's capacity.
+        let who = if run.unreachable.is_some() {
+            Who::TargetUnreachable
+        } else if !generator.is_empty() {
             Who::Generator
         } else if target.is_empty() {
             Who::None
@@ -279,7 +310,12 @@ impl SaturationWatch {
         } else {
             Who::Target
         };
-        let message = message(who, &generator, &target, &figures);
+        let message = match (who, run.unreachable) {
+            (Who::TargetUnreachable, Some((unsent, tried))) => {
+                Some(unreachable_message(unsent, tried))
+            }
+            _ => message(who, &generator, &target, &figures),
+        };
         Saturation {
             generator: SaturationVerdict {
                 saturated: who == Who::Generator,
@@ -387,6 +423,16 @@ impl SaturationWatch {
     }
 }
 
+/// The words of a run whose target was out of reach.
+pub(crate) fn unreachable_message(unsent: u64, tried: u64) -> String {
+    format!(
+        "the target stopped answering: {unsent} of {tried} requests could not be sent (no \
+         connection: refused, timed out or failed TLS). Neither the target's capacity nor \
+         the load generator limited this run, and its figures measure neither: check that \
+         the target runs (and stayed up), then run again"
+    )
+}
+
 /// The start lag p99 (ms) above which iterations started late enough to matter.
 fn start_lag_line(run: &RunFigures) -> f64 {
     START_LAG_P99_MS.max(START_LAG_SHARE * run.iteration_avg_ms.unwrap_or(0.0))
@@ -417,7 +463,7 @@ fn message(who: Who, generator: &[Evidence], target: &[Evidence], f: &Figures) -
         ms(f.start_lag_p99_ms)
     );
     match who {
-        Who::None => None,
+        Who::None | Who::TargetUnreachable => None,
         Who::Generator => {
             let also = if target.is_empty() {
                 String::new()
@@ -502,6 +548,7 @@ mod tests {
             ScenarioCounts {
                 started: 600,
                 completed: 400,
+                failed: 0,
                 dropped: 400,
             },
         );
@@ -636,5 +683,41 @@ mod tests {
         assert_eq!(signals, ["cpu", "start_lag"]);
         assert_eq!(v.target.evidence.len(), 1, "the drops are kept as a fact");
         assert!(v.warning().unwrap().contains("says nothing of the target"));
+    }
+
+    #[test]
+    fn a_target_out_of_reach_is_named_and_failed_iterations_are_not_served() {
+        let mut w = SaturationWatch::new(1.0);
+        // Iterations that fail at once keep the generator's CPU up.
+        for t in 1..=6 {
+            w.generator(&gen(t as f64, 195.0));
+        }
+        let mut r = run(Some(150.0));
+        r.scenarios.insert(
+            "load".into(),
+            ScenarioCounts {
+                started: 8000,
+                completed: 8000,
+                failed: 5039,
+                dropped: 0,
+            },
+        );
+        r.unreachable = unreachable(5039, 8000);
+        let v = w.verdict(&r);
+        assert_eq!(v.bottleneck.who, Who::TargetUnreachable);
+        assert!(!v.generator.saturated && !v.target.saturated);
+        assert!((v.bottleneck.figures.served_per_s - 296.1).abs() < 1e-9);
+        let words = v.warning().unwrap();
+        assert!(
+            words.contains("5039 of 8000 requests could not be sent"),
+            "{words}"
+        );
+        assert!(
+            !words.contains("load generator was the bottleneck"),
+            "{words}"
+        );
+        // Half or less, or too few tries, is no verdict of its own.
+        assert_eq!(unreachable(50, 100), None);
+        assert_eq!(unreachable(9, 9), None);
     }
 }

@@ -464,6 +464,21 @@ pub(crate) fn http_counts(totals: &crate::metrics::SeriesMap, in_flight: i64) ->
     c
 }
 
+impl HttpCounts {
+    /// Requests never sent for want of a connection (those cut by the run's end left
+    /// out) and all requests tried, when most could not reach the target.
+    pub(crate) fn unreachable(&self) -> Option<(u64, u64)> {
+        let unsent: u64 = self
+            .not_sent
+            .iter()
+            .filter(|(kind, _)| kind.as_str() != "interrupted")
+            .map(|(_, n)| n)
+            .sum();
+        let tried = self.sent + self.not_sent.values().sum::<u64>();
+        crate::sampling::saturation::unreachable(unsent, tried)
+    }
+}
+
 fn machine() -> Machine {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
@@ -516,11 +531,13 @@ impl Summary {
                     let counts = crate::sampling::ScenarioCounts {
                         started: s.started,
                         completed: s.completed,
+                        failed: s.failed,
                         dropped: s.dropped,
                     };
                     (name.clone(), counts)
                 })
                 .collect(),
+            unreachable: self.http.unreachable(),
         }
     }
 }

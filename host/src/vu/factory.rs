@@ -6,8 +6,8 @@
 
 use crate::config::{ExecutionTuple, ScenarioConfig};
 use crate::metrics::{Recorder, TagSet};
+use crate::plugin::numbers::IterationNumbers;
 use crate::plugin::state::VuIdentity;
-use crate::vu::numbers::IterationNumbers;
 use crate::vu::{Vu, VuContext};
 use anyhow::Result;
 use futures::StreamExt;

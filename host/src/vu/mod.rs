@@ -9,7 +9,6 @@
 
 pub(crate) mod errors;
 pub(crate) mod factory;
-pub(crate) mod numbers;
 
 use crate::bounded::{cut_owned, MESSAGE_BYTES};
 use crate::config::InitFailures;

@@ -59,6 +59,7 @@ mod net {
 /// gRPC: against grpcio (a server this project did not write) and the demo's face.
 mod grpc {
     mod demo_face;
+    mod hostile_reflection;
     mod python_server;
 }
 
@@ -67,10 +68,12 @@ mod js {
     mod asyncs;
     mod grpc;
     mod grpc_connect;
+    mod hostile;
     mod http_compat;
     mod messages;
     mod repeated;
     mod responses;
+    mod runtime_guards;
     mod scripts;
     mod webcrypto;
 }
@@ -80,6 +83,7 @@ mod author {
     mod har;
     mod new_plugin;
     mod oci;
+    mod oci_hostile;
     mod python;
 }
 

@@ -12,32 +12,7 @@ use super::plan::{Call, Item, Plan};
 use super::rules::{Rule, Source};
 use std::fmt::Write as _;
 
-/// A JavaScript string literal of `s`.
-fn lit(s: &str) -> String {
-    let mut out = String::from("'");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-/// Text for a template literal (between backticks).
-fn tpl_text(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('`', "\\`")
-        .replace("${", "\\${")
-}
+use super::escape::{js_comment as comment, js_lit as lit, js_template as tpl_text};
 
 /// `s` with each substituted value replaced by its variable: a plain literal when none
 /// occurs, a template literal otherwise.
@@ -378,24 +353,26 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "// {name}: a k6 script made by `host new --from-har {har}` from a browser's recording"
+        "// {}: a k6 script made by `host new --from-har {}` from a browser's recording",
+        comment(name),
+        comment(har)
     );
     let _ = writeln!(
         s,
         "// of {} ({} steps, {} requests). Run: host run script.js --config run.toml",
-        plan.origin,
+        comment(&plan.origin),
         plan.steps.len(),
         plan.requests
     );
     s.push_str("//\n");
     for line in summary_lines(plan) {
-        let _ = writeln!(s, "// {line}");
+        let _ = writeln!(s, "// {}", comment(&line));
     }
     s.push_str("import http from 'k6/http';\nimport { check, group, sleep } from 'k6';\n\n");
     let _ = writeln!(
         s,
         "// The application's origin: recorded at {}, another with -e BASE_URL=...",
-        plan.origin
+        comment(&plan.origin)
     );
     let _ = writeln!(
         s,
@@ -441,7 +418,8 @@ pub(crate) fn script(plan: &Plan, name: &str, har: &str) -> String {
             match item {
                 Item::Call(call) => {
                     if let Some(r) = &call.redirect {
-                        let _ = writeln!(s, "    // Follows the recorded redirect ({r}).");
+                        let _ =
+                            writeln!(s, "    // Follows the recorded redirect ({}).", comment(r));
                     }
                     if call.revalidated {
                         let _ = writeln!(

@@ -7,10 +7,14 @@
 //! requests by templated paths; [`correlate`] turns values a response handed out and a
 //! later request sent back into run-time extractions and makes a sign-up's names unique
 //! per VU and iteration; [`forms`] finds the requests that submit a form of an earlier
-//! page; [`js`] writes the k6 script, [`rust`] the Rust plugin and [`py`] the Python one.
+//! page; [`js`] writes the k6 script, [`rust`] the Rust plugin and [`py`] the Python one,
+//! each writing text of the recording only through [`escape`], comments included.
 
 pub(crate) mod correlate;
+pub(crate) mod escape;
 pub(crate) mod forms;
+#[cfg(test)]
+mod hostile_tests;
 pub(crate) mod html;
 pub(crate) mod js;
 pub(crate) mod model;

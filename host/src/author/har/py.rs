@@ -6,6 +6,7 @@
 //! the live page. Values are read as a Python user reads them: `res.html().attr(...)`,
 //! `res.html().json_script(id)[...]`, `res.json()[...]`, `res.header(...)`.
 
+use super::escape::py_comment as comment;
 use super::plan::{Call, Item, Plan};
 use super::rules::Source;
 use super::rust::{fn_name, snake};
@@ -87,24 +88,7 @@ fn push_escaped(out: &mut String, s: &str, braces: bool) {
 
 /// `s` escaped for a Python string delimited by `quote`; `braces` doubled for f-strings.
 fn push_escaped_in(out: &mut String, s: &str, braces: bool, quote: char) {
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '{' if braces => out.push_str("{{"),
-            '}' if braces => out.push_str("}}"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
+    out.push_str(&super::escape::py_escaped(s, braces, quote));
 }
 
 /// The attribute of the carried values object for a variable.
@@ -327,17 +311,15 @@ pub(crate) fn app_py(plan: &Plan, name: &str, har: &str, config: &str) -> String
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\"\"\"`{name}`: made by `host new --from-har {har}` from a browser's recording of\n{} ({} steps, {} requests).\n",
-        plan.origin,
+        "\"\"\"`{}`: made by `host new --from-har {}` from a browser's recording of\n{} ({} steps, {} requests).\n",
+        comment(name),
+        comment(har),
+        comment(&plan.origin),
         plan.steps.len(),
         plan.requests
     );
     for line in super::js::summary_lines(plan) {
-        let _ = writeln!(
-            s,
-            "{}",
-            line.replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"")
-        );
+        let _ = writeln!(s, "{}", comment(&line));
     }
     s.push_str("\"\"\"\n\n");
     if !plan.uniques.is_empty() {
@@ -395,8 +377,8 @@ pub(crate) fn app_py(plan: &Plan, name: &str, har: &str, config: &str) -> String
         let _ = writeln!(
             s,
             "        # {} of {}.\n        {} = None",
-            r.source.describe(),
-            r.from_label,
+            comment(&r.source.describe()),
+            comment(&r.from_label),
             attr(&r.var).replacen("v.", "self.", 1)
         );
         fields += 1;
@@ -405,7 +387,7 @@ pub(crate) fn app_py(plan: &Plan, name: &str, har: &str, config: &str) -> String
         let _ = writeln!(
             s,
             "        # Unique per VU and iteration: {}.\n        {} = None",
-            u.describe(),
+            comment(&u.describe()),
             attr(&u.var).replacen("v.", "self.", 1)
         );
         fields += 1;
@@ -425,13 +407,14 @@ pub(crate) fn app_py(plan: &Plan, name: &str, har: &str, config: &str) -> String
         let _ = writeln!(
             s,
             "\n\ndef {f}(base, v):\n    \"\"\"{}.\"\"\"",
-            step.title.replace('\\', "\\\\").replace('"', "\\\"")
+            comment(&step.title)
         );
         for item in &step.items {
             match item {
                 Item::Call(call) => {
                     if let Some(r) = &call.redirect {
-                        let _ = writeln!(s, "    # Follows the recorded redirect ({r}).");
+                        let _ =
+                            writeln!(s, "    # Follows the recorded redirect ({}).", comment(r));
                     }
                     if call.revalidated {
                         s.push_str("    # Recorded as 304 (the browser's cache asked if it changed); with no cache, 200.\n");

@@ -8,10 +8,7 @@ use super::plan::{Call, Item, Plan};
 use super::rules::Source;
 use std::fmt::Write as _;
 
-/// A Rust string literal.
-fn lit(s: &str) -> String {
-    format!("{s:?}")
-}
+use super::escape::{rust_comment as comment, rust_lit as lit};
 
 /// `camelCase` → `camel_case`, for field names.
 pub(crate) fn snake(s: &str) -> String {
@@ -199,13 +196,15 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "//! `{name}`: made by `host new --from-har {har}` from a browser's recording of\n//! {} ({} steps, {} requests).\n//!",
-        plan.origin,
+        "//! `{}`: made by `host new --from-har {}` from a browser's recording of\n//! {} ({} steps, {} requests).\n//!",
+        comment(name),
+        comment(har),
+        comment(&plan.origin),
         plan.steps.len(),
         plan.requests
     );
     for line in super::js::summary_lines_for(plan, false) {
-        let _ = writeln!(s, "//! {line}");
+        let _ = writeln!(s, "//! {}", comment(&line));
     }
     let uses_json = plan
         .steps
@@ -229,15 +228,20 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
     );
     s.push_str("/// Values carried from a response to later requests (see the list above).\n#[derive(Default)]\nstruct Carried {\n");
     for r in &plan.rules {
-        let _ = writeln!(s, "    /// {} of {}.", r.source.describe(), r.from_label);
+        let _ = writeln!(
+            s,
+            "    /// {} of {}.",
+            comment(&r.source.describe()),
+            comment(&r.from_label)
+        );
         let _ = writeln!(s, "    {}: String,", snake(&r.var));
     }
     for u in &plan.uniques {
         let _ = writeln!(
             s,
             "    /// Unique per VU and iteration: {} of {}.",
-            u.describe(),
-            u.created_by
+            comment(&u.describe()),
+            comment(&u.created_by)
         );
         let _ = writeln!(s, "    {}: String,", snake(&u.var));
     }
@@ -281,13 +285,14 @@ pub(crate) fn lib_rs(plan: &Plan, name: &str, har: &str) -> String {
         let _ = writeln!(
             s,
             "\n/// {}.\n#[allow(unused_variables)]\nfn {f}(base: &str, v: &mut Carried) -> Result<(), String> {{",
-            step.title
+            comment(&step.title)
         );
         for item in &step.items {
             match item {
                 Item::Call(call) => {
                     if let Some(r) = &call.redirect {
-                        let _ = writeln!(s, "    // Follows the recorded redirect ({r}).");
+                        let _ =
+                            writeln!(s, "    // Follows the recorded redirect ({}).", comment(r));
                     }
                     if call.revalidated {
                         let _ = writeln!(

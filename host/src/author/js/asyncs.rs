@@ -1,5 +1,5 @@
 //! The bundle-time rewrite of `async` functions into generator functions that the k6
-//! layer drives (`__k6async` in k6.js). The vendored QuickJS runtime runs no promise
+//! layer drives (`__k6async` in layer/async.js). The vendored QuickJS runtime runs no promise
 //! jobs once a call into the component returns, so a real `async` function would stop
 //! at its first `await`; a generator is resumed by the layer's own driver with the
 //! settled value of what it yielded, on the layer's own microtask queue.

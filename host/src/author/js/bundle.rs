@@ -201,6 +201,7 @@ pub(crate) fn bundle(
             .display()
             .to_string();
         let out = transform(&src, &shown, &root, &path, env)?;
+        super::whole::check(&out.body, &shown)?;
         for loaded in out.protos {
             if let Some(other) = protos.get(&loaded.given) {
                 if *other != loaded.files {
@@ -227,6 +228,7 @@ pub(crate) fn bundle(
             queue.push(dep);
         }
         for (literal, file) in out.opens {
+            super::outside::check(&root, &file, &shown, &format!("open({literal:?})"))?;
             let bytes = std::fs::read(&file).with_context(|| {
                 format!(
                     "{shown}: open({literal:?}) names {}, which cannot be read",
@@ -563,6 +565,7 @@ fn resolve(
             file.display()
         )
     })?;
+    super::outside::check(root, &file, at, &format!("import {spec:?}"))?;
     let id = module_id(root, &file);
     deps.push(file);
     Ok(id)

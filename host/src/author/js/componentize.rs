@@ -58,10 +58,89 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+/// The most memory the module may grow to while it is evaluated at build time: the
+/// layer and a bundle with its files take a few MiB; a script whose code escaped into
+/// build time (or a huge bundled file) is stopped with an error instead of growing the
+/// host (a 600 MB allocation made the host panic, issue 49).
+pub(crate) const BUILD_MEMORY_BYTES: usize = 512 << 20;
+
+/// The longest the module may run at build time: its evaluation takes well under a
+/// second; a loop there would hang `host build` (issue 49).
+pub(crate) const BUILD_SECONDS: u64 = 10;
+
 /// The wizer-time store: WASI for the runtime's libc, output captured for errors.
 struct Ctx {
     wasi: WasiCtx,
     table: ResourceTable,
+    limits: BuildLimits,
+}
+
+/// Refuses memory growth past [`BUILD_MEMORY_BYTES`], remembering that it did (the
+/// runtime then fails or traps, and the error is told as the limit).
+#[derive(Default)]
+struct BuildLimits {
+    refused: bool,
+}
+
+impl wasmtime::ResourceLimiter for BuildLimits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > BUILD_MEMORY_BYTES {
+            self.refused = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// Ends the build's evaluation after [`BUILD_SECONDS`] (by the engine's epoch) unless
+/// dropped first.
+struct Deadline {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<bool>>,
+}
+
+impl Deadline {
+    fn start(engine: &Engine) -> Self {
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let engine = engine.clone();
+        let thread = std::thread::spawn(move || {
+            let timeout = std::time::Duration::from_secs(BUILD_SECONDS);
+            let fired = matches!(
+                wait.recv_timeout(timeout),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            );
+            if fired {
+                engine.increment_epoch();
+            }
+            fired
+        });
+        Deadline {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the clock; whether it had fired.
+    fn stop(mut self) -> bool {
+        drop(self.stop.take());
+        self.thread
+            .take()
+            .is_some_and(|t| t.join().unwrap_or(false))
+    }
 }
 
 impl WasiView for Ctx {
@@ -117,14 +196,19 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
         .stdout(stdout.clone())
         .stderr(stderr.clone())
         .build();
-    let engine = Engine::new(&Config::new())?;
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config)?;
     let mut store = Store::new(
         &engine,
         Ctx {
             wasi,
             table: ResourceTable::new(),
+            limits: BuildLimits::default(),
         },
     );
+    store.limiter(|c| &mut c.limits);
+    store.set_epoch_deadline(1);
     let wizer = Wizer::new();
     let (cx, instrumented) = wizer.instrument_component(component)?;
     // The instrumented runtime is the same for every script a host builds (the script
@@ -154,17 +238,38 @@ async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
     // (`define_unknown_imports_as_traps` would shadow the WASI instances that only
     // match by semver, with resource types of its own.)
     stub_contract(&engine, &comp, &mut linker)?;
-    let instance = linker.instantiate_async(&mut store, &comp).await?;
-    let init = Init::new(&mut store, &instance)?;
-    init.call_init(&mut store, SHIM, module, None, false)
-        .await?
-        .map_err(|e| {
-            anyhow!(
-                "the k6 layer failed to start: {e}{}{}",
-                String::from_utf8_lossy(&stdout.contents()),
-                String::from_utf8_lossy(&stderr.contents())
-            )
-        })?;
+    let deadline = Deadline::start(&engine);
+    let run = async {
+        let instance = linker.instantiate_async(&mut store, &comp).await?;
+        let init = Init::new(&mut store, &instance)?;
+        let answer = init.call_init(&mut store, SHIM, module, None, false).await;
+        anyhow::Ok((instance, answer))
+    }
+    .await;
+    let fired = deadline.stop();
+    // Wizer's own calls below are not the script's: no deadline for them.
+    store.set_epoch_deadline(u64::MAX / 2);
+    if fired {
+        anyhow::bail!(
+            "the script ran for more than {BUILD_SECONDS} s while it was built: code that \
+             runs at build time must not loop (a script's code runs in VUs, not at build)"
+        );
+    }
+    if store.data().limits.refused {
+        anyhow::bail!(
+            "the script needed more than {} MiB while it was built (the k6 layer, the \
+             script's files and the files it opens must fit); is a bundled file that large?",
+            BUILD_MEMORY_BYTES >> 20
+        );
+    }
+    let (instance, answer) = run?;
+    answer?.map_err(|e| {
+        anyhow!(
+            "the k6 layer failed to start: {e}{}{}",
+            String::from_utf8_lossy(&stdout.contents()),
+            String::from_utf8_lossy(&stderr.contents())
+        )
+    })?;
     let snapshot = wizer
         .snapshot_component(
             &cx,
@@ -294,5 +399,52 @@ impl<T: Send> ComponentInstanceState for Snapshotting<'_, T> {
 
     async fn call_func_ret_f64(&mut self, instance: &str, func: &str) -> u64 {
         self.call(instance, func, |_, r: f64| r.to_bits()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wit() -> &'static str {
+        crate::author::sdk::SDK_FILES
+            .iter()
+            .find(|(n, _)| *n == "wit/scenario.wit")
+            .expect("build.rs embeds the SDK's WIT")
+            .1
+    }
+
+    /// Code that runs while the module is evaluated (as code escaping the bundle's
+    /// wrapper did, issue 49) meets the build's time and memory limits: a clear error,
+    /// soon, where the build hung and a 600 MB allocation made the host panic.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn code_run_at_build_time_is_stopped_by_time_and_memory_limits() {
+        let layer = crate::author::js::layer::text();
+        let started = std::time::Instant::now();
+        let e = componentize(wit(), &format!("{layer}\nfor (;;) {{}}\n"))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        let took = started.elapsed();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains(&format!("more than {BUILD_SECONDS} s while it was built")),
+            "{e}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(BUILD_SECONDS + 30),
+            "{took:?}"
+        );
+
+        let big = "const big = new Uint8Array(600 * 1024 * 1024); big[7] = 1;\n";
+        let e = componentize(wit(), &format!("{layer}\n{big}"))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("needed more than 512 MiB while it was built"),
+            "{e}"
+        );
     }
 }

@@ -1,30 +1,26 @@
 //! k6 JavaScript scripts as plugins: `host build script.js` bundles the script (its
 //! relative imports and the files it `open()`s), refuses what this host does not offer,
-//! and turns it with the k6 layer into a QuickJS component, cached by the hash of its
-//! inputs; `host run script.js` runs that component as any plugin.
+//! and turns it with the k6 layer (layer/, one JavaScript file per k6 module) into a
+//! QuickJS component, cached by the hash of its inputs; `host run script.js` runs that
+//! component as any plugin.
 
 pub(crate) mod asyncs;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
+pub(crate) mod layer;
+pub(crate) mod outside;
 pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod scan;
 pub(crate) mod stub;
 pub(crate) mod tokens;
+pub(crate) mod whole;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The k6 API written in JavaScript over the host's imports: the k6 modules, then the
-/// globals of WebCrypto and the Encoding standard (files of their own, joined in order).
-pub(crate) const K6_LAYER: &str = concat!(
-    include_str!("k6.js"),
-    include_str!("encoding-text.js"),
-    include_str!("webcrypto.js"),
-);
 
 /// Whether `path` names a script to build rather than a component.
 pub(crate) fn is_script(path: &Path) -> bool {
@@ -75,15 +71,26 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     let hash = hex::encode(hasher.finalize());
     let dir = crate::plugin::cache::cache_dir().join("js");
     let file = dir.join(format!("{}-{}.wasm", bundle.name, &hash[..16]));
-    if file.is_file() {
+    // Trusted as the compile cache trusts its entries (this user's, writable by no one
+    // else, matching the digest written beside it): a component planted under the
+    // script's name would otherwise run in its place, with its secrets and allowlist.
+    if crate::plugin::cache_entry::verified(&file) {
         return Ok(file);
     }
     let wasm = componentize_blocking(&module)
         .with_context(|| format!("cannot build {}", script.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &wasm).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
+    // A planted file may be another user's: it is replaced, not written through.
+    let _ = std::fs::remove_file(&file);
+    crate::plugin::cache_entry::store(&file, &wasm);
+    if !crate::plugin::cache_entry::verified(&file) {
+        anyhow::bail!(
+            "cannot write the build of {} to {} (or another process changed it): check \
+             that folder is yours and writable by you alone",
+            script.display(),
+            file.display()
+        );
+    }
     Ok(file)
 }
 
@@ -97,11 +104,12 @@ pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
 
 /// The layer with the script's bundle appended.
 fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, bundle::Bundle)> {
-    let layer_lines = K6_LAYER.matches('\n').count();
+    let k6_layer = layer::text();
+    let layer_lines = k6_layer.matches('\n').count();
     let bundle = bundle::bundle(script, layer_lines + 1, env)?;
-    let mut module = String::with_capacity(K6_LAYER.len() + bundle.js.len() + 1);
-    module.push_str(K6_LAYER);
-    if !K6_LAYER.ends_with('\n') {
+    let mut module = String::with_capacity(k6_layer.len() + bundle.js.len() + 1);
+    module.push_str(k6_layer);
+    if !k6_layer.ends_with('\n') {
         module.push('\n');
     }
     module.push_str(&bundle.js);
@@ -127,7 +135,6 @@ fn componentize_blocking(module: &str) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::K6_LAYER;
     use crate::plugin::bindings::{WIT_PACKAGE, WIT_VERSION};
 
     /// The layer's own interface uses the contract's types by the version this host
@@ -140,7 +147,7 @@ mod tests {
             "layer.wit uses the contract @{WIT_VERSION}"
         );
         assert!(LAYER_WIT.contains(&format!("package loadtest:k6-layer@{LAYER_VERSION};")));
-        let imports: Vec<&str> = K6_LAYER
+        let imports: Vec<&str> = super::layer::text()
             .lines()
             .filter(|l| l.starts_with("import ") && l.contains("loadtest:k6-layer/"))
             .collect();
@@ -157,7 +164,7 @@ mod tests {
     /// the layer behind breaks every script's build ("module … is not bundled").
     #[test]
     fn the_k6_layer_imports_the_contract_this_host_implements() {
-        let imports: Vec<&str> = K6_LAYER
+        let imports: Vec<&str> = super::layer::text()
             .lines()
             .filter(|l| l.starts_with("import ") && l.contains(WIT_PACKAGE))
             .collect();

@@ -105,7 +105,11 @@ impl<'a> Tokens<'a> {
                 continue;
             }
             if c == b'/' && b.get(i + 1) == Some(&b'/') {
-                i = src[i..].find('\n').map_or(b.len(), |n| i + n);
+                // Ends at any line terminator, as the engine ends it: a `}` after a
+                // U+2028 is code, not comment.
+                i = src[i..]
+                    .find(['\n', '\r', '\u{2028}', '\u{2029}'])
+                    .map_or(b.len(), |n| i + n);
                 continue;
             }
             if c == b'/' && b.get(i + 1) == Some(&b'*') {

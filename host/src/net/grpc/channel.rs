@@ -3,9 +3,9 @@
 //! use. The target is checked against the allowlist when the channel is made, before
 //! any packet.
 
-use super::body::{self, next_frame, Part, Response};
-use super::status::{self, CallStatus, GrpcError};
-use super::{descriptors, frame};
+use super::body::{self, Response};
+use super::descriptors;
+use super::status::GrpcError;
 use crate::metrics::TagSet;
 use crate::net::allowlist::Origin;
 use crate::net::connect::connect_tcp;
@@ -268,60 +268,6 @@ pub(super) fn request_of(uri: &http::Uri, headers: http::HeaderMap) -> http::Req
     *request.version_mut() = http::Version::HTTP_2;
     *request.headers_mut() = headers;
     request
-}
-
-/// Reads a response to its end: the messages and the status (from the trailers, or
-/// the headers of a trailers-only answer). An HTTP status other than 200 is a
-/// protocol error naming it.
-pub(super) async fn read_all(
-    response: Response,
-    max: u64,
-) -> Result<(Vec<Bytes>, CallStatus), GrpcError> {
-    let (head, mut body) = response.into_parts();
-    check_head(&head)?;
-    let headers = status::pairs(&head.headers);
-    if let Some((code, message)) = status::from_fields(&head.headers) {
-        return Ok((
-            Vec::new(),
-            CallStatus {
-                code,
-                message,
-                headers,
-                trailers: Vec::new(),
-            },
-        ));
-    }
-    let mut decoder = frame::Decoder::new(max);
-    let mut messages = Vec::new();
-    loop {
-        match next_frame(&mut body).await? {
-            Some(Part::Data(data)) => {
-                decoder.push(&data);
-                while let Some(m) = decoder.next()? {
-                    messages.push(m);
-                }
-            }
-            Some(Part::Trailers(trailers)) => {
-                let (code, message) = status::from_fields(&trailers).ok_or_else(|| {
-                    GrpcError::Protocol("the trailers carry no grpc-status".into())
-                })?;
-                return Ok((
-                    messages,
-                    CallStatus {
-                        code,
-                        message,
-                        headers,
-                        trailers: status::pairs(&trailers),
-                    },
-                ));
-            }
-            None => {
-                return Err(GrpcError::Protocol(
-                    "the response ended without trailers (no grpc-status)".into(),
-                ))
-            }
-        }
-    }
 }
 
 /// An answer's head must be HTTP 200 with a gRPC content type.

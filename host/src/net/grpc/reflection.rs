@@ -6,9 +6,12 @@
 //! business: they are not counted in `grpc_reqs`. The
 //! channel's method lookup lives here too, as it is what asks the service.
 
-use super::channel::{read_all, Channel};
-use super::status::{code, GrpcError};
+use super::body::{next_frame, Part, Response as Answered};
+use super::channel::{check_head, Channel};
+use super::status::{self, code, CallStatus, GrpcError};
 use super::{descriptors, frame};
+use crate::net::allowlist::Origin;
+use bytes::Bytes;
 use prost::Message;
 use prost_reflect::MethodDescriptor;
 use prost_types::FileDescriptorProto;
@@ -109,6 +112,15 @@ const V1ALPHA: &str = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectio
 /// stopped here.
 const MAX_FILES: usize = 256;
 
+/// Largest reflection answer read (under `[limits] max_body_mb` when that is
+/// smaller): the descriptors of a service and its imports are kilobytes, rarely a
+/// few MiB.
+const MAX_ANSWER: u64 = 8 << 20;
+
+/// Most bytes of answers one lookup reads, over all of its questions: a server that
+/// answers each question with the largest message still stops here.
+const MAX_TOTAL: u64 = 32 << 20;
+
 /// The files that define `service` and everything they import, from the server's
 /// reflection service (v1, else v1alpha).
 pub(super) async fn fetch(
@@ -116,9 +128,10 @@ pub(super) async fn fetch(
     service: &str,
 ) -> Result<Vec<FileDescriptorProto>, GrpcError> {
     let first = Question::FileContainingSymbol(service.to_owned());
-    let (path, answer) = match ask(channel, V1, first.clone()).await {
+    let mut budget = MAX_TOTAL;
+    let (path, answer) = match ask(channel, V1, first.clone(), &mut budget).await {
         Err(GrpcError::Status(s)) if s.code == code::UNIMPLEMENTED => {
-            (V1ALPHA, ask(channel, V1ALPHA, first).await)
+            (V1ALPHA, ask(channel, V1ALPHA, first, &mut budget).await)
         }
         other => (V1, other),
     };
@@ -158,7 +171,13 @@ pub(super) async fn fetch(
                 channel.origin
             )));
         }
-        let found = ask(channel, path, Question::FileByFilename(next.clone())).await?;
+        let found = ask(
+            channel,
+            path,
+            Question::FileByFilename(next.clone()),
+            &mut budget,
+        )
+        .await?;
         if !found.iter().any(|f| f.name() == next) {
             return Err(GrpcError::Protocol(format!(
                 "{}: the reflection service did not send {next}, which {service}'s files import",
@@ -170,11 +189,14 @@ pub(super) async fn fetch(
     Ok(order.into_iter().filter_map(|n| files.remove(&n)).collect())
 }
 
-/// One question on its own stream; the files of the answer.
+/// One question on its own stream; the files of the answer. Only the first message
+/// of the stream is read (it is the answer; the stream is reset once it is there),
+/// and it must fit both [`MAX_ANSWER`] and what is left of the lookup's `budget`.
 async fn ask(
     channel: &mut Channel,
     path: &str,
     question: Question,
+    budget: &mut u64,
 ) -> Result<Vec<FileDescriptorProto>, GrpcError> {
     let request = Request {
         host: String::new(),
@@ -182,27 +204,22 @@ async fn ask(
     };
     let message = frame::encode(&request.encode_to_vec());
     let timeout = channel.shared.default_timeout;
-    let max = channel.shared.max_body;
+    let max = channel.shared.max_body.min(MAX_ANSWER).min(*budget);
     let metadata = channel.reflect_metadata.clone();
+    let origin = channel.origin.clone();
     let exchange = async {
         let response = channel.start(path, &metadata, None, message).await?;
-        read_all(response, max).await
+        read_first(response, max, &origin).await
     };
-    let (messages, status) = tokio::time::timeout(timeout, exchange)
-        .await
-        .map_err(|_| {
-            GrpcError::Deadline(format!(
-                "the reflection service did not answer within {}",
-                crate::config::format_duration(timeout)
-            ))
-        })??;
+    let first = tokio::time::timeout(timeout, exchange).await.map_err(|_| {
+        GrpcError::Deadline(format!(
+            "the reflection service did not answer within {}",
+            crate::config::format_duration(timeout)
+        ))
+    })?;
     channel.record_bytes();
-    if status.code != code::OK {
-        return Err(GrpcError::Status(Box::new(status)));
-    }
-    let message = messages
-        .first()
-        .ok_or_else(|| GrpcError::Protocol("the reflection service answered no message".into()))?;
+    let message = first?;
+    *budget = budget.saturating_sub(message.len() as u64);
     let response = Response::decode(message.as_ref()).map_err(|e| {
         GrpcError::Protocol(format!(
             "the reflection service's answer does not decode: {e}"
@@ -228,4 +245,78 @@ async fn ask(
             "the reflection service's answer holds no files".into(),
         )),
     }
+}
+
+/// Reads a reflection answer's first message, at most `max` bytes, and stops there:
+/// the rest of the stream (a hostile server may send messages without end) is never
+/// read, and the stream is reset when the response drops. A status without a message
+/// (a trailers-only `UNIMPLEMENTED`, for one) is returned as the error it is.
+async fn read_first(response: Answered, max: u64, origin: &Origin) -> Result<Bytes, GrpcError> {
+    let (head, mut body) = response.into_parts();
+    check_head(&head)?;
+    if let Some((code, message)) = status::from_fields(&head.headers) {
+        return Err(status_error(
+            code,
+            message,
+            status::pairs(&head.headers),
+            Vec::new(),
+        ));
+    }
+    let mut decoder = frame::Decoder::new(max);
+    loop {
+        match next_frame(&mut body).await? {
+            Some(Part::Data(data)) => {
+                decoder.push(&data);
+                match decoder.next() {
+                    Ok(Some(m)) => return Ok(m),
+                    Ok(None) => {}
+                    Err(frame::FrameError::TooLarge { len, .. }) => {
+                        return Err(GrpcError::Protocol(format!(
+                            "{origin}: the reflection service's answer is {len} bytes, over \
+                             the {max} bytes the host reads from it (descriptors are \
+                             kilobytes; {MAX_ANSWER} bytes per answer and {MAX_TOTAL} per \
+                             lookup at most); give the channel the service's .proto instead"
+                        )))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Some(Part::Trailers(trailers)) => {
+                let (code, message) = status::from_fields(&trailers).ok_or_else(|| {
+                    GrpcError::Protocol("the trailers carry no grpc-status".into())
+                })?;
+                if code == code::OK {
+                    return Err(GrpcError::Protocol(
+                        "the reflection service answered no message".into(),
+                    ));
+                }
+                return Err(status_error(
+                    code,
+                    message,
+                    Vec::new(),
+                    status::pairs(&trailers),
+                ));
+            }
+            None => {
+                return Err(GrpcError::Protocol(
+                    "the response ended without trailers (no grpc-status)".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// A status the reflection service answered with, as the error a call would give.
+fn status_error(
+    code: u32,
+    message: String,
+    headers: Vec<(String, String)>,
+    trailers: Vec<(String, String)>,
+) -> GrpcError {
+    GrpcError::Status(Box::new(CallStatus {
+        code,
+        message,
+        headers,
+        trailers,
+    }))
 }

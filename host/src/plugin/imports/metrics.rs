@@ -65,10 +65,11 @@ impl wit::Host for VuState {
 
 impl VuState {
     /// The registry's number for custom metric `name` of `kind`; `None` (warned once)
-    /// when the name is refused: too many metrics, or taken by another kind.
+    /// when the name is refused: too many metrics, taken by another kind, or a
+    /// built-in's (a plugin's samples must not mix with the host's own).
     pub(crate) fn metric_id(&mut self, name: &str, kind: MetricKind) -> Option<MetricId> {
         let recorder = &self.services.recorder;
-        match recorder.registry().get_or_register(name, kind) {
+        match recorder.registry().custom(name, kind) {
             Ok(id) => Some(id),
             Err(e @ RegistryError::TooMany(_)) => {
                 // One warning and a count: remembering each refused name (to warn once
@@ -83,6 +84,18 @@ impl VuState {
                          counted in the summary's warnings, not printed",
                         crate::bounded::cut(name, crate::bounded::QUOTED_BYTES)
                     ),
+                );
+                None
+            }
+            Err(e @ RegistryError::BuiltIn(_)) => {
+                self.services
+                    .builtins_refused
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name.to_string());
+                self.services.warn_once(
+                    &format!("metric:{name}"),
+                    &format!("plugin metric ignored: {e}"),
                 );
                 None
             }

@@ -595,6 +595,9 @@ fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
     let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "2s"));
     let addr = free_addr();
     let out = dir.path().join("out");
+    // Its stdin is a terminal (a pseudo-terminal's far end), as when someone runs it and
+    // can press Ctrl-C: without one it does not wait (the next test).
+    let (_terminal, stdin) = pseudo_terminal();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
         .args([
             "run",
@@ -606,6 +609,7 @@ fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
         .args(["--dashboard", &addr.to_string(), "--out"])
         .arg(&out)
         .args(["-e", &format!("BASE_URL={}", server.base_url())])
+        .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -677,6 +681,81 @@ fn from_the_command_line_the_dashboard_stays_up_after_the_run_until_ctrl_c() {
         .read_to_string(&mut stdout)
         .unwrap();
     assert!(stdout.contains("results: "), "{stdout}");
+    runtime.block_on(server.shutdown());
+}
+
+/// A pseudo-terminal: its controlling end (kept open while the child runs) and its
+/// far end, for a child's stdin.
+fn pseudo_terminal() -> (std::fs::File, std::process::Stdio) {
+    use std::os::fd::FromRawFd;
+    let (mut controller, mut far) = (0, 0);
+    // SAFETY: openpty writes two new descriptors, owned by the Files made of them.
+    let made = unsafe {
+        libc::openpty(
+            &mut controller,
+            &mut far,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(made, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just made and are owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(controller),
+            std::process::Stdio::from(std::fs::File::from_raw_fd(far)),
+        )
+    }
+}
+
+#[test]
+fn with_no_terminal_the_dashboard_run_ends_when_the_run_does() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(demo_target(Duration::ZERO));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &RATE_CONFIG.replace("SECONDS", "1s"));
+    let addr = free_addr();
+    // A CI job: stdin from /dev/null, output to pipes; nobody can press Ctrl-C.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args([
+            "run",
+            plugin("hello").to_str().unwrap(),
+            "--quiet",
+            "--config",
+        ])
+        .arg(&config)
+        .args(["--dashboard", &addr.to_string(), "--out"])
+        .arg(dir.path().join("out"))
+        .args(["-e", &format!("BASE_URL={}", server.base_url())])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status =
+        status.unwrap_or_else(|| panic!("it waited for a Ctrl-C nobody can press: {stderr}"));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("press Ctrl-C"), "{stderr}");
     runtime.block_on(server.shutdown());
 }
 

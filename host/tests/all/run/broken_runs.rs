@@ -1,7 +1,8 @@
 //! A broken run must not pass: a threshold whose metric got no sample fails (unless
 //! `[thresholds] allow_missing = true`, k6's behaviour), and a run in which every
 //! iteration failed, or every request was denied, exits 110 with the reason, with or
-//! without thresholds.
+//! without thresholds; so does a run whose target was killed during it (most
+//! requests could not connect), with the target named, not the generator.
 
 use crate::support as common;
 
@@ -202,4 +203,103 @@ fn a_run_whose_every_request_is_denied_stops_early_and_says_so_once() {
     );
     let note = json["thresholds"][0]["note"].as_str().unwrap();
     assert!(note.contains("the run measured nothing"), "{note}");
+}
+
+/// An HTTP server on 127.0.0.1 that answers `200 ok` (keep-alive) until `serve_for`
+/// has passed, then dies as a killed process does: its connections are closed and its
+/// port refuses new ones. Returns its base URL.
+fn target_killed_after(serve_for: std::time::Duration) -> String {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let dead = Arc::new(AtomicBool::new(false));
+    let until = std::time::Instant::now() + serve_for;
+    std::thread::spawn(move || {
+        while std::time::Instant::now() < until {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    let dead = dead.clone();
+                    std::thread::spawn(move || {
+                        stream.set_nonblocking(false).unwrap();
+                        stream
+                            .set_read_timeout(Some(std::time::Duration::from_millis(50)))
+                            .unwrap();
+                        let mut buf = Vec::new();
+                        let mut chunk = [0u8; 4096];
+                        while !dead.load(Ordering::Relaxed) {
+                            match stream.read(&mut chunk) {
+                                Ok(0) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                Err(_) => continue,
+                            }
+                            while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                buf.drain(..end + 4);
+                                let _ = stream
+                                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+                            }
+                        }
+                    });
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+        // Killed: every connection closed, the port closed with the listener.
+        dead.store(true, Ordering::Relaxed);
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_killed_mid_run_fails_the_run_and_is_named_as_the_cause() {
+    let base = target_killed_after(std::time::Duration::from_millis(1200));
+    let config = r#"
+        [scenarios.load]
+        executor = "constant-arrival-rate"
+        rate = 200
+        time_unit = "1s"
+        duration = "4s"
+        pre_allocated_vus = 10
+        max_vus = 20
+    "#;
+    let run = common::run("hello", config, &[("BASE_URL", base.as_str())])
+        .await
+        .unwrap();
+    let json = &run.json;
+    let shown = summary_txt(&run);
+    assert_eq!(
+        run.outcome.exit_code,
+        exit_code::MEASURED_NOTHING,
+        "{shown}\n{}",
+        json["http"]
+    );
+    assert_eq!(json["status"], "failed", "{}", json["status"]);
+    let failure = json["failure"].as_str().unwrap_or_default();
+    assert!(
+        failure.contains("the target stopped answering") && failure.contains("could not be sent"),
+        "{failure}"
+    );
+    assert_eq!(
+        json["bottleneck"]["who"], "target_unreachable",
+        "{}",
+        json["bottleneck"]
+    );
+    // What was served is what succeeded: the failed iterations are not in it.
+    let load = &json["scenarios"]["load"];
+    let good = load["completed"].as_f64().unwrap() - load["failed"].as_f64().unwrap();
+    let served = json["bottleneck"]["figures"]["served_per_s"]
+        .as_f64()
+        .unwrap();
+    let duration = json["duration_s"].as_f64().unwrap();
+    assert!(
+        (served - good / duration).abs() < 0.01,
+        "{served} vs {good} in {duration} s"
+    );
+    assert!(shown.contains("the target stopped answering"), "{shown}");
+    assert!(
+        !shown.contains("load generator was the bottleneck"),
+        "{shown}"
+    );
 }

@@ -40,17 +40,21 @@ impl Reference {
             Some((repo, tag)) if !tag.contains('/') => (repo, Some(tag.to_string())),
             _ => (path, None),
         };
-        if repository.is_empty()
-            || !repository.split('/').all(|part| {
-                !part.is_empty()
-                    && part.bytes().all(|b| {
-                        b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)
-                    })
-            })
+        if repository
+            .split('/')
+            .any(|part| part == "." || part == "..")
         {
             bail!(
-                "{text:?}: the repository {repository:?} must be lowercase letters, digits, `.`, `_`, `-` \
-                 in parts separated by `/`"
+                "{text:?}: the repository {repository:?} has a `.` or `..` part; a repository \
+                 names a place in the registry, not a path to walk (it would be sent as \
+                 /v2/{repository}/...): write it as the registry lists it, e.g. team/checkout"
+            );
+        }
+        if repository.is_empty() || !repository.split('/').all(is_path_component) {
+            bail!(
+                "{text:?}: the repository {repository:?} must be lowercase letters and digits \
+                 in parts separated by `/`, each part starting and ending with a letter or \
+                 digit, with `.`, `_`, `__` or `-` between them (the OCI distribution rule)"
             );
         }
         if let Some(tag) = &tag {
@@ -115,6 +119,33 @@ impl fmt::Display for Reference {
         }
         Ok(())
     }
+}
+
+/// One part of a repository name, as the OCI distribution spec has it:
+/// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.
+fn is_path_component(part: &str) -> bool {
+    let b = part.as_bytes();
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if alnum(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && !alnum(b[i]) {
+            i += 1;
+        }
+        let sep = &part[start..i];
+        let dashes = sep.bytes().all(|c| c == b'-');
+        if !(sep == "." || sep == "_" || sep == "__" || dashes) {
+            return false;
+        }
+    }
+    true
 }
 
 /// `sha256:` and 64 hex digits, lowercased.
@@ -182,6 +213,9 @@ mod tests {
         assert_eq!(r.tag, None);
         assert_eq!(r.manifest_ref(), format!("sha256:{HEX}"));
         assert!(!r.is_loopback());
+        for good in ["ghcr.io/a.b/c_d/e__f/g--h/x-1:1", "localhost/0/9"] {
+            assert!(Reference::parse(good).is_ok(), "{good}");
+        }
         let r = Reference::parse("localhost/x").unwrap();
         assert_eq!(r.tag.as_deref(), Some("latest"));
         assert_eq!(r.to_string(), "localhost/x:latest");
@@ -195,6 +229,15 @@ mod tests {
             ("ghcr.io/Team/x:1", "lowercase"),
             ("ghcr.io/x@sha256:12", "64 hex digits"),
             ("ghcr.io/x:-1", "the tag"),
+            ("127.0.0.1:5000/../../../v2/x:1", "has a `.` or `..` part"),
+            ("127.0.0.1:5000/team/../x:1", "has a `.` or `..` part"),
+            ("127.0.0.1:5000/./x:1", "has a `.` or `..` part"),
+            (
+                "ghcr.io/team/.hidden:1",
+                "starting and ending with a letter",
+            ),
+            ("ghcr.io/team/a..b:1", "starting and ending with a letter"),
+            ("ghcr.io/team/x-:1", "starting and ending with a letter"),
         ] {
             let err = Reference::parse(text).unwrap_err().to_string();
             assert!(err.contains(words), "{text}: {err}");

@@ -2,11 +2,9 @@
 //
 // k6's `crypto` global: getRandomValues and randomUUID from the host's cryptographic
 // generator, and `crypto.subtle` whose every operation the host does
-// (loadtest:k6-layer/crypto, host/src/crypto/). A CryptoKey's bytes stay in a WeakMap of
+// (loadtest:k6-layer/crypto, imported in prelude.js; host/src/crypto/). A CryptoKey's bytes stay in a WeakMap of
 // this module, out of the script's reach as WebCrypto hides them; they cross to the host
 // with each operation (the host keeps no keys).
-
-import hostCrypto from 'loadtest:k6-layer/crypto@0.1.0';
 
 class WebCryptoError extends Error {
   constructor(name, message) { super(message); this.name = name; }

@@ -1,0 +1,64 @@
+// ---------------------------------------------------------------- k6/metrics
+
+// The custom metrics the init code made, declared to the host from describe().
+const metricsMade = new Map([['group_duration', 'trend']]);
+
+class Metric {
+  constructor(name, kind, isTime) {
+    if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) {
+      throw new Error(`invalid metric name ${JSON.stringify(name)}: letters, digits and _ (k6's rule)`);
+    }
+    this.name = name; this.kind = kind; this.isTime = !!isTime;
+    // The series of samples without tags of their own (`counter.add(1)` per
+    // WebSocket message): its number (`samples.register`) for the current tag list,
+    // and the numbers by the VU's and group's tags.
+    this._list = null; this._id = -1; this._ids = null;
+    metricsMade.set(name, kind);
+  }
+  add(value, tags) {
+    let v;
+    if (this.kind === 'rate') v = value ? 1 : 0;
+    else if (typeof value === 'number') v = value;
+    else v = typeof value === 'boolean' ? (value ? 1 : 0) : Number(value);
+    if (v !== v) throw new Error(`${this.name}.add: ${JSON.stringify(value)} is not a number`);
+    let list;
+    if (tags === undefined || tags === null) {
+      list = plainTagList();
+      // A number and a value cross to the host, not the name, kind and tags.
+      if (this._list !== list) { this._list = list; this._id = this._seriesId(list); }
+      if (this._id >= 0) { hostSamples.add(this._id, v); return true; }
+    } else {
+      list = tagList(tags);
+    }
+    // A trend of times (`new Trend(name, true)`) goes through add-time: shown and
+    // exported as times, as k6 shows it.
+    if (this.isTime && this.kind === 'trend') hostMetrics.addTime(this.name, v, list);
+    else hostMetrics.add(this.name, this.kind, v, list);
+    return true;
+  }
+  // The host's number for this metric with the VU's and group's tags (`list`), or -1
+  // when the host keeps no more series (then `metrics.add` records each sample).
+  _seriesId(list) {
+    let key = groupPath;
+    if (vuTagsVersion !== 0) key += vuTagsKey();
+    if (this._ids === null) this._ids = new Map();
+    let id = this._ids.get(key);
+    if (id === undefined) {
+      const time = this.isTime && this.kind === 'trend';
+      const got = seriesMade < MAX_SERIES_IDS ? hostSamples.register(this.name, this.kind, time, list) : null;
+      seriesMade++;
+      id = got === null ? -1 : got;
+      this._ids.set(key, id);
+    }
+    return id;
+  }
+}
+// Series registered by this VU (`samples.register`); the host keeps 10,000.
+const MAX_SERIES_IDS = 10000;
+let seriesMade = 0;
+class Counter extends Metric { constructor(name, isTime) { super(name, 'counter', isTime); } }
+class Gauge extends Metric { constructor(name, isTime) { super(name, 'gauge', isTime); } }
+class Rate extends Metric { constructor(name, isTime) { super(name, 'rate', isTime); } }
+class Trend extends Metric { constructor(name, isTime) { super(name, 'trend', isTime); } }
+const k6metrics = { Counter, Gauge, Rate, Trend };
+

@@ -1,0 +1,76 @@
+// ---------------------------------------------------------------- the VU's state
+
+let info = null; // vu.info() of the current call, asked for once
+function vuInfo() {
+  if (info === null) info = hostVu.info();
+  return info;
+}
+
+let groupPath = ''; // "::a::b" inside group("a", () => group("b", ...))
+const vuTags = {}; // exec.vu.tags: added to every sample of the VU
+// exec.vu.tags is a view of `vuTags` that counts its changes, so that what is keyed by
+// the VU's tags (checks, repeated requests) compares a number, not the tags.
+let vuTagsVersion = 0;
+// Changes of what a repeated request is matched by beyond its call's arguments
+// (exec.vu.tags, setResponseCallback).
+let keyVersion = 0;
+const vuTagsView = new Proxy(vuTags, {
+  set(t, k, v) { t[k] = v; vuTagsVersion++; keyVersion++; return true; },
+  deleteProperty(t, k) { const ok = delete t[k]; vuTagsVersion++; keyVersion++; return ok; },
+  defineProperty(t, k, d) { Object.defineProperty(t, k, d); vuTagsVersion++; keyVersion++; return true; },
+});
+let vuTagsText = ''; // the VU's tags as a check's key spells them, as of vuTagsTextVersion
+let vuTagsTextVersion = 0;
+function vuTagsKey() {
+  if (vuTagsTextVersion !== vuTagsVersion) {
+    let text = '';
+    for (const k in vuTags) text += `\u0001${k}\u0002${vuTags[k]}`;
+    vuTagsText = text;
+    vuTagsTextVersion = vuTagsVersion;
+  }
+  return vuTagsText;
+}
+
+function tagList(extra) {
+  const list = [];
+  for (const k in vuTags) list.push([k, String(vuTags[k])]);
+  if (groupPath) list.push(['group', groupPath]);
+  if (extra) for (const k in extra) list.push([k, String(extra[k])]);
+  return list;
+}
+
+// The VU's and the group's tags as `tagList()` gives them, remade only when either
+// changed: a sample without tags of its own (`counter.add(1)` per WebSocket message)
+// then costs no for-in over the VU's tags and no new list. The host only reads it.
+let plainTags = null;
+let plainTagsVersion = -1;
+let plainTagsGroup = '';
+function plainTagList() {
+  if (plainTags === null || plainTagsVersion !== vuTagsVersion || plainTagsGroup !== groupPath) {
+    plainTags = tagList();
+    plainTagsVersion = vuTagsVersion;
+    plainTagsGroup = groupPath;
+  }
+  return plainTags;
+}
+
+function format(v) {
+  if (typeof v === 'string') return v;
+  if (v instanceof Error) return v.stack ? `${v}\n${v.stack}` : String(v);
+  try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (_) { return String(v); }
+}
+
+const consoleLine = (level) => (...args) => hostVu.log(level, args.map(format).join(' '));
+globalThis.console = {
+  log: consoleLine('info'), info: consoleLine('info'), warn: consoleLine('warn'),
+  error: consoleLine('error'), debug: consoleLine('debug'), trace: consoleLine('trace'),
+};
+
+globalThis.__ENV = new Proxy({}, {
+  get(_, name) { if (typeof name !== 'string') return undefined; const v = hostVu.env(name); return v === null ? undefined : v; },
+  has(_, name) { return typeof name === 'string' && hostVu.env(name) !== null; },
+  set() { throw new TypeError('__ENV is read-only here: set variables with -e NAME=VALUE or [env]'); },
+});
+Object.defineProperty(globalThis, '__VU', { get() { return phase === 'setup' ? 0 : vuInfo().vuId; } });
+Object.defineProperty(globalThis, '__ITER', { get() { return vuInfo().iteration; } });
+

@@ -1,0 +1,170 @@
+//! Hostile k6 scripts at build time (issue 49): a file that closes the bundle's wrapper
+//! to run code during the build is refused naming its line, at once.
+
+use crate::support as common;
+
+use common::{host_in as host, output_text as text};
+use std::time::{Duration, Instant};
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// A `}` that closes the wrapper, then a loop and a 600 MB allocation: the build hung
+/// (killed at 150 s) or the host panicked; now it is refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_escapes_its_wrapper_is_refused_at_once_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("escape.js"),
+        "export default function () {}\n}\nconst big = new Uint8Array(600 * 1024 * 1024);\nwhile (true) {}\n{\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let built = host(tmp.path(), args(&["build", "escape.js"])).await;
+    let took = started.elapsed();
+    assert_eq!(built.status.code(), Some(1), "{}", text(&built));
+    let err = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        err.contains("escape.js:2: this `}` closes a bracket the file never opened"),
+        "{}",
+        text(&built)
+    );
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert!(!tmp.path().join("escape.wasm").exists());
+}
+
+/// `host build NAME` in `dir` with the cache in `cache`.
+fn build_with_cache(dir: &std::path::Path, cache: &std::path::Path, name: &str) -> Vec<u8> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .current_dir(dir)
+        .env("HOST_CACHE_DIR", cache)
+        .args(["build", name])
+        .output()
+        .expect("the host binary runs");
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::read(dir.join(name).with_extension("wasm")).unwrap()
+}
+
+/// A component planted under a script's cache name (another script's build, mode 0666
+/// with its own digest beside it; then mode 0644 without a matching digest) ran in
+/// place of the script; now the script is built again and its own build is used.
+#[cfg(unix)]
+#[test]
+fn a_component_planted_in_the_js_build_cache_is_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    std::fs::write(
+        tmp.path().join("own.js"),
+        "export default function () { console.log('own'); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("planted.js"),
+        "export default function () { console.log('planted'); }\n",
+    )
+    .unwrap();
+    let planted = build_with_cache(tmp.path(), &cache, "planted.js");
+    let own = build_with_cache(tmp.path(), &cache, "own.js");
+    assert!(own != planted, "two scripts, two builds");
+    let entry = std::fs::read_dir(cache.join("js"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("own-") && n.ends_with(".wasm")
+        })
+        .expect("own.js's build is cached");
+    let digest = |bytes: &[u8]| {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(bytes))
+    };
+    let mut sha = entry.clone().into_os_string();
+    sha.push(".sha256");
+
+    // Writable by others, with a digest that matches the planted bytes.
+    std::fs::write(&entry, &planted).unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::write(&sha, digest(&planted)).unwrap();
+    assert!(
+        build_with_cache(tmp.path(), &cache, "own.js") != planted,
+        "the planted component (mode 0666) was used"
+    );
+    let mode = std::fs::metadata(&entry).unwrap().permissions().mode();
+    assert_eq!(mode & 0o022, 0, "{mode:o}");
+
+    // Not writable by others, but not what the host wrote.
+    std::fs::write(&entry, &planted).unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(
+        build_with_cache(tmp.path(), &cache, "own.js") != planted,
+        "the planted component (digest not the host's) was used"
+    );
+    assert!(
+        std::fs::read(&entry).unwrap() != planted,
+        "the entry is rebuilt"
+    );
+}
+
+/// `open('/etc/passwd')` and an `import` by `../` were bundled without a word (the
+/// file then travels inside the component); now both are refused, naming the file and
+/// the flag, and with `--allow-outside-files` they are bundled and named on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_outside_the_scripts_folder_need_a_flag_and_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("script");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), "SECRET-OUTSIDE-0123456789\n").unwrap();
+    std::fs::write(
+        tmp.path().join("lib.js"),
+        "export const v = 'LIB-OUTSIDE-9876543210';\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("reads.js"),
+        "const s = open('../secret.txt');\nexport default function () { console.log(s); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("imports.js"),
+        "import { v } from '../lib.js';\nexport default function () { console.log(v); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("absolute.js"),
+        "const p = open('/etc/passwd');\nexport default function () { console.log(p); }\n",
+    )
+    .unwrap();
+    for (script, named) in [
+        ("reads.js", "secret.txt"),
+        ("imports.js", "lib.js"),
+        ("absolute.js", "/etc/passwd"),
+    ] {
+        let built = host(&dir, args(&["build", script])).await;
+        assert_eq!(built.status.code(), Some(1), "{}", text(&built));
+        let err = String::from_utf8_lossy(&built.stderr);
+        assert!(
+            err.contains(script)
+                && err.contains(named)
+                && err.contains("outside the script's folder")
+                && err.contains("--allow-outside-files"),
+            "{}",
+            text(&built)
+        );
+        assert!(!dir.join(script).with_extension("wasm").exists());
+    }
+    // Allowed: bundled, and named.
+    let built = host(&dir, args(&["build", "--allow-outside-files", "reads.js"])).await;
+    assert!(built.status.success(), "{}", text(&built));
+    let err = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        err.contains("secret.txt") && err.contains("outside the script's folder"),
+        "{}",
+        text(&built)
+    );
+    let wasm = std::fs::read(dir.join("reads.wasm")).unwrap();
+    assert!(wasm
+        .windows(b"SECRET-OUTSIDE-0123456789".len())
+        .any(|w| w == b"SECRET-OUTSIDE-0123456789"));
+}
