@@ -75,11 +75,13 @@ mod js {
     mod grpc;
     mod grpc_connect;
     mod hostile;
+    mod http_compat;
     mod messages;
     mod repeated;
     mod responses;
     mod runtime_guards;
     mod scripts;
+    mod webcrypto;
 }
 
 /// Plugins from elsewhere: `host new`/`build`/`inspect`, Python, HAR import, OCI.
