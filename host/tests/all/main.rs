@@ -76,6 +76,7 @@ mod js {
     mod grpc_connect;
     mod hostile;
     mod messages;
+    mod redis;
     mod repeated;
     mod responses;
     mod runtime_guards;
