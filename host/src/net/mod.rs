@@ -16,6 +16,7 @@ pub(crate) mod connect;
 pub(crate) mod cookies;
 pub(crate) mod counting_io;
 pub(crate) mod descriptors;
+pub(crate) mod encoding;
 pub(crate) mod grpc;
 pub(crate) mod h3;
 pub(crate) mod http;

@@ -8,10 +8,12 @@ pub(crate) mod budget;
 pub(crate) mod cache;
 pub(crate) mod cache_entry;
 pub(crate) mod call;
+pub(crate) mod capabilities;
 pub(crate) mod embedded;
 pub(crate) mod engine;
 pub(crate) mod imports;
 pub(crate) mod layer;
+pub(crate) mod layer_crypto;
 pub(crate) mod layer_responses;
 pub(crate) mod layer_samples;
 pub(crate) mod layer_series;
@@ -22,6 +24,7 @@ pub(crate) mod output;
 pub(crate) mod pin;
 pub(crate) mod reference;
 pub(crate) mod response_slots;
+pub(crate) mod send;
 pub(crate) mod shape;
 pub(crate) mod sockets;
 pub(crate) mod state;
@@ -202,7 +205,7 @@ impl Plugin {
                 )
             })?;
         let published = store.data_mut().published.take().unwrap_or_default();
-        Ok((info, store.data_mut().declared.take(), published.sets))
+        Ok((info, store.data_mut().metrics.declared.take(), published.sets))
     }
 }
 

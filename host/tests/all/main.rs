@@ -75,12 +75,14 @@ mod js {
     mod grpc;
     mod grpc_connect;
     mod hostile;
+    mod http_compat;
     mod messages;
     mod redis;
     mod repeated;
     mod responses;
     mod runtime_guards;
     mod scripts;
+    mod webcrypto;
 }
 
 /// Plugins from elsewhere: `host new`/`build`/`inspect`, Python, HAR import, OCI.
@@ -100,7 +102,7 @@ mod examples {
 }
 
 /// What a run writes: report.html, live outputs, remote write, compare, unwritable
-/// results.
+/// results, the store of runs.
 mod outputs {
     mod compare;
     mod compare_significance;
@@ -108,6 +110,7 @@ mod outputs {
     mod remote_write_tls;
     mod report;
     mod results_writes;
+    mod runs_store;
 }
 
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.

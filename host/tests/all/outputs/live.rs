@@ -718,7 +718,12 @@ fn with_no_terminal_the_dashboard_run_ends_when_the_run_does() {
     let addr = free_addr();
     // A CI job: stdin from /dev/null, output to pipes; nobody can press Ctrl-C.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-        .args(["run", plugin("hello").to_str().unwrap(), "--quiet", "--config"])
+        .args([
+            "run",
+            plugin("hello").to_str().unwrap(),
+            "--quiet",
+            "--config",
+        ])
         .arg(&config)
         .args(["--dashboard", &addr.to_string(), "--out"])
         .arg(dir.path().join("out"))
@@ -747,7 +752,8 @@ fn with_no_terminal_the_dashboard_run_ends_when_the_run_does() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    let status = status.unwrap_or_else(|| panic!("it waited for a Ctrl-C nobody can press: {stderr}"));
+    let status =
+        status.unwrap_or_else(|| panic!("it waited for a Ctrl-C nobody can press: {stderr}"));
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("press Ctrl-C"), "{stderr}");
     runtime.block_on(server.shutdown());
