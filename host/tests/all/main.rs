@@ -77,6 +77,7 @@ mod js {
     mod hostile;
     mod http_compat;
     mod messages;
+    mod redis;
     mod repeated;
     mod responses;
     mod runtime_guards;

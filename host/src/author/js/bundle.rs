@@ -88,6 +88,9 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
             "HealthCheckServiceUnkown",
         ],
     ),
+    // k6's Redis client (xk6-redis), under k6 1.x's name and k6 2.x's extension name.
+    ("k6/experimental/redis", &["Client"]),
+    ("k6/x/redis", &["Client"]),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
     // `handleSummary` imports them by URL.
     (K6_SUMMARY, &["textSummary", "jUnit"]),
@@ -139,10 +142,6 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "k6/experimental/fs",
         "a plugin has no file system; use open() in the init code",
-    ),
-    (
-        "k6/experimental/redis",
-        "not supported: a plugin reaches the network only over HTTP and WebSocket",
     ),
     ("k6/experimental/streams", "not supported yet"),
     ("k6/experimental/csv", "not supported yet"),

@@ -291,6 +291,8 @@ struct GrpcStream;
 struct GrpcPreparedCall;
 struct GrpcCallContent;
 struct Document;
+struct TcpSocket;
+struct UdpSocket;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
 fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
@@ -324,6 +326,8 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "prepared-call" => ResourceType::host::<GrpcPreparedCall>(),
                         "call-content" => ResourceType::host::<GrpcCallContent>(),
                         "document" => ResourceType::host::<Document>(),
+                        "tcp-socket" => ResourceType::host::<TcpSocket>(),
+                        "udp-socket" => ResourceType::host::<UdpSocket>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"
                         ),

@@ -61,6 +61,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("async.js", include_str!("async.js")),
     // k6/net/grpc.
     ("grpc.js", include_str!("grpc.js")),
+    // k6/experimental/redis and k6/x/redis over the contract's `sockets`.
+    ("redis.js", include_str!("redis.js")),
     // The table of the modules a script may import, by name.
     ("modules.js", include_str!("modules.js")),
     // Loading the script's bundle, mapping its stack traces, guarding each call.

@@ -13,5 +13,7 @@ const MODULES = {
   'k6/websockets': Object.assign({ default: k6websockets }, k6websockets),
   'k6/timers': Object.assign({ default: timers }, timers),
   'k6/net/grpc': Object.assign({ default: k6grpc }, k6grpc),
+  'k6/experimental/redis': Object.assign({ default: k6redis }, k6redis),
+  'k6/x/redis': Object.assign({ default: k6redis }, k6redis),
 };
 

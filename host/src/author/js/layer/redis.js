@@ -1,0 +1,244 @@
+// ---------------------------------------------------------------- k6/experimental/redis, k6/x/redis
+//
+// k6's Redis client (grafana/xk6-redis: `k6/experimental/redis` in k6 1.x, the
+// extension `k6/x/redis` in 2.x) over the contract's `sockets` interface: the host
+// holds the VU's TCP (or TLS) connection, checks it against the allowlist
+// (`tcp://host:port`) and counts its bytes; RESP is written and read here. Every method
+// returns a promise, settled when the reply has been read. Beyond k6, each command is
+// measured: redis_cmd_duration (a trend of times), redis_cmds and redis_cmd_failed, all
+// tagged `command`, so a threshold can hold them.
+
+const REDIS_CRLF = new Uint8Array([13, 10]);
+// The longest reply line read (type, text, CRLF), and the deepest nested array.
+const REDIS_MAX_LINE = 65536;
+const REDIS_MAX_DEPTH = 8;
+
+// What a command rejects with. k6 rejects with its Go error, which a script reads as
+// `String(e)` or `JSON.stringify(e)` ("redis: nil"); this one reads the same and also
+// has the `message` an Error has.
+class RedisError extends Error {
+  toString() { return this.message; }
+  toJSON() { return this.message; }
+}
+
+function redisError(e) {
+  if (e && typeof e === 'object' && e.tag) return new RedisError(`redis: ${e.tag}: ${e.val}`);
+  if (e instanceof RedisError) return e;
+  return new RedisError(e instanceof Error ? e.message : String(e));
+}
+
+// `redis[s]://[[user][:password]@]host[:port][/db]` or k6's options object.
+function redisOptions(arg) {
+  if (typeof arg === 'string') {
+    const m = /^(rediss?):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?(\[[^\]]+\]|[^:/]+)(?::(\d+))?(?:\/(\d+))?\/?$/.exec(arg);
+    if (!m) throw new Error(`redis: ${JSON.stringify(arg)} is not a redis:// or rediss:// URL`);
+    return {
+      host: m[4].replace(/^\[|\]$/g, ''),
+      port: m[5] ? Number(m[5]) : 6379,
+      tls: m[1] === 'rediss' ? {} : null,
+      username: m[2] ? decodeURIComponent(m[2]) : '',
+      password: m[3] !== undefined ? decodeURIComponent(m[3]) : '',
+      database: m[6] ? Number(m[6]) : 0,
+      dialTimeout: 5000, readTimeout: 3000, writeTimeout: 3000,
+    };
+  }
+  const o = arg || {};
+  const socket = o.socket || {};
+  const addrs = o.addrs || (o.addr ? [o.addr] : null);
+  let host = socket.host, port = socket.port;
+  if (!host && addrs && addrs.length) {
+    const [h, p] = String(addrs[0]).split(':');
+    host = h; port = p;
+  }
+  const ms = (v, d) => (v === undefined || v === null ? d : Number(v));
+  return {
+    host: String(host || 'localhost'),
+    port: Number(port || 6379),
+    tls: socket.tls ? {} : null,
+    serverName: socket.tls && socket.tls.serverName ? String(socket.tls.serverName) : null,
+    username: o.username ? String(o.username) : '',
+    password: o.password ? String(o.password) : '',
+    database: Number(o.database || o.db || 0),
+    dialTimeout: ms(socket.dialTimeout, 5000),
+    readTimeout: ms(socket.readTimeout, 3000),
+    writeTimeout: ms(socket.writeTimeout, 3000),
+  };
+}
+
+function redisConcat(parts) {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+function redisEncode(args) {
+  const parts = [utf8Encode(`*${args.length}\r\n`)];
+  for (const a of args) {
+    const b = a instanceof Uint8Array ? a : utf8Encode(String(a));
+    parts.push(utf8Encode(`$${b.length}\r\n`), b, REDIS_CRLF);
+  }
+  return redisConcat(parts);
+}
+
+// A reply: a string, a number, null, an array, or a server error (thrown as a RedisReplyError).
+class RedisReplyError extends Error {}
+
+function redisRead(sock, timeout, depth) {
+  let line = sock.readUntil(REDIS_CRLF, REDIS_MAX_LINE, timeout);
+  if (!(line instanceof Uint8Array)) line = new Uint8Array(line);
+  if (line.length < 3) throw new RedisError('redis: a reply line without a type');
+  const text = utf8Decode(line.subarray(1, line.length - 2));
+  switch (line[0]) {
+    case 43: return text; // +
+    case 45: return new RedisReplyError(text); // -
+    case 58: return Number(text); // :
+    case 36: { // $
+      const n = Number(text);
+      if (n < 0) return null;
+      let data = sock.readExact(n + 2, timeout);
+      if (!(data instanceof Uint8Array)) data = new Uint8Array(data);
+      return utf8Decode(data.subarray(0, n));
+    }
+    case 42: { // *
+      const n = Number(text);
+      if (n < 0) return null;
+      if (depth >= REDIS_MAX_DEPTH) throw new RedisError('redis: arrays nested too deep');
+      const items = [];
+      for (let i = 0; i < n; i++) items.push(redisRead(sock, timeout, depth + 1));
+      return items;
+    }
+    default: throw new RedisError(`redis: unknown reply type ${JSON.stringify(String.fromCharCode(line[0]))}`);
+  }
+}
+
+class RedisClient {
+  constructor(arg) {
+    this._opts = redisOptions(arg);
+    this._sock = null;
+    // Declared from describe() with the script's own metrics, so thresholds on them hold.
+    metricsMade.set('redis_cmds', 'counter');
+    metricsMade.set('redis_cmd_duration', 'trend');
+    metricsMade.set('redis_cmd_failed', 'rate');
+  }
+
+  // The VU's connection, opened at the first command (as xk6-redis does), with AUTH and
+  // SELECT when the options ask for them.
+  _conn() {
+    if (this._sock) return this._sock;
+    if (inInitCode || phase === 'describe') throw new RedisError('redis: commands cannot run in the init context');
+    const o = this._opts;
+    const tls = o.tls ? { serverName: o.serverName } : null;
+    this._sock = hostNet.TcpSocket.connect(o.host, o.port, { tls, timeoutMs: o.dialTimeout, tags: [] });
+    try {
+      if (o.password) this._raw(o.username ? ['AUTH', o.username, o.password] : ['AUTH', o.password]);
+      if (o.database) this._raw(['SELECT', o.database]);
+    } catch (e) {
+      this._drop();
+      throw e;
+    }
+    return this._sock;
+  }
+
+  _drop() {
+    if (this._sock) { try { this._sock[Symbol.dispose](); } catch (_) { /* gone */ } }
+    this._sock = null;
+  }
+
+  _raw(args) {
+    const sock = this._sock;
+    sock.write(redisEncode(args), this._opts.writeTimeout);
+    const r = redisRead(sock, this._opts.readTimeout, 0);
+    if (r instanceof RedisReplyError) throw r;
+    return r;
+  }
+
+  // Runs one command, measured; a socket failure drops the connection (the next
+  // command opens a new one).
+  _cmd(args, shape) {
+    const name = String(args[0]).toLowerCase();
+    const tags = tagList({ command: name });
+    const started = Date.now();
+    let ok = false;
+    try {
+      let r;
+      try {
+        this._conn();
+        r = this._raw(args);
+      } catch (e) {
+        if (!(e instanceof RedisReplyError)) this._drop();
+        throw e instanceof RedisReplyError ? new RedisError(e.message) : redisError(e);
+      }
+      ok = true;
+      return LayerPromise.resolve(shape ? shape(r) : r);
+    } catch (e) {
+      return LayerPromise.reject(e);
+    } finally {
+      hostMetrics.addTime('redis_cmd_duration', Date.now() - started, tags);
+      hostMetrics.add('redis_cmds', 'counter', 1, tags);
+      hostMetrics.add('redis_cmd_failed', 'rate', ok ? 0 : 1, tags);
+    }
+  }
+
+  // Strings and keys.
+  set(key, value, expiration) { return this._cmd(expiration ? ['SET', key, value, 'EX', expiration] : ['SET', key, value]); }
+  get(key) { return this._cmd(['GET', key], redisNotNil); }
+  getSet(key, value) { return this._cmd(['GETSET', key, value], redisNotNil); }
+  del(...keys) { return this._cmd(['DEL', ...keys]); }
+  getDel(key) { return this._cmd(['GETDEL', key], redisNotNil); }
+  exists(...keys) { return this._cmd(['EXISTS', ...keys]); }
+  incr(key) { return this._cmd(['INCR', key]); }
+  incrBy(key, n) { return this._cmd(['INCRBY', key, n]); }
+  decr(key) { return this._cmd(['DECR', key]); }
+  decrBy(key, n) { return this._cmd(['DECRBY', key, n]); }
+  randomKey() { return this._cmd(['RANDOMKEY'], redisNotNil); }
+  mget(...keys) { return this._cmd(['MGET', ...keys]); }
+  expire(key, seconds) { return this._cmd(['EXPIRE', key, seconds], (r) => r === 1); }
+  ttl(key) { return this._cmd(['TTL', key]); }
+  persist(key) { return this._cmd(['PERSIST', key], (r) => r === 1); }
+  // Lists.
+  lpush(key, ...values) { return this._cmd(['LPUSH', key, ...values]); }
+  rpush(key, ...values) { return this._cmd(['RPUSH', key, ...values]); }
+  lpop(key) { return this._cmd(['LPOP', key], redisNotNil); }
+  rpop(key) { return this._cmd(['RPOP', key], redisNotNil); }
+  lrange(key, start, stop) { return this._cmd(['LRANGE', key, start, stop]); }
+  lindex(key, i) { return this._cmd(['LINDEX', key, i], redisNotNil); }
+  lset(key, i, value) { return this._cmd(['LSET', key, i, value]); }
+  lrem(key, count, value) { return this._cmd(['LREM', key, count, value]); }
+  llen(key) { return this._cmd(['LLEN', key]); }
+  // Hashes.
+  hset(key, field, value) { return this._cmd(['HSET', key, field, value]); }
+  hsetnx(key, field, value) { return this._cmd(['HSETNX', key, field, value], (r) => r === 1); }
+  hget(key, field) { return this._cmd(['HGET', key, field], redisNotNil); }
+  hdel(key, ...fields) { return this._cmd(['HDEL', key, ...fields]); }
+  hgetall(key) {
+    return this._cmd(['HGETALL', key], (r) => {
+      const out = {};
+      for (let i = 0; i + 1 < r.length; i += 2) out[r[i]] = r[i + 1];
+      return out;
+    });
+  }
+  hkeys(key) { return this._cmd(['HKEYS', key]); }
+  hvals(key) { return this._cmd(['HVALS', key]); }
+  hlen(key) { return this._cmd(['HLEN', key]); }
+  hincrby(key, field, n) { return this._cmd(['HINCRBY', key, field, n]); }
+  // Sets.
+  sadd(key, ...members) { return this._cmd(['SADD', key, ...members]); }
+  srem(key, ...members) { return this._cmd(['SREM', key, ...members]); }
+  sismember(key, member) { return this._cmd(['SISMEMBER', key, member], (r) => r === 1); }
+  smembers(key) { return this._cmd(['SMEMBERS', key]); }
+  srandmember(key) { return this._cmd(['SRANDMEMBER', key], redisNotNil); }
+  spop(key) { return this._cmd(['SPOP', key], redisNotNil); }
+  // Any command.
+  sendCommand(command, ...args) { return this._cmd([command, ...args]); }
+}
+
+// go-redis's answer to a missing key, which xk6-redis passes on as a rejection.
+function redisNotNil(r) {
+  if (r === null) throw new RedisError('redis: nil');
+  return r;
+}
+
+const k6redis = { Client: RedisClient };
