@@ -29,7 +29,7 @@ pub mod bindings {
 }
 
 use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content, responses, samples, sockets};
+use bindings::loadtest::k6_layer::{checks, content, crypto, responses, samples, sockets};
 use wasmtime::component::Resource;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
@@ -44,6 +44,7 @@ pub(crate) fn add_to_linker(
     type Own = wasmtime::component::HasSelf<VuState>;
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
     content::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    crypto::add_to_linker::<VuState, Own>(linker, |s| s)?;
     responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
     samples::add_to_linker::<VuState, Own>(linker, |s| s)?;
     sockets::add_to_linker::<VuState, Own>(linker, |s| s)?;
@@ -56,19 +57,19 @@ impl checks::Host for VuState {
         name: String,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<Option<u32>> {
-        if self.layer_checks.len() >= MAX_CHECKS {
+        if self.layer.checks.len() >= MAX_CHECKS {
             return Ok(None);
         }
-        self.layer_checks.push((name, tags));
-        Ok(Some(self.layer_checks.len() as u32 - 1))
+        self.layer.checks.push((name, tags));
+        Ok(Some(self.layer.checks.len() as u32 - 1))
     }
 
     fn add(&mut self, id: u32, ok: bool) -> wasmtime::Result<()> {
-        let Some((name, tags)) = self.layer_checks.get(id as usize) else {
+        let Some((name, tags)) = self.layer.checks.get(id as usize) else {
             wasmtime::bail!("the k6 layer recorded check {id}, which it never registered");
         };
         let tags = self
-            .tag_cache
+            .metrics.tag_cache
             .with(&self.identity.tags, tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(())

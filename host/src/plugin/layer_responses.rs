@@ -9,13 +9,13 @@
 use super::imports::http::{error_to_wit, timings_to_wit, to_host};
 use super::layer::bindings::loadtest::k6_layer::responses;
 use super::layer::text_as_k6_reads_it;
+use super::send::{Batch, One, Prepared};
 use super::state::VuState;
 use crate::html::Document;
 use crate::net::http::PreparedRequest;
 use crate::net::{HttpError, HttpResponse};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::bindings::loadtest::scenario::types::Headers;
-use std::pin::pin;
 use wasmtime::component::Resource;
 
 /// The bit of a send's number that says it failed.
@@ -29,31 +29,49 @@ impl VuState {
     /// Starts a send call: frees what an earlier guest call left unkept and forgets
     /// the last call's failures.
     fn start_layer_send(&mut self) {
-        self.layer_responses.start(self.budget.call_number());
-        self.layer_errors.clear();
+        self.layer.responses.start(self.budget.call_number());
+        self.layer.errors.clear();
     }
 
     /// The number a send returns for `result`: the response held in a slot, or the
     /// failure kept for `error`.
     fn hold(&mut self, result: Result<HttpResponse, HttpError>, asked: &str) -> u32 {
         match result {
-            Ok(r) => {
+            Ok(mut r) => {
+                self.decode_body(&mut r);
                 // A status is three digits; the field has ten bits.
                 let status = u32::from(r.status).min(MOVED - 1);
                 let moved = if r.url == asked { 0 } else { MOVED };
-                let slot = self.layer_responses.insert(r);
+                let slot = self.layer.responses.insert(r);
                 status | moved | (slot << SLOT_SHIFT)
             }
             Err(e) => {
-                self.layer_errors.push(e);
-                FAILED | (self.layer_errors.len() as u32 - 1)
+                self.layer.errors.push(e);
+                FAILED | (self.layer.errors.len() as u32 - 1)
             }
+        }
+    }
+
+    /// Decodes the body by its `Content-Encoding`, as k6 does before the script reads
+    /// it; a body that does not decode stays as it came, with a warning (k6 fails
+    /// the request instead: the status and timings are kept here).
+    fn decode_body(&mut self, r: &mut HttpResponse) {
+        let Some(encoding) = r.content.header("content-encoding") else {
+            return;
+        };
+        match crate::net::encoding::decode(&encoding, &r.content.body, self.services.net.max_body) {
+            Ok(Some(body)) => r.content.body = body,
+            Ok(None) => {}
+            Err(e) => self.services.warn_once(
+                "content-encoding",
+                &format!("{}: {e}; the body is kept as it came", r.url),
+            ),
         }
     }
 
     /// The response in `slot`, or a trap: the layer asked for a slot it let go.
     fn slot(&self, slot: u32) -> wasmtime::Result<&HttpResponse> {
-        self.layer_responses.get(slot).ok_or_else(|| {
+        self.layer.responses.get(slot).ok_or_else(|| {
             wasmtime::format_err!("the k6 layer read response slot {slot}, which it does not hold")
         })
     }
@@ -64,32 +82,19 @@ impl responses::Host for VuState {
         self.start_layer_send();
         let req = to_host(req);
         let asked = req.url.clone();
-        let result = match self.room_for_responses(1) {
-            Ok(()) => {
-                let tags = self.identity.tags.clone();
-                let send = pin!(self.http.send(req, &tags));
-                self.budget.wait(send).await
-            }
-            Err(e) => Err(e),
-        };
+        let result = self.send_within_budget(One(req)).await;
         self.hold(result, &asked)
     }
 
     async fn send_prepared(&mut self, prepared: Resource<PreparedRequest>) -> u32 {
         self.start_layer_send();
-        let mut asked = String::new();
-        let result = match self.room_for_responses(1) {
-            Err(e) => Err(e),
-            Ok(()) => match self.prepared_send_parts(&prepared) {
-                Err(e) => Err(HttpError::invalid(format!("no such prepared request: {e}"))),
-                Ok((prepared, http, budget, tags)) => {
-                    asked.push_str(prepared.url());
-                    // Boxed as in `prepared-request.send`: the send's state is large.
-                    let mut send = Box::pin(http.send_prepared(prepared, tags));
-                    budget.wait(send.as_mut()).await
-                }
-            },
+        // The URL asked for, to tell a moved response (none when the handle is not
+        // held: the send then fails saying so).
+        let asked = match self.table().get(&prepared) {
+            Ok(p) => p.url().to_string(),
+            Err(_) => String::new(),
         };
+        let result = self.send_within_budget(Prepared::of(&prepared)).await;
         self.hold(result, &asked)
     }
 
@@ -97,14 +102,7 @@ impl responses::Host for VuState {
         self.start_layer_send();
         let reqs: Vec<_> = reqs.into_iter().map(to_host).collect();
         let asked: Vec<String> = reqs.iter().map(|r| r.url.clone()).collect();
-        let results = match self.room_for_responses(reqs.len()) {
-            Ok(()) => {
-                let tags = self.identity.tags.clone();
-                let sends = pin!(self.http.send_batch(reqs, &tags));
-                self.budget.wait(sends).await
-            }
-            Err(e) => asked.iter().map(|_| Err(e.clone())).collect(),
-        };
+        let results = self.send_within_budget(Batch(reqs)).await;
         results
             .into_iter()
             .zip(&asked)
@@ -113,7 +111,7 @@ impl responses::Host for VuState {
     }
 
     fn error(&mut self, n: u32) -> wasmtime::Result<Result<(), wit::HttpError>> {
-        match self.layer_errors.get(n as usize) {
+        match self.layer.errors.get(n as usize) {
             Some(e) => Ok(Err(error_to_wit(e.clone()))),
             None => wasmtime::bail!("the k6 layer read failure {n} of a send that had none"),
         }
@@ -158,14 +156,14 @@ impl responses::Host for VuState {
     }
 
     fn keep(&mut self, slot: u32) -> wasmtime::Result<()> {
-        if !self.layer_responses.keep(slot) {
+        if !self.layer.responses.keep(slot) {
             wasmtime::bail!("the k6 layer kept response slot {slot}, which it does not hold");
         }
         Ok(())
     }
 
     fn release(&mut self, slot: u32) -> wasmtime::Result<()> {
-        if !self.layer_responses.release(slot) {
+        if !self.layer.responses.release(slot) {
             wasmtime::bail!("the k6 layer released response slot {slot}, which it does not hold");
         }
         Ok(())

@@ -24,7 +24,7 @@ impl samples::Host for VuState {
         time: bool,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<Option<u32>> {
-        if self.layer_series.len() >= MAX_SERIES {
+        if self.layer.series.len() >= MAX_SERIES {
             return Ok(None);
         }
         let kind = kind_of(kind);
@@ -35,24 +35,24 @@ impl samples::Host for VuState {
         let Some(id) = self.metric_id(&name, kind) else {
             return Ok(None);
         };
-        self.layer_series.push(Series {
+        self.layer.series.push(Series {
             id,
             kind,
             name,
             tags,
         });
-        Ok(Some(self.layer_series.len() as u32 - 1))
+        Ok(Some(self.layer.series.len() as u32 - 1))
     }
 
     fn add(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
         // Taken out for the call, so the sample can borrow the VU's state mutably.
-        let series = std::mem::take(&mut self.layer_series);
+        let series = std::mem::take(&mut self.layer.series);
         let Some(s) = series.get(id as usize) else {
-            self.layer_series = series;
+            self.layer.series = series;
             wasmtime::bail!("the k6 layer added to series {id}, which it never registered");
         };
         self.record_sample(s.id, s.kind, &s.name, value, &s.tags);
-        self.layer_series = series;
+        self.layer.series = series;
         Ok(())
     }
 }

@@ -1,12 +1,14 @@
-//! What a VU's store holds: its WASI context (no files, no sockets), its HTTP client,
-//! who it is, and the run-wide services its imports use.
+//! What a VU's store holds: its WASI context (no files, no sockets), who it is, the
+//! run-wide services its imports use, and one state per capability (capabilities.rs).
 
 use super::budget::CallBudget;
+use super::capabilities::{HtmlState, HttpState, LayerState, MetricsState};
 use super::output::OutputTail;
+use super::send::{SendParts, Sending};
 use crate::metrics::{Recorder, TagSet};
-use crate::net::http::PreparedRequest;
 use crate::net::{HttpClient, NetShared};
 use std::collections::{BTreeMap, HashMap};
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -143,8 +145,8 @@ pub struct VuState {
     table: ResourceTable,
     /// Run-wide services.
     pub services: Arc<HostServices>,
-    /// This VU's own connections.
-    pub http: HttpClient,
+    /// The `http` and `cookies` imports' state: the VU's client, what the plugin holds.
+    pub http: HttpState,
     /// Who this VU is.
     pub identity: VuIdentity,
     /// The VU's iteration number, from 0.
@@ -155,34 +157,24 @@ pub struct VuState {
     pub iteration_in_scenario: Option<u64>,
     /// The message the plugin's panic hook reported, if it panicked.
     pub panic_message: Option<String>,
-    /// HTTP responses the plugin holds (`response-content` resources not yet dropped).
-    pub live_responses: u64,
-    /// Prepared requests the plugin holds (`prepared-request` resources not yet dropped).
-    pub live_prepared: u64,
-    /// Parsed HTML documents the plugin holds (`html.document` resources not yet dropped).
-    pub live_documents: u64,
     /// What the plugin last printed.
     pub output: OutputTail,
     /// Limits of the call in progress.
     pub budget: CallBudget,
-    /// Tag sets of this VU's checks and custom metrics, made once each.
-    pub tag_cache: crate::metrics::tag_cache::TagCache,
-    /// HTTP responses the k6 layer holds by number (`k6-layer/responses`).
-    pub layer_responses: super::response_slots::ResponseSlots,
-    /// The failures of the k6 layer's last send call, numbered as it returned them.
-    pub layer_errors: Vec<crate::net::HttpError>,
-    /// The checks the k6 layer registered (`checks.register`): name and tags by number.
-    pub layer_checks: Vec<(String, Vec<(String, String)>)>,
-    /// Custom-metric series the k6 layer registered (`k6-layer/samples`), by number.
-    pub(crate) layer_series: Vec<super::layer_series::Series>,
     /// What is left of this VU's log lines for the current second.
     pub log_budget: super::log::LogBudget,
-    /// What the plugin declared it may record (`metrics.declare`, called from
-    /// `describe`); `None` until it declares anything.
-    pub declared: Option<crate::thresholds::declared::Declared>,
+    /// The `html` import's state.
+    pub html: HtmlState,
+    /// The `metrics` import's state: tag sets made, what the plugin declared.
+    pub metrics: MetricsState,
+    /// The k6 layer's state: its response slots, failures, checks and series.
+    pub layer: LayerState,
     /// The data sets the plugin published (`shared-data.publish`); `Some` only in the
     /// instance that runs `describe`.
     pub published: Option<Published>,
+    /// Raw sockets (`sockets`): the capability's own state, reached by its imports
+    /// through [`VuState::sockets`].
+    pub(crate) sockets: super::sockets::SocketsCtx,
 }
 
 /// Data sets published from `describe` (contract 0.3.3), and their size.
@@ -209,29 +201,39 @@ impl VuState {
             builder.env(k, v);
         }
         let http = HttpClient::new(services.net.clone()).for_vu(identity.vu_id);
+        let sockets = super::sockets::SocketsCtx::new(
+            services.net.clone(),
+            identity.tags.clone(),
+            services.net.http.local_ip(identity.vu_id),
+        );
         let services_cpu = services.cpu_per_call;
         Self {
             wasi: builder.build(),
             table: ResourceTable::new(),
             services,
-            http,
+            http: HttpState::new(http),
             identity,
             iteration: 0,
             iteration_in_scenario: Some(0),
             panic_message: None,
-            live_responses: 0,
-            live_prepared: 0,
-            live_documents: 0,
             output,
             budget: CallBudget::new(services_cpu),
-            tag_cache: Default::default(),
-            layer_responses: Default::default(),
-            layer_errors: Vec::new(),
-            layer_checks: Vec::new(),
-            layer_series: Vec::new(),
             log_budget: Default::default(),
-            declared: None,
+            html: HtmlState::default(),
+            metrics: MetricsState::default(),
+            layer: LayerState::default(),
             published: None,
+            sockets,
+        }
+    }
+
+    /// What the `sockets` imports see of the store: their state, the resource table
+    /// and the call's budget.
+    pub(crate) fn sockets(&mut self) -> super::sockets::SocketsView<'_> {
+        super::sockets::SocketsView {
+            ctx: &mut self.sockets,
+            table: &mut self.table,
+            budget: &mut self.budget,
         }
     }
 
@@ -240,20 +242,20 @@ impl VuState {
         &mut self.table
     }
 
-    /// What the send of a prepared request uses at once: the request (in the table),
-    /// the VU's client, the call's budget and the VU's tags.
-    pub(crate) fn prepared_send_parts(
-        &mut self,
-        prepared: &Resource<PreparedRequest>,
-    ) -> Result<(&PreparedRequest, &mut HttpClient, &mut CallBudget, &TagSet), ResourceTableError>
-    {
-        let prepared = self.table.get(prepared)?;
-        Ok((
-            prepared,
-            &mut self.http,
-            &mut self.budget,
-            &self.identity.tags,
-        ))
+    /// Sends `what` if the VU has room for its responses, waiting within the call's
+    /// budget (a wait is not CPU, so the epoch tick does not make the VU yield again):
+    /// every HTTP send of the contract and of the k6 layer runs through here.
+    pub(crate) async fn send_within_budget<S: Sending>(&mut self, what: S) -> S::Out {
+        if let Err(e) = self.room_for_responses(what.responses()) {
+            return what.refused(e);
+        }
+        let parts = SendParts {
+            http: &mut self.http.client,
+            table: &self.table,
+            tags: &self.identity.tags,
+        };
+        let send = pin!(what.send(parts));
+        self.budget.wait(send).await
     }
 
     /// A socket (in the table) and the call's budget at once: a receive that waits

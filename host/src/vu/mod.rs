@@ -171,7 +171,7 @@ impl Vu {
                 return Err(NotLive::Init(message));
             }
             // Each iteration starts from the cookies `init` left (k6's jar reset).
-            store.data_mut().http.jar_mut().init_done();
+            store.data_mut().http.client.jar_mut().init_done();
             self.init_streak = 0;
             self.retry_at = None;
             self.live = Some((store, instance));
@@ -238,7 +238,7 @@ impl Vu {
                 state.iteration = iteration;
                 state.iteration_in_scenario = None;
                 state.panic_message = None;
-                state.http.jar_mut().start_iteration();
+                state.http.client.jar_mut().start_iteration();
                 state.budget.start_call(timeout);
                 let call = instance
                     .loadtest_scenario_plugin()

@@ -8,6 +8,8 @@ pub(crate) mod asyncs;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
+#[cfg(test)]
+mod frontend_props;
 pub(crate) mod layer;
 pub(crate) mod outside;
 pub(crate) mod protos;

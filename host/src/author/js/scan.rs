@@ -102,7 +102,7 @@ pub(crate) fn scan(src: &str) -> Scanned {
             }
             b'`' => {
                 i = template_part(b, &mut code, i + 1, &blank);
-                if i <= b.len() && i > 0 && b.get(i - 2..i) == Some(b"${") {
+                if i <= b.len() && i >= 2 && b.get(i - 2..i) == Some(b"${") {
                     templates.push(depth);
                     depth += 1;
                     last_sig = b'{';

@@ -15,15 +15,15 @@ impl VuState {
     /// Puts `doc` in the table, or traps (the call cannot return an error) with what
     /// the plugin must change.
     pub(crate) fn hold_document(&mut self, doc: Document) -> wasmtime::Result<Resource<Document>> {
-        if self.live_documents >= MAX_LIVE_DOCUMENTS {
+        if self.html.live_documents >= MAX_LIVE_DOCUMENTS {
             return Err(wasmtime::format_err!(
                 "this VU holds {} parsed HTML documents (the most is {MAX_LIVE_DOCUMENTS}); \
                  drop documents once read instead of keeping them",
-                self.live_documents
+                self.html.live_documents
             ));
         }
         let handle = self.table().push(doc)?;
-        self.live_documents += 1;
+        self.html.live_documents += 1;
         Ok(handle)
     }
 }
@@ -135,7 +135,7 @@ impl wit::HostDocument for VuState {
 
     fn drop(&mut self, doc: Resource<Document>) -> wasmtime::Result<()> {
         self.table().delete(doc)?;
-        self.live_documents = self.live_documents.saturating_sub(1);
+        self.html.live_documents = self.html.live_documents.saturating_sub(1);
         Ok(())
     }
 }

@@ -7,8 +7,8 @@ use crate::net::types::HttpErrorKind;
 use crate::net::{HttpError, HttpRequest, HttpResponse, Proto, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::bindings::HttpFailure;
+use crate::plugin::send::{Batch, One, Prepared};
 use crate::plugin::state::VuState;
-use std::pin::pin;
 use std::time::Duration;
 use wasmtime::component::Resource;
 
@@ -91,7 +91,7 @@ impl VuState {
     /// Refuses `n` more requests when their responses would pass the VU's cap (the
     /// contract's `response-content` resources and the k6 layer's slots together).
     pub(crate) fn room_for_responses(&self, n: usize) -> Result<(), HttpError> {
-        let held = self.live_responses + self.layer_responses.held() as u64;
+        let held = self.http.live_responses + self.layer.responses.held() as u64;
         if held + n as u64 > MAX_LIVE_RESPONSES {
             return Err(HttpError::invalid(format!(
                 "this VU holds {held} responses (the most is {MAX_LIVE_RESPONSES}); \
@@ -111,7 +111,7 @@ impl VuState {
             .table()
             .push(r.content)
             .map_err(|e| HttpError::invalid(format!("cannot hold the response: {e}")))?;
-        self.live_responses += 1;
+        self.http.live_responses += 1;
         Ok(wit::Response {
             status: r.status,
             body_size: r.body_size,
@@ -125,12 +125,7 @@ impl VuState {
 impl VuState {
     /// `send` and `send-with-version`.
     async fn send_one(&mut self, req: HttpRequest) -> Result<wit::Response, HttpError> {
-        self.room_for_responses(1)?;
-        let tags = self.identity.tags.clone();
-        let result = {
-            let send = pin!(self.http.send(req, &tags));
-            self.budget.wait(send).await
-        };
+        let result = self.send_within_budget(One(req)).await;
         self.response_to_wit(result)
     }
 
@@ -139,15 +134,7 @@ impl VuState {
         &mut self,
         reqs: Vec<HttpRequest>,
     ) -> Vec<Result<wit::Response, wit::HttpError>> {
-        if let Err(e) = self.room_for_responses(reqs.len()) {
-            let e = error_to_wit(e);
-            return reqs.iter().map(|_| Err(e.clone())).collect();
-        }
-        let tags = self.identity.tags.clone();
-        let results = {
-            let sends = pin!(self.http.send_batch(reqs, &tags));
-            self.budget.wait(sends).await
-        };
+        let results = self.send_within_budget(Batch(reqs)).await;
         results
             .into_iter()
             .map(|r| self.response_to_wit(r).map_err(error_to_wit))
@@ -156,18 +143,18 @@ impl VuState {
 
     /// `prepare` and `prepare-with-version`.
     fn prepare_one(&mut self, req: HttpRequest) -> Result<Resource<PreparedRequest>, HttpFailure> {
-        if self.live_prepared >= MAX_PREPARED {
+        if self.http.live_prepared >= MAX_PREPARED {
             return Err(HttpError::invalid(format!(
                 "this VU holds {} prepared requests (the most is {MAX_PREPARED}); \
                  prepare a request once and send it many times, or drop the ones done with",
-                self.live_prepared
+                self.http.live_prepared
             ))
             .into());
         }
-        let prepared = self.http.prepare_request(req, &self.identity.tags)?;
+        let prepared = self.http.client.prepare_request(req, &self.identity.tags)?;
         // The table refusing an entry is the host's failure, not the request's: a trap.
         let handle = self.table().push(prepared).map_err(HttpFailure::trap)?;
-        self.live_prepared += 1;
+        self.http.live_prepared += 1;
         Ok(handle)
     }
 }
@@ -244,7 +231,7 @@ impl wit::HostResponseContent for VuState {
 
     fn drop(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<()> {
         self.table().delete(content)?;
-        self.live_responses = self.live_responses.saturating_sub(1);
+        self.http.live_responses = self.http.live_responses.saturating_sub(1);
         Ok(())
     }
 }
@@ -254,22 +241,13 @@ impl wit::HostPreparedRequest for VuState {
         &mut self,
         prepared: Resource<PreparedRequest>,
     ) -> Result<wit::Response, HttpFailure> {
-        self.room_for_responses(1)?;
-        let result = {
-            let (prepared, http, budget, tags) = self
-                .prepared_send_parts(&prepared)
-                .map_err(|e| HttpError::invalid(format!("no such prepared request: {e}")))?;
-            // Boxed: wasmtime's generated wrapper moves this future's state (the whole
-            // send, over a kilobyte) when it starts it; a box moves a pointer.
-            let mut send = Box::pin(http.send_prepared(prepared, tags));
-            budget.wait(send.as_mut()).await
-        };
+        let result = self.send_within_budget(Prepared::of(&prepared)).await;
         Ok(self.response_to_wit(result)?)
     }
 
     fn drop(&mut self, prepared: Resource<PreparedRequest>) -> wasmtime::Result<()> {
         self.table().delete(prepared)?;
-        self.live_prepared = self.live_prepared.saturating_sub(1);
+        self.http.live_prepared = self.http.live_prepared.saturating_sub(1);
         Ok(())
     }
 }

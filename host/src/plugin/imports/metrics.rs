@@ -13,7 +13,7 @@ impl wit::Host for VuState {
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<bool> {
         let tags = self
-            .tag_cache
+            .metrics.tag_cache
             .with(&self.identity.tags, &tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(ok)
@@ -52,7 +52,7 @@ impl wit::Host for VuState {
         metrics: Vec<wit::MetricDeclaration>,
         tags: Vec<wit::TagDeclaration>,
     ) -> wasmtime::Result<()> {
-        let declared = self.declared.get_or_insert_with(Default::default);
+        let declared = self.metrics.declared.get_or_insert_with(Default::default);
         for m in metrics {
             declared.add_metric(m.name, kind_of(m.kind));
         }
@@ -126,7 +126,7 @@ impl VuState {
             );
             return;
         }
-        let tags = self.tag_cache.with(&self.identity.tags, tags, None);
+        let tags = self.metrics.tag_cache.with(&self.identity.tags, tags, None);
         let recorder = &self.services.recorder;
         match kind {
             MetricKind::Counter => recorder.count(id, &tags, value),
