@@ -198,11 +198,27 @@ impl Plugin {
             .call_describe(&mut store)
             .await
             .map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: describe() failed: {}",
-                    self.meta.path.display(),
-                    trap_message(&e, store.data())
-                )
+                let interrupted =
+                    e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt);
+                match crate::author::js::script_of(&self.meta.path) {
+                    // A k6 script's describe() runs its init code (the top level).
+                    Some(script) if interrupted => anyhow::anyhow!(
+                        "{}: the script's init code (its top level, outside any function) \
+                         ran past {} s: does it loop?",
+                        script.display(),
+                        DESCRIBE_DEADLINE.as_secs()
+                    ),
+                    Some(script) => anyhow::anyhow!(
+                        "{}: the script's init code failed: {}",
+                        script.display(),
+                        trap_message(&e, store.data())
+                    ),
+                    None => anyhow::anyhow!(
+                        "{}: describe() failed: {}",
+                        self.meta.path.display(),
+                        trap_message(&e, store.data())
+                    ),
+                }
             })?;
         let published = store.data_mut().published.take().unwrap_or_default();
         Ok((info, store.data_mut().metrics.declared.take(), published.sets))

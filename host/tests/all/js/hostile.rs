@@ -168,3 +168,30 @@ async fn files_outside_the_scripts_folder_need_a_flag_and_are_named() {
         .windows(b"SECRET-OUTSIDE-0123456789".len())
         .any(|w| w == b"SECRET-OUTSIDE-0123456789"));
 }
+
+/// Init code that loops: the error said "describe() failed: wasm trap: interrupt" of a
+/// file in the build cache; now it names the script and what to look for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_code_that_loops_is_named_by_its_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("loops.js"),
+        "let n = 0;\nwhile (true) { n++; }\nexport default function () {}\n",
+    )
+    .unwrap();
+    let ran = host(
+        tmp.path(),
+        args(&["run", "loops.js", "--iterations", "1", "--quiet"]),
+    )
+    .await;
+    assert!(!ran.status.success(), "{}", text(&ran));
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        err.contains(
+            "loops.js: the script's init code (its top level, outside any function) ran past"
+        ),
+        "{}",
+        text(&ran)
+    );
+    assert!(!err.contains(".cache"), "{}", text(&ran));
+}
