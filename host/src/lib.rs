@@ -39,7 +39,7 @@
 //! vu          → plugin, metrics, control, deadline, bounded, config   (VUs, their
 //!               factory, their failures)
 //! author      → plugin, net, stderr   (`host new`, `host build`, run cargo, k6 scripts)
-//! plugin      → thresholds, html, net, metrics, control, bounded, stderr, config
+//! plugin      → thresholds, html, crypto, net, metrics, control, bounded, stderr, config
 //!               (components, the contract's imports, iteration numbers, registry
 //!               references as `plugin.oci` names them)
 //! thresholds  → metrics, control, stderr, config
@@ -51,7 +51,7 @@
 //!               `net::tls` connects with)
 //! metrics     → bounded, striped, stderr
 //! bounded     → stderr
-//! deadline, files, target_process, signals, striped, html, stderr: leaves
+//! deadline, files, target_process, signals, striped, html, crypto, stderr: leaves
 //! ```
 //!
 //! Within a module too, imports go one way: no two files import each other, directly
@@ -75,6 +75,7 @@ mod bounded;
 mod cli;
 mod config;
 mod control;
+mod crypto;
 mod deadline;
 mod demo;
 mod distributed;
@@ -92,6 +93,7 @@ mod oci;
 mod output;
 mod plugin;
 mod run;
+mod runs;
 mod sampling;
 mod signals;
 mod stack;

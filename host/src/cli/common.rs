@@ -2,7 +2,7 @@
 //! the configs, the single-value overrides, the environment, the outputs, the samplers
 //! and the execution segment; and their value parsers.
 
-use super::value_errors::{plugin_taken_as_value, DashboardError, StageError};
+use super::value_errors::{plugin_taken_as_value, DashboardError, PluginTakenAsValue, StageError};
 use crate::config::args::{duration_arg, key_value};
 use crate::config::{parse_duration, Overrides};
 use crate::run::RunRequest;
@@ -101,6 +101,17 @@ pub(super) struct CommonArgs {
     /// Every process's segment boundaries (`0,1/3,2/3,1`), so that all stripe alike.
     #[arg(long, value_name = "POINTS", requires = "execution_segment")]
     execution_segment_sequence: Option<String>,
+    /// The store of runs the run is recorded in when it ends (default: runs.db in the
+    /// results folder, `results/runs.db`). A store that cannot be written is a warning.
+    #[arg(long, value_name = "PATH", env = crate::runs::ENV)]
+    store: Option<PathBuf>,
+    /// After the run, compare it with its scenario's baseline (`host runs baseline set`;
+    /// without one, the previous run of the same plugin and scenarios), or with RUN (an
+    /// id in the store, `last`, or a results folder). The `[regressions]` rules of the
+    /// config are judged (else every metric, as `host compare`); a regression ends the
+    /// run with exit code 98.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, value_parser = baseline_arg)]
+    baseline: Option<Option<String>>,
 }
 
 impl CommonArgs {
@@ -124,6 +135,14 @@ impl CommonArgs {
             self.env = env;
         }
         Ok(())
+    }
+
+    /// `--store` and `--baseline`, for what follows the run.
+    pub(super) fn remember(&self) -> super::remember::Remember {
+        super::remember::Remember {
+            store: self.store.clone(),
+            baseline: self.baseline.clone(),
+        }
     }
 
     /// The run these flags ask for, of `plugin`.
@@ -204,6 +223,14 @@ fn trend_stats_arg(
 ) -> Result<TrendColumns, crate::config::trend_stats::TrendStatsError> {
     crate::config::trend_stats::parse_list(text).map(TrendColumns)
 }
+/// `--baseline [RUN]`: a plugin file after the flag is the plugin, not the run.
+fn baseline_arg(text: &str) -> Result<String, PluginTakenAsValue> {
+    match plugin_taken_as_value("baseline", text) {
+        Some(why) => Err(why),
+        None => Ok(text.to_string()),
+    }
+}
+
 /// `--dashboard ADDR`.
 fn dashboard_arg(text: &str) -> Result<std::net::SocketAddr, DashboardError> {
     if let Some(why) = plugin_taken_as_value("dashboard", text) {

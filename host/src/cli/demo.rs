@@ -34,6 +34,7 @@ pub(super) struct TargetArgs {
 pub(super) async fn demo(mut args: DemoArgs) -> anyhow::Result<i32> {
     args.common.read_env_file()?;
     let export = args.common.summary_export.clone();
+    let remember = args.common.remember();
     let flags = args.faults.flags();
     let demo = crate::demo::run_demo(
         args.plugin,
@@ -42,7 +43,7 @@ pub(super) async fn demo(mut args: DemoArgs) -> anyhow::Result<i32> {
         print_summary,
     )
     .await?;
-    let code = finish(export_summary(demo.outcome, export.as_deref()));
+    let code = finish(export_summary(demo.outcome, export.as_deref()), &remember);
     match demo.served {
         Some(n) => println!("  the demo target served {n} requests"),
         None => println!("  the demo target did not say how many requests it served"),

@@ -99,6 +99,7 @@ pub(super) async fn coordinate(mut args: CoordinateArgs) -> anyhow::Result<i32> 
         _ => None,
     };
     let export = args.common.summary_export.clone();
+    let remember = args.common.remember();
     let request = crate::distributed::coordinator::CoordinateRequest {
         run: {
             let built = crate::author::js::plugin_path_with(&plugin, &args.common.env)?;
@@ -112,7 +113,10 @@ pub(super) async fn coordinate(mut args: CoordinateArgs) -> anyhow::Result<i32> 
         plugin_reference,
     };
     match crate::distributed::coordinator::coordinate(request, print_summary).await {
-        Ok(outcome) => Ok(finish(export_summary(outcome, export.as_deref()))),
+        Ok(outcome) => Ok(finish(
+            export_summary(outcome, export.as_deref()),
+            &remember,
+        )),
         Err(e) => {
             match e.downcast_ref::<crate::distributed::coordinator::StoppedBeforeStart>() {
                 // Ctrl-C before the start is an interruption, not a failure.

@@ -1,21 +1,24 @@
 //! The command line: `host run`, `host inspect`, `host demo`, `host compare`, `host target`,
 //! `host up`, `host down`, `host sweep`, `host k8s render`, `host push`, `host pull`,
-//! `host login`, `host completions`, `host man`, `host schema`.
+//! `host login`, `host runs`, `host completions`, `host man`, `host schema`.
 //!
 //! This module declares the commands and hands each to one function in a module of its
 //! own: [`run`] (`run`, `inspect`), [`demo`] (`demo`, `target`), [`stack`] (`up`, `down`,
-//! `stats`, `images`), [`distributed`] (`coordinate`, `worker`), [`compare`],
+//! `stats`, `images`), [`distributed`] (`coordinate`, `worker`), [`compare`], [`runs`],
 //! [`sweep`] (`sweep`, `k8s render`) and [`docs`] (`completions`, `man`, `schema`);
 //! [`common`] holds the flags every run-like command shares, [`results`] what they print
-//! at the end.
+//! at the end, [`remember`] how they record the run in the store and judge it against
+//! a baseline.
 
 mod common;
 mod compare;
 mod demo;
 mod distributed;
 mod docs;
+mod remember;
 mod results;
 mod run;
+mod runs;
 mod stack;
 mod sweep;
 mod value_errors;
@@ -61,6 +64,9 @@ enum Command {
     /// Compare two runs' summary.json side by side; exits 98 when B regressed beyond
     /// the tolerance (latency or errors up, throughput down).
     Compare(compare::CompareArgs),
+    /// The store of runs: `list`, `show RUN`, `trend METRIC`, `baseline set RUN`,
+    /// `compare A B`, `import DIR` (every run is recorded in it when it ends).
+    Runs(runs::RunsCommand),
     /// A live table of a Compose project's containers: CPU, cpuset, memory and limit,
     /// network, block I/O and pids, as `docker stats` shows them.
     Stats(stack::StatsArgs),
@@ -143,6 +149,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Demo(args) => demo::demo(args).await,
         Command::Stats(args) => stack::stats(args).await,
         Command::Compare(args) => compare::compare(args),
+        Command::Runs(args) => runs::runs(args),
         Command::Up(args) => stack::up(args).await,
         Command::Images(args) => stack::images(args).await,
         Command::Down(args) => stack::down(args).await,

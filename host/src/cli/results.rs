@@ -1,6 +1,7 @@
 //! What every run-like command (`run`, `demo`, `coordinate`) does once its run is over:
 //! print the summary, write `--summary-export`, say where the results are and which
-//! files could not be written, and pick the exit code.
+//! files could not be written, record the run in the store of runs (and judge it
+//! against a baseline), and pick the exit code.
 
 use crate::run;
 
@@ -26,8 +27,13 @@ pub(super) fn export_summary(
 /// Prints where the results are and each file that could not be written; returns
 /// the exit code: the run's own, or 1 when it passed but its results were not all
 /// written (the run's own code is named beside the failure).
-pub(super) fn finish(outcome: run::RunOutcome) -> i32 {
+pub(super) fn finish(outcome: run::RunOutcome, remember: &super::remember::Remember) -> i32 {
     println!("\n  results: {}", outcome.results_dir.display());
+    let code = super::remember::after_run(&outcome, remember);
+    let outcome = run::RunOutcome {
+        exit_code: code,
+        ..outcome
+    };
     if outcome.write_failures.is_empty() {
         return outcome.exit_code;
     }

@@ -62,6 +62,7 @@ pub(super) async fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let plugin = crate::author::project::component_for(&plugin, quiet)?;
     let plugin = crate::author::js::plugin_path_with(&plugin, &args.common.env)?;
     let export = args.common.summary_export.clone();
+    let remember = args.common.remember();
     let request = args.common.request(plugin);
     let outcome = match args.stack {
         None => crate::run::run_then(request, print_summary).await?,
@@ -75,7 +76,10 @@ pub(super) async fn run(mut args: RunArgs) -> anyhow::Result<i32> {
             outcome
         }
     };
-    Ok(finish(export_summary(outcome, export.as_deref())))
+    Ok(finish(
+        export_summary(outcome, export.as_deref()),
+        &remember,
+    ))
 }
 
 /// `host inspect`: prints what the plugin says of itself.

@@ -15,6 +15,7 @@ pub(crate) mod http;
 pub(crate) mod layers;
 pub(crate) mod outputs;
 pub(crate) mod overrides;
+pub(crate) mod regressions;
 pub(crate) mod sampling;
 pub(crate) mod scenario;
 pub(crate) mod schema;
@@ -66,6 +67,7 @@ const SECTIONS: &[&str] = &[
     "outputs",
     "distributed",
     "summary",
+    "regressions",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -175,6 +177,8 @@ pub struct RunConfig {
     pub outputs: OutputsConfig,
     /// How a coordinator treats its workers (`[distributed]`).
     pub distributed: distributed::DistributedOptions,
+    /// What `host run --baseline` holds against the baseline (`[regressions]`).
+    pub regressions: Vec<regressions::Rule>,
     /// The merged TOML this was read from, kept for the results.
     pub source: toml::Table,
     /// The share of the test this process runs (`--execution-segment`, within
@@ -202,6 +206,7 @@ impl RunConfig {
             tls: tls::TlsOptions::default(),
             outputs: OutputsConfig::default(),
             distributed: Default::default(),
+            regressions: Vec::new(),
             source: toml::Table::new(),
             segment: ExecutionTuple::full(),
         }
@@ -326,6 +331,9 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let outputs = errors.keep(outputs::parse(&source)).unwrap_or_default();
     let distributed = errors.keep(distributed::parse(&source)).unwrap_or_default();
     let configured_trend_stats = errors.keep(trend_stats::parse_section(&source)).flatten();
+    let regressions = errors
+        .keep_all(regressions::parse(&source))
+        .unwrap_or_default();
     errors.finish()?;
     overrides.write_back(&mut source, written);
 
@@ -350,6 +358,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         tls,
         outputs,
         distributed,
+        regressions,
         source,
         segment,
     })

@@ -86,7 +86,32 @@ struct RunToml {
     distributed: Option<Distributed>,
     /// What summary.txt shows.
     summary: Option<Summary>,
+    /// What `host run --baseline` holds against the baseline run: per metric, a rule
+    /// `"STAT +N%"` (a rise beyond N % is a regression) or `"STAT -N%"` (a fall), or a
+    /// list of them (`http_req_duration = "p(95) +10%"`).
+    regressions: Option<BTreeMap<String, RegressionRules>>,
 }
+
+/// One rule or several for a metric in `[regressions]`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+enum RegressionRules {
+    /// One rule.
+    One(RegressionRule),
+    /// Several rules.
+    Several(Vec<RegressionRule>),
+}
+
+/// `STAT +N%` or `STAT -N%`: STAT one of avg, min, med, p(50), p(90), p(95), p(99),
+/// p(99.9), max, rate, count, value.
+#[derive(JsonSchema)]
+#[schemars(transparent)]
+struct RegressionRule(
+    #[schemars(regex(
+        pattern = r"^\s*(avg|mean|min|med|max|rate|count|value|p\((50|90|95|99|99\.9)\)|p(50|90|95|99|99\.9))\s+[+-][0-9]+(\.[0-9]+)?%\s*$"
+    ))]
+    String,
+);
 
 /// `plugin = { … }`: the component a reviewed config runs, by its sha256.
 #[derive(JsonSchema)]

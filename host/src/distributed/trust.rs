@@ -22,11 +22,36 @@ pub const TOKEN_ENV: &str = "HOST_CLUSTER_TOKEN";
 /// offline against guesses, so the token must be too long to guess.
 pub const MIN_TOKEN_LEN: usize = 16;
 
+/// The fewest bits a token's characters must carry, by their empirical (Shannon)
+/// entropy: a long token of one repeated letter, or of two alternating, passes the
+/// length rule and is guessed at once. `openssl rand -hex 32` gives about 250.
+pub const MIN_TOKEN_BITS: f64 = 40.0;
+
 /// Bytes of each side's nonce, and of the exported keying material.
 pub const NONCE_LEN: usize = 32;
 
 /// The label of the TLS exporter (RFC 5705 / RFC 8446 7.5) the proof is bound to.
 const EXPORTER_LABEL: &[u8] = b"EXPORTER-loadtest-cluster-proof";
+
+/// The Shannon entropy of `text`'s characters, by their frequencies in it, times its
+/// length: an estimate that can only flatter a token (it does not see patterns such as
+/// `abcabc...`), so a token under the line is surely weak.
+fn entropy_bits(text: &str) -> f64 {
+    let mut counts = std::collections::HashMap::new();
+    let mut n = 0usize;
+    for c in text.chars() {
+        *counts.entry(c).or_insert(0usize) += 1;
+        n += 1;
+    }
+    let n = n as f64;
+    counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n;
+            -p * p.log2() * n
+        })
+        .sum()
+}
 
 /// The name the coordinator's certificate carries (the workers do not check it: the
 /// proof does).
@@ -55,6 +80,14 @@ impl ClusterToken {
             bail!(
                 "the cluster token has {} characters: it needs at least {MIN_TOKEN_LEN} (make one with `openssl rand -hex 32`)",
                 text.chars().count()
+            );
+        }
+        let bits = entropy_bits(text);
+        if bits < MIN_TOKEN_BITS {
+            bail!(
+                "the cluster token is too easy to guess: its characters carry about {bits:.0} \
+                 bits of entropy, and it needs {MIN_TOKEN_BITS:.0} or more (a letter repeated \
+                 carries none); make one with `openssl rand -hex 32`"
             );
         }
         Ok(Self(Some(Arc::from(text.as_bytes()))))
@@ -246,6 +279,26 @@ mod tests {
             "no token"
         );
         assert!(ClusterToken::new("short").is_err());
+    }
+
+    #[test]
+    fn tokens_of_few_distinct_characters_are_refused() {
+        for weak in [
+            "aaaaaaaaaaaaaaaa",
+            "abababababababab",
+            "abcabcabcabcabcabcabc",
+        ] {
+            let err = ClusterToken::new(weak).unwrap_err().to_string();
+            assert!(err.contains("too easy to guess"), "{weak}: {err}");
+            assert!(err.contains("openssl rand -hex 32"), "{err}");
+        }
+        for good in [
+            "0123456789abcdef",
+            "test-cluster-token-0123456789abcdef",
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        ] {
+            assert!(ClusterToken::new(good).is_ok(), "{good}");
+        }
     }
 
     #[test]

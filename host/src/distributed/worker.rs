@@ -64,10 +64,8 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         None => None,
     };
     super::policy::check_allow(&request.allow)?;
-    let stream = dial(&request.coordinator, request.connect_timeout).await?;
-    stream.set_nodelay(true)?;
     let name = request.name.clone().unwrap_or_else(default_name);
-    let mut conn = prove(stream, &request, &name).await?;
+    let mut conn = connect(&request, &name).await?;
     let join = WorkerMsg::Join(Join {
         plugin_sha256: expected_sha.clone(),
         index: request.index,
@@ -172,8 +170,16 @@ async fn prove(stream: TcpStream, request: &WorkerRequest, name: &str) -> Result
             protocol: version,
             nonce,
         } if magic == protocol::MAGIC && version == protocol::PROTOCOL_VERSION => nonce,
-        CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
-        other => bail!("the coordinator answered the hello with {other:?}"),
+        CoordMsg::Refused(why) => {
+            return Err(decisive(format!(
+                "the coordinator refused this worker: {why}"
+            )))
+        }
+        other => {
+            return Err(decisive(format!(
+                "the coordinator answered the hello with {other:?}"
+            )))
+        }
     };
     let exporter = trust::exporter(conn.get_ref().1)?;
     let token = &request.token;
@@ -185,13 +191,58 @@ async fn prove(stream: TcpStream, request: &WorkerRequest, name: &str) -> Result
         {
             Ok(conn)
         }
-        CoordMsg::Proof(_) => bail!(
+        CoordMsg::Proof(_) => Err(decisive(format!(
             "the coordinator at {addr} did not prove it holds the cluster token: this worker left it \
              and sent it nothing more (another token, or someone in between); give both sides the same {} or --token-file",
             trust::TOKEN_ENV
-        ),
-        CoordMsg::Refused(why) => bail!("the coordinator refused this worker: {why}"),
-        other => bail!("the coordinator answered the proof with {other:?}"),
+        ))),
+        CoordMsg::Refused(why) => return Err(decisive(format!("the coordinator refused this worker: {why}"))),
+        other => Err(decisive(format!("the coordinator answered the proof with {other:?}"))),
+    }
+}
+
+/// An answer of the coordinator that trying again would not change (a refusal, a
+/// proof that does not verify): the worker stops on it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Decisive(String);
+
+fn decisive(why: String) -> anyhow::Error {
+    anyhow::Error::new(Decisive(why))
+}
+
+/// Dials and proves itself until admitted, within `--connect-timeout`: a connection
+/// the coordinator closed before answering (its handshake slots were full, a flood
+/// of peers was in them) is tried again after a wait of 250 ms doubling to 2 s; a
+/// refusal is final.
+async fn connect(request: &WorkerRequest, name: &str) -> Result<Conn> {
+    let deadline = tokio::time::Instant::now() + request.connect_timeout;
+    let mut wait = Duration::from_millis(250);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let stream = dial(&request.coordinator, left).await?;
+        stream.set_nodelay(true)?;
+        match prove(stream, request, name).await {
+            Ok(conn) => return Ok(conn),
+            Err(e) if e.is::<Decisive>() => return Err(e),
+            Err(e) if tokio::time::Instant::now() + wait >= deadline => {
+                return Err(e.context(format!(
+                    "no admission by the coordinator at {} within --connect-timeout {}",
+                    request.coordinator,
+                    crate::config::format_duration(request.connect_timeout)
+                )))
+            }
+            Err(e) => {
+                crate::stderr::line(format_args!(
+                    "worker {name}: the coordinator at {} closed the connection before \
+                     admitting it ({e:#}); trying again in {} ms",
+                    request.coordinator,
+                    wait.as_millis()
+                ));
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+        }
     }
 }
 

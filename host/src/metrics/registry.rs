@@ -84,6 +84,11 @@ builtins! {
     GRPC_STREAMS = "grpc_streams": Counter;
     GRPC_STREAMS_MSGS_SENT = "grpc_streams_msgs_sent": Counter;
     GRPC_STREAMS_MSGS_RECEIVED = "grpc_streams_msgs_received": Counter;
+    SOCKET_CONNECTS = "socket_connects": Counter;
+    SOCKET_CONNECTING = "socket_connecting": Trend, time;
+    SOCKET_CONNECTS_DENIED = "socket_connects_denied": Counter;
+    SOCKET_ERRORS = "socket_errors": Counter;
+    SOCKETS_OPEN = "sockets_open": Gauge;
 }
 
 /// Why a custom metric could not be used.

@@ -1,5 +1,7 @@
 //! Which targets a run may reach. Without `[targets] allow`, loopback only; with it,
 //! exactly the listed origins (scheme, host, port). Checked before any packet is sent.
+//! Raw sockets are origins too: `tcp://host:port` (plain or TLS) and `udp://host:port`,
+//! each allowing only its own transport (an `http://` entry opens no raw socket).
 
 use std::net::IpAddr;
 
@@ -17,7 +19,7 @@ pub enum OriginError {
     /// No `scheme://`.
     #[error("URL {0:?} has no scheme; write http://{0}")]
     NoScheme(String),
-    /// A scheme other than http, https, ws and wss.
+    /// A scheme other than http, https, ws, wss, tcp and udp.
     #[error("URL {url:?}: unsupported scheme {scheme:?}")]
     Scheme {
         /// The URL given.
@@ -28,6 +30,9 @@ pub enum OriginError {
     /// No host after the scheme.
     #[error("URL {0:?} has no host")]
     NoHost(String),
+    /// A `tcp://` or `udp://` origin without a port (they have no default).
+    #[error("{0:?} has no port; write {0}:PORT")]
+    NoPort(String),
 }
 
 /// An entry of `[targets] allow` that is not an origin.
@@ -48,7 +53,7 @@ pub struct NotAllowed {
 /// A scheme, host and port that may be reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
-    /// `http`, `https`, `ws` or `wss`.
+    /// `http`, `https`, `ws`, `wss`, or `tcp` and `udp` for raw sockets (`sockets`).
     pub scheme: String,
     /// Host name or address, lower case, IPv6 without brackets.
     pub host: String,
@@ -72,6 +77,11 @@ impl Origin {
         let default_port = match scheme.as_str() {
             "http" | "ws" => 80,
             "https" | "wss" => 443,
+            // Raw sockets: no protocol, so no default port.
+            "tcp" | "udp" if uri.port_u16().is_none() => {
+                return Err(OriginError::NoPort(url.to_owned()))
+            }
+            "tcp" | "udp" => 0,
             _ => {
                 return Err(OriginError::Scheme {
                     url: url.to_owned(),
@@ -206,6 +216,27 @@ mod tests {
         assert!(list
             .check(&Origin::parse("https://127.0.0.1:8080/").unwrap())
             .is_err());
+    }
+
+    #[test]
+    fn raw_socket_origins_allow_only_their_transport() {
+        let list =
+            Allowlist::new(&["tcp://127.0.0.1:6379".into(), "udp://10.0.0.1:53".into()]).unwrap();
+        let tcp = Origin::parse("tcp://127.0.0.1:6379").unwrap();
+        assert!(list.check(&tcp).is_ok());
+        assert!(list
+            .check(&Origin::parse("http://127.0.0.1:6379").unwrap())
+            .is_err());
+        assert!(list
+            .check(&Origin::parse("udp://127.0.0.1:6379").unwrap())
+            .is_err());
+        assert!(list
+            .check(&Origin::parse("udp://10.0.0.1:53").unwrap())
+            .is_ok());
+        assert_eq!(
+            Origin::parse("tcp://db").unwrap_err().to_string(),
+            "\"tcp://db\" has no port; write tcp://db:PORT"
+        );
     }
 
     #[test]

@@ -285,8 +285,9 @@ pub(crate) async fn connect_tcp(
     )))
 }
 
-/// Connects to `addr` from the source address `ip` (any free port).
-async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+/// Connects to `addr` from the source address `ip` (any free port); raw sockets
+/// (`super::sockets`) leave from a VU's address this way too.
+pub(crate) async fn connect_from(ip: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
     let socket = if ip.is_ipv4() {
         TcpSocket::new_v4()?
     } else {

@@ -1,7 +1,7 @@
 //! The host side of the plugin's network imports: HTTP over per-VU connection pools
 //! (HTTP/1.1 on hyper or on the host's own lean client, `lean`; HTTP/2 on hyper;
-//! HTTP/3 on quinn and h3), WebSockets held by the host, and the allowlist every
-//! request passes first.
+//! HTTP/3 on quinn and h3), WebSockets held by the host, raw TCP/TLS/UDP sockets
+//! (`sockets`), and the allowlist every request and connect passes first.
 //!
 //! `types` holds the leaf types (request, response, protocol, error, bytes) and
 //! imports nothing of `net`; the files above it import downwards only: `http` →
@@ -16,6 +16,7 @@ pub(crate) mod connect;
 pub(crate) mod cookies;
 pub(crate) mod counting_io;
 pub(crate) mod descriptors;
+pub(crate) mod encoding;
 pub(crate) mod grpc;
 pub(crate) mod h3;
 pub(crate) mod http;
@@ -23,6 +24,7 @@ pub(crate) mod lean;
 pub(crate) mod plain_or_tls;
 pub(crate) mod request_tags;
 pub(crate) mod shared;
+pub(crate) mod sockets;
 pub(crate) mod targets;
 pub(crate) mod tls;
 pub(crate) mod tls_material;

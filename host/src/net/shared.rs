@@ -30,6 +30,10 @@ pub struct NetShared {
     pub ws_open: AtomicI64,
     /// Whether any WebSocket was opened in this run (its gauge is shown only then).
     pub ws_used: std::sync::atomic::AtomicBool,
+    /// Raw sockets (`sockets` interface) open now, over all VUs.
+    pub sockets_open: AtomicI64,
+    /// Whether any raw socket was opened in this run (its gauge is shown only then).
+    pub sockets_used: std::sync::atomic::AtomicBool,
     /// Redirects, cookies and source addresses (`[http]`).
     pub http: crate::config::HttpOptions,
     /// TLS configuration and what handshakes negotiated (`[tls]`); shared with the
@@ -62,6 +66,8 @@ impl NetShared {
             websocket: Default::default(),
             ws_open: AtomicI64::new(0),
             ws_used: Default::default(),
+            sockets_open: AtomicI64::new(0),
+            sockets_used: Default::default(),
             http: Default::default(),
             tls: Default::default(),
             connections: Default::default(),

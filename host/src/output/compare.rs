@@ -159,7 +159,7 @@ fn load_series(summary: &Path) -> Result<Option<significance::Series>> {
 
 /// Reads a summary.json back into its type, saying what is wrong with a file that is
 /// not one: not JSON, not a host summary at all, or one of another schema.
-fn load(path: &Path) -> Result<(PathBuf, Summary)> {
+pub(crate) fn load(path: &Path) -> Result<(PathBuf, Summary)> {
     let file = summary_path(path);
     let text = std::fs::read_to_string(&file).with_context(|| {
         format!(
@@ -196,23 +196,38 @@ pub fn compare_runs(a: &Path, b: &Path, tolerance: Tolerance) -> Result<Comparis
     let (a_path, a_sum) = load(a)?;
     let (b_path, b_sum) = load(b)?;
     let series = [load_series(&a_path)?, load_series(&b_path)?];
-    Ok(Comparison {
+    let [sa, sb] = series;
+    Ok(compare_loaded(
+        (a_path, a_sum, sa),
+        (b_path, b_sum, sb),
+        tolerance,
+    ))
+}
+
+/// One run as compared: where it is, its summary, its per-second data.
+pub(crate) type Loaded = (PathBuf, Summary, Option<significance::Series>);
+
+/// Compares two runs already read (from their folders, or from the store of runs).
+pub(crate) fn compare_loaded(a: Loaded, b: Loaded, tolerance: Tolerance) -> Comparison {
+    let (a_path, a_sum, sa) = a;
+    let (b_path, b_sum, sb) = b;
+    Comparison {
         rows: compare_with(
             &a_sum.metrics,
             &b_sum.metrics,
-            [series[0].as_ref(), series[1].as_ref()],
+            [sa.as_ref(), sb.as_ref()],
             tolerance,
         ),
         about: [describe(&a_sum), describe(&b_sum)],
         resources: compare_stack::rows(a_sum.stack.as_ref(), b_sum.stack.as_ref()),
         seconds: [
-            series[0].as_ref().map(|s| s.seconds),
-            series[1].as_ref().map(|s| s.seconds),
+            sa.as_ref().map(|s| s.seconds),
+            sb.as_ref().map(|s| s.seconds),
         ],
         a: a_path,
         b: b_path,
         tolerance,
-    })
+    }
 }
 
 fn describe(summary: &Summary) -> String {

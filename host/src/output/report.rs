@@ -9,7 +9,8 @@ use anyhow::Result;
 use quick_xml::escape::escape;
 use std::fmt::Write;
 
-const STYLE: &str = r#"
+/// The page's CSS, shared with the other pages drawn like it (`host runs trend --html`).
+pub(crate) const STYLE: &str = r#"
 body { font-family: sans-serif; margin: 24px auto; max-width: 1040px; color: #222; }
 h1 { font-size: 22px; margin-bottom: 4px; }
 h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }

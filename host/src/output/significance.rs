@@ -23,7 +23,7 @@ pub(crate) const ALPHA: f64 = 0.05;
 const RESAMPLES: usize = 1000;
 
 /// Intervals shorter than this are partial seconds (the run's last) and left out.
-const WHOLE_SECOND: f64 = 0.9;
+pub(crate) const WHOLE_SECOND: f64 = 0.9;
 
 /// How a change was judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -316,13 +316,17 @@ fn read_hlog(path: &Path) -> Result<Vec<Second>> {
             deserializer.deserialize(&mut &raw[..]).map_err(|e| {
                 anyhow::anyhow!("{}: an interval does not decode: {e:?}", path.display())
             })?;
-        seconds.push(
-            h.iter_recorded()
-                .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.count_at_value()))
-                .collect(),
-        );
+        seconds.push(second_of(&h));
     }
     Ok(seconds)
+}
+
+/// One interval's histogram as a [`Second`], values divided by 1000 (the logs hold
+/// microseconds for timings, which compare shows in milliseconds).
+pub(crate) fn second_of(h: &hdrhistogram::Histogram<u64>) -> Second {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to() as f64 / 1000.0, v.count_at_value()))
+        .collect()
 }
 
 #[cfg(test)]

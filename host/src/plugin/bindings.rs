@@ -33,6 +33,15 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/grpc.[method]grpc-stream.send": async,
         "loadtest:scenario/grpc.[method]grpc-stream.close-send": async,
         "loadtest:scenario/grpc.[method]grpc-stream.recv": async,
+        "loadtest:scenario/sockets.[static]tcp-socket.connect": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.write": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.read": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.read-exact": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.read-until": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.shutdown-write": async,
+        "loadtest:scenario/sockets.[static]udp-socket.connect": async,
+        "loadtest:scenario/sockets.[method]udp-socket.send": async,
+        "loadtest:scenario/sockets.[method]udp-socket.recv": async,
         default: trappable,
     },
     exports: { default: async },
@@ -48,6 +57,8 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/http.response-content": crate::net::types::ResponseContent,
         "loadtest:scenario/http.prepared-request": crate::net::http::prepared::PreparedRequest,
         "loadtest:scenario/html.document": crate::html::Document,
+        "loadtest:scenario/sockets.tcp-socket": crate::net::sockets::tcp::TcpConn,
+        "loadtest:scenario/sockets.udp-socket": crate::net::sockets::udp::UdpConn,
     },
 });
 
@@ -55,4 +66,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.6";
+pub const WIT_VERSION: &str = "0.3.7";

@@ -29,7 +29,7 @@ pub mod bindings {
 }
 
 use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content, responses, samples, sockets};
+use bindings::loadtest::k6_layer::{checks, content, crypto, responses, samples, sockets};
 use wasmtime::component::Resource;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
@@ -44,6 +44,7 @@ pub(crate) fn add_to_linker(
     type Own = wasmtime::component::HasSelf<VuState>;
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
     content::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    crypto::add_to_linker::<VuState, Own>(linker, |s| s)?;
     responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
     samples::add_to_linker::<VuState, Own>(linker, |s| s)?;
     sockets::add_to_linker::<VuState, Own>(linker, |s| s)?;

@@ -37,7 +37,8 @@ impl VuState {
     /// failure kept for `error`.
     fn hold(&mut self, result: Result<HttpResponse, HttpError>, asked: &str) -> u32 {
         match result {
-            Ok(r) => {
+            Ok(mut r) => {
+                self.decode_body(&mut r);
                 // A status is three digits; the field has ten bits.
                 let status = u32::from(r.status).min(MOVED - 1);
                 let moved = if r.url == asked { 0 } else { MOVED };
@@ -48,6 +49,23 @@ impl VuState {
                 self.layer.errors.push(e);
                 FAILED | (self.layer.errors.len() as u32 - 1)
             }
+        }
+    }
+
+    /// Decodes the body by its `Content-Encoding`, as k6 does before the script reads
+    /// it; a body that does not decode stays as it came, with a warning (k6 fails
+    /// the request instead: the status and timings are kept here).
+    fn decode_body(&mut self, r: &mut HttpResponse) {
+        let Some(encoding) = r.content.header("content-encoding") else {
+            return;
+        };
+        match crate::net::encoding::decode(&encoding, &r.content.body, self.services.net.max_body) {
+            Ok(Some(body)) => r.content.body = body,
+            Ok(None) => {}
+            Err(e) => self.services.warn_once(
+                "content-encoding",
+                &format!("{}: {e}; the body is kept as it came", r.url),
+            ),
         }
     }
 

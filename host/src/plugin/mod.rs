@@ -13,9 +13,11 @@ pub(crate) mod embedded;
 pub(crate) mod engine;
 pub(crate) mod imports;
 pub(crate) mod layer;
+pub(crate) mod layer_crypto;
 pub(crate) mod layer_responses;
 pub(crate) mod layer_samples;
 pub(crate) mod layer_series;
+pub(crate) mod link;
 pub(crate) mod log;
 pub(crate) mod numbers;
 pub(crate) mod output;
@@ -24,6 +26,7 @@ pub(crate) mod reference;
 pub(crate) mod response_slots;
 pub(crate) mod send;
 pub(crate) mod shape;
+pub(crate) mod sockets;
 pub(crate) mod state;
 pub(crate) mod summary;
 pub(crate) mod trap;
@@ -35,7 +38,7 @@ use sha2::{Digest, Sha256};
 use state::VuState;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Engine, Store};
 
 pub(crate) use bindings::exports::loadtest::scenario::plugin::PluginInfo;
@@ -106,7 +109,7 @@ impl Plugin {
         validate::check_contract(engine, &component, path)?;
         let mut linker: Linker<VuState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        Scenario::add_to_linker::<VuState, HasSelf<VuState>>(&mut linker, |s| s)?;
+        link::add_to_linker(&mut linker)?;
         layer::add_to_linker(&mut linker)?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(

@@ -172,6 +172,9 @@ pub struct VuState {
     /// The data sets the plugin published (`shared-data.publish`); `Some` only in the
     /// instance that runs `describe`.
     pub published: Option<Published>,
+    /// Raw sockets (`sockets`): the capability's own state, reached by its imports
+    /// through [`VuState::sockets`].
+    pub(crate) sockets: super::sockets::SocketsCtx,
 }
 
 /// Data sets published from `describe` (contract 0.3.3), and their size.
@@ -198,6 +201,11 @@ impl VuState {
             builder.env(k, v);
         }
         let http = HttpClient::new(services.net.clone()).for_vu(identity.vu_id);
+        let sockets = super::sockets::SocketsCtx::new(
+            services.net.clone(),
+            identity.tags.clone(),
+            services.net.http.local_ip(identity.vu_id),
+        );
         let services_cpu = services.cpu_per_call;
         Self {
             wasi: builder.build(),
@@ -215,6 +223,17 @@ impl VuState {
             metrics: MetricsState::default(),
             layer: LayerState::default(),
             published: None,
+            sockets,
+        }
+    }
+
+    /// What the `sockets` imports see of the store: their state, the resource table
+    /// and the call's budget.
+    pub(crate) fn sockets(&mut self) -> super::sockets::SocketsView<'_> {
+        super::sockets::SocketsView {
+            ctx: &mut self.sockets,
+            table: &mut self.table,
+            budget: &mut self.budget,
         }
     }
 

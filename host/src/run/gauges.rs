@@ -1,4 +1,5 @@
-//! The run's gauges (VUs, VUs allocated, requests in flight, open WebSockets), sampled
+//! The run's gauges (VUs, VUs allocated, requests in flight, open WebSockets and raw
+//! sockets), sampled
 //! between the ticks: half-way through each second, and once more before the last.
 
 use crate::executor::ScenarioCtx;
@@ -29,5 +30,9 @@ pub(super) fn sample_gauges(services: &HostServices, contexts: &[Arc<ScenarioCtx
     if services.net.ws_used.load(Ordering::Relaxed) {
         let open = services.net.ws_open.load(Ordering::Relaxed).max(0);
         recorder.gauge(builtin::WS_SOCKETS_OPEN, &none, open as f64);
+    }
+    if services.net.sockets_used.load(Ordering::Relaxed) {
+        let open = services.net.sockets_open.load(Ordering::Relaxed).max(0);
+        recorder.gauge(builtin::SOCKETS_OPEN, &none, open as f64);
     }
 }

@@ -56,6 +56,12 @@ mod net {
     mod websockets;
 }
 
+/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins against
+/// the real servers.
+mod sockets {
+    mod redis_plugin;
+}
+
 /// gRPC: against grpcio (a server this project did not write) and the demo's face.
 mod grpc {
     mod demo_face;
@@ -69,11 +75,13 @@ mod js {
     mod grpc;
     mod grpc_connect;
     mod hostile;
+    mod http_compat;
     mod messages;
     mod repeated;
     mod responses;
     mod runtime_guards;
     mod scripts;
+    mod webcrypto;
 }
 
 /// Plugins from elsewhere: `host new`/`build`/`inspect`, Python, HAR import, OCI.
@@ -93,7 +101,7 @@ mod examples {
 }
 
 /// What a run writes: report.html, live outputs, remote write, compare, unwritable
-/// results.
+/// results, the store of runs.
 mod outputs {
     mod compare;
     mod compare_significance;
@@ -101,6 +109,7 @@ mod outputs {
     mod remote_write_tls;
     mod report;
     mod results_writes;
+    mod runs_store;
 }
 
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.

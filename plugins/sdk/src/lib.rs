@@ -1,7 +1,7 @@
 //! # loadtest — write load-test scenarios in Rust
 //!
 //! A scenario plugin is a WASI 0.2 component that the `loadtest` host runs once per
-//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.6`,
+//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.7`,
 //! world `scenario`) in an ordinary Rust API: implement [`Scenario`] for a type and
 //! export it with [`export!`].
 //!
@@ -30,7 +30,8 @@
 //! Build with `cargo build --release --target wasm32-wasip2` (the plugins workspace
 //! sets that target by default); the output `.wasm` is a component the host loads.
 //!
-//! All network I/O goes through the host ([`http`], [`websocket`]), which enforces the
+//! All network I/O goes through the host ([`http`], [`websocket`], [`grpc`], [`sockets`]
+//! for TCP, TLS and UDP), which enforces the
 //! run's target allowlist and records the built-in metrics (`http_req_duration`, ...).
 //! A panic in the plugin is reported to the host with its message and location before
 //! the instance traps (see [`export!`]).
@@ -59,7 +60,7 @@ pub mod bindings {
         // conversion of each failed request. The key carries the contract's version,
         // so a new version fails the build here until the key follows it.
         with: {
-            "loadtest:scenario/http@0.3.6/http-error": crate::http::HttpError,
+            "loadtest:scenario/http@0.3.7/http-error": crate::http::HttpError,
         },
     });
 }
@@ -79,6 +80,7 @@ pub mod log;
 pub mod meta;
 pub mod metrics;
 mod scenario;
+pub mod sockets;
 mod tags;
 pub mod vu;
 pub mod websocket;

@@ -6,6 +6,7 @@
 //! carries them. Values that look generated but that no earlier response carried are
 //! listed as unresolved (they are replayed as recorded).
 
+#[cfg(test)]
 use super::html;
 use super::model::is_static;
 use super::model::Recording;
@@ -201,7 +202,9 @@ fn json_leaves(v: &Value, path: String, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The path of a leaf equal to `want` (a numeric id only under an id-like key).
+/// The path of a leaf equal to `want` (a numeric id only under an id-like key): the
+/// search [`super::index`] replaces, kept to test that it gives the same answers.
+#[cfg(test)]
 fn find_json(v: &Value, want: &str, path: &str) -> Option<String> {
     let join = |k: &str| {
         if path.is_empty() {
@@ -230,7 +233,9 @@ fn find_json(v: &Value, want: &str, path: &str) -> Option<String> {
     }
 }
 
-/// Where in the response of entry `i` the value `want` is, if anywhere.
+/// Where in the response of entry `i` the value `want` is, if anywhere (the reference
+/// [`super::index::Responses::find`] is tested against).
+#[cfg(test)]
 fn find_source(rec: &Recording, i: usize, want: &str) -> Option<Source> {
     let e = &rec.entries[i];
     let numeric = want.chars().all(|c| c.is_ascii_digit());
@@ -286,7 +291,7 @@ fn find_source(rec: &Recording, i: usize, want: &str) -> Option<Source> {
 }
 
 /// Boundaries around the first occurrence of `want` that find it again.
-fn between(body: &str, want: &str) -> Option<Source> {
+pub(crate) fn between(body: &str, want: &str) -> Option<Source> {
     let at = body.find(want)?;
     let right: String = body[at + want.len()..].chars().take(1).collect();
     for k in [12usize, 24, 48] {
@@ -359,8 +364,9 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
     let mut rules: Vec<Rule> = Vec::new();
     let mut by_value: BTreeMap<String, usize> = BTreeMap::new();
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    // Responses seen so far: (entry answering, var, label).
-    let mut seen: Vec<(usize, String, String)> = Vec::new();
+    // Responses seen so far: (var, label), and their values indexed.
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut responses = super::index::Responses::default();
     let mut unresolved = Vec::new();
     let mut uniques = find_uniques(rec, plan, &mut names);
     for step in &mut plan.steps {
@@ -405,9 +411,9 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
                     }
                     continue;
                 }
-                let found = seen.iter().rev().find_map(|(entry, var, from)| {
-                    find_source(rec, *entry, &value).map(|s| (s, var.clone(), from.clone()))
-                });
+                let found = responses
+                    .find(&value)
+                    .map(|(at, s)| (s, seen[at].0.clone(), seen[at].1.clone()));
                 match found {
                     Some((source, from_var, from_label)) => {
                         let base = var_for(&source);
@@ -443,7 +449,8 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
             // Longest first, so that a value inside another is not cut out of it.
             call.subs.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
             if !is_static(&rec.entries[call.entry]) {
-                seen.push((call.answered_by, call.var.clone(), label));
+                seen.push((call.var.clone(), label));
+                responses.add(&rec.entries[call.answered_by]);
             }
         }
     }
@@ -455,6 +462,52 @@ pub(crate) fn correlate(rec: &Recording, plan: &mut Plan) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The index answers as the search newest-first over every earlier response did,
+    /// for every value of a recording that mixes headers, JSON, pages and text.
+    #[test]
+    fn the_index_finds_what_the_search_found() {
+        let rec = super::super::model::parse(
+            r#"{"log":{"entries":[
+              {"startedDateTime":"2024-05-01T10:00:00Z","request":{"method":"GET","url":"http://a.test/a"},"response":{"status":302,"headers":[{"name":"Location","value":"/b?code=loc-0123456789ab&n=42"},{"name":"X-Token","value":"hdr-tok-0123456789"},{"name":"Set-Cookie","value":"sid=cookie-0123456789"}]}},
+              {"startedDateTime":"2024-05-01T10:00:01Z","request":{"method":"GET","url":"http://a.test/b"},"response":{"status":200,"content":{"mimeType":"application/json","text":"{\"user_id\": 4242, \"id\": \"77\", \"n\": 5, \"items\": [{\"id\": 1001, \"tok\": \"hdr-tok-0123456789\"}, {\"ref\": \"json-ref-abcdef0123\"}], \"dup\": \"json-ref-abcdef0123\"}"}}},
+              {"startedDateTime":"2024-05-01T10:00:02Z","request":{"method":"GET","url":"http://a.test/c"},"response":{"status":200,"content":{"mimeType":"text/html","text":"<form><input type=hidden name=csrf value=\"csrf-0123456789abc\"><input name=\"\" value=\"noname-0123456789\"></form><script type=\"application/json\" id=\"boot\">{\"session\": {\"key\": \"boot-key-0123456789\", \"user_id\": 99}}</script><p>ref json-ref-abcdef0123; token: txt-0123456789abcdef.</p>"}}},
+              {"startedDateTime":"2024-05-01T10:00:03Z","request":{"method":"GET","url":"http://a.test/d"},"response":{"status":200,"headers":[{"name":"X-Next","value":"csrf-0123456789abc"}],"content":{"mimeType":"text/plain","text":"plain hdr-tok-0123456789 end"}}}
+            ]}}"#,
+        )
+        .unwrap();
+        let wants = [
+            "loc-0123456789ab",
+            "42",
+            "hdr-tok-0123456789",
+            "cookie-0123456789",
+            "4242",
+            "77",
+            "5",
+            "1001",
+            "json-ref-abcdef0123",
+            "csrf-0123456789abc",
+            "noname-0123456789",
+            "boot-key-0123456789",
+            "99",
+            "txt-0123456789abcdef",
+            "absent-0123456789",
+        ];
+        let mut responses = super::super::index::Responses::default();
+        for n in 0..rec.entries.len() {
+            responses.add(&rec.entries[n]);
+            for want in wants {
+                let searched = (0..=n)
+                    .rev()
+                    .find_map(|i| find_source(&rec, i, want).map(|s| (i, s)));
+                assert_eq!(responses.find(want), searched, "{want} after {n}");
+            }
+        }
+        assert_eq!(
+            responses.find("csrf-0123456789abc"),
+            Some((3, Source::Header("X-Next".into())))
+        );
+    }
 
     #[test]
     fn names_and_boundaries() {

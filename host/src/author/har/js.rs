@@ -330,7 +330,12 @@ pub(crate) fn summary_lines_for(plan: &Plan, forms: bool) -> Vec<String> {
     } else {
         out.push("Unresolved: sent as recorded, found in no earlier response:".into());
         for u in &plan.unresolved {
-            out.push(format!("  {:?} in {}", u.value, u.used_by));
+            if super::secrets::names_a_secret(&u.used_by) {
+                // A credential: named, its value not printed (see the warning below).
+                out.push(format!("  (a credential, not shown) in {}", u.used_by));
+            } else {
+                out.push(format!("  {:?} in {}", u.value, u.used_by));
+            }
         }
     }
     if plan.left_out.is_empty() {
@@ -344,6 +349,18 @@ pub(crate) fn summary_lines_for(plan: &Plan, forms: bool) -> Vec<String> {
             ));
         }
     }
+    if !plan.skipped.is_empty() {
+        let list: Vec<String> = plan
+            .skipped
+            .iter()
+            .map(|(scheme, n)| format!("{scheme} {n}"))
+            .collect();
+        out.push(format!(
+            "Skipped (not http or https, nothing to send): {}.",
+            list.join(", ")
+        ));
+    }
+    out.extend(super::secrets::warnings(plan));
     out.push("Cookies are left to the cookie jar.".into());
     out
 }

@@ -16,6 +16,7 @@ pub(crate) mod forms;
 #[cfg(test)]
 mod hostile_tests;
 pub(crate) mod html;
+pub(crate) mod index;
 pub(crate) mod js;
 pub(crate) mod model;
 pub(crate) mod pieces;
@@ -23,6 +24,7 @@ pub(crate) mod plan;
 pub(crate) mod py;
 pub(crate) mod rules;
 pub(crate) mod rust;
+pub(crate) mod secrets;
 
 use anyhow::{bail, Result};
 use std::path::Path;
@@ -89,6 +91,17 @@ pub(crate) fn write(
 ) -> Result<Imported> {
     let rec = model::read(har)?;
     let plan = plan_all(&rec, opts);
+    if plan.origin.is_empty() {
+        bail!(
+            "{} has no http or https request (only {}): nothing to make a scenario of",
+            har.display(),
+            plan.skipped
+                .iter()
+                .map(|(s, n)| format!("{n} {s}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if plan.steps.is_empty() {
         bail!(
             "{} has no request to {} that was answered: nothing to make a scenario of",

@@ -159,9 +159,36 @@ pub(crate) struct Recording {
     pub start_ms: Vec<f64>,
 }
 
+/// The largest HAR file read: a recording of a few hundred pages with their bodies is
+/// tens of MiB; the parsed file takes several times its size in memory, so a larger
+/// file (or `/dev/zero`, which grew the host to 8.2 GiB, issue 49) is refused.
+pub(crate) const MAX_HAR_BYTES: u64 = 256 << 20;
+
 /// Reads and checks a HAR file.
 pub(crate) fn read(path: &Path) -> Result<Recording> {
-    let text = std::fs::read_to_string(path)
+    read_limited(path, MAX_HAR_BYTES)
+}
+
+/// As [`read`], with the size limit given.
+fn read_limited(path: &Path, limit: u64) -> Result<Recording> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the HAR file {}", path.display()))?;
+    // Read at most one byte past the limit: a device or a pipe has no size to check.
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the HAR file {}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        bail!(
+            "{} is larger than {} MiB, the most a recording is read to: record fewer pages, \
+             or save the HAR without the static files' bodies",
+            path.display(),
+            limit >> 20
+        );
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))
         .with_context(|| format!("cannot read the HAR file {}", path.display()))?;
     parse(&text).with_context(|| format!("{} is not a usable HAR file", path.display()))
 }
@@ -280,6 +307,22 @@ mod tests {
         assert_eq!(rec.entries[0].request.url, "http://a.test/a");
         assert_eq!(rec.start_ms, vec![0.0, 500.0]);
         assert_eq!(rec.entries[0].request_body().unwrap(), "x=1+2");
+    }
+
+    #[test]
+    fn a_har_past_the_size_limit_is_refused_without_reading_it_whole() {
+        // /dev/zero has no size to check: it grew the host to 8.2 GiB.
+        let e = format!(
+            "{:#}",
+            read_limited(Path::new("/dev/zero"), 1 << 20).unwrap_err()
+        );
+        assert!(e.contains("larger than 1 MiB"), "{e}");
+        let tmp = tempfile::tempdir().unwrap();
+        let big = tmp.path().join("big.har");
+        std::fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
+        let e = format!("{:#}", read_limited(&big, 1 << 20).unwrap_err());
+        assert!(e.contains("big.har is larger than 1 MiB"), "{e}");
+        assert_eq!(MAX_HAR_BYTES, 256 << 20);
     }
 
     #[test]

@@ -40,6 +40,22 @@ pub(crate) struct Plan {
     pub uniques: Vec<super::rules::Unique>,
     /// Requests recorded, kept.
     pub requests: usize,
+    /// Entries that are not http(s) (`data:`, `file:`, `javascript:`, ...), by scheme,
+    /// with how many: nothing a load test can send.
+    pub skipped: Vec<(String, usize)>,
+}
+
+/// Whether `url` is an http or https URL: the only entries a scenario can replay.
+pub(crate) fn is_http(url: &str) -> bool {
+    Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+}
+
+/// The scheme of `url`, as the skipped list names it.
+fn scheme(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(u) => format!("{}:", u.scheme()),
+        Err(_) => "unparsable".to_string(),
+    }
 }
 
 /// One page (or burst) of the recording.
@@ -88,6 +104,9 @@ pub(crate) struct Call {
     pub status: i64,
     /// The redirect followed, as `302 to /survey`.
     pub redirect: Option<String>,
+    /// Headers the browser sent to the redirect's target but not with this request:
+    /// the replay sends only this request's, so they are named (not their values).
+    pub redirect_headers: Vec<String>,
     /// The variable its response is held in.
     pub var: String,
     /// Recorded values this call sends that are extracted at run time: value → the
@@ -209,20 +228,20 @@ fn end_ms(rec: &Recording, i: usize) -> f64 {
 
 /// The application's origin: the first document's, else the first request's.
 fn app_origin(rec: &Recording) -> String {
-    let doc = rec
-        .entries
-        .iter()
+    // A `data:` or `file:` entry has no origin (`null`): never the application's.
+    let http = || rec.entries.iter().filter(|e| is_http(&e.request.url));
+    let doc = http()
         .find(|e| e.resource_type.as_deref() == Some("document"))
         .or_else(|| {
-            rec.entries.iter().find(|e| {
+            http().find(|e| {
                 e.response
                     .content
                     .as_ref()
                     .is_some_and(|c| c.mime_type.contains("html"))
             })
         })
-        .unwrap_or(&rec.entries[0]);
-    origin_of(&doc.request.url)
+        .or_else(|| http().next());
+    doc.map(|d| origin_of(&d.request.url)).unwrap_or_default()
 }
 
 /// Groups the kept entries into steps: by page when the HAR has pages, else by bursts.
@@ -273,7 +292,12 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         .collect();
     let mut left: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = Vec::new();
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     for (i, e) in rec.entries.iter().enumerate() {
+        if !is_http(&e.request.url) {
+            *skipped.entry(scheme(&e.request.url)).or_default() += 1;
+            continue;
+        }
         let o = origin_of(&e.request.url);
         // Failed or blocked requests (status 0) were never answered: nothing to replay.
         if e.response.status <= 0 {
@@ -386,6 +410,7 @@ pub(crate) fn plan(rec: &Recording, opts: &Options) -> Plan {
         unresolved: Vec::new(),
         uniques: Vec::new(),
         requests: calls,
+        skipped: skipped.into_iter().collect(),
     }
 }
 
@@ -425,6 +450,22 @@ fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {
                 .unwrap_or_default()
         )
     });
+    let redirect_headers: Vec<String> = if answered_by != i {
+        end.request
+            .headers
+            .iter()
+            .filter(|h| !dropped_header(&h.name))
+            .filter(|h| {
+                !e.request
+                    .headers
+                    .iter()
+                    .any(|o| o.name.eq_ignore_ascii_case(&h.name))
+            })
+            .map(|h| h.name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     // A 304 answered a conditional request the browser's cache made (`If-None-Match`,
     // `If-Modified-Since`); the replay has no cache and does not send those headers
     // (see `dropped_header`), so the server answers in full: 200.
@@ -444,6 +485,7 @@ fn make_call(rec: &Recording, i: usize, answered_by: usize, n: usize) -> Call {
         body,
         status,
         redirect,
+        redirect_headers,
         var: format!("res{n}"),
         subs: Vec::new(),
         revalidated,

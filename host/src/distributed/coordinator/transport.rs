@@ -1,17 +1,29 @@
 //! The coordinator's connections: it takes them (a bounded number at once in the
 //! handshake), admits a worker once the TLS handshake, its hello and the proofs both
 //! ways are done, then carries its messages both ways and notices its silence.
+//!
+//! Before a peer has proved itself it is nobody: a flood of idle connections must not
+//! lock real workers out, nor write the coordinator's log. When the handshake slots
+//! are full the oldest connection still in it is closed to make room (an idle one is
+//! the oldest; a real worker proves itself in milliseconds); what such peers cause is
+//! logged a few lines a second at most, with a count of the lines left out
+//! ([`Throttled`]); a
+//! worker's name is escaped and cut before any line quotes it; and a wrong proof is
+//! answered only after a wait that doubles with each wrong proof from that address
+//! (to [`MAX_PROOF_WAIT`]), so a guesser gets a few tries a second, not hundreds.
 
 use super::hub::Hub;
 use crate::distributed::protocol::{self, CoordMsg, FrameError, Join, WorkerHello, WorkerMsg};
 use crate::distributed::trust::{self, Role};
 use crate::distributed::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::mpsc;
 
 /// A worker's connection: TLS over TCP.
 type Conn = tokio_rustls::server::TlsStream<TcpStream>;
@@ -19,23 +31,156 @@ type Conn = tokio_rustls::server::TlsStream<TcpStream>;
 /// Time a connection has for the TLS handshake and the proofs.
 const ADMIT_WITHIN: Duration = Duration::from_secs(10);
 
-/// Connections that may be in the handshake or the proofs at once: more are closed at
-/// once, so that a flood of them holds a bounded amount of memory.
+/// Connections that may be in the handshake or the proofs at once: past it the oldest
+/// is closed, so that a flood of them holds a bounded amount of memory and a real
+/// worker still gets a slot.
 const MAX_ADMITTING: usize = 64;
+
+/// Bytes of a worker's name a log line quotes.
+const NAME_BYTES: usize = 64;
+
+/// The longest wait before a wrong proof is answered.
+const MAX_PROOF_WAIT: Duration = Duration::from_secs(5);
+
+/// Addresses whose wrong proofs are remembered (the oldest is forgotten past it).
+const MAX_GUESSERS: usize = 1024;
+
+/// The connections still in the handshake, oldest first, each with its task's handle.
+#[derive(Default)]
+struct Admitting {
+    slots: Mutex<VecDeque<(u64, tokio::task::AbortHandle)>>,
+    next: AtomicU64,
+}
+
+impl Admitting {
+    /// Takes a slot for the task `abort` stops; the oldest is closed first when all are
+    /// taken (said, throttled). Its number, to give it back.
+    fn take(&self, abort: tokio::task::AbortHandle) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.len() >= MAX_ADMITTING {
+            if let Some((_, oldest)) = slots.pop_front() {
+                oldest.abort();
+                UNPROVEN.line(format_args!(
+                    "coordinator: closed the oldest of {MAX_ADMITTING} connections still \
+                     proving themselves, to make room for a new one"
+                ));
+            }
+        }
+        slots.push_back((id, abort));
+        id
+    }
+
+    /// Gives slot `id` back; whether it was still held (not taken by a newer one).
+    fn give_back(&self, id: u64) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.iter().position(|(i, _)| *i == id) {
+            Some(at) => {
+                slots.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Log lines of one kind, at most [`LINES_PER_SECOND`] a second; the next printed
+/// after some were left out says how many.
+pub(super) struct Throttled {
+    /// The start of the current second, and the lines printed in it.
+    window: Mutex<Option<(Instant, u32)>>,
+    left_out: AtomicU64,
+}
+
+/// Lines a [`Throttled`] prints in one second: a few refusals at once (two workers
+/// with the wrong token) are each named; a flood costs a few lines a second.
+const LINES_PER_SECOND: u32 = 5;
+
+impl Throttled {
+    const fn new() -> Self {
+        Self {
+            window: Mutex::new(None),
+            left_out: AtomicU64::new(0),
+        }
+    }
+
+    /// Prints `text` unless this second's lines were printed already.
+    pub(super) fn line(&self, text: impl std::fmt::Display) {
+        let mut window = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let (start, printed) = match *window {
+            Some((start, n)) if now.duration_since(start) < Duration::from_secs(1) => (start, n),
+            _ => (now, 0),
+        };
+        if printed >= LINES_PER_SECOND {
+            self.left_out.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *window = Some((start, printed + 1));
+        let left_out = self.left_out.swap(0, Ordering::Relaxed);
+        if left_out > 0 {
+            crate::stderr::line(format_args!(
+                "{text} ({left_out} more such lines were left out: at most \
+                 {LINES_PER_SECOND} a second)"
+            ));
+        } else {
+            crate::stderr::line(text);
+        }
+    }
+}
+
+/// What peers that have not proved themselves cause: dropped, refused, closed.
+static UNPROVEN: Throttled = Throttled::new();
+
+/// A peer's name as a log line quotes it: escaped (no terminal controls, no line
+/// breaks: a name cannot forge a line) and cut.
+pub(super) fn shown_name(name: &str) -> String {
+    crate::bounded::cut(&crate::stderr::escape_controls(name, false), NAME_BYTES).into_owned()
+}
+
+/// Wrong proofs by address: how many, and when the last came.
+#[derive(Default)]
+struct Guessers(Mutex<HashMap<IpAddr, (u32, Instant)>>);
+
+impl Guessers {
+    /// The wait before answering a wrong proof from `ip`, which is counted: 100 ms,
+    /// doubling with each wrong proof in the last minute, at most [`MAX_PROOF_WAIT`].
+    fn wrong(&self, ip: IpAddr) -> Duration {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if map.len() >= MAX_GUESSERS && !map.contains_key(&ip) {
+            if let Some(oldest) = map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k) {
+                map.remove(&oldest);
+            }
+        }
+        let entry = map.entry(ip).or_insert((0, now));
+        if now.duration_since(entry.1) > Duration::from_secs(60) {
+            entry.0 = 0;
+        }
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = now;
+        let wait = Duration::from_millis(100).saturating_mul(1u32 << (entry.0.min(16) - 1));
+        wait.min(MAX_PROOF_WAIT)
+    }
+}
 
 /// Takes connections: each one shakes hands, proves itself, and is taken or refused.
 pub(super) async fn accept_loop(listener: TcpListener, hub: Arc<Hub>) {
-    let admitting = Arc::new(Semaphore::new(MAX_ADMITTING));
+    let admitting = Arc::new(Admitting::default());
+    let guessers = Arc::new(Guessers::default());
     loop {
         match listener.accept().await {
-            Ok((stream, address)) => match admitting.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tokio::spawn(serve(stream, address, hub.clone(), permit));
-                }
-                Err(_) => crate::stderr::line(format_args!(
-                    "coordinator: dropped a connection from {address}: {MAX_ADMITTING} others are still proving themselves"
-                )),
-            },
+            Ok((stream, address)) => {
+                let (hub, admitting_, guessers) =
+                    (hub.clone(), admitting.clone(), guessers.clone());
+                let (slot_tx, slot_rx) = tokio::sync::oneshot::channel();
+                let task = tokio::spawn(async move {
+                    let Ok(slot) = slot_rx.await else { return };
+                    serve(stream, address, hub, &admitting_, slot, &guessers).await;
+                });
+                let slot = admitting.take(task.abort_handle());
+                let _ = slot_tx.send(slot);
+            }
             Err(e) => {
                 crate::stderr::warn(format_args!("coordinator: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -49,16 +194,21 @@ async fn serve(
     stream: TcpStream,
     address: SocketAddr,
     hub: Arc<Hub>,
-    permit: OwnedSemaphorePermit,
+    admitting: &Admitting,
+    slot: u64,
+    guessers: &Guessers,
 ) {
     let _ = stream.set_nodelay(true);
-    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub)).await;
-    drop(permit);
+    let admitted = tokio::time::timeout(ADMIT_WITHIN, admit(stream, address, &hub, guessers)).await;
+    if !admitting.give_back(slot) {
+        // Closed to make room: this task is being stopped.
+        return;
+    }
     let (mut conn, hello, join) = match admitted {
         Ok(Some(admitted)) => admitted,
         Ok(None) => return,
         Err(_) => {
-            return crate::stderr::line(format_args!(
+            return UNPROVEN.line(format_args!(
             "coordinator: dropped a connection from {address}: it did not prove itself within {}s",
             ADMIT_WITHIN.as_secs()
         ))
@@ -105,6 +255,7 @@ async fn admit(
     stream: TcpStream,
     address: SocketAddr,
     hub: &Hub,
+    guessers: &Guessers,
 ) -> Option<(Conn, WorkerHello, Join)> {
     let mut conn = match hub.tls.accept(stream).await {
         Ok(conn) => conn,
@@ -138,7 +289,7 @@ async fn admit(
         refuse(&mut conn, &name, address, why).await;
         return None;
     }
-    let hello = match protocol::decode::<WorkerMsg>(&body) {
+    let mut hello = match protocol::decode::<WorkerMsg>(&body) {
         Ok(WorkerMsg::Hello(hello)) => hello,
         Ok(other) => {
             drop_garbage(address, &format!("it began with {other:?}, not a hello"));
@@ -149,6 +300,8 @@ async fn admit(
             return None;
         }
     };
+    // Every line from here on quotes the name: escaped and cut once.
+    hello.name = shown_name(&hello.name);
     let nonce = trust::nonce();
     let challenge = CoordMsg::Challenge {
         magic: protocol::MAGIC,
@@ -187,6 +340,8 @@ async fn admit(
                 trust::TOKEN_ENV
             )
         };
+        // A guesser waits longer with each wrong proof: its tries become a few a second.
+        tokio::time::sleep(guessers.wrong(address.ip())).await;
         refuse(&mut conn, &hello.name, address, why).await;
         return None;
     }
@@ -225,18 +380,21 @@ async fn read_small(conn: &mut Conn, address: SocketAddr) -> Option<Vec<u8>> {
     }
 }
 
-/// Refuses a connection with the reason, on stderr and to the peer.
+/// Refuses a connection with the reason, on stderr (throttled, the name escaped and
+/// cut) and to the peer.
 async fn refuse(conn: &mut Conn, name: &str, address: SocketAddr, why: String) {
-    crate::stderr::line(format_args!(
-        "coordinator: refused worker {name} ({address}): {why}"
+    UNPROVEN.line(format_args!(
+        "coordinator: refused worker {} ({address}): {why}",
+        shown_name(name)
     ));
     let _ = protocol::write(conn, &CoordMsg::Refused(why)).await;
     let _ = tokio::io::AsyncWriteExt::shutdown(conn).await;
 }
 
 fn drop_garbage(address: SocketAddr, why: &str) {
-    crate::stderr::line(format_args!(
-        "coordinator: dropped a connection from {address}: it sent garbage ({why})"
+    UNPROVEN.line(format_args!(
+        "coordinator: dropped a connection from {address}: it sent garbage ({})",
+        crate::stderr::escape_controls(why, false)
     ));
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod run_control;
 pub(crate) mod shared_data;
+pub(crate) mod sockets;
 pub(crate) mod vu;
 pub(crate) mod websocket;
 

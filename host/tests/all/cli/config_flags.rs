@@ -446,20 +446,22 @@ fn a_flags_value_reaches_the_run_its_summary_and_setup_alike() {
     // The run used those values.
     assert_eq!(s["scenarios"]["steady"]["executor"], "shared-iterations");
     assert_eq!(s["scenarios"]["steady"]["completed"], 4, "{s:#}");
-    // setup() was given the same config the summary records: the export writes what
-    // setup() returned (here that config) with its shape kept and every value masked
-    // (issue 49: setup() returns tokens), so the shapes are compared.
+    // setup() was given the same config the summary records: the export shows what it
+    // returned with every value masked (setup data holds secrets), so its shape.
     let export: Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
     let seen = &export["setup_data"];
     assert_eq!(seen["scenarios"], masked(&config["scenarios"]), "{seen:#}");
     assert_eq!(seen["sampling"], masked(&config["sampling"]));
-    assert_eq!(seen["env"]["SETUP"], "***", "setup's env is there, masked");
+    assert_eq!(
+        seen["env"]["SETUP"], "***",
+        "setup saw SETUP; the export masks it"
+    );
 }
 
-/// `v` with its shape kept and every string, number and boolean written `***`, as
-/// `--summary-export` writes setup()'s data.
-fn masked(v: &Value) -> Value {
-    match v {
+/// `value` with its shape kept and every scalar `***`, as --summary-export writes
+/// setup()'s data.
+fn masked(value: &Value) -> Value {
+    match value {
         Value::Object(map) => {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), masked(v))).collect())
         }

@@ -1514,3 +1514,96 @@ fn listening_beyond_loopback_without_a_token_is_refused() {
     );
     assert!(!err.contains(host::LISTENING), "{err}");
 }
+
+/// Lines of `text` that quote a refused or dropped unproven peer.
+fn unproven_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            l.contains("coordinator: dropped a connection")
+                || l.contains("coordinator: closed the oldest")
+                || l.contains("coordinator: refused worker")
+        })
+        .count()
+}
+
+#[test]
+fn idle_connections_do_not_lock_a_real_worker_out_and_cost_few_log_lines() {
+    let target = Target::start();
+    let toml = "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 1\niterations = 3\n";
+    let mut cluster = Cluster::start(
+        "hello",
+        toml,
+        &[format!("BASE_URL={}", target.url())],
+        1,
+        false,
+    );
+    // 80 peers that connect and say nothing: more than the 64 handshake slots.
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| std::net::TcpStream::connect(&cluster.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    cluster.add_worker("real");
+    cluster
+        .coordinator
+        .wait_for_line("worker real (", Duration::from_secs(30));
+    let status = cluster.coordinator.wait(Duration::from_secs(60));
+    assert!(status.success(), "{}", cluster.coordinator.stderr());
+    assert!(cluster.workers[0].wait(Duration::from_secs(30)).success());
+    drop(idle);
+    let lines = unproven_lines(&cluster.coordinator.stderr());
+    assert!(
+        lines <= 15,
+        "{lines} lines about unproven peers:\n{}",
+        cluster.coordinator.stderr()
+    );
+}
+
+#[test]
+fn an_unproven_peers_name_cannot_forge_a_line_and_wrong_proofs_wait() {
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 1\nduration = \"1s\"\n";
+    let mut cluster = Cluster::start("hello", toml, &[], 1, false);
+    // A name with a line of its own in it, 60 KB long, and the wrong token.
+    let forged = format!(
+        "evil\ncoordinator: worker forged (127.0.0.1:1) joined\x1b[2J{}",
+        "x".repeat(60_000)
+    );
+    cluster.add_worker_with(
+        &forged,
+        &[],
+        &[(host::trust::TOKEN_ENV, "another-token-0123456789")],
+    );
+    assert!(!cluster.workers[0].wait(Duration::from_secs(30)).success());
+    let line = cluster
+        .coordinator
+        .wait_for_line("refused worker evil", Duration::from_secs(10));
+    assert!(line.len() < 600, "{} bytes: {line:.200}", line.len());
+    assert!(
+        line.contains("evil\\ncoordinator: worker forged"),
+        "{line:.300}"
+    );
+    let err = cluster.coordinator.stderr();
+    assert!(
+        !err.lines()
+            .any(|l| l.starts_with("coordinator: worker forged")),
+        "{err:.500}"
+    );
+    assert!(!err.contains('\x1b'), "an escape reached the log");
+    // Wrong proofs from one address are answered later and later: six at once take
+    // 0.1 + 0.2 + ... + 3.2 s to be refused, not a moment.
+    let started = Instant::now();
+    for i in 0..6 {
+        cluster.add_worker_with(
+            &format!("guess{i}"),
+            &[],
+            &[(host::trust::TOKEN_ENV, "another-token-0123456789")],
+        );
+    }
+    for w in cluster.workers.iter_mut().skip(1) {
+        assert!(!w.wait(Duration::from_secs(30)).success());
+    }
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500),
+        "six wrong proofs refused in {took:?}"
+    );
+}

@@ -23,6 +23,8 @@ function setResponseCallback(cb) {
 
 const ERROR_CODES = { denied: 1000, invalid: 1020, connect: 1212, timeout: 1050, tls: 1300, protocol: 1600, bodyTooLarge: 1501 };
 
+const CREDENTIALS = /^([a-z][a-z0-9+.-]*:\/\/)([^@/?#]*)@/i;
+
 function buildRequest(method, url, body, params) {
   params = params || {};
   method = String(method).toUpperCase();
@@ -31,11 +33,24 @@ function buildRequest(method, url, body, params) {
   url = String(url);
   const headers = [];
   let hasType = false;
+  let hasAuth = false;
   const h = params.headers || {};
   for (const k in h) {
     if (h[k] === undefined || h[k] === null) continue;
-    if (k.toLowerCase() === 'content-type') hasType = true;
+    const lower = k.toLowerCase();
+    if (lower === 'content-type') hasType = true;
+    else if (lower === 'authorization') hasAuth = true;
     headers.push([k, String(h[k])]);
+  }
+  // Credentials in the URL go as basic auth, as k6 (Go) sends them; the URL goes on
+  // without them, so they are in no tag, log line or result file.
+  const cred = CREDENTIALS.exec(url);
+  if (cred) {
+    url = cred[1] + url.slice(cred[0].length);
+    const colon = cred[2].indexOf(':');
+    const user = decodeURIComponent(colon < 0 ? cred[2] : cred[2].slice(0, colon));
+    const pass = colon < 0 ? '' : decodeURIComponent(cred[2].slice(colon + 1));
+    if (!hasAuth) headers.push(['Authorization', `Basic ${b64encode(`${user}:${pass}`)}`]);
   }
   if (params.cookies) {
     const pairs = [];

@@ -54,11 +54,18 @@ class CookieJar {
   }
   set(url, name, value, opts) {
     opts = opts || {};
-    hostCookies.set(String(url), String(name), String(value), {
-      domain: opts.domain || null, path: opts.path || null,
-      maxAgeS: opts.max_age !== undefined ? Number(opts.max_age) : null,
-      secure: !!opts.secure, httpOnly: !!opts.http_only,
-    });
+    try {
+      hostCookies.set(String(url), String(name), String(value), {
+        domain: opts.domain || null, path: opts.path || null,
+        maxAgeS: opts.max_age !== undefined ? Number(opts.max_age) : null,
+        secure: !!opts.secure, httpOnly: !!opts.http_only,
+      });
+    } catch (e) {
+      // A cookie the URL may not set (another domain) is dropped without a word, as
+      // k6's jar (Go's cookiejar) drops it; a malformed name or value still throws.
+      const msg = e && e.payload !== undefined ? String(e.payload) : String(e);
+      if (!msg.startsWith('cannot set cookie')) throw new Error(msg);
+    }
   }
   clear(url) { hostCookies.clear(String(url)); }
   delete(url, name) { hostCookies.delete(String(url), String(name)); }

@@ -19,6 +19,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("prelude.js", include_str!("prelude.js")),
     // UTF-8 and base64 over byte arrays.
     ("text.js", include_str!("text.js")),
+    // The TextEncoder and TextDecoder globals.
+    ("encoding-text.js", include_str!("encoding-text.js")),
     // The VU's info, group path and tags, console.
     ("state.js", include_str!("state.js")),
     // k6: check, group, sleep, fail, randomSeed and the layer's Math.random.
@@ -41,8 +43,10 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("execution.js", include_str!("execution.js")),
     // k6/data (SharedArray) and k6/encoding.
     ("data-encoding.js", include_str!("data-encoding.js")),
-    // k6/crypto: hashes and HMACs.
+    // k6/crypto: hashes, HMACs and randomBytes, done by the host.
     ("crypto.js", include_str!("crypto.js")),
+    // WebCrypto: the global `crypto` (getRandomValues, randomUUID, subtle).
+    ("webcrypto.js", include_str!("webcrypto.js")),
     // jslib's k6-summary (textSummary, jUnit).
     ("summary-jslib.js", include_str!("summary-jslib.js")),
     // k6/html over the host's `html` interface.

@@ -18,4 +18,5 @@ import hostChecks from 'loadtest:k6-layer/checks@0.1.0';
 import hostResponses from 'loadtest:k6-layer/responses@0.1.0';
 import hostSamples from 'loadtest:k6-layer/samples@0.1.0';
 import hostSockets from 'loadtest:k6-layer/sockets@0.1.0';
+import hostCrypto from 'loadtest:k6-layer/crypto@0.1.0';
 

@@ -1,0 +1,339 @@
+//! `host runs ...`: the store of runs read back (list, show, trend, compare), baselines
+//! set, results folders imported.
+
+use crate::runs::{query, schema};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+
+/// Where the store is, for every `host runs` command.
+#[derive(Args, Debug)]
+pub(super) struct StoreArg {
+    /// The store of runs (default: runs.db in the results folder, `results/runs.db`).
+    #[arg(long, value_name = "PATH", env = crate::runs::ENV, global = true)]
+    store: Option<PathBuf>,
+}
+
+impl StoreArg {
+    fn path(&self) -> PathBuf {
+        crate::runs::store_path(self.store.as_deref(), Path::new("results"))
+    }
+}
+
+// `host runs` (its help is the variant's in `Command`).
+#[derive(Args, Debug)]
+pub(super) struct RunsCommand {
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(subcommand)]
+    command: RunsSub,
+}
+
+#[derive(Subcommand, Debug)]
+enum RunsSub {
+    /// The recorded runs, oldest first (filters combine).
+    List(ListArgs),
+    /// One run: plugin, scenarios, tags, times, status, thresholds, every metric's figures.
+    Show {
+        /// The run: its id, `last`, or its results folder.
+        run: String,
+    },
+    /// A statistic of a metric across runs, as a table (and a chart page with --html).
+    Trend(TrendArgs),
+    /// Baselines: `baseline set RUN` makes a run the baseline of its plugin's scenarios
+    /// (or of one, with --scenario); `baseline show` lists them.
+    Baseline {
+        /// `set` or `show`.
+        action: BaselineAction,
+        /// The run to set: its id, `last`, or its results folder.
+        #[arg(required_if_eq("action", "set"))]
+        run: Option<String>,
+        /// Only this scenario of the run.
+        #[arg(long)]
+        scenario: Option<String>,
+    },
+    /// Compares two recorded runs as `host compare` does; exits 98 when B regressed.
+    Compare(CompareArgs),
+    /// Indexes existing results folders (or every folder under a results root).
+    Import {
+        /// Results folders, or folders holding them.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+}
+
+#[derive(Args, Debug)]
+struct Filters {
+    /// Runs of this plugin (its name).
+    #[arg(long)]
+    plugin: Option<String>,
+    /// Runs with a scenario of this name.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Runs with a scenario tagged KEY=VALUE (`tags` of [scenarios.NAME]).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = tag_arg)]
+    tag: Option<(String, String)>,
+    /// Runs started on or after this UTC date or time (`2026-12-04`, `2026-12-04T10:00`).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Runs started before this UTC date or time.
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only the last N runs.
+    #[arg(long, value_name = "N")]
+    last: Option<usize>,
+}
+
+impl Filters {
+    fn filter(&self) -> query::Filter {
+        query::Filter {
+            plugin: self.plugin.clone(),
+            scenario: self.scenario.clone(),
+            tag: self.tag.clone(),
+            since: self.since.clone(),
+            until: self.until.clone(),
+            last: self.last,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ListArgs {
+    #[command(flatten)]
+    filters: Filters,
+}
+
+#[derive(Args, Debug)]
+struct TrendArgs {
+    /// The metric (`http_req_duration`, `http_reqs`, a sub-metric as thresholds name it).
+    metric: String,
+    /// The statistic: avg, min, med, p(90), p(95), p(99), p(99.9), max, rate, count, value.
+    #[arg(long, default_value = "p(95)")]
+    stat: String,
+    /// Recompute the statistic over this window of each run only, in seconds from its
+    /// start (`10..20`), by merging the stored per-second histograms (trends only).
+    #[arg(long, value_name = "FROM..TO", value_parser = window_arg)]
+    window: Option<(f64, f64)>,
+    /// Also write the trend as a chart page (like report.html) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    #[command(flatten)]
+    filters: Filters,
+}
+
+/// What `host runs baseline` does.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BaselineAction {
+    /// Make RUN the baseline.
+    Set,
+    /// List the baselines.
+    Show,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// The baseline run: its id, `last`, or its results folder.
+    a: String,
+    /// The run to judge against it.
+    b: String,
+    /// Allowed change before a metric counts as a regression (`10%`).
+    #[arg(long, default_value = "10%", value_parser = crate::output::compare::parse_tolerance)]
+    tolerance: f64,
+    /// Timings must also rise by at least this much to count (`1ms`, `500us`).
+    #[arg(long, default_value = "1ms", value_parser = crate::config::args::duration_arg)]
+    min_latency_change: std::time::Duration,
+}
+
+/// `--tag KEY=VALUE`.
+fn tag_arg(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!(
+            "invalid tag {text:?}: write KEY=VALUE, such as team=web"
+        )),
+    }
+}
+
+/// `10..20` → (10, 20).
+fn window_arg(text: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("invalid window {text:?}: write FROM..TO in seconds, such as 10..20");
+    let (from, to) = text.split_once("..").ok_or_else(bad)?;
+    let (from, to): (f64, f64) = (
+        from.trim().parse().map_err(|_| bad())?,
+        to.trim().parse().map_err(|_| bad())?,
+    );
+    if !(from.is_finite() && to.is_finite() && from < to) {
+        return Err(bad());
+    }
+    Ok((from, to))
+}
+
+/// Runs a `host runs` command; returns the exit code.
+pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
+    let path = command.store.path();
+    match command.command {
+        RunsSub::Import { dirs } => import(&path, &dirs),
+        RunsSub::List(args) => {
+            let conn = schema::open_existing(&path)?;
+            let rows = query::list(&conn, &args.filters.filter())?;
+            print!(
+                "{}",
+                crate::runs::text::list(&rows, &query::baselines(&conn)?)
+            );
+            Ok(0)
+        }
+        RunsSub::Show { run } => {
+            let conn = schema::open_existing(&path)?;
+            let id = query::resolve(&conn, &run)?;
+            print!(
+                "{}",
+                crate::runs::text::show(
+                    &query::get(&conn, id)?,
+                    &query::tags(&conn, id)?,
+                    &query::thresholds(&conn, id)?,
+                    &query::figures(&conn, id)?,
+                )
+            );
+            Ok(0)
+        }
+        RunsSub::Trend(args) => trend(&path, args),
+        RunsSub::Baseline {
+            action: BaselineAction::Set,
+            run,
+            scenario,
+        } => {
+            let conn = schema::open_existing(&path)?;
+            let id = query::resolve(&conn, run.as_deref().unwrap_or("last"))?;
+            let set = query::set_baseline(&conn, id, scenario.as_deref())?;
+            let plugin = query::get(&conn, id)?.plugin;
+            println!(
+                "run {id} is now the baseline of {} (plugin {plugin})",
+                set.join(", ")
+            );
+            Ok(0)
+        }
+        RunsSub::Baseline {
+            action: BaselineAction::Show,
+            ..
+        } => {
+            let conn = schema::open_existing(&path)?;
+            let all = query::baselines(&conn)?;
+            if all.is_empty() {
+                println!("no baseline set (`host runs baseline set RUN`)");
+            }
+            for (plugin, scenario, id) in all {
+                println!("{plugin} {scenario}: run {id}");
+            }
+            Ok(0)
+        }
+        RunsSub::Compare(args) => {
+            let conn = schema::open_existing(&path)?;
+            let tolerance = crate::output::compare::Tolerance {
+                relative: args.tolerance,
+                min_latency_ms: args.min_latency_change.as_secs_f64() * 1000.0,
+            };
+            let a = query::resolve(&conn, &args.a)?;
+            let b = query::resolve(&conn, &args.b)?;
+            let comparison = super::remember::compare_stored(&conn, a, b, tolerance)?;
+            print!("{}", crate::output::compare::render(&comparison));
+            Ok(if comparison.regressions() > 0 {
+                crate::run::exit_code::REGRESSION
+            } else {
+                crate::run::exit_code::OK
+            })
+        }
+    }
+}
+
+/// `host runs trend`.
+fn trend(path: &Path, args: TrendArgs) -> anyhow::Result<i32> {
+    let Some(stat) = crate::config::regressions::stat_key(&args.stat) else {
+        anyhow::bail!(
+            "unknown statistic `{}`; use one of {}",
+            args.stat,
+            crate::config::regressions::STATS.join(", ")
+        );
+    };
+    let conn = schema::open_existing(path)?;
+    let mut points = Vec::new();
+    for run in query::list(&conn, &args.filters.filter())? {
+        let value = match args.window {
+            None => query::figure(&conn, run.id, &args.metric, stat)?,
+            Some(window) => crate::runs::series::merged(&conn, run.id, &args.metric, Some(window))?
+                .and_then(|h| crate::runs::series::stat_of(&h, stat)),
+        };
+        points.push(crate::runs::text::TrendPoint { run, value });
+    }
+    if !points.iter().any(|p| p.value.is_some()) && !points.is_empty() {
+        crate::stderr::warn(format_args!(
+            "no run of these has {} {stat}{}",
+            args.metric,
+            if args.window.is_some() {
+                " in that window (windows are recomputed from trends' histograms only)"
+            } else {
+                ""
+            }
+        ));
+    }
+    print!("{}", crate::runs::text::trend(&args.metric, stat, &points));
+    if let Some(file) = &args.html {
+        let page = crate::runs::trend_page::render(&args.metric, stat, &points)?;
+        std::fs::write(file, page)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+        println!("\n  chart: {}", file.display());
+    }
+    Ok(0)
+}
+
+/// `host runs import DIR...`: each results folder, or each folder under DIR holding a
+/// summary.json.
+fn import(path: &Path, dirs: &[PathBuf]) -> anyhow::Result<i32> {
+    let mut folders = Vec::new();
+    for dir in dirs {
+        if dir.join("summary.json").is_file() {
+            folders.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            anyhow::anyhow!("cannot read {}: {e} (give results folders)", dir.display())
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("summary.json").is_file())
+            .collect();
+        if found.is_empty() {
+            anyhow::bail!(
+                "{} is no results folder (no summary.json) and holds none",
+                dir.display()
+            );
+        }
+        found.sort();
+        folders.extend(found);
+    }
+    let mut conn = schema::open(path)?;
+    let (mut new, mut known, mut failed) = (0, 0, 0);
+    for folder in &folders {
+        match crate::runs::record::record(&mut conn, folder, None) {
+            Ok(r) if r.new => {
+                new += 1;
+                println!("  run {}: {}", r.id, folder.display());
+            }
+            Ok(r) => {
+                known += 1;
+                println!("  run {} (indexed already): {}", r.id, folder.display());
+            }
+            Err(e) => {
+                failed += 1;
+                crate::stderr::line(format_args!(
+                    "error: cannot index {}: {e:#}",
+                    folder.display()
+                ));
+            }
+        }
+    }
+    println!(
+        "\n  {new} runs indexed, {known} indexed already, {failed} failed, in {}",
+        path.display()
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}

@@ -1,0 +1,284 @@
+//! Reading runs back: lists with filters, one run's figures and thresholds, a run named
+//! on the command line, and baselines per plugin scenario.
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+/// One run as lists show it.
+#[derive(Debug, Clone)]
+pub(crate) struct RunRow {
+    /// Its id in the store.
+    pub id: i64,
+    /// The results folder's name.
+    pub name: String,
+    /// The results folder.
+    pub folder: String,
+    /// The plugin's name.
+    pub plugin: String,
+    /// The plugin's version.
+    pub plugin_version: String,
+    /// The plugin file's sha256.
+    pub plugin_sha256: String,
+    /// Its scenarios' names, comma-separated.
+    pub scenarios: String,
+    /// UTC start, RFC 3339.
+    pub started_at: String,
+    /// Its length in seconds.
+    pub duration_s: f64,
+    /// `completed`, `aborted`...
+    pub status: String,
+    /// The run's exit code (unknown for imported folders).
+    pub exit_code: Option<i32>,
+}
+
+/// Which runs a list shows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    /// Runs of this plugin.
+    pub plugin: Option<String>,
+    /// Runs with a scenario of this name.
+    pub scenario: Option<String>,
+    /// Runs with a scenario tagged KEY=VALUE.
+    pub tag: Option<(String, String)>,
+    /// Runs started at or after this (an RFC 3339 prefix: `2026-12-04`).
+    pub since: Option<String>,
+    /// Runs started before this (same form).
+    pub until: Option<String>,
+    /// The last N of them only.
+    pub last: Option<usize>,
+}
+
+const COLUMNS: &str = "r.id, r.name, r.folder, r.plugin, r.plugin_version, r.plugin_sha256,
+    (SELECT group_concat(name, ',') FROM (SELECT name FROM scenarios s WHERE s.run_id = r.id ORDER BY name)),
+    r.started_at, r.duration_s, r.status, r.exit_code";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        folder: r.get(2)?,
+        plugin: r.get(3)?,
+        plugin_version: r.get(4)?,
+        plugin_sha256: r.get(5)?,
+        scenarios: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+        started_at: r.get(7)?,
+        duration_s: r.get(8)?,
+        status: r.get(9)?,
+        exit_code: r.get(10)?,
+    })
+}
+
+/// The runs `filter` selects, oldest first.
+pub(crate) fn list(conn: &Connection, filter: &Filter) -> Result<Vec<RunRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM runs r
+         WHERE (?1 IS NULL OR r.plugin = ?1)
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM scenarios s WHERE s.run_id = r.id AND s.name = ?2))
+           AND (?3 IS NULL OR EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.id AND t.key = ?3 AND t.value = ?4))
+           AND (?5 IS NULL OR r.started_at >= ?5)
+           AND (?6 IS NULL OR r.started_at < ?6)
+         ORDER BY r.started_at, r.id"
+    );
+    let (tag_key, tag_value) = filter.tag.clone().unzip();
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(
+            params![
+                filter.plugin,
+                filter.scenario,
+                tag_key,
+                tag_value,
+                filter.since,
+                filter.until
+            ],
+            row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(match filter.last {
+        Some(n) if rows.len() > n => rows[rows.len() - n..].to_vec(),
+        _ => rows,
+    })
+}
+
+/// One run by id.
+pub(crate) fn get(conn: &Connection, id: i64) -> Result<RunRow> {
+    let sql = format!("SELECT {COLUMNS} FROM runs r WHERE r.id = ?1");
+    conn.query_row(&sql, [id], row)
+        .optional()?
+        .with_context(|| format!("no run {id} in the store (`host runs list` shows them)"))
+}
+
+/// The run a command line names: its id, `last`, or its results folder (path or name).
+pub(crate) fn resolve(conn: &Connection, spec: &str) -> Result<i64> {
+    let spec = spec.trim();
+    if spec == "last" {
+        return conn
+            .query_row("SELECT max(id) FROM runs", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .context("the store holds no run yet");
+    }
+    if let Ok(id) = spec.parse::<i64>() {
+        return get(conn, id).map(|r| r.id);
+    }
+    let folder = std::fs::canonicalize(Path::new(spec))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = Path::new(spec)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let found: Vec<i64> = conn
+        .prepare(
+            "SELECT id FROM runs WHERE folder = ?1 OR name = ?2 ORDER BY folder = ?1 DESC, id",
+        )?
+        .query_map(params![folder, name], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    match found.as_slice() {
+        [] => bail!(
+            "no run `{spec}` in the store: name a run by its id (`host runs list`), `last`, or \
+             its results folder (`host runs import DIR` indexes a folder)"
+        ),
+        [id, ..] => Ok(*id),
+    }
+}
+
+/// Sets the exit code a run ended with (a regression found after it was recorded).
+pub(crate) fn set_exit_code(conn: &Connection, id: i64, code: i32) -> Result<()> {
+    conn.execute(
+        "UPDATE runs SET exit_code = ?1 WHERE id = ?2",
+        params![code, id],
+    )?;
+    Ok(())
+}
+
+/// One figure of a run (`http_req_duration`, `p95`), if it has it.
+pub(crate) fn figure(conn: &Connection, id: i64, metric: &str, stat: &str) -> Result<Option<f64>> {
+    Ok(conn
+        .query_row(
+            "SELECT value FROM figures WHERE run_id = ?1 AND metric = ?2 AND stat = ?3",
+            params![id, metric, stat],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Every figure of a run: (metric, kind, stat, value), by metric.
+pub(crate) fn figures(conn: &Connection, id: i64) -> Result<Vec<(String, String, String, f64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT metric, kind, stat, value FROM figures WHERE run_id = ?1 ORDER BY metric, rowid",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// A threshold of a run: (metric, threshold, held, observed).
+pub(crate) type ThresholdRow = (String, String, bool, Option<f64>);
+
+/// A run's thresholds, in config order.
+pub(crate) fn thresholds(conn: &Connection, id: i64) -> Result<Vec<ThresholdRow>> {
+    let mut stmt = conn.prepare(
+        "SELECT metric, threshold, ok, observed FROM thresholds WHERE run_id = ?1 ORDER BY rowid",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// A run's tags: (key, value).
+pub(crate) fn tags(conn: &Connection, id: i64) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare("SELECT key, value FROM tags WHERE run_id = ?1 ORDER BY key")?;
+    let rows = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// A run's summary.json, read back into its type.
+pub(crate) fn summary(conn: &Connection, id: i64) -> Result<crate::summary::Summary> {
+    let text: String =
+        conn.query_row("SELECT summary FROM runs WHERE id = ?1", [id], |r| r.get(0))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("run {id}'s summary in the store is not one this host can read"))
+}
+
+/// Makes run `id` the baseline of its plugin's `scenario`, or of each of its scenarios;
+/// returns the scenarios it is now the baseline of.
+pub(crate) fn set_baseline(
+    conn: &Connection,
+    id: i64,
+    scenario: Option<&str>,
+) -> Result<Vec<String>> {
+    let run = get(conn, id)?;
+    let scenarios: Vec<String> = run
+        .scenarios
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let chosen: Vec<String> = match scenario {
+        Some(s) if scenarios.iter().any(|x| x == s) => vec![s.to_string()],
+        Some(s) => bail!(
+            "run {id} has no scenario `{s}`; its scenarios: {}",
+            run.scenarios
+        ),
+        None => scenarios,
+    };
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    for s in &chosen {
+        conn.execute(
+            "INSERT OR REPLACE INTO baselines (plugin, scenario, run_id, set_at) VALUES (?1, ?2, ?3, ?4)",
+            params![run.plugin, s, id, now],
+        )?;
+    }
+    Ok(chosen)
+}
+
+/// The baseline of the first of `run`'s scenarios that has one: (baseline id, scenario).
+pub(crate) fn baseline_for(conn: &Connection, run: &RunRow) -> Result<Option<(i64, String)>> {
+    for scenario in run.scenarios.split(',').filter(|s| !s.is_empty()) {
+        let found: Option<i64> = conn
+            .query_row(
+                "SELECT run_id FROM baselines WHERE plugin = ?1 AND scenario = ?2",
+                params![run.plugin, scenario],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = found.filter(|b| *b != run.id) {
+            return Ok(Some((id, scenario.to_string())));
+        }
+    }
+    Ok(None)
+}
+
+/// Every baseline: (plugin, scenario, run id).
+pub(crate) fn baselines(conn: &Connection) -> Result<Vec<(String, String, i64)>> {
+    let mut stmt =
+        conn.prepare("SELECT plugin, scenario, run_id FROM baselines ORDER BY plugin, scenario")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The latest run before `run` of the same plugin and scenarios.
+pub(crate) fn previous(conn: &Connection, run: &RunRow) -> Result<Option<i64>> {
+    let earlier = list(
+        conn,
+        &Filter {
+            plugin: Some(run.plugin.clone()),
+            ..Filter::default()
+        },
+    )?;
+    Ok(earlier
+        .iter()
+        .rev()
+        .find(|r| r.id != run.id && r.scenarios == run.scenarios && r.started_at <= run.started_at)
+        .map(|r| r.id))
+}

@@ -1,0 +1,150 @@
+//! A minimal RESP2 client codec: commands written as arrays of bulk strings, replies
+//! read back by type line. Lines are read with the socket's `read_until` (bounded by
+//! `MAX_LINE`) and bulk payloads with `read_exact`, so the host's bounds, not this
+//! code, decide what a misbehaving server can make anyone hold.
+
+use loadtest::sockets::{SocketError, TcpStream};
+use std::fmt;
+use std::io::Write;
+
+/// The longest reply line (type byte, text, CRLF) this client reads.
+const MAX_LINE: usize = 64 * 1024;
+
+/// Deepest nesting of arrays accepted in a reply.
+const MAX_DEPTH: usize = 8;
+
+/// A reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+OK`.
+    Status(String),
+    /// `-ERR ...`: the server refused the command.
+    Error(String),
+    /// `:1`.
+    Int(i64),
+    /// `$n` and its bytes; `None` for `$-1`.
+    Bulk(Option<Vec<u8>>),
+    /// `*n` and its items; `None` for `*-1`.
+    Array(Option<Vec<Reply>>),
+}
+
+/// Why a command got no reply.
+#[derive(Debug)]
+pub enum RespError {
+    /// The socket failed (its kind is the host's: closed, timeout, too_large, ...).
+    Socket(SocketError),
+    /// The bytes are not RESP.
+    Protocol(String),
+}
+
+impl fmt::Display for RespError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RespError::Socket(e) => write!(f, "{e}"),
+            RespError::Protocol(m) => write!(f, "not a RESP reply: {m}"),
+        }
+    }
+}
+
+impl RespError {
+    /// The kind, for a metric's `error` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RespError::Socket(e) => e.kind(),
+            RespError::Protocol(_) => "protocol",
+        }
+    }
+}
+
+impl From<SocketError> for RespError {
+    fn from(e: SocketError) -> Self {
+        RespError::Socket(e)
+    }
+}
+
+/// `args` as a RESP array of bulk strings.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    let _ = write!(out, "*{}\r\n", args.len());
+    for a in args {
+        let _ = write!(out, "${}\r\n", a.len());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Sends one command (through `std::io::Write`) and reads its reply.
+pub fn command(conn: &mut TcpStream, args: &[&[u8]]) -> Result<Reply, RespError> {
+    conn.write_all(&encode(args))
+        .map_err(|e| match SocketError::from_io(&e) {
+            Some(s) => RespError::Socket(s.clone()),
+            None => RespError::Protocol(e.to_string()),
+        })?;
+    read_reply(conn, 0)
+}
+
+fn read_reply(conn: &TcpStream, depth: usize) -> Result<Reply, RespError> {
+    let line = conn.read_until(b"\r\n", MAX_LINE)?;
+    // A line is its type byte, its text and CRLF (read_until returns it with CRLF).
+    if line.len() < 3 {
+        return Err(RespError::Protocol("a line without a type and text".into()));
+    }
+    let kind = line[0];
+    let text = std::str::from_utf8(&line[1..line.len() - 2])
+        .map_err(|_| RespError::Protocol("a type line that is not UTF-8".into()))?;
+    let number = || {
+        text.parse::<i64>()
+            .map_err(|_| RespError::Protocol(format!("{text:?} is not a number")))
+    };
+    Ok(match kind {
+        b'+' => Reply::Status(text.to_string()),
+        b'-' => Reply::Error(text.to_string()),
+        b':' => Reply::Int(number()?),
+        b'$' => match number()? {
+            -1 => Reply::Bulk(None),
+            n if n < 0 => return Err(RespError::Protocol(format!("bulk length {n}"))),
+            n => {
+                let mut data = conn.read_exact_vec(n as usize + 2)?;
+                if !data.ends_with(b"\r\n") {
+                    return Err(RespError::Protocol("a bulk string without CRLF".into()));
+                }
+                data.truncate(n as usize);
+                Reply::Bulk(Some(data))
+            }
+        },
+        b'*' => match number()? {
+            -1 => Reply::Array(None),
+            n if n < 0 => return Err(RespError::Protocol(format!("array length {n}"))),
+            _ if depth >= MAX_DEPTH => {
+                return Err(RespError::Protocol("arrays nested too deep".into()))
+            }
+            n => {
+                let mut items = Vec::new();
+                for _ in 0..n {
+                    items.push(read_reply(conn, depth + 1)?);
+                }
+                Reply::Array(Some(items))
+            }
+        },
+        other => {
+            return Err(RespError::Protocol(format!(
+                "unknown type byte {:?}",
+                other as char
+            )))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_arrays_of_bulk_strings() {
+        assert_eq!(
+            encode(&[b"SET", b"k", b"v1"]),
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n"
+        );
+    }
+}
