@@ -19,8 +19,8 @@
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
 //!               stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
 //!               merging)
-//! oci         → author, run, plugin, net, stderr, config   (`host push`, `host pull`,
-//!               `host login`, plugins named by registry reference)
+//! oci         → author, run, plugin, net, bounded, stderr, config   (`host push`,
+//!               `host pull`, `host login`, plugins named by registry reference)
 //! sweep       → stack, run, output, summary, sampling, metrics, files, signals, config
 //!               (`host sweep`: levels, capacity model)
 //! demo        → run, plugin, summary, target_process
@@ -29,7 +29,8 @@
 //!               plugin, net, metrics, control, files, signals, stderr, config
 //! live        → summary, sampling, thresholds, net, metrics, bounded, signals, stderr,
 //!               config   (dashboard, /metrics, CSV/JSON and remote-write outputs)
-//! output      → summary, sampling, plugin, net, metrics, files, stderr, config
+//! output      → summary, sampling, plugin, net, metrics, files, bounded, stderr,
+//!               config
 //! summary     → sampling, executor, thresholds, vu, plugin, net, metrics, control,
 //!               config
 //! sampling    → executor, docker, files, signals, stderr, config
@@ -37,7 +38,7 @@
 //! executor    → vu, metrics, control, striped, stderr, config
 //! vu          → plugin, metrics, control, deadline, bounded, config   (VUs, their
 //!               factory, their failures)
-//! author      → plugin, net   (`host new`, `host build`, run cargo, k6 scripts)
+//! author      → plugin, net, stderr   (`host new`, `host build`, run cargo, k6 scripts)
 //! plugin      → thresholds, html, crypto, net, metrics, control, bounded, stderr, config
 //!               (components, the contract's imports, iteration numbers, registry
 //!               references as `plugin.oci` names them)
