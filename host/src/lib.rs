@@ -11,9 +11,9 @@
 //! from one above; a module that two layers need lives below both.
 //!
 //! ```text
-//! cli         → oci, author, sweep, demo, distributed, run, stack, output, sampling,
-//!               target_process, live, k8s, plugin, summary, docker, signals, stderr,
-//!               config
+//! cli         → oci, author, sweep, demo, distributed, run, stack, runs, output,
+//!               sampling, target_process, live, k8s, plugin, summary, docker, signals,
+//!               stderr, config
 //! k8s         → distributed, files, config   (`host k8s render`: the manifests of a
 //!               distributed run)
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
@@ -23,6 +23,8 @@
 //!               `host pull`, `host login`, plugins named by registry reference)
 //! sweep       → stack, run, output, summary, sampling, metrics, files, signals, config
 //!               (`host sweep`: levels, capacity model)
+//! runs        → output, summary, metrics, files, config   (the store of runs: what
+//!               `host runs` reads, `host run --baseline` judges)
 //! demo        → run, plugin, summary, target_process
 //! stack       → run, docker, control, files, signals, config   (Compose stacks)
 //! run         → author, live, summary, output, sampling, executor, thresholds, vu,
