@@ -14,10 +14,10 @@
 //! cli         → oci, author, sweep, demo, distributed, run, stack, runs, output,
 //!               sampling, target_process, live, k8s, plugin, summary, docker, signals,
 //!               stderr, config
-//! k8s         → distributed, files, config   (`host k8s render`: the manifests of a
+//! k8s         → distributed, author, files, config   (`host k8s render`: the manifests of a
 //!               distributed run)
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
-//!               stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
+//!               bounded, stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
 //!               merging)
 //! oci         → author, run, plugin, net, bounded, stderr, config   (`host push`,
 //!               `host pull`, `host login`, plugins named by registry reference)

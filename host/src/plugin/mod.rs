@@ -5,6 +5,7 @@
 #[allow(unreachable_pub, missing_docs)]
 pub mod bindings;
 pub(crate) mod budget;
+pub(crate) mod built_from;
 pub(crate) mod cache;
 pub(crate) mod cache_entry;
 pub(crate) mod call;
@@ -200,7 +201,7 @@ impl Plugin {
             .map_err(|e| {
                 let interrupted =
                     e.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt);
-                match crate::author::js::script_of(&self.meta.path) {
+                match built_from::script_of(&self.meta.path) {
                     // A k6 script's describe() runs its init code (the top level).
                     Some(script) if interrupted => anyhow::anyhow!(
                         "{}: the script's init code (its top level, outside any function) \

@@ -287,27 +287,7 @@ fn find_source(rec: &Recording, i: usize, want: &str) -> Option<Source> {
             }
         }
     }
-    between(body, want)
-}
-
-/// Boundaries around the first occurrence of `want` that find it again.
-pub(crate) fn between(body: &str, want: &str) -> Option<Source> {
-    let at = body.find(want)?;
-    let right: String = body[at + want.len()..].chars().take(1).collect();
-    for k in [12usize, 24, 48] {
-        let mut start = at.saturating_sub(k);
-        while !body.is_char_boundary(start) {
-            start -= 1;
-        }
-        let left = &body[start..at];
-        if left.is_empty() {
-            continue;
-        }
-        if body.find(left) == Some(start) {
-            return Some(Source::Between(left.to_string(), right));
-        }
-    }
-    None
+    super::index::between(body, want)
 }
 
 /// `refresh_token` → `refreshToken`, a JavaScript and Python-safe name.
@@ -515,7 +495,7 @@ mod tests {
         assert_eq!(ident("X-Csrf-Token"), "xCsrfToken");
         assert_eq!(ident("0"), "value0");
         assert_eq!(
-            between("a=1&tok=abcdefgh12&z", "abcdefgh12"),
+            super::super::index::between("a=1&tok=abcdefgh12&z", "abcdefgh12"),
             Some(Source::Between("a=1&tok=".into(), "&".into()))
         );
         assert!(looks_generated("3f2b9c1e8d4a4e2b"));

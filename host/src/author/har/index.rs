@@ -198,6 +198,26 @@ impl TextBody<'_> {
         if let Some(s) = self.scripts.get(want) {
             return Some(s.clone());
         }
-        super::correlate::between(self.body, want)
+        between(self.body, want)
     }
+}
+
+/// Boundaries around the first occurrence of `want` that find it again.
+pub(crate) fn between(body: &str, want: &str) -> Option<Source> {
+    let at = body.find(want)?;
+    let right: String = body[at + want.len()..].chars().take(1).collect();
+    for k in [12usize, 24, 48] {
+        let mut start = at.saturating_sub(k);
+        while !body.is_char_boundary(start) {
+            start -= 1;
+        }
+        let left = &body[start..at];
+        if left.is_empty() {
+            continue;
+        }
+        if body.find(left) == Some(start) {
+            return Some(Source::Between(left.to_string(), right));
+        }
+    }
+    None
 }

@@ -54,23 +54,6 @@ fn build_env(env: &[(String, String)]) -> BTreeMap<String, String> {
     out
 }
 
-/// The scripts built in this process, by the path of their build: an error about the
-/// build (a `describe()` that looped in the script's init code) names the script, not
-/// a file in the cache the user never wrote.
-static BUILT_FROM: std::sync::Mutex<BTreeMap<PathBuf, PathBuf>> =
-    std::sync::Mutex::new(BTreeMap::new());
-
-/// The script `component` was built from in this process, if it is a script's build.
-pub(crate) fn script_of(component: &Path) -> Option<PathBuf> {
-    BUILT_FROM.lock().ok()?.get(component).cloned()
-}
-
-fn remember(script: &Path, built: &Path) {
-    if let Ok(mut map) = BUILT_FROM.lock() {
-        map.insert(built.to_path_buf(), script.to_path_buf());
-    }
-}
-
 /// Builds `script` unless a build of the same inputs is cached; returns its path.
 pub(crate) fn build_cached(script: &Path) -> Result<PathBuf> {
     build_cached_with(script, &[])
@@ -93,7 +76,7 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     // Trusted as the compile cache trusts its entries (this user's, writable by no one
     // else, matching the digest written beside it): a component planted under the
     // script's name would otherwise run in its place, with its secrets and allowlist.
-    remember(script, &file);
+    crate::plugin::built_from::remember(script, &file);
     if crate::plugin::cache_entry::verified(&file) {
         return Ok(file);
     }

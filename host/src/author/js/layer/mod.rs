@@ -89,6 +89,7 @@ pub(crate) fn text() -> &'static str {
 
 /// The layer file and the line in it (both from 1) of line `line` of the joined
 /// layer, or `None` past its end: what a layer author looks up from a stack frame.
+#[cfg(test)]
 pub(crate) fn origin(line: usize) -> Option<(&'static str, usize)> {
     let mut first = 1;
     for (name, t) in FILES {
