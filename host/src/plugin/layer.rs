@@ -68,9 +68,10 @@ impl checks::Host for VuState {
         let Some((name, tags)) = self.layer.checks.get(id as usize) else {
             wasmtime::bail!("the k6 layer recorded check {id}, which it never registered");
         };
-        let tags = self
-            .metrics.tag_cache
-            .with(&self.identity.tags, tags, Some(("check", name.as_str())));
+        let tags =
+            self.metrics
+                .tag_cache
+                .with(&self.identity.tags, tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(())
     }

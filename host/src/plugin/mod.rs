@@ -221,7 +221,11 @@ impl Plugin {
                 }
             })?;
         let published = store.data_mut().published.take().unwrap_or_default();
-        Ok((info, store.data_mut().metrics.declared.take(), published.sets))
+        Ok((
+            info,
+            store.data_mut().metrics.declared.take(),
+            published.sets,
+        ))
     }
 }
 

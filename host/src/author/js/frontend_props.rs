@@ -158,5 +158,8 @@ fn real_scripts_pass_the_front_end() {
         }
         let _ = bundle::bundle(path, 1, &BTreeMap::new());
     }
-    assert!(rewritten > 0, "no real script has async functions to rewrite");
+    assert!(
+        rewritten > 0,
+        "no real script has async functions to rewrite"
+    );
 }

@@ -9,7 +9,12 @@ impl wit::Host for VuState {
         &mut self,
         url: String,
     ) -> wasmtime::Result<Result<Vec<(String, String)>, String>> {
-        Ok(self.http.client.jar().cookies_for(&url).map_err(String::from))
+        Ok(self
+            .http
+            .client
+            .jar()
+            .cookies_for(&url)
+            .map_err(String::from))
     }
 
     fn set(
@@ -27,19 +32,26 @@ impl wit::Host for VuState {
             http_only: options.http_only,
         };
         Ok(self
-            .http.client
+            .http
+            .client
             .jar_mut()
             .set(&url, &name, &value, &options)
             .map_err(String::from))
     }
 
     fn clear(&mut self, url: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.http.client.jar_mut().remove(&url, None).map_err(String::from))
+        Ok(self
+            .http
+            .client
+            .jar_mut()
+            .remove(&url, None)
+            .map_err(String::from))
     }
 
     fn delete(&mut self, url: String, name: String) -> wasmtime::Result<Result<(), String>> {
         Ok(self
-            .http.client
+            .http
+            .client
             .jar_mut()
             .remove(&url, Some(&name))
             .map_err(String::from))

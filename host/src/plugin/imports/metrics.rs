@@ -12,9 +12,10 @@ impl wit::Host for VuState {
         ok: bool,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<bool> {
-        let tags = self
-            .metrics.tag_cache
-            .with(&self.identity.tags, &tags, Some(("check", name.as_str())));
+        let tags =
+            self.metrics
+                .tag_cache
+                .with(&self.identity.tags, &tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(ok)
     }
