@@ -69,13 +69,13 @@ fn leaves(
         }
     };
     match v {
-        Value::String(s) if digits(s) => {
-            if id_like(path) {
-                number
-                    .entry(s.clone())
-                    .or_insert_with(|| place(path.into()));
-            }
+        Value::String(s) if digits(s) && id_like(path) => {
+            number
+                .entry(s.clone())
+                .or_insert_with(|| place(path.into()));
         }
+        // Another all-digit string answers no lookup (see `find`).
+        Value::String(s) if digits(s) => {}
         Value::String(s) if s.len() >= MIN_LEN => {
             text.entry(s.clone()).or_insert_with(|| place(path.into()));
         }
