@@ -80,7 +80,7 @@ pub(crate) fn cbc(
         }
         return Ok(out);
     }
-    if data.is_empty() || data.len() % 16 != 0 {
+    if data.is_empty() || !data.len().is_multiple_of(16) {
         return Err(format!(
             "AES-CBC: the ciphertext is a multiple of 16 bytes, not {}",
             data.len()

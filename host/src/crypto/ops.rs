@@ -189,7 +189,7 @@ pub(crate) fn crypt(
 /// `bits` bits derived from `key`: ECDH's shared secret (the x coordinate) or PBKDF2's
 /// output.
 pub(crate) fn derive_bits(alg: &Algorithm, key: &[u8], bits: u32) -> Result<Vec<u8>, String> {
-    if bits % 8 != 0 {
+    if !bits.is_multiple_of(8) {
         return Err(format!(
             "{}: length is a multiple of 8 here, not {bits}",
             alg.name
