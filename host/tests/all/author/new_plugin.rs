@@ -227,11 +227,12 @@ fn run_dir(tmp: &Path, plugin: &Path, base_url: &str, out: &Path) -> Output {
         .unwrap()
 }
 
-/// The newest results folder under `out`.
+/// The newest results folder under `out` (the store of runs, runs.db, sits beside them).
 fn newest(out: &Path) -> PathBuf {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
     dirs.pop().expect("a results folder")

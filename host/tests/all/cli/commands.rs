@@ -53,9 +53,19 @@ fn run_with_flags_writes_results_and_exits_zero() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("12 complete"), "{stdout}");
-    let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    assert_eq!(runs.len(), 1);
-    let run_dir = runs[0].as_ref().unwrap().path();
+    // One results folder, beside the store of runs (runs.db and its journal files).
+    let runs: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("runs.db")
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run_dir = runs[0].clone();
     assert!(run_dir
         .file_name()
         .unwrap()

@@ -658,9 +658,11 @@ async fn killing_the_api_mid_run_is_reported_with_its_time_and_the_failures_afte
         printed.contains("service api exited with code 137"),
         "{printed}"
     );
-    // The run went on ("continue") to its end, and the stack is gone.
+    // The run went on ("continue") to its end, and the stack is gone. It is not a
+    // healthy run: most requests after the kill had no target to reach, so it is marked
+    // failed (issue 49 item 9), not aborted.
     assert!(killed_at.elapsed() < Duration::from_secs(60));
-    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["status"], "failed");
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
 
@@ -800,7 +802,9 @@ async fn a_service_killed_for_its_memory_limit_is_reported_as_oom_with_its_time(
         .cloned()
         .expect("the API was sampled");
     assert!(api["ended"]["t"].as_f64().is_some(), "{api}; {seen}");
-    assert_eq!(summary["status"], "completed", "{seen}");
+    // Not a healthy run: the API is gone and the requests after it failed to connect
+    // (issue 49 item 9), but the run went on to its end.
+    assert_eq!(summary["status"], "failed", "{seen}");
     assert_eq!(leftovers(&name).await, (0, 0, 0));
 }
 
