@@ -167,11 +167,11 @@ fn candidates(call: &super::plan::Call) -> Vec<(String, String)> {
                 out.push((format!("form field {k}"), v.into_owned()));
             }
         } else if let Ok(json) = serde_json::from_str::<Value>(body) {
-            let mut leaves = Vec::new();
-            json_leaves(&json, String::new(), &mut leaves);
-            for (p, v) in leaves {
-                out.push((format!("JSON field {p}"), v));
-            }
+            super::index::for_each_leaf(&json, "", &mut |p, leaf| {
+                if let Value::String(v) = leaf {
+                    out.push((format!("JSON field {p}"), v.clone()));
+                }
+            });
         }
     }
     for (name, value) in &call.headers {
@@ -181,25 +181,6 @@ fn candidates(call: &super::plan::Call) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-fn json_leaves(v: &Value, path: String, out: &mut Vec<(String, String)>) {
-    let join = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
-    match v {
-        Value::String(s) => out.push((path, s.clone())),
-        Value::Object(m) => m.iter().for_each(|(k, v)| json_leaves(v, join(k), out)),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| json_leaves(v, join(&i.to_string()), out)),
-        _ => {}
-    }
 }
 
 /// The path of a leaf equal to `want` (a numeric id only under an id-like key): the

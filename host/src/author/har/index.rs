@@ -51,6 +51,32 @@ fn digits(s: &str) -> bool {
     s.chars().all(|c| c.is_ascii_digit())
 }
 
+/// Calls `f` with each leaf of `v` (a value that is not an object or an array) and its
+/// dotted path below `path` (`items.0.id`), in document order: the one walk both the
+/// index of responses and the values a request sends (`correlate`) are made by.
+pub(crate) fn for_each_leaf(v: &Value, path: &str, f: &mut dyn FnMut(&str, &Value)) {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                for_each_leaf(v, &join(k), f);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                for_each_leaf(v, &join(&i.to_string()), f);
+            }
+        }
+        leaf => f(path, leaf),
+    }
+}
+
 /// The leaves of `v` in document order, as `correlate`'s search would meet them:
 /// strings of `MIN_LEN` or more into `text`, id-like numbers (and digit strings) into
 /// `number`; the first place of a value wins.
@@ -61,14 +87,7 @@ fn leaves(
     text: &mut HashMap<String, Source>,
     number: &mut HashMap<String, Source>,
 ) {
-    let join = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
-    match v {
+    for_each_leaf(v, path, &mut |path, leaf| match leaf {
         Value::String(s) if digits(s) && id_like(path) => {
             number
                 .entry(s.clone())
@@ -84,15 +103,8 @@ fn leaves(
                 .entry(n.to_string())
                 .or_insert_with(|| place(path.into()));
         }
-        Value::Object(m) => m
-            .iter()
-            .for_each(|(k, v)| leaves(v, &join(k), place, text, number)),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| leaves(v, &join(&i.to_string()), place, text, number)),
         _ => {}
-    }
+    });
 }
 
 impl<'a> Responses<'a> {
