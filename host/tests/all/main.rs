@@ -57,10 +57,11 @@ mod net {
 }
 
 /// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins (Redis,
-/// PostgreSQL, MQTT) against the real servers.
+/// PostgreSQL, MQTT; Rust and Python) against the real servers.
 mod sockets {
     mod mqtt_plugin;
     mod postgres_plugin;
+    mod python_redis;
     mod redis_plugin;
 }
 
