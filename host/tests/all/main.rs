@@ -56,9 +56,12 @@ mod net {
     mod websockets;
 }
 
-/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins against
-/// the real servers.
+/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins (Redis,
+/// PostgreSQL, MQTT; Rust and Python) against the real servers.
 mod sockets {
+    mod mqtt_plugin;
+    mod postgres_plugin;
+    mod python_redis;
     mod redis_plugin;
 }
 

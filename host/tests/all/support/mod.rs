@@ -5,6 +5,8 @@
 
 pub mod containers;
 pub mod grpc_server;
+pub mod mosquitto;
+pub mod postgres;
 pub mod redis;
 pub mod servers;
 pub mod turns;
