@@ -5,6 +5,7 @@
 
 pub mod containers;
 pub mod grpc_server;
+pub mod k6;
 pub mod redis;
 pub mod servers;
 pub mod turns;
