@@ -523,8 +523,8 @@ fn transform(
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
     let (protos, protosets) = if src.contains("k6/net/grpc") {
         (
-            super::protos::loads(&src, &code, shown, dir, env)?,
-            super::protosets::protosets(&src, &code, shown, dir, env)?,
+            super::protos::loads(&src, &code, shown, dir, root, env)?,
+            super::protosets::protosets(&src, &code, shown, dir, root, env)?,
         )
     } else {
         (Vec::new(), Vec::new())
