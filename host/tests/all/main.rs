@@ -18,6 +18,7 @@ mod cli {
     mod config_flags;
     mod interrupt;
     mod k6_compat;
+    mod k6_options;
     mod reference;
 }
 
@@ -79,8 +80,11 @@ mod js {
     mod grpc_connect;
     mod hostile;
     mod http_compat;
+    mod idioms;
+    mod k6_files;
     mod messages;
     mod redis;
+    mod remote_modules;
     mod repeated;
     mod responses;
     mod runtime_guards;
@@ -119,6 +123,7 @@ mod outputs {
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.
 mod run {
     mod broken_runs;
+    mod k6_secrets;
     mod secrets;
     mod thresholds;
 }

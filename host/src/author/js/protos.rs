@@ -148,8 +148,36 @@ impl Args<'_> {
         false
     }
 
-    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`.
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`;
+    /// or the name of a module-level `const NAME = <one of those>` (k6's own examples
+    /// hold a proto's path in a const).
     fn value(&mut self) -> Result<String> {
+        let rest = &self.src[self.at..];
+        let n = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len());
+        let name = &rest[..n];
+        let is_name = rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$');
+        if is_name && name != "__ENV" {
+            let at = const_init(self.src, name).ok_or_else(|| {
+                anyhow!(
+                    "{}: {} names `{name}`, which is not a `const {name} = '...'` of this module: {} needs literal paths (or __ENV.NAME, or a const holding one) so that host build can bundle the files: {}",
+                    self.where_, self.call, self.call, self.example
+                )
+            })?;
+            let mut inner = Args { at, ..*self };
+            let value = inner.literal()?;
+            self.at += n;
+            return Ok(value);
+        }
+        self.literal()
+    }
+
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`.
+    fn literal(&mut self) -> Result<String> {
         let rest = &self.src[self.at..];
         if let Some(q) = rest
             .chars()
@@ -193,7 +221,7 @@ impl Args<'_> {
             if self.src[self.at..].starts_with("||") {
                 self.at += 2;
                 self.skip();
-                let fallback = self.value();
+                let fallback = self.literal();
                 return match self.env.get(&name) {
                     Some(v) => Ok(v.clone()),
                     None => fallback,
@@ -217,6 +245,35 @@ impl Args<'_> {
             self.where_, self.call, self.example
         )
     }
+}
+
+/// Where the value of `const NAME = VALUE` begins in `src` (the first such const).
+fn const_init(src: &str, name: &str) -> Option<usize> {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    for (at, _) in src.match_indices("const") {
+        if src[..at].chars().next_back().is_some_and(word) {
+            continue;
+        }
+        let rest = &src[at + 5..];
+        let after = rest.trim_start();
+        if after.len() == rest.len() || !after.starts_with(name) {
+            continue;
+        }
+        let tail = &after[name.len()..];
+        if tail.chars().next().is_some_and(word) {
+            continue;
+        }
+        let tail = tail.trim_start();
+        let Some(value) = tail.strip_prefix('=') else {
+            continue;
+        };
+        if value.starts_with('=') {
+            continue;
+        }
+        let value = value.trim_start();
+        return Some(src.len() - value.len());
+    }
+    None
 }
 
 /// `.proto` files found in the import paths, recorded as the compiler opens them.
