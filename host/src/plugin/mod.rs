@@ -27,6 +27,7 @@ pub(crate) mod reference;
 pub(crate) mod response_slots;
 pub(crate) mod send;
 pub(crate) mod shape;
+pub(crate) mod browser;
 pub(crate) mod sockets;
 pub(crate) mod state;
 pub(crate) mod summary;

@@ -63,6 +63,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("grpc.js", include_str!("grpc.js")),
     // k6/experimental/redis and k6/x/redis over the contract's `sockets`.
     ("redis.js", include_str!("redis.js")),
+    // k6/browser over the contract's `browser` (the host drives Chromium).
+    ("browser.js", include_str!("browser.js")),
     // The table of the modules a script may import, by name.
     ("modules.js", include_str!("modules.js")),
     // Loading the script's bundle, mapping its stack traces, guarding each call.

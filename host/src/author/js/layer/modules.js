@@ -15,5 +15,6 @@ const MODULES = {
   'k6/net/grpc': Object.assign({ default: k6grpc }, k6grpc),
   'k6/experimental/redis': Object.assign({ default: k6redis }, k6redis),
   'k6/x/redis': Object.assign({ default: k6redis }, k6redis),
+  'k6/browser': { default: { browser: k6browser }, browser: k6browser },
 };
 
