@@ -25,7 +25,9 @@ pub(crate) const SCRIPT: &str = r#"(() => {
   if (document.readyState === 'complete') ttfb(); else addEventListener('load', () => setTimeout(ttfb, 0), { once: true });
   observe('paint', (e) => { if (e.name === 'first-contentful-paint') send('fcp', e.startTime); });
   observe('largest-contentful-paint', (e) => send('lcp', e.startTime));
+  // CLS is reported for every document, 0 when nothing shifted (as k6 reports it).
   let cls = 0, win = 0, first = 0, last = 0;
+  send('cls', 0);
   observe('layout-shift', (e) => {
     if (e.hadRecentInput) return;
     if (win && e.startTime - last < 1000 && e.startTime - first < 5000) { win += e.value; } else { win = e.value; first = e.startTime; }

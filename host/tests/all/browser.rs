@@ -280,8 +280,10 @@ async fn a_page_that_never_loads_times_out_and_is_counted() {
         &[],
     )
     .await;
-    // k6 exits 0 when iterations throw; so does the host.
-    assert!(ran.status.success(), "{}", text(&ran));
+    // k6 exits 0 when iterations throw; the host fails a run in which no iteration
+    // succeeded (it measured nothing), with the reason.
+    assert_eq!(ran.status.code(), Some(110), "{}", text(&ran));
+    assert!(text(&ran).contains("every iteration failed (2 of 2)"), "{}", text(&ran));
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
     let summary = common::summary_json(&common::only_results_dir(&out));
     let errors = summary["plugin_errors"].to_string();
@@ -293,4 +295,121 @@ async fn a_page_that_never_loads_times_out_and_is_counted() {
         "Chromium left running: {:?}",
         browsers_under(tmp.path())
     );
+}
+
+const FORM_PAGE: &str = r#"<!doctype html><html><head><title>Form</title></head><body>
+<label for="name">Name</label><input id="name" placeholder="Your name" value="">
+<input id="agree" type="checkbox"><label for="agree">Agree</label>
+<select id="size"><option value="s">Small</option><option value="l">Large</option></select>
+<button id="go" data-testid="go-button" disabled>Go</button>
+<ul><li class="item">one</li><li class="item">two</li><li class="item" style="display:none">three</li></ul>
+<p id="out"></p><a id="link" href="/next" title="Next page">next</a>
+<script>
+  const name = document.getElementById('name');
+  name.addEventListener('input', () => { document.getElementById('go').disabled = !name.value; });
+  document.getElementById('go').addEventListener('click', () => {
+    document.getElementById('out').textContent = name.value + ':' + document.getElementById('agree').checked + ':' + document.getElementById('size').value;
+  });
+  document.addEventListener('keydown', (e) => { if (e.key === 'Enter') document.getElementById('out').dataset.enter = 'yes'; });
+</script></body></html>"#;
+
+const LOCATORS: &str = r#"
+import { browser } from 'k6/browser';
+import { check } from 'k6';
+
+export const options = {
+  scenarios: { ui: { executor: 'per-vu-iterations', vus: 1, iterations: 2, options: { browser: { type: 'chromium' } } } },
+};
+
+export default async function () {
+  const context = await browser.newContext({ viewport: { width: 800, height: 600 }, userAgent: 'host-test/1.0' });
+  await context.addCookies([{ name: 'k', value: 'v', url: __ENV.URL }]);
+  const page = await context.newPage();
+  const res = await page.goto(__ENV.URL, { waitUntil: 'load' });
+  const go = page.getByTestId('go-button');
+  const before = await go.isEnabled();
+  await page.getByPlaceholder('Your name').fill('ann');
+  await page.getByLabel('Agree').check();
+  await page.locator('#size').selectOption('l');
+  await go.click();
+  await page.locator('#name').press('Enter');
+  const cookies = await context.cookies();
+  const out = await page.locator('#out').textContent();
+  const entered = await page.locator('#out').getAttribute('data-enter');
+  const value = await page.locator('#name').inputValue();
+  const checked = await page.locator('#agree').isChecked();
+  const items = await page.locator('li.item').count();
+  const second = await page.locator('li.item').nth(1).innerText();
+  const lastShown = await page.locator('li.item').last().isVisible();
+  const buttons = await page.getByRole('button', { name: 'Go' }).count();
+  const twos = await page.getByText('two').count();
+  const link = await page.getByTitle('Next page').innerHTML();
+  const doubled = await page.evaluate((n) => n * 2, 21);
+  const seen = await page.evaluate(() => innerWidth + ' ' + navigator.userAgent);
+  const html = await page.content();
+  check(page, {
+    'goto answers 200': () => res.status() === 200,
+    'a button enables on input': () => before === false,
+    'fill, check, selectOption and a real click': () => out === 'ann:true:l',
+    'press reaches the page': () => entered === 'yes',
+    'inputValue': () => value === 'ann',
+    'isChecked': () => checked === true,
+    'count, nth and last': () => items === 3 && second === 'two' && lastShown === false,
+    'getByRole and getByText': () => buttons === 1 && twos === 1,
+    'getByTitle and innerHTML': () => link === 'next',
+    'evaluate with an argument': () => doubled === 42,
+    'viewport and user agent': () => seen === '800 host-test/1.0',
+    'cookies': () => cookies.length === 1 && cookies[0].name === 'k',
+    'content': () => html.includes('data-testid="go-button"'),
+  });
+  await page.screenshot({ path: `shots/form-${__ITER}.png` });
+  await context.close();
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locators_act_and_read_as_k6s() {
+    let _turn = BROWSER_TURN.lock().await;
+    let (port, _) = server(Some(FORM_PAGE.into()));
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("form.js"), LOCATORS).unwrap();
+    let out = tmp.path().join("results");
+    let url = format!("URL=http://127.0.0.1:{port}/");
+    let ran = host(
+        tmp.path(),
+        tmp.path(),
+        &["run", "form.js", "-e", &url, "--out", out.to_str().unwrap(), "--quiet"],
+        &[],
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let dir = common::only_results_dir(&out);
+    let summary = common::summary_json(&dir);
+    assert_eq!(
+        summary["plugin_errors"].as_array().map_or(0, Vec::len),
+        0,
+        "{}",
+        summary["plugin_errors"]
+    );
+    for c in summary["checks"].as_array().unwrap() {
+        assert_eq!(c["fails"].as_u64(), Some(0), "check failed: {c}");
+        assert_eq!(c["passes"].as_u64(), Some(2), "{c}");
+    }
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 13);
+    // Screenshots are PNGs inside the results folder.
+    for i in 0..2 {
+        let png = std::fs::read(dir.join(format!("shots/form-{i}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_apis_not_built_are_refused_at_build_with_their_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = "import { browser } from 'k6/browser';\nexport const options = {};\nexport default async function () {\n  const page = await browser.newPage();\n  await page.route('**/*', (r) => r.abort());\n}\n";
+    std::fs::write(tmp.path().join("route.js"), script).unwrap();
+    let ran = host(tmp.path(), tmp.path(), &["build", "route.js"], &[]).await;
+    assert!(!ran.status.success(), "{}", text(&ran));
+    assert!(text(&ran).contains("route.js:5"), "{}", text(&ran));
+    assert!(text(&ran).contains("`route()`"), "{}", text(&ran));
 }

@@ -11,7 +11,9 @@
 const BROWSER_TIMEOUT = 30000;
 
 // What a host call threw, as the script's Error.
+// The runtime throws a result's error as an Error holding it in `payload`.
 function browserError(e) {
+  if (e instanceof Error && e.payload && typeof e.payload === 'object' && e.payload.tag) return new Error(String(e.payload.val));
   if (e && typeof e === 'object' && e.tag) return new Error(String(e.val));
   return e instanceof Error ? e : new Error(String(e));
 }
@@ -59,7 +61,8 @@ function browserScenarioCheck() {
   }
 }
 
-// An action of the contract: `{ tag, val }` by the WIT case's name.
+// An action of the contract: `{ tag, val }`, the tag the WIT case's name as written
+// (kebab-case: `text-content`).
 function act(tag, val) { return val === undefined ? { tag } : { tag, val }; }
 
 class BrowserLocator {
@@ -85,18 +88,18 @@ class BrowserLocator {
   press(key, opts) { return this._do(act('press', String(key)), opts); }
   selectOption(values, opts) {
     const list = (Array.isArray(values) ? values : [values]).map((v) => (v && typeof v === 'object' ? String(v.value !== undefined ? v.value : v.label) : String(v)));
-    return this._do(act('selectOption', list), opts);
+    return this._do(act('select-option', list), opts);
   }
-  textContent(opts) { return this._do(act('textContent'), opts); }
-  innerText(opts) { return this._do(act('innerText'), opts); }
-  innerHTML(opts) { return this._do(act('innerHtml'), opts); }
-  inputValue(opts) { return this._do(act('inputValue'), opts); }
-  getAttribute(name, opts) { return this._do(act('getAttribute', String(name)), opts); }
-  isVisible(opts) { return this._do(act('isVisible'), opts); }
-  isHidden(opts) { return this._do(act('isHidden'), opts); }
-  isEnabled(opts) { return this._do(act('isEnabled'), opts); }
-  isDisabled(opts) { return this._do(act('isEnabled'), opts).then((v) => !v); }
-  isChecked(opts) { return this._do(act('isChecked'), opts); }
+  textContent(opts) { return this._do(act('text-content'), opts); }
+  innerText(opts) { return this._do(act('inner-text'), opts); }
+  innerHTML(opts) { return this._do(act('inner-html'), opts); }
+  inputValue(opts) { return this._do(act('input-value'), opts); }
+  getAttribute(name, opts) { return this._do(act('get-attribute', String(name)), opts); }
+  isVisible(opts) { return this._do(act('is-visible'), opts); }
+  isHidden(opts) { return this._do(act('is-hidden'), opts); }
+  isEnabled(opts) { return this._do(act('is-enabled'), opts); }
+  isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
+  isChecked(opts) { return this._do(act('is-checked'), opts); }
   count() { return this._do(act('count'), {}); }
   nth(i) { return new BrowserLocator(this._page, this._selector, Number(i)); }
   first() { return this.nth(0); }
@@ -265,7 +268,7 @@ const browserState = { context: null, iteration: -1 };
 
 function browserCurrent() {
   // A new iteration: the host closed the last one's context.
-  const it = vuInfo().iterationInInstance;
+  const it = vuInfo().iteration;
   if (browserState.iteration !== it) { browserState.iteration = it; browserState.context = null; }
   return browserState.context;
 }
