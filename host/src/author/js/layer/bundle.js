@@ -59,9 +59,13 @@ function mapStack(stack) {
 }
 
 function failure(e) {
-  if (e instanceof Error) {
-    const stack = mapStack(e.stack);
-    return stack ? `${e.name}: ${e.message}\n${stack}` : `${e.name}: ${e.message}`;
+  let isError = false;
+  try { isError = e instanceof Error; } catch (_) { /* a Proxy whose getPrototypeOf throws */ }
+  if (isError) {
+    const name = readSafely(() => e.name, 'Error');
+    const message = readSafely(() => e.message, '(its message throws when read)');
+    const stack = readSafely(() => mapStack(e.stack), '');
+    return stack ? `${name}: ${message}\n${stack}` : `${name}: ${message}`;
   }
   return `uncaught ${format(e)}`;
 }
