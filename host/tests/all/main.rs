@@ -11,6 +11,10 @@
 
 mod support;
 
+/// k6 browser scripts: the host's Chromium, the allowlist in the page, k6's browser
+/// metrics, the faults.
+mod browser;
+
 /// The `host` binary's commands, flags, reference and signals, as a user types them.
 mod cli {
     mod bad_input;
