@@ -147,8 +147,9 @@ mod tests {
         assert!(runs("0.3.4"));
         assert!(runs("0.3.5"));
         assert!(runs("0.3.6"));
+        assert!(runs("0.3.7"));
         assert!(
-            !runs("0.3.8"),
+            !runs("0.3.9"),
             "a later patch may import what this host lacks"
         );
         assert!(!runs("0.2.0"));
