@@ -484,3 +484,32 @@ async fn browser_apis_not_built_are_refused_at_build_with_their_line() {
     assert!(text(&ran).contains("route.js:5"), "{}", text(&ran));
     assert!(text(&ran).contains("`route()`"), "{}", text(&ran));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_without_a_browser_type_fails_as_k6s_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = "import { browser } from 'k6/browser';\nexport const options = { iterations: 1 };\nexport default async function () {\n  await browser.newPage();\n}\n";
+    std::fs::write(tmp.path().join("untyped.js"), script).unwrap();
+    let out = tmp.path().join("results");
+    let ran = host(
+        tmp.path(),
+        tmp.path(),
+        &[
+            "run",
+            "untyped.js",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+        &[],
+    )
+    .await;
+    assert!(!ran.status.success(), "{}", text(&ran));
+    assert!(
+        text(&ran).contains("make sure to set browser type option in scenario definition"),
+        "{}",
+        text(&ran)
+    );
+    // No browser was started for a run without a browser scenario.
+    assert!(browsers_under(tmp.path()).is_empty());
+}
