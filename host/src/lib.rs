@@ -12,8 +12,8 @@
 //!
 //! ```text
 //! cli         → oci, author, sweep, demo, distributed, run, stack, runs, output,
-//!               sampling, target_process, live, k8s, plugin, summary, docker, signals,
-//!               stderr, config
+//!               sampling, target_process, live, k8s, plugin, summary, net, docker,
+//!               files, signals, stderr, config
 //! k8s         → distributed, author, files, config   (`host k8s render`: the manifests of a
 //!               distributed run)
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,

@@ -70,6 +70,7 @@ const SECTIONS: &[&str] = &[
     "distributed",
     "summary",
     "regressions",
+    "k6",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -259,6 +260,15 @@ pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
     base
 }
 
+/// k6's warning when the command line replaced a k6 script's own scenarios
+/// (`--iterations`, `--duration`, `--stage`); `None` otherwise.
+pub(crate) fn k6_replaced_warning(source: &toml::Table, overrides: &Overrides) -> Option<String> {
+    let script = overrides::k6::read(source).ok()??;
+    (script.own_scenarios && overrides.replaces_k6_scenarios())
+        .then(|| overrides::k6::replaced_warning(source))
+        .flatten()
+}
+
 /// Reads a merged table, applies the command line's overrides to what it read, and
 /// checks the result. Every section is checked even after a mistake, so the error
 /// lists all of them (one per section or scenario at most: within one table the first
@@ -274,7 +284,11 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         message: e.to_string(),
     });
     // `--stage` replaces the scenarios whole; its own mistake is the only one shown.
-    let staged = overrides.stage_scenario(&source)?;
+    // A k6 script's scenarios follow k6's precedence (`overrides::k6`).
+    let staged = match overrides::k6::read(&source)? {
+        Some(script) => overrides.k6_scenario(&script)?,
+        None => overrides.stage_scenario(&source)?,
+    };
     let mut errors = Collector::default();
     for key in source.keys() {
         if !SECTIONS.contains(&key.as_str()) {
@@ -288,8 +302,16 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let (mut scenarios, written) = match staged {
         Some((scenario, table)) => (vec![scenario], ScenarioWrites::Replaced(table)),
         None => {
+            // A k6 script's scenarios take only what k6 lets the flags change.
+            let k6_overrides = match overrides::k6::read(&source) {
+                Ok(Some(script)) => Some(overrides.for_k6_scenarios(&script)),
+                _ => None,
+            };
             let (scenarios, edits) = errors
-                .keep_all(scenarios(&source, overrides))
+                .keep_all(scenarios(
+                    &source,
+                    k6_overrides.as_ref().unwrap_or(overrides),
+                ))
                 .unwrap_or_default();
             (scenarios, ScenarioWrites::Edited(edits))
         }

@@ -26,6 +26,7 @@ pub(crate) mod output;
 pub(crate) mod pin;
 pub(crate) mod reference;
 pub(crate) mod response_slots;
+pub(crate) mod secrets;
 pub(crate) mod send;
 pub(crate) mod shape;
 pub(crate) mod sockets;

@@ -89,6 +89,9 @@ pub(crate) async fn inspect_with_env(
 /// order) ← CLI.
 pub(crate) fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let merged = layered_source(&info.default_config, &request.config_files())?;
+    if let Some(warning) = config::k6_replaced_warning(&merged, &request.overrides) {
+        crate::stderr::warn(warning);
+    }
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
 

@@ -63,11 +63,11 @@ pub(super) async fn setup(
     let ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
+    let log_verbose = request.remote.as_ref().and_then(|r| r.0.log_verbose());
     let services = services_for(
         config,
         registry.clone(),
-        log_quiet.unwrap_or(request.quiet),
+        log_verbose.unwrap_or_else(crate::plugin::log::verbose),
         published,
     )?;
     // Browser scenarios: the browser starts now, so one that is missing or broken is

@@ -22,6 +22,7 @@ mod cli {
     mod config_flags;
     mod interrupt;
     mod k6_compat;
+    mod k6_options;
     mod reference;
 }
 
@@ -60,9 +61,12 @@ mod net {
     mod websockets;
 }
 
-/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins against
-/// the real servers.
+/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins (Redis,
+/// PostgreSQL, MQTT; Rust and Python) against the real servers.
 mod sockets {
+    mod mqtt_plugin;
+    mod postgres_plugin;
+    mod python_redis;
     mod redis_plugin;
 }
 
@@ -80,8 +84,11 @@ mod js {
     mod grpc_connect;
     mod hostile;
     mod http_compat;
+    mod idioms;
+    mod k6_files;
     mod messages;
     mod redis;
+    mod remote_modules;
     mod repeated;
     mod responses;
     mod runtime_guards;
@@ -120,6 +127,7 @@ mod outputs {
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.
 mod run {
     mod broken_runs;
+    mod k6_secrets;
     mod secrets;
     mod thresholds;
 }

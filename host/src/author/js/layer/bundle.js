@@ -25,7 +25,10 @@ function load() {
     if (!fn) throw new Error(`module ${id} is not in the bundle`);
     const exports = {};
     cache[id] = exports;
-    fn(require, exports);
+    const returned = fn(require, exports);
+    // A module with top-level `await` returned its body's promise: its jobs run now,
+    // so that its importer reads its exports once it finished, as an ES module waits.
+    if (returned instanceof LayerPromise) settleModule(returned, id);
     return exports;
   };
   inInitCode = true;

@@ -60,6 +60,11 @@ function optionsToml(o) {
     const s = o.tags ? Object.assign({}, scenarios[name], { tags: Object.assign({}, o.tags, scenarios[name].tags || {}) }) : scenarios[name];
     out.push(scenarioToml(name, s));
   }
+  // What k6's precedence of the command line needs (host/src/config/overrides/k6.rs):
+  // whether the script named its scenarios, its top-level vus and tags.
+  out.push('[k6]', `own_scenarios = ${!!o.scenarios}`);
+  if (o.vus !== undefined) out.push(`vus = ${Number(o.vus)}`);
+  if (o.tags) out.push(`tags = ${tomlValue(o.tags)}`);
   // A browser scenario: the host starts its browser before the run.
   if (Object.keys(scenarios).some((n) => scenarios[n].options)) out.push('[browser]');
   if (o.thresholds) {
