@@ -14,7 +14,7 @@
 //! cli         → oci, author, sweep, demo, distributed, run, stack, runs, output,
 //!               sampling, target_process, live, k8s, plugin, summary, net, docker,
 //!               files, signals, stderr, config
-//! k8s         → distributed, author, files, config   (`host k8s render`: the manifests of a
+//! k8s         → distributed, author, plugin, files, config   (`host k8s render`: the manifests of a
 //!               distributed run)
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
 //!               bounded, stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
