@@ -409,14 +409,14 @@ async fn a_refused_api_fails_the_build_with_its_name_and_line() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
         tmp.path().join("browser.js"),
-        "import http from 'k6/http';\nimport { browser } from 'k6/browser';\nexport default function () {}\n",
+        "import http from 'k6/http';\nimport { browser } from 'k6/experimental/browser';\nexport default function () {}\n",
     )
     .unwrap();
     let built = host(tmp.path(), args(&["build", "browser.js"])).await;
     assert!(!built.status.success(), "{}", text(&built));
     let err = String::from_utf8_lossy(&built.stderr);
     assert!(
-        err.contains("browser.js:2") && err.contains("k6/browser"),
+        err.contains("browser.js:2") && err.contains("k6/experimental/browser"),
         "{}",
         text(&built)
     );
