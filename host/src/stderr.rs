@@ -4,6 +4,8 @@
 //! freezing the VU or the run loop that wrote them. The command line drains the queue
 //! (for a bounded time) before the process exits.
 
+pub(crate) mod redact;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -48,6 +50,11 @@ impl LineWriter {
     /// Queues `line` (which should end with a newline); `false`, and counted, when
     /// the queue is full. Never blocks.
     pub fn try_line(&self, line: String) -> bool {
+        // A secret a script got never reaches the terminal (see `redact`).
+        let line = match redact::redact(&line) {
+            std::borrow::Cow::Owned(clean) => clean,
+            std::borrow::Cow::Borrowed(_) => line,
+        };
         self.pending.fetch_add(1, Ordering::AcqRel);
         if self.queue.try_send(line).is_ok() {
             true

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 /// `host build`: builds, then prints the component's path alone on stdout (scripts
 /// take it from there); returns the exit code.
 pub(crate) fn run(args: &super::BuildArgs) -> Result<i32> {
+    super::js::remote::set_update(args.update);
     let component = build(&args.dir)?;
     println!("{}", component.display());
     Ok(0)

@@ -55,4 +55,9 @@ pub(crate) struct BuildArgs {
     /// makes), or a k6 script (.js), built into `<script>.wasm` beside it.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
+    /// A k6 script's remote modules (`import ... from 'https://...'`): fetch each again
+    /// and pin what the server has now in the lock file beside the script
+    /// (`SCRIPT.lock`), where a build refuses a module that changed since its pin.
+    #[arg(long)]
+    pub update: bool,
 }

@@ -49,6 +49,13 @@ pub(super) struct CommonArgs {
     /// --env-file and [env]).
     #[arg(short = 'e', long = "env", value_parser = key_value)]
     pub(super) env: Vec<(String, String)>,
+    /// A source of the secrets a k6 script reads with `k6/secrets`, as k6's:
+    /// `file=PATH` (KEY=VALUE lines), `file=name=NAME,filename=PATH[,default]`,
+    /// `env[=prefix=PREFIX][,name=NAME][,default]` (the host's environment variables
+    /// PREFIX+NAME). Repeatable; a lone source, or the one marked `default`, answers
+    /// `secrets.get()`. A secret's value is redacted from everything the run writes.
+    #[arg(long = "secret-source", value_name = "KIND=OPTIONS", value_parser = secret_source_arg)]
+    secret_source: Vec<crate::plugin::secrets::SecretSource>,
     /// Environment variables for the plugin from a file: KEY=VALUE lines, `#` comments,
     /// 'single' or "double" quoted values (wins over [env]; -e wins over it).
     #[arg(long, value_name = "FILE")]
@@ -80,9 +87,17 @@ pub(super) struct CommonArgs {
     /// run's metrics in OpenMetrics text at /metrics.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::live::DEFAULT_DASHBOARD, value_parser = dashboard_arg)]
     dashboard: Option<std::net::SocketAddr>,
-    /// No progress lines.
+    /// No progress lines (as k6's -q: the script's console lines are still written).
     #[arg(short, long, env = "K6_QUIET", value_parser = clap::builder::BoolishValueParser::new())]
     pub(super) quiet: bool,
+    /// Also write the plugin's `debug` and `trace` log lines (a k6 script's
+    /// `console.debug`), as k6's -v.
+    #[arg(short, long, env = "K6_VERBOSE", value_parser = clap::builder::BoolishValueParser::new())]
+    verbose: bool,
+    /// Print each HTTP request and response of the run to stderr, as k6's
+    /// --http-debug: headers only, or with their bodies with `--http-debug=full`.
+    #[arg(long, value_name = "full", num_args = 0..=1, require_equals = true, default_missing_value = "headers", value_parser = ["headers", "full"], env = "K6_HTTP_DEBUG")]
+    http_debug: Option<String>,
     /// Sample this container's CPU, memory, network and block I/O during the run
     /// (name or id; repeatable).
     #[arg(long = "sample-container", value_name = "NAME")]
@@ -115,9 +130,12 @@ pub(super) struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// Reads --env-file, so that its variables come before the -e ones (which win), and
-    /// checks that --out names at most one results folder.
+    /// Reads --env-file, so that its variables come before the -e ones (which win),
+    /// checks that --out names at most one results folder, and sets the secret sources
+    /// (checked: each name once, at most one default).
     pub(super) fn read_env_file(&mut self) -> anyhow::Result<()> {
+        crate::plugin::secrets::check_sources(&self.secret_source).map_err(anyhow::Error::msg)?;
+        crate::plugin::secrets::set_sources(std::mem::take(&mut self.secret_source));
         let folders = self
             .out
             .iter()
@@ -147,6 +165,13 @@ impl CommonArgs {
 
     /// The run these flags ask for, of `plugin`.
     pub(super) fn request(self, plugin: PathBuf) -> RunRequest {
+        // Process-wide, as k6's: the log sink and the HTTP client read them.
+        crate::plugin::log::set_verbose(self.verbose);
+        crate::net::http::debug::set(match self.http_debug.as_deref() {
+            None => crate::net::http::debug::Mode::Off,
+            Some("full") => crate::net::http::debug::Mode::Full,
+            Some(_) => crate::net::http::debug::Mode::Headers,
+        });
         let mut configs = self.config.into_iter();
         let mut results = PathBuf::from("results");
         let mut outputs = Vec::new();
@@ -191,6 +216,11 @@ impl CommonArgs {
             remote: None,
         }
     }
+}
+
+/// `--secret-source KIND=OPTIONS`, loaded (its file read) as it is parsed.
+fn secret_source_arg(text: &str) -> Result<crate::plugin::secrets::SecretSource, String> {
+    crate::plugin::secrets::parse_source(text)
 }
 
 /// `30s:100`: a stage of the --stage shortcut.

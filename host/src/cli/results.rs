@@ -7,18 +7,41 @@ use crate::run;
 
 /// Prints a run's summary (before its results files are written).
 pub(super) fn print_summary(summary: &crate::summary::Summary) {
-    print!("{}", crate::output::text::render(summary));
+    let text = crate::output::text::render(summary);
+    print!("{}", crate::stderr::redact::redact(&text));
+}
+
+/// The summary with every secret a k6 script got (`k6/secrets`) redacted from its
+/// text (check names, errors, tags...), before it is exported or stored; the results
+/// folder's files are redacted in place ([`finish`]).
+pub(super) fn redacted(mut outcome: run::RunOutcome) -> run::RunOutcome {
+    if !crate::stderr::redact::active() {
+        return outcome;
+    }
+    let clean = serde_json::to_string(&outcome.summary)
+        .ok()
+        .and_then(|json| serde_json::from_str(&crate::stderr::redact::redact(&json)).ok());
+    if let Some(summary) = clean {
+        outcome.summary = summary;
+    }
+    outcome
 }
 
 /// Writes `--summary-export FILE` (k6's shape) when asked; a failure joins the results
 /// files that could not be written.
 pub(super) fn export_summary(
-    mut outcome: run::RunOutcome,
+    outcome: run::RunOutcome,
     path: Option<&std::path::Path>,
 ) -> run::RunOutcome {
+    let mut outcome = redacted(outcome);
     if let Some(path) = path {
         if let Err(failure) = crate::output::k6_export::write(path, &outcome.summary) {
             outcome.write_failures.push(failure);
+        } else if let Err(e) = crate::stderr::redact::redact_file(path) {
+            outcome.write_failures.push(crate::output::WriteFailure {
+                file: path.display().to_string(),
+                error: format!("redacting its secrets: {e}"),
+            });
         }
     }
     outcome
@@ -29,6 +52,13 @@ pub(super) fn export_summary(
 /// written (the run's own code is named beside the failure).
 pub(super) fn finish(outcome: run::RunOutcome, remember: &super::remember::Remember) -> i32 {
     println!("\n  results: {}", outcome.results_dir.display());
+    let mut outcome = redacted(outcome);
+    if let Err(e) = crate::stderr::redact::redact_files(&outcome.results_dir) {
+        outcome.write_failures.push(crate::output::WriteFailure {
+            file: outcome.results_dir.display().to_string(),
+            error: format!("redacting its secrets: {e}"),
+        });
+    }
     let code = super::remember::after_run(&outcome, remember);
     let outcome = run::RunOutcome {
         exit_code: code,

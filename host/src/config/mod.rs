@@ -26,6 +26,7 @@ pub(crate) mod table;
 pub(crate) mod thresholds;
 pub(crate) mod tls;
 pub(crate) mod trend_stats;
+pub(crate) mod browser;
 pub(crate) mod websocket;
 
 #[cfg(test)]
@@ -60,6 +61,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "browser",
     "http",
     "sampling",
     "stack",
@@ -68,6 +70,7 @@ const SECTIONS: &[&str] = &[
     "distributed",
     "summary",
     "regressions",
+    "k6",
 ];
 
 /// The most iterations per second the arrival-rate scenarios of one run may ask for, in
@@ -162,6 +165,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// Browser scenarios (`[browser]`).
+    pub browser: browser::BrowserOptions,
     /// Redirects, cookies, source addresses, setup counting (`[http]`).
     pub http: HttpOptions,
     /// What is sampled besides the generator, and how often (`[sampling]`).
@@ -199,6 +204,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            browser: browser::parse(&toml::Table::new()).unwrap_or_default(),
             http: HttpOptions::default(),
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
@@ -254,6 +260,15 @@ pub fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
     base
 }
 
+/// k6's warning when the command line replaced a k6 script's own scenarios
+/// (`--iterations`, `--duration`, `--stage`); `None` otherwise.
+pub(crate) fn k6_replaced_warning(source: &toml::Table, overrides: &Overrides) -> Option<String> {
+    let script = overrides::k6::read(source).ok()??;
+    (script.own_scenarios && overrides.replaces_k6_scenarios())
+        .then(|| overrides::k6::replaced_warning(source))
+        .flatten()
+}
+
 /// Reads a merged table, applies the command line's overrides to what it read, and
 /// checks the result. Every section is checked even after a mistake, so the error
 /// lists all of them (one per section or scenario at most: within one table the first
@@ -269,7 +284,11 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         message: e.to_string(),
     });
     // `--stage` replaces the scenarios whole; its own mistake is the only one shown.
-    let staged = overrides.stage_scenario(&source)?;
+    // A k6 script's scenarios follow k6's precedence (`overrides::k6`).
+    let staged = match overrides::k6::read(&source)? {
+        Some(script) => overrides.k6_scenario(&script)?,
+        None => overrides.stage_scenario(&source)?,
+    };
     let mut errors = Collector::default();
     for key in source.keys() {
         if !SECTIONS.contains(&key.as_str()) {
@@ -283,8 +302,16 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
     let (mut scenarios, written) = match staged {
         Some((scenario, table)) => (vec![scenario], ScenarioWrites::Replaced(table)),
         None => {
+            // A k6 script's scenarios take only what k6 lets the flags change.
+            let k6_overrides = match overrides::k6::read(&source) {
+                Ok(Some(script)) => Some(overrides.for_k6_scenarios(&script)),
+                _ => None,
+            };
             let (scenarios, edits) = errors
-                .keep_all(scenarios(&source, overrides))
+                .keep_all(scenarios(
+                    &source,
+                    k6_overrides.as_ref().unwrap_or(overrides),
+                ))
                 .unwrap_or_default();
             (scenarios, ScenarioWrites::Edited(edits))
         }
@@ -309,6 +336,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = errors.keep(websocket::parse(&source)).unwrap_or_default();
+    let browser = errors.keep(browser::parse(&source)).unwrap_or_default();
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
     let sampling = match errors.keep(sampling::parse(&source)) {
         Some(mut sampling) => errors
@@ -346,6 +374,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        browser,
         http,
         sampling,
         stack,

@@ -28,7 +28,7 @@ use super::executors::{
 use super::sampling::{self, SamplingFlags};
 use super::scenario::{ScenarioConfig, DEFAULT_GRACEFUL_STOP};
 use super::segment::ExecutionTuple;
-use super::table::{check_non_negative, Collector, ConfigError, ConfigErrors};
+use super::table::{check_non_negative, whole, Collector, ConfigError, ConfigErrors};
 use super::tls::TlsOptions;
 use super::trend_stats::TrendStat;
 use std::collections::{BTreeMap, BTreeSet};
@@ -81,6 +81,9 @@ pub struct Overrides {
     /// `--execution-segment-sequence`: every process's segment boundaries
     /// (`0,1/3,2/3,1`), so that all stripe alike.
     pub execution_segment_sequence: Option<String>,
+    /// `--vus` sets a ramping-vus scenario's start VUs (k6's rule for the scenario a k6
+    /// script's `stages` shortcut made; see `overrides::k6`).
+    pub k6_start_vus: bool,
 }
 
 /// One change the command line made to a scenario's table.
@@ -265,7 +268,14 @@ impl Overrides {
                     edits.push(Edit::Set("rate", toml::Value::Float(r)));
                 }
             }
-            ExecutorConfig::RampingVus { .. } | ExecutorConfig::RampingArrivalRate { .. } => {}
+            ExecutorConfig::RampingVus { start_vus, .. } => {
+                if let (Some(n), true) = (self.vus, self.k6_start_vus) {
+                    *start_vus = n;
+                    let value = c.keep(whole(&path("start_vus"), n));
+                    edits.extend(value.map(|v| Edit::Set("start_vus", v)));
+                }
+            }
+            ExecutorConfig::RampingArrivalRate { .. } => {}
         }
         c.finish()?;
         Ok(edits)
@@ -377,15 +387,6 @@ fn counted(c: &mut Collector, path: &str, n: u64) -> Option<toml::Value> {
     c.keep(whole(path, n))
 }
 
-/// A count as TOML writes it (a signed 64-bit integer).
-fn whole(path: &str, n: u64) -> Result<toml::Value, ConfigError> {
-    i64::try_from(n)
-        .map(toml::Value::Integer)
-        .map_err(|_| ConfigError {
-            path: path.to_string(),
-            message: format!("must be at most {}, got {n}", i64::MAX),
-        })
-}
-
+pub(crate) mod k6;
 #[cfg(test)]
 mod tests;

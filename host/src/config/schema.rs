@@ -72,6 +72,8 @@ struct RunToml {
     data: Option<BTreeMap<String, String>>,
     /// How the host keeps WebSockets alive and how much it buffers.
     websocket: Option<WebSocket>,
+    /// Browser scenarios: present, a browser starts before the run.
+    browser: Option<Browser>,
     /// Redirects, cookies, source addresses, versions, batches.
     http: Option<Http>,
     /// What is sampled besides the generator, and how often.
@@ -90,6 +92,21 @@ struct RunToml {
     /// `"STAT +N%"` (a rise beyond N % is a regression) or `"STAT -N%"` (a fall), or a
     /// list of them (`http_req_duration = "p(95) +10%"`).
     regressions: Option<BTreeMap<String, RegressionRules>>,
+    /// Written by the JavaScript layer from a k6 script's options: the command line
+    /// then follows k6's precedence (docs/commands.md).
+    k6: Option<K6>,
+}
+
+/// `[k6]`: what k6's command-line precedence needs of a k6 script's options.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct K6 {
+    /// The script declared `options.scenarios`.
+    own_scenarios: Option<bool>,
+    /// The script's top-level `vus`.
+    vus: Option<u64>,
+    /// The script's top-level `tags`.
+    tags: Option<BTreeMap<String, Scalar>>,
 }
 
 /// One rule or several for a metric in `[regressions]`.
@@ -286,6 +303,14 @@ enum InitFailures {
     Retry,
     /// The run stops (exit code 107).
     Abort,
+}
+
+/// `[browser]`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Browser {
+    /// Chromium processes shared by all VUs (1 to 64).
+    processes: Option<u64>,
 }
 
 /// `[websocket]`.

@@ -423,6 +423,16 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
+/// A count as TOML writes it (a signed 64-bit integer).
+pub(crate) fn whole(path: &str, n: u64) -> Result<toml::Value, ConfigError> {
+    i64::try_from(n)
+        .map(toml::Value::Integer)
+        .map_err(|_| ConfigError {
+            path: path.to_string(),
+            message: format!("must be at most {}, got {n}", i64::MAX),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,9 +174,10 @@ pub struct Init {
     pub index: u32,
     /// The run's `[data]` files, which `config_toml` names by these bare names.
     pub data_files: Vec<DataFile>,
-    /// The coordinator runs with `--quiet`: the worker's plugin log lines below `warn`
-    /// are hidden, as they would be in one process.
-    pub quiet: bool,
+    /// The coordinator runs with `-v`: the worker's plugin `debug` log lines are
+    /// written, as they would be in one process. (Before, this place held `quiet`:
+    /// the same bool in postcard; both ends run the same host version.)
+    pub verbose: bool,
 }
 
 /// A `[data]` file sent with the plugin.

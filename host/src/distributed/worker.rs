@@ -128,7 +128,7 @@ pub(crate) async fn work(request: WorkerRequest) -> Result<RunOutcome> {
         setup_data: init.setup_data.as_str().into(),
         done: Arc::new(AtomicBool::new(false)),
         errors_sent: AtomicU64::new(0),
-        log_quiet: init.quiet,
+        log_verbose: init.verbose,
     });
     let mut run = run;
     run.remote = Some(RemoteRole(role.clone()));
@@ -374,8 +374,8 @@ struct WorkerRole {
     done: Arc<AtomicBool>,
     /// The plugin failures counted when the list was last sent.
     errors_sent: AtomicU64,
-    /// Whether the coordinator hides log lines below `warn` (`--quiet`).
-    log_quiet: bool,
+    /// Whether the coordinator writes `debug` log lines (`-v`).
+    log_verbose: bool,
 }
 
 impl Remote for WorkerRole {
@@ -383,8 +383,8 @@ impl Remote for WorkerRole {
         Some(self.setup_data.clone())
     }
 
-    fn log_quiet(&self) -> Option<bool> {
-        Some(self.log_quiet)
+    fn log_verbose(&self) -> Option<bool> {
+        Some(self.log_verbose)
     }
 
     fn barrier(&self, ctx: BarrierCtx) -> BoxFuture<'_, Result<()>> {

@@ -42,6 +42,9 @@ pub struct NetShared {
     /// Connections opened by HTTP version, and Alt-Svc upgrades (the summary's
     /// `connections`).
     pub connections: super::conn_counts::ConnectionCounts,
+    /// Failed gRPC calls by status, with the first message of each (the summary's
+    /// `grpc_failures`).
+    pub grpc_failures: super::grpc::failures::GrpcFailures,
     /// Requests that stopped at the redirect limit, and the first URL that did with
     /// its limit.
     redirect_limit: std::sync::Mutex<(u64, Option<(String, u32)>)>,
@@ -71,6 +74,7 @@ impl NetShared {
             http: Default::default(),
             tls: Default::default(),
             connections: Default::default(),
+            grpc_failures: Default::default(),
             redirect_limit: Default::default(),
         }
     }

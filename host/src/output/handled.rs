@@ -83,6 +83,9 @@ pub(crate) fn deliver(renderings: &[(String, Vec<u8>)], results_dir: &Path) -> V
     let (mut files, mut bytes) = (0usize, 0u64);
     let (mut skipped, mut skipped_bytes) = (0u64, 0u64);
     for (to, content) in renderings {
+        // A secret the script got is not printed (files are redacted with the folder).
+        let redacted = crate::stderr::redact::redact_bytes(content);
+        let content: &Vec<u8> = &redacted.into_owned();
         let is_file = !matches!(to.as_str(), "stdout" | "stderr");
         if is_file {
             let size = content.len() as u64;

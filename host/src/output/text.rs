@@ -30,6 +30,15 @@ fn render_raw(s: &Summary) -> String {
         s.plugin.file.path.display()
     );
     let _ = writeln!(out, "  status: {} after {:.1}s", s.status, s.duration_s);
+    // Time spent before the start is said where it was long enough to notice: a run
+    // that took 13 s said 3.0 s and nothing else (issue 49 item 16).
+    if s.vus_init_s >= 1.0 {
+        let _ = writeln!(
+            out,
+            "  VUs initialised in {:.1}s before the start (their init, not in the run's duration)",
+            s.vus_init_s
+        );
+    }
     if let Some(reason) = &s.stop_reason {
         let _ = writeln!(out, "  stopped by: {}", shown(&reason.to_string()));
     }
@@ -94,6 +103,14 @@ fn render_raw(s: &Summary) -> String {
             let _ = write!(out, "; not sent {not_sent} ({})", kinds(&h.not_sent));
         }
         let _ = writeln!(out, "; denied {}", h.denied);
+    }
+    if !s.grpc_failures.is_empty() {
+        let list: Vec<String> = s
+            .grpc_failures
+            .iter()
+            .map(|f| format!("{} × {} ({:?})", f.status, f.count, shown(&f.message)))
+            .collect();
+        let _ = writeln!(out, "  grpc failures: {}", list.join(", "));
     }
     if let Some(tls) = &s.tls {
         let list = |m: &std::collections::BTreeMap<String, u64>| {

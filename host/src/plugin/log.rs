@@ -1,7 +1,8 @@
 //! The plugin's `log()` lines: a budget per VU (lines per second, bytes per line), and
 //! stderr written through [`crate::stderr`], so no VU ever waits on it: when stderr is
 //! slow or is a pipe nobody reads, lines are dropped and counted instead of blocking
-//! the VU that wrote them. With `--quiet` only warnings and errors are written.
+//! the VU that wrote them. As k6's console, `debug` and `trace` lines are written only
+//! with `-v`/`--verbose` ([`set_verbose`]); `--quiet` hides the progress, not the log.
 
 pub(crate) use crate::config::LogLimits;
 use crate::stderr::LineWriter;
@@ -21,8 +22,9 @@ pub struct LogCounts {
     pub dropped_over_budget: u64,
     /// Lines dropped because stderr did not keep up (a full pipe nobody reads).
     pub dropped_stderr_blocked: u64,
-    /// Lines below `warn` not written because of `--quiet`.
-    pub hidden_by_quiet: u64,
+    /// `debug` and `trace` lines not written (no `-v`, as k6).
+    #[serde(alias = "hidden_by_quiet")]
+    pub hidden_debug: u64,
 }
 
 impl LogCounts {
@@ -67,12 +69,25 @@ pub struct LogSink {
     out: &'static LineWriter,
     forward: Forward,
     limits: LogLimits,
-    quiet: bool,
+    verbose: bool,
     written: AtomicU64,
     truncated: AtomicU64,
     over_budget: AtomicU64,
     blocked: AtomicU64,
     hidden: AtomicU64,
+}
+
+/// `-v`/`--verbose` of this process: `debug` and `trace` lines are written.
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Sets `-v`/`--verbose` for the runs of this process (the command line, once).
+pub(crate) fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// Whether this process was started with `-v`/`--verbose`.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
 }
 
 /// Severity of a line, lowest first.
@@ -103,18 +118,18 @@ impl Level {
 }
 
 impl LogSink {
-    /// Lines to the process's stderr.
-    pub fn stderr(limits: LogLimits, quiet: bool) -> Self {
-        Self::new(limits, quiet, crate::stderr::writer())
+    /// Lines to the process's stderr; `debug` and `trace` ones only when `verbose`.
+    pub fn stderr(limits: LogLimits, verbose: bool) -> Self {
+        Self::new(limits, verbose, crate::stderr::writer())
     }
 
-    /// Lines to `out`.
-    pub fn new(limits: LogLimits, quiet: bool, out: &'static LineWriter) -> Self {
+    /// Lines to `out`; `debug` and `trace` ones only when `verbose`.
+    pub fn new(limits: LogLimits, verbose: bool, out: &'static LineWriter) -> Self {
         Self {
             out,
             forward: Forward::default(),
             limits,
-            quiet,
+            verbose,
             written: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
             over_budget: AtomicU64::new(0),
@@ -123,9 +138,9 @@ impl LogSink {
         }
     }
 
-    /// Whether only warnings and errors are written (`--quiet`).
-    pub fn quiet(&self) -> bool {
-        self.quiet
+    /// Whether `debug` and `trace` lines are written (`-v`).
+    pub fn verbose(&self) -> bool {
+        self.verbose
     }
 
     /// The limits each VU's [`LogBudget`] applies.
@@ -142,7 +157,7 @@ impl LogSink {
         level: Level,
         message: &str,
     ) {
-        if self.quiet && level < Level::Warn {
+        if !self.verbose && level < Level::Info {
             self.hidden.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -150,7 +165,9 @@ impl LogSink {
             self.over_budget.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let (text, cut) = cut_at(message, self.limits.line_bytes);
+        // A secret the script got is redacted before the line is cut, kept or forwarded.
+        let message = crate::stderr::redact::redact(message);
+        let (text, cut) = cut_at(&message, self.limits.line_bytes);
         // One line, and nothing in it that drives the terminal.
         let text = crate::stderr::escape_controls(text, false);
         let line = if cut > 0 {
@@ -213,7 +230,7 @@ impl LogSink {
             truncated: self.truncated.load(Ordering::Relaxed),
             dropped_over_budget: self.over_budget.load(Ordering::Relaxed),
             dropped_stderr_blocked: self.blocked.load(Ordering::Relaxed),
-            hidden_by_quiet: self.hidden.load(Ordering::Relaxed),
+            hidden_debug: self.hidden.load(Ordering::Relaxed),
         }
     }
 }
@@ -343,13 +360,17 @@ mod tests {
     }
 
     #[test]
-    fn quiet_writes_only_warnings_and_errors() {
-        let sink = LogSink::new(LogLimits::default(), true, leaked(std::io::sink()));
-        let mut budget = LogBudget::default();
-        sink.write(&mut budget, "s", 1, Level::Info, "hidden");
-        sink.write(&mut budget, "s", 1, Level::Error, "shown");
-        let counts = sink.counts();
-        assert_eq!((counts.hidden_by_quiet, counts.written), (1, 1));
+    fn debug_lines_are_written_only_when_verbose() {
+        for (verbose, hidden, written) in [(false, 2, 2), (true, 0, 4)] {
+            let sink = LogSink::new(LogLimits::default(), verbose, leaked(std::io::sink()));
+            let mut budget = LogBudget::default();
+            sink.write(&mut budget, "s", 1, Level::Debug, "debug");
+            sink.write(&mut budget, "s", 1, Level::Trace, "trace");
+            sink.write(&mut budget, "s", 1, Level::Info, "shown");
+            sink.write(&mut budget, "s", 1, Level::Error, "shown");
+            let counts = sink.counts();
+            assert_eq!((counts.hidden_debug, counts.written), (hidden, written));
+        }
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub(crate) async fn inspect_with_env(
 /// order) ← CLI.
 pub(crate) fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {
     let merged = layered_source(&info.default_config, &request.config_files())?;
+    if let Some(warning) = config::k6_replaced_warning(&merged, &request.overrides) {
+        crate::stderr::warn(warning);
+    }
     config::build(merged, &request.overrides).map_err(|e| anyhow!("config error: {e}"))
 }
 
@@ -145,6 +148,9 @@ struct Started {
     /// The results folder.
     results_dir: PathBuf,
     t0: Instant,
+    /// How long the VUs made before the start took to initialise (not in the run's
+    /// duration, which starts after them).
+    vus_init: Duration,
     contexts: Vec<Arc<ScenarioCtx>>,
     tasks: JoinSet<(String, ExecutorReport)>,
     /// Stopped when this is dropped, at the end of the run.
@@ -240,10 +246,19 @@ async fn start(
     let remote = request.remote.as_ref().map(|r| r.0.clone());
     let vus_here = remote.as_ref().is_none_or(|r| r.runs_vus_here());
     let mut scenario_vus = Vec::new();
+    // One cut-off for every scenario's VUs made before the start: an `init` that ran
+    // out of its budget (a loop) gives up the others' too (issue 49 item 16).
+    let init_started = Instant::now();
+    let give_up = tokio_util::sync::CancellationToken::new();
     for (scenario, factory) in config.scenarios.iter().zip(&factories) {
         let initial = if vus_here { scenario.initial_vus() } else { 0 };
-        scenario_vus.push(factory.make_many(initial, INIT_CONCURRENCY).await?);
+        scenario_vus.push(
+            factory
+                .make_many(initial, INIT_CONCURRENCY, &give_up)
+                .await?,
+        );
     }
+    let vus_init = init_started.elapsed();
 
     let signals = request.handle_signals.then(|| {
         interrupt::spawn_signal_handler(
@@ -273,6 +288,8 @@ async fn start(
     let resources =
         ResourceWatch::start(sampling, config.sampling.stats_interval, t0, results.dir())?;
     let results_dir = results.dir().to_path_buf();
+    // Pages' screenshots are written there, and nowhere else.
+    setup.services.browsers.set_results(results_dir.clone());
     // The set is assembled once, from the request: nothing below asks again who
     // takes part.
     let observers = Observers::assemble(
@@ -314,6 +331,7 @@ async fn start(
         observers,
         results_dir,
         t0,
+        vus_init,
         contexts,
         tasks,
         _signals: signals,
@@ -412,6 +430,7 @@ fn finish(
         mut observers,
         results_dir,
         t0,
+        vus_init,
         contexts,
         ..
     } = started;
@@ -427,6 +446,7 @@ fn finish(
     };
     observers.last_tick(&tick, &reports);
     let mut summary = summarize::summary(&plan.info, setup, &scope, &aggregator, &reports, elapsed);
+    summary.vus_init_s = vus_init.as_secs_f64();
     let mut end = Ending {
         scope: &scope,
         results_dir,

@@ -51,9 +51,9 @@ pub trait Remote: Send + Sync {
         None
     }
 
-    /// Whether the plugin's log lines below `warn` are hidden, if not as `--quiet`
+    /// Whether the plugin's `debug` lines are written, if not as this process's `-v`
     /// says (a worker shows its lines as its coordinator was asked to).
-    fn log_quiet(&self) -> Option<bool> {
+    fn log_verbose(&self) -> Option<bool> {
         None
     }
 

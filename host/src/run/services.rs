@@ -23,7 +23,7 @@ pub(super) fn setup_identity(env: &BTreeMap<String, String>) -> VuIdentity {
 pub(super) fn services_for(
     config: &RunConfig,
     registry: Arc<Registry>,
-    quiet: bool,
+    log_verbose: bool,
     published: DataSets,
 ) -> Result<Arc<HostServices>> {
     let mut sets = data::load(&config.data)?;
@@ -51,15 +51,20 @@ pub(super) fn services_for(
                 config.tls.clone(),
             ))),
     );
+    let browsers = Arc::new(crate::browser::service::Browsers::new(
+        net.clone(),
+        config.browser.processes,
+    ));
     Ok(Arc::new(HostServices {
         recorder,
+        browsers,
         net,
         data: Arc::new(sets),
         cpu_per_call: config.limits.cpu_per_call,
         warned: Default::default(),
         metrics_refused: Default::default(),
         builtins_refused: Default::default(),
-        log: crate::plugin::log::LogSink::stderr(config.limits.log, quiet),
+        log: crate::plugin::log::LogSink::stderr(config.limits.log, log_verbose),
         sleeps_cut: Default::default(),
         control: Arc::new(RunControl::default()),
     }))

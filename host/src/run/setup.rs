@@ -63,13 +63,22 @@ pub(super) async fn setup(
     let ticker = EpochTicker::start(&engine)?;
     let plugin = Plugin::load(&engine, &request.plugin, &bytes, &sha256)?;
     let registry = Arc::new(Registry::new());
-    let log_quiet = request.remote.as_ref().and_then(|r| r.0.log_quiet());
+    let log_verbose = request.remote.as_ref().and_then(|r| r.0.log_verbose());
     let services = services_for(
         config,
         registry.clone(),
-        log_quiet.unwrap_or(request.quiet),
+        log_verbose.unwrap_or_else(crate::plugin::log::verbose),
         published,
     )?;
+    // Browser scenarios: the browser starts now, so one that is missing or broken is
+    // an error before setup() and the first iteration.
+    if config.browser.enabled {
+        services
+            .browsers
+            .pool()
+            .await
+            .map_err(|e| anyhow::anyhow!("browser scenarios: {e}"))?;
+    }
     // The plugin's imports stop the run through the same signals (`run-control.abort`).
     let control = services.control.clone();
     let errors = Arc::new(ErrorLog::default());

@@ -51,9 +51,11 @@ pub(crate) fn services(
         warned: Default::default(),
         metrics_refused: Default::default(),
         builtins_refused: Default::default(),
-        log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.quiet()),
+        log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.verbose()),
         sleeps_cut: Default::default(),
         control: run.control.clone(),
+        // setup() shares the run's browsers (and its allowlist).
+        browsers: run.browsers.clone(),
     };
     (Arc::new(services), Some(recorder))
 }

@@ -58,6 +58,7 @@ pub(super) fn summary(
     summary.log = setup.services.log.counts();
     summary.tls = setup.services.net.tls.summary();
     summary.connections = setup.services.net.connections.summary();
+    summary.grpc_failures = setup.services.net.grpc_failures.summary();
     summary
 }
 

@@ -71,6 +71,10 @@ pub struct Summary {
     pub started_at: String,
     /// Seconds from the first scenario's start to the end.
     pub duration_s: f64,
+    /// Seconds the VUs made before the start took to initialise (their `init`), before
+    /// `duration_s` began.
+    #[serde(default)]
+    pub vus_init_s: f64,
     /// How the run ended.
     pub status: RunStatus,
     /// Why it stopped early.
@@ -92,6 +96,10 @@ pub struct Summary {
     /// moved to HTTP/3 on `Alt-Svc` (absent without HTTP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<crate::net::conn_counts::ConnectionSummary>,
+    /// Failed gRPC calls by status, with the first message of each (absent without
+    /// failed calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grpc_failures: Vec<crate::net::grpc::failures::GrpcFailure>,
     /// Every metric with samples.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// The sub-metrics thresholds name (`http_req_duration{name:static}`) and
@@ -348,6 +356,7 @@ impl Summary {
             machine: machine(),
             started_at,
             duration_s: input.elapsed.as_secs_f64(),
+            vus_init_s: 0.0,
             status,
             stop_reason: input.stop_reason,
             failure: None,
@@ -363,6 +372,7 @@ impl Summary {
             http: http_counts(totals, input.in_flight),
             tls: None,
             connections: None,
+            grpc_failures: Vec::new(),
             metrics,
             submetrics,
             checks,

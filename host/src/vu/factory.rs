@@ -14,6 +14,7 @@ use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Makes the VUs of one scenario.
 pub struct VuFactory {
@@ -99,15 +100,36 @@ impl VuFactory {
         Vu::new(self.ctx.clone(), self.next_identity()).await
     }
 
-    /// Makes `count` VUs, `concurrency` at a time; the first failure is returned.
-    pub async fn make_many(&self, count: u64, concurrency: usize) -> Result<Vec<Vu>> {
+    /// Makes `count` VUs, `concurrency` at a time, before the start; the first failure
+    /// is returned. Once `give_up` is cancelled (an `init` ran out of its budget), the
+    /// VUs still initialising are handed over without an instance: each runs `init` on
+    /// its first turn in the run, cut off at the scenario's end, instead of holding
+    /// the start one budget after another.
+    pub async fn make_many(
+        &self,
+        count: u64,
+        concurrency: usize,
+        give_up: &CancellationToken,
+    ) -> Result<Vec<Vu>> {
         // Identities are taken up front so VU ids follow the order of the scenarios.
-        let identities: Vec<VuIdentity> = (0..count).map(|_| self.next_identity()).collect();
-        let vus: Vec<Result<Vu>> = futures::stream::iter(identities)
-            .map(|id| Vu::new(self.ctx.clone(), id))
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
+        let mut identities = (0..count).map(|_| self.next_identity()).collect::<Vec<_>>();
+        if identities.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The first VU alone, on a core of its own: init code that loops then runs out
+        // of its CPU budget in that budget's time, and gives up the others before they
+        // start; begun together, 64 looping VUs shared two cores and each took 32
+        // budgets of wall time to run out.
+        let rest = identities.split_off(1);
+        let first = Vu::before_start(self.ctx.clone(), identities.remove(0), give_up).await;
+        let mut vus: Vec<Result<Vu>> = vec![first];
+        vus.extend(
+            futures::stream::iter(rest)
+                .map(|id| Vu::before_start(self.ctx.clone(), id, give_up))
+                .buffer_unordered(concurrency.max(1))
+                .collect::<Vec<_>>()
+                .await,
+        );
         vus.into_iter().collect()
     }
 

@@ -23,6 +23,7 @@ use errors::{ErrorKind, ErrorLog};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
 
 /// How an iteration ended.
@@ -91,6 +92,9 @@ enum NotLive {
     Instantiate(anyhow::Error),
     /// `init` failed; already recorded.
     Init(String),
+    /// `init` ran out of its CPU budget or deadline (the init code loops, most often);
+    /// already recorded.
+    InitRanOut(String),
 }
 
 /// A virtual user.
@@ -113,7 +117,16 @@ impl Vu {
     /// the instance is an error: a failed `init` is recorded, and the VU, made without
     /// an instance, tries again on a later turn.
     pub async fn new(ctx: Arc<VuContext>, identity: VuIdentity) -> Result<Vu> {
-        let mut vu = Vu {
+        let mut vu = Vu::without_instance(ctx, identity);
+        match vu.ensure_live().await {
+            Ok(_) | Err(NotLive::Init(_) | NotLive::InitRanOut(_)) => Ok(vu),
+            Err(NotLive::Instantiate(e)) => Err(e),
+        }
+    }
+
+    /// A VU that has not made its instance yet: it does on its first turn.
+    fn without_instance(ctx: Arc<VuContext>, identity: VuIdentity) -> Vu {
+        Vu {
             ctx,
             identity,
             live: None,
@@ -121,10 +134,34 @@ impl Vu {
             deadline: Deadline::default(),
             init_streak: 0,
             retry_at: None,
+        }
+    }
+
+    /// A VU made before the start, as [`Vu::new`], unless `give_up` is cancelled first:
+    /// then it is handed over without an instance and runs `init` on its first turn
+    /// (cut off at its scenario's end). An `init` that ran out of its budget cancels
+    /// `give_up` itself: the same init code would most likely loop in every VU, and each
+    /// held the start for a whole budget (issue 49 item 16).
+    pub async fn before_start(
+        ctx: Arc<VuContext>,
+        identity: VuIdentity,
+        give_up: &CancellationToken,
+    ) -> Result<Vu> {
+        let mut vu = Vu::without_instance(ctx, identity);
+        if give_up.is_cancelled() {
+            return Ok(vu);
+        }
+        let made = tokio::select! {
+            made = Box::pin(vu.make_live()) => Some(made),
+            _ = give_up.cancelled() => None,
         };
-        match vu.ensure_live().await {
-            Ok(_) | Err(NotLive::Init(_)) => Ok(vu),
-            Err(NotLive::Instantiate(e)) => Err(e),
+        match made {
+            None | Some(Ok(()) | Err(NotLive::Init(_))) => Ok(vu),
+            Some(Err(NotLive::InitRanOut(_))) => {
+                give_up.cancel();
+                Ok(vu)
+            }
+            Some(Err(NotLive::Instantiate(e))) => Err(e),
         }
     }
 
@@ -163,12 +200,23 @@ impl Vu {
                 .call_init(&mut store, &self.ctx.setup_data)
                 .await;
             if let Err(e) = outcome(init, store.data()) {
+                let ran_out = matches!(
+                    e,
+                    GuestCallError::Trapped {
+                        cause: TrapCause::Cpu | TrapCause::Deadline,
+                        ..
+                    }
+                );
                 let message = cut_owned(
                     format!("init() of VU {} {e}", self.identity.vu_id),
                     MESSAGE_BYTES,
                 );
                 self.init_failed(&message);
-                return Err(NotLive::Init(message));
+                return Err(if ran_out {
+                    NotLive::InitRanOut(message)
+                } else {
+                    NotLive::Init(message)
+                });
             }
             // Each iteration starts from the cookies `init` left (k6's jar reset).
             store.data_mut().http.client.jar_mut().init_done();
@@ -232,7 +280,9 @@ impl Vu {
         let outcome = match made.map(|m| m.map(|()| self.live.as_mut().expect("made live"))) {
             None => Outcome::Interrupted,
             Some(Err(NotLive::Instantiate(e))) => Outcome::Failed(format!("{e:#}")),
-            Some(Err(NotLive::Init(message))) => Outcome::InitFailed(message),
+            Some(Err(NotLive::Init(message) | NotLive::InitRanOut(message))) => {
+                Outcome::InitFailed(message)
+            }
             Some(Ok((store, instance))) => {
                 let state = store.data_mut();
                 state.iteration = iteration;
@@ -268,6 +318,10 @@ impl Vu {
             }
         };
         self.deadline = deadline;
+        // k6 closes a VU's browser context when its iteration ends.
+        if let Some((store, _)) = self.live.as_mut() {
+            store.data_mut().browser.end_iteration();
+        }
         // An instance left mid-call (trap, timeout, interruption) cannot be entered again.
         if !matches!(outcome, Outcome::Completed | Outcome::Failed(_)) {
             self.live = None;

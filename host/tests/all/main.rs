@@ -11,6 +11,10 @@
 
 mod support;
 
+/// k6 browser scripts: the host's Chromium, the allowlist in the page, k6's browser
+/// metrics, the faults.
+mod browser;
+
 /// The `host` binary's commands, flags, reference and signals, as a user types them.
 mod cli {
     mod bad_input;
@@ -18,6 +22,7 @@ mod cli {
     mod config_flags;
     mod interrupt;
     mod k6_compat;
+    mod k6_options;
     mod reference;
 }
 
@@ -79,8 +84,11 @@ mod js {
     mod grpc_connect;
     mod hostile;
     mod http_compat;
+    mod idioms;
+    mod k6_files;
     mod messages;
     mod redis;
+    mod remote_modules;
     mod repeated;
     mod responses;
     mod runtime_guards;
@@ -119,6 +127,7 @@ mod outputs {
 /// A run's verdict and what it keeps secret: thresholds, broken runs, secrets.
 mod run {
     mod broken_runs;
+    mod k6_secrets;
     mod secrets;
     mod thresholds;
 }

@@ -45,11 +45,25 @@ struct Edit {
 }
 
 /// Rewrites the `async` functions of `src` (`shown` names the file in errors);
-/// `None` when the source has none, so a script without `async` costs one search.
+/// `None` when the source has none, so a script without `async` costs one search. A
+/// top-level `await` is refused (the tests' entry: builds take [`rewrite_module`]).
+#[cfg(test)]
 pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
+    Ok(rewrite_inner(src, shown, false)?.map(|(out, _)| out))
+}
+
+/// [`rewrite`] for a whole module: a top-level `await` becomes `yield` too, and the
+/// second value says there was one, so that the bundler runs the module's body as a
+/// generator the layer drives (`__k6async`), as k6 runs a module with top-level await.
+pub(crate) fn rewrite_module(src: &str, shown: &str) -> Result<Option<(String, bool)>> {
+    rewrite_inner(src, shown, true)
+}
+
+fn rewrite_inner(src: &str, shown: &str, top_level: bool) -> Result<Option<(String, bool)>> {
     if !src.contains("async") && !src.contains("await") {
         return Ok(None);
     }
+    let mut awaits_at_top = false;
     let t = Tokens::new(src);
     let at = |i: usize| format!("{shown}:{}", line_of(src, t.toks[i].start));
     let refuse = |i: usize, what: &str| -> anyhow::Error {
@@ -255,10 +269,13 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
             // the engine reports).
             Some(_) => continue,
             None => {
-                if starts_operand(&t, k + 1) {
+                if !starts_operand(&t, k + 1) {
+                    continue;
+                }
+                if !top_level {
                     return Err(refuse(k, "top-level `await`"));
                 }
-                continue;
+                awaits_at_top = true;
             }
         }
         let Some(end) = unary_end(&t, k + 1) else {
@@ -320,7 +337,7 @@ pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
         from = e.at + e.len;
     }
     out.push_str(&src[from..]);
-    Ok(Some(out))
+    Ok(Some((out, awaits_at_top)))
 }
 
 /// Rewrites the `super` of the async method whose body is `b` to read through

@@ -91,6 +91,13 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     // k6's Redis client (xk6-redis), under k6 1.x's name and k6 2.x's extension name.
     ("k6/experimental/redis", &["Client"]),
     ("k6/x/redis", &["Client"]),
+    // k6's secrets, from the run's --secret-source.
+    ("k6/secrets", &["get", "source"]),
+    // Files bundled at build time (`fs.open` literals), and CSV over them.
+    ("k6/experimental/fs", &["open", "SeekMode"]),
+    ("k6/experimental/csv", &["parse", "Parser"]),
+    // k6's browser module over the contract's `browser` (the host drives Chromium).
+    ("k6/browser", &["browser"]),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
     // `handleSummary` imports them by URL.
     (K6_SUMMARY, &["textSummary", "jUnit"]),
@@ -131,20 +138,10 @@ fn known_module(spec: &str) -> Option<&'static (&'static str, &'static [&'static
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
     (
-        "k6/browser",
-        "browser tests need a browser, which a sandboxed plugin cannot drive",
-    ),
-    (
         "k6/experimental/browser",
-        "browser tests need a browser, which a sandboxed plugin cannot drive",
-    ),
-    ("k6/secrets", "not supported yet"),
-    (
-        "k6/experimental/fs",
-        "a plugin has no file system; use open() in the init code",
+        "k6 removed it in 1.0: import { browser } from 'k6/browser'",
     ),
     ("k6/experimental/streams", "not supported yet"),
-    ("k6/experimental/csv", "not supported yet"),
 ];
 
 /// A bundled script.
@@ -185,6 +182,8 @@ pub(crate) fn bundle(
     let mut protos: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut protosets: BTreeMap<String, super::protosets::Protoset> = BTreeMap::new();
     let mut inputs = Vec::new();
+    // The lock of the script's remote modules, for this build (see `remote`).
+    let _lock = super::remote::LockGuard::begin(&entry)?;
     let mut queue = vec![entry.clone()];
     let mut seen = std::collections::BTreeSet::new();
     while let Some(path) = queue.pop() {
@@ -194,12 +193,19 @@ pub(crate) fn bundle(
         }
         let src = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let shown = path
-            .strip_prefix(&root)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let remote = super::remote::url_of(&path);
+        let shown = remote.clone().unwrap_or_else(|| {
+            path.strip_prefix(&root)
+                .unwrap_or(&path)
+                .display()
+                .to_string()
+        });
         let out = transform(&src, &shown, &root, &path, env)?;
+        if remote.is_some()
+            && !(out.opens.is_empty() && out.protos.is_empty() && out.protosets.is_empty())
+        {
+            bail!("{shown}: a remote module may not open files (open(), fs.open(), client.load()); only the script's own files may");
+        }
         super::whole::check(&out.body, &shown)?;
         for loaded in out.protos {
             if let Some(other) = protos.get(&loaded.given) {
@@ -316,6 +322,7 @@ pub(crate) fn bundle(
         inputs.push((format!("protoset:{given}"), set.bytes.clone()));
     }
     js.push_str("};\n");
+    _lock.save()?;
     Ok(Bundle { js, name, inputs })
 }
 
@@ -325,6 +332,9 @@ fn json(s: &str) -> String {
 
 /// A module's id in the bundle: its path from the entry's folder.
 fn module_id(root: &Path, path: &Path) -> String {
+    if let Some(url) = super::remote::url_of(path) {
+        return url;
+    }
     path.strip_prefix(root)
         .unwrap_or(path)
         .to_string_lossy()
@@ -360,7 +370,10 @@ fn transform(
     };
     // `async` functions become generators the layer drives (the runtime runs no
     // promise jobs); a module without `async` or `await` is not tokenized.
-    let src = super::asyncs::rewrite(&src, shown)?.unwrap_or(src);
+    let (src, awaits_at_top) = match super::asyncs::rewrite_module(&src, shown)? {
+        Some((out, top)) => (out, top),
+        None => (src, false),
+    };
     let scanned = scan(&src);
     let code = String::from_utf8_lossy(&scanned.code).into_owned();
     let dir = path.parent().unwrap_or(root);
@@ -370,6 +383,7 @@ fn transform(
     let mut trailing = Vec::new(); // the same for bindings, after the body
     let mut deps = Vec::new();
     let mut n = 0usize;
+    let mut uses_browser = false;
     for &(start, kw) in &scanned.keywords {
         n += 1;
         let rest = &src[start..];
@@ -383,6 +397,7 @@ fn transform(
                 let clause = clause.strip_suffix("from").unwrap_or(clause).trim();
                 let end = statement_end(&src, spec_end);
                 let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                uses_browser |= target == "k6/browser";
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
@@ -502,12 +517,18 @@ fn transform(
             }
         }
     }
-    let opens = opens(&src, &code, shown, dir)?;
+    let mut opens = opens(&src, &code, shown, dir)?;
+    // k6/experimental/fs's `fs.open(path)`: bundled as open()'s files are.
+    opens.extend(super::fs_opens::fs_opens(&src, &code, shown, dir)?);
+    // What of k6/browser is not built is refused now, with its line.
+    if uses_browser {
+        super::browser_api::check(&src, &code, &at)?;
+    }
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
     let (protos, protosets) = if src.contains("k6/net/grpc") {
         (
-            super::protos::loads(&src, &code, shown, dir, env)?,
-            super::protosets::protosets(&src, &code, shown, dir, env)?,
+            super::protos::loads(&src, &code, shown, dir, root, env)?,
+            super::protosets::protosets(&src, &code, shown, dir, root, env)?,
         )
     } else {
         (Vec::new(), Vec::new())
@@ -520,6 +541,14 @@ fn transform(
         body.replace_range(from..to, &format!("{text}{}", "\n".repeat(newlines)));
     }
     let body = format!("{}{body} {}", hoisted.join(" "), trailing.join(" "));
+    // A module with top-level `await` runs as a generator the layer drives; its
+    // promise settles in `require` (layer/bundle.js). On the lines the body already
+    // has, so that every line keeps its number.
+    let body = if awaits_at_top {
+        format!("return __k6async(this, null, function* () {{ {body}\n}});")
+    } else {
+        body
+    };
     Ok(Transformed {
         body,
         deps,
@@ -549,10 +578,17 @@ fn resolve(
     if spec.starts_with("k6") {
         bail!("{at}: `{spec}` is not a k6 module this host knows (see docs/k6-compatibility.md)");
     }
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        bail!(
-            "{at}: `{spec}` is a remote module; host build bundles local files only: download it next to the script and import it by a relative path"
-        );
+    // A remote module, or a relative import inside one: fetched (and pinned) at build.
+    let remote = if spec.starts_with("http://") || spec.starts_with("https://") {
+        Some(spec.to_string())
+    } else {
+        super::remote::relative_url(dir, spec)
+    };
+    if let Some(url) = remote {
+        let file = super::remote::module(&url, at)?;
+        let id = module_id(root, &file);
+        deps.push(file);
+        return Ok(id);
     }
     if !(spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/')) {
         bail!("{at}: `{spec}` is neither a k6 module nor a relative path (./file.js)");

@@ -5,15 +5,18 @@
 //! component as any plugin.
 
 pub(crate) mod asyncs;
+pub(crate) mod browser_api;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
 #[cfg(test)]
 mod frontend_props;
+pub(crate) mod fs_opens;
 pub(crate) mod layer;
 pub(crate) mod outside;
 pub(crate) mod protos;
 pub(crate) mod protosets;
+pub(crate) mod remote;
 pub(crate) mod scan;
 pub(crate) mod stub;
 pub(crate) mod tokens;

@@ -27,12 +27,14 @@ pub(crate) struct Loaded {
 
 /// The files of every `client.load(...)` call of one module. `code` is the module with
 /// its strings and comments blanked (scan.rs); `dir` its folder, from which relative
-/// import paths are resolved, as k6 resolves them from the script's folder.
+/// import paths are resolved, as k6 resolves them from the script's folder. A file
+/// read outside `root`, the script's folder, is refused as `open()` refuses one there.
 pub(crate) fn loads(
     src: &str,
     code: &str,
     shown: &str,
     dir: &Path,
+    root: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<Loaded>> {
     let mut out = Vec::new();
@@ -61,7 +63,7 @@ pub(crate) fn loads(
             dirs.push(dir.to_path_buf());
         }
         for given in files.iter().flatten() {
-            out.push(compile(given, &dirs, &where_)?);
+            out.push(compile(given, &dirs, root, &where_)?);
         }
     }
     Ok(out)
@@ -146,8 +148,36 @@ impl Args<'_> {
         false
     }
 
-    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`.
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`;
+    /// or the name of a module-level `const NAME = <one of those>` (k6's own examples
+    /// hold a proto's path in a const).
     fn value(&mut self) -> Result<String> {
+        let rest = &self.src[self.at..];
+        let n = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len());
+        let name = &rest[..n];
+        let is_name = rest
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$');
+        if is_name && name != "__ENV" {
+            let at = const_init(self.src, name).ok_or_else(|| {
+                anyhow!(
+                    "{}: {} names `{name}`, which is not a `const {name} = '...'` of this module: {} needs literal paths (or __ENV.NAME, or a const holding one) so that host build can bundle the files: {}",
+                    self.where_, self.call, self.call, self.example
+                )
+            })?;
+            let mut inner = Args { at, ..*self };
+            let value = inner.literal()?;
+            self.at += n;
+            return Ok(value);
+        }
+        self.literal()
+    }
+
+    /// A string literal or `__ENV.NAME` / `__ENV['NAME']`, optionally `|| fallback`.
+    fn literal(&mut self) -> Result<String> {
         let rest = &self.src[self.at..];
         if let Some(q) = rest
             .chars()
@@ -191,7 +221,7 @@ impl Args<'_> {
             if self.src[self.at..].starts_with("||") {
                 self.at += 2;
                 self.skip();
-                let fallback = self.value();
+                let fallback = self.literal();
                 return match self.env.get(&name) {
                     Some(v) => Ok(v.clone()),
                     None => fallback,
@@ -217,10 +247,46 @@ impl Args<'_> {
     }
 }
 
+/// Where the value of `const NAME = VALUE` begins in `src` (the first such const).
+fn const_init(src: &str, name: &str) -> Option<usize> {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    for (at, _) in src.match_indices("const") {
+        if src[..at].chars().next_back().is_some_and(word) {
+            continue;
+        }
+        let rest = &src[at + 5..];
+        let after = rest.trim_start();
+        if after.len() == rest.len() || !after.starts_with(name) {
+            continue;
+        }
+        let tail = &after[name.len()..];
+        if tail.chars().next().is_some_and(word) {
+            continue;
+        }
+        let tail = tail.trim_start();
+        let Some(value) = tail.strip_prefix('=') else {
+            continue;
+        };
+        if value.starts_with('=') {
+            continue;
+        }
+        let value = value.trim_start();
+        return Some(src.len() - value.len());
+    }
+    None
+}
+
 /// `.proto` files found in the import paths, recorded as the compiler opens them.
 struct Recording {
     dirs: Vec<PathBuf>,
+    /// The script's folder: a file found outside it is refused (outside.rs).
+    root: PathBuf,
+    /// Where the call is, for the refusal.
+    where_: String,
     read: Rc<RefCell<BTreeMap<String, String>>>,
+    /// The first file refused for lying outside `root`: the compiler is told it was not
+    /// found, and the build fails with this instead.
+    refused: Rc<RefCell<Option<anyhow::Error>>>,
 }
 
 impl FileResolver for Recording {
@@ -231,6 +297,14 @@ impl FileResolver for Recording {
             self.dirs.iter().map(|d| d.join(name)).collect()
         };
         for path in candidates {
+            if !path.is_file() {
+                continue;
+            }
+            let what = format!("client.load() importing {name:?}");
+            if let Err(e) = super::outside::check(&self.root, &path, &self.where_, &what) {
+                self.refused.borrow_mut().get_or_insert(e);
+                return Err(protox::Error::file_not_found(name));
+            }
             if let Ok(source) = std::fs::read_to_string(&path) {
                 self.read
                     .borrow_mut()
@@ -243,17 +317,24 @@ impl FileResolver for Recording {
 }
 
 /// Compiles `given` from `dirs`, returning it with the files it imports.
-fn compile(given: &str, dirs: &[PathBuf], where_: &str) -> Result<Loaded> {
+fn compile(given: &str, dirs: &[PathBuf], root: &Path, where_: &str) -> Result<Loaded> {
     let read = Rc::new(RefCell::new(BTreeMap::new()));
+    let refused = Rc::new(RefCell::new(None));
     let mut chain = ChainFileResolver::new();
     chain.add(Recording {
         dirs: dirs.to_vec(),
+        root: root.to_path_buf(),
+        where_: where_.to_owned(),
         read: read.clone(),
+        refused: refused.clone(),
     });
     chain.add(GoogleFileResolver::new());
     let mut compiler = protox::Compiler::with_file_resolver(chain);
     compiler.include_imports(true);
     if let Err(e) = compiler.open_file(given) {
+        if let Some(refusal) = refused.borrow_mut().take() {
+            return Err(refusal);
+        }
         let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         bail!(
             "{where_}: client.load() cannot compile {given} (searched {}): {e}",
@@ -288,7 +369,38 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        loads(src, &code, "s.js", dir, &env)
+        loads(src, &code, "s.js", dir, dir, &env)
+    }
+
+    /// A `.proto` (or one it imports) outside the script's folder was read into the
+    /// component without a word (issue 49), where `open()` of the same file is refused.
+    #[test]
+    fn protos_outside_the_scripts_folder_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("script");
+        std::fs::create_dir_all(root.join("protos")).unwrap();
+        std::fs::write(
+            tmp.path().join("secret.proto"),
+            "syntax = \"proto3\"; package s; message S { string a = 1; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("protos/svc.proto"),
+            "syntax = \"proto3\"; package p; import \"secret.proto\";\nmessage T { string b = 1; }\n",
+        )
+        .unwrap();
+        let code = |src: &str| String::from_utf8(scan(src).code).unwrap();
+        let env = BTreeMap::new();
+        for src in [
+            "c.load(['..'], 'secret.proto');\n",
+            "c.load(['protos', '..'], 'svc.proto');\n",
+        ] {
+            let err = loads(src, &code(src), "s.js", &root, &root, &env).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("outside the script's folder"),
+                "{src}: {err:#}"
+            );
+        }
     }
 
     #[test]

@@ -26,12 +26,14 @@ pub(crate) struct Protoset {
 
 /// The protosets of every `client.loadProtoset(...)` call of one module; `code` is the
 /// module with its strings and comments blanked (scan.rs), `dir` its folder, from
-/// which a relative path is read (as k6 reads it from the script's folder).
+/// which a relative path is read (as k6 reads it from the script's folder); a set
+/// outside `root`, the script's folder, is refused as `open()` refuses a file there.
 pub(crate) fn protosets(
     src: &str,
     code: &str,
     shown: &str,
     dir: &Path,
+    root: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<Protoset>> {
     let mut out = Vec::new();
@@ -53,6 +55,12 @@ pub(crate) fn protosets(
             ),
         };
         let path = dir.join(given.strip_prefix("file://").unwrap_or(&given));
+        super::outside::check(
+            root,
+            &path,
+            &where_,
+            &format!("client.loadProtoset({given:?})"),
+        )?;
         let bytes = std::fs::read(&path).map_err(|e| {
             anyhow!(
                 "{where_}: client.loadProtoset() cannot read {given} ({}): {e}",
@@ -101,7 +109,22 @@ mod tests {
 
     fn found(src: &str, dir: &Path) -> Result<Vec<Protoset>> {
         let code = String::from_utf8(scan(src).code).unwrap();
-        protosets(src, &code, "s.js", dir, &BTreeMap::new())
+        protosets(src, &code, "s.js", dir, dir, &BTreeMap::new())
+    }
+
+    #[test]
+    fn a_set_outside_the_scripts_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("script");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(tmp.path().join("api.protoset"), b"").unwrap();
+        let src = "c.loadProtoset('../api.protoset');\n";
+        let code = String::from_utf8(scan(src).code).unwrap();
+        let err = protosets(src, &code, "s.js", &root, &root, &BTreeMap::new()).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("outside the script's folder"),
+            "{err:#}"
+        );
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub(super) struct Hub {
     /// The registry reference (by digest) the workers pull the component from.
     pub(super) plugin_reference: Option<String>,
     pub(super) sha256: String,
-    /// `--quiet`: the workers hide their plugin log lines below `warn` too.
-    pub(super) quiet: bool,
+    /// `-v`: the workers write their plugin `debug` log lines too.
+    pub(super) verbose: bool,
     /// What each worker must prove it holds.
     pub(super) token: ClusterToken,
     /// The TLS side of every connection.

@@ -98,7 +98,7 @@ pub(crate) async fn coordinate(
         plugin: bytes,
         plugin_reference: request.plugin_reference.clone(),
         sha256,
-        quiet: request.run.quiet,
+        verbose: crate::plugin::log::verbose(),
         token: request.token.clone(),
         tls,
         state: Mutex::new(State::default()),

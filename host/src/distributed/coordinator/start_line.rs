@@ -99,7 +99,7 @@ impl Hub {
                     setup_data: ctx.setup_data.to_string(),
                     index: w.index,
                     data_files: data_files.clone(),
-                    quiet: self.quiet,
+                    verbose: self.verbose,
                 };
                 let _ = w.tx.send(CoordMsg::Init(init));
             }

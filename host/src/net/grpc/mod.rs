@@ -17,6 +17,7 @@
 mod body;
 pub(crate) mod channel;
 pub(crate) mod descriptors;
+pub(crate) mod failures;
 mod frame;
 mod json;
 pub(crate) mod prepared;

@@ -136,7 +136,10 @@ impl Channel {
         match &result {
             Ok((reply, _)) => self.record_call(&p.tags_for(reply.code, None), true, duration),
             Err(GrpcError::Invalid(_)) => {}
-            Err(e) => self.record_call(&p.tags_for(e.code(), Some(e)), false, duration),
+            Err(e) => {
+                self.shared.grpc_failures.note(e);
+                self.record_call(&p.tags_for(e.code(), Some(e)), false, duration)
+            }
         }
         let (reply, json) = result?;
         let answer = Answer {

@@ -169,6 +169,10 @@ async fn exchange(
     timings.blocked = ready
         .duration_since(start)
         .saturating_sub(timings.connecting + timings.tls_handshaking);
+    let debug = super::debug::mode();
+    if debug != super::debug::Mode::Off {
+        debug_request(&prepared.request, conn.proto(), debug).await;
+    }
     let (head, mut body_stream) = match conn.send(prepared.request, &prepared.target.absolute).await
     {
         Ok(r) => r,
@@ -226,6 +230,15 @@ async fn exchange(
         return (Err(HttpError::body_too_large(shared.max_body)), None, io);
     }
     timings.receiving = head_at.elapsed();
+    if debug != super::debug::Mode::Off {
+        let full = debug == super::debug::Mode::Full && !discard;
+        super::debug::print(&super::debug::response_text(
+            status,
+            proto_text(proto),
+            &headers,
+            full.then_some(body.as_slice()),
+        ));
+    }
     let io = conn.io_since(mark);
     let response = HttpResponse {
         status,
@@ -237,6 +250,48 @@ async fn exchange(
         url: String::new(),
     };
     (Ok(response), Some(conn), io)
+}
+
+/// Prints a request for `--http-debug` (its body with `full`), in the version its
+/// connection speaks.
+async fn debug_request(
+    request: &http::Request<http_body_util::Full<bytes::Bytes>>,
+    proto: crate::net::types::Proto,
+    mode: super::debug::Mode,
+) {
+    use http_body_util::BodyExt;
+    let body = match mode {
+        // A `Full` body is one frame already in memory: collecting it does not wait.
+        super::debug::Mode::Full => request
+            .body()
+            .clone()
+            .collect()
+            .await
+            .ok()
+            .map(|c| c.to_bytes()),
+        _ => None,
+    };
+    let version = match proto {
+        crate::net::types::Proto::Http1 => http::Version::HTTP_11,
+        crate::net::types::Proto::Http2 => http::Version::HTTP_2,
+        crate::net::types::Proto::Http3 => http::Version::HTTP_3,
+    };
+    super::debug::print(&super::debug::request_text(
+        request.method(),
+        request.uri(),
+        version,
+        request.headers(),
+        body.as_ref(),
+    ));
+}
+
+/// `HTTP/1.1`, as a status line writes the protocol.
+fn proto_text(proto: crate::net::types::Proto) -> &'static str {
+    match proto {
+        crate::net::types::Proto::Http1 => "HTTP/1.1",
+        crate::net::types::Proto::Http2 => "HTTP/2.0",
+        crate::net::types::Proto::Http3 => "HTTP/3.0",
+    }
 }
 
 /// Opens the connection a request's route asks for: TCP (with TLS for https), or

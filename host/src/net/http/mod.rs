@@ -12,6 +12,7 @@
 //! the leaves of `net`.
 
 mod client;
+pub(crate) mod debug;
 mod exchange;
 mod pool;
 pub(crate) mod prepared;

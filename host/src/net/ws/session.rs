@@ -87,6 +87,14 @@ impl Session {
         });
     }
 
+    /// Counts an operation the host refused on the open socket (`ws_errors{error}`,
+    /// `kind` the reason), which does not end it.
+    pub(super) fn refused(&self, kind: &'static str) {
+        self.shared
+            .recorder
+            .count(builtin::WS_ERRORS, &self.tags.with([("error", kind)]), 1.0);
+    }
+
     /// Records a ping's round trip.
     pub(super) fn ping_answered(&self, round_trip: Duration) {
         self.shared

@@ -34,6 +34,9 @@ impl Socket {
 
     fn check_size(&self, len: usize) -> Result<(), WsError> {
         if len > self.max_message {
+            // Refused before it leaves, the socket still open: counted as the socket's
+            // error (`ws_errors{error:too_large}`), as a run's errors must all show.
+            self.link.session.refused("too_large");
             return Err(WsError::Invalid(format!(
                 "a message of {} is larger than [websocket] max_message = {}; raise \
                  max_message to send it",

@@ -1480,7 +1480,7 @@ fn a_wrong_token_is_refused_both_ways() {
                 setup_data: "null".into(),
                 index: 0,
                 data_files: Vec::new(),
-                quiet: true,
+                verbose: false,
             });
             protocol::write(&mut conn, &init).await.unwrap();
             rogue::rest::<_, WorkerMsg>(&mut conn)

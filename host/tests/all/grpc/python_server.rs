@@ -157,6 +157,23 @@ async fn calls_streams_and_failures_match_what_a_grpcio_server_counted() {
     assert_eq!(observed(&run, "grpc_reqs{status:3,error:status}"), 5.0);
     assert_eq!(observed(&run, "grpc_req_failed{scenario:fail}"), 1.0);
     assert_eq!(observed(&run, "grpc_reqs{status:14,error:tls}"), 2.0);
+    // The summary names each failed status with what the server said (issue 49 item
+    // 17: only `grpc_req_failed` said anything).
+    let failures = &run.outcome.summary.grpc_failures;
+    let status = |name: &str| {
+        failures
+            .iter()
+            .find(|f| f.status == name)
+            .unwrap_or_else(|| panic!("no {name} in {failures:?}"))
+    };
+    assert_eq!(status("INVALID_ARGUMENT").count, 5);
+    assert_eq!(status("INVALID_ARGUMENT").message, "text must not be x");
+    assert_eq!(status("DEADLINE_EXCEEDED").count, 3);
+    assert_eq!(status("UNAVAILABLE").count, 2);
+    assert!(
+        status("UNAVAILABLE").message.starts_with("tls: "),
+        "{failures:?}"
+    );
 
     // The denied target: the plugin was told, and nothing reached the port.
     let errors: Vec<String> = run

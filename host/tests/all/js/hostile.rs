@@ -195,3 +195,178 @@ async fn init_code_that_loops_is_named_by_its_script() {
     );
     assert!(!err.contains(".cache"), "{}", text(&ran));
 }
+
+/// A thrown Proxy whose traps throw and an Error whose `stack` getter throws ended the
+/// VU in "wasm trap: unreachable ... RUST_BACKTRACE" (issue 49 item 17); now each fails
+/// its iteration with a message that says what was thrown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_that_throw_when_read_fail_their_iteration_with_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("throws.js"),
+        r#"const trap = () => { throw new Error('trap'); };
+export const options = {
+  scenarios: {
+    proxy: { executor: 'per-vu-iterations', vus: 1, iterations: 2, exec: 'proxy' },
+    stack: { executor: 'per-vu-iterations', vus: 1, iterations: 2, exec: 'stack' },
+  },
+};
+export function proxy() {
+  throw new Proxy({}, { get: trap, getPrototypeOf: trap, ownKeys: trap, has: trap });
+}
+export function stack() {
+  const e = new Error('boom');
+  Object.defineProperty(e, 'stack', { get: trap });
+  throw e;
+}
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let ran = host(
+        tmp.path(),
+        args(&[
+            "run",
+            "throws.js",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+    )
+    .await;
+    let all = text(&ran);
+    assert!(!all.contains("wasm trap"), "{all}");
+    assert!(!all.contains("RUST_BACKTRACE"), "{all}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let errors = summary["plugin_errors"].to_string();
+    assert!(
+        errors.contains("[object that throws when read]"),
+        "{errors}"
+    );
+    assert!(errors.contains("Error: boom"), "{errors}");
+    for scenario in ["proxy", "stack"] {
+        let s = &summary["scenarios"][scenario];
+        assert_eq!(s["failed"], 2, "{scenario}: {s}");
+    }
+}
+
+/// A k6 script's WebSocket send past `[websocket] max_message` read "Error: [object
+/// Object]" and was not counted in `ws_errors` (issue 49 item 17).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_websocket_send_says_why_and_is_counted() {
+    use futures::StreamExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                while let Some(Ok(_)) = ws.next().await {}
+            });
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("big.js"),
+        r#"import ws from 'k6/ws';
+import { WebSocket } from 'k6/experimental/websockets';
+export const options = { iterations: 1 };
+export default function () {
+  ws.connect(__ENV.URL, {}, (socket) => {
+    socket.on('open', () => socket.send('x'.repeat(2 * 1024 * 1024)));
+    socket.on('error', (e) => console.error(`k6/ws error: ${e.error()}`));
+  });
+  const s = new WebSocket(__ENV.URL);
+  s.onopen = () => s.send('y'.repeat(2 * 1024 * 1024));
+  s.onerror = (e) => console.error(`websockets error: ${e.error}`);
+}
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let env = format!("URL={url}");
+    let ran = host(
+        tmp.path(),
+        args(&[
+            "run",
+            "big.js",
+            "-e",
+            &env,
+            "--allow",
+            &url.replace("ws://", "http://"),
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+    )
+    .await;
+    let all = text(&ran);
+    assert!(!all.contains("[object Object]"), "{all}");
+    for api in ["k6/ws error", "websockets error"] {
+        assert!(
+            all.contains(&format!(
+                "{api}: invalid: a message of 2 MiB is larger than [websocket] max_message = 1 MiB"
+            )),
+            "{api}: {all}"
+        );
+    }
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        summary["metrics"]["ws_errors"]["count"].as_f64(),
+        Some(2.0),
+        "{}",
+        summary["metrics"]
+    );
+}
+
+/// Init code that loops only in VUs (not when the host describes the script) held the
+/// start for a whole CPU budget per VU and core, and the summary said only the run's
+/// 3.0 s (issue 49 item 16). Now the first VU runs out of its budget alone, the others
+/// give up before the start (each then runs `init` in the run, cut off at its end), and
+/// the summary says how long the VUs took before the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_code_that_loops_in_vus_holds_the_start_for_one_budget_and_says_so() {
+    let _turn = common::turns::MEASURING.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("vuloop.js"),
+        "if (__VU > 0) { let n = 0; while (true) { n++; } }\n\
+         export const options = { vus: 16, duration: '2s' };\n\
+         export default function () {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("run.toml"),
+        "[limits]\ncpu_per_call = \"2s\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let started = Instant::now();
+    let ran = host(
+        tmp.path(),
+        args(&[
+            "run",
+            "vuloop.js",
+            "--config",
+            "run.toml",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(!ran.status.success(), "{}", text(&ran));
+    let results = common::only_results_dir(&out);
+    let summary = common::summary_json(&results);
+    let init = summary["vus_init_s"].as_f64().unwrap();
+    // One budget of CPU (2 s) on a core of its own; 16 VUs begun together took 16 s of
+    // CPU on two cores before the start.
+    assert!((1.9..8.0).contains(&init), "VUs initialised in {init} s");
+    assert!(took < Duration::from_secs(30), "{took:?}: {}", text(&ran));
+    let errors = summary["plugin_errors"].to_string();
+    assert!(errors.contains("init() of VU"), "{errors}");
+    let txt = std::fs::read_to_string(results.join("summary.txt")).unwrap();
+    assert!(txt.contains("VUs initialised in"), "{txt}");
+}

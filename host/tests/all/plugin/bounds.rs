@@ -317,6 +317,10 @@ async fn a_websocket_send_past_max_message_is_refused() {
         "{errors:?}"
     );
     assert!(received.load(std::sync::atomic::Ordering::Relaxed) < 1 << 20);
+    // Each refused send is one of the run's socket errors (issue 49 item 17: it was
+    // counted nowhere but in the plugin's errors).
+    let ws_errors = run.summary["metrics"]["ws_errors"]["count"].as_f64();
+    assert!(ws_errors >= Some(1.0), "{}", run.summary["metrics"]);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 pub mod containers;
 pub mod grpc_server;
+pub mod k6;
 pub mod mosquitto;
 pub mod postgres;
 pub mod redis;

@@ -289,6 +289,19 @@ function settleCall(returned, what) {
   return out;
 }
 
+// A module's top-level `await`s, run to their end in the init code: a rejection throws
+// (the init code fails with it, as in k6); one still pending once no job is left waits
+// for what the init code cannot run (a timer, a socket), and is refused, naming it.
+function settleModule(returned, id) {
+  if (microtasks.length) drainMicrotasks();
+  returned._handled = true;
+  unhandledRejections.delete(returned);
+  if (returned._state === P_REJECTED) throw returned._value;
+  if (returned._state === P_PENDING) {
+    throw new Error(`${id}: a top-level await was still pending when the init code had nothing left to run: the init code runs no timers or sockets (await those in a function the iterations call)`);
+  }
+}
+
 // After init code: its jobs, and what they left unhandled.
 function settleInit() {
   if (microtasks.length) drainMicrotasks();

@@ -25,7 +25,10 @@ function load() {
     if (!fn) throw new Error(`module ${id} is not in the bundle`);
     const exports = {};
     cache[id] = exports;
-    fn(require, exports);
+    const returned = fn(require, exports);
+    // A module with top-level `await` returned its body's promise: its jobs run now,
+    // so that its importer reads its exports once it finished, as an ES module waits.
+    if (returned instanceof LayerPromise) settleModule(returned, id);
     return exports;
   };
   inInitCode = true;
@@ -59,9 +62,13 @@ function mapStack(stack) {
 }
 
 function failure(e) {
-  if (e instanceof Error) {
-    const stack = mapStack(e.stack);
-    return stack ? `${e.name}: ${e.message}\n${stack}` : `${e.name}: ${e.message}`;
+  let isError = false;
+  try { isError = e instanceof Error; } catch (_) { /* a Proxy whose getPrototypeOf throws */ }
+  if (isError) {
+    const name = readSafely(() => e.name, 'Error');
+    const message = readSafely(() => e.message, '(its message throws when read)');
+    const stack = readSafely(() => mapStack(e.stack), '');
+    return stack ? `${name}: ${message}\n${stack}` : `${name}: ${message}`;
   }
   return `uncaught ${format(e)}`;
 }

@@ -71,11 +71,6 @@ function grpcCallOptions(params, what) {
   };
 }
 
-// An import's error variant ({tag, val}): the runtime throws an Error carrying it as
-// `payload`.
-function hostError(e) {
-  return e instanceof Error && e.payload && typeof e.payload === 'object' && e.payload.tag ? e.payload : e;
-}
 
 // A failed call as k6's response: the status and the error object ({code, message}).
 function grpcFailure(e) {

@@ -45,12 +45,26 @@ function buildRequest(method, url, body, params) {
   // Credentials in the URL go as basic auth, as k6 (Go) sends them; the URL goes on
   // without them, so they are in no tag, log line or result file.
   const cred = CREDENTIALS.exec(url);
+  const auth = params.auth === undefined || params.auth === null ? 'basic' : String(params.auth).toLowerCase();
+  if (auth !== 'basic' && auth !== 'digest') {
+    throw new Error(`params.auth ${JSON.stringify(params.auth)} is not supported here (basic, digest)`);
+  }
+  let digest = null;
   if (cred) {
     url = cred[1] + url.slice(cred[0].length);
     const colon = cred[2].indexOf(':');
     const user = decodeURIComponent(colon < 0 ? cred[2] : cred[2].slice(0, colon));
     const pass = colon < 0 ? '' : decodeURIComponent(cred[2].slice(colon + 1));
-    if (!hasAuth) headers.push(['Authorization', `Basic ${b64encode(`${user}:${pass}`)}`]);
+    if (auth === 'digest') digest = { user, pass };
+    else if (!hasAuth) headers.push(['Authorization', `Basic ${b64encode(`${user}:${pass}`)}`]);
+  }
+  // A jar of the script's own (`new http.CookieJar()`): its cookies, not the VU's.
+  const localJar = params.jar && params.jar._local ? params.jar._local : null;
+  if (localJar) {
+    const own = localJar.cookiesFor(url);
+    const pairs = [];
+    for (const k in own) for (const v of own[k]) pairs.push(`${k}=${v}`);
+    if (pairs.length && !(params.cookies && Object.keys(params.cookies).length)) headers.push(['Cookie', pairs.join('; ')]);
   }
   if (params.cookies) {
     const pairs = [];
@@ -89,9 +103,11 @@ function buildRequest(method, url, body, params) {
       discardBody: responseType === 'none',
       expectedStatuses: cb && cb.__expected ? cb.__expected : null,
       redirects: params.redirects === undefined || params.redirects === null ? null : Number(params.redirects),
-      noCookieJar: false,
+      noCookieJar: localJar !== null,
     },
     responseType,
+    digest,
+    localJar,
   };
 }
 

@@ -1,6 +1,6 @@
 function request(method, url, body, params) {
   if (asyncQueue.length !== 0) flushAsync();
-  const quick = (body === null || body === undefined) && typeof url === 'string' && phase === 'iteration';
+  const quick = (body === null || body === undefined) && typeof url === 'string' && phase === 'iteration' && !(params && (params.auth || params.jar));
   if (quick) {
     const hit = quickFind(method, url, params);
     if (hit !== undefined) return quickSend(hit);
@@ -15,6 +15,8 @@ function requestMissed(method, url, body, params, quick) {
     if (keyed !== undefined) return quickSend(keyed);
   }
   const req = buildRequest(method, url, body, params);
+  if (req.digest) return digestRequest(req);
+  if (req.localJar) return localJarRequest(req);
   let prepared;
   try {
     prepared = preparedFor(req);
@@ -46,14 +48,23 @@ function batch(reqs) {
   return obj;
 }
 
+// The VU's jar is the host's (`http.cookieJar()`, every request's by default); a jar
+// made with `new http.CookieJar()` is the script's own, held here (localjar.js), and
+// a request given it as `params.jar` sends its cookies and keeps the response's in it,
+// leaving the VU's jar out.
 class CookieJar {
+  constructor() {
+    Object.defineProperty(this, '_local', { value: vuJarMade ? new LocalJar() : null });
+  }
   cookiesForURL(url) {
+    if (this._local) return this._local.cookiesFor(String(url));
     const out = {};
     for (const [k, v] of hostCookies.cookiesFor(String(url))) (out[k] = out[k] || []).push(v);
     return out;
   }
   set(url, name, value, opts) {
     opts = opts || {};
+    if (this._local) { this._local.set(String(url), String(name), String(value), opts); return; }
     try {
       hostCookies.set(String(url), String(name), String(value), {
         domain: opts.domain || null, path: opts.path || null,
@@ -67,10 +78,12 @@ class CookieJar {
       if (!msg.startsWith('cannot set cookie')) throw new Error(msg);
     }
   }
-  clear(url) { hostCookies.clear(String(url)); }
-  delete(url, name) { hostCookies.delete(String(url), String(name)); }
+  clear(url) { if (this._local) this._local.clear(String(url)); else hostCookies.clear(String(url)); }
+  delete(url, name) { if (this._local) this._local.delete(String(url), String(name)); else hostCookies.delete(String(url), String(name)); }
 }
+let vuJarMade = false;
 const jar = new CookieJar();
+vuJarMade = true;
 
 function url(strings, ...values) {
   let u = '';
@@ -85,7 +98,7 @@ const k6http = {
   // A repeated GET is looked up here, one call shorter than through `request`.
   get(u, params) {
     if (asyncQueue.length !== 0) flushAsync();
-    const quick = typeof u === 'string' && phase === 'iteration';
+    const quick = typeof u === 'string' && phase === 'iteration' && !(params && (params.auth || params.jar));
     if (quick) {
       const hit = quickFind('GET', u, params);
       if (hit !== undefined) {

@@ -37,6 +37,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("http-response.js", include_str!("http-response.js")),
     // k6/http: repeated requests sent by prepared handle, found without rebuilding.
     ("request-cache.js", include_str!("request-cache.js")),
+    // k6/http: jars of the script's own (`new http.CookieJar()`).
+    ("localjar.js", include_str!("localjar.js")),
     // k6/http: request, batch, the cookie jar, the module object.
     ("http.js", include_str!("http.js")),
     // k6/execution.
@@ -45,6 +47,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("data-encoding.js", include_str!("data-encoding.js")),
     // k6/crypto: hashes, HMACs and randomBytes, done by the host.
     ("crypto.js", include_str!("crypto.js")),
+    // k6/http's auth 'digest' (RFC 7616 MD5), over k6/crypto's md5.
+    ("http-digest.js", include_str!("http-digest.js")),
     // WebCrypto: the global `crypto` (getRandomValues, randomUUID, subtle).
     ("webcrypto.js", include_str!("webcrypto.js")),
     // jslib's k6-summary (textSummary, jUnit).
@@ -63,6 +67,12 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("grpc.js", include_str!("grpc.js")),
     // k6/experimental/redis and k6/x/redis over the contract's `sockets`.
     ("redis.js", include_str!("redis.js")),
+    // k6/experimental/fs over bundled files, and k6/experimental/csv over them.
+    ("fs-csv.js", include_str!("fs-csv.js")),
+    // k6/secrets over the host's secret sources.
+    ("secrets.js", include_str!("secrets.js")),
+    // k6/browser over the contract's `browser` (the host drives Chromium).
+    ("browser.js", include_str!("browser.js")),
     // The table of the modules a script may import, by name.
     ("modules.js", include_str!("modules.js")),
     // Loading the script's bundle, mapping its stack traces, guarding each call.

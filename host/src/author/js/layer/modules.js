@@ -15,5 +15,9 @@ const MODULES = {
   'k6/net/grpc': Object.assign({ default: k6grpc }, k6grpc),
   'k6/experimental/redis': Object.assign({ default: k6redis }, k6redis),
   'k6/x/redis': Object.assign({ default: k6redis }, k6redis),
+  'k6/secrets': Object.assign({ default: k6secrets }, k6secrets),
+  'k6/experimental/fs': Object.assign({ default: k6fs }, k6fs),
+  'k6/experimental/csv': Object.assign({ default: k6csv }, k6csv),
+  'k6/browser': { default: { browser: k6browser }, browser: k6browser },
 };
 

@@ -19,9 +19,22 @@ const SCENARIO_KEYS = {
 
 function durationText(v) { return typeof v === 'number' ? `${v}ms` : String(v); }
 
+// A scenario's `options.browser.type` (k6 requires it of browser scenarios); other
+// scenario options are refused.
+function scenarioBrowser(name, o) {
+  const keys = Object.keys(o || {});
+  for (const k of keys) {
+    if (k !== 'browser') throw new Error(`options.scenarios.${name}.options.${k} is not supported (docs/k6-compatibility.md)`);
+  }
+  const type = o.browser && o.browser.type;
+  if (type !== 'chromium') throw new Error(`options.scenarios.${name}.options.browser.type must be 'chromium' (the only browser k6 and this host drive)`);
+  return true;
+}
+
 function scenarioToml(name, s) {
   const lines = [`[scenarios.${JSON.stringify(name)}]`];
   for (const k of Object.keys(s)) {
+    if (k === 'options') { scenarioBrowser(name, s.options); continue; }
     const key = SCENARIO_KEYS[k];
     if (!key) throw new Error(`options.scenarios.${name}.${k} is not supported (docs/k6-compatibility.md)`);
     let v = s[k];
@@ -47,6 +60,13 @@ function optionsToml(o) {
     const s = o.tags ? Object.assign({}, scenarios[name], { tags: Object.assign({}, o.tags, scenarios[name].tags || {}) }) : scenarios[name];
     out.push(scenarioToml(name, s));
   }
+  // What k6's precedence of the command line needs (host/src/config/overrides/k6.rs):
+  // whether the script named its scenarios, its top-level vus and tags.
+  out.push('[k6]', `own_scenarios = ${!!o.scenarios}`);
+  if (o.vus !== undefined) out.push(`vus = ${Number(o.vus)}`);
+  if (o.tags) out.push(`tags = ${tomlValue(o.tags)}`);
+  // A browser scenario: the host starts its browser before the run.
+  if (Object.keys(scenarios).some((n) => scenarios[n].options)) out.push('[browser]');
   if (o.thresholds) {
     out.push('[thresholds]');
     for (const metric of Object.keys(o.thresholds)) {

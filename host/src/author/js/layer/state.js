@@ -54,10 +54,33 @@ function plainTagList() {
   return plainTags;
 }
 
+// An import's error variant ({tag, val}): the runtime throws an Error carrying it as
+// `payload`; callbacks of the event loop get the variant itself.
+function hostError(e) {
+  return e instanceof Error && e.payload && typeof e.payload === 'object' && e.payload.tag ? e.payload : e;
+}
+
 function format(v) {
   if (typeof v === 'string') return v;
-  if (v instanceof Error) return v.stack ? `${v}\n${v.stack}` : String(v);
-  try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (_) { return String(v); }
+  try {
+    if (v instanceof Error) return v.stack ? `${v}\n${v.stack}` : String(v);
+    try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (_) { return String(v); }
+  } catch (_) {
+    return unreadable(v);
+  }
+}
+
+// A value of the script's that throws when read (a Proxy's traps, a `stack` or
+// `toString` that throws) is still described, by its type alone: reading it again
+// outside the script's code ended the VU in a trap ("wasm trap: unreachable").
+function unreadable(v) {
+  return `[${typeof v} that throws when read]`;
+}
+
+// `read()`, or `fallback` when reading throws; a text is made inside the guard, so a
+// getter's answer whose own `toString` throws falls back too.
+function readSafely(read, fallback) {
+  try { const v = read(); return v === undefined || v === null ? fallback : String(v); } catch (_) { return fallback; }
 }
 
 const consoleLine = (level) => (...args) => hostVu.log(level, args.map(format).join(' '));

@@ -77,7 +77,7 @@ class WebSocket {
     const r = reason === undefined ? '' : String(reason);
     let err = null;
     if (this._entry.handle) {
-      try { this._entry.handle.close(c, r); } catch (e) { if (!(e && e.tag === 'closed')) err = wsError(e); }
+      try { this._entry.handle.close(c, r); } catch (e) { if ((hostError(e) || {}).tag !== 'closed') err = wsError(e); }
     }
     this._end(c, r, err);
   }

@@ -1,4 +1,5 @@
 function wsError(e) {
+  e = hostError(e);
   if (e && typeof e === 'object' && e.tag) return `${e.tag}: ${Array.isArray(e.val) ? e.val.join(' ') : e.val}`;
   return String(e);
 }
@@ -69,7 +70,7 @@ class K6Socket {
   close(code) {
     if (!this._entry.open) return;
     let err = null;
-    try { this._handle.close(code === undefined ? 1000 : Number(code), ''); } catch (e) { if (!(e && e.tag === 'closed')) err = wsError(e); }
+    try { this._handle.close(code === undefined ? 1000 : Number(code), ''); } catch (e) { if ((hostError(e) || {}).tag !== 'closed') err = wsError(e); }
     this._end(code === undefined ? 1000 : Number(code), err);
   }
   setTimeout(fn, ms) { return addTimer(this._loop, fn, ms, false, []); }
