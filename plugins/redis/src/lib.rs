@@ -11,6 +11,8 @@
 //! - `HSET {prefix}:hash {vu}:{iteration} {iteration}` (a new field each time);
 //! - `LPUSH {prefix}:list {vu}:{iteration}`.
 //!
+//! The `setget` scenario stops after the GET (what bench/sockets measures).
+//!
 //! Metrics, each tagged `command`: `redis_cmds` (counter), `redis_cmd_duration`
 //! (trend of times), `redis_cmd_failed` (rate), and on failure `redis_cmd_errors`
 //! with `error` (the socket error's kind, `protocol`, or `server` for a `-ERR`
@@ -119,10 +121,14 @@ impl Scenario for Redis {
                 "default",
                 "one SET, GET, INCR, HSET and LPUSH per iteration",
             )
+            .scenario(
+                "setget",
+                "one SET and one GET per iteration (bench/sockets)",
+            )
             .default_config(DEFAULT_CONFIG)
     }
 
-    fn iteration(_scenario: String) -> Result<(), String> {
+    fn iteration(scenario: String) -> Result<(), String> {
         let prefix = vu::env_or("REDIS_PREFIX", "lt");
         let id = vu::id();
         let n = vu::iteration();
@@ -145,6 +151,9 @@ impl Scenario for Redis {
                     "GET returns what SET wrote",
                     got == Some(Reply::Bulk(Some(value.into_bytes()))),
                 );
+            }
+            if scenario == "setget" {
+                return Ok(());
             }
             run(
                 &mut conn,

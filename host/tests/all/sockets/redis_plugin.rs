@@ -163,3 +163,31 @@ async fn a_peer_closing_mid_reply_and_a_reply_past_the_bound_are_typed() {
     assert_eq!(count(&run, "socket_connects"), 2);
     assert_eq!(run.outcome.exit_code, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_setget_scenario_sends_only_set_and_get() {
+    // What bench/sockets measures: one SET and one GET per iteration, nothing else.
+    let redis = Redis::start();
+    let port = redis.port.to_string();
+    let toml = config(2, 40, "").replace(
+        "[scenarios.default]\n",
+        "[scenarios.default]\nexec = \"setget\"\n",
+    );
+    let run = run(
+        "redis",
+        &toml,
+        &[("REDIS_PORT", &port), ("REDIS_PREFIX", "sg")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(run.outcome.exit_code, 0, "{}", run.json["metrics"]);
+    let calls = redis.calls();
+    assert_eq!(calls.get("set").copied(), Some(40), "{calls:?}");
+    assert_eq!(calls.get("get").copied(), Some(40), "{calls:?}");
+    for cmd in ["incr", "hset", "lpush"] {
+        assert_eq!(calls.get(cmd), None, "{cmd}: {calls:?}");
+    }
+    assert_eq!(count(&run, "redis_cmds"), 80);
+    let (passes, fails) = crate::support::check_counts(&run.json, "GET returns what SET wrote");
+    assert_eq!((passes, fails), (40, 0));
+}
