@@ -28,7 +28,7 @@
 //! demo        → run, plugin, summary, target_process
 //! stack       → run, docker, control, files, signals, config   (Compose stacks)
 //! run         → author, live, summary, output, sampling, executor, thresholds, vu,
-//!               plugin, net, metrics, control, files, signals, stderr, config
+//!               plugin, browser, net, metrics, control, files, signals, stderr, config
 //! live        → summary, sampling, thresholds, net, metrics, bounded, signals, stderr,
 //!               config   (dashboard, /metrics, CSV/JSON and remote-write outputs)
 //! output      → summary, sampling, plugin, net, metrics, files, bounded, stderr,
@@ -41,9 +41,13 @@
 //! vu          → plugin, metrics, control, deadline, bounded, config   (VUs, their
 //!               factory, their failures)
 //! author      → plugin, net, stderr   (`host new`, `host build`, run cargo, k6 scripts)
-//! plugin      → thresholds, html, crypto, net, metrics, control, bounded, stderr, config
+//! plugin      → thresholds, browser, html, crypto, net, metrics, control, bounded, stderr,
+//!               config
 //!               (components, the contract's imports, iteration numbers, registry
 //!               references as `plugin.oci` names them)
+//! browser     → net, metrics, bounded, stderr   (the host's Chromium over the DevTools
+//!               protocol: shared browsers, a context per iteration, the allowlist held
+//!               in the page)
 //! thresholds  → metrics, control, stderr, config
 //! net         → metrics, deadline, bounded, striped, stderr, config
 //! control     → docker   (stop signals; a run's watcher names containers to sample)
@@ -74,6 +78,7 @@
 
 mod author;
 mod bounded;
+mod browser;
 mod cli;
 mod config;
 mod control;

@@ -26,6 +26,7 @@ pub(crate) mod table;
 pub(crate) mod thresholds;
 pub(crate) mod tls;
 pub(crate) mod trend_stats;
+pub(crate) mod browser;
 pub(crate) mod websocket;
 
 #[cfg(test)]
@@ -60,6 +61,7 @@ const SECTIONS: &[&str] = &[
     "limits",
     "data",
     "websocket",
+    "browser",
     "http",
     "sampling",
     "stack",
@@ -163,6 +165,8 @@ pub struct RunConfig {
     pub data: BTreeMap<String, PathBuf>,
     /// How the host keeps WebSockets alive (`[websocket]`).
     pub websocket: WebSocketOptions,
+    /// Browser scenarios (`[browser]`).
+    pub browser: browser::BrowserOptions,
     /// Redirects, cookies, source addresses, setup counting (`[http]`).
     pub http: HttpOptions,
     /// What is sampled besides the generator, and how often (`[sampling]`).
@@ -200,6 +204,7 @@ impl RunConfig {
             limits: Limits::default(),
             data: BTreeMap::new(),
             websocket: WebSocketOptions::default(),
+            browser: browser::parse(&toml::Table::new()).unwrap_or_default(),
             http: HttpOptions::default(),
             sampling: SamplingOptions::default(),
             stack: StackConfig::default(),
@@ -331,6 +336,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         .map(|(k, v)| (k, PathBuf::from(v)))
         .collect();
     let websocket = errors.keep(websocket::parse(&source)).unwrap_or_default();
+    let browser = errors.keep(browser::parse(&source)).unwrap_or_default();
     let http = errors.keep(http::parse(&source)).unwrap_or_default();
     let sampling = match errors.keep(sampling::parse(&source)) {
         Some(mut sampling) => errors
@@ -368,6 +374,7 @@ pub fn build(mut source: toml::Table, overrides: &Overrides) -> Result<RunConfig
         limits,
         data,
         websocket,
+        browser,
         http,
         sampling,
         stack,

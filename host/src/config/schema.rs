@@ -72,6 +72,8 @@ struct RunToml {
     data: Option<BTreeMap<String, String>>,
     /// How the host keeps WebSockets alive and how much it buffers.
     websocket: Option<WebSocket>,
+    /// Browser scenarios: present, a browser starts before the run.
+    browser: Option<Browser>,
     /// Redirects, cookies, source addresses, versions, batches.
     http: Option<Http>,
     /// What is sampled besides the generator, and how often.
@@ -301,6 +303,14 @@ enum InitFailures {
     Retry,
     /// The run stops (exit code 107).
     Abort,
+}
+
+/// `[browser]`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+struct Browser {
+    /// Chromium processes shared by all VUs (1 to 64).
+    processes: Option<u64>,
 }
 
 /// `[websocket]`.

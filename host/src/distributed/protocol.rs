@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub const MAGIC: [u8; 4] = *b"LTD\x01";
 
 /// The protocol's version: bumped on any change to a message. Both sides must agree.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Largest frame, either way, until both sides have proved they hold the token: a
 /// garbage length cannot make the reader allocate much.
@@ -250,6 +250,8 @@ pub struct Tick {
     pub in_flight: i64,
     /// WebSockets open now.
     pub ws_open: i64,
+    /// Raw TCP and UDP sockets (contract 0.3.7) open now (protocol version 5).
+    pub sockets_open: i64,
     /// The plugin's failures so far, whole (absolute, like the counters), sent only
     /// when they changed since the last tick that carried them.
     pub errors: Option<PluginErrors>,

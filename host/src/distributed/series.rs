@@ -9,11 +9,12 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 
 /// Gauges a coordinator does not take from a worker as they are: it sums them over its
 /// workers itself (one worker's VUs are not the run's).
-pub(crate) const SUMMED_GAUGES: [MetricId; 4] = [
+pub(crate) const SUMMED_GAUGES: [MetricId; 5] = [
     builtin::VUS,
     builtin::VUS_MAX,
     builtin::HTTP_REQS_IN_FLIGHT,
     builtin::WS_SOCKETS_OPEN,
+    builtin::SOCKETS_OPEN,
 ];
 
 /// Turns an interval into wire series. Histograms that cannot be encoded (none can

@@ -487,6 +487,7 @@ fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
         scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
         in_flight: tick.services.net.in_flight.get_signed(),
         ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
+        sockets_open: tick.services.net.sockets_open.load(Ordering::Relaxed),
         errors,
         log,
         log_not_sent,

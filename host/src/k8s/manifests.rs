@@ -49,7 +49,11 @@ pub(crate) struct Plan {
     pub workers: u32,
     /// The port the coordinator listens on and the Service exposes.
     pub port: u16,
-    /// Files for the ConfigMap: the plugin first, then the run's files, by key.
+    /// The coordinator's plugin argument: the plugin's path in [`FILES_DIR`], or the
+    /// registry reference the pods pull.
+    pub plugin: String,
+    /// Files for the ConfigMap: the plugin first (unless pulled), then the run's files,
+    /// by key.
     pub files: Vec<(String, Vec<u8>)>,
     /// The coordinator's arguments after `coordinate PLUGIN`: the run flags, paths
     /// already pointing into [`FILES_DIR`], `-e KEY` (no value) for each of `env`.
@@ -147,10 +151,9 @@ pub(crate) fn render(plan: &Plan) -> Manifests {
         }),
         ..Default::default()
     };
-    let plugin_key = &plan.files[0].0;
     let mut coordinator_args = vec![
         "coordinate".to_string(),
-        format!("{FILES_DIR}/{plugin_key}"),
+        plan.plugin.clone(),
         "--workers".into(),
         plan.workers.to_string(),
         "--listen".into(),

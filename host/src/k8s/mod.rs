@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 /// The most bytes a ConfigMap may hold (Kubernetes refuses larger objects).
 const CONFIG_MAP_LIMIT: usize = 1 << 20;
 
+/// The ConfigMap key of a plugin shipped as a file.
+const PLUGIN_KEY: &str = "plugin.wasm";
+
 /// Run flags whose value is a file the coordinator must read in its pod.
 const FILE_FLAGS: &[&str] = &["-c", "--config", "--env-file"];
 
@@ -55,7 +58,10 @@ pub(crate) struct RenderArgs {
     /// either, a random one is made).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// The plugin component (.wasm): shipped to the coordinator in a ConfigMap.
+    /// The plugin component (.wasm), shipped to the coordinator in a ConfigMap; or a
+    /// registry reference (`registry/team/checkout:1.2.0`, after `host push`), which the
+    /// coordinator and its workers pull themselves: a k6 script's component (~3 MB)
+    /// goes this way, a ConfigMap holding at most 1 MiB.
     pub plugin: PathBuf,
     /// Flags for the run, as `host run` takes them (`--vus 10 -c run.toml -e K=V`):
     /// files they name are shipped in the ConfigMap too.
@@ -116,15 +122,26 @@ pub(crate) fn plan(
         .map_err(|e| anyhow::anyhow!("the run flags: {}", e.to_string().trim_end()))?;
     if crate::author::js::is_script(&args.plugin) {
         bail!(
-            "{} is a k6 script: k8s render ships a component; build it with `host build {}` \
-             (but see below: a script's component is about 3 MB, over a ConfigMap's 1 MiB)",
+            "{} is a k6 script: k8s render ships a component, and a script's (about 3 MB) \
+             is over a ConfigMap's 1 MiB: build and push it (`host build {}`, then `host push \
+             SCRIPT.wasm REGISTRY/NAME:TAG`) and render `host k8s render REGISTRY/NAME:TAG`",
             args.plugin.display(),
             args.plugin.display()
         );
     }
-    let plugin = std::fs::read(&args.plugin)
-        .with_context(|| format!("cannot read the plugin {}", args.plugin.display()))?;
-    let mut files = vec![("plugin.wasm".to_string(), plugin)];
+    // A registry reference is pulled in the pods; a file travels in the ConfigMap.
+    let (plugin, mut files) = if crate::plugin::reference::names_reference(&args.plugin) {
+        let text = args.plugin.to_string_lossy().into_owned();
+        crate::plugin::reference::Reference::parse(&text)?;
+        (text, Vec::new())
+    } else {
+        let bytes = std::fs::read(&args.plugin)
+            .with_context(|| format!("cannot read the plugin {}", args.plugin.display()))?;
+        (
+            format!("{}/{PLUGIN_KEY}", manifests::FILES_DIR),
+            vec![(PLUGIN_KEY.to_string(), bytes)],
+        )
+    };
     let mut run_flags = Vec::new();
     // The environment in the order the run applies it: each config's [env], then
     // --env-file, then -e (the later wins).
@@ -185,10 +202,13 @@ pub(crate) fn plan(
     let size: usize = files.iter().map(|(k, v)| k.len() + v.len()).sum();
     if size > CONFIG_MAP_LIMIT * 3 / 4 {
         // Base64 in the object makes them a third larger.
+        let advice = match files.first() {
+            Some((key, bytes)) if key == PLUGIN_KEY => too_big_advice(bytes),
+            _ => "make the run's files smaller",
+        };
         bail!(
             "the plugin and the run's files come to {size} bytes: a ConfigMap holds at most \
-             1 MiB once encoded; {}",
-            too_big_advice(&files[0].1)
+             1 MiB once encoded; {advice}"
         );
     }
     Ok(Plan {
@@ -197,6 +217,7 @@ pub(crate) fn plan(
         image: args.image.clone(),
         workers: args.workers,
         port: args.port,
+        plugin,
         files,
         run_flags,
         env,
@@ -304,8 +325,8 @@ fn too_big_advice(plugin: &[u8]) -> &'static str {
     if k6 {
         "a k6 script's component (the JavaScript engine with the script) is about 3 MB and \
          cannot be made small enough: push it to a registry (`host push script.wasm \
-         REGISTRY/NAME:TAG`, after `host build script.js`) and run `host coordinate \
-         REGISTRY/NAME:TAG` with `host worker`s instead of these manifests, or write the scenario as a Rust plugin (~200 KB stripped)"
+         REGISTRY/NAME:TAG`) and render `host k8s render REGISTRY/NAME:TAG`: the pods pull \
+         it"
     } else {
         "strip the plugin (`strip = \"debuginfo\"` in its Cargo.toml's release profile) or make \
          it smaller"

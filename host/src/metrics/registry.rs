@@ -89,6 +89,16 @@ builtins! {
     SOCKET_CONNECTS_DENIED = "socket_connects_denied": Counter;
     SOCKET_ERRORS = "socket_errors": Counter;
     SOCKETS_OPEN = "sockets_open": Gauge;
+    BROWSER_WEB_VITAL_FCP = "browser_web_vital_fcp": Trend, time;
+    BROWSER_WEB_VITAL_LCP = "browser_web_vital_lcp": Trend, time;
+    BROWSER_WEB_VITAL_CLS = "browser_web_vital_cls": Trend;
+    BROWSER_WEB_VITAL_TTFB = "browser_web_vital_ttfb": Trend, time;
+    BROWSER_WEB_VITAL_INP = "browser_web_vital_inp": Trend, time;
+    BROWSER_WEB_VITAL_FID = "browser_web_vital_fid": Trend, time;
+    BROWSER_HTTP_REQ_DURATION = "browser_http_req_duration": Trend, time;
+    BROWSER_HTTP_REQ_FAILED = "browser_http_req_failed": Rate;
+    BROWSER_DATA_SENT = "browser_data_sent": Counter, bytes;
+    BROWSER_DATA_RECEIVED = "browser_data_received": Counter, bytes;
 }
 
 /// Why a custom metric could not be used.

@@ -157,6 +157,11 @@ impl Allowlist {
         })
     }
 
+    /// The origins of `[targets] allow`, or none when only loopback is allowed.
+    pub(crate) fn explicit(&self) -> Option<&[Origin]> {
+        self.explicit.as_deref()
+    }
+
     /// Whether `origin` may be reached; the error says why not and how to allow it.
     pub fn check(&self, origin: &Origin) -> Result<(), NotAllowed> {
         let allowed = match &self.explicit {

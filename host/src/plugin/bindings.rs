@@ -42,6 +42,28 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/sockets.[static]udp-socket.connect": async,
         "loadtest:scenario/sockets.[method]udp-socket.send": async,
         "loadtest:scenario/sockets.[method]udp-socket.recv": async,
+        "loadtest:scenario/browser.[static]context.open": async,
+        "loadtest:scenario/browser.[method]context.new-page": async,
+        "loadtest:scenario/browser.[method]context.add-cookies": async,
+        "loadtest:scenario/browser.[method]context.cookies": async,
+        "loadtest:scenario/browser.[method]context.clear-cookies": async,
+        "loadtest:scenario/browser.[method]context.close": async,
+        "loadtest:scenario/browser.[method]page.goto": async,
+        "loadtest:scenario/browser.[method]page.navigation-mark": async,
+        "loadtest:scenario/browser.[method]page.wait-for-navigation": async,
+        "loadtest:scenario/browser.[method]page.wait-for-load-state": async,
+        "loadtest:scenario/browser.[method]page.wait-for-selector": async,
+        "loadtest:scenario/browser.[method]page.wait-for-function": async,
+        "loadtest:scenario/browser.[method]page.evaluate": async,
+        "loadtest:scenario/browser.[method]page.act": async,
+        "loadtest:scenario/browser.[method]page.title": async,
+        "loadtest:scenario/browser.[method]page.url": async,
+        "loadtest:scenario/browser.[method]page.content": async,
+        "loadtest:scenario/browser.[method]page.set-viewport-size": async,
+        "loadtest:scenario/browser.[method]page.screenshot": async,
+        "loadtest:scenario/browser.[method]page.keyboard-press": async,
+        "loadtest:scenario/browser.[method]page.keyboard-type": async,
+        "loadtest:scenario/browser.[method]page.close": async,
         default: trappable,
     },
     exports: { default: async },
@@ -59,6 +81,8 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/html.document": crate::html::Document,
         "loadtest:scenario/sockets.tcp-socket": crate::net::sockets::tcp::TcpConn,
         "loadtest:scenario/sockets.udp-socket": crate::net::sockets::udp::UdpConn,
+        "loadtest:scenario/browser.context": crate::plugin::browser::BrowserContext,
+        "loadtest:scenario/browser.page": crate::plugin::browser::BrowserPage,
     },
 });
 
@@ -66,4 +90,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.7";
+pub const WIT_VERSION: &str = "0.3.8";

@@ -1,7 +1,8 @@
 //! Links the contract's imports into a plugin's linker, interface by interface.
 
-/// Links the contract's imports: each interface on the VU's store, except `sockets`,
-/// whose imports see only their own view of it (`super::sockets::SocketsView`), as
+/// Links the contract's imports: each interface on the VU's store, except `sockets`
+/// and `browser`, whose imports see only their own view (`super::sockets::SocketsView`,
+/// `super::browser::BrowserView`), as
 /// wasmtime-wasi links each WASI interface on its own view. The world's generated
 /// `Scenario::add_to_linker` would put every interface on one type.
 pub(crate) fn add_to_linker(
@@ -16,6 +17,7 @@ pub(crate) fn add_to_linker(
     websocket::add_to_linker::<VuState, Own>(linker, |s| s)?;
     grpc::add_to_linker::<VuState, Own>(linker, |s| s)?;
     sockets::add_to_linker::<VuState, super::sockets::HasSockets>(linker, VuState::sockets)?;
+    browser::add_to_linker::<VuState, super::browser::HasBrowser>(linker, VuState::browser)?;
     metrics::add_to_linker::<VuState, Own>(linker, |s| s)?;
     vu::add_to_linker::<VuState, Own>(linker, |s| s)?;
     html::add_to_linker::<VuState, Own>(linker, |s| s)?;

@@ -28,6 +28,7 @@ pub(crate) mod response_slots;
 pub(crate) mod secrets;
 pub(crate) mod send;
 pub(crate) mod shape;
+pub(crate) mod browser;
 pub(crate) mod sockets;
 pub(crate) mod state;
 pub(crate) mod summary;

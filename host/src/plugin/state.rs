@@ -45,6 +45,8 @@ pub struct HostServices {
     /// The run's stop signals: a plugin's `run-control.abort` stops the run through
     /// them, as a crossed `abort_on_fail` threshold does.
     pub control: Arc<crate::control::RunControl>,
+    /// The run's browsers (`browser`), started when first needed.
+    pub(crate) browsers: Arc<crate::browser::service::Browsers>,
 }
 
 impl HostServices {
@@ -175,6 +177,9 @@ pub struct VuState {
     /// Raw sockets (`sockets`): the capability's own state, reached by its imports
     /// through [`VuState::sockets`].
     pub(crate) sockets: super::sockets::SocketsCtx,
+    /// Browser contexts and pages (`browser`): the capability's own state, reached
+    /// by its imports through [`VuState::browser`].
+    pub(crate) browser: super::browser::BrowserCtx,
 }
 
 /// Data sets published from `describe` (contract 0.3.3), and their size.
@@ -206,6 +211,8 @@ impl VuState {
             identity.tags.clone(),
             services.net.http.local_ip(identity.vu_id),
         );
+        let browser =
+            super::browser::BrowserCtx::new(services.browsers.clone(), identity.tags.clone());
         let services_cpu = services.cpu_per_call;
         Self {
             wasi: builder.build(),
@@ -224,6 +231,7 @@ impl VuState {
             layer: LayerState::default(),
             published: None,
             sockets,
+            browser,
         }
     }
 
@@ -232,6 +240,16 @@ impl VuState {
     pub(crate) fn sockets(&mut self) -> super::sockets::SocketsView<'_> {
         super::sockets::SocketsView {
             ctx: &mut self.sockets,
+            table: &mut self.table,
+            budget: &mut self.budget,
+        }
+    }
+
+    /// What the `browser` imports see of the store: their state, the resource table
+    /// and the call's budget.
+    pub(crate) fn browser(&mut self) -> super::browser::BrowserView<'_> {
+        super::browser::BrowserView {
+            ctx: &mut self.browser,
             table: &mut self.table,
             budget: &mut self.budget,
         }

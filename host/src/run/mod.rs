@@ -288,6 +288,8 @@ async fn start(
     let resources =
         ResourceWatch::start(sampling, config.sampling.stats_interval, t0, results.dir())?;
     let results_dir = results.dir().to_path_buf();
+    // Pages' screenshots are written there, and nowhere else.
+    setup.services.browsers.set_results(results_dir.clone());
     // The set is assembled once, from the request: nothing below asks again who
     // takes part.
     let observers = Observers::assemble(

@@ -51,8 +51,13 @@ pub(super) fn services_for(
                 config.tls.clone(),
             ))),
     );
+    let browsers = Arc::new(crate::browser::service::Browsers::new(
+        net.clone(),
+        config.browser.processes,
+    ));
     Ok(Arc::new(HostServices {
         recorder,
+        browsers,
         net,
         data: Arc::new(sets),
         cpu_per_call: config.limits.cpu_per_call,

@@ -70,6 +70,15 @@ pub(super) async fn setup(
         log_verbose.unwrap_or_else(crate::plugin::log::verbose),
         published,
     )?;
+    // Browser scenarios: the browser starts now, so one that is missing or broken is
+    // an error before setup() and the first iteration.
+    if config.browser.enabled {
+        services
+            .browsers
+            .pool()
+            .await
+            .map_err(|e| anyhow::anyhow!("browser scenarios: {e}"))?;
+    }
     // The plugin's imports stop the run through the same signals (`run-control.abort`).
     let control = services.control.clone();
     let errors = Arc::new(ErrorLog::default());

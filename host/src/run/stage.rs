@@ -54,6 +54,8 @@ pub(crate) fn services(
         log: crate::plugin::log::LogSink::stderr(run.log.limits(), run.log.verbose()),
         sleeps_cut: Default::default(),
         control: run.control.clone(),
+        // setup() shares the run's browsers (and its allowlist).
+        browsers: run.browsers.clone(),
     };
     (Arc::new(services), Some(recorder))
 }

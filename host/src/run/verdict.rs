@@ -31,7 +31,11 @@ pub(crate) fn stop_if_all_denied(
         return;
     }
     let c = crate::summary::http_counts(totals, 0);
-    let attempted = c.sent + c.received + c.failed + c.not_sent.values().sum::<u64>();
+    let attempted = c.sent
+        + c.received
+        + c.failed
+        + c.not_sent.values().sum::<u64>()
+        + browser_requests(totals);
     if c.denied > 0 && attempted == 0 {
         control.stop_with(StopReason::CannotMeasure(format!(
             "every request of its first {} was denied by the allowlist",
@@ -39,6 +43,21 @@ pub(crate) fn stop_if_all_denied(
         )));
         control.hard_stop.cancel();
     }
+}
+
+/// Requests browser pages made (each measured in `browser_http_req_duration`): a
+/// browser test whose page loaded measured something even when its page's requests to
+/// other origins were all denied.
+fn browser_requests(totals: &crate::metrics::SeriesMap) -> u64 {
+    use crate::metrics::{builtin, Value};
+    totals
+        .iter()
+        .filter(|((id, _), _)| *id == builtin::BROWSER_HTTP_REQ_DURATION)
+        .map(|(_, v)| match v {
+            Value::Trend(h) => h.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Judges a finished run: sets `failure` (and the status `failed` for a run that went to
@@ -142,13 +161,13 @@ fn iterations_failure(
 
 /// Every request the plugin made was refused by the allowlist.
 fn requests_failure(summary: &Summary) -> Option<String> {
-    let requests = match summary.metrics.get("http_reqs") {
-        Some(m) => match m.stats {
-            Stats::Counter { count, .. } => count as u64,
-            _ => 0,
-        },
-        None => 0,
+    let count = |name: &str| match summary.metrics.get(name).map(|m| &m.stats) {
+        Some(Stats::Counter { count, .. }) => *count as u64,
+        Some(Stats::Trend(t)) => t.count,
+        _ => 0,
     };
+    // A browser page's own requests count as measured.
+    let requests = count("http_reqs") + count("browser_http_req_duration");
     let denied = summary.http.denied;
     (denied > 0 && requests == 0).then(|| {
         format!(

@@ -318,6 +318,10 @@ impl Vu {
             }
         };
         self.deadline = deadline;
+        // k6 closes a VU's browser context when its iteration ends.
+        if let Some((store, _)) = self.live.as_mut() {
+            store.data_mut().browser.end_iteration();
+        }
         // An instance left mid-call (trap, timeout, interruption) cannot be entered again.
         if !matches!(outcome, Outcome::Completed | Outcome::Failed(_)) {
             self.live = None;

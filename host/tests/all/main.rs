@@ -11,6 +11,10 @@
 
 mod support;
 
+/// k6 browser scripts: the host's Chromium, the allowlist in the page, k6's browser
+/// metrics, the faults.
+mod browser;
+
 /// The `host` binary's commands, flags, reference and signals, as a user types them.
 mod cli {
     mod bad_input;
@@ -57,9 +61,12 @@ mod net {
     mod websockets;
 }
 
-/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins against
-/// the real servers.
+/// Raw TCP/TLS/UDP sockets (contract 0.3.7): protocol clients in plugins (Redis,
+/// PostgreSQL, MQTT; Rust and Python) against the real servers.
 mod sockets {
+    mod mqtt_plugin;
+    mod postgres_plugin;
+    mod python_redis;
     mod redis_plugin;
 }
 

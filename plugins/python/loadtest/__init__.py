@@ -1,7 +1,7 @@
 """loadtest — write load-test scenarios in Python.
 
 A scenario plugin is a WASI 0.2 component that the `host` runs once per virtual user
-(VU). This package wraps the WIT contract (`loadtest:scenario@0.3.7`, world `scenario`)
+(VU). This package wraps the WIT contract (`loadtest:scenario@0.3.8`, world `scenario`)
 in ordinary Python: subclass `Scenario`, and export it from the app module as `Plugin`:
 
     import loadtest
@@ -20,8 +20,9 @@ Build with componentize-py (from PyPI), against this package's `wit/`:
 
     componentize-py -d wit -w scenario componentize app -o plugin.wasm
 
-All network I/O goes through the host (`http`, `websocket`), which enforces the run's
-allowlist and records the built-in metrics. An exception raised by a scenario method is
+All network I/O goes through the host (`http`, `websocket`, and `grpc` and `sockets`
+imported as `from loadtest import grpc, sockets`), which enforces the run's allowlist
+and records the built-in metrics. An exception raised by a scenario method is
 a failed iteration (or a failed init/setup) whose message is the exception's text.
 """
 

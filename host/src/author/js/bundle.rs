@@ -96,6 +96,8 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     // Files bundled at build time (`fs.open` literals), and CSV over them.
     ("k6/experimental/fs", &["open", "SeekMode"]),
     ("k6/experimental/csv", &["parse", "Parser"]),
+    // k6's browser module over the contract's `browser` (the host drives Chromium).
+    ("k6/browser", &["browser"]),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
     // `handleSummary` imports them by URL.
     (K6_SUMMARY, &["textSummary", "jUnit"]),
@@ -136,12 +138,8 @@ fn known_module(spec: &str) -> Option<&'static (&'static str, &'static [&'static
 /// k6 modules refused, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
     (
-        "k6/browser",
-        "browser tests need a browser, which a sandboxed plugin cannot drive",
-    ),
-    (
         "k6/experimental/browser",
-        "browser tests need a browser, which a sandboxed plugin cannot drive",
+        "k6 removed it in 1.0: import { browser } from 'k6/browser'",
     ),
     ("k6/experimental/streams", "not supported yet"),
 ];
@@ -385,6 +383,7 @@ fn transform(
     let mut trailing = Vec::new(); // the same for bindings, after the body
     let mut deps = Vec::new();
     let mut n = 0usize;
+    let mut uses_browser = false;
     for &(start, kw) in &scanned.keywords {
         n += 1;
         let rest = &src[start..];
@@ -398,6 +397,7 @@ fn transform(
                 let clause = clause.strip_suffix("from").unwrap_or(clause).trim();
                 let end = statement_end(&src, spec_end);
                 let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                uses_browser |= target == "k6/browser";
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
@@ -520,6 +520,10 @@ fn transform(
     let mut opens = opens(&src, &code, shown, dir)?;
     // k6/experimental/fs's `fs.open(path)`: bundled as open()'s files are.
     opens.extend(super::fs_opens::fs_opens(&src, &code, shown, dir)?);
+    // What of k6/browser is not built is refused now, with its line.
+    if uses_browser {
+        super::browser_api::check(&src, &code, &at)?;
+    }
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
     let (protos, protosets) = if src.contains("k6/net/grpc") {
         (

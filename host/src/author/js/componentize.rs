@@ -293,6 +293,8 @@ struct GrpcCallContent;
 struct Document;
 struct TcpSocket;
 struct UdpSocket;
+struct BrowserContext;
+struct BrowserPage;
 
 /// Defines every import of the contract (`loadtest:*`) as failing functions.
 fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) -> Result<()> {
@@ -328,6 +330,8 @@ fn stub_contract(engine: &Engine, comp: &Component, linker: &mut Linker<Ctx>) ->
                         "document" => ResourceType::host::<Document>(),
                         "tcp-socket" => ResourceType::host::<TcpSocket>(),
                         "udp-socket" => ResourceType::host::<UdpSocket>(),
+                        "context" => ResourceType::host::<BrowserContext>(),
+                        "page" => ResourceType::host::<BrowserPage>(),
                         other => anyhow::bail!(
                             "the contract has a resource {other} this build does not know"
                         ),

@@ -5,6 +5,7 @@
 //! component as any plugin.
 
 pub(crate) mod asyncs;
+pub(crate) mod browser_api;
 pub(crate) mod bundle;
 pub(crate) mod componentize;
 pub(crate) mod exprs;

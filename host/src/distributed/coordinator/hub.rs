@@ -86,6 +86,7 @@ pub(super) struct Slot {
     pub(super) counts: Vec<ScenarioCounts>,
     pub(super) in_flight: i64,
     pub(super) ws_open: i64,
+    pub(super) sockets_open: i64,
     pub(super) reports: Vec<(String, Vec<StageReport>)>,
     pub(super) http_reqs: f64,
     pub(super) iterations: f64,
@@ -182,6 +183,7 @@ impl Hub {
             counts: Vec::new(),
             in_flight: 0,
             ws_open: 0,
+            sockets_open: 0,
             reports: Vec::new(),
             http_reqs: 0.0,
             iterations: 0.0,
@@ -273,6 +275,7 @@ impl Hub {
             w.counts = tick.scenarios;
             w.in_flight = tick.in_flight;
             w.ws_open = tick.ws_open;
+            w.sockets_open = tick.sockets_open;
             w.http_reqs += reqs;
             w.iterations += iterations;
             w.dropped += dropped;
@@ -362,6 +365,7 @@ impl Hub {
             .map(|(when, _)| (w.last_rate * when.elapsed().as_secs_f64()).round() as u64);
         w.in_flight = 0;
         w.ws_open = 0;
+        w.sockets_open = 0;
         let who = format!("worker {} ({})", w.name, w.address);
         if !started {
             crate::stderr::line(format_args!(

@@ -1,5 +1,6 @@
 //! The host's implementations of the plugin's imports, one file per WIT interface.
 
+pub(crate) mod browser;
 pub(crate) mod cookies;
 pub(crate) mod grpc;
 pub(crate) mod html;

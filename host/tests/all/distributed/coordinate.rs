@@ -1607,3 +1607,19 @@ fn an_unproven_peers_name_cannot_forge_a_line_and_wrong_proofs_wait() {
         "six wrong proofs refused in {took:?}"
     );
 }
+
+#[test]
+fn raw_sockets_open_are_summed_over_the_workers() {
+    // One VU per worker, each holding its Redis connection for the whole run: the
+    // coordinator's `sockets_open` is the sum of the workers' (3), not one worker's.
+    let redis = crate::support::redis::Redis::start();
+    let toml = "[scenarios.default]\nexecutor = \"constant-vus\"\nvus = 3\nduration = \"3s\"\n";
+    let env = [format!("REDIS_PORT={}", redis.port)];
+    let mut cluster = Cluster::start("redis", toml, &env, 3, true);
+    let status = cluster.coordinator.wait(Duration::from_secs(90));
+    assert_eq!(status.code(), Some(0), "{}", cluster.coordinator.stderr());
+    let summary = cluster.summary();
+    let open = &summary["metrics"]["sockets_open"];
+    assert_eq!(open["max"].as_f64(), Some(3.0), "{open}");
+    assert_eq!(summary["metrics"]["socket_connects"]["count"].as_f64(), Some(3.0));
+}

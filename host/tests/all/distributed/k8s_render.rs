@@ -308,3 +308,68 @@ fn bad_input_is_refused_with_the_reason() {
         assert!(out.stdout.is_empty(), "nothing rendered for {args:?}");
     }
 }
+
+/// A k6 script's component (about 3 MB) could not be rendered at all: a ConfigMap holds
+/// 1 MiB (issue 49 item 22). A registry reference is rendered instead: nothing of the
+/// plugin in the ConfigMap, the coordinator pulls it (and hands its workers the digest).
+#[test]
+fn a_plugin_in_a_registry_is_pulled_by_the_pods_not_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = "127.0.0.1:5000/team/checkout:1.2.0";
+    let out = host(
+        &[
+            "k8s",
+            "render",
+            "--workers",
+            "2",
+            "--format",
+            "json",
+            reference,
+            "--vus",
+            "4",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let files = items.iter().find(|i| i["kind"] == "ConfigMap").unwrap();
+    let files: ConfigMap = serde_json::from_value(files.clone()).unwrap();
+    assert!(
+        files.binary_data.unwrap_or_default().is_empty(),
+        "nothing of the plugin is shipped"
+    );
+    let coordinator = items
+        .iter()
+        .find(|i| {
+            i["kind"] == "Job"
+                && i["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("coordinator")
+        })
+        .unwrap();
+    let coordinator: Job = serde_json::from_value(coordinator.clone()).unwrap();
+    let args = coordinator.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert_eq!(args[..2], ["coordinate", reference], "{args:?}");
+
+    // A script is refused with the way to render it.
+    std::fs::write(dir.path().join("s.js"), "export default function () {}\n").unwrap();
+    let out = host(&["k8s", "render", "--workers", "2", "s.js"], dir.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("host k8s render REGISTRY/NAME:TAG"),
+        "{}",
+        stderr(&out)
+    );
+    // A reference that does not parse is refused before anything is rendered.
+    let out = host(
+        &["k8s", "render", "--workers", "2", "127.0.0.1:5000/../x:1"],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+}

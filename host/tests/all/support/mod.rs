@@ -6,6 +6,8 @@
 pub mod containers;
 pub mod grpc_server;
 pub mod k6;
+pub mod mosquitto;
+pub mod postgres;
 pub mod redis;
 pub mod servers;
 pub mod turns;

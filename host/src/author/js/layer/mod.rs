@@ -71,6 +71,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("fs-csv.js", include_str!("fs-csv.js")),
     // k6/secrets over the host's secret sources.
     ("secrets.js", include_str!("secrets.js")),
+    // k6/browser over the contract's `browser` (the host drives Chromium).
+    ("browser.js", include_str!("browser.js")),
     // The table of the modules a script may import, by name.
     ("modules.js", include_str!("modules.js")),
     // Loading the script's bundle, mapping its stack traces, guarding each call.

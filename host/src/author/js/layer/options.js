@@ -19,9 +19,22 @@ const SCENARIO_KEYS = {
 
 function durationText(v) { return typeof v === 'number' ? `${v}ms` : String(v); }
 
+// A scenario's `options.browser.type` (k6 requires it of browser scenarios); other
+// scenario options are refused.
+function scenarioBrowser(name, o) {
+  const keys = Object.keys(o || {});
+  for (const k of keys) {
+    if (k !== 'browser') throw new Error(`options.scenarios.${name}.options.${k} is not supported (docs/k6-compatibility.md)`);
+  }
+  const type = o.browser && o.browser.type;
+  if (type !== 'chromium') throw new Error(`options.scenarios.${name}.options.browser.type must be 'chromium' (the only browser k6 and this host drive)`);
+  return true;
+}
+
 function scenarioToml(name, s) {
   const lines = [`[scenarios.${JSON.stringify(name)}]`];
   for (const k of Object.keys(s)) {
+    if (k === 'options') { scenarioBrowser(name, s.options); continue; }
     const key = SCENARIO_KEYS[k];
     if (!key) throw new Error(`options.scenarios.${name}.${k} is not supported (docs/k6-compatibility.md)`);
     let v = s[k];
@@ -52,6 +65,8 @@ function optionsToml(o) {
   out.push('[k6]', `own_scenarios = ${!!o.scenarios}`);
   if (o.vus !== undefined) out.push(`vus = ${Number(o.vus)}`);
   if (o.tags) out.push(`tags = ${tomlValue(o.tags)}`);
+  // A browser scenario: the host starts its browser before the run.
+  if (Object.keys(scenarios).some((n) => scenarios[n].options)) out.push('[browser]');
   if (o.thresholds) {
     out.push('[thresholds]');
     for (const metric of Object.keys(o.thresholds)) {
