@@ -89,10 +89,7 @@ impl Action {
 
     /// Reads that answer at once, found or not.
     fn waits(&self) -> bool {
-        !matches!(
-            self,
-            Action::IsVisible | Action::IsHidden | Action::Count
-        )
+        !matches!(self, Action::IsVisible | Action::IsHidden | Action::Count)
     }
 }
 
@@ -253,11 +250,18 @@ async fn locate(
         )
         .await?;
     match value_of(r) {
-        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => Err(BrowserError::Timeout(
-            format!("waiting for {selector:?}: timed out after {} ms", timeout.as_millis()),
-        )),
-        Err(BrowserError::Script(m)) if m.contains("TypeError: Cannot read properties of undefined") => {
-            Err(BrowserError::Script(format!("{selector:?} matches no element")))
+        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => {
+            Err(BrowserError::Timeout(format!(
+                "waiting for {selector:?}: timed out after {} ms",
+                timeout.as_millis()
+            )))
+        }
+        Err(BrowserError::Script(m))
+            if m.contains("TypeError: Cannot read properties of undefined") =>
+        {
+            Err(BrowserError::Script(format!(
+                "{selector:?} matches no element"
+            )))
         }
         other => other,
     }
@@ -275,8 +279,17 @@ pub(crate) async fn act(
     let (op, ready) = action.op();
     let what = format!("{selector:?}");
     let work = async {
-        let found = locate(page, selector, nth, op, action.arg(), ready, action.waits(), timeout)
-            .await?;
+        let found = locate(
+            page,
+            selector,
+            nth,
+            op,
+            action.arg(),
+            ready,
+            action.waits(),
+            timeout,
+        )
+        .await?;
         match action {
             Action::Click => click(page, &found, 1).await?,
             Action::Dblclick => {
@@ -288,8 +301,17 @@ pub(crate) async fn act(
                 let want = *action == Action::Check;
                 if found.get("checked").and_then(Value::as_bool) != Some(want) {
                     click(page, &found, 1).await?;
-                    let now = locate(page, selector, nth, "isChecked", Value::Null, false, false, timeout)
-                        .await?;
+                    let now = locate(
+                        page,
+                        selector,
+                        nth,
+                        "isChecked",
+                        Value::Null,
+                        false,
+                        false,
+                        timeout,
+                    )
+                    .await?;
                     if now != json!(want) {
                         return Err(BrowserError::Script(format!(
                             "{selector:?}: clicking did not {} it",
@@ -370,13 +392,25 @@ async fn key(page: &Page, name: &str, modifiers: u32) -> Result<(), BrowserError
             } else {
                 String::new()
             };
-            let vk = if c.is_ascii_alphanumeric() { upper as u32 } else { 0 };
+            let vk = if c.is_ascii_alphanumeric() {
+                upper as u32
+            } else {
+                0
+            };
             (c.to_string(), code, vk, c.to_string())
         }
     };
     // With Control or Meta held a key types nothing (it is a shortcut).
-    let text = if modifiers & 0b0110 != 0 { String::new() } else { text };
-    let down = if text.is_empty() { "rawKeyDown" } else { "keyDown" };
+    let text = if modifiers & 0b0110 != 0 {
+        String::new()
+    } else {
+        text
+    };
+    let down = if text.is_empty() {
+        "rawKeyDown"
+    } else {
+        "keyDown"
+    };
     page.call(
         "Input.dispatchKeyEvent",
         json!({ "type": down, "key": key, "code": code, "windowsVirtualKeyCode": vk,
@@ -393,8 +427,14 @@ async fn key(page: &Page, name: &str, modifiers: u32) -> Result<(), BrowserError
 
 /// Presses `combo` (`Enter`, `a`, `Control+A`, `Shift+ArrowLeft`).
 pub(crate) async fn press(page: &Page, combo: &str) -> Result<(), BrowserError> {
-    let parts: Vec<&str> = if combo == "+" { vec!["+"] } else { combo.split('+').collect() };
-    let (last, held) = parts.split_last().ok_or_else(|| BrowserError::Invalid("empty key".into()))?;
+    let parts: Vec<&str> = if combo == "+" {
+        vec!["+"]
+    } else {
+        combo.split('+').collect()
+    };
+    let (last, held) = parts
+        .split_last()
+        .ok_or_else(|| BrowserError::Invalid("empty key".into()))?;
     let mut modifiers = 0;
     for m in held {
         modifiers |= match *m {
@@ -473,8 +513,12 @@ pub(crate) async fn wait_for_function(
     polling_ms: u32,
     timeout: Duration,
 ) -> Result<Value, BrowserError> {
-    let arg: Value = serde_json::from_str(if arg_json.is_empty() { "null" } else { arg_json })
-        .map_err(|e| BrowserError::Invalid(format!("the argument is not JSON: {e}")))?;
+    let arg: Value = serde_json::from_str(if arg_json.is_empty() {
+        "null"
+    } else {
+        arg_json
+    })
+    .map_err(|e| BrowserError::Invalid(format!("the argument is not JSON: {e}")))?;
     let expression = format!(
         "(() => {{ const f = ({function}); const arg = {arg}; const until = Date.now() + {ms};\
          return new Promise((resolve, reject) => {{ (async function poll() {{\
@@ -486,9 +530,12 @@ pub(crate) async fn wait_for_function(
     );
     let work = async {
         match page.evaluate(&expression).await {
-            Err(BrowserError::Script(m)) if m.contains("Error: timeout") => Err(BrowserError::Timeout(
-                format!("waitForFunction: timed out after {} ms", timeout.as_millis()),
-            )),
+            Err(BrowserError::Script(m)) if m.contains("Error: timeout") => {
+                Err(BrowserError::Timeout(format!(
+                    "waitForFunction: timed out after {} ms",
+                    timeout.as_millis()
+                )))
+            }
             other => other,
         }
     };
@@ -497,9 +544,17 @@ pub(crate) async fn wait_for_function(
 
 /// Evaluates `function` (a function's source or an expression) with the JSON
 /// argument in the page.
-pub(crate) async fn evaluate(page: &Page, function: &str, arg_json: &str) -> Result<Value, BrowserError> {
-    let arg: Value = serde_json::from_str(if arg_json.is_empty() { "null" } else { arg_json })
-        .map_err(|e| BrowserError::Invalid(format!("the argument is not JSON: {e}")))?;
+pub(crate) async fn evaluate(
+    page: &Page,
+    function: &str,
+    arg_json: &str,
+) -> Result<Value, BrowserError> {
+    let arg: Value = serde_json::from_str(if arg_json.is_empty() {
+        "null"
+    } else {
+        arg_json
+    })
+    .map_err(|e| BrowserError::Invalid(format!("the argument is not JSON: {e}")))?;
     page.evaluate(&format!(
         "(() => {{ const f = ({function}); return typeof f === 'function' ? f({arg}) : f; }})()"
     ))

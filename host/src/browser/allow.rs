@@ -181,7 +181,9 @@ impl Gate {
                     .and_then(Value::as_str)
                     .and_then(|f| self.lock().get(f).cloned())
                     .unwrap_or_default();
-                self.net.recorder.count(builtin::HTTP_REQS_DENIED, &tags, 1.0);
+                self.net
+                    .recorder
+                    .count(builtin::HTTP_REQS_DENIED, &tags, 1.0);
                 let shown = crate::bounded::cut(url, crate::bounded::QUOTED_BYTES);
                 let origin = Origin::parse(url)
                     .map(|o| o.to_string())
@@ -206,13 +208,23 @@ mod tests {
     fn the_same_check_as_http() {
         let list = Allowlist::new(&["http://127.0.0.1:8080".to_owned()]).unwrap();
         assert_eq!(check(&list, "http://127.0.0.1:8080/a.png"), Verdict::Allow);
-        assert!(matches!(check(&list, "http://127.0.0.1:8081/"), Verdict::Deny(w) if w.contains("--allow http://127.0.0.1:8081")));
-        assert!(matches!(check(&list, "file:///etc/passwd"), Verdict::Deny(w) if w.contains("file:")));
-        assert!(matches!(check(&list, "chrome://settings"), Verdict::Deny(_)));
+        assert!(
+            matches!(check(&list, "http://127.0.0.1:8081/"), Verdict::Deny(w) if w.contains("--allow http://127.0.0.1:8081"))
+        );
+        assert!(
+            matches!(check(&list, "file:///etc/passwd"), Verdict::Deny(w) if w.contains("file:"))
+        );
+        assert!(matches!(
+            check(&list, "chrome://settings"),
+            Verdict::Deny(_)
+        ));
         assert_eq!(check(&list, "data:text/plain,hi"), Verdict::Allow);
         let loopback = Allowlist::new(&[]).unwrap();
         assert_eq!(check(&loopback, "http://localhost:9/"), Verdict::Allow);
-        assert!(matches!(check(&loopback, "https://example.com/"), Verdict::Deny(_)));
+        assert!(matches!(
+            check(&loopback, "https://example.com/"),
+            Verdict::Deny(_)
+        ));
     }
 
     #[test]
@@ -225,8 +237,13 @@ mod tests {
         .unwrap();
         let s = proxy_switches(&list, 4000);
         assert!(s.contains(&"--proxy-server=http://127.0.0.1:4000".to_owned()));
-        assert!(s.contains(&"--proxy-bypass-list=<-loopback>;127.0.0.1:8080;[::1]:443".to_owned()), "{s:?}");
+        assert!(
+            s.contains(&"--proxy-bypass-list=<-loopback>;127.0.0.1:8080;[::1]:443".to_owned()),
+            "{s:?}"
+        );
         let loopback = proxy_switches(&Allowlist::new(&[]).unwrap(), 4000);
-        assert!(!loopback.iter().any(|s| s.starts_with("--proxy-bypass-list")));
+        assert!(!loopback
+            .iter()
+            .any(|s| s.starts_with("--proxy-bypass-list")));
     }
 }

@@ -163,7 +163,10 @@ impl Connection {
                     )
                     .into_owned(),
                 }),
-                None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+                None => Ok(message
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null)),
             };
             let _ = reply.send(result);
             return;
@@ -173,7 +176,10 @@ impl Connection {
         };
         let event = Event {
             method: method.to_owned(),
-            params: message.get_mut("params").map(Value::take).unwrap_or(Value::Null),
+            params: message
+                .get_mut("params")
+                .map(Value::take)
+                .unwrap_or(Value::Null),
         };
         let sink = match message.get("sessionId").and_then(Value::as_str) {
             Some(session) => lock(&self.shared.sessions).get(session).cloned(),

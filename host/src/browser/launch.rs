@@ -416,11 +416,17 @@ mod tests {
         let e = LaunchOptions::from_env(env(&[("K6_BROWSER_EXECUTABLE_PATH", "/nonexistent")]))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("/nonexistent") && e.contains("apt-get install chromium"), "{e}");
+        assert!(
+            e.contains("/nonexistent") && e.contains("apt-get install chromium"),
+            "{e}"
+        );
         let e = LaunchOptions::from_env(env(&[("PATH", "/nonexistent-dir")]))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("none of chromium") && e.contains("`chromium`"), "{e}");
+        assert!(
+            e.contains("none of chromium") && e.contains("`chromium`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! - [`service`]: the pool as a run holds it.
 //! - [`vitals`], [`traffic`]: k6's browser metrics (web vitals, the page's requests).
 
+pub(crate) mod actions;
 pub(crate) mod allow;
 pub(crate) mod cdp;
 pub(crate) mod launch;
@@ -36,7 +37,6 @@ pub(crate) mod pool;
 pub(crate) mod service;
 pub(crate) mod traffic;
 pub(crate) mod vitals;
-pub(crate) mod actions;
 
 #[cfg(test)]
 mod tests;

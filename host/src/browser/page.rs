@@ -219,7 +219,10 @@ impl Page {
             ("Page.setLifecycleEventsEnabled", json!({ "enabled": true })),
             ("Runtime.enable", json!({})),
             ("Network.enable", json!({})),
-            ("Runtime.addBinding", json!({ "name": super::vitals::BINDING })),
+            (
+                "Runtime.addBinding",
+                json!({ "name": super::vitals::BINDING }),
+            ),
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": super::vitals::SCRIPT }),
@@ -387,7 +390,11 @@ impl Page {
         }
         self.forget();
         self.conn
-            .call(None, "Target.closeTarget", json!({ "targetId": self.target }))
+            .call(
+                None,
+                "Target.closeTarget",
+                json!({ "targetId": self.target }),
+            )
             .await?;
         Ok(())
     }
@@ -403,8 +410,11 @@ impl Drop for Page {
     fn drop(&mut self) {
         if !self.closed.load(std::sync::atomic::Ordering::SeqCst) {
             self.forget();
-            self.conn
-                .send(None, "Target.closeTarget", json!({ "targetId": self.target }));
+            self.conn.send(
+                None,
+                "Target.closeTarget",
+                json!({ "targetId": self.target }),
+            );
         }
     }
 }

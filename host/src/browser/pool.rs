@@ -264,7 +264,9 @@ impl Context {
     /// A new page (tab) in this context; its denied requests are counted with `tags`.
     pub(crate) async fn new_page(&self, tags: TagSet) -> Result<Page, BrowserError> {
         if self.is_closed() {
-            return Err(BrowserError::Invalid("the browser context is closed".into()));
+            return Err(BrowserError::Invalid(
+                "the browser context is closed".into(),
+            ));
         }
         let page = Page::open(&self.browser.conn, &self.browser.gate, &self.id, tags).await?;
         {
@@ -355,7 +357,15 @@ impl Context {
             .map(|mut c| {
                 // k6's shape: the protocol's, less what k6 does not report.
                 if let Value::Object(m) = &mut c {
-                    for k in ["size", "session", "priority", "sameParty", "sourceScheme", "sourcePort", "partitionKey"] {
+                    for k in [
+                        "size",
+                        "session",
+                        "priority",
+                        "sameParty",
+                        "sourceScheme",
+                        "sourcePort",
+                        "partitionKey",
+                    ] {
                         m.remove(k);
                     }
                 }

@@ -153,7 +153,11 @@ async fn a_denied_origin_is_failed_and_never_contacted() {
     assert!(refused >= 3.0, "denied requests counted: {refused}");
     // A navigation there is refused before it starts, and so is a local file.
     let e = page
-        .goto(&format!("http://127.0.0.1:{other}/"), WaitUntil::Load, TIMEOUT)
+        .goto(
+            &format!("http://127.0.0.1:{other}/"),
+            WaitUntil::Load,
+            TIMEOUT,
+        )
         .await
         .unwrap_err();
     assert!(matches!(e, BrowserError::Denied(_)), "{e}");
@@ -228,7 +232,10 @@ async fn a_dead_browser_is_replaced_and_none_outlives_the_pool() {
     let pool = pool(&net, 1).await;
     pool.warm_up().await.unwrap();
     let first = pool.pids().await[0];
-    assert!(group(first).len() > 1, "the browser runs helpers in its group");
+    assert!(
+        group(first).len() > 1,
+        "the browser runs helpers in its group"
+    );
     // SAFETY: a plain kill of the browser this test started.
     unsafe {
         libc::kill(first as i32, libc::SIGKILL);
@@ -236,9 +243,13 @@ async fn a_dead_browser_is_replaced_and_none_outlives_the_pool() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let context = pool.context().await.unwrap();
     let page = context.new_page(TagSet::empty()).await.unwrap();
-    page.goto(&format!("http://127.0.0.1:{port}/"), WaitUntil::Load, TIMEOUT)
-        .await
-        .unwrap();
+    page.goto(
+        &format!("http://127.0.0.1:{port}/"),
+        WaitUntil::Load,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
     let second = pool.pids().await[0];
     assert_ne!(first, second, "a new browser took the dead one's place");
     drop(page);
@@ -250,16 +261,21 @@ async fn a_dead_browser_is_replaced_and_none_outlives_the_pool() {
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(group(first), Vec::<u32>::new(), "the killed browser's helpers");
+    assert_eq!(
+        group(first),
+        Vec::<u32>::new(),
+        "the killed browser's helpers"
+    );
     assert_eq!(group(second), Vec::<u32>::new(), "the pool's browser");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_that_is_not_a_browser_fails_before_the_run() {
     let net = net(&[]);
-    let options =
-        LaunchOptions::from_env(|k| (k == "K6_BROWSER_EXECUTABLE_PATH").then(|| "/bin/true".into()))
-            .unwrap();
+    let options = LaunchOptions::from_env(|k| {
+        (k == "K6_BROWSER_EXECUTABLE_PATH").then(|| "/bin/true".into())
+    })
+    .unwrap();
     let pool = Pool::new(options, 1, net).await.unwrap();
     let e = pool.warm_up().await.unwrap_err().to_string();
     assert!(e.contains("/bin/true did not start"), "{e}");

@@ -59,15 +59,22 @@ impl Traffic {
                         .pointer("/redirectResponse/status")
                         .and_then(Value::as_u64)
                         .map(|s| s as u16);
-                    let ts = p.get("timestamp").and_then(Value::as_f64).unwrap_or(prev.started);
+                    let ts = p
+                        .get("timestamp")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(prev.started);
                     self.finish(recorder, prev, status, ts, None);
                 }
                 if in_flight.len() >= MAX_IN_FLIGHT {
                     return;
                 }
-                let sent = p.pointer("/request/headers").map_or(0, |h| h.to_string().len())
+                let sent = p
+                    .pointer("/request/headers")
+                    .map_or(0, |h| h.to_string().len())
                     + url.len()
-                    + p.pointer("/request/postData").and_then(Value::as_str).map_or(0, str::len);
+                    + p.pointer("/request/postData")
+                        .and_then(Value::as_str)
+                        .map_or(0, str::len);
                 recorder.count(builtin::BROWSER_DATA_SENT, &self.tags, sent as f64);
                 in_flight.insert(
                     id.to_owned(),
@@ -90,7 +97,10 @@ impl Traffic {
             }
             "Network.loadingFinished" => {
                 if let Some(r) = in_flight.remove(id) {
-                    let ts = p.get("timestamp").and_then(Value::as_f64).unwrap_or(r.started);
+                    let ts = p
+                        .get("timestamp")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(r.started);
                     let bytes = p.get("encodedDataLength").and_then(Value::as_f64);
                     let status = r.status;
                     self.finish(recorder, r, status, ts, bytes);
@@ -98,7 +108,10 @@ impl Traffic {
             }
             "Network.loadingFailed" => {
                 if let Some(r) = in_flight.remove(id) {
-                    let ts = p.get("timestamp").and_then(Value::as_f64).unwrap_or(r.started);
+                    let ts = p
+                        .get("timestamp")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(r.started);
                     self.finish(recorder, r, None, ts, None);
                 }
             }

@@ -86,7 +86,11 @@ impl Vitals {
             return;
         };
         let name = v.get("name").and_then(Value::as_str).unwrap_or("");
-        let Some(value) = v.get("value").and_then(Value::as_f64).filter(|x| x.is_finite()) else {
+        let Some(value) = v
+            .get("value")
+            .and_then(Value::as_f64)
+            .filter(|x| x.is_finite())
+        else {
             return;
         };
         let url = crate::bounded::cut(

@@ -4,6 +4,7 @@
 //! at once ([`ConfigErrors`]).
 
 pub(crate) mod args;
+pub(crate) mod browser;
 pub(crate) mod cpuset;
 pub(crate) mod distributed;
 pub(crate) mod duration;
@@ -26,7 +27,6 @@ pub(crate) mod table;
 pub(crate) mod thresholds;
 pub(crate) mod tls;
 pub(crate) mod trend_stats;
-pub(crate) mod browser;
 pub(crate) mod websocket;
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 // Generated code: its items are as public as bindgen makes them.
 #[allow(unreachable_pub, missing_docs)]
 pub mod bindings;
+pub(crate) mod browser;
 pub(crate) mod budget;
 pub(crate) mod built_from;
 pub(crate) mod cache;
@@ -28,7 +29,6 @@ pub(crate) mod response_slots;
 pub(crate) mod secrets;
 pub(crate) mod send;
 pub(crate) mod shape;
-pub(crate) mod browser;
 pub(crate) mod sockets;
 pub(crate) mod state;
 pub(crate) mod summary;

@@ -113,7 +113,15 @@ async fn a_k6_sign_in_script_runs_and_reports_k6s_browser_metrics() {
     let ran = host(
         tmp.path(),
         tmp.path(),
-        &["run", "signin.js", "-e", &base, "--out", out.to_str().unwrap(), "--quiet"],
+        &[
+            "run",
+            "signin.js",
+            "-e",
+            &base,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
         &[],
     )
     .await;
@@ -144,8 +152,14 @@ async fn a_k6_sign_in_script_runs_and_reports_k6s_browser_metrics() {
         assert!(metrics.get(name).is_some(), "{name} missing from {metrics}");
     }
     // Two documents per iteration (the form, the survey page), each loaded once.
-    assert!(common::metric_count(&summary, "browser_web_vital_ttfb") >= 12.0, "{metrics}");
-    assert!(common::metric_count(&summary, "browser_http_req_duration") >= 12.0, "{metrics}");
+    assert!(
+        common::metric_count(&summary, "browser_web_vital_ttfb") >= 12.0,
+        "{metrics}"
+    );
+    assert!(
+        common::metric_count(&summary, "browser_http_req_duration") >= 12.0,
+        "{metrics}"
+    );
     assert!(
         browsers_under(tmp.path()).is_empty(),
         "Chromium left running: {:?}",
@@ -230,8 +244,15 @@ async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
         tmp.path(),
         tmp.path(),
         &[
-            "run", "visit.js", "-e", &url, "--allow", &allow, "--out",
-            out.to_str().unwrap(), "--quiet",
+            "run",
+            "visit.js",
+            "-e",
+            &url,
+            "--allow",
+            &allow,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
         ],
         &[],
     )
@@ -240,9 +261,21 @@ async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
     let summary = common::summary_json(&common::only_results_dir(&out));
     // The image and the fetch of each of the two iterations.
     let denied = common::metric_count(&summary, "http_reqs_denied");
-    assert!(denied >= 4.0, "http_reqs_denied {denied}: {}", summary["metrics"]);
-    assert_eq!(contacted.load(Ordering::SeqCst), 0, "the denied server was contacted");
-    assert!(text(&ran).contains("a browser page tried to reach"), "{}", text(&ran));
+    assert!(
+        denied >= 4.0,
+        "http_reqs_denied {denied}: {}",
+        summary["metrics"]
+    );
+    assert_eq!(
+        contacted.load(Ordering::SeqCst),
+        0,
+        "the denied server was contacted"
+    );
+    assert!(
+        text(&ran).contains("a browser page tried to reach"),
+        "{}",
+        text(&ran)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,7 +286,15 @@ async fn a_missing_browser_is_an_error_before_the_run() {
     let ran = host(
         tmp.path(),
         tmp.path(),
-        &["run", "visit.js", "-e", "URL=http://127.0.0.1:9/", "--out", out.to_str().unwrap(), "--quiet"],
+        &[
+            "run",
+            "visit.js",
+            "-e",
+            "URL=http://127.0.0.1:9/",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
         &[("K6_BROWSER_EXECUTABLE_PATH", "/nonexistent")],
     )
     .await;
@@ -261,7 +302,10 @@ async fn a_missing_browser_is_an_error_before_the_run() {
     let shown = text(&ran);
     assert!(shown.contains("/nonexistent"), "{shown}");
     assert!(shown.contains("apt-get install chromium"), "{shown}");
-    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(), "no run started");
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "no run started"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,19 +320,38 @@ async fn a_page_that_never_loads_times_out_and_is_counted() {
     let ran = host(
         tmp.path(),
         tmp.path(),
-        &["run", "visit.js", "-e", &url, "-e", "TIMEOUT=1000", "--out", out.to_str().unwrap(), "--quiet"],
+        &[
+            "run",
+            "visit.js",
+            "-e",
+            &url,
+            "-e",
+            "TIMEOUT=1000",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
         &[],
     )
     .await;
     // k6 exits 0 when iterations throw; the host fails a run in which no iteration
     // succeeded (it measured nothing), with the reason.
     assert_eq!(ran.status.code(), Some(110), "{}", text(&ran));
-    assert!(text(&ran).contains("every iteration failed (2 of 2)"), "{}", text(&ran));
+    assert!(
+        text(&ran).contains("every iteration failed (2 of 2)"),
+        "{}",
+        text(&ran)
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
     let summary = common::summary_json(&common::only_results_dir(&out));
     let errors = summary["plugin_errors"].to_string();
     assert!(errors.contains("timed out after 1000 ms"), "{errors}");
-    assert_eq!(common::metric_count(&summary, "iterations"), 2.0, "{}", summary["metrics"]);
+    assert_eq!(
+        common::metric_count(&summary, "iterations"),
+        2.0,
+        "{}",
+        summary["metrics"]
+    );
     assert!(accepted.load(Ordering::SeqCst) >= 2, "each iteration asked");
     assert!(
         browsers_under(tmp.path()).is_empty(),
@@ -378,7 +441,15 @@ async fn locators_act_and_read_as_k6s() {
     let ran = host(
         tmp.path(),
         tmp.path(),
-        &["run", "form.js", "-e", &url, "--out", out.to_str().unwrap(), "--quiet"],
+        &[
+            "run",
+            "form.js",
+            "-e",
+            &url,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
         &[],
     )
     .await;

@@ -40,7 +40,16 @@ const NOT_BUILT: &[&str] = &[
 const NOT_BUILT_OBJECTS: &[&str] = &[".mouse.", ".touchscreen."];
 
 /// Page events the layer does not emit (`page.on(...)`).
-const EVENTS: &[&str] = &["console", "request", "response", "metric", "requestfailed", "requestfinished", "dialog", "load"];
+const EVENTS: &[&str] = &[
+    "console",
+    "request",
+    "response",
+    "metric",
+    "requestfailed",
+    "requestfinished",
+    "dialog",
+    "load",
+];
 
 /// Refuses what `code` (the module with strings and comments blanked; `src` the
 /// original, for the lines and the event names) calls of the browser API that is not
@@ -100,7 +109,10 @@ mod tests {
         let e = check(src, src, &at).unwrap_err().to_string();
         assert!(e.contains("page.on('console')"), "{e}");
         let src = "await page.mouse.click(1, 2);";
-        assert!(check(src, src, &at).unwrap_err().to_string().contains("page.mouse"));
+        assert!(check(src, src, &at)
+            .unwrap_err()
+            .to_string()
+            .contains("page.mouse"));
         // What is built passes, and a socket's `on('open')` is no page event.
         let src = "await page.locator('#a').click(); ws.on('open', f); arr.filter(x => x);";
         assert!(check(src, src, &at).is_ok());

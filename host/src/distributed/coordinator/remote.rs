@@ -79,7 +79,10 @@ impl Remote for Hub {
             services.net.ws_used.store(true, Ordering::Relaxed);
         }
         let sockets_open: i64 = state.workers.iter().map(|w| w.sockets_open).sum();
-        services.net.sockets_open.store(sockets_open, Ordering::Relaxed);
+        services
+            .net
+            .sockets_open
+            .store(sockets_open, Ordering::Relaxed);
         if sockets_open > 0 {
             services.net.sockets_used.store(true, Ordering::Relaxed);
         }

@@ -41,7 +41,10 @@ fn stale(what: &str) -> wit::BrowserError {
 }
 
 impl BrowserView<'_> {
-    fn page(&self, p: &Resource<BrowserPage>) -> Result<Arc<crate::browser::page::Page>, wit::BrowserError> {
+    fn page(
+        &self,
+        p: &Resource<BrowserPage>,
+    ) -> Result<Arc<crate::browser::page::Page>, wit::BrowserError> {
         self.table
             .get(p)
             .map(|p| p.0.clone())
@@ -134,9 +137,7 @@ impl wit::HostContext for BrowserView<'_> {
             extra_http_headers: options.extra_http_headers,
         };
         let browsers = self.ctx.browsers.clone();
-        let open = std::pin::pin!(async {
-            browsers.pool().await?.context_with(options).await
-        });
+        let open = std::pin::pin!(async { browsers.pool().await?.context_with(options).await });
         let context = Arc::new(self.budget.wait(open).await.map_err(to_wit)?);
         self.ctx.open.push(context.clone());
         self.table
@@ -179,7 +180,10 @@ impl wit::HostContext for BrowserView<'_> {
         self.budget.wait(work).await.map(json_text).map_err(to_wit)
     }
 
-    async fn clear_cookies(&mut self, c: Resource<BrowserContext>) -> Result<(), wit::BrowserError> {
+    async fn clear_cookies(
+        &mut self,
+        c: Resource<BrowserContext>,
+    ) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
         let work = std::pin::pin!(context.clear_cookies());
         self.budget.wait(work).await.map_err(to_wit)
@@ -250,7 +254,12 @@ impl wit::HostPage for BrowserView<'_> {
         timeout_ms: u32,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::wait_for_selector(&page, &selector, &state, ms(timeout_ms)));
+        let work = std::pin::pin!(actions::wait_for_selector(
+            &page,
+            &selector,
+            &state,
+            ms(timeout_ms)
+        ));
         self.budget.wait(work).await.map_err(to_wit)
     }
 

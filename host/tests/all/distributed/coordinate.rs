@@ -1621,5 +1621,8 @@ fn raw_sockets_open_are_summed_over_the_workers() {
     let summary = cluster.summary();
     let open = &summary["metrics"]["sockets_open"];
     assert_eq!(open["max"].as_f64(), Some(3.0), "{open}");
-    assert_eq!(summary["metrics"]["socket_connects"]["count"].as_f64(), Some(3.0));
+    assert_eq!(
+        summary["metrics"]["socket_connects"]["count"].as_f64(),
+        Some(3.0)
+    );
 }
