@@ -125,8 +125,8 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
         ("/lib/1.0/index.js".to_string(), LIB.to_string()),
         ("/lib/1.0/util.js".to_string(), UTIL.to_string()),
         (
-            "/bad/browser.js".to_string(),
-            "import { browser } from 'k6/browser';\nexport const b = browser;\n".to_string(),
+            "/bad/streams.js".to_string(),
+            "import { ReadableStream } from 'k6/experimental/streams';\nexport const s = ReadableStream;\n".to_string(),
         ),
         (
             "/bad/opens.js".to_string(),
@@ -199,8 +199,8 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
     // A fetched module is checked as a local one.
     for (path, want) in [
         (
-            "/bad/browser.js",
-            "`k6/browser` is not supported by this host",
+            "/bad/streams.js",
+            "`k6/experimental/streams` is not supported by this host",
         ),
         ("/bad/opens.js", "a remote module may not open files"),
     ] {
