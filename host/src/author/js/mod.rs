@@ -7,11 +7,13 @@
 pub(crate) mod asyncs;
 pub(crate) mod browser_api;
 pub(crate) mod bundle;
+pub(crate) mod clauses;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
 #[cfg(test)]
 mod frontend_props;
 pub(crate) mod fs_opens;
+pub(crate) mod known;
 pub(crate) mod layer;
 pub(crate) mod outside;
 pub(crate) mod protos;
