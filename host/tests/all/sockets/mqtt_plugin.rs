@@ -23,20 +23,6 @@ fn config(scenario: &str, vus: u32, iterations: u32, extra: &str) -> String {
     c
 }
 
-/// A metric's count in the summary, or a sub-metric's as its threshold observed it.
-fn count(run: &crate::support::Finished, key: &str) -> u64 {
-    if !key.contains('{') {
-        return run.json["metrics"][key]["count"].as_f64().unwrap_or(0.0) as u64;
-    }
-    run.json["thresholds"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["metric"] == key)
-        .and_then(|t| t["observed"].as_f64())
-        .unwrap_or(0.0) as u64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mqtt_publishes_equal_what_a_subscriber_received() {
     let broker = Mosquitto::start(true);
@@ -57,7 +43,7 @@ async fn mqtt_publishes_equal_what_a_subscriber_received() {
         .unwrap();
         assert_eq!(run.outcome.exit_code, 0, "{}", run.json);
         assert_eq!(
-            count(&run, &format!("mqtt_publishes{{qos:{qos}}}")),
+            run.count(&format!("mqtt_publishes{{qos:{qos}}}")),
             n,
             "{}",
             run.json["metrics"]
@@ -68,7 +54,7 @@ async fn mqtt_publishes_equal_what_a_subscriber_received() {
             n,
             "QoS {qos}: what the subscriber got"
         );
-        let vus = count(&run, "socket_connects");
+        let vus = run.count("socket_connects");
         assert!((1..=2).contains(&vus), "{vus}");
         assert!(run.metric("data_sent", "count") > n as f64 * 64.0);
     }
@@ -89,8 +75,8 @@ async fn messages_come_back_to_the_plugins_own_subscription() {
     assert_eq!(run.outcome.exit_code, 0, "{}", run.json);
     let (passes, fails) = crate::support::check_counts(&run.json, "the message came back");
     assert_eq!((passes, fails), (20, 0));
-    assert_eq!(count(&run, "mqtt_messages_received"), 20);
-    assert_eq!(count(&run, "mqtt_roundtrip_duration"), 20);
+    assert_eq!(run.count("mqtt_messages_received"), 20);
+    assert_eq!(run.count("mqtt_roundtrip_duration"), 20);
     assert_eq!(outside.count_after(20), 20);
 }
 
@@ -106,12 +92,12 @@ async fn a_broker_refusing_anonymous_clients_is_named() {
     .await
     .unwrap();
     assert_eq!(
-        count(&run, "mqtt_connect_errors{error:connack}"),
+        run.count("mqtt_connect_errors{error:connack}"),
         2,
         "{}",
         run.json
     );
-    assert_eq!(count(&run, "mqtt_publishes"), 0);
+    assert_eq!(run.count("mqtt_publishes"), 0);
     let message = run.json["plugin_errors"][0]["message"].as_str().unwrap();
     assert!(
         message.contains("refused the connection") && message.contains("MQTT_USER"),
@@ -131,9 +117,9 @@ async fn a_denied_port_is_counted_and_never_reached() {
     )
     .await
     .unwrap();
-    assert_eq!(count(&run, "socket_connects_denied"), 3, "{}", run.json);
-    assert_eq!(count(&run, "mqtt_connect_errors{error:denied}"), 3);
-    assert_eq!(count(&run, "socket_connects"), 0);
+    assert_eq!(run.count("socket_connects_denied"), 3, "{}", run.json);
+    assert_eq!(run.count("mqtt_connect_errors{error:denied}"), 3);
+    assert_eq!(run.count("socket_connects"), 0);
     let reached = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
     assert!(reached.is_err(), "a denied connect reached the port");
 }

@@ -26,21 +26,6 @@ fn config(scenario: &str, vus: u32, iterations: u32, extra: &str) -> String {
     c
 }
 
-/// A metric's count in the summary, or a sub-metric's as its threshold observed it:
-/// 0 when it has no samples.
-fn count(run: &crate::support::Finished, key: &str) -> u64 {
-    if !key.contains('{') {
-        return run.json["metrics"][key]["count"].as_f64().unwrap_or(0.0) as u64;
-    }
-    run.json["thresholds"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["metric"] == key)
-        .and_then(|t| t["observed"].as_f64())
-        .unwrap_or(0.0) as u64
-}
-
 fn env<'a>(pg_port: &'a str, user: &'a str, table: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
         ("PG_PORT", pg_port),
@@ -65,13 +50,13 @@ async fn postgres_plugin_rows_equal_the_tables_over_scram() {
     assert_eq!(run.outcome.exit_code, 0, "{}", run.json);
     for statement in ["insert", "count", "ping"] {
         assert_eq!(
-            count(&run, &format!("pg_queries{{statement:{statement}}}")),
+            run.count(&format!("pg_queries{{statement:{statement}}}")),
             60,
             "{statement}: {}",
             run.json["metrics"]
         );
     }
-    assert_eq!(count(&run, "pg_queries"), 180);
+    assert_eq!(run.count("pg_queries"), 180);
     assert_eq!(run.metric("pg_query_failed", "passes"), 0.0);
     // The server's side: one row per INSERT, each VU's iterations in its own rows,
     // the parameters stored as sent.
@@ -92,9 +77,9 @@ async fn postgres_plugin_rows_equal_the_tables_over_scram() {
         assert_eq!((passes, fails), (60, 0), "{name}");
     }
     // The host's side: one connection per VU that ran, one login each, bytes both ways.
-    assert_eq!(count(&run, "socket_connects") as i64, vus);
-    assert_eq!(count(&run, "pg_login_duration") as i64, vus);
-    assert_eq!(count(&run, "socket_errors"), 0);
+    assert_eq!(run.count("socket_connects") as i64, vus);
+    assert_eq!(run.count("pg_login_duration") as i64, vus);
+    assert_eq!(run.count("socket_errors"), 0);
     assert!(run.metric("data_sent", "count") > 60.0 * 100.0);
     assert!(run.metric("pg_query_duration", "max") > 0.0);
 }
@@ -112,7 +97,7 @@ async fn md5_and_trust_logins_and_a_server_error_keep_the_session() {
         .await
         .unwrap();
         assert_eq!(
-            count(&run, "pg_queries{statement:insert}"),
+            run.count("pg_queries{statement:insert}"),
             5,
             "{user}: {}",
             run.json
@@ -122,7 +107,7 @@ async fn md5_and_trust_logins_and_a_server_error_keep_the_session() {
             5,
             "{user}"
         );
-        assert_eq!(count(&run, "socket_connects"), 1, "{user}");
+        assert_eq!(run.count("socket_connects"), 1, "{user}");
     }
     // The md5 role's stored password is an md5 hash, so its login was md5 indeed.
     assert_eq!(
@@ -140,13 +125,13 @@ async fn md5_and_trust_logins_and_a_server_error_keep_the_session() {
         .await
         .unwrap();
     assert_eq!(
-        count(&run, "pg_query_errors{statement:missing,error:server}"),
+        run.count("pg_query_errors{statement:missing,error:server}"),
         3,
         "{}",
         run.json
     );
     assert_eq!(run.metric("pg_query_failed", "passes"), 3.0);
-    assert_eq!(count(&run, "socket_connects"), 1);
+    assert_eq!(run.count("socket_connects"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,12 +144,12 @@ async fn a_wrong_password_is_named_as_such() {
         .await
         .unwrap();
     assert_eq!(
-        count(&run, "pg_connect_errors{error:auth}"),
+        run.count("pg_connect_errors{error:auth}"),
         2,
         "{}",
         run.json
     );
-    assert_eq!(count(&run, "pg_queries"), 0);
+    assert_eq!(run.count("pg_queries"), 0);
     let errors = run.json["plugin_errors"].as_array().unwrap();
     let message = errors[0]["message"].as_str().unwrap();
     assert!(
@@ -193,9 +178,9 @@ async fn a_denied_port_is_counted_and_never_reached() {
     )
     .await
     .unwrap();
-    assert_eq!(count(&run, "socket_connects_denied"), 3, "{}", run.json);
-    assert_eq!(count(&run, "pg_connect_errors{error:denied}"), 3);
-    assert_eq!(count(&run, "socket_connects"), 0);
+    assert_eq!(run.count("socket_connects_denied"), 3, "{}", run.json);
+    assert_eq!(run.count("pg_connect_errors{error:denied}"), 3);
+    assert_eq!(run.count("socket_connects"), 0);
     let message = run.json["plugin_errors"][0]["message"].as_str().unwrap();
     assert!(
         message.contains("denied") || message.contains("allow"),

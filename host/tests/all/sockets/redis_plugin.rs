@@ -27,21 +27,6 @@ fn config(vus: u32, iterations: u32, extra: &str) -> String {
     c
 }
 
-/// A metric's count in the summary, or a sub-metric's as its threshold observed it:
-/// 0 when it has no samples.
-fn count(run: &crate::support::Finished, key: &str) -> u64 {
-    if !key.contains('{') {
-        return run.json["metrics"][key]["count"].as_f64().unwrap_or(0.0) as u64;
-    }
-    run.json["thresholds"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["metric"] == key)
-        .and_then(|t| t["observed"].as_f64())
-        .unwrap_or(0.0) as u64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_plugin_counts_equal_the_servers() {
     let redis = Redis::start();
@@ -56,7 +41,7 @@ async fn redis_plugin_counts_equal_the_servers() {
     assert_eq!(run.outcome.exit_code, 0, "{}", run.json["metrics"]);
     let calls = redis.calls();
     for cmd in COMMANDS {
-        let counted = count(&run, &format!("redis_cmds{{command:{cmd}}}"));
+        let counted = run.count(&format!("redis_cmds{{command:{cmd}}}"));
         assert_eq!(counted, 60, "{cmd}: {}", run.json["metrics"]);
         assert_eq!(
             calls.get(&cmd.to_ascii_lowercase()).copied(),
@@ -64,7 +49,7 @@ async fn redis_plugin_counts_equal_the_servers() {
             "{cmd}: the server's count: {calls:?}"
         );
     }
-    assert_eq!(count(&run, "redis_cmds"), 300);
+    assert_eq!(run.count("redis_cmds"), 300);
     assert_eq!(redis.int(&["GET", "t:counter"]), 60);
     assert_eq!(redis.int(&["HLEN", "t:hash"]), 60);
     assert_eq!(redis.int(&["LLEN", "t:list"]), 60);
@@ -75,8 +60,8 @@ async fn redis_plugin_counts_equal_the_servers() {
     let (passes, fails) = crate::support::check_counts(&run.json, "GET returns what SET wrote");
     assert_eq!((passes, fails), (60, 0));
     // The host's side: one connection per VU that ran, its bytes, none failed.
-    assert_eq!(count(&run, "socket_connects") as i64, strings);
-    assert_eq!(count(&run, "socket_errors"), 0);
+    assert_eq!(run.count("socket_connects") as i64, strings);
+    assert_eq!(run.count("socket_errors"), 0);
     assert!(run.metric("data_sent", "count") > 300.0 * 20.0);
     assert!(run.metric("data_received", "count") > 300.0 * 4.0);
     assert!(run.metric("socket_connecting", "max") > 0.0);
@@ -91,10 +76,10 @@ async fn a_denied_port_is_counted_and_never_reached() {
     let run = run("redis", &config(1, 3, extra), &[("REDIS_PORT", &port)])
         .await
         .unwrap();
-    assert_eq!(count(&run, "socket_connects_denied"), 3, "{}", run.json);
-    assert_eq!(count(&run, "redis_connect_errors{error:denied}"), 3);
-    assert_eq!(count(&run, "socket_connects"), 0);
-    assert_eq!(count(&run, "redis_cmds"), 0);
+    assert_eq!(run.count("socket_connects_denied"), 3, "{}", run.json);
+    assert_eq!(run.count("redis_connect_errors{error:denied}"), 3);
+    assert_eq!(run.count("socket_connects"), 0);
+    assert_eq!(run.count("redis_cmds"), 0);
     let reached = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
     assert!(reached.is_err(), "a denied connect reached the port");
 }
@@ -106,13 +91,13 @@ async fn a_refused_connection_is_typed() {
         .await
         .unwrap();
     assert_eq!(
-        count(&run, "socket_errors{error:refused}"),
+        run.count("socket_errors{error:refused}"),
         2,
         "{}",
         run.json["metrics"]
     );
-    assert_eq!(count(&run, "redis_connect_errors{error:refused}"), 2);
-    assert_eq!(count(&run, "socket_connects"), 0);
+    assert_eq!(run.count("redis_connect_errors{error:refused}"), 2);
+    assert_eq!(run.count("socket_connects"), 0);
 }
 
 /// A fake Redis that answers the first command of each connection with `reply` and
@@ -138,7 +123,7 @@ async fn a_peer_closing_mid_reply_and_a_reply_past_the_bound_are_typed() {
         .await
         .unwrap();
     assert_eq!(
-        count(&run, "socket_errors{error:closed}"),
+        run.count("socket_errors{error:closed}"),
         2,
         "{}",
         run.json["metrics"]
@@ -155,12 +140,12 @@ async fn a_peer_closing_mid_reply_and_a_reply_past_the_bound_are_typed() {
         .await
         .unwrap();
     assert_eq!(
-        count(&run, "socket_errors{error:too_large}"),
+        run.count("socket_errors{error:too_large}"),
         2,
         "{}",
         run.json["metrics"]
     );
-    assert_eq!(count(&run, "socket_connects"), 2);
+    assert_eq!(run.count("socket_connects"), 2);
     assert_eq!(run.outcome.exit_code, 0);
 }
 
@@ -187,7 +172,7 @@ async fn the_setget_scenario_sends_only_set_and_get() {
     for cmd in ["incr", "hset", "lpush"] {
         assert_eq!(calls.get(cmd), None, "{cmd}: {calls:?}");
     }
-    assert_eq!(count(&run, "redis_cmds"), 80);
+    assert_eq!(run.count("redis_cmds"), 80);
     let (passes, fails) = crate::support::check_counts(&run.json, "GET returns what SET wrote");
     assert_eq!((passes, fails), (40, 0));
 }

@@ -66,6 +66,21 @@ impl Finished {
         self.json["metrics"][name][field].as_f64().unwrap_or(0.0)
     }
 
+    /// A metric's count, or a sub-metric's (`name{tag:value}`) as its threshold observed
+    /// it: 0 when it has no samples.
+    pub fn count(&self, key: &str) -> u64 {
+        if !key.contains('{') {
+            return self.metric(key, "count") as u64;
+        }
+        self.json["thresholds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["metric"] == key)
+            .and_then(|t| t["observed"].as_f64())
+            .unwrap_or(0.0) as u64
+    }
+
     /// A scenario's counter from summary.json.
     pub fn scenario(&self, name: &str, field: &str) -> u64 {
         self.json["scenarios"][name][field]
