@@ -148,7 +148,7 @@ for r in $(seq "$ROUNDS"); do
     read -r hc hs hv < <(gen "host-$r" "${HOST_RUN[@]}" --out "$WORK/out-$r" --quiet)
     read -r kc ks kv < <(gen "k6-$r" env GRPC_TARGET="$TARGET" PROTO_DIR="$PROTO_DIR" PROTO_FILE="$PROTO_FILE" \
         GRPC_METHOD="$METHOD" GRPC_REQUEST="$REQUEST" \
-        "$K6" run --quiet --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
+        "$K6" run --quiet --no-usage-report --vus "$VUS" --duration "$DURATION" bench/grpc/k6.js)
     hr=$(echo "$hc / $hs" | bc -l)
     kr=$(echo "$kc / $ks" | bc -l)
     ratio=$(echo "$hr / $kr" | bc -l)

@@ -109,7 +109,7 @@ def throughput_round(tool, n):
     common = ["--vus", "50", "--duration", f"{DURATION}s"]
     if tool == "k6":
         export = WORK / f"k6-{n}.json"
-        cpu, rss, _ = timed([K6, "run", "--quiet", "--no-color", *common, "-e", f"BASE_URL={BASE}",
+        cpu, rss, _ = timed([K6, "run", "--quiet", "--no-usage-report", "--no-color", *common, "-e", f"BASE_URL={BASE}",
                              "--summary-export", str(export), "hello.js"])
         return k6_reqs(export), cpu, rss
     plugin = "hello.js" if tool == "host js" else str(RUST_HELLO)
@@ -141,7 +141,7 @@ def sample_memory(cmd, seconds):
 def memory(tool, script, vus):
     duration = "9s"
     if tool == "k6":
-        cmd = [K6, "run", "--quiet", "--no-color", "--vus", str(vus), "--duration", duration, script]
+        cmd = [K6, "run", "--quiet", "--no-usage-report", "--no-color", "--vus", str(vus), "--duration", duration, script]
     else:
         cmd = [HOST, "run", script, "--vus", str(vus), "--duration", duration, "--quiet",
                "--out", str(WORK / "mem-out")]
@@ -150,7 +150,7 @@ def memory(tool, script, vus):
 
 def startup(tool):
     if tool == "k6":
-        _, rss, wall = timed([K6, "run", "--quiet", "--no-color", "start.js"])
+        _, rss, wall = timed([K6, "run", "--quiet", "--no-usage-report", "--no-color", "start.js"])
     else:
         _, rss, wall = timed([HOST, "run", "start.js", "--quiet", "--out", str(WORK / "start-out")])
     return wall, rss

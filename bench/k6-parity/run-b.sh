@@ -247,7 +247,7 @@ for s in "${SCENARIOS[@]}"; do
     start_target "$s"
     # shellcheck disable=SC2046
     taskset -c "$GEN_CPU" /usr/bin/time -f "%U %S %M" -o "$OUT/$s-k6.time" \
-        "$K6" run --quiet --no-color $(k6_env "$s") -e "BASE_URL=$BASE" \
+        "$K6" run --quiet --no-usage-report --no-color $(k6_env "$s") -e "BASE_URL=$BASE" \
         --summary-export "$OUT/$s-k6.json" "$DIR/$s.js" >"$OUT/$s-k6.log" 2>&1 || true
     served "$OUT/$s-k6.served"
     stop_target
