@@ -296,6 +296,7 @@ fn get_once(url: &url::Url) -> Result<(u16, Option<String>, Vec<u8>)> {
     let mut raw = Vec::new();
     let limit = MAX_BYTES + 64 * 1024;
     let mut chunk = [0u8; 16 * 1024];
+    let mut closed_cleanly = true;
     loop {
         match stream.read(&mut chunk) {
             Ok(0) => break,
@@ -305,8 +306,12 @@ fn get_once(url: &url::Url) -> Result<(u16, Option<String>, Vec<u8>)> {
                     bail!("the module is larger than {} MiB", MAX_BYTES >> 20);
                 }
             }
-            // A server that closes without close_notify: what came is what there is.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            // A server that closes without close_notify: what came is kept only if its
+            // Content-Length says it is whole (checked below).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                closed_cleanly = false;
+                break;
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -322,16 +327,53 @@ fn get_once(url: &url::Url) -> Result<(u16, Option<String>, Vec<u8>)> {
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("location"))
         .map(|h| String::from_utf8_lossy(h.value).into_owned());
+    let declared = res
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| String::from_utf8_lossy(h.value).trim().parse::<usize>());
     let body = raw[head..].to_vec();
     if body.len() > MAX_BYTES {
         bail!("the module is larger than {} MiB", MAX_BYTES >> 20);
     }
+    whole(body.len(), declared, closed_cleanly)?;
     Ok((status, location, body))
+}
+
+/// Whether a body of `got` bytes is the whole answer: it has its `Content-Length`
+/// (`declared`, if the server sent one), and without one the TLS session ended with
+/// close_notify. A connection cut without it (a TCP reset or FIN from anyone on the
+/// path) otherwise handed on a truncated module, which the lock file then pinned.
+fn whole(
+    got: usize,
+    declared: Option<Result<usize, std::num::ParseIntError>>,
+    closed_cleanly: bool,
+) -> Result<()> {
+    match declared {
+        Some(Ok(n)) if n == got => Ok(()),
+        Some(Ok(n)) => bail!("the module was cut short: {got} of the {n} bytes its Content-Length gives"),
+        Some(Err(_)) => bail!("the answer's Content-Length is not a number"),
+        None if closed_cleanly => Ok(()),
+        None => bail!(
+            "the connection ended without TLS close_notify and the answer has no Content-Length: the module may be cut short"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_cut_short_is_refused() {
+        assert!(whole(10, Some(Ok(10)), false).is_ok());
+        assert!(whole(10, None, true).is_ok());
+        let short = whole(6, Some(Ok(10)), true).unwrap_err().to_string();
+        assert!(short.contains("cut short: 6 of the 10 bytes"), "{short}");
+        assert!(whole(10, Some("x".parse::<usize>()), true).is_err());
+        let cut = whole(10, None, false).unwrap_err().to_string();
+        assert!(cut.contains("close_notify"), "{cut}");
+    }
 
     #[test]
     fn only_https_urls_of_a_file() {
