@@ -147,17 +147,7 @@ impl Overrides {
         let path = |key: &str| format!("scenarios.{STAGE_SCENARIO}.{key}");
         let mut c = Collector::default();
         let start_value = c.keep(whole(&path("start_vus"), start_vus));
-        let mut stages = Vec::new();
-        for (i, s) in self.stages.iter().enumerate() {
-            let Some(target) = c.keep(whole(&path(&format!("stages[{i}].target")), s.target))
-            else {
-                continue;
-            };
-            let mut t = toml::Table::new();
-            t.insert("duration".into(), exact_value(s.duration));
-            t.insert("target".into(), target);
-            stages.push(toml::Value::Table(t));
-        }
+        let stages = stages_toml(&self.stages, &path, &mut c);
         c.finish()?;
         let mut table = toml::Table::new();
         table.insert("executor".into(), RAMPING_VUS.into());
@@ -388,5 +378,27 @@ fn counted(c: &mut Collector, path: &str, n: u64) -> Option<toml::Value> {
 }
 
 pub(crate) mod k6;
+
+/// `--stage` flags as a ramping-vus scenario's `stages` (TOML), each target checked as a
+/// whole number under `path("stages[i].target")`; a bad one is collected in `c` and left
+/// out.
+fn stages_toml(
+    stages: &[Stage],
+    path: &dyn Fn(&str) -> String,
+    c: &mut Collector,
+) -> Vec<toml::Value> {
+    let mut out = Vec::new();
+    for (i, s) in stages.iter().enumerate() {
+        let Some(target) = c.keep(whole(&path(&format!("stages[{i}].target")), s.target)) else {
+            continue;
+        };
+        let mut t = toml::Table::new();
+        t.insert("duration".into(), exact_value(s.duration));
+        t.insert("target".into(), target);
+        out.push(toml::Value::Table(t));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -123,17 +123,7 @@ impl Overrides {
             ExecutorConfig::ConstantVus { vus, duration }
         } else {
             let start = c.keep(whole(&path("start_vus"), vus));
-            let mut stages = Vec::new();
-            for (i, s) in self.stages.iter().enumerate() {
-                let Some(target) = c.keep(whole(&path(&format!("stages[{i}].target")), s.target))
-                else {
-                    continue;
-                };
-                let mut t = toml::Table::new();
-                t.insert("duration".into(), exact_value(s.duration));
-                t.insert("target".into(), target);
-                stages.push(toml::Value::Table(t));
-            }
+            let stages = super::stages_toml(&self.stages, &path, &mut c);
             table.insert("executor".into(), RAMPING_VUS.into());
             table.insert("start_vus".into(), start.unwrap_or(toml::Value::Integer(1)));
             table.insert("stages".into(), toml::Value::Array(stages));
