@@ -160,10 +160,18 @@ fn prepare(mut conn: Connection, path: &Path) -> Result<Connection> {
         )
     };
     conn.busy_timeout(BUSY_TIMEOUT).map_err(damaged)?;
-    let version = user_version(&conn).map_err(damaged)?;
+    // The version and the tables read in one snapshot: read apart, another process could
+    // create the store between the two reads, and a fresh store looked like another
+    // program's database (version 0 with tables) to a run recording beside it.
+    let (version, foreign) = {
+        let snapshot = conn.transaction().map_err(damaged)?;
+        let version = user_version(&snapshot).map_err(damaged)?;
+        let foreign = version == 0 && has_foreign_tables(&snapshot).map_err(damaged)?;
+        (version, foreign)
+    };
     check_version(version, path)?;
     if version < VERSION {
-        if version == 0 && has_foreign_tables(&conn).map_err(damaged)? {
+        if foreign {
             bail!(
                 "{} is an SQLite database of something else (it has tables, but is no store \
                  of runs); it was left as it is: give another file with --store",
