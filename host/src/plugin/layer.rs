@@ -16,6 +16,7 @@ pub mod bindings {
             "loadtest:k6-layer/responses.send-prepared": async,
             "loadtest:k6-layer/responses.send-batch": async,
             "loadtest:k6-layer/sockets.recv-text": async,
+            "loadtest:k6-layer/redis.command": async | trappable,
             default: trappable,
         },
         with: {
@@ -24,12 +25,13 @@ pub mod bindings {
             "loadtest:scenario/html": crate::plugin::bindings::loadtest::scenario::html,
             "loadtest:scenario/metrics": crate::plugin::bindings::loadtest::scenario::metrics,
             "loadtest:scenario/websocket": crate::plugin::bindings::loadtest::scenario::websocket,
+            "loadtest:scenario/sockets": crate::plugin::bindings::loadtest::scenario::sockets,
         },
     });
 }
 
 use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content, crypto, responses, samples, sockets};
+use bindings::loadtest::k6_layer::{checks, content, crypto, redis, responses, samples, sockets};
 use wasmtime::component::Resource;
 
 /// Checks one VU may register (`checks.register`): a script that makes a new check
@@ -45,6 +47,7 @@ pub(crate) fn add_to_linker(
     checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
     content::add_to_linker::<VuState, Own>(linker, |s| s)?;
     crypto::add_to_linker::<VuState, Own>(linker, |s| s)?;
+    redis::add_to_linker::<VuState, Own>(linker, |s| s)?;
     responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
     samples::add_to_linker::<VuState, Own>(linker, |s| s)?;
     sockets::add_to_linker::<VuState, Own>(linker, |s| s)?;

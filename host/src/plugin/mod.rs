@@ -16,6 +16,7 @@ pub(crate) mod engine;
 pub(crate) mod imports;
 pub(crate) mod layer;
 pub(crate) mod layer_crypto;
+pub(crate) mod layer_redis;
 pub(crate) mod layer_responses;
 pub(crate) mod layer_samples;
 pub(crate) mod layer_series;

@@ -284,6 +284,15 @@ impl VuState {
     ) -> Result<(&mut crate::net::ws::Socket, &mut CallBudget), ResourceTableError> {
         Ok((self.table.get_mut(socket)?, &mut self.budget))
     }
+
+    /// Any resource of the VU's table and the call's budget at once (the k6 layer's
+    /// Redis command on a contract socket).
+    pub(crate) fn resource_and_budget<T: 'static>(
+        &mut self,
+        r: &Resource<T>,
+    ) -> Result<(&mut T, &mut CallBudget), ResourceTableError> {
+        Ok((self.table.get_mut(r)?, &mut self.budget))
+    }
 }
 
 impl WasiView for VuState {

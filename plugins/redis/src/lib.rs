@@ -1,5 +1,6 @@
 //! `redis`: a Redis load test whose client lives in the plugin, over the host's TCP
-//! sockets (contract 0.3.7): RESP written and read by `resp`, the connection held by
+//! sockets (contract 0.3.7; whole replies by `read_frame`, 0.3.9): RESP written and
+//! read by `resp`, the connection held by
 //! the host, checked against the allowlist and counted (`data_sent`,
 //! `data_received`, `socket_connecting`).
 //!
@@ -13,7 +14,8 @@
 //!
 //! The `setget` scenario stops after the GET (what bench/sockets measures).
 //!
-//! Metrics, each tagged `command`: `redis_cmds` (counter), `redis_cmd_duration`
+//! Metrics, each tagged `command` (registered once per command, then recorded by
+//! number: `metrics::Registered`): `redis_cmds` (counter), `redis_cmd_duration`
 //! (trend of times), `redis_cmd_failed` (rate), and on failure `redis_cmd_errors`
 //! with `error` (the socket error's kind, `protocol`, or `server` for a `-ERR`
 //! reply); a failed connect counts in `redis_connect_errors{error}`. After a run the
@@ -27,7 +29,7 @@
 
 mod resp;
 
-use loadtest::metrics::{check, counter, rate, trend_time};
+use loadtest::metrics::{check, counter, Kind, Registered};
 use loadtest::sockets::TcpStream;
 use loadtest::{vu, PluginInfo, Scenario};
 use resp::{command, Reply, RespError};
@@ -44,6 +46,47 @@ duration = "5s"
 thread_local! {
     /// The VU's connection (its instance lives as long as the VU).
     static CONN: RefCell<Option<TcpStream>> = const { RefCell::new(None) };
+    /// Each command's three metrics, registered with the host at its first use: a
+    /// sample then crosses as a number and a value (contract 0.3.9).
+    static SERIES: RefCell<Vec<(&'static str, Series)>> = const { RefCell::new(Vec::new()) };
+    /// `REDIS_PREFIX`, read once.
+    static PREFIX: String = vu::env_or("REDIS_PREFIX", "lt");
+}
+
+/// A command's metrics, each tagged with it.
+struct Series {
+    duration: Registered,
+    count: Registered,
+    failed: Registered,
+}
+
+impl Series {
+    fn new(name: &str) -> Series {
+        let tags = [("command", name)];
+        Series {
+            duration: Registered::trend_time("redis_cmd_duration", &tags),
+            count: Registered::new("redis_cmds", Kind::Counter, &tags),
+            failed: Registered::new("redis_cmd_failed", Kind::Rate, &tags),
+        }
+    }
+}
+
+/// Records one command of `name` that took `ms` and failed or not.
+fn record(name: &'static str, ms: f64, failed: bool) {
+    SERIES.with(|cell| {
+        let mut all = cell.borrow_mut();
+        let at = match all.iter().position(|(n, _)| *n == name) {
+            Some(at) => at,
+            None => {
+                all.push((name, Series::new(name)));
+                all.len() - 1
+            }
+        };
+        let s = &all[at].1;
+        s.duration.add(ms);
+        s.count.add(1.0);
+        s.failed.add(if failed { 1.0 } else { 0.0 });
+    });
 }
 
 /// The scenario.
@@ -74,29 +117,28 @@ fn open() -> Result<TcpStream, String> {
 
 /// Runs one command and records it; a socket or protocol failure closes the
 /// connection (what is left on it cannot be trusted).
-fn run(conn: &mut Option<TcpStream>, args: &[&[u8]]) -> Option<Reply> {
-    let name = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
-    let tags = [("command", name.as_str())];
+fn run(conn: &mut Option<TcpStream>, name: &'static str, args: &[&[u8]]) -> Option<Reply> {
     let stream = conn.as_mut()?;
     let started = Instant::now();
-    let reply = command(stream, args);
-    trend_time(
-        "redis_cmd_duration",
-        started.elapsed().as_secs_f64() * 1000.0,
-        &tags,
-    );
-    counter("redis_cmds", 1.0, &tags);
+    let mut words = Vec::with_capacity(args.len() + 1);
+    words.push(name.as_bytes());
+    words.extend_from_slice(args);
+    let reply = command(stream, &words);
     let error = match &reply {
         Ok(Reply::Error(_)) => Some("server"),
         Ok(_) => None,
         Err(e) => Some(e.kind()),
     };
-    rate("redis_cmd_failed", error.is_some(), &tags);
+    record(
+        name,
+        started.elapsed().as_secs_f64() * 1000.0,
+        error.is_some(),
+    );
     if let Some(kind) = error {
         counter(
             "redis_cmd_errors",
             1.0,
-            &[("command", name.as_str()), ("error", kind)],
+            &[("command", name), ("error", kind)],
         );
     }
     match reply {
@@ -129,9 +171,9 @@ impl Scenario for Redis {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        let prefix = vu::env_or("REDIS_PREFIX", "lt");
-        let id = vu::id();
-        let n = vu::iteration();
+        let prefix = PREFIX.with(|p| p.clone());
+        let info = vu::info();
+        let (id, n) = (info.vu_id, info.iteration);
         CONN.with(|cell| {
             let mut conn = cell.borrow_mut();
             if conn.is_none() {
@@ -144,8 +186,8 @@ impl Scenario for Redis {
             let key = format!("{prefix}:str:{id}");
             let value = format!("v{n}");
             let field = format!("{id}:{n}");
-            run(&mut conn, &[b"SET", key.as_bytes(), value.as_bytes()]);
-            let got = run(&mut conn, &[b"GET", key.as_bytes()]);
+            run(&mut conn, "SET", &[key.as_bytes(), value.as_bytes()]);
+            let got = run(&mut conn, "GET", &[key.as_bytes()]);
             if conn.is_some() {
                 check(
                     "GET returns what SET wrote",
@@ -155,14 +197,11 @@ impl Scenario for Redis {
             if scenario == "setget" {
                 return Ok(());
             }
+            run(&mut conn, "INCR", &[format!("{prefix}:counter").as_bytes()]);
             run(
                 &mut conn,
-                &[b"INCR", format!("{prefix}:counter").as_bytes()],
-            );
-            run(
-                &mut conn,
+                "HSET",
                 &[
-                    b"HSET",
                     format!("{prefix}:hash").as_bytes(),
                     field.as_bytes(),
                     n.to_string().as_bytes(),
@@ -170,11 +209,8 @@ impl Scenario for Redis {
             );
             run(
                 &mut conn,
-                &[
-                    b"LPUSH",
-                    format!("{prefix}:list").as_bytes(),
-                    field.as_bytes(),
-                ],
+                "LPUSH",
+                &[format!("{prefix}:list").as_bytes(), field.as_bytes()],
             );
             Ok(())
         })

@@ -1,14 +1,12 @@
-//! A minimal RESP2 client codec: commands written as arrays of bulk strings, replies
-//! read back by type line. Lines are read with the socket's `read_until` (bounded by
-//! `MAX_LINE`) and bulk payloads with `read_exact`, so the host's bounds, not this
-//! code, decide what a misbehaving server can make anyone hold.
+//! A minimal RESP2 client codec: commands written as arrays of bulk strings, each
+//! reply read whole in one host call (`read_frame` with the host's RESP framing,
+//! contract 0.3.9) and parsed here from its bytes. The host's bounds, not this code,
+//! decide what a misbehaving server can make anyone hold: a reply larger than
+//! `max_read` fails as `too_large` before it is read.
 
-use loadtest::sockets::{SocketError, TcpStream};
+use loadtest::sockets::{max_read, Framing, SocketError, TcpStream};
 use std::fmt;
 use std::io::Write;
-
-/// The longest reply line (type byte, text, CRLF) this client reads.
-const MAX_LINE: usize = 64 * 1024;
 
 /// Deepest nesting of arrays accepted in a reply.
 const MAX_DEPTH: usize = 8;
@@ -74,25 +72,34 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// Sends one command (through `std::io::Write`) and reads its reply.
+/// Sends one command (through `std::io::Write`) and reads its reply: one whole RESP
+/// value in one host call (`read_frame`), parsed here.
 pub fn command(conn: &mut TcpStream, args: &[&[u8]]) -> Result<Reply, RespError> {
     conn.write_all(&encode(args))
         .map_err(|e| match SocketError::from_io(&e) {
             Some(s) => RespError::Socket(s.clone()),
             None => RespError::Protocol(e.to_string()),
         })?;
-    read_reply(conn, 0)
+    let frame = conn.read_frame(Framing::Resp, max_read() as usize)?;
+    let mut at = 0;
+    parse(&frame, &mut at, 0)
 }
 
-fn read_reply(conn: &TcpStream, depth: usize) -> Result<Reply, RespError> {
-    let line = conn.read_until(b"\r\n", MAX_LINE)?;
-    // A line is its type byte, its text and CRLF (read_until returns it with CRLF).
-    if line.len() < 3 {
+/// The reply at `at` of a whole frame, moving past it.
+fn parse(frame: &[u8], at: &mut usize, depth: usize) -> Result<Reply, RespError> {
+    let rest = &frame[*at..];
+    let cr = rest
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .ok_or_else(|| RespError::Protocol("a line without CRLF".into()))?;
+    // A line is its type byte, its text and CRLF.
+    if cr < 1 {
         return Err(RespError::Protocol("a line without a type and text".into()));
     }
-    let kind = line[0];
-    let text = std::str::from_utf8(&line[1..line.len() - 2])
+    let kind = rest[0];
+    let text = std::str::from_utf8(&rest[1..cr])
         .map_err(|_| RespError::Protocol("a type line that is not UTF-8".into()))?;
+    *at += cr + 2;
     let number = || {
         text.parse::<i64>()
             .map_err(|_| RespError::Protocol(format!("{text:?} is not a number")))
@@ -105,12 +112,12 @@ fn read_reply(conn: &TcpStream, depth: usize) -> Result<Reply, RespError> {
             -1 => Reply::Bulk(None),
             n if n < 0 => return Err(RespError::Protocol(format!("bulk length {n}"))),
             n => {
-                let mut data = conn.read_exact_vec(n as usize + 2)?;
-                if !data.ends_with(b"\r\n") {
-                    return Err(RespError::Protocol("a bulk string without CRLF".into()));
-                }
-                data.truncate(n as usize);
-                Reply::Bulk(Some(data))
+                let n = n as usize;
+                let data = frame
+                    .get(*at..*at + n)
+                    .ok_or_else(|| RespError::Protocol("a bulk string cut short".into()))?;
+                *at += n + 2;
+                Reply::Bulk(Some(data.to_vec()))
             }
         },
         b'*' => match number()? {
@@ -122,7 +129,7 @@ fn read_reply(conn: &TcpStream, depth: usize) -> Result<Reply, RespError> {
             n => {
                 let mut items = Vec::new();
                 for _ in 0..n {
-                    items.push(read_reply(conn, depth + 1)?);
+                    items.push(parse(frame, at, depth + 1)?);
                 }
                 Reply::Array(Some(items))
             }
@@ -139,6 +146,21 @@ fn read_reply(conn: &TcpStream, depth: usize) -> Result<Reply, RespError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_frames_parse() {
+        let reply = |b: &[u8]| parse(b, &mut 0, 0).unwrap();
+        assert_eq!(reply(b"+OK\r\n"), Reply::Status("OK".into()));
+        assert_eq!(reply(b"$2\r\nv1\r\n"), Reply::Bulk(Some(b"v1".to_vec())));
+        assert_eq!(reply(b"$-1\r\n"), Reply::Bulk(None));
+        assert_eq!(
+            reply(b"*2\r\n:1\r\n$3\r\na\r\n\r\n"),
+            Reply::Array(Some(vec![
+                Reply::Int(1),
+                Reply::Bulk(Some(b"a\r\n".to_vec()))
+            ]))
+        );
+    }
 
     #[test]
     fn commands_are_arrays_of_bulk_strings() {

@@ -52,3 +52,50 @@ pub fn trend(name: &str, value: f64, tags: &[(&str, &str)]) {
 pub fn trend_time(name: &str, milliseconds: f64, tags: &[(&str, &str)]) {
     wit::add_time(name, milliseconds, &owned(tags));
 }
+
+/// A custom metric with fixed tags, registered with the host once (contract 0.3.9):
+/// each [`Registered::add`] then sends a number and a value, not the name, kind and
+/// tags again. Worth it for a metric recorded per protocol command or per message;
+/// keep it where the VU keeps state (a `thread_local!`). When the host keeps no more
+/// numbers for the VU (10,000) or refuses the name, it records by name instead, as
+/// [`add`] does.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    id: Option<u32>,
+    name: String,
+    kind: Kind,
+    time: bool,
+    tags: Vec<(String, String)>,
+}
+
+impl Registered {
+    /// Metric `name` of `kind` with `tags`.
+    pub fn new(name: &str, kind: Kind, tags: &[(&str, &str)]) -> Registered {
+        Self::register(name, kind, false, tags)
+    }
+
+    /// A trend of times (as [`trend_time`]) with `tags`.
+    pub fn trend_time(name: &str, tags: &[(&str, &str)]) -> Registered {
+        Self::register(name, Kind::Trend, true, tags)
+    }
+
+    fn register(name: &str, kind: Kind, time: bool, tags: &[(&str, &str)]) -> Registered {
+        let tags = owned(tags);
+        Registered {
+            id: wit::register(name, kind, time, &tags),
+            name: name.to_string(),
+            kind,
+            time,
+            tags,
+        }
+    }
+
+    /// Adds a sample (a rate's `true` is 1.0).
+    pub fn add(&self, value: f64) {
+        match self.id {
+            Some(id) => wit::add_registered(id, value),
+            None if self.time => wit::add_time(&self.name, value, &self.tags),
+            None => wit::add(&self.name, self.kind, value, &self.tags),
+        }
+    }
+}

@@ -5,7 +5,9 @@
 //! protocol crate (or `std::io::BufReader`, `std::io::BufWriter`) works over it
 //! unchanged. Its own methods read the way protocols do, from a buffer the host keeps
 //! for the socket: [`TcpStream::read_until`] a line, [`TcpStream::read_exact_vec`] a
-//! length-prefixed payload, [`TcpStream::read_some`] whatever came.
+//! length-prefixed payload, [`TcpStream::read_some`] whatever came, and
+//! [`TcpStream::read_frame`] one whole message of a framing the host knows (a RESP
+//! reply, a message with a length field) in one call.
 //!
 //! The host checks every connect against the run's allowlist by host and port before
 //! any packet (allow `tcp://host:port` or `udp://host:port` under `[targets] allow`;
@@ -160,7 +162,9 @@ pub fn max_read() -> u32 {
 /// The most one write takes, in bytes ([`std::io::Write::write`] takes at most this
 /// much at a time).
 pub fn max_write() -> u32 {
-    wit::max_write()
+    // Asked once: a host constant, and `Write::write` needs it on every call.
+    static MAX_WRITE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MAX_WRITE.get_or_init(wit::max_write)
 }
 
 /// The most sockets (TCP and UDP) one VU holds at once.
@@ -170,6 +174,24 @@ pub fn max_sockets() -> u32 {
 
 fn millis(d: Duration) -> u32 {
     d.as_millis().min(u128::from(u32::MAX)) as u32
+}
+
+/// Where one message ends, for [`TcpStream::read_frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One RESP value (Redis; RESP2 and RESP3), however deeply nested.
+    Resp,
+    /// A big-endian length field of `size` bytes (1, 2, 4 or 8) at `offset`; the message
+    /// is the field's value plus `adjust` bytes long. PostgreSQL's messages: offset 1,
+    /// size 4, adjust 1 (the type byte the length leaves out).
+    LengthField {
+        /// Where the field starts in the message.
+        offset: u32,
+        /// Its width in bytes.
+        size: u8,
+        /// Added to the value for the message's whole length.
+        adjust: i64,
+    },
 }
 
 /// How a [`TcpStream`] is opened: [`TcpStream::options`], then [`Connect::connect`].
@@ -295,6 +317,29 @@ impl TcpStream {
         let max = u32::try_from(max).unwrap_or(u32::MAX);
         self.inner
             .read_until(delimiter, max, millis(self.read_timeout))
+            .map_err(SocketError::from_wit)
+    }
+
+    /// One whole message as `framing` delimits it, at most `max` bytes (contract
+    /// 0.3.9): a RESP reply in one call, where [`TcpStream::read_until`] and then
+    /// [`TcpStream::read_exact_vec`] take two or more. Bytes that cannot be the
+    /// framing's fail with [`SocketError::Invalid`] and stay unread.
+    pub fn read_frame(&self, framing: Framing, max: usize) -> Result<Vec<u8>, SocketError> {
+        let max = u32::try_from(max).unwrap_or(u32::MAX);
+        let framing = match framing {
+            Framing::Resp => wit::Framing::Resp,
+            Framing::LengthField {
+                offset,
+                size,
+                adjust,
+            } => wit::Framing::LengthField(wit::LengthField {
+                offset,
+                size,
+                adjust,
+            }),
+        };
+        self.inner
+            .read_frame(framing, max, millis(self.read_timeout))
             .map_err(SocketError::from_wit)
     }
 

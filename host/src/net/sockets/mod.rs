@@ -9,7 +9,9 @@
 
 pub(crate) mod account;
 pub(crate) mod error;
+pub(crate) mod frame;
 pub(crate) mod limits;
+pub(crate) mod resp;
 pub(crate) mod target;
 pub(crate) mod tcp;
 pub(crate) mod udp;

@@ -4,6 +4,7 @@
 
 use super::account::{connect_failed, Account};
 use super::error::{SocketError, SocketErrorKind};
+use super::frame::{Frame, Framed};
 use super::limits::{MAX_READ, MAX_WRITE};
 use super::target;
 use crate::metrics::TagSet;
@@ -200,6 +201,26 @@ impl TcpConn {
         self.settle(r)
     }
 
+    /// One whole message, its end found by `frame` in the buffered bytes (at most
+    /// `max` of them), within `timeout`; `then` reads it in place (nothing copied out).
+    /// `frame` tells where the first whole message in the buffered bytes ends, or
+    /// how long it is at least when more must arrive ([`Frame`]).
+    pub(crate) async fn read_frame<T>(
+        &mut self,
+        frame: impl Fn(&[u8]) -> Framed + Sync,
+        max: u32,
+        timeout: Duration,
+        then: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, SocketError> {
+        let r = self.read_frame_inner(&frame, max, timeout).await;
+        let r = r.map(|n| {
+            let out = then(&self.buf[self.start..self.start + n]);
+            self.consume(n);
+            out
+        });
+        self.settle(r)
+    }
+
     /// Ends the write side (FIN; over TLS, close_notify first).
     pub(crate) async fn shutdown_write(&mut self, timeout: Duration) -> Result<(), SocketError> {
         let name = self.name.clone();
@@ -266,6 +287,12 @@ impl TcpConn {
     /// Hands out the next `n` buffered bytes.
     fn take(&mut self, n: usize) -> Vec<u8> {
         let out = self.buf[self.start..self.start + n].to_vec();
+        self.consume(n);
+        out
+    }
+
+    /// Drops the next `n` buffered bytes (handed out already).
+    fn consume(&mut self, n: usize) {
         self.start += n;
         if self.start == self.buf.len() {
             self.buf.clear();
@@ -274,7 +301,6 @@ impl TcpConn {
                 self.buf = Vec::new();
             }
         }
-        out
     }
 
     /// Reads more from the connection into the buffer before `deadline`; false at
@@ -292,9 +318,12 @@ impl TcpConn {
             self.buf.drain(..self.start);
             self.start = 0;
         }
+        // A chunk, or as much as is held already when that is more: a large message
+        // arrives in few reads, and a framer that looks at the buffer from its start
+        // after each read looks at each byte a bounded number of times.
         let room = (MAX_READ as usize)
             .saturating_sub(self.buf.len())
-            .min(CHUNK);
+            .min(CHUNK.max(self.buf.len()));
         debug_assert!(room > 0, "callers stop before the buffer is full");
         let name = self.name.clone();
         let Some(stream) = self.stream.as_mut() else {
@@ -420,6 +449,62 @@ impl TcpConn {
                         "{}: the peer closed the connection after {} bytes without the delimiter",
                         self.name,
                         self.available()
+                    ),
+                ));
+            }
+        }
+    }
+
+    async fn read_frame_inner(
+        &mut self,
+        frame: &(dyn Fn(&[u8]) -> Framed + Sync),
+        max: u32,
+        timeout: Duration,
+    ) -> Result<usize, SocketError> {
+        if max > MAX_READ {
+            return Err(SocketError::new(
+                SocketErrorKind::TooLarge,
+                format!(
+                    "{}: a message of up to {max} bytes passes what the host holds for a socket ({MAX_READ})",
+                    self.name
+                ),
+            ));
+        }
+        self.open_check()?;
+        let max = max as usize;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let window = &self.buf[self.start..];
+            let held = window.len();
+            match frame(window) {
+                Ok(Frame::Whole(n)) if n <= max => return Ok(n),
+                Ok(Frame::Whole(n) | Frame::AtLeast(n)) if n > max => {
+                    return Err(SocketError::new(
+                        SocketErrorKind::TooLarge,
+                        format!(
+                            "{}: a message of {}{n} bytes, more than the {max} a read takes",
+                            self.name,
+                            if n > held { "at least " } else { "" }
+                        ),
+                    ))
+                }
+                Ok(_) => {}
+                Err(what) => {
+                    return Err(SocketError::invalid(format!(
+                        "{}: the peer's bytes are not the protocol's: {what}",
+                        self.name
+                    )))
+                }
+            }
+            if !self
+                .fill(deadline, timeout, "a read of one message")
+                .await?
+            {
+                return Err(SocketError::new(
+                    SocketErrorKind::Closed,
+                    format!(
+                        "{}: the peer closed the connection after {held} bytes of a message",
+                        self.name
                     ),
                 ));
             }

@@ -2,6 +2,7 @@
 
 use crate::metrics::{builtin, MetricId, MetricKind, RegistryError};
 use crate::plugin::bindings::loadtest::scenario::metrics as wit;
+use crate::plugin::layer::bindings::loadtest::k6_layer::samples;
 use crate::plugin::layer_series::kind_of;
 use crate::plugin::state::VuState;
 
@@ -61,6 +62,26 @@ impl wit::Host for VuState {
             declared.add_tag(t.name, t.values);
         }
         Ok(())
+    }
+
+    // Metrics by number (0.3.9) are the k6 layer's numbered series, offered to every
+    // plugin: one table per VU, bounded the same way.
+    fn register(
+        &mut self,
+        name: String,
+        kind: wit::MetricKind,
+        time: bool,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<Option<u32>> {
+        samples::Host::register(self, name, kind, time, tags)
+    }
+
+    fn add_registered(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
+        samples::Host::add(self, id, value).map_err(|_| {
+            wasmtime::format_err!(
+                "metrics.add-registered: {id} is not a number metrics.register returned to this VU"
+            )
+        })
     }
 }
 

@@ -1,9 +1,11 @@
-//! `sockets` (contract 0.3.7): converts between the WIT resources and the host's
+//! `sockets` (contract 0.3.7; `read-frame` 0.3.9): converts between the WIT resources and the host's
 //! sockets ([`crate::net::sockets`]), on the capability's own view of the store
 //! ([`SocketsView`]). Sockets live in the VU's resource table, so they outlive
 //! iterations and close when the plugin drops them or the VU's store goes away.
 
 use crate::net::sockets::account::socket_tags;
+use crate::net::sockets::frame::LengthField;
+use crate::net::sockets::resp;
 use crate::net::sockets::tcp::{self, TcpOptions};
 use crate::net::sockets::{udp, SocketError, SocketErrorKind, TcpConn, UdpConn};
 use crate::net::sockets::{MAX_READ, MAX_SOCKETS, MAX_WRITE};
@@ -125,6 +127,31 @@ impl wit::HostTcpSocket for SocketsView<'_> {
         let conn = self.table.get_mut(&s).map_err(not_a_socket)?;
         let read = std::pin::pin!(conn.read_until(&delimiter, max, ms(timeout_ms)));
         self.budget.wait(read).await.map_err(to_wit)
+    }
+
+    async fn read_frame(
+        &mut self,
+        s: Resource<TcpConn>,
+        framing: wit::Framing,
+        max: u32,
+        timeout_ms: u32,
+    ) -> Result<Vec<u8>, wit::SocketError> {
+        let conn = self.table.get_mut(&s).map_err(not_a_socket)?;
+        let timeout = ms(timeout_ms);
+        let copy = |bytes: &[u8]| bytes.to_vec();
+        match framing {
+            wit::Framing::Resp => {
+                let read = std::pin::pin!(conn.read_frame(resp::frame_len, max, timeout, copy));
+                self.budget.wait(read).await.map_err(to_wit)
+            }
+            wit::Framing::LengthField(f) => {
+                let field = LengthField::new(f.offset, f.size, f.adjust)
+                    .map_err(wit::SocketError::Invalid)?;
+                let frame = move |buf: &[u8]| field.frame_len(buf);
+                let read = std::pin::pin!(conn.read_frame(frame, max, timeout, copy));
+                self.budget.wait(read).await.map_err(to_wit)
+            }
+        }
     }
 
     async fn shutdown_write(&mut self, s: Resource<TcpConn>) -> Result<(), wit::SocketError> {

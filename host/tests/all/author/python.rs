@@ -201,7 +201,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.8",
+        "built against: 0.3.9",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {

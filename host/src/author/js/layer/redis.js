@@ -156,10 +156,44 @@ class RedisClient {
   }
 
   // Runs one command, measured; a socket failure drops the connection (the next
-  // command opens a new one).
+  // command opens a new one). The host does the whole command (`k6-layer/redis`:
+  // encode, write, one read of the whole reply, the three metrics) when every word is
+  // a string or a number and its series have numbers; otherwise it runs here.
   _cmd(args, shape) {
     const name = String(args[0]).toLowerCase();
+    const ids = redisPlain(args) ? redisSeries(name) : null;
+    if (ids === null) return this._cmdHere(args, shape, name);
+    let r;
+    try {
+      const sock = this._conn();
+      const words = new Array(args.length);
+      for (let i = 0; i < args.length; i++) words[i] = String(args[i]);
+      const o = this._opts;
+      r = redisFromText(hostRedis.command(sock, words, o.writeTimeout, o.readTimeout, ids[0], ids[1], ids[2]));
+    } catch (e) {
+      // A connect that failed, or the connection lost: the host counted the socket's
+      // failure; the command is counted here, as the layer's own path counts it.
+      this._drop();
+      if (!(e instanceof RedisError)) this._record(name, 0, false);
+      return LayerPromise.reject(redisError(e));
+    }
+    if (r instanceof RedisReplyError) return LayerPromise.reject(new RedisError(r.message));
+    try {
+      return LayerPromise.resolve(shape ? shape(r) : r);
+    } catch (e) {
+      return LayerPromise.reject(e);
+    }
+  }
+
+  _record(name, ms, ok) {
     const tags = tagList({ command: name });
+    hostMetrics.addTime('redis_cmd_duration', ms, tags);
+    hostMetrics.add('redis_cmds', 'counter', 1, tags);
+    hostMetrics.add('redis_cmd_failed', 'rate', ok ? 0 : 1, tags);
+  }
+
+  // The same command run in the layer: RESP encoded and read here.
+  _cmdHere(args, shape, name) {
     const started = Date.now();
     let ok = false;
     try {
@@ -176,9 +210,7 @@ class RedisClient {
     } catch (e) {
       return LayerPromise.reject(e);
     } finally {
-      hostMetrics.addTime('redis_cmd_duration', Date.now() - started, tags);
-      hostMetrics.add('redis_cmds', 'counter', 1, tags);
-      hostMetrics.add('redis_cmd_failed', 'rate', ok ? 0 : 1, tags);
+      this._record(name, Date.now() - started, ok);
     }
   }
 
@@ -233,6 +265,57 @@ class RedisClient {
   spop(key) { return this._cmd(['SPOP', key], redisNotNil); }
   // Any command.
   sendCommand(command, ...args) { return this._cmd([command, ...args]); }
+}
+
+// Every word a string or a number (bytes go the layer's own way).
+function redisPlain(args) {
+  for (let i = 0; i < args.length; i++) {
+    const t = typeof args[i];
+    if (t !== 'string' && t !== 'number') return false;
+  }
+  return true;
+}
+
+// The numbers of a command's three series (duration, count, failed) under the VU's
+// and the group's tags, registered once per command name; null when the host keeps
+// no more series (the command then runs in the layer, which records by name).
+const redisSeriesIds = new Map();
+function redisSeries(name) {
+  let key = groupPath;
+  if (vuTagsVersion !== 0) key += vuTagsKey();
+  key += '\u0000' + name;
+  let ids = redisSeriesIds.get(key);
+  if (ids !== undefined) return ids;
+  if (seriesMade + 3 > MAX_SERIES_IDS) return null;
+  const list = tagList({ command: name });
+  ids = [
+    hostSamples.register('redis_cmd_duration', 'trend', true, list),
+    hostSamples.register('redis_cmds', 'counter', false, list),
+    hostSamples.register('redis_cmd_failed', 'rate', false, list),
+  ];
+  seriesMade += 3;
+  if (ids[0] === null || ids[1] === null || ids[2] === null) ids = null;
+  redisSeriesIds.set(key, ids);
+  return ids;
+}
+
+// A reply as the host gives it (`k6-layer/redis.command`): its type, then its value.
+function redisFromText(t) {
+  const rest = t.slice(1);
+  switch (t.charCodeAt(0)) {
+    case 43: return rest; // + status
+    case 36: return rest; // $ string
+    case 58: return Number(rest); // : integer
+    case 95: return null; // _ nil
+    case 45: return new RedisReplyError(rest); // - server error
+    case 42: return rest.indexOf('{') < 0 ? JSON.parse(rest) : JSON.parse(rest, redisRevive); // * aggregate
+    default: throw new RedisError(`redis: ${rest}`); // ! the socket failed
+  }
+}
+
+function redisRevive(_key, v) {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && typeof v.error === 'string') return new RedisReplyError(v.error);
+  return v;
 }
 
 // go-redis's answer to a missing key, which xk6-redis passes on as a rejection.
