@@ -25,7 +25,8 @@ iterations per VU (per-vu-iterations) against the demo target on 127.0.0.1:PORT:
 Both tools get K6_BROWSER_EXECUTABLE_PATH=/usr/bin/chromium and
 K6_BROWSER_ARGS=no-sandbox (as root Chromium's sandbox will not start), headless.
 Environment: VUS_LIST ("10 50"), ITERS (5), PORT (18095), SAMPLE (0.5),
-HOST_BIN, DEMO_BIN, K6 (k6), CHROMIUM (/usr/bin/chromium), TOOLS ("k6 host").
+HOST_BIN, DEMO_BIN, K6 (k6), CHROMIUM (/usr/bin/chromium), TOOLS ("k6 host"),
+HOST_BROWSER_ARGS (the host's K6_BROWSER_ARGS, "no-sandbox": to try Chromium switches).
 """
 
 import ctypes
@@ -92,10 +93,11 @@ def kind(pid):
     """What a process of the tree is: the tool itself, the browser's main process, or
     a Chromium helper by its --type (renderer, gpu-process, utility, zygote)."""
     try:
-        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        # Chromium rewrites its command line as one string: split on spaces too.
+        raw = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
     except OSError:
         return "gone"
-    args = [a.decode(errors="replace") for a in argv]
+    args = raw.decode(errors="replace").split()
     for a in args:
         if a.startswith("--type="):
             t = a[len("--type="):]
@@ -190,7 +192,8 @@ def reap_orphans():
 def run(tool, vus, demo):
     out = WORK / f"{tool}-{vus}"
     out.mkdir()
-    env = dict(os.environ, K6_BROWSER_EXECUTABLE_PATH=CHROMIUM, K6_BROWSER_ARGS="no-sandbox",
+    args = os.environ.get("HOST_BROWSER_ARGS", "no-sandbox") if tool == "host" else "no-sandbox"
+    env = dict(os.environ, K6_BROWSER_EXECUTABLE_PATH=CHROMIUM, K6_BROWSER_ARGS=args,
                K6_BROWSER_HEADLESS="true")
     logins0 = demo_logins()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
