@@ -265,3 +265,40 @@ async fn udp_sends_and_receives_datagrams() {
     assert_eq!(n["data_received"], 4.0);
     assert_eq!(shared.sockets_open.load(Ordering::Relaxed), 0);
 }
+
+/// One whole RESP reply, copied out.
+async fn frame(c: &mut TcpConn) -> Result<Vec<u8>, SocketError> {
+    c.read_frame(resp::frame_len, MAX_READ, SECOND, |b: &[u8]| b.to_vec())
+        .await
+}
+
+#[tokio::test]
+async fn whole_resp_replies_are_read_in_one_call_and_a_too_large_one_fails_at_once() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        // Two replies in one write, then one split in the middle of its bulk string,
+        // then a bulk string announced larger than the read takes.
+        s.write_all(b"+OK\r\n*2\r\n$2\r\nv1\r\n:7\r\n$5\r\nab")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        s.write_all(b"cde\r\n$100000000\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    });
+    let shared = shared(&[]);
+    let mut c = connect(&shared, "127.0.0.1", port, options(), tags(port))
+        .await
+        .unwrap();
+    assert_eq!(frame(&mut c).await.unwrap(), b"+OK\r\n");
+    assert_eq!(frame(&mut c).await.unwrap(), b"*2\r\n$2\r\nv1\r\n:7\r\n");
+    assert_eq!(frame(&mut c).await.unwrap(), b"$5\r\nabcde\r\n");
+    // Refused on its header, without waiting the second for 100 MB that would not fit.
+    let started = std::time::Instant::now();
+    let e = frame(&mut c).await.unwrap_err();
+    assert_eq!(e.kind, SocketErrorKind::TooLarge, "{e}");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    let n = counters(&shared);
+    assert_eq!(n["socket_errors{too_large}"], 1.0, "{n:?}");
+}
