@@ -8,7 +8,7 @@
 use super::context::{
     run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport,
 };
-use super::stages::stage_ends;
+use super::stages::{stage_ends, steps_at};
 use crate::config::Stage;
 use crate::vu::Vu;
 use std::pin::pin;
@@ -33,7 +33,7 @@ pub(crate) async fn run(
     let end = ctx.start + total;
     let hard = end + ctx.config.graceful_stop;
     let (segment, ramp) = (ctx.config.segment.clone(), stages.clone());
-    let target = move |t: Duration| segment.scale(target_at(start_vus, &ramp, t));
+    let target = move |t: Duration| segment.scale(steps_at(start_vus, &ramp, t));
     let (tx, rx) = watch::channel(target(Duration::ZERO));
 
     let controller = control(ctx.clone(), tx, stages, target);
@@ -50,33 +50,6 @@ pub(crate) async fn run(
     });
     let (report, ()) = tokio::join!(controller, loops);
     report
-}
-
-/// The VUs at `t`, stepped as k6 steps them: within a stage, the i-th of its `|diff|`
-/// steps comes at i/|diff| of its duration, up or down. A ramp down thus keeps a VU
-/// until its step (2 → 1 over 1 s keeps both VUs the whole second, as k6 1.1.0 does
-/// for `-s 1s:1` on a script of `vus: 2`), where the linear value floored would drop
-/// it at once.
-fn target_at(start_vus: u64, stages: &[Stage], t: Duration) -> u64 {
-    let mut from = start_vus;
-    let mut stage_start = Duration::ZERO;
-    for stage in stages {
-        let stage_end = stage_start + stage.duration;
-        if t < stage_end {
-            let done = (t - stage_start).as_secs_f64() / stage.duration.as_secs_f64();
-            let diff = stage.target.abs_diff(from);
-            // A tiny epsilon keeps float error from losing a step exactly at its time.
-            let steps = ((diff as f64 * done) + 1e-9).floor() as u64;
-            return if stage.target >= from {
-                from + steps.min(diff)
-            } else {
-                from - steps.min(diff)
-            };
-        }
-        from = stage.target;
-        stage_start = stage_end;
-    }
-    from
 }
 
 /// Publishes the target (`target` of the time since the start) as time passes and notes
@@ -174,36 +147,5 @@ async fn ramped_down(mut rx: watch::Receiver<u64>, index: u64, grace: Duration) 
         if *rx.borrow() <= index {
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod step_tests {
-    use super::*;
-
-    fn stage(secs: u64, target: u64) -> Stage {
-        Stage {
-            duration: Duration::from_secs(secs),
-            target,
-        }
-    }
-
-    /// k6's steps: up at i/|diff| of the stage, down likewise (a VU leaves at its
-    /// step, not as soon as the linear value falls under it).
-    #[test]
-    fn steps_come_at_k6_s_times_up_and_down() {
-        let ms = Duration::from_millis;
-        let down = [stage(1, 1)];
-        assert_eq!(target_at(2, &down, ms(0)), 2);
-        assert_eq!(target_at(2, &down, ms(999)), 2, "both VUs the whole second");
-        assert_eq!(target_at(2, &down, ms(1000)), 1);
-        let up = [stage(2, 3), stage(0, 5), stage(4, 1)];
-        assert_eq!(target_at(1, &up, ms(999)), 1);
-        assert_eq!(target_at(1, &up, ms(1000)), 2);
-        assert_eq!(target_at(1, &up, ms(2000)), 5, "a stage of no time jumps");
-        assert_eq!(target_at(1, &up, ms(2999)), 5);
-        assert_eq!(target_at(1, &up, ms(3000)), 4);
-        assert_eq!(target_at(1, &up, ms(6000)), 1);
-        assert_eq!(target_at(1, &up, ms(9000)), 1);
     }
 }

@@ -103,13 +103,8 @@ fn apply(src: &str, mut edits: Vec<Edit>) -> String {
             Fill::Blank => out.push_str(&blank(old)),
             Fill::Statement => {
                 let b = blank(old);
-                if b.starts_with(' ') {
-                    out.push(';');
-                    out.push_str(&b[1..]);
-                } else {
-                    out.push(';');
-                    out.push_str(&b);
-                }
+                out.push(';');
+                out.push_str(b.strip_prefix(' ').unwrap_or(&b));
             }
             Fill::Text(text) => {
                 out.push_str(&text);
