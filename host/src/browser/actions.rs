@@ -1,6 +1,7 @@
 //! Acting on a page's elements as a user does: a small script finds the element a
 //! selector names (CSS, `xpath=` or `//…`, `text=`, and the `internal:` selectors the
-//! k6 layer's `getBy*` write), waiting in the page until it is there (and visible and
+//! k6 layer's `getBy*` write; chained with ` >> ` for nested locators, with `nth=` and
+//! the `internal:has-text=`/`has=` filters of `locator.filter`), waiting in the page until it is there (and visible and
 //! enabled when the action needs it); clicks and keys are then real input events
 //! (`Input.dispatchMouseEvent`, `Input.dispatchKeyEvent`), so the page's handlers run
 //! as they would for a person. Reads (`textContent`, `isVisible` ...) are done by the
@@ -96,126 +97,7 @@ impl Action {
 /// The in-page part: finds the elements, waits for them, reads or changes them.
 /// `(selector, nth, op, arg, needsReady, timeoutMs)` → a promise of the result, or
 /// `{x, y}` (the element's centre, scrolled into view) for `point`.
-const SCRIPT: &str = r#"(function (q, nth, op, arg, ready, wait, timeoutMs) {
-  function byText(root, t, exact) {
-    const m = /^"(.*)"$/.exec(t); if (m) { t = m[1]; exact = true; }
-    const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-    const want = exact ? norm(t) : norm(t).toLowerCase();
-    const out = [];
-    for (const e of root.querySelectorAll('body, body *')) {
-      const own = norm(e.textContent);
-      const ok = exact ? own === want : own.toLowerCase().includes(want);
-      if (ok && ![...e.children].some((c) => (exact ? norm(c.textContent) === want : norm(c.textContent).toLowerCase().includes(want)))) out.push(e);
-    }
-    return out;
-  }
-  function roleOf(e) {
-    const r = e.getAttribute('role'); if (r) return r;
-    const t = e.tagName.toLowerCase(), ty = (e.getAttribute('type') || '').toLowerCase();
-    if (t === 'button' || (t === 'input' && ['button', 'submit', 'reset'].includes(ty))) return 'button';
-    if (t === 'a' && e.hasAttribute('href')) return 'link';
-    if (t === 'input' && ty === 'checkbox') return 'checkbox';
-    if (t === 'input' && ty === 'radio') return 'radio';
-    if (t === 'input' || t === 'textarea') return 'textbox';
-    if (t === 'select') return 'combobox';
-    if (/^h[1-6]$/.test(t)) return 'heading';
-    if (t === 'img') return 'img';
-    if (t === 'li') return 'listitem';
-    if (t === 'ul' || t === 'ol') return 'list';
-    return '';
-  }
-  function nameOf(e) {
-    const l = e.getAttribute('aria-label'); if (l) return l.trim();
-    if (e.labels && e.labels.length) return e.labels[0].textContent.trim();
-    if (e.tagName === 'IMG') return (e.getAttribute('alt') || '').trim();
-    if (e.tagName === 'INPUT' && ['button', 'submit', 'reset'].includes(e.type)) return (e.value || '').trim();
-    return (e.textContent || '').replace(/\s+/g, ' ').trim();
-  }
-  function all(q) {
-    if (q.startsWith('xpath=') || q.startsWith('//') || q.startsWith('(//')) {
-      const x = q.startsWith('xpath=') ? q.slice(6) : q;
-      const r = document.evaluate(x, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
-      const out = []; for (let i = 0; i < r.snapshotLength; i++) out.push(r.snapshotItem(i)); return out;
-    }
-    if (q.startsWith('text=')) return byText(document, q.slice(5), false);
-    const m = /^internal:(role|text|label|placeholder|testid|alt|title)=(.*)$/s.exec(q);
-    if (m) {
-      const a = JSON.parse(m[2]);
-      const match = (v) => (v || '') && (a.exact ? v.trim() === a.value : v.toLowerCase().includes(String(a.value).toLowerCase()));
-      const els = [...document.querySelectorAll('*')];
-      switch (m[1]) {
-        case 'text': return byText(document, a.exact ? JSON.stringify(a.value) : a.value, a.exact);
-        case 'role': return els.filter((e) => roleOf(e) === a.value && (a.name === undefined || (a.exact ? nameOf(e) === a.name : nameOf(e).toLowerCase().includes(String(a.name).toLowerCase()))));
-        case 'label': return els.filter((e) => (e.labels && [...e.labels].some((l) => match(l.textContent))) || match(e.getAttribute('aria-label')));
-        case 'placeholder': return els.filter((e) => match(e.getAttribute('placeholder')));
-        case 'testid': return els.filter((e) => e.getAttribute('data-testid') === a.value);
-        case 'alt': return els.filter((e) => match(e.getAttribute('alt')));
-        case 'title': return els.filter((e) => match(e.getAttribute('title')));
-      }
-    }
-    return [...document.querySelectorAll(q)];
-  }
-  function visible(e) {
-    if (!e || !e.isConnected) return false;
-    const s = getComputedStyle(e); if (s.visibility === 'hidden' || s.display === 'none') return false;
-    const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0;
-  }
-  function pick() {
-    const els = all(q);
-    if (nth === null) return els[0];
-    return els[nth < 0 ? els.length + nth : nth];
-  }
-  function run(e) {
-    switch (op) {
-      case 'count': return all(q).length;
-      case 'isVisible': return visible(e);
-      case 'isHidden': return !visible(e);
-      case 'textContent': return e.textContent;
-      case 'innerText': return e.innerText;
-      case 'innerHTML': return e.innerHTML;
-      case 'inputValue': if (!('value' in e)) throw new Error('not an input, textarea or select element'); return e.value;
-      case 'getAttribute': return e.getAttribute(arg);
-      case 'isEnabled': return !e.disabled;
-      case 'isChecked': if (!('checked' in e)) throw new Error('not a checkbox or radio input'); return e.checked;
-      case 'focus': e.focus(); return null;
-      case 'fill': {
-        e.focus();
-        if (e.isContentEditable) e.textContent = arg; else e.value = arg;
-        e.dispatchEvent(new Event('input', { bubbles: true }));
-        e.dispatchEvent(new Event('change', { bubbles: true }));
-        return null;
-      }
-      case 'select': {
-        if (e.tagName !== 'SELECT') throw new Error('not a select element');
-        const chosen = [];
-        for (const o of e.options) { o.selected = arg.includes(o.value) || arg.includes(o.label); if (o.selected) chosen.push(o.value); }
-        e.dispatchEvent(new Event('input', { bubbles: true }));
-        e.dispatchEvent(new Event('change', { bubbles: true }));
-        return chosen;
-      }
-      case 'point': {
-        e.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-        const r = e.getBoundingClientRect();
-        return { x: r.left + r.width / 2, y: r.top + r.height / 2, checked: !!e.checked };
-      }
-    }
-    throw new Error('unknown operation ' + op);
-  }
-  if (!wait) return run(pick());
-  const until = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    (function poll() {
-      let e;
-      try { e = pick(); } catch (err) { reject(err); return; }
-      if (e && (!ready || (visible(e) && !e.disabled))) {
-        try { resolve(run(e)); } catch (err) { reject(err); }
-        return;
-      }
-      if (Date.now() >= until) { reject(new Error('timeout')); return; }
-      setTimeout(poll, 30);
-    })();
-  });
-})"#;
+const SCRIPT: &str = include_str!("locate.js");
 
 /// A JavaScript string literal of `s` (JSON's quoting is JavaScript's).
 fn lit(v: &Value) -> String {
@@ -477,19 +359,21 @@ pub(crate) async fn wait_for_selector(
     timeout: Duration,
 ) -> Result<(), BrowserError> {
     let check = match state {
-        "" | "visible" => "e && visible(e)",
-        "attached" => "!!e",
-        "detached" => "!e",
-        "hidden" => "!e || !visible(e)",
+        "" | "visible" => "v",
+        "attached" => "n > 0",
+        "detached" => "n === 0",
+        "hidden" => "!v",
         other => {
             return Err(BrowserError::Invalid(format!(
                 "state {other:?}: write attached, detached, visible or hidden"
             )))
         }
     };
+    // The same search as the actions' (chains, getBy*, XPath), asked without waiting.
+    let q = lit(&json!(selector));
     let function = format!(
-        "() => {{ const e = document.querySelector({}); const visible = (e) => {{ const s = getComputedStyle(e); const r = e.getBoundingClientRect(); return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0 && r.height > 0; }}; return {check}; }}",
-        json!(selector)
+        "() => {{ const f = {SCRIPT}; const n = f({q}, null, 'count', null, false, false, 0); \
+         const v = n > 0 && f({q}, null, 'isVisible', null, false, false, 0); return {check}; }}"
     );
     wait_for_function(page, &function, "null", 30, timeout)
         .await

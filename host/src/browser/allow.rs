@@ -11,7 +11,10 @@
 //!    given a proxy that leads nowhere ([`DeadEnd`]: a listener of the host that closes
 //!    what connects to it) for every origin but the allowed ones
 //!    (`--proxy-bypass-list`), and WebRTC may not use UDP outside a proxy. A WebSocket to
-//!    a denied origin therefore fails at the proxy.
+//!    a denied origin therefore fails at the proxy; the page's `Network.webSocketCreated`
+//!    event (checked in [`super::page`]) counts it in `http_reqs_denied` as the first
+//!    layer counts a request. A worker's WebSocket is not a page event: it still fails
+//!    at the proxy, uncounted.
 
 use crate::metrics::{builtin, Recorder, TagSet};
 use crate::net::allowlist::{Allowlist, Origin};
@@ -62,23 +65,29 @@ pub(crate) fn proxy_switches(allowlist: &Allowlist, proxy_port: u16) -> Vec<Stri
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
         "--webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
     ];
-    // Loopback only: Chromium's own rule bypasses the proxy for loopback. A list:
-    // `<-loopback>` removes that rule, so a loopback port the list does not name goes
-    // to the dead end too.
-    if let Some(origins) = allowlist.explicit() {
-        let mut bypass = vec!["<-loopback>".to_owned()];
-        for o in origins {
-            if matches!(o.scheme.as_str(), "http" | "https" | "ws" | "wss") {
-                bypass.push(if o.host.contains(':') {
-                    format!("[{}]:{}", o.host, o.port)
-                } else {
-                    format!("{}:{}", o.host, o.port)
-                });
-            }
-        }
-        switches.push(format!("--proxy-bypass-list={}", bypass.join(";")));
+    if let Some(bypass) = bypass_list(allowlist) {
+        switches.push(format!("--proxy-bypass-list={bypass}"));
     }
     switches
+}
+
+/// The origins that bypass the dead-end proxy, in Chromium's bypass-list syntax; `None`
+/// when the allowlist is loopback only (Chromium's own rule bypasses the proxy for
+/// loopback). A list: `<-loopback>` removes that rule, so a loopback port the list does
+/// not name goes to the dead end too.
+pub(crate) fn bypass_list(allowlist: &Allowlist) -> Option<String> {
+    let origins = allowlist.explicit()?;
+    let mut bypass = vec!["<-loopback>".to_owned()];
+    for o in origins {
+        if matches!(o.scheme.as_str(), "http" | "https" | "ws" | "wss") {
+            bypass.push(if o.host.contains(':') {
+                format!("[{}]:{}", o.host, o.port)
+            } else {
+                format!("{}:{}", o.host, o.port)
+            });
+        }
+    }
+    Some(bypass.join(";"))
 }
 
 /// A proxy that leads nowhere: a loopback listener the host holds (so no other local
@@ -181,22 +190,28 @@ impl Gate {
                     .and_then(Value::as_str)
                     .and_then(|f| self.lock().get(f).cloned())
                     .unwrap_or_default();
-                self.net
-                    .recorder
-                    .count(builtin::HTTP_REQS_DENIED, &tags, 1.0);
-                let shown = crate::bounded::cut(url, crate::bounded::QUOTED_BYTES);
-                let origin = Origin::parse(url)
-                    .map(|o| o.to_string())
-                    .unwrap_or_else(|_| shown.into_owned());
-                self.net.denied_warned.warn(
-                    &origin,
-                    &format!(
-                        "a browser page tried to reach {}: denied ({why})",
-                        crate::stderr::escape_controls(&origin, false)
-                    ),
-                );
+                self.denied(url, &why, &tags);
             }
         }
+    }
+
+    /// Counts a page's request to `url` as denied (`why`) in `http_reqs_denied` with
+    /// `tags`, and warns once per origin.
+    pub(crate) fn denied(&self, url: &str, why: &str, tags: &TagSet) {
+        self.net
+            .recorder
+            .count(builtin::HTTP_REQS_DENIED, tags, 1.0);
+        let shown = crate::bounded::cut(url, crate::bounded::QUOTED_BYTES);
+        let origin = Origin::parse(url)
+            .map(|o| o.to_string())
+            .unwrap_or_else(|_| shown.into_owned());
+        self.net.denied_warned.warn(
+            &origin,
+            &format!(
+                "a browser page tried to reach {}: denied ({why})",
+                crate::stderr::escape_controls(&origin, false)
+            ),
+        );
     }
 }
 

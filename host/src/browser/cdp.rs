@@ -1,6 +1,7 @@
-//! The DevTools protocol over the browser's pipes: JSON messages separated by NUL
-//! bytes, commands answered by id, events routed by session (the browser's own events
-//! have none). A small typed layer over tokio and serde_json instead of a client crate
+//! The DevTools protocol over the browser's pipes (JSON messages separated by NUL
+//! bytes) or, for a remote browser, a WebSocket (a message per frame): commands
+//! answered by id, events routed by session (the browser's own events have none).
+//! A small typed layer over tokio and serde_json instead of a client crate
 //! (see the module doc of [`super`] for the choice and its figures).
 //!
 //! One reader task splits the stream and routes each message: a reply to the command
@@ -92,10 +93,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Connection {
-    /// Starts the reader and writer tasks over the browser's pipes.
-    pub(crate) fn start(commands: OwnedFd, replies: OwnedFd) -> std::io::Result<Connection> {
-        let mut tx = tokio::net::unix::pipe::Sender::from_owned_fd(commands)?;
-        let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(replies)?;
+    /// A connection whose commands go to the returned queue (a writer task takes them).
+    fn new() -> (Connection, mpsc::UnboundedReceiver<Vec<u8>>) {
         let shared = Arc::new(Shared {
             next_id: AtomicU64::new(1),
             pending: Mutex::default(),
@@ -104,10 +103,19 @@ impl Connection {
             closed: AtomicBool::new(false),
             why_closed: Mutex::default(),
         });
-        let (writer, mut queue) = mpsc::unbounded_channel::<Vec<u8>>();
-        let conn = Connection { shared, writer };
+        let (writer, queue) = mpsc::unbounded_channel::<Vec<u8>>();
+        (Connection { shared, writer }, queue)
+    }
+
+    /// Starts the reader and writer tasks over the browser's pipes.
+    pub(crate) fn start(commands: OwnedFd, replies: OwnedFd) -> std::io::Result<Connection> {
+        let mut tx = tokio::net::unix::pipe::Sender::from_owned_fd(commands)?;
+        let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(replies)?;
+        let (conn, mut queue) = Connection::new();
         tokio::spawn(async move {
-            while let Some(message) = queue.recv().await {
+            while let Some(mut message) = queue.recv().await {
+                // On the pipe, each message ends with a NUL byte.
+                message.push(0);
                 if tx.write_all(&message).await.is_err() {
                     break;
                 }
@@ -119,6 +127,43 @@ impl Connection {
             reader.close(why);
         });
         Ok(conn)
+    }
+
+    /// Starts the reader and writer tasks over a DevTools WebSocket (a remote browser,
+    /// `K6_BROWSER_WS_URL`): one message per text frame.
+    pub(crate) fn over_websocket<S>(ws: tokio_tungstenite::WebSocketStream<S>) -> Connection
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let (mut tx, mut rx) = ws.split();
+        let (conn, mut queue) = Connection::new();
+        tokio::spawn(async move {
+            while let Some(message) = queue.recv().await {
+                let text = String::from_utf8(message).expect("serde_json writes UTF-8");
+                if tx.send(Message::text(text)).await.is_err() {
+                    break;
+                }
+            }
+            let _ = tx.close().await;
+        });
+        let reader = conn.clone();
+        tokio::spawn(async move {
+            let why = loop {
+                match rx.next().await {
+                    Some(Ok(Message::Text(t))) => reader.dispatch(t.as_bytes()),
+                    Some(Ok(Message::Binary(b))) => reader.dispatch(&b),
+                    Some(Ok(Message::Close(_))) | None => {
+                        break "the browser closed the WebSocket".to_owned()
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => break format!("reading its WebSocket: {e}"),
+                }
+            };
+            reader.close(why);
+        });
+        conn
     }
 
     async fn read_loop(&self, rx: &mut tokio::net::unix::pipe::Receiver) -> String {
@@ -289,7 +334,5 @@ fn frame(id: u64, session: Option<&str>, method: &str, params: Value) -> Vec<u8>
         Some(s) => json!({ "id": id, "method": method, "params": params, "sessionId": s }),
         None => json!({ "id": id, "method": method, "params": params }),
     };
-    let mut bytes = serde_json::to_vec(&message).expect("a JSON value serialises");
-    bytes.push(0);
-    bytes
+    serde_json::to_vec(&message).expect("a JSON value serialises")
 }

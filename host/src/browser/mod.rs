@@ -21,19 +21,25 @@
 //!
 //! - [`launch`]: finding the browser (`K6_BROWSER_EXECUTABLE_PATH`, `K6_BROWSER_ARGS`,
 //!   `K6_BROWSER_HEADLESS` as k6 reads them) and starting it so it dies with the host.
-//! - [`cdp`]: the protocol connection.
+//! - [`remote`]: a running browser instead (`K6_BROWSER_WS_URL`), over a WebSocket.
+//! - [`cdp`]: the protocol connection (the pipes, or that WebSocket).
 //! - [`pool`]: the bounded set of shared browsers and a context per VU iteration.
 //! - [`allow`]: the allowlist in the browser (request interception, a dead-end proxy).
-//! - [`page`]: one page's navigation, waiting and evaluation; [`actions`]: its elements.
+//! - [`page`]: one page's navigation, waiting and evaluation; [`actions`]: its elements;
+//!   [`input`]: the mouse and touch at a point.
+//! - [`permissions`]: a context's permissions and geolocation.
 //! - [`service`]: the pool as a run holds it.
 //! - [`vitals`], [`traffic`]: k6's browser metrics (web vitals, the page's requests).
 
 pub(crate) mod actions;
 pub(crate) mod allow;
 pub(crate) mod cdp;
+pub(crate) mod input;
 pub(crate) mod launch;
 pub(crate) mod page;
+pub(crate) mod permissions;
 pub(crate) mod pool;
+pub(crate) mod remote;
 pub(crate) mod service;
 pub(crate) mod traffic;
 pub(crate) mod vitals;

@@ -72,11 +72,16 @@ struct Loaded {
 /// What a page's events update: its loads, its vitals and its requests' metrics.
 pub(crate) struct PageState {
     frame: String,
+    /// The page's protocol session (the context sets its geolocation on it).
+    pub(crate) session: String,
     loaded: Mutex<Loaded>,
     changed: Notify,
     recorder: Arc<crate::metrics::Recorder>,
     vitals: Vitals,
     traffic: Traffic,
+    /// The allowlist's gate, for the page's WebSockets, and the page's tags.
+    gate: Arc<Gate>,
+    tags: TagSet,
 }
 
 impl PageState {
@@ -151,6 +156,14 @@ impl PageState {
             "Runtime.bindingCalled" if str_of("name") == super::vitals::BINDING => {
                 self.vitals.report(&self.recorder, &str_of("payload"));
             }
+            // The handshake fails at the dead-end proxy; counted here, as a request the
+            // gate refused is (the proxy cannot tell which page it serves).
+            "Network.webSocketCreated" => {
+                let url = str_of("url");
+                if let Verdict::Deny(why) = check(self.gate.allowlist(), &url) {
+                    self.gate.denied(&url, &why, &self.tags);
+                }
+            }
             _ => {}
         }
         if event.method.starts_with("Network.") {
@@ -197,11 +210,14 @@ impl Page {
         let session = attached.session_id;
         let state = Arc::new(PageState {
             frame: target.clone(),
+            session: session.clone(),
             loaded: Mutex::default(),
             changed: Notify::new(),
             recorder: gate.recorder().clone(),
             vitals: Vitals::new(tags.clone()),
             traffic: Traffic::new(tags.clone()),
+            gate: gate.clone(),
+            tags,
         });
         let sink_state = state.clone();
         let sink: Sink = Arc::new(move |conn, event| sink_state.on_event(conn, event));

@@ -4,7 +4,7 @@
 //! context (`Target.createBrowserContext`: cookies, storage and cache of its own, as
 //! k6 isolates them), disposed when the iteration ends.
 
-use super::allow::{proxy_switches, DeadEnd, Gate};
+use super::allow::{bypass_list, proxy_switches, DeadEnd, Gate};
 use super::cdp::{Connection, Sink};
 use super::launch::{LaunchError, LaunchOptions, Launcher, Process};
 use super::page::Page;
@@ -25,8 +25,8 @@ pub(crate) struct Browser {
     gate: Arc<Gate>,
     contexts: AtomicUsize,
     // Last: the connection's tasks end when the process's pipes close. Held for its
-    // Drop, which kills the browser's process group.
-    _process: Process,
+    // Drop, which kills the browser's process group; none for a remote browser.
+    _process: Option<Process>,
 }
 
 impl Browser {
@@ -42,6 +42,24 @@ impl Browser {
                 why: e,
             })
         })?;
+        let name = options.executable.display().to_string();
+        Browser::ready(conn, gate, Some(process), &name, root_hint(options)).await
+    }
+
+    /// The browser at `url` (`K6_BROWSER_WS_URL`).
+    async fn connect(url: &str, gate: Arc<Gate>) -> Result<Browser, BrowserError> {
+        let conn = super::remote::connect(url, START_TIMEOUT).await?;
+        Browser::ready(conn, gate, None, &format!("K6_BROWSER_WS_URL={url}"), "").await
+    }
+
+    /// Waits for the browser's first answer and holds its requests at the gate.
+    async fn ready(
+        conn: Connection,
+        gate: Arc<Gate>,
+        process: Option<Process>,
+        name: &str,
+        hint: &str,
+    ) -> Result<Browser, BrowserError> {
         let sink_gate = gate.clone();
         let sink: Sink = Arc::new(move |conn, event| sink_gate.on_event(conn, event));
         conn.on_browser_events(sink);
@@ -59,15 +77,12 @@ impl Browser {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 return Err(BrowserError::Start(format!(
-                    "{} did not start: {e}{}",
-                    options.executable.display(),
-                    root_hint(options)
+                    "{name} did not start: {e}{hint}"
                 )))
             }
             Err(_) => {
                 return Err(BrowserError::Start(format!(
-                    "{} did not answer within {}s",
-                    options.executable.display(),
+                    "{name} did not answer within {}s",
                     START_TIMEOUT.as_secs()
                 )))
             }
@@ -80,10 +95,10 @@ impl Browser {
         })
     }
 
-    /// The browser's process id.
+    /// The browser's process id (none for a remote browser).
     #[cfg(test)]
-    pub(crate) fn pid(&self) -> u32 {
-        self._process.id()
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self._process.as_ref().map(Process::id)
     }
 }
 
@@ -103,16 +118,29 @@ struct ContextCreated {
     browser_context_id: String,
 }
 
+/// Where a pool's browsers come from.
+enum Source {
+    /// Browsers the host starts. The dead end outlives its users, and the launcher
+    /// thread joins once no browser needs its death signal (the source drops after the
+    /// pool's browsers).
+    Local {
+        options: LaunchOptions,
+        _dead_end: DeadEnd,
+        launcher: Launcher,
+    },
+    /// A running browser reached over its DevTools WebSocket (`K6_BROWSER_WS_URL`); its
+    /// contexts get the dead-end proxy (`bypass`: the allowed origins), as the host
+    /// cannot give it switches.
+    Remote { url: String, bypass: Option<String> },
+}
+
 /// The shared browsers of a run.
 pub(crate) struct Pool {
-    options: LaunchOptions,
     gate: Arc<Gate>,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Browser>>>>,
     next: AtomicUsize,
-    // Dropped after the browsers (fields drop in order): the launcher thread joins
-    // once no browser needs its death signal, and the dead end outlives its users.
-    _dead_end: DeadEnd,
-    launcher: Launcher,
+    // Last: dropped after the browsers (fields drop in order).
+    source: Source,
 }
 
 impl Pool {
@@ -132,15 +160,28 @@ impl Pool {
         let launcher = Launcher::start()
             .map_err(|e| BrowserError::Start(format!("could not start a thread: {e}")))?;
         Ok(Pool {
-            options,
             gate: Gate::new(net),
             slots: (0..size.max(1))
                 .map(|_| tokio::sync::Mutex::new(None))
                 .collect(),
             next: AtomicUsize::new(0),
-            _dead_end: dead_end,
-            launcher,
+            source: Source::Local {
+                options,
+                _dead_end: dead_end,
+                launcher,
+            },
         })
+    }
+
+    /// A pool over the running browser at `url` (`K6_BROWSER_WS_URL`), one connection.
+    pub(crate) fn remote(url: String, net: Arc<NetShared>) -> Pool {
+        let bypass = bypass_list(&net.allowlist);
+        Pool {
+            gate: Gate::new(net),
+            slots: vec![tokio::sync::Mutex::new(None)],
+            next: AtomicUsize::new(0),
+            source: Source::Remote { url, bypass },
+        }
     }
 
     /// Starts a browser now (before the run), so a browser that cannot start is an
@@ -156,7 +197,12 @@ impl Pool {
         }
         // Gone (crashed, killed): the next iteration gets a new one.
         held.take();
-        let b = Arc::new(Browser::start(&self.launcher, &self.options, self.gate.clone()).await?);
+        let b = Arc::new(match &self.source {
+            Source::Local {
+                options, launcher, ..
+            } => Browser::start(launcher, options, self.gate.clone()).await?,
+            Source::Remote { url, .. } => Browser::connect(url, self.gate.clone()).await?,
+        });
         *held = Some(b.clone());
         Ok(b)
     }
@@ -174,13 +220,16 @@ impl Pool {
     ) -> Result<Context, BrowserError> {
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let browser = self.browser(slot).await?;
+        let mut params = json!({ "disposeOnDetach": false });
+        if let Source::Remote { bypass, .. } = &self.source {
+            params["proxyServer"] = json!(super::remote::DEAD_END_PROXY);
+            if let Some(bypass) = bypass {
+                params["proxyBypassList"] = json!(bypass);
+            }
+        }
         let created: ContextCreated = browser
             .conn
-            .call_as(
-                None,
-                "Target.createBrowserContext",
-                json!({ "disposeOnDetach": false }),
-            )
+            .call_as(None, "Target.createBrowserContext", params)
             .await?;
         let id = created.browser_context_id;
         browser.contexts.fetch_add(1, Ordering::Relaxed);
@@ -189,6 +238,7 @@ impl Pool {
             id,
             options,
             pages: Default::default(),
+            geolocation: Default::default(),
             closed: Default::default(),
         };
         context
@@ -208,8 +258,8 @@ impl Pool {
     pub(crate) async fn pids(&self) -> Vec<u32> {
         let mut pids = Vec::new();
         for slot in &self.slots {
-            if let Some(b) = slot.lock().await.as_ref() {
-                pids.push(b.pid());
+            if let Some(pid) = slot.lock().await.as_ref().and_then(|b| b.pid()) {
+                pids.push(pid);
             }
         }
         pids
@@ -237,6 +287,11 @@ pub(crate) struct ContextOptions {
     pub(crate) extra_http_headers: Vec<(String, String)>,
 }
 
+/// `Emulation.setGeolocationOverride`'s parameters.
+fn geo(latitude: f64, longitude: f64, accuracy: f64) -> Value {
+    json!({ "latitude": latitude, "longitude": longitude, "accuracy": accuracy })
+}
+
 /// Whether cookie `c` (the protocol's) is sent to `url`: its domain and path match.
 fn cookie_matches(c: &Value, url: &str) -> bool {
     let Ok(uri) = url.parse::<http::Uri>() else {
@@ -257,6 +312,8 @@ pub(crate) struct Context {
     options: ContextOptions,
     /// Its pages' states, whose vitals are recorded when the context closes.
     pages: std::sync::Mutex<Vec<Arc<super::page::PageState>>>,
+    /// The position set by `set_geolocation`, given to each new page.
+    geolocation: std::sync::Mutex<Option<(f64, f64, f64)>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -303,6 +360,11 @@ impl Context {
                 json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
             )
             .await?;
+        }
+        let position = *self.geolocation.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((lat, lon, acc)) = position {
+            page.call("Emulation.setGeolocationOverride", geo(lat, lon, acc))
+                .await?;
         }
         if !o.extra_http_headers.is_empty() {
             let headers: serde_json::Map<String, Value> = o
@@ -385,6 +447,66 @@ impl Context {
                 json!({ "browserContextId": self.id }),
             )
             .await?;
+        Ok(())
+    }
+
+    /// Grants `permissions` (k6's names) to `origin`, or to every origin.
+    pub(crate) async fn grant_permissions(
+        &self,
+        permissions: &[String],
+        origin: Option<&str>,
+    ) -> Result<(), BrowserError> {
+        let names = super::permissions::protocol_names(permissions)?;
+        let mut params = json!({ "permissions": names, "browserContextId": self.id });
+        if let Some(origin) = origin {
+            params["origin"] = json!(origin);
+        }
+        self.browser
+            .conn
+            .call(None, "Browser.grantPermissions", params)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes back every permission granted to the context.
+    pub(crate) async fn clear_permissions(&self) -> Result<(), BrowserError> {
+        self.browser
+            .conn
+            .call(
+                None,
+                "Browser.resetPermissions",
+                json!({ "browserContextId": self.id }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The position every page of the context reports, from now on.
+    pub(crate) async fn set_geolocation(
+        &self,
+        latitude: f64,
+        longitude: f64,
+        accuracy: f64,
+    ) -> Result<(), BrowserError> {
+        super::permissions::check_position(latitude, longitude, accuracy)?;
+        *self.geolocation.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((latitude, longitude, accuracy));
+        let sessions: Vec<String> = {
+            let pages = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+            pages.iter().map(|p| p.session.clone()).collect()
+        };
+        for session in sessions {
+            // A page closed meanwhile refuses: the others still get it.
+            let _ = self
+                .browser
+                .conn
+                .call(
+                    Some(&session),
+                    "Emulation.setGeolocationOverride",
+                    geo(latitude, longitude, accuracy),
+                )
+                .await;
+        }
         Ok(())
     }
 

@@ -1,8 +1,10 @@
 //! The run's browsers as the VUs reach them: the pool, started once (before the run
-//! when the config has `[browser]`, else on first use), and where screenshots go.
+//! when the config has `[browser]`, else on first use) or connected to a running
+//! browser (`K6_BROWSER_WS_URL`), and where screenshots go.
 
 use super::launch::LaunchOptions;
 use super::pool::Pool;
+use super::remote::ws_url_from_env;
 use super::BrowserError;
 use crate::net::NetShared;
 use std::path::PathBuf;
@@ -32,11 +34,16 @@ impl Browsers {
         let pool = self
             .pool
             .get_or_init(|| async {
-                let options = LaunchOptions::from_env(|k| std::env::var(k).ok())
-                    .map_err(|e| e.to_string())?;
-                let pool = Pool::new(options, self.processes, self.net.clone())
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let env = |k: &str| std::env::var(k).ok();
+                let pool = match ws_url_from_env(env).map_err(|e| e.to_string())? {
+                    Some(url) => Pool::remote(url, self.net.clone()),
+                    None => {
+                        let options = LaunchOptions::from_env(env).map_err(|e| e.to_string())?;
+                        Pool::new(options, self.processes, self.net.clone())
+                            .await
+                            .map_err(|e| e.to_string())?
+                    }
+                };
                 pool.warm_up().await.map_err(|e| e.to_string())?;
                 Ok(pool)
             })

@@ -11,6 +11,7 @@ pub(crate) mod duration;
 pub(crate) mod duration_flag;
 pub(crate) mod env_file;
 pub(crate) mod executor_config;
+pub(crate) mod executor_toml;
 pub(crate) mod executors;
 pub(crate) mod http;
 pub(crate) mod layers;

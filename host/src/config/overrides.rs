@@ -136,7 +136,9 @@ impl Overrides {
             return Err(ConfigError {
                 path: "--stage".into(),
                 message: format!(
-                    "it replaces the scenarios with one, but they run different plugin scenarios                  ({}); write a ramping-vus [scenarios.NAME] with `exec` and `stages` in a                  --config instead",
+                    "it replaces the scenarios with one, but they run different plugin scenarios \
+                     ({}); write a ramping-vus [scenarios.NAME] with `exec` and `stages` in a \
+                     --config instead",
                     execs.into_iter().collect::<Vec<_>>().join(", ")
                 ),
             }

@@ -14,7 +14,9 @@ use super::trust::{self, ClusterToken, Role};
 use super::{HEARTBEAT, LOSS_AFTER, PREPARE_TIMEOUT};
 use crate::control::{RunControl, StopReason};
 use crate::executor::{ExecutorReport, ScenarioCtx};
-use crate::run::remote::{BarrierCtx, Remote, RemoteRole, TickCtx};
+use crate::metrics::Second;
+use crate::run::observe::Scope;
+use crate::run::remote::{BarrierCtx, Remote, RemoteRole};
 use crate::run::{RunOutcome, RunRequest};
 use anyhow::{anyhow, bail, Context, Result};
 use futures::future::BoxFuture;
@@ -419,16 +421,23 @@ impl Remote for WorkerRole {
         })
     }
 
-    fn tick(&self, tick: TickCtx<'_>) {
+    fn tick(&self, scope: &Scope<'_>, second: &Second<'_>) {
         // The list goes only when it changed: most seconds of most runs have no failure.
-        let total = tick.errors.total();
+        let total = scope.errors.total();
         let changed = self.errors_sent.swap(total, Ordering::Relaxed) != total;
-        let _ = self.tx.send(WorkerMsg::Tick(encode_tick(&tick, changed)));
+        let _ = self
+            .tx
+            .send(WorkerMsg::Tick(encode_tick(scope, second, changed)));
     }
 
-    fn finished(&self, tick: TickCtx<'_>, reports: &BTreeMap<String, ExecutorReport>) {
+    fn finished(
+        &self,
+        scope: &Scope<'_>,
+        second: &Second<'_>,
+        reports: &BTreeMap<String, ExecutorReport>,
+    ) {
         let msg = Final {
-            tick: encode_tick(&tick, true),
+            tick: encode_tick(scope, second, true),
             reports: reports
                 .iter()
                 .map(|(name, r)| (name.clone(), r.stages.clone()))
@@ -474,20 +483,21 @@ async fn listen(mut reader: ReadHalf<Conn>, control: Arc<RunControl>, done: Arc<
     }
 }
 
-/// A tick's message; with the plugin's failures if `with_errors`.
-fn encode_tick(tick: &TickCtx<'_>, with_errors: bool) -> Tick {
+/// A second's message; with the plugin's failures if `with_errors`.
+fn encode_tick(scope: &Scope<'_>, second: &Second<'_>, with_errors: bool) -> Tick {
     let errors = with_errors.then(|| {
-        let (entries, unlisted) = tick.errors.entries();
+        let (entries, unlisted) = scope.errors.entries();
         PluginErrors { entries, unlisted }
     });
-    let (log, log_not_sent) = tick.services.log.take_forwarded();
+    let services = scope.services;
+    let (log, log_not_sent) = services.log.take_forwarded();
     Tick {
-        elapsed_ms: tick.elapsed.as_millis() as u64,
-        series: super::series::encode(tick.interval, tick.registry),
-        scenarios: tick.contexts.iter().map(|c| counts(c)).collect(),
-        in_flight: tick.services.net.in_flight.get_signed(),
-        ws_open: tick.services.net.ws_open.load(Ordering::Relaxed),
-        sockets_open: tick.services.net.sockets_open.load(Ordering::Relaxed),
+        elapsed_ms: second.elapsed.as_millis() as u64,
+        series: super::series::encode(second.interval, second.registry),
+        scenarios: scope.contexts.iter().map(|c| counts(c)).collect(),
+        in_flight: services.net.in_flight.get_signed(),
+        ws_open: services.net.ws_open.load(Ordering::Relaxed),
+        sockets_open: services.net.sockets_open.load(Ordering::Relaxed),
         errors,
         log,
         log_not_sent,

@@ -1,34 +1,21 @@
-//! What every live output reads each second: the run loop's [`Tick`] and the
-//! [`Frame`] derived from it once. A leaf under the outputs, so that `mod.rs` (which
-//! drives them) and they do not import each other.
+//! What every live output reads each second: the [`Frame`] derived once from the run's
+//! [`Second`] for all of them. A leaf under the outputs, so that `mod.rs` (which drives
+//! them) and they do not import each other.
 
-use crate::metrics::{Aggregator, MetricDef, Registry, SeriesMap, TagSet, Value};
+use crate::metrics::{MetricDef, Second, SeriesMap, TagSet, Value};
 use crate::thresholds::Evaluator;
-use std::time::Duration;
 
 /// A sampled service's newest figures.
 pub(crate) type ServiceNow = crate::sampling::book::Latest;
 
-/// What the run loop hands over each second.
-pub(crate) struct Tick<'a> {
-    /// Time since the run started, at the end of this interval.
-    pub elapsed: Duration,
-    /// The interval's samples.
-    pub interval: &'a SeriesMap,
-    /// The run's totals so far (and gauges' ranges).
-    pub aggregator: &'a Aggregator,
-    /// Metric names and kinds.
-    pub registry: &'a Registry,
+/// One second of the run with what every output derives from it once.
+pub(crate) struct Frame<'a> {
+    /// The second, as every consumer of the run's seconds gets it.
+    pub second: Second<'a>,
     /// The run's thresholds, judged on the totals so far.
     pub thresholds: &'a Evaluator,
     /// Each sampled service's newest figures.
     pub services: Vec<ServiceNow>,
-}
-
-/// A tick with what every output derives from it once.
-pub(crate) struct Frame<'a> {
-    /// The tick.
-    pub tick: &'a Tick<'a>,
     /// Length of the interval, seconds.
     pub secs: f64,
     /// Unix time of the interval's end, seconds.
@@ -40,7 +27,7 @@ pub(crate) struct Frame<'a> {
 impl Frame<'_> {
     /// The interval's series in a stable order (metric name, then tags).
     pub(crate) fn series(&self) -> Vec<(&MetricDef, &TagSet, &Value)> {
-        series_of(self.tick.interval, &self.defs)
+        series_of(self.second.interval, &self.defs)
     }
 }
 

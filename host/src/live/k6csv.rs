@@ -4,9 +4,11 @@
 
 use super::aggregate::{number, Aggregate};
 use super::frame::Frame;
+use super::output::Output;
 use super::sink_file::SinkFile;
+use crate::summary::Summary;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// k6's CSV header.
 pub(crate) const HEADER: &[&str] = &[
@@ -34,6 +36,8 @@ const TAG_COLUMNS: std::ops::Range<usize> = 3..15;
 
 /// Writes the CSV output.
 pub(crate) struct CsvOutput {
+    /// Where it goes (named in a warning).
+    path: PathBuf,
     /// `None` once finished.
     out: Option<csv::Writer<SinkFile>>,
 }
@@ -43,7 +47,10 @@ impl CsvOutput {
     pub(crate) fn create(path: &Path) -> io::Result<Self> {
         let mut out = csv::Writer::from_writer(SinkFile::create(path)?);
         out.write_record(HEADER)?;
-        Ok(Self { out: Some(out) })
+        Ok(Self {
+            path: path.to_path_buf(),
+            out: Some(out),
+        })
     }
 
     /// One row per series of the interval; flushed at once.
@@ -75,10 +82,24 @@ impl CsvOutput {
     }
 
     /// Ends the file (the gzip trailer).
-    pub(crate) fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn end(&mut self) -> io::Result<()> {
         match self.out.take() {
             Some(out) => out.into_inner().map_err(|e| e.into_error())?.finish(),
             None => Ok(()),
         }
+    }
+}
+
+impl Output for CsvOutput {
+    fn describe(&self) -> String {
+        format!("--out csv={}", self.path.display())
+    }
+
+    fn tick(&mut self, frame: &Frame<'_>) -> anyhow::Result<()> {
+        Ok(self.write(frame)?)
+    }
+
+    fn finish(&mut self, _summary: &Summary, _results_dir: &Path) -> anyhow::Result<()> {
+        Ok(self.end()?)
     }
 }

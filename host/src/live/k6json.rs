@@ -5,15 +5,19 @@
 
 use super::aggregate::Aggregate;
 use super::frame::Frame;
+use super::output::Output;
 use super::sink_file::SinkFile;
 use crate::metrics::{MetricDef, MetricKind};
+use crate::summary::Summary;
 use serde_json::{json, Map, Value as Json};
 use std::collections::HashSet;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes the JSON output.
 pub(crate) struct JsonOutput {
+    /// Where it goes (named in a warning).
+    path: PathBuf,
     out: SinkFile,
     declared: HashSet<String>,
 }
@@ -22,6 +26,7 @@ impl JsonOutput {
     /// Creates the file.
     pub(crate) fn create(path: &Path) -> io::Result<Self> {
         Ok(Self {
+            path: path.to_path_buf(),
             out: SinkFile::create(path)?,
             declared: HashSet::new(),
         })
@@ -57,8 +62,22 @@ impl JsonOutput {
     }
 
     /// Ends the file (the gzip trailer).
-    pub(crate) fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn end(&mut self) -> io::Result<()> {
         self.out.finish()
+    }
+}
+
+impl Output for JsonOutput {
+    fn describe(&self) -> String {
+        format!("--out json={}", self.path.display())
+    }
+
+    fn tick(&mut self, frame: &Frame<'_>) -> anyhow::Result<()> {
+        Ok(self.write(frame)?)
+    }
+
+    fn finish(&mut self, _summary: &Summary, _results_dir: &Path) -> anyhow::Result<()> {
+        Ok(self.end()?)
     }
 }
 

@@ -2,15 +2,16 @@
 //! `/metrics`, and the streaming outputs (`--out csv=…`, `--out json=…`,
 //! `--out prometheus-rw=…`).
 //!
-//! Like the results writer, this is one more reader of the aggregator's ticks: the run
-//! loop hands [`Live::tick`] each second's interval and the totals, and
-//! [`Live::finish`] the summary; nothing here touches the hot path.
+//! Like the results writer, this is one more reader of the run's seconds: the run loop
+//! hands [`Live::tick`] each [`Second`], which every [`Output`] gets as one
+//! [`Frame`], and [`Live::finish`] the summary; nothing here touches the hot path.
 //!
-//! One job per file: [`spec`] reads `--out`, [`aggregate`] turns a series' second into
-//! a value and metadata, [`sink_file`] is a (gzipped) output file, [`k6csv`] and
-//! [`k6json`] write k6's formats, [`prom`] names series the Prometheus way,
-//! [`openmetrics`] renders `/metrics`, [`remote_write`] pushes to a Prometheus, and
-//! [`dashboard`] serves the page and its feed.
+//! One job per file: [`output`] is the interface every output implements, [`frame`]
+//! what each gets every second, [`spec`] reads `--out`, [`aggregate`] turns a series'
+//! second into a value and metadata, [`sink_file`] is a (gzipped) output file,
+//! [`k6csv`] and [`k6json`] write k6's formats, [`prom`] names series the Prometheus
+//! way, [`openmetrics`] renders `/metrics`, [`remote_write`] pushes to a Prometheus,
+//! and [`dashboard`] serves the page and its feed.
 
 pub(crate) mod aggregate;
 pub(crate) mod dashboard;
@@ -18,19 +19,23 @@ pub(crate) mod frame;
 pub(crate) mod k6csv;
 pub(crate) mod k6json;
 pub(crate) mod openmetrics;
+pub(crate) mod output;
 pub(crate) mod prom;
 pub(crate) mod remote_write;
 pub(crate) mod sink_file;
 pub(crate) mod spec;
 
 use crate::config::OutputsConfig;
+use crate::metrics::Second;
 use crate::summary::Summary;
+use crate::thresholds::Evaluator;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub(crate) use frame::{Frame, ServiceNow, Tick};
+pub(crate) use frame::{Frame, ServiceNow};
+pub(crate) use output::Output;
 pub(crate) use spec::OutputSpec;
 
 /// Default address of `--dashboard`, as k6's.
@@ -56,19 +61,18 @@ pub(crate) fn at_a_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
-/// A file output and where it goes.
-enum FileOutput {
-    Csv(Box<k6csv::CsvOutput>),
-    Json(Box<k6json::JsonOutput>),
-}
-
-/// The run's live outputs.
+/// The run's live outputs: one list, in the order the operator gave them, the
+/// dashboard last.
 pub(crate) struct Live {
-    files: Vec<(PathBuf, FileOutput, bool)>,
-    dashboard: Option<dashboard::Dashboard>,
-    remote: Vec<remote_write::RemoteWrite>,
+    outputs: Vec<Slot>,
     last: Duration,
     linger: bool,
+}
+
+/// An output and whether its failure was warned about.
+struct Slot {
+    output: Box<dyn Output>,
+    warned: bool,
 }
 
 impl Live {
@@ -79,115 +83,99 @@ impl Live {
         config: &OutputsConfig,
         title: &str,
     ) -> Result<Live> {
-        let mut files = Vec::new();
-        let mut remote = Vec::new();
+        let mut outputs: Vec<Box<dyn Output>> = Vec::new();
         for spec in &options.outputs {
-            match spec {
-                OutputSpec::Csv(path) => files.push((
-                    path.clone(),
-                    FileOutput::Csv(Box::new(k6csv::CsvOutput::create(path).with_context(
-                        || format!("--out csv: cannot write {}", path.display()),
-                    )?)),
-                    false,
-                )),
-                OutputSpec::Json(path) => files.push((
-                    path.clone(),
-                    FileOutput::Json(Box::new(k6json::JsonOutput::create(path).with_context(
-                        || format!("--out json: cannot write {}", path.display()),
-                    )?)),
-                    false,
-                )),
+            outputs.push(match spec {
+                OutputSpec::Csv(path) => Box::new(
+                    k6csv::CsvOutput::create(path)
+                        .with_context(|| format!("--out csv: cannot write {}", path.display()))?,
+                ),
+                OutputSpec::Json(path) => Box::new(
+                    k6json::JsonOutput::create(path)
+                        .with_context(|| format!("--out json: cannot write {}", path.display()))?,
+                ),
                 OutputSpec::PrometheusRw(url) => {
-                    remote.push(remote_write::RemoteWrite::start(url, &config.prometheus)?)
+                    Box::new(remote_write::RemoteWrite::start(url, &config.prometheus)?)
                 }
-            }
+            });
         }
-        let dashboard = match options.dashboard {
-            Some(addr) => Some(dashboard::Dashboard::start(addr, title)?),
-            None => None,
-        };
+        if let Some(addr) = options.dashboard {
+            outputs.push(Box::new(dashboard::Dashboard::start(addr, title)?));
+        }
         Ok(Live {
-            files,
-            dashboard,
-            remote,
+            outputs: outputs
+                .into_iter()
+                .map(|output| Slot {
+                    output,
+                    warned: false,
+                })
+                .collect(),
             last: Duration::ZERO,
             linger: options.linger,
         })
     }
 
-    /// Nothing to watch with: the run loop skips building ticks.
+    /// Nothing to watch with: the run loop skips building frames.
     pub(crate) fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dashboard.is_none() && self.remote.is_empty()
+        self.outputs.is_empty()
     }
 
-    /// Hands one interval to every output. A file that fails to be written is warned
-    /// about once and the run goes on.
-    pub(crate) fn tick(&mut self, tick: Tick<'_>) {
+    /// Hands one second to every output, with the thresholds judged so far and the
+    /// sampled services' newest figures. An output that fails is warned about once and
+    /// the run goes on.
+    pub(crate) fn tick(
+        &mut self,
+        second: &Second<'_>,
+        thresholds: &Evaluator,
+        services: Vec<ServiceNow>,
+    ) {
         if self.is_empty() {
             return;
         }
-        let secs = (tick.elapsed.saturating_sub(self.last)).as_secs_f64();
-        self.last = tick.elapsed;
+        let secs = (second.elapsed.saturating_sub(self.last)).as_secs_f64();
+        self.last = second.elapsed;
         let frame = Frame {
-            tick: &tick,
+            second: *second,
+            thresholds,
+            services,
             secs,
             unix: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
                 .as_secs_f64(),
-            defs: tick.registry.all(),
+            defs: second.registry.all(),
         };
-        for (path, output, warned) in &mut self.files {
-            let result = match output {
-                FileOutput::Csv(o) => o.write(&frame),
-                FileOutput::Json(o) => o.write(&frame),
-            };
-            if let Err(e) = result {
-                if !*warned {
-                    *warned = true;
+        for slot in &mut self.outputs {
+            if let Err(e) = slot.output.tick(&frame) {
+                if !slot.warned {
+                    slot.warned = true;
                     crate::stderr::warn(format_args!(
-                        "output {} could not be written: {e}",
-                        path.display()
+                        "{} could not be written: {e:#}",
+                        slot.output.describe()
                     ));
                 }
             }
-        }
-        for r in &mut self.remote {
-            r.tick(&frame);
-        }
-        if let Some(d) = &mut self.dashboard {
-            d.tick(&frame);
         }
     }
 
     /// The run is over: files are ended, the dashboard shows the summary's figures and
     /// links to the report in `results_dir`.
     pub(crate) fn finish(&mut self, summary: &Summary, results_dir: &Path) {
-        for (path, output, _) in &mut self.files {
-            let result = match output {
-                FileOutput::Csv(o) => o.finish(),
-                FileOutput::Json(o) => o.finish(),
-            };
-            if let Err(e) = result {
+        for slot in &mut self.outputs {
+            if let Err(e) = slot.output.finish(summary, results_dir) {
                 crate::stderr::warn(format_args!(
-                    "output {} could not be finished: {e}",
-                    path.display()
+                    "{} could not be finished: {e:#}",
+                    slot.output.describe()
                 ));
             }
-        }
-        if let Some(d) = &mut self.dashboard {
-            d.finish(summary, results_dir);
         }
     }
 
     /// Waits (briefly) until the pages watching have the final figures and the remote
     /// writes are sent (and, when asked to linger, until Ctrl-C), then stops serving.
     pub(crate) async fn close(self) {
-        for r in self.remote {
-            r.close().await;
-        }
-        if let Some(d) = self.dashboard {
-            d.close(self.linger).await;
+        for slot in self.outputs {
+            slot.output.close(self.linger).await;
         }
     }
 }

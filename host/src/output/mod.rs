@@ -16,7 +16,7 @@ pub(crate) mod text;
 pub(crate) mod timeseries;
 
 pub(crate) use crate::files::{write_whole, WriteFailure};
-use crate::metrics::{Registry, SeriesMap};
+use crate::metrics::Second;
 use crate::summary::Summary;
 use anyhow::{Context, Result};
 use chart_data::ChartData;
@@ -77,12 +77,13 @@ impl ResultsWriter {
         &self.dir
     }
 
-    /// Records the interval that ended `elapsed` after the start: a line per metric in
+    /// Records `second`'s interval: a line per metric in
     /// timeseries.jsonl, a histogram per trend in its log, a point for the charts. A
     /// write that fails is counted and tried again on the next tick (a histogram log
     /// that cannot be opened keeps its intervals until it can), so neither a full disk
     /// nor a passing lack of descriptors stops the run or turns a file off for good.
-    pub(crate) fn tick(&mut self, elapsed: Duration, interval: &SeriesMap, registry: &Registry) {
+    pub(crate) fn tick(&mut self, second: &Second<'_>) {
+        let (elapsed, interval, registry) = (second.elapsed, second.interval, second.registry);
         let length = elapsed.saturating_sub(self.last_tick);
         let start = self.last_tick;
         self.last_tick = elapsed;

@@ -5,7 +5,7 @@ pub(crate) mod data;
 pub mod exit_code;
 mod gauges;
 mod interrupt;
-mod observe;
+pub(crate) mod observe;
 mod plan;
 pub(crate) mod progress;
 pub(crate) mod remote;
@@ -20,6 +20,7 @@ pub(crate) mod verdict;
 use crate::config::{self, RunConfig};
 use crate::executor::{self, ExecutorReport, ScenarioCtx};
 use crate::metrics::{Aggregator, Registry};
+use crate::metrics::{Second, SoFar};
 use crate::output::ResultsWriter;
 use crate::plugin::state::{DataSets, VuState};
 use crate::plugin::{self, build_engine, EngineOptions, EpochTicker, Plugin, PluginInfo};
@@ -29,7 +30,7 @@ use crate::thresholds::Evaluator;
 use crate::vu::factory::VuFactory;
 use crate::vu::VuContext;
 use anyhow::{anyhow, bail, Result};
-use observe::{Ending, Observers, Scope, Tick};
+use observe::{Ending, Observers, Scope};
 use plan::Plan;
 pub use request::{RunOutcome, RunRequest};
 use services::{check_pin, services_for, setup_identity};
@@ -278,7 +279,6 @@ async fn start(
                 control: setup.control.clone(),
                 services: setup.services.clone(),
                 setup_data: setup.data.clone(),
-                scenarios: config.scenarios.iter().map(|s| s.name.clone()).collect(),
                 config: config.clone(),
             })
             .await?;
@@ -393,12 +393,15 @@ async fn drive(plan: &Plan, setup: &Setup, started: &mut Started) -> Result<Driv
             _ = tick.tick() => {
                 observers.before_tick(&scope);
                 let interval = aggregator.tick();
-                observers.tick(&Tick {
-                    scope: &scope,
-                    elapsed: t0.elapsed(),
+                let second = Second {
+                    so_far: SoFar {
+                        totals: &aggregator,
+                        registry: scope.registry,
+                        elapsed: t0.elapsed(),
+                    },
                     interval: &interval,
-                    aggregator: &aggregator,
-                });
+                };
+                observers.tick(&scope, &second);
             }
         }
     }
@@ -438,13 +441,15 @@ fn finish(
     observers.before_tick(&scope);
     gauges::sample_gauges(&setup.services, &contexts);
     let last = aggregator.tick();
-    let tick = Tick {
-        scope: &scope,
-        elapsed: t0.elapsed(),
+    let second = Second {
+        so_far: SoFar {
+            totals: &aggregator,
+            registry: scope.registry,
+            elapsed: t0.elapsed(),
+        },
         interval: &last,
-        aggregator: &aggregator,
     };
-    observers.last_tick(&tick, &reports);
+    observers.last_tick(&scope, &second, &reports);
     let mut summary = summarize::summary(&plan.info, setup, &scope, &aggregator, &reports, elapsed);
     summary.vus_init_s = vus_init.as_secs_f64();
     let mut end = Ending {

@@ -5,46 +5,28 @@
 
 use crate::control::RunControl;
 use crate::executor::{ExecutorReport, ScenarioCtx};
-use crate::metrics::{Registry, SeriesMap};
+use crate::metrics::Second;
 use crate::plugin::state::HostServices;
+use crate::run::observe::Scope;
 use crate::summary::Summary;
 use futures::future::BoxFuture;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What a run hands a [`Remote`] at the barrier: its control, services and setup data.
-pub struct BarrierCtx {
+pub(crate) struct BarrierCtx {
     /// Stops the run (a worker stops when told; a coordinator tells its workers).
     pub control: Arc<RunControl>,
     /// The run's recorder, registry and network counters.
     pub services: Arc<HostServices>,
     /// What `setup()` returned (or, on a worker, what the coordinator handed over).
     pub setup_data: Arc<str>,
-    /// Scenario names, in config order.
-    pub scenarios: Vec<String>,
     /// The resolved run config (what a coordinator hands its workers).
     pub config: crate::config::RunConfig,
 }
 
-/// What one tick of the drive loop gives a [`Remote`].
-pub struct TickCtx<'a> {
-    /// Time since the start.
-    pub elapsed: Duration,
-    /// The samples of the second just ended (a worker sends them on).
-    pub interval: &'a SeriesMap,
-    /// The run's metric names.
-    pub registry: &'a Registry,
-    /// The scenarios' live counters (a coordinator writes its workers' sums there).
-    pub contexts: &'a [Arc<ScenarioCtx>],
-    /// Network counters (a coordinator writes its workers' in-flight sum there).
-    pub services: &'a HostServices,
-    /// The plugin's failures so far (a worker sends them on when they change).
-    pub errors: &'a crate::vu::errors::ErrorLog,
-}
-
 /// A run's part in a distributed run. Every method has the behaviour of a plain run
 /// as its default.
-pub trait Remote: Send + Sync {
+pub(crate) trait Remote: Send + Sync {
     /// A worker's setup data from the coordinator: `setup()` and `teardown()` are not
     /// called here (they run once, at the coordinator).
     fn given_setup_data(&self) -> Option<Arc<str>> {
@@ -76,13 +58,16 @@ pub trait Remote: Send + Sync {
     fn before_tick(&self, _contexts: &[Arc<ScenarioCtx>], _services: &HostServices) {}
 
     /// Called at each tick with the interval just folded.
-    fn tick(&self, _tick: TickCtx<'_>) {}
+    /// `second` is the run's, as every observer gets it (a worker sends its samples
+    /// on); `scope` holds the live counters and the plugin's failures so far.
+    fn tick(&self, _scope: &Scope<'_>, _second: &Second<'_>) {}
 
     /// Called once the run is over, with the last interval and the executors' reports,
     /// before the summary is built.
     fn finished(
         &self,
-        _tick: TickCtx<'_>,
+        _scope: &Scope<'_>,
+        _second: &Second<'_>,
         _reports: &std::collections::BTreeMap<String, ExecutorReport>,
     ) {
     }
@@ -93,7 +78,7 @@ pub trait Remote: Send + Sync {
 
 /// A shared [`Remote`], so a run request can carry one and still be cloned.
 #[derive(Clone)]
-pub struct RemoteRole(pub Arc<dyn Remote>);
+pub struct RemoteRole(pub(crate) Arc<dyn Remote>);
 
 impl std::fmt::Debug for RemoteRole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -8,9 +8,9 @@ use super::plan::Plan;
 use super::setup::Setup;
 use crate::executor::ExecutorReport;
 use crate::metrics::Aggregator;
+use crate::metrics::SoFar;
 use crate::plugin::PluginInfo;
 use crate::summary::{self, Summary};
-use crate::thresholds::RunView;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -44,8 +44,8 @@ pub(super) fn summary(
             .chain(setup.services.warnings())
             .collect(),
     });
-    let view = RunView {
-        aggregator,
+    let view = SoFar {
+        totals: aggregator,
         registry: scope.registry,
         elapsed,
     };

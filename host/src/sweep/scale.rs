@@ -9,26 +9,11 @@
 //! ramp and holding for `--hold`. Other scenario options (`exec`, `env`, `tags`,
 //! `start_time`, `graceful_stop`) and every other section are kept as they are.
 
+use crate::config::executor_toml::ramp_then_hold;
+use crate::config::executors::DEFAULT_GRACEFUL_RAMP_DOWN;
 use crate::config::{ExecutorConfig, RunConfig};
 use anyhow::{bail, Result};
 use std::time::Duration;
-
-/// Executor options that a level replaces; whatever else a scenario says is kept.
-const SCHEDULE_KEYS: &[&str] = &[
-    "executor",
-    "vus",
-    "duration",
-    "iterations",
-    "max_duration",
-    "start_vus",
-    "stages",
-    "graceful_ramp_down",
-    "rate",
-    "time_unit",
-    "pre_allocated_vus",
-    "max_vus",
-    "start_rate",
-];
 
 /// One scenario's configured size.
 #[derive(Debug, Clone)]
@@ -116,7 +101,9 @@ impl Scaler {
         }
     }
 
-    /// The run config of `level`, held for `hold` after a ramp of `ramp`.
+    /// The run config of `level`, held for `hold` after a ramp of `ramp`: each
+    /// scenario's schedule built as an [`ExecutorConfig`] and written over its table by
+    /// the config's own writer, so the reader reads back exactly the level's schedule.
     pub(crate) fn level_config(&self, level: f64, hold: Duration, ramp: Duration) -> toml::Table {
         let factor = level / self.total;
         let mut source = self.source.clone();
@@ -127,64 +114,61 @@ impl Scaler {
             let Some(toml::Value::Table(table)) = tables.get_mut(&base.name) else {
                 continue;
             };
-            for key in SCHEDULE_KEYS {
-                table.remove(*key);
-            }
-            let scaled = base.value * factor;
-            let mut set = |k: &str, v: toml::Value| {
-                table.insert(k.to_string(), v);
-            };
-            if base.open {
-                // VUs grow with the rate (Little's law: in flight = rate × latency), and
-                // never fall below what the config gives, so a low level is not starved.
-                let grow = |n: u64| (n as f64 * factor).ceil().max(n as f64).max(1.0) as i64;
-                set(
-                    "pre_allocated_vus",
-                    toml::Value::Integer(grow(base.pre_allocated_vus)),
-                );
-                set("max_vus", toml::Value::Integer(grow(base.max_vus)));
-                if ramp.is_zero() {
-                    set("executor", "constant-arrival-rate".into());
-                    set("rate", toml::Value::Float(scaled));
-                    set("time_unit", "1s".into());
-                    set("duration", duration(hold));
-                } else {
-                    // Stage targets are whole numbers: per minute keeps 1/60 s precision.
-                    let per_minute = (scaled * 60.0).round().max(1.0) as i64;
-                    set("executor", "ramping-arrival-rate".into());
-                    set("start_rate", toml::Value::Integer(0));
-                    set("time_unit", "1m".into());
-                    set("stages", stages(ramp, hold, per_minute));
-                }
-            } else {
-                let vus = scaled.round().max(1.0) as i64;
-                if ramp.is_zero() {
-                    set("executor", "constant-vus".into());
-                    set("vus", toml::Value::Integer(vus));
-                    set("duration", duration(hold));
-                } else {
-                    set("executor", "ramping-vus".into());
-                    set("start_vus", toml::Value::Integer(0));
-                    set("stages", stages(ramp, hold, vus));
-                }
-            }
+            self.level_schedule(base, factor, hold, ramp)
+                .write_schedule(table);
         }
         source
     }
-}
 
-fn duration(d: Duration) -> toml::Value {
-    toml::Value::String(format!("{}ms", d.as_millis()))
-}
-
-fn stages(ramp: Duration, hold: Duration, target: i64) -> toml::Value {
-    let stage = |d: Duration| {
-        let mut t = toml::Table::new();
-        t.insert("duration".into(), duration(d));
-        t.insert("target".into(), toml::Value::Integer(target));
-        toml::Value::Table(t)
-    };
-    toml::Value::Array(vec![stage(ramp), stage(hold)])
+    /// `base`'s schedule at `factor` times its configured size.
+    fn level_schedule(
+        &self,
+        base: &Base,
+        factor: f64,
+        hold: Duration,
+        ramp: Duration,
+    ) -> ExecutorConfig {
+        let scaled = base.value * factor;
+        if base.open {
+            // VUs grow with the rate (Little's law: in flight = rate × latency), and
+            // never fall below what the config gives, so a low level is not starved.
+            let grow = |n: u64| (n as f64 * factor).ceil().max(n as f64).max(1.0) as u64;
+            let (pre_allocated_vus, max_vus) = (grow(base.pre_allocated_vus), grow(base.max_vus));
+            if ramp.is_zero() {
+                ExecutorConfig::ConstantArrivalRate {
+                    rate: scaled,
+                    time_unit: Duration::from_secs(1),
+                    duration: hold,
+                    pre_allocated_vus,
+                    max_vus,
+                }
+            } else {
+                // Stage targets are whole numbers: per minute keeps 1/60 s precision.
+                let per_minute = (scaled * 60.0).round().max(1.0) as u64;
+                ExecutorConfig::RampingArrivalRate {
+                    start_rate: 0.0,
+                    time_unit: Duration::from_secs(60),
+                    stages: ramp_then_hold(ramp, hold, per_minute),
+                    pre_allocated_vus,
+                    max_vus,
+                }
+            }
+        } else {
+            let vus = scaled.round().max(1.0) as u64;
+            if ramp.is_zero() {
+                ExecutorConfig::ConstantVus {
+                    vus,
+                    duration: hold,
+                }
+            } else {
+                ExecutorConfig::RampingVus {
+                    start_vus: 0,
+                    stages: ramp_then_hold(ramp, hold, vus),
+                    graceful_ramp_down: DEFAULT_GRACEFUL_RAMP_DOWN,
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use super::expression::{aggregation_name, aggregations_of, applies_to, kind_name};
 use super::parse::Threshold;
 use crate::metrics::summary::{merged_value, stats_of, Aggregation};
-use crate::metrics::{Aggregator, Registry, Unit};
+use crate::metrics::{SoFar, Unit};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -72,16 +72,6 @@ enum Observation {
     WrongKind(String),
 }
 
-/// What evaluation needs of the run.
-pub(crate) struct RunView<'a> {
-    /// Cumulative series and gauge ranges.
-    pub aggregator: &'a Aggregator,
-    /// Metric names and kinds, custom ones included.
-    pub registry: &'a Registry,
-    /// Time since the run started (turns counts into rates).
-    pub elapsed: Duration,
-}
-
 /// A run's thresholds and whether one has aborted it.
 #[derive(Debug, Default)]
 pub(crate) struct Evaluator {
@@ -111,7 +101,7 @@ impl Evaluator {
 
     /// Checks the `abort_on_fail` thresholds whose delay has passed; returns why the run
     /// must stop the first time one fails.
-    pub(crate) fn check_abort(&self, view: &RunView<'_>) -> Option<String> {
+    pub(crate) fn check_abort(&self, view: &SoFar<'_>) -> Option<String> {
         if self.aborted_by.get().is_some() {
             return None;
         }
@@ -136,7 +126,7 @@ impl Evaluator {
     }
 
     /// Evaluates every threshold once more, for the verdict.
-    pub(crate) fn finish(&self, view: &RunView<'_>) -> Vec<ThresholdOutcome> {
+    pub(crate) fn finish(&self, view: &SoFar<'_>) -> Vec<ThresholdOutcome> {
         self.thresholds
             .iter()
             .enumerate()
@@ -217,7 +207,7 @@ fn outcome_of(
     }
 }
 
-fn observe(t: &Threshold, view: &RunView<'_>) -> Observation {
+fn observe(t: &Threshold, view: &SoFar<'_>) -> Observation {
     let Some(id) = view.registry.lookup(&t.metric.name) else {
         return Observation::NoSamples;
     };
@@ -231,12 +221,12 @@ fn observe(t: &Threshold, view: &RunView<'_>) -> Observation {
             aggregations_of(kind)
         ));
     }
-    let Some(value) = merged_value(view.aggregator.totals(), id, kind, &t.metric.tags) else {
+    let Some(value) = merged_value(view.totals.totals(), id, kind, &t.metric.tags) else {
         return Observation::NoSamples;
     };
     // A tagged gauge's extremes are not tracked per series; its last value stands in.
     let range = if t.metric.tags.is_empty() {
-        view.aggregator.gauge_range(id)
+        view.totals.gauge_range(id)
     } else {
         None
     };
@@ -250,7 +240,7 @@ fn observe(t: &Threshold, view: &RunView<'_>) -> Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{builtin, MetricKind, Recorder, TagSet};
+    use crate::metrics::{builtin, Aggregator, MetricKind, Recorder, Registry, TagSet};
     use crate::thresholds::parse::parse_thresholds;
     use std::sync::Arc;
 
@@ -265,9 +255,9 @@ mod tests {
         aggregator
     }
 
-    fn view<'a>(aggregator: &'a Aggregator, registry: &'a Registry) -> RunView<'a> {
-        RunView {
-            aggregator,
+    fn view<'a>(aggregator: &'a Aggregator, registry: &'a Registry) -> SoFar<'a> {
+        SoFar {
+            totals: aggregator,
             registry,
             elapsed: Duration::from_secs(10),
         }

@@ -9,7 +9,7 @@ pub(crate) mod eval;
 // that judge thresholds.
 pub(crate) use crate::config::thresholds::{expression, parse};
 
-pub(crate) use eval::{Evaluator, RunView, ThresholdOutcome};
+pub(crate) use eval::{Evaluator, ThresholdOutcome};
 pub(crate) use parse::parse_thresholds;
 
 /// Warnings about thresholds worth printing after a run (metrics that never got a sample,
@@ -34,7 +34,7 @@ pub(crate) fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
 /// Stops the run (gracefully, then at once) when an `abort_on_fail` threshold is crossed.
 pub(crate) fn abort_if_crossed(
     evaluator: &Evaluator,
-    view: &RunView<'_>,
+    view: &crate::metrics::SoFar<'_>,
     control: &crate::control::RunControl,
 ) {
     if let Some(why) = evaluator.check_abort(view) {

@@ -259,13 +259,10 @@ async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
     .await;
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
-    // The image and the fetch of each of the two iterations.
+    // The image, the fetch and the WebSocket (which fails at the dead-end proxy, and
+    // is counted from the page's events) of each of the two iterations.
     let denied = common::metric_count(&summary, "http_reqs_denied");
-    assert!(
-        denied >= 4.0,
-        "http_reqs_denied {denied}: {}",
-        summary["metrics"]
-    );
+    assert_eq!(denied, 6.0, "http_reqs_denied: {}", summary["metrics"]);
     assert_eq!(
         contacted.load(Ordering::SeqCst),
         0,
@@ -410,7 +407,15 @@ export default async function () {
   const doubled = await page.evaluate((n) => n * 2, 21);
   const seen = await page.evaluate(() => innerWidth + ' ' + navigator.userAgent);
   const html = await page.content();
+  const list = page.locator('ul');
+  await list.locator('li.item').first().waitFor();
+  const nested = await list.locator('li.item').nth(1).textContent();
+  const withTwo = await page.locator('li.item').filter({ hasText: 'two' }).count();
+  const noT = await page.locator('li.item').filter({ hasNotText: /t/ }).textContent();
+  const lists = await page.locator('body *').filter({ has: page.locator('.item') }).count();
+  const inList = await list.getByText('two').count();
   check(page, {
+    'nested locators and filter': () => nested === 'two' && withTwo === 1 && noT === 'one' && lists === 1 && inList === 1,
     'goto answers 200': () => res.status() === 200,
     'a button enables on input': () => before === false,
     'fill, check, selectOption and a real click': () => out === 'ann:true:l',
@@ -466,7 +471,7 @@ async fn locators_act_and_read_as_k6s() {
         assert_eq!(c["fails"].as_u64(), Some(0), "check failed: {c}");
         assert_eq!(c["passes"].as_u64(), Some(2), "{c}");
     }
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 13);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 14);
     // Screenshots are PNGs inside the results folder.
     for i in 0..2 {
         let png = std::fs::read(dir.join(format!("shots/form-{i}.png"))).unwrap();
@@ -512,4 +517,382 @@ async fn a_scenario_without_a_browser_type_fails_as_k6s_does() {
     );
     // No browser was started for a run without a browser scenario.
     assert!(browsers_under(tmp.path()).is_empty());
+}
+
+const CRASH: &str = r#"
+import { browser } from 'k6/browser';
+import { check } from 'k6';
+
+export const options = {
+  scenarios: {
+    ui: {
+      executor: 'per-vu-iterations', vus: 1, iterations: 2,
+      options: { browser: { type: 'chromium' } },
+    },
+  },
+};
+
+export default async function () {
+  const page = await browser.newPage();
+  await page.goto(`${__ENV.BASE}/survey/login`);
+  if (__ITER === 0) {
+    // The test kills the browser while this waits.
+    await page.waitForSelector('#never-there', { timeout: 60000 });
+  }
+  await page.locator('input[name="user"]').type('user1');
+  await page.locator('input[name="password"]').type('demo');
+  await Promise.all([page.waitForNavigation(), page.locator('button').click()]);
+  check(await page.locator('#user').textContent(), { 'signed in': (w) => w === 'user1' });
+  await page.close();
+}
+"#;
+
+/// The pids of the browsers' main processes (not their helpers) under `tmp`.
+fn browser_mains_under(tmp: &Path) -> Vec<i32> {
+    let needle = tmp.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains(&needle)
+            && cmdline.contains("host-browser-")
+            && cmdline.contains("--remote-debugging-pipe")
+            && !cmdline.contains("--type=")
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_that_crashes_fails_its_iteration_and_the_next_gets_a_new_one() {
+    let _turn = BROWSER_TURN.lock().await;
+    let demo = common::demo_target(std::time::Duration::ZERO).await;
+    let addr = demo.addr().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("crash.js"), CRASH).unwrap();
+    let out = tmp.path().join("results");
+    let base = format!("BASE=http://{addr}");
+    let run = {
+        let (dir, out) = (tmp.path().to_path_buf(), out.clone());
+        tokio::spawn(async move {
+            host(
+                &dir,
+                &dir,
+                &[
+                    "run",
+                    "crash.js",
+                    "-e",
+                    &base,
+                    "--out",
+                    out.to_str().unwrap(),
+                    "--quiet",
+                ],
+                &[],
+            )
+            .await
+        })
+    };
+    // The first iteration waits for an element that never comes: once its page has
+    // the form (the goto is done), the browser is killed under it.
+    let started = std::time::Instant::now();
+    let first = loop {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no browser started"
+        );
+        let mains = browser_mains_under(tmp.path());
+        if let [pid] = mains[..] {
+            break pid;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    // SAFETY: kill has no memory preconditions; the pid is the test's own browser.
+    assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
+    let ran = run.await.unwrap();
+    // One iteration failed, one succeeded: the run itself completes.
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let errors = summary["plugin_errors"].to_string();
+    assert!(
+        errors.contains("the browser closed its DevTools connection"),
+        "the failed iteration says why: {errors}"
+    );
+    assert_eq!(common::metric_count(&summary, "iterations"), 2.0);
+    // The second iteration signed in, in a new browser.
+    assert_eq!(common::check_counts(&summary, "signed in"), (1, 0));
+    assert_eq!(demo_counter(&addr, "demo_survey_logins_total"), 1);
+    assert!(
+        browsers_under(tmp.path()).is_empty(),
+        "Chromium left running: {:?}",
+        browsers_under(tmp.path())
+    );
+}
+
+/// A Chromium the test starts itself with a DevTools port on 127.0.0.1 (a remote
+/// browser for `K6_BROWSER_WS_URL`), killed with its helpers when dropped.
+struct RemoteChromium {
+    child: std::process::Child,
+    ws_url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl RemoteChromium {
+    fn start() -> RemoteChromium {
+        use std::os::unix::process::CommandExt;
+        let profile = tempfile::tempdir().unwrap();
+        let child = Command::new("/usr/bin/chromium")
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("Debian's chromium is installed");
+        // With port 0 Chromium writes the port it took, and the browser's path.
+        let active = profile.path().join("DevToolsActivePort");
+        let started = std::time::Instant::now();
+        let ws_url = loop {
+            if let Ok(text) = std::fs::read_to_string(&active) {
+                let mut lines = text.lines();
+                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                    break format!("ws://127.0.0.1:{port}{path}");
+                }
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "chromium wrote no DevToolsActivePort"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        RemoteChromium {
+            child,
+            ws_url,
+            _profile: profile,
+        }
+    }
+}
+
+impl Drop for RemoteChromium {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory preconditions; the group is the test's browser.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_browser_from_k6_browser_ws_url_runs_the_script_within_the_allowlist() {
+    let _turn = BROWSER_TURN.lock().await;
+    let remote = RemoteChromium::start();
+    let demo = common::demo_target(std::time::Duration::ZERO).await;
+    let addr = demo.addr().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("signin.js"), SIGN_IN).unwrap();
+    let out = tmp.path().join("results");
+    let base = format!("BASE=http://{addr}");
+    let env = [("K6_BROWSER_WS_URL", remote.ws_url.as_str())];
+    let ran = host(
+        tmp.path(),
+        tmp.path(),
+        &[
+            "run",
+            "signin.js",
+            "-e",
+            &base,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+        &env,
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        common::check_counts(&summary, "signed in as this VU"),
+        (6, 0)
+    );
+    assert_eq!(demo_counter(&addr, "demo_survey_logins_total"), 6);
+    assert!(common::metric_count(&summary, "browser_web_vital_ttfb") >= 12.0);
+    // The host started no browser of its own, and the remote one still runs.
+    assert!(browsers_under(tmp.path()).is_empty());
+    let alive = std::path::Path::new(&format!("/proc/{}", remote.child.id())).exists();
+    assert!(alive, "the host closed a browser it did not start");
+
+    // The allowlist holds in it: the image, the fetch and the WebSocket to a denied
+    // origin are counted and never reach it (the WebSocket fails at the context's
+    // proxy, the host's switches being out of reach).
+    let (denied_port, contacted) = server(Some("x".into()));
+    let page = format!(
+        "<!doctype html><title>t</title><img src='http://127.0.0.1:{denied_port}/a.png'>\
+         <script>fetch('http://127.0.0.1:{denied_port}/api').catch(() => {{}});\
+         try {{ new WebSocket('ws://127.0.0.1:{denied_port}/ws'); }} catch (e) {{}}</script>"
+    );
+    let (port, _) = server(Some(page));
+    std::fs::write(tmp.path().join("visit.js"), VISIT).unwrap();
+    let out = tmp.path().join("results-visit");
+    let url = format!("URL=http://127.0.0.1:{port}/");
+    let allow = format!("http://127.0.0.1:{port}");
+    let ran = host(
+        tmp.path(),
+        tmp.path(),
+        &[
+            "run",
+            "visit.js",
+            "-e",
+            &url,
+            "--allow",
+            &allow,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+        &env,
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let denied = common::metric_count(&summary, "http_reqs_denied");
+    assert_eq!(denied, 6.0, "http_reqs_denied: {}", summary["metrics"]);
+    assert_eq!(
+        contacted.load(Ordering::SeqCst),
+        0,
+        "the denied server was contacted"
+    );
+}
+
+const POINTER_PAGE: &str = r#"<!doctype html><html><head><title>Pointer</title></head><body style="margin:0">
+<div id="box" style="position:absolute;left:0;top:0;width:300px;height:300px"></div>
+<p id="log" style="position:absolute;top:400px"></p>
+<script>
+  const box = document.getElementById('box');
+  const log = (s) => { document.getElementById('log').textContent += s + ';'; };
+  box.addEventListener('mousedown', (e) => log('down' + e.button));
+  box.addEventListener('mouseup', (e) => log('up' + e.button));
+  box.addEventListener('click', () => log('click'));
+  box.addEventListener('dblclick', () => log('dbl'));
+  box.addEventListener('touchstart', (e) => log('touch' + Math.round(e.touches[0].clientX)));
+</script></body></html>"#;
+
+const POINTER: &str = r#"
+import { browser } from 'k6/browser';
+import { check } from 'k6';
+
+export const options = {
+  scenarios: { ui: { executor: 'per-vu-iterations', vus: 1, iterations: 1, options: { browser: { type: 'chromium' } } } },
+};
+
+const where = (page) => page.evaluate(() => new Promise((resolve, reject) => navigator.geolocation.getCurrentPosition(
+  (p) => resolve([p.coords.latitude, p.coords.longitude]), (e) => reject(new Error(e.message)))));
+const permission = (page) => page.evaluate(() => navigator.permissions.query({ name: 'geolocation' }).then((s) => s.state));
+
+export default async function () {
+  const context = await browser.newContext({
+    permissions: ['geolocation'], geolocation: { latitude: 52.52, longitude: 13.4, accuracy: 5 },
+  });
+  const page = await context.newPage();
+  await page.goto(__ENV.URL);
+  await page.mouse.click(50, 50);
+  await page.mouse.dblclick(60, 60);
+  await page.mouse.move(70, 70);
+  await page.mouse.down({ button: 'right' });
+  await page.mouse.up({ button: 'right' });
+  await page.touchscreen.tap(80, 80);
+  const log = await page.locator('#log').textContent();
+  const first = await where(page);
+  await context.setGeolocation({ latitude: 48.14, longitude: 11.58 });
+  const second = await where(page);
+  const granted = await permission(page);
+  await context.clearPermissions();
+  const cleared = await permission(page);
+  check(log, {
+    'mouse click, dblclick, down and up': (l) => l.startsWith('down0;up0;click;down0;up0;click;down0;up0;click;dbl;down2;up2;'),
+    'touchscreen tap': (l) => l.includes('touch80;'),
+  });
+  check(null, {
+    'newContext geolocation and permissions': () => first[0] === 52.52 && first[1] === 13.4 && granted === 'granted',
+    'setGeolocation': () => second[0] === 48.14 && second[1] === 11.58,
+    'clearPermissions': () => cleared === 'prompt',
+  });
+  console.log(`log=${log} first=${first} second=${second} granted=${granted} cleared=${cleared}`);
+  await context.close();
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mouse_touchscreen_permissions_and_geolocation_act_as_k6s() {
+    let _turn = BROWSER_TURN.lock().await;
+    let (port, _) = server(Some(POINTER_PAGE.into()));
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("pointer.js"), POINTER).unwrap();
+    let out = tmp.path().join("results");
+    let url = format!("URL=http://127.0.0.1:{port}/");
+    let ran = host(
+        tmp.path(),
+        tmp.path(),
+        &[
+            "run",
+            "pointer.js",
+            "-e",
+            &url,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    for c in summary["checks"].as_array().unwrap() {
+        assert_eq!(
+            c["fails"].as_u64(),
+            Some(0),
+            "check failed: {c}\n{}",
+            text(&ran)
+        );
+    }
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_sdk_signs_in_through_a_page() {
+    let _turn = BROWSER_TURN.lock().await;
+    let demo = common::demo_target(std::time::Duration::ZERO).await;
+    let config = r#"
+        [scenarios.ui]
+        executor = "per-vu-iterations"
+        vus = 2
+        iterations = 2
+        exec = "browser"
+    "#;
+    let run = common::run("survey", config, &[("BASE_URL", &demo.base_url())])
+        .await
+        .unwrap();
+    for name in [
+        "browser: the form loads",
+        "browser: signed in as this VU",
+        "browser: on the survey page",
+    ] {
+        assert_eq!(common::check_counts(&run.json, name), (4, 0), "{name}");
+    }
+    // Counted on the server's side: one sign-in per iteration.
+    assert_eq!(demo.survey_counts().logins, 4);
+    assert!(run.metric("browser_web_vital_ttfb", "count") >= 8.0);
 }

@@ -20,8 +20,9 @@ Build with componentize-py (from PyPI), against this package's `wit/`:
 
     componentize-py -d wit -w scenario componentize app -o plugin.wasm
 
-All network I/O goes through the host (`http`, `websocket`, and `grpc` and `sockets`
-imported as `from loadtest import grpc, sockets`), which enforces the run's allowlist
+All network I/O goes through the host (`http`, `websocket`, and `grpc`, `sockets` and
+`browser` imported as `from loadtest import grpc, sockets, browser`: pages of the
+host's Chromium), which enforces the run's allowlist
 and records the built-in metrics. An exception raised by a scenario method is
 a failed iteration (or a failed init/setup) whose message is the exception's text.
 """

@@ -31,8 +31,8 @@
 //! sets that target by default); the output `.wasm` is a component the host loads.
 //!
 //! All network I/O goes through the host ([`http`], [`websocket`], [`grpc`], [`sockets`]
-//! for TCP, TLS and UDP), which enforces the
-//! run's target allowlist and records the built-in metrics (`http_req_duration`, ...).
+//! for TCP, TLS and UDP, [`browser`] for pages of the host's Chromium), which enforces
+//! the run's target allowlist and records the built-in metrics (`http_req_duration`, ...).
 //! A panic in the plugin is reported to the host with its message and location before
 //! the instance traps (see [`export!`]).
 //!
@@ -66,6 +66,7 @@ pub mod bindings {
 }
 
 pub mod auth;
+pub mod browser;
 pub mod cookies;
 pub mod data;
 #[doc(hidden)]

@@ -14,10 +14,13 @@
 //! The jar is reset at the start of each iteration, so each iteration is a new visitor
 //! who signs in again (k6's behaviour).
 //!
+//! The `browser` scenario signs in the same way through the host's Chromium (the SDK's
+//! [`loadtest::browser`]): the form typed into and submitted by a real page.
+//!
 //! Environment: `BASE_URL` (default `http://127.0.0.1:8080`).
 
 use loadtest::serde::Deserialize;
-use loadtest::{check, cookies, http, metrics, vu, PluginInfo, Scenario};
+use loadtest::{browser, check, cookies, http, metrics, vu, PluginInfo, Scenario};
 
 /// The run config used when the operator gives none, the seed's shape: people arrive at
 /// a constant rate (10 a second for a minute) whether or not the site keeps up; an
@@ -63,11 +66,19 @@ impl Scenario for Survey {
                  form, single-use token in a JSON script tag), POST /survey/answer (200), the same \
                  answer again (409: counted in survey_conflicts; a 200 in survey_replays_accepted)",
             )
+            .scenario(
+                "browser",
+                "The sign-in in the host's Chromium: the form typed into and submitted, the \
+                 survey page's signed-in user read (checks `browser: ...`)",
+            )
             .default_config(DEFAULT_CONFIG)
     }
 
-    fn iteration(_scenario: String) -> Result<(), String> {
+    fn iteration(scenario: String) -> Result<(), String> {
         let base = vu::base_url("http://127.0.0.1:8080");
+        if scenario == "browser" {
+            return browser_sign_in(&base);
+        }
         let user = format!("vu-{}", vu::id());
 
         // 1. The form sign-in; the 302 itself, with its Set-Cookie.
@@ -133,6 +144,31 @@ impl Scenario for Survey {
         }
         Ok(())
     }
+}
+
+/// The `browser` scenario: the sign-in as a person does it, in a page of its own.
+fn browser_sign_in(base: &str) -> Result<(), String> {
+    let user = format!("vu-{}", vu::id());
+    let context = browser::Context::open(&browser::ContextOptions::default())?;
+    let page = context.new_page()?;
+    let status = page.goto(&format!("{base}/survey/login"))?;
+    check("browser: the form loads", status == 200);
+    page.locator("input[name=\"user\"]").type_text(&user)?;
+    page.locator("input[name=\"password\"]").type_text("demo")?;
+    let mark = page.navigation_mark();
+    page.locator("button").click()?;
+    page.wait_for_navigation(mark)?;
+    let who = page.locator("#user").text_content()?;
+    check(
+        "browser: signed in as this VU",
+        who.as_deref() == Some(user.as_str()),
+    );
+    check(
+        "browser: on the survey page",
+        page.url()?.ends_with("/survey"),
+    );
+    context.close()?;
+    Ok(())
 }
 
 loadtest::export!(Survey);

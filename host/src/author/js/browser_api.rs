@@ -23,21 +23,16 @@ const NOT_BUILT: &[&str] = &[
     ".emulateMedia",
     ".emulateVisionDeficiency",
     ".setExtraHTTPHeaders",
-    ".grantPermissions",
-    ".clearPermissions",
-    ".setGeolocation",
     ".setOffline",
     ".bringToFront",
     ".throttleCPU",
     ".throttleNetwork",
     ".pdf",
+    ".wheel",
     ".$$",
     ".$",
     ".newBrowserCDPSession",
 ];
-
-/// Objects of the API the layer does not have, reached as properties.
-const NOT_BUILT_OBJECTS: &[&str] = &[".mouse.", ".touchscreen."];
 
 /// Page events the layer does not emit (`page.on(...)`).
 const EVENTS: &[&str] = &[
@@ -61,16 +56,6 @@ pub(crate) fn check(src: &str, code: &str, at: &dyn Fn(usize) -> String) -> Resu
             bail!(
                 "{}: `{api}()` of k6/browser is not supported by this host yet (see \
                  docs/k6-compatibility.md)",
-                at(offset)
-            );
-        }
-    }
-    for name in NOT_BUILT_OBJECTS {
-        if let Some(offset) = code.find(name) {
-            let api = name.trim_matches('.');
-            bail!(
-                "{}: `page.{api}` of k6/browser is not supported by this host yet; use \
-                 locator actions (click, hover, tap) instead (see docs/k6-compatibility.md)",
                 at(offset)
             );
         }
@@ -108,13 +93,9 @@ mod tests {
         let src = "page.on('console', (m) => 1);";
         let e = check(src, src, &at).unwrap_err().to_string();
         assert!(e.contains("page.on('console')"), "{e}");
-        let src = "await page.mouse.click(1, 2);";
-        assert!(check(src, src, &at)
-            .unwrap_err()
-            .to_string()
-            .contains("page.mouse"));
         // What is built passes, and a socket's `on('open')` is no page event.
-        let src = "await page.locator('#a').click(); ws.on('open', f); arr.filter(x => x);";
+        let src = "await page.locator('#a').click(); ws.on('open', f); arr.filter(x => x); \
+                   await page.mouse.click(1, 2); await page.touchscreen.tap(1, 2);";
         assert!(check(src, src, &at).is_ok());
     }
 }

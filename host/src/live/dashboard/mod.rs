@@ -10,8 +10,10 @@ pub(crate) mod server;
 pub(crate) mod snapshot;
 
 use super::frame::Frame;
+use super::output::Output;
 use crate::summary::Summary;
 use anyhow::{Context, Result};
+use futures::future::BoxFuture;
 use server::Shared;
 use snapshot::Snapshot;
 use std::net::SocketAddr;
@@ -63,16 +65,16 @@ impl Dashboard {
     }
 
     /// Publishes one second's update and the `/metrics` text.
-    pub(crate) fn tick(&mut self, frame: &Frame<'_>) {
+    pub(crate) fn publish(&mut self, frame: &Frame<'_>) {
         let snap = snapshot::live(&self.title, frame);
         if let Ok(mut history) = self.shared.history.write() {
             history.push(&snap);
         }
         self.shared.publish(&snap);
         let text = super::openmetrics::render(
-            frame.tick.aggregator.totals(),
+            frame.second.totals.totals(),
             &frame.defs,
-            &frame.tick.services,
+            &frame.services,
             "k6_",
         );
         if let Ok(mut m) = self.shared.metrics.write() {
@@ -83,7 +85,7 @@ impl Dashboard {
 
     /// Publishes the last update, from the summary; report.html is then served from
     /// `results_dir`.
-    pub(crate) fn finish(&mut self, summary: &Summary, results_dir: &Path) {
+    pub(crate) fn conclude(&mut self, summary: &Summary, results_dir: &Path) {
         let report = results_dir.join("report.html");
         let path = report.exists().then(|| report.display().to_string());
         if let Ok(mut r) = self.shared.report.write() {
@@ -119,6 +121,26 @@ impl Dashboard {
             ));
             wait_for_exit().await;
         }
+    }
+}
+
+impl Output for Dashboard {
+    fn describe(&self) -> String {
+        format!("--dashboard {}", self.bound)
+    }
+
+    fn tick(&mut self, frame: &Frame<'_>) -> Result<()> {
+        self.publish(frame);
+        Ok(())
+    }
+
+    fn finish(&mut self, summary: &Summary, results_dir: &Path) -> Result<()> {
+        self.conclude(summary, results_dir);
+        Ok(())
+    }
+
+    fn close(self: Box<Self>, linger: bool) -> BoxFuture<'static, ()> {
+        Box::pin(Dashboard::close(*self, linger))
     }
 }
 

@@ -8,7 +8,7 @@ use crate::metrics::endpoints::{endpoints, Endpoint};
 use crate::metrics::summary::{checks, merged_value, stats_of, summarize, MetricSummary, Stats};
 use crate::metrics::{builtin, MetricKind, TagSet};
 use crate::summary::Summary;
-use crate::thresholds::{RunView, ThresholdOutcome};
+use crate::thresholds::ThresholdOutcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -173,37 +173,32 @@ fn thresholds_of(outcomes: &[ThresholdOutcome]) -> Vec<Threshold> {
 
 /// The snapshot of a running run at `frame`.
 pub(crate) fn live(title: &str, frame: &Frame<'_>) -> Snapshot {
-    let tick = frame.tick;
-    let totals = tick.aggregator.totals();
+    let tick = &frame.second;
+    let totals = tick.totals.totals();
     let metrics = summarize(totals, &frame.defs, tick.elapsed, |id| {
-        tick.aggregator.gauge_range(id)
+        tick.totals.gauge_range(id)
     });
-    let view = RunView {
-        aggregator: tick.aggregator,
-        registry: tick.registry,
-        elapsed: tick.elapsed,
-    };
     let all = TagSet::empty();
     let interval = |id, kind| merged_value(tick.interval, id, kind, &all);
     let mut now = Now::default();
     let secs = frame.secs.max(1e-9);
     if let Some(Stats::Counter { count, .. }) = interval(builtin::HTTP_REQS, MetricKind::Counter)
-        .map(|v| stats_of(&v, frame.tick.elapsed, None))
+        .map(|v| stats_of(&v, frame.second.elapsed, None))
     {
         now.rps = count / secs;
     }
     if let Some(Stats::Counter { count, .. }) = interval(builtin::ITERATIONS, MetricKind::Counter)
-        .map(|v| stats_of(&v, frame.tick.elapsed, None))
+        .map(|v| stats_of(&v, frame.second.elapsed, None))
     {
         now.iterations_per_s = count / secs;
     }
     if let Some(Stats::Rate { rate, .. }) = interval(builtin::HTTP_REQ_FAILED, MetricKind::Rate)
-        .map(|v| stats_of(&v, frame.tick.elapsed, None))
+        .map(|v| stats_of(&v, frame.second.elapsed, None))
     {
         now.failed_share = rate;
     }
     if let Some(Stats::Trend(d)) = interval(builtin::HTTP_REQ_DURATION, MetricKind::Trend)
-        .map(|v| stats_of(&v, frame.tick.elapsed, None))
+        .map(|v| stats_of(&v, frame.second.elapsed, None))
     {
         now.p50 = d.med;
         now.p95 = d.p95;
@@ -225,8 +220,8 @@ pub(crate) fn live(title: &str, frame: &Frame<'_>) -> Snapshot {
                 fails,
             })
             .collect(),
-        thresholds: thresholds_of(&tick.thresholds.finish(&view)),
-        services: tick.services.clone(),
+        thresholds: thresholds_of(&frame.thresholds.finish(&tick.so_far)),
+        services: frame.services.clone(),
         report: None,
     }
 }

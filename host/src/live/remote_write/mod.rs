@@ -13,11 +13,13 @@ pub(crate) mod native;
 pub(crate) mod proto;
 
 use super::frame::Frame;
+use super::output::Output;
 use super::prom::{labels, metric_name, trend_scale, trend_stat, TREND_STATS};
 use crate::config::outputs::{PrometheusOptions, TrendAs};
 use crate::metrics::{MetricId, TagSet, Value};
 use anyhow::Result;
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use prost::Message;
 use proto::{Label, Sample, TimeSeries, WriteRequest};
 use std::collections::HashSet;
@@ -61,7 +63,7 @@ impl RemoteWrite {
     }
 
     /// Queues one push of the totals.
-    pub(crate) fn tick(&mut self, frame: &Frame<'_>) {
+    pub(crate) fn push(&mut self, frame: &Frame<'_>) {
         let request = self.request(frame);
         let mut body = Vec::with_capacity(request.encoded_len());
         if request.encode(&mut body).is_err() {
@@ -81,7 +83,7 @@ impl RemoteWrite {
         let prefix = &self.options.prefix;
         let mut out = Vec::new();
         let mut left_out = 0usize;
-        for ((id, tags), value) in frame.tick.aggregator.totals() {
+        for ((id, tags), value) in frame.second.totals.totals() {
             let Some(def) = frame.defs.get(*id as usize) else {
                 continue;
             };
@@ -168,6 +170,21 @@ impl RemoteWrite {
                 CLOSE_WAIT.as_secs()
             ));
         }
+    }
+}
+
+impl Output for RemoteWrite {
+    fn describe(&self) -> String {
+        format!("--out prometheus-rw={}", self.url)
+    }
+
+    fn tick(&mut self, frame: &Frame<'_>) -> Result<()> {
+        self.push(frame);
+        Ok(())
+    }
+
+    fn close(self: Box<Self>, _linger: bool) -> BoxFuture<'static, ()> {
+        Box::pin(RemoteWrite::close(*self))
     }
 }
 

@@ -4,6 +4,7 @@
 //! still open when its iteration ends is closed by the host.
 
 use crate::browser::actions::{self, Action};
+use crate::browser::input::{self, MouseKind};
 use crate::browser::page::WaitUntil;
 use crate::browser::pool::ContextOptions;
 use crate::browser::BrowserError;
@@ -193,6 +194,38 @@ impl wit::HostContext for BrowserView<'_> {
         let context = self.context(&c)?;
         self.ctx.open.retain(|o| !Arc::ptr_eq(o, &context));
         let work = std::pin::pin!(context.close());
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn grant_permissions(
+        &mut self,
+        c: Resource<BrowserContext>,
+        permissions: Vec<String>,
+        origin: Option<String>,
+    ) -> Result<(), wit::BrowserError> {
+        let context = self.context(&c)?;
+        let work = std::pin::pin!(context.grant_permissions(&permissions, origin.as_deref()));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn clear_permissions(
+        &mut self,
+        c: Resource<BrowserContext>,
+    ) -> Result<(), wit::BrowserError> {
+        let context = self.context(&c)?;
+        let work = std::pin::pin!(context.clear_permissions());
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn set_geolocation(
+        &mut self,
+        c: Resource<BrowserContext>,
+        latitude: f64,
+        longitude: f64,
+        accuracy: f64,
+    ) -> Result<(), wit::BrowserError> {
+        let context = self.context(&c)?;
+        let work = std::pin::pin!(context.set_geolocation(latitude, longitude, accuracy));
         self.budget.wait(work).await.map_err(to_wit)
     }
 
@@ -390,6 +423,32 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
         let work = std::pin::pin!(actions::type_text(&page, &text));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn mouse(
+        &mut self,
+        p: Resource<BrowserPage>,
+        kind: String,
+        x: f64,
+        y: f64,
+        button: String,
+        click_count: u32,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let kind = MouseKind::parse(&kind).map_err(to_wit)?;
+        let work = std::pin::pin!(input::mouse(&page, kind, (x, y), &button, click_count));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn tap(
+        &mut self,
+        p: Resource<BrowserPage>,
+        x: f64,
+        y: f64,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(input::tap(&page, (x, y)));
         self.budget.wait(work).await.map_err(to_wit)
     }
 

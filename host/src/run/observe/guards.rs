@@ -3,9 +3,9 @@
 //! judges a second after every output has it, so the second that stops a run is in
 //! its results.
 
-use super::observer::{Observer, Tick};
+use super::observer::{Observer, Scope};
 use crate::control::StopReason;
-use crate::thresholds::RunView;
+use crate::metrics::Second;
 
 /// Adds the automatic stops to `set`, in the order they are judged.
 pub(super) fn push(set: &mut Vec<Box<dyn Observer>>) {
@@ -18,13 +18,8 @@ pub(super) fn push(set: &mut Vec<Box<dyn Observer>>) {
 struct ThresholdAbort;
 
 impl Observer for ThresholdAbort {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        let view = RunView {
-            aggregator: tick.aggregator,
-            registry: tick.scope.registry,
-            elapsed: tick.elapsed,
-        };
-        crate::thresholds::abort_if_crossed(tick.scope.thresholds, &view, tick.scope.control);
+    fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
+        crate::thresholds::abort_if_crossed(scope.thresholds, second, scope.control);
     }
 }
 
@@ -32,9 +27,9 @@ impl Observer for ThresholdAbort {
 struct FailureStreak;
 
 impl Observer for FailureStreak {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        let limit = tick.scope.config.limits.abort_after_failures;
-        let errors = tick.scope.errors;
+    fn tick(&mut self, scope: &Scope<'_>, _second: &Second<'_>) {
+        let limit = scope.config.limits.abort_after_failures;
+        let errors = scope.errors;
         if limit > 0 && errors.streak() >= limit {
             let last = errors
                 .entries()
@@ -42,7 +37,7 @@ impl Observer for FailureStreak {
                 .first()
                 .map(|e| e.message.clone())
                 .unwrap_or_default();
-            let control = tick.scope.control;
+            let control = scope.control;
             control.stop_with(StopReason::PluginAbort(format!(
                 "{limit} iterations failed in a row; last error: {last}"
             )));
@@ -55,11 +50,11 @@ impl Observer for FailureStreak {
 struct AllDenied;
 
 impl Observer for AllDenied {
-    fn tick(&mut self, tick: &Tick<'_>) {
+    fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
         crate::run::verdict::stop_if_all_denied(
-            tick.elapsed,
-            tick.aggregator.totals(),
-            tick.scope.control,
+            second.elapsed,
+            second.totals.totals(),
+            scope.control,
         );
     }
 }

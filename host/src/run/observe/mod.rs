@@ -15,8 +15,9 @@ mod outputs;
 mod roles;
 
 use crate::executor::ExecutorReport;
+use crate::metrics::Second;
 use crate::summary::Summary;
-pub(crate) use observer::{Ending, Observer, Scope, Tick};
+pub(crate) use observer::{Ending, Observer, Scope};
 pub(crate) use outputs::Outputs;
 use std::collections::BTreeMap;
 
@@ -55,8 +56,8 @@ impl Observers {
     }
 
     /// See [`Observer::tick`].
-    pub(crate) fn tick(&mut self, tick: &Tick<'_>) {
-        self.0.iter_mut().for_each(|o| o.tick(tick));
+    pub(crate) fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
+        self.0.iter_mut().for_each(|o| o.tick(scope, second));
     }
 
     /// See [`Observer::stopped`].
@@ -67,10 +68,13 @@ impl Observers {
     /// See [`Observer::last_tick`].
     pub(crate) fn last_tick(
         &mut self,
-        tick: &Tick<'_>,
+        scope: &Scope<'_>,
+        second: &Second<'_>,
         reports: &BTreeMap<String, ExecutorReport>,
     ) {
-        self.0.iter_mut().for_each(|o| o.last_tick(tick, reports));
+        self.0
+            .iter_mut()
+            .for_each(|o| o.last_tick(scope, second, reports));
     }
 
     /// See [`Observer::annotate`].

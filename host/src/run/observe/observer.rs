@@ -1,12 +1,12 @@
 //! The observer interface: what a run shows each consumer of its seconds (the
-//! [`Scope`] every tick shares, one [`Tick`], the [`Ending`] at the end) and the
+//! [`Scope`] every second shares, each [`Second`], the [`Ending`] at the end) and the
 //! [`Observer`] trait they implement. A leaf of `observe`: the observers and the set
 //! that assembles them both import it, and it imports neither.
 
 use crate::config::RunConfig;
 use crate::control::RunControl;
 use crate::executor::{ExecutorReport, ScenarioCtx};
-use crate::metrics::{Aggregator, Registry, SeriesMap};
+use crate::metrics::{Registry, Second};
 use crate::output::WriteFailure;
 use crate::plugin::state::HostServices;
 use crate::summary::Summary;
@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The run as its observers see it: the same for every tick.
 pub(crate) struct Scope<'a> {
@@ -36,18 +36,6 @@ pub(crate) struct Scope<'a> {
     pub control: &'a Arc<RunControl>,
     /// The run's thresholds.
     pub thresholds: &'a Evaluator,
-}
-
-/// One second of the run, just folded.
-pub(crate) struct Tick<'a> {
-    /// The run.
-    pub scope: &'a Scope<'a>,
-    /// Time since the start, at the end of this interval.
-    pub elapsed: Duration,
-    /// The interval's samples.
-    pub interval: &'a SeriesMap,
-    /// The run's totals so far.
-    pub aggregator: &'a Aggregator,
 }
 
 /// What the end of a run hands its observers besides the summary.
@@ -73,13 +61,19 @@ pub(crate) trait Observer: Send {
     fn before_tick(&mut self, _scope: &Scope<'_>) {}
 
     /// Each second, with the interval just folded.
-    fn tick(&mut self, _tick: &Tick<'_>) {}
+    fn tick(&mut self, _scope: &Scope<'_>, _second: &Second<'_>) {}
 
     /// Every executor is done; `teardown()` comes next.
     fn stopped(&mut self) {}
 
     /// The last interval, folded after `teardown()`, with the executors' reports.
-    fn last_tick(&mut self, _tick: &Tick<'_>, _reports: &BTreeMap<String, ExecutorReport>) {}
+    fn last_tick(
+        &mut self,
+        _scope: &Scope<'_>,
+        _second: &Second<'_>,
+        _reports: &BTreeMap<String, ExecutorReport>,
+    ) {
+    }
 
     /// Adds what it knows to the summary, before the run is judged.
     fn annotate(&mut self, _summary: &mut Summary, _end: &mut Ending<'_>) {}

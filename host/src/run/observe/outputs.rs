@@ -1,9 +1,10 @@
 //! The observers that keep or show the run's figures: the results folder, the sampled
 //! resources, the progress display and the live outputs.
 
-use super::observer::{Ending, Observer, Tick};
+use super::observer::{Ending, Observer, Scope};
 use crate::executor::ExecutorReport;
 use crate::live::{Live, ServiceNow};
+use crate::metrics::Second;
 use crate::output::ResultsWriter;
 use crate::run::progress::Progress;
 use crate::sampling::ResourceWatch;
@@ -60,9 +61,9 @@ struct Resources {
 }
 
 impl Observer for Resources {
-    fn tick(&mut self, tick: &Tick<'_>) {
+    fn tick(&mut self, scope: &Scope<'_>, _second: &Second<'_>) {
         let Some(watch) = &mut self.watch else { return };
-        watch.tick(tick.scope.contexts);
+        watch.tick(scope.contexts);
         if let Some(latest) = &self.latest {
             *latest.lock().unwrap_or_else(PoisonError::into_inner) = watch.latest();
         }
@@ -95,14 +96,19 @@ impl Observer for Resources {
 struct Results(Option<ResultsWriter>);
 
 impl Observer for Results {
-    fn tick(&mut self, tick: &Tick<'_>) {
+    fn tick(&mut self, _scope: &Scope<'_>, second: &Second<'_>) {
         if let Some(results) = &mut self.0 {
-            results.tick(tick.elapsed, tick.interval, tick.scope.registry);
+            results.tick(second);
         }
     }
 
-    fn last_tick(&mut self, tick: &Tick<'_>, _reports: &BTreeMap<String, ExecutorReport>) {
-        self.tick(tick);
+    fn last_tick(
+        &mut self,
+        scope: &Scope<'_>,
+        second: &Second<'_>,
+        _reports: &BTreeMap<String, ExecutorReport>,
+    ) {
+        self.tick(scope, second);
     }
 
     fn annotate(&mut self, summary: &mut Summary, _end: &mut Ending<'_>) {
@@ -125,8 +131,8 @@ impl Observer for Results {
 }
 
 impl Observer for Progress {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        Progress::tick(self, tick.elapsed, tick.scope.contexts, tick.interval);
+    fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
+        Progress::tick(self, second.elapsed, scope.contexts, second.interval);
     }
 
     fn stopped(&mut self) {
@@ -142,31 +148,29 @@ struct LiveOutputs {
 }
 
 impl LiveOutputs {
-    fn hand(&mut self, tick: &Tick<'_>) {
+    fn hand(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
         let Some(live) = &mut self.live else { return };
         let services = self
             .latest
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        live.tick(crate::live::Tick {
-            elapsed: tick.elapsed,
-            interval: tick.interval,
-            aggregator: tick.aggregator,
-            registry: tick.scope.registry,
-            thresholds: tick.scope.thresholds,
-            services,
-        });
+        live.tick(second, scope.thresholds, services);
     }
 }
 
 impl Observer for LiveOutputs {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        self.hand(tick);
+    fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
+        self.hand(scope, second);
     }
 
-    fn last_tick(&mut self, tick: &Tick<'_>, _reports: &BTreeMap<String, ExecutorReport>) {
-        self.hand(tick);
+    fn last_tick(
+        &mut self,
+        scope: &Scope<'_>,
+        second: &Second<'_>,
+        _reports: &BTreeMap<String, ExecutorReport>,
+    ) {
+        self.hand(scope, second);
     }
 
     fn finish(&mut self, summary: &Summary, end: &mut Ending<'_>) {

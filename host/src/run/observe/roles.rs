@@ -2,10 +2,11 @@
 //! (a coordinator folds its workers' seconds, a worker sends its own) and the stack's
 //! watch over its services.
 
-use super::observer::{Ending, Observer, Scope, Tick};
+use super::observer::{Ending, Observer, Scope};
 use crate::control::Watch;
 use crate::executor::ExecutorReport;
-use crate::run::remote::{Remote, TickCtx};
+use crate::metrics::Second;
+use crate::run::remote::Remote;
 use crate::summary::Summary;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,28 +22,22 @@ impl RemoteObserver {
     }
 }
 
-fn tick_ctx<'a>(tick: &Tick<'a>) -> TickCtx<'a> {
-    TickCtx {
-        elapsed: tick.elapsed,
-        interval: tick.interval,
-        registry: tick.scope.registry,
-        contexts: tick.scope.contexts,
-        services: tick.scope.services,
-        errors: tick.scope.errors,
-    }
-}
-
 impl Observer for RemoteObserver {
     fn before_tick(&mut self, scope: &Scope<'_>) {
         self.0.before_tick(scope.contexts, scope.services);
     }
 
-    fn tick(&mut self, tick: &Tick<'_>) {
-        self.0.tick(tick_ctx(tick));
+    fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
+        self.0.tick(scope, second);
     }
 
-    fn last_tick(&mut self, tick: &Tick<'_>, reports: &BTreeMap<String, ExecutorReport>) {
-        self.0.finished(tick_ctx(tick), reports);
+    fn last_tick(
+        &mut self,
+        scope: &Scope<'_>,
+        second: &Second<'_>,
+        reports: &BTreeMap<String, ExecutorReport>,
+    ) {
+        self.0.finished(scope, second, reports);
     }
 
     fn annotate(&mut self, summary: &mut Summary, _end: &mut Ending<'_>) {
@@ -73,9 +68,9 @@ impl Observer for WatchObserver {
         self.watch.0.started(scope.t0, scope.control.clone());
     }
 
-    fn tick(&mut self, tick: &Tick<'_>) {
-        let failed = crate::summary::http_counts(tick.aggregator.totals(), 0).failed;
-        self.failed_by_second.push((tick.elapsed, failed));
+    fn tick(&mut self, _scope: &Scope<'_>, second: &Second<'_>) {
+        let failed = crate::summary::http_counts(second.totals.totals(), 0).failed;
+        self.failed_by_second.push((second.elapsed, failed));
     }
 
     fn annotate(&mut self, summary: &mut Summary, end: &mut Ending<'_>) {

@@ -133,7 +133,30 @@ const PY_SURVEY: &str = r##"    def survey(self):
                        and r.trailers.get("grpc-status") == "0"
                        and f.code == 3 and f.message is None)
 
+    def browser_signin(self):
+        base = loadtest.env("BASE_URL").rstrip("/")
+        user = f"py-{loadtest.info().vu_id}"
+        context = browser.Context.open(viewport=(800, 600))
+        page = context.new_page()
+        status = page.goto(base + "/survey/login")
+        page.locator('input[name="user"]').type(user)
+        page.locator('input[name="password"]').type("demo")
+        mark = page.navigation_mark()
+        page.locator("button").click()
+        page.wait_for_navigation(mark)
+        loadtest.check("browser: signed in as this VU",
+                       status == 200 and page.locator("#user").text_content() == user)
+        loadtest.check("browser: evaluate", page.evaluate("() => innerWidth") == 800)
+        try:
+            page.goto("http://192.0.2.1/")
+            loadtest.check("browser: a denied goto raises", False)
+        except browser.BrowserError as e:
+            loadtest.check("browser: a denied goto raises", e.kind == "denied")
+        context.close()
+
     def iteration(self, scenario):
+        if loadtest.env("BROWSER") == "1":
+            return self.browser_signin()
         if loadtest.env("GRPC") == "1":
             return self.grpc_calls()
         if loadtest.env("SURVEY") == "1":
@@ -182,7 +205,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     // what the app imports when it is built).
     let big = big.replacen(
         "import loadtest\n",
-        "import loadtest\nfrom loadtest import grpc\n",
+        "import loadtest\nfrom loadtest import browser, grpc\n",
         1,
     );
     std::fs::write(&app, big).unwrap();
@@ -379,6 +402,51 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         ),
         (6, 6, 6, 6, 0)
     );
+
+    // The browser (contract 0.3.8) through the SDK's `browser` module: the sign-in in
+    // the host's Chromium, the server counting one per iteration.
+    {
+        let _turn = common::turns::BROWSER.lock().await;
+        let signins = demo_target::DemoServer::start(
+            "127.0.0.1:0".parse().unwrap(),
+            demo_target::DemoConfig::default(),
+        )
+        .await
+        .unwrap();
+        let out = tmp.path().join("results-browser");
+        let args: Vec<String> = vec![
+            "run".into(),
+            component.display().to_string(),
+            "--vus".into(),
+            "2".into(),
+            "--iterations".into(),
+            "4".into(),
+            "-e".into(),
+            format!("BASE_URL={}", signins.base_url()),
+            "-e".into(),
+            "BROWSER=1".into(),
+            "--out".into(),
+            out.display().to_string(),
+            "--quiet".into(),
+        ];
+        let ran = host_off_runtime(tmp.path(), args).await;
+        assert!(ran.status.success(), "{}", text(&ran));
+        let summary = common::summary_json(&common::only_results_dir(&out));
+        for name in [
+            "browser: signed in as this VU",
+            "browser: evaluate",
+            "browser: a denied goto raises",
+        ] {
+            assert_eq!(
+                common::check_counts(&summary, name),
+                (4, 0),
+                "{name}\n{}",
+                text(&ran)
+            );
+        }
+        assert_eq!(signins.survey_counts().logins, 4);
+        signins.shutdown().await;
+    }
 
     // Each request's HTTP version (contract 0.3.4) through the SDK's `version=`: one
     // origin serving https over TCP and HTTP/3 at the same port number over UDP.

@@ -101,13 +101,39 @@ class BrowserLocator {
   isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
   isChecked(opts) { return this._do(act('is-checked'), opts); }
   count() { return this._do(act('count'), {}); }
-  nth(i) { return new BrowserLocator(this._page, this._selector, Number(i)); }
+  // The selector of this locator as the start of a chain (` >> ` joins its parts,
+  // `nth=` picks one element: host/src/browser/locate.js).
+  _chain() { return this._nth === undefined ? this._selector : `${this._selector} >> nth=${this._nth}`; }
+  _then(part) { return new BrowserLocator(this._page, `${this._chain()} >> ${part}`); }
+  nth(i) { return new BrowserLocator(this._page, this._chain(), Number(i)); }
   first() { return this.nth(0); }
   last() { return this.nth(-1); }
+  locator(selector) { return this._then(String(selector)); }
+  getByRole(role, opts) { return this._then(byName('role', role, opts)); }
+  getByText(text, opts) { return this._then(byName('text', text, opts)); }
+  getByLabel(text, opts) { return this._then(byName('label', text, opts)); }
+  getByPlaceholder(text, opts) { return this._then(byName('placeholder', text, opts)); }
+  getByAltText(text, opts) { return this._then(byName('alt', text, opts)); }
+  getByTitle(text, opts) { return this._then(byName('title', text, opts)); }
+  getByTestId(id) { return this._then(byName('testid', id, { exact: true })); }
+  filter(opts) {
+    const o = opts || {};
+    const text = (v) => JSON.stringify(v instanceof RegExp ? { re: v.source, flags: v.flags } : { value: String(v) });
+    const inner = (l) => {
+      if (!(l instanceof BrowserLocator)) throw new Error('filter({ has }) takes a locator (page.locator(...))');
+      return JSON.stringify({ selector: l._chain() });
+    };
+    let out = this;
+    if (o.hasText !== undefined) out = out._then(`internal:has-text=${text(o.hasText)}`);
+    if (o.hasNotText !== undefined) out = out._then(`internal:has-not-text=${text(o.hasNotText)}`);
+    if (o.has !== undefined) out = out._then(`internal:has=${inner(o.has)}`);
+    if (o.hasNot !== undefined) out = out._then(`internal:has-not=${inner(o.hasNot)}`);
+    return out;
+  }
   waitFor(opts) {
     const o = opts || {};
     const p = this._page;
-    return browserNow(() => { p._h.waitForSelector(this._selector, String(o.state || 'visible'), browserMs(o.timeout, p._timeout)); });
+    return browserNow(() => { p._h.waitForSelector(this._chain(), String(o.state || 'visible'), browserMs(o.timeout, p._timeout)); });
   }
 }
 
@@ -123,11 +149,35 @@ class BrowserKeyboard {
   insertText(text) { return this.type(text); }
 }
 
+// k6's page.mouse: at viewport coordinates (CSS pixels); down and up where it last
+// moved to.
+class BrowserMouse {
+  constructor(page) { this._page = page; this._x = 0; this._y = 0; }
+  _at(kind, x, y, o, clicks) {
+    const opts = o || {};
+    this._x = Number(x); this._y = Number(y);
+    const n = clicks === undefined ? Math.max(1, Number(opts.clickCount) || 1) : clicks;
+    return browserNow(() => { this._page._h.mouse(kind, this._x, this._y, String(opts.button || 'left'), n >>> 0); });
+  }
+  move(x, y) { return this._at('move', x, y); }
+  click(x, y, o) { return this._at('click', x, y, o); }
+  dblclick(x, y, o) { return this._at('click', x, y, o, 2); }
+  down(o) { return this._at('down', this._x, this._y, o); }
+  up(o) { return this._at('up', this._x, this._y, o); }
+}
+
+class BrowserTouchscreen {
+  constructor(page) { this._page = page; }
+  tap(x, y) { return browserNow(() => { this._page._h.tap(Number(x), Number(y)); }); }
+}
+
 class BrowserPage {
   constructor(context, handle) {
     this._context = context; this._h = handle; this._url = 'about:blank';
     this._timeout = BROWSER_TIMEOUT; this._navTimeout = BROWSER_TIMEOUT;
     this.keyboard = new BrowserKeyboard(this);
+    this.mouse = new BrowserMouse(this);
+    this.touchscreen = new BrowserTouchscreen(this);
   }
   context() { return this._context; }
   setDefaultTimeout(ms) { this._timeout = browserMs(ms, BROWSER_TIMEOUT); }
@@ -253,6 +303,12 @@ class BrowserContext {
   addCookies(cookies) { return browserNow(() => { this._h.addCookies(JSON.stringify(cookies || [])); }); }
   cookies(...urls) { return browserNow(() => JSON.parse(this._h.cookies(urls.flat().map(String)))); }
   clearCookies() { return browserNow(() => { this._h.clearCookies(); }); }
+  grantPermissions(permissions, opts) {
+    const o = opts || {};
+    return browserNow(() => { this._h.grantPermissions((permissions || []).map(String), o.origin === undefined ? undefined : String(o.origin)); });
+  }
+  clearPermissions() { return browserNow(() => { this._h.clearPermissions(); }); }
+  setGeolocation(g) { return browserNow(() => { browserGeolocation(this._h, g); }); }
   close() {
     return browserNow(() => {
       if (this._closed) return;
@@ -273,10 +329,20 @@ function browserCurrent() {
   return browserState.context;
 }
 
+function browserGeolocation(h, g) {
+  const p = g || {};
+  if (p.latitude === undefined || p.longitude === undefined) throw new Error('geolocation needs latitude and longitude ({ latitude: 52.52, longitude: 13.4, accuracy: 10 })');
+  h.setGeolocation(Number(p.latitude), Number(p.longitude), Number(p.accuracy || 0));
+}
+
 function browserNewContext(opts) {
   browserScenarioCheck();
   if (browserCurrent()) throw new Error('existing browser context must be closed before creating a new one');
-  const ctx = new BrowserContext(hostBrowser.Context.open(browserContextOptions(opts)));
+  const o = opts || {};
+  const h = hostBrowser.Context.open(browserContextOptions(o));
+  if (o.permissions && o.permissions.length) h.grantPermissions(o.permissions.map(String), undefined);
+  if (o.geolocation) browserGeolocation(h, o.geolocation);
+  const ctx = new BrowserContext(h);
   browserState.context = ctx;
   return ctx;
 }
