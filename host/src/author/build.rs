@@ -25,6 +25,12 @@ pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
         build_rust(dir)
     } else if dir.join("app.py").is_file() {
         super::python::build(dir)
+    } else if dir.is_file() {
+        bail!(
+            "{} is not a script host build knows: a k6 script is a .js, .mjs or .ts file \
+             (`host build script.ts`), a plugin a folder with a Cargo.toml or an app.py",
+            dir.display()
+        )
     } else {
         bail!(
             "{} has neither a Cargo.toml nor an app.py; give the plugin's folder (`host build DIR`), or make one with `host new NAME`",

@@ -8,7 +8,7 @@
 use super::context::{
     run_vu_loops, sleep_until, ActiveVu, ExecutorReport, ScenarioCtx, StageReport,
 };
-use super::stages::{stage_ends, value_at};
+use super::stages::{stage_ends, steps_at};
 use crate::config::Stage;
 use crate::vu::Vu;
 use std::pin::pin;
@@ -33,7 +33,7 @@ pub(crate) async fn run(
     let end = ctx.start + total;
     let hard = end + ctx.config.graceful_stop;
     let (segment, ramp) = (ctx.config.segment.clone(), stages.clone());
-    let target = move |t: Duration| segment.scale(target_at(start_vus, &ramp, t));
+    let target = move |t: Duration| segment.scale(steps_at(start_vus, &ramp, t));
     let (tx, rx) = watch::channel(target(Duration::ZERO));
 
     let controller = control(ctx.clone(), tx, stages, target);
@@ -50,11 +50,6 @@ pub(crate) async fn run(
     });
     let (report, ()) = tokio::join!(controller, loops);
     report
-}
-
-fn target_at(start_vus: u64, stages: &[Stage], t: Duration) -> u64 {
-    // A tiny epsilon keeps float error from losing a VU exactly at a stage's end.
-    (value_at(start_vus as f64, stages, t) + 1e-9).floor() as u64
 }
 
 /// Publishes the target (`target` of the time since the start) as time passes and notes

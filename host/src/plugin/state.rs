@@ -132,6 +132,9 @@ pub struct VuIdentity {
     pub vu_id_in_scenario: u64,
     /// Its scenario's name.
     pub scenario: Arc<str>,
+    /// Its scenario's executor (`ramping-vus`...); empty outside a scenario (setup,
+    /// teardown), as k6's `exec.scenario` is unset there.
+    pub executor: &'static str,
     /// The scenario's tags plus `scenario`.
     pub tags: TagSet,
     /// Environment: the run's `[env]` overlaid by the scenario's.

@@ -11,6 +11,13 @@ use wasmtime::Engine;
 /// Checks the file's header: a component, not a core module or another file.
 pub(crate) fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
     let shown = path.display();
+    if (bytes.len() < 8 || &bytes[0..4] != b"\0asm") && std::str::from_utf8(bytes).is_ok() {
+        bail!(
+            "{shown} is not a WebAssembly file but text: a k6 script is run from a \
+             .js, .mjs or .ts file (`host run script.ts`; rename it so), and a plugin is a \
+             component built with `cargo build --target wasm32-wasip2`"
+        );
+    }
     if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
         bail!(
             "{shown} is not a WebAssembly file (it does not start with the \\0asm magic); \
@@ -163,8 +170,18 @@ mod tests {
     #[test]
     fn headers_are_recognised() {
         let p = Path::new("x.wasm");
-        let err = check_header(p, b"hello world").unwrap_err().to_string();
+        let err = check_header(p, b"\x7fELF\x02\x01\x01\0\xff\xfe")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a WebAssembly file"), "{err}");
+        // A script under another name is told how host runs scripts, not sent to Cargo.
+        let err = check_header(Path::new("s.tsx"), b"export default function () {}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("but text") && err.contains(".ts file"),
+            "{err}"
+        );
         let err = check_header(p, b"\0asm\x01\0\0\0").unwrap_err().to_string();
         assert!(err.contains("core WebAssembly module"), "{err}");
         assert!(check_header(p, b"\0asm\x0d\0\x01\0").is_ok());

@@ -17,6 +17,7 @@ pub(crate) fn identity(env: &BTreeMap<String, String>, stage: &str) -> VuIdentit
         vu_id: 0,
         vu_id_in_scenario: 0,
         scenario: Arc::from(stage),
+        executor: "",
         tags: TagSet::from_pairs([("scenario", stage), ("stage", stage)]),
         env: Arc::new(env.clone()),
         numbers: None,

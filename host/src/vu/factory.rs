@@ -25,6 +25,8 @@ pub struct VuFactory {
     /// The scenario's iteration numbers, shared by its VUs.
     numbers: Arc<IterationNumbers>,
     scenario: Arc<str>,
+    /// The scenario's executor, for k6's `exec.scenario.executor`.
+    executor: &'static str,
     /// The run's execution segment: maps this process's numbers to the whole test's.
     segment: ExecutionTuple,
     tags: TagSet,
@@ -57,6 +59,7 @@ impl VuFactory {
                     next_in_scenario: AtomicU64::new(1),
                     numbers: Arc::new(IterationNumbers::new(scenario.iteration_stripe())),
                     scenario: Arc::from(scenario.name.as_str()),
+                    executor: scenario.executor.name(),
                     segment: scenario.segment.clone(),
                     tags,
                     env: Arc::new(env),
@@ -89,6 +92,7 @@ impl VuFactory {
             vu_id: global(self.next_vu_id.fetch_add(1, Ordering::Relaxed)),
             vu_id_in_scenario: global(self.next_in_scenario.fetch_add(1, Ordering::Relaxed)),
             scenario: self.scenario.clone(),
+            executor: self.executor,
             tags: self.tags.clone(),
             env: self.env.clone(),
             numbers: Some(self.numbers.clone()),

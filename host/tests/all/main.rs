@@ -80,6 +80,7 @@ mod grpc {
 /// k6 scripts run by `host run script.js`.
 mod js {
     mod asyncs;
+    mod exec_scenario;
     mod grpc;
     mod grpc_connect;
     mod hostile;
@@ -93,6 +94,7 @@ mod js {
     mod responses;
     mod runtime_guards;
     mod scripts;
+    mod typescript;
     mod webcrypto;
 }
 

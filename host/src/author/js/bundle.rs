@@ -70,7 +70,13 @@ pub(crate) fn bundle(
                 .display()
                 .to_string()
         });
-        let out = transform(&src, &shown, &root, &path, env)?;
+        // TypeScript: types blanked in place, so the lines below are the .ts file's.
+        let js = if super::typescript::is_typescript(&path) {
+            super::typescript::strip(&src, &shown)?
+        } else {
+            src.clone()
+        };
+        let out = transform(&js, &shown, &root, &path, env)?;
         if remote.is_some()
             && !(out.opens.is_empty() && out.protos.is_empty() && out.protosets.is_empty())
         {

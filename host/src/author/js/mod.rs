@@ -22,6 +22,7 @@ pub(crate) mod remote;
 pub(crate) mod scan;
 pub(crate) mod stub;
 pub(crate) mod tokens;
+pub(crate) mod typescript;
 pub(crate) mod whole;
 
 use anyhow::{Context, Result};
@@ -29,12 +30,13 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Whether `path` names a script to build rather than a component.
+/// Whether `path` names a script to build rather than a component: JavaScript, or
+/// TypeScript as k6 runs it (types stripped at build, see `typescript`).
 pub(crate) fn is_script(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("js" | "mjs")
-    )
+    ) || typescript::is_typescript(path)
 }
 
 /// The component to run for `path`: itself, or for a script the cached build of it.

@@ -5,6 +5,10 @@ use crate::plugin::log::Level;
 use crate::plugin::state::{VuState, MAX_SLEEP};
 use std::time::Duration;
 
+/// The reserved `vu.env` name under which a k6 script's layer reads its scenario's
+/// executor (`exec.scenario.executor`); layer/execution.js asks for it.
+pub(crate) const EXECUTOR_ENV: &str = "\u{0}k6-executor\u{0}";
+
 impl wit::Host for VuState {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
         let numbers = &self.identity.numbers;
@@ -33,6 +37,10 @@ impl wit::Host for VuState {
         // A k6 script's `k6/secrets` asks under a reserved name no variable can have.
         if let Some(secret) = crate::plugin::secrets::lookup(&name) {
             return Ok(secret);
+        }
+        // And `exec.scenario.executor` under another (a NUL first, as no variable has).
+        if name == EXECUTOR_ENV {
+            return Ok(Some(self.identity.executor.to_string()));
         }
         Ok(self.identity.env.get(&name).cloned())
     }

@@ -10,6 +10,13 @@ const execution = {
   },
   scenario: {
     get name() { return vuInfo().scenario; },
+    // The host answers under a reserved name (host/src/plugin/imports/vu.rs).
+    // Outside a scenario (setup, teardown) it is empty, and k6 throws.
+    get executor() {
+      const executor = hostVu.env('\u0000k6-executor\u0000');
+      if (!executor) throw new Error('getting scenario information outside of the VU context is not supported');
+      return executor;
+    },
     get iterationInTest() { return vuInfo().iterationInScenario; },
     get iterationInInstance() { return vuInfo().iterationInScenario; },
   },
