@@ -4,7 +4,7 @@
 //! `import { Options } from 'k6/options'` (a module of types only) loads nothing;
 //! `type` names and interfaces leave export lists.
 
-use super::{Edit, Fill};
+use super::edit::{Edit, Fill};
 use oxc_ast::ast::*;
 use oxc_span::Span;
 use std::collections::BTreeSet;

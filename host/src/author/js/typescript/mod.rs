@@ -8,6 +8,7 @@
 //! Parsed with oxc's parser (oxc_parser, the parser alone: its transformer and code
 //! generator would reformat the file and need a source map to name its lines).
 
+mod edit;
 mod enums;
 mod imports;
 mod strip;
@@ -50,7 +51,7 @@ pub(crate) fn strip(src: &str, shown: &str) -> Result<String> {
     if let Some((offset, why)) = edits.refused {
         bail!("{shown}{}: {why}", position(src, offset));
     }
-    Ok(apply(src, edits.edits))
+    Ok(edit::apply(src, edits.edits))
 }
 
 /// `:LINE:COLUMN` of a byte offset, both from 1 (the column in characters).
@@ -65,64 +66,4 @@ fn position(src: &str, offset: usize) -> String {
         .unwrap_or(0)
         + 1;
     format!(":{line}:{col}")
-}
-
-/// What an edit puts in place of its span.
-#[derive(Debug, Clone)]
-pub(super) enum Fill {
-    /// Blanks (the span's line ends kept).
-    Blank,
-    /// A whole statement removed: `;` then blanks, so that the statement before it
-    /// still ends where it did (`a = b\ninterface I {}\n(c)` is not `b(c)`).
-    Statement,
-    /// Other code, then the span's line ends (its lines keep their count).
-    Text(String),
-}
-
-/// One edit of the source: the byte range `start..end` and what goes there.
-#[derive(Debug, Clone)]
-pub(super) struct Edit {
-    pub start: usize,
-    pub end: usize,
-    pub fill: Fill,
-}
-
-/// Applies `edits` (any order); an edit inside one already applied is dropped (a
-/// whole declaration blanked covers the types inside it).
-fn apply(src: &str, mut edits: Vec<Edit>) -> String {
-    edits.sort_by_key(|e| (e.start, std::cmp::Reverse(e.end)));
-    let mut out = String::with_capacity(src.len());
-    let mut at = 0usize;
-    for e in edits {
-        if e.start < at {
-            continue;
-        }
-        out.push_str(&src[at..e.start]);
-        let old = &src[e.start..e.end];
-        match e.fill {
-            Fill::Blank => out.push_str(&blank(old)),
-            Fill::Statement => {
-                let b = blank(old);
-                out.push(';');
-                out.push_str(b.strip_prefix(' ').unwrap_or(&b));
-            }
-            Fill::Text(text) => {
-                out.push_str(&text);
-                out.push_str(&"\n".repeat(old.matches('\n').count()));
-            }
-        }
-        at = e.end;
-    }
-    out.push_str(&src[at..]);
-    out
-}
-
-/// `text` as blanks: one space per UTF-16 unit (JavaScript's columns), line ends kept.
-fn blank(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' | '\r' | '\u{2028}' | '\u{2029}' => c.to_string(),
-            _ => " ".repeat(c.len_utf16()),
-        })
-        .collect()
 }

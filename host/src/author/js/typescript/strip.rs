@@ -5,8 +5,8 @@
 //! not (`import x = require()`, `export =`, namespaces holding values) is refused with
 //! its line.
 
+use super::edit::{Edit, Fill};
 use super::imports::{ExportList, ImportStatement};
-use super::{Edit, Fill};
 use oxc_ast::ast::*;
 use oxc_ast_visit::{walk, Visit};
 use oxc_span::{GetSpan, Span};
