@@ -8,7 +8,7 @@
 use crate::support as common;
 use common::output_text as text;
 use common::turns::BROWSER as BROWSER_TURN;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -435,31 +435,32 @@ export default async function () {
 }
 "#;
 
+/// Serves `page`, saves `script` as `name` and runs it against the page (`URL` set,
+/// results in `results/`, `extra` flags after); the run must succeed. Returns the
+/// temporary folder (alive while held), the output and the run's results folder.
+async fn run_against_page(
+    page: &str,
+    name: &str,
+    script: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, Output, PathBuf) {
+    let (port, _) = server(Some(page.into()));
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join(name), script).unwrap();
+    let out = tmp.path().join("results");
+    let url = format!("URL=http://127.0.0.1:{port}/");
+    let mut args = vec!["run", name, "-e", &url, "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let ran = host(tmp.path(), tmp.path(), &args, &[]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let dir = common::only_results_dir(&out);
+    (tmp, ran, dir)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locators_act_and_read_as_k6s() {
     let _turn = BROWSER_TURN.lock().await;
-    let (port, _) = server(Some(FORM_PAGE.into()));
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("form.js"), LOCATORS).unwrap();
-    let out = tmp.path().join("results");
-    let url = format!("URL=http://127.0.0.1:{port}/");
-    let ran = host(
-        tmp.path(),
-        tmp.path(),
-        &[
-            "run",
-            "form.js",
-            "-e",
-            &url,
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-        &[],
-    )
-    .await;
-    assert!(ran.status.success(), "{}", text(&ran));
-    let dir = common::only_results_dir(&out);
+    let (_tmp, _ran, dir) = run_against_page(FORM_PAGE, "form.js", LOCATORS, &["--quiet"]).await;
     let summary = common::summary_json(&dir);
     assert_eq!(
         summary["plugin_errors"].as_array().map_or(0, Vec::len),
@@ -839,27 +840,8 @@ export default async function () {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mouse_touchscreen_permissions_and_geolocation_act_as_k6s() {
     let _turn = BROWSER_TURN.lock().await;
-    let (port, _) = server(Some(POINTER_PAGE.into()));
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("pointer.js"), POINTER).unwrap();
-    let out = tmp.path().join("results");
-    let url = format!("URL=http://127.0.0.1:{port}/");
-    let ran = host(
-        tmp.path(),
-        tmp.path(),
-        &[
-            "run",
-            "pointer.js",
-            "-e",
-            &url,
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
+    let (_tmp, ran, dir) = run_against_page(POINTER_PAGE, "pointer.js", POINTER, &[]).await;
+    let summary = common::summary_json(&dir);
     for c in summary["checks"].as_array().unwrap() {
         assert_eq!(
             c["fails"].as_u64(),
