@@ -20,7 +20,7 @@
 //! they run), as before.
 
 use super::duration::exact_value;
-use super::executor_config::{ExecutorConfig, Stage, RAMPING_VUS, SHARED_ITERATIONS};
+use super::executor_config::{ExecutorConfig, Stage, SHARED_ITERATIONS};
 use super::executors::{
     check_count, check_length, check_pool, check_rate, DEFAULT_GRACEFUL_RAMP_DOWN,
     DEFAULT_MAX_DURATION,
@@ -148,25 +148,21 @@ impl Overrides {
         let start_vus = self.vus.unwrap_or(1);
         let path = |key: &str| format!("scenarios.{STAGE_SCENARIO}.{key}");
         let mut c = Collector::default();
-        let start_value = c.keep(whole(&path("start_vus"), start_vus));
-        let stages = stages_toml(&self.stages, &path, &mut c);
+        c.keep(whole(&path("start_vus"), start_vus));
+        check_stage_targets(&self.stages, &path, &mut c);
         c.finish()?;
+        let executor = ExecutorConfig::RampingVus {
+            start_vus,
+            stages: self.stages.clone(),
+            graceful_ramp_down: DEFAULT_GRACEFUL_RAMP_DOWN,
+        };
         let mut table = toml::Table::new();
-        table.insert("executor".into(), RAMPING_VUS.into());
         table.insert("exec".into(), exec.clone().into());
-        table.insert(
-            "start_vus".into(),
-            start_value.unwrap_or(toml::Value::Integer(1)),
-        );
-        table.insert("stages".into(), toml::Value::Array(stages));
+        executor.write_schedule(&mut table);
         let scenario = ScenarioConfig {
             name: STAGE_SCENARIO.into(),
             exec,
-            executor: ExecutorConfig::RampingVus {
-                start_vus,
-                stages: self.stages.clone(),
-                graceful_ramp_down: DEFAULT_GRACEFUL_RAMP_DOWN,
-            },
+            executor,
             start_time: Duration::ZERO,
             graceful_stop: DEFAULT_GRACEFUL_STOP,
             env: BTreeMap::new(),
@@ -381,25 +377,13 @@ fn counted(c: &mut Collector, path: &str, n: u64) -> Option<toml::Value> {
 
 pub(crate) mod k6;
 
-/// `--stage` flags as a ramping-vus scenario's `stages` (TOML), each target checked as a
-/// whole number under `path("stages[i].target")`; a bad one is collected in `c` and left
-/// out.
-fn stages_toml(
-    stages: &[Stage],
-    path: &dyn Fn(&str) -> String,
-    c: &mut Collector,
-) -> Vec<toml::Value> {
-    let mut out = Vec::new();
+/// Checks `--stage` flags' targets as the config's reader would (each a whole number
+/// TOML can hold, under `path("stages[i].target")`), collecting a bad one in `c`; the
+/// stages are then written by [`ExecutorConfig::write_schedule`].
+fn check_stage_targets(stages: &[Stage], path: &dyn Fn(&str) -> String, c: &mut Collector) {
     for (i, s) in stages.iter().enumerate() {
-        let Some(target) = c.keep(whole(&path(&format!("stages[{i}].target")), s.target)) else {
-            continue;
-        };
-        let mut t = toml::Table::new();
-        t.insert("duration".into(), exact_value(s.duration));
-        t.insert("target".into(), target);
-        out.push(toml::Value::Table(t));
+        c.keep(whole(&path(&format!("stages[{i}].target")), s.target));
     }
-    out
 }
 
 #[cfg(test)]

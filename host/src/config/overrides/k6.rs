@@ -15,10 +15,7 @@
 //!   start VUs of a `stages` one).
 
 use super::{Overrides, STAGE_SCENARIO};
-use crate::config::duration::exact_value;
-use crate::config::executor_config::{
-    ExecutorConfig, CONSTANT_VUS, RAMPING_VUS, SHARED_ITERATIONS,
-};
+use crate::config::executor_config::ExecutorConfig;
 use crate::config::executors::{
     check_count, check_length, check_pool, DEFAULT_GRACEFUL_RAMP_DOWN, DEFAULT_MAX_DURATION,
 };
@@ -81,14 +78,12 @@ impl Overrides {
         let path = |key: &str| format!("scenarios.{STAGE_SCENARIO}.{key}");
         let vus = self.vus.or(script.vus).unwrap_or(1);
         let mut c = Collector::default();
-        let mut table = toml::Table::new();
         let executor = if let Some(iterations) = self.iterations {
             // `--stage` with `--iterations` or `--duration` is refused by the flags'
             // parser, as k6 refuses "multiple execution config shortcuts".
             let max_duration = self.duration.unwrap_or(DEFAULT_MAX_DURATION);
-            let vus_value =
-                c.keep(check_count(&path("vus"), vus).and_then(|n| whole(&path("vus"), n)));
-            let it_value = c.keep(
+            c.keep(check_count(&path("vus"), vus).and_then(|n| whole(&path("vus"), n)));
+            c.keep(
                 check_count(&path("iterations"), iterations)
                     .and_then(|n| whole(&path("iterations"), n)),
             );
@@ -98,35 +93,18 @@ impl Overrides {
             if let Some(d) = self.duration {
                 c.keep(check_length(&path("max_duration"), d));
             }
-            table.insert("executor".into(), SHARED_ITERATIONS.into());
-            if let Some(v) = vus_value {
-                table.insert("vus".into(), v);
-            }
-            if let Some(v) = it_value {
-                table.insert("iterations".into(), v);
-            }
-            table.insert("max_duration".into(), exact_value(max_duration));
             ExecutorConfig::SharedIterations {
                 vus,
                 iterations,
                 max_duration,
             }
         } else if let Some(duration) = self.duration {
-            let vus_value =
-                c.keep(check_count(&path("vus"), vus).and_then(|n| whole(&path("vus"), n)));
+            c.keep(check_count(&path("vus"), vus).and_then(|n| whole(&path("vus"), n)));
             c.keep(check_length(&path("duration"), duration));
-            table.insert("executor".into(), CONSTANT_VUS.into());
-            if let Some(v) = vus_value {
-                table.insert("vus".into(), v);
-            }
-            table.insert("duration".into(), exact_value(duration));
             ExecutorConfig::ConstantVus { vus, duration }
         } else {
-            let start = c.keep(whole(&path("start_vus"), vus));
-            let stages = super::stages_toml(&self.stages, &path, &mut c);
-            table.insert("executor".into(), RAMPING_VUS.into());
-            table.insert("start_vus".into(), start.unwrap_or(toml::Value::Integer(1)));
-            table.insert("stages".into(), toml::Value::Array(stages));
+            c.keep(whole(&path("start_vus"), vus));
+            super::check_stage_targets(&self.stages, &path, &mut c);
             ExecutorConfig::RampingVus {
                 start_vus: vus,
                 stages: self.stages.clone(),
@@ -134,6 +112,8 @@ impl Overrides {
             }
         };
         c.finish()?;
+        let mut table = toml::Table::new();
+        executor.write_schedule(&mut table);
         if !script.tags.is_empty() {
             let tags: toml::Table = script
                 .tags
