@@ -225,9 +225,18 @@ export default async function () {
 }
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
-    let _turn = BROWSER_TURN.lock().await;
+/// Runs [`VISIT`] from `tmp` (results in `tmp/out_name`, `extra` flags, `env` set)
+/// against a page whose image, fetch and WebSocket go to an origin the run does not
+/// allow, and checks what every such run must show: it succeeds, the three requests of
+/// each of its two iterations are counted in `http_reqs_denied` (the WebSocket fails at
+/// the dead-end proxy and is counted from the page's events), and the denied origin is
+/// never contacted. Returns the run's output.
+async fn visit_a_page_reaching_a_denied_origin(
+    tmp: &Path,
+    out_name: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let (denied_port, contacted) = server(Some("x".into()));
     let page = format!(
         "<!doctype html><title>t</title><img src='http://127.0.0.1:{denied_port}/a.png'>\
@@ -235,32 +244,24 @@ async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
          try {{ new WebSocket('ws://127.0.0.1:{denied_port}/ws'); }} catch (e) {{}}</script>"
     );
     let (port, _) = server(Some(page));
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("visit.js"), VISIT).unwrap();
-    let out = tmp.path().join("results");
+    std::fs::write(tmp.join("visit.js"), VISIT).unwrap();
+    let out = tmp.join(out_name);
     let url = format!("URL=http://127.0.0.1:{port}/");
     let allow = format!("http://127.0.0.1:{port}");
-    let ran = host(
-        tmp.path(),
-        tmp.path(),
-        &[
-            "run",
-            "visit.js",
-            "-e",
-            &url,
-            "--allow",
-            &allow,
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-        &[],
-    )
-    .await;
+    let mut args = vec![
+        "run",
+        "visit.js",
+        "-e",
+        &url,
+        "--allow",
+        &allow,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let ran = host(tmp, tmp, &args, env).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
-    // The image, the fetch and the WebSocket (which fails at the dead-end proxy, and
-    // is counted from the page's events) of each of the two iterations.
     let denied = common::metric_count(&summary, "http_reqs_denied");
     assert_eq!(denied, 6.0, "http_reqs_denied: {}", summary["metrics"]);
     assert_eq!(
@@ -268,6 +269,14 @@ async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
         0,
         "the denied server was contacted"
     );
+    ran
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_request_to_a_denied_origin_is_counted_and_never_sent() {
+    let _turn = BROWSER_TURN.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let ran = visit_a_page_reaching_a_denied_origin(tmp.path(), "results", &["--quiet"], &[]).await;
     assert!(
         text(&ran).contains("a browser page tried to reach"),
         "{}",
@@ -740,43 +749,7 @@ async fn a_remote_browser_from_k6_browser_ws_url_runs_the_script_within_the_allo
     // The allowlist holds in it: the image, the fetch and the WebSocket to a denied
     // origin are counted and never reach it (the WebSocket fails at the context's
     // proxy, the host's switches being out of reach).
-    let (denied_port, contacted) = server(Some("x".into()));
-    let page = format!(
-        "<!doctype html><title>t</title><img src='http://127.0.0.1:{denied_port}/a.png'>\
-         <script>fetch('http://127.0.0.1:{denied_port}/api').catch(() => {{}});\
-         try {{ new WebSocket('ws://127.0.0.1:{denied_port}/ws'); }} catch (e) {{}}</script>"
-    );
-    let (port, _) = server(Some(page));
-    std::fs::write(tmp.path().join("visit.js"), VISIT).unwrap();
-    let out = tmp.path().join("results-visit");
-    let url = format!("URL=http://127.0.0.1:{port}/");
-    let allow = format!("http://127.0.0.1:{port}");
-    let ran = host(
-        tmp.path(),
-        tmp.path(),
-        &[
-            "run",
-            "visit.js",
-            "-e",
-            &url,
-            "--allow",
-            &allow,
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-        &env,
-    )
-    .await;
-    assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    let denied = common::metric_count(&summary, "http_reqs_denied");
-    assert_eq!(denied, 6.0, "http_reqs_denied: {}", summary["metrics"]);
-    assert_eq!(
-        contacted.load(Ordering::SeqCst),
-        0,
-        "the denied server was contacted"
-    );
+    visit_a_page_reaching_a_denied_origin(tmp.path(), "results-visit", &["--quiet"], &env).await;
 }
 
 const POINTER_PAGE: &str = r#"<!doctype html><html><head><title>Pointer</title></head><body style="margin:0">
