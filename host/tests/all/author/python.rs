@@ -39,6 +39,25 @@ fn host(dir: &Path, args: &[&str]) -> Output {
         .expect("the host binary runs")
 }
 
+/// `host run` arguments of one part of the Python plugin's test: the component, 2 VUs
+/// and `iterations` in all, each of `env` as `-e`, results in `out`, quiet.
+fn part_args(component: &Path, iterations: u32, env: &[String], out: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        component.display().to_string(),
+        "--vus".into(),
+        "2".into(),
+        "--iterations".into(),
+        iterations.to_string(),
+    ];
+    for e in env {
+        args.push("-e".into());
+        args.push(e.clone());
+    }
+    args.extend(["--out".into(), out.display().to_string(), "--quiet".into()]);
+    args
+}
+
 /// [`host`] on a blocking thread, so the test's servers on this runtime keep answering.
 async fn host_off_runtime(dir: &Path, args: Vec<String>) -> Output {
     let dir = dir.to_path_buf();
@@ -297,21 +316,15 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     // WebSockets: each VU signs in, opens the live-updates socket and gets its
     // subscription acknowledged, in init.
     let out = tmp.path().join("results-ws");
-    let args: Vec<String> = vec![
-        "run".into(),
-        component.display().to_string(),
-        "--vus".into(),
-        "2".into(),
-        "--iterations".into(),
-        "4".into(),
-        "-e".into(),
-        format!("BASE_URL={}", target.base_url()),
-        "-e".into(),
-        "WEBSOCKET=1".into(),
-        "--out".into(),
-        out.display().to_string(),
-        "--quiet".into(),
-    ];
+    let args = part_args(
+        &component,
+        4,
+        &[
+            format!("BASE_URL={}", target.base_url()),
+            "WEBSOCKET=1".into(),
+        ],
+        &out,
+    );
     let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
@@ -363,21 +376,12 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     .await
     .unwrap();
     let out = tmp.path().join("results-survey");
-    let args: Vec<String> = vec![
-        "run".into(),
-        component.display().to_string(),
-        "--vus".into(),
-        "2".into(),
-        "--iterations".into(),
-        "6".into(),
-        "-e".into(),
-        format!("BASE_URL={}", survey.base_url()),
-        "-e".into(),
-        "SURVEY=1".into(),
-        "--out".into(),
-        out.display().to_string(),
-        "--quiet".into(),
-    ];
+    let args = part_args(
+        &component,
+        6,
+        &[format!("BASE_URL={}", survey.base_url()), "SURVEY=1".into()],
+        &out,
+    );
     let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let counts = survey.survey_counts();
@@ -414,21 +418,15 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
         .await
         .unwrap();
         let out = tmp.path().join("results-browser");
-        let args: Vec<String> = vec![
-            "run".into(),
-            component.display().to_string(),
-            "--vus".into(),
-            "2".into(),
-            "--iterations".into(),
-            "4".into(),
-            "-e".into(),
-            format!("BASE_URL={}", signins.base_url()),
-            "-e".into(),
-            "BROWSER=1".into(),
-            "--out".into(),
-            out.display().to_string(),
-            "--quiet".into(),
-        ];
+        let args = part_args(
+            &component,
+            4,
+            &[
+                format!("BASE_URL={}", signins.base_url()),
+                "BROWSER=1".into(),
+            ],
+            &out,
+        );
         let ran = host_off_runtime(tmp.path(), args).await;
         assert!(ran.status.success(), "{}", text(&ran));
         let summary = common::summary_json(&common::only_results_dir(&out));
@@ -500,21 +498,15 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     // status raised, a server stream, prepared calls (one OK, one expected status). What the server served is what the host counted.
     let mut grpcio = crate::support::grpc_server::Server::plaintext();
     let out = tmp.path().join("results-grpc");
-    let args: Vec<String> = vec![
-        "run".into(),
-        component.display().to_string(),
-        "--vus".into(),
-        "2".into(),
-        "--iterations".into(),
-        "6".into(),
-        "-e".into(),
-        format!("GRPC_TARGET=127.0.0.1:{}", grpcio.plain),
-        "-e".into(),
-        "GRPC=1".into(),
-        "--out".into(),
-        out.display().to_string(),
-        "--quiet".into(),
-    ];
+    let args = part_args(
+        &component,
+        6,
+        &[
+            format!("GRPC_TARGET=127.0.0.1:{}", grpcio.plain),
+            "GRPC=1".into(),
+        ],
+        &out,
+    );
     let ran = host_off_runtime(tmp.path(), args).await;
     assert!(ran.status.success(), "{}", text(&ran));
     let served = grpcio.stats();
