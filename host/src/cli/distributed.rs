@@ -12,7 +12,7 @@ use std::time::Duration;
 // The flags of `host coordinate` (its help is the variant's in `Command`).
 #[derive(Args, Debug)]
 pub(super) struct CoordinateArgs {
-    /// The plugin component (.wasm), a k6 script (.js, built here), or a registry
+    /// The plugin component (.wasm), a k6 script (.js, .mjs or .ts, built here), or a registry
     /// reference; the workers receive the component from the coordinator, or, for a
     /// reference, pull it themselves by its manifest digest.
     plugin: PathBuf,

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub(super) struct RunArgs {
     /// The plugin component (.wasm), a plugin project's folder (as `host new` makes it,
-    /// built first when its sources changed since its last build), a k6 script (.js: built into a
-    /// component first, cached by the hash of its inputs), or a registry
+    /// built first when its sources changed since its last build), a k6 script (.js, .mjs or
+    /// .ts: built into a component first, cached by the hash of its inputs), or a registry
     /// reference (REGISTRY/REPOSITORY:TAG or @sha256:DIGEST); without it, the run
     /// config's `plugin = { oci | path, sha256 }`.
     plugin: Option<PathBuf>,
