@@ -183,7 +183,21 @@ fn blob<'a>(
 
 /// The value at `at` as JSON, appended to `out`.
 fn value_json(frame: &[u8], at: &mut usize, depth: usize, out: &mut String) -> Result<(), String> {
-    let (kind, text) = header(frame, at)?;
+    let (mut kind, mut text) = header(frame, at)?;
+    // An attribute (`|`) describes the value after it: its pairs are read and dropped,
+    // and the value is what this is. A loop, not a call per attribute: a server could
+    // send a reply of nothing but attributes, as deep as the read's bound.
+    while kind == b'|' {
+        let n = number(text)?;
+        if depth >= MAX_DEPTH {
+            return Err("arrays nested too deep".into());
+        }
+        let mut dropped = String::new();
+        for _ in 0..(n.max(0) as usize).saturating_mul(2) {
+            value_json(frame, at, depth + 1, &mut dropped)?;
+        }
+        (kind, text) = header(frame, at)?;
+    }
     match kind {
         b'+' => json_string(&String::from_utf8_lossy(text), out),
         b'-' | b'!' => {
@@ -205,7 +219,7 @@ fn value_json(frame: &[u8], at: &mut usize, depth: usize, out: &mut String) -> R
             None => out.push_str("null"),
             Some(body) => json_string(&String::from_utf8_lossy(body), out),
         },
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
+        b'*' | b'~' | b'>' | b'%' => {
             let n = number(text)?;
             if n < 0 {
                 out.push_str("null");
@@ -215,7 +229,7 @@ fn value_json(frame: &[u8], at: &mut usize, depth: usize, out: &mut String) -> R
                 return Err("arrays nested too deep".into());
             }
             let items = match kind {
-                b'%' | b'|' => n as usize * 2,
+                b'%' => n as usize * 2,
                 _ => n as usize,
             };
             out.push('[');
@@ -226,12 +240,6 @@ fn value_json(frame: &[u8], at: &mut usize, depth: usize, out: &mut String) -> R
                 value_json(frame, at, depth + 1, out)?;
             }
             out.push(']');
-            if kind == b'|' {
-                // The attribute's pairs are dropped: the value it describes is the reply.
-                out.clear();
-                out.push('*');
-                return value_json(frame, at, depth, out);
-            }
         }
         other => return Err(format!("unknown type byte {:?}", other as char)),
     }
@@ -329,6 +337,25 @@ mod tests {
             text(b"*1\r\n*1\r\n$2\r\n\xff\"\r\n"),
             "*[[\"\u{fffd}\\\"\"]]"
         );
+    }
+
+    #[test]
+    fn attributes_are_dropped_where_they_stand_without_a_call_each() {
+        // Before, a nested attribute wiped what was already written of the reply, and
+        // each attribute of a chain cost a call: a server answering with a reply of
+        // nothing but attributes, up to the read's 4 MiB, overflowed the host's stack.
+        assert_eq!(
+            to_layer_text(b"*2\r\n:1\r\n|1\r\n+k\r\n+v\r\n:2\r\n").unwrap(),
+            "*[1,2]"
+        );
+        assert_eq!(
+            to_layer_text(b"|1\r\n+k\r\n+v\r\n$1\r\nx\r\n").unwrap(),
+            "*\"x\""
+        );
+        let mut chain = b"|0\r\n".repeat(1 << 20);
+        chain.extend_from_slice(b":1\r\n");
+        assert!(matches!(frame_len(&chain), Ok(Frame::Whole(n)) if n == chain.len()));
+        assert_eq!(to_layer_text(&chain).unwrap(), "*1");
     }
 
     #[test]
