@@ -157,7 +157,7 @@ pub(crate) fn check(
                     problems.push(format!(
                         "no sample has scenario `{value}`: the run's scenarios are {}{}",
                         scenarios.join(", "),
-                        did_you_mean(value, &scenarios)
+                        did_you_mean(value, scenarios)
                     ));
                 }
                 continue;
