@@ -44,7 +44,12 @@ impl JsonOutput {
             let tags: Map<String, Json> = tags
                 .iter()
                 // A `k6/secrets` value in a tag is written redacted (stderr::redact).
-                .map(|(k, v)| (k.to_string(), Json::from(crate::stderr::redact::redact(v).as_ref())))
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        Json::from(crate::stderr::redact::redact(v).as_ref()),
+                    )
+                })
                 .collect();
             let mut data = json!({ "time": time, "value": agg.value, "tags": tags });
             if !agg.metadata.is_empty() {

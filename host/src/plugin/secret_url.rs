@@ -70,7 +70,9 @@ impl UrlSource {
         let get = |k: &str| options.get(k).map(String::as_str);
         let template = get("urlTemplate")
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| format!("`{text}`: no urlTemplate=URL (with {{key}} where the secret's name goes)"))?
+            .ok_or_else(|| {
+                format!("`{text}`: no urlTemplate=URL (with {{key}} where the secret's name goes)")
+            })?
             .to_string();
         check_template(text, &template)?;
         let method = get("method").unwrap_or("GET").to_ascii_uppercase();
@@ -96,17 +98,23 @@ impl UrlSource {
         for (k, v) in options {
             if let Some(name) = k.strip_prefix("headers.") {
                 if name.is_empty()
-                    || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                    || !name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
                     || v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
                 {
-                    return Err(format!("`{text}`: header `{name}` or its value is not valid"));
+                    return Err(format!(
+                        "`{text}`: header `{name}` or its value is not valid"
+                    ));
                 }
                 headers.push((name.to_string(), v.clone()));
             }
         }
         let per_minute = number("requestsPerMinuteLimit", 300)?;
         if per_minute == 0 {
-            return Err(format!("`{text}`: requestsPerMinuteLimit must be at least 1"));
+            return Err(format!(
+                "`{text}`: requestsPerMinuteLimit must be at least 1"
+            ));
         }
         Ok(UrlSource {
             template,
@@ -153,7 +161,9 @@ fn check_template(text: &str, template: &str) -> Result<(), String> {
         return Err(format!("`{text}`: urlTemplate must be http:// or https://"));
     }
     if !template.contains("{key}") {
-        return Err(format!("`{text}`: urlTemplate has no {{key}} for the secret's name"));
+        return Err(format!(
+            "`{text}`: urlTemplate has no {{key}} for the secret's name"
+        ));
     }
     let authority_end = template
         .find("://")
@@ -277,14 +287,20 @@ fn extract(body: &[u8], path: &str) -> Result<String, String> {
         serde_json::Value::String(s) => Ok(s.clone()),
         serde_json::Value::Number(n) => Ok(n.to_string()),
         serde_json::Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(format!("responsePath `{path}` is not a string in the answer")),
+        _ => Err(format!(
+            "responsePath `{path}` is not a string in the answer"
+        )),
     }
 }
 
 /// One request (HTTP/1.1, `Connection: close`): its status and body. Redirects are
 /// answers like any other (not followed).
 fn request(source: &UrlSource, url: &url::Url) -> Result<(u16, Vec<u8>), String> {
-    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+    let host = url
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
     let port = url.port_or_known_default().unwrap_or(80);
     let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
         .map_err(|e| format!("cannot resolve {host}: {e}"))?
@@ -364,14 +380,23 @@ fn complete(raw: &[u8]) -> bool {
     res.headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok())
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
         .is_some_and(|len| raw.len() >= n + len)
 }
 
 fn parse(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut res = httparse::Response::new(&mut headers);
-    let n = match res.parse(raw).map_err(|e| format!("not an HTTP answer: {e}"))? {
+    let n = match res
+        .parse(raw)
+        .map_err(|e| format!("not an HTTP answer: {e}"))?
+    {
         httparse::Status::Complete(n) => n,
         httparse::Status::Partial => return Err("the answer ended inside its head".into()),
     };
@@ -386,11 +411,22 @@ fn parse(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok());
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        });
     let body = &raw[n..];
     let body = match len {
         Some(len) if body.len() >= len => &body[..len],
-        Some(len) => return Err(format!("the answer was cut short ({} of {len} bytes)", body.len())),
+        Some(len) => {
+            return Err(format!(
+                "the answer was cut short ({} of {len} bytes)",
+                body.len()
+            ))
+        }
         None => body,
     };
     if body.len() > MAX_BODY {
@@ -424,7 +460,10 @@ mod tests {
             let url = s.url_for(key).unwrap();
             assert_eq!(url.host_str(), Some("127.0.0.1"), "{key}");
             assert_eq!(url.port(), Some(9));
-            assert!(url.path().starts_with("/v1/") && !url.path()[4..].contains('/'), "{url}");
+            assert!(
+                url.path().starts_with("/v1/") && !url.path()[4..].contains('/'),
+                "{url}"
+            );
         }
         assert!(s.url_for("").is_err() && s.url_for(&"k".repeat(300)).is_err());
         assert!(s.url_for("..").is_err());
@@ -436,7 +475,9 @@ mod tests {
         assert_eq!(extract(body, "data.value").unwrap(), "s3cr3t");
         assert_eq!(extract(body, "data.n.0").unwrap(), "7");
         assert_eq!(extract(b"plain", "").unwrap(), "plain");
-        assert!(extract(body, "data.nope").unwrap_err().contains("nothing at"));
+        assert!(extract(body, "data.nope")
+            .unwrap_err()
+            .contains("nothing at"));
         assert!(extract(b"plain", "a").unwrap_err().contains("not JSON"));
     }
 }

@@ -262,10 +262,10 @@ fn url_source(text: &str, rest: &str) -> Result<SecretSource, String> {
 /// A URL source's `config=FILE.json`: its options as a JSON object (`headers` an
 /// object of names to values); the inline options win over it.
 fn url_config(text: &str, path: &str) -> Result<Vec<(String, String)>, String> {
-    let body = std::fs::read_to_string(path)
-        .map_err(|e| format!("`{text}`: cannot read {path}: {e}"))?;
-    let json: serde_json::Value = serde_json::from_str(&body)
-        .map_err(|e| format!("`{text}`: {path} is not JSON: {e}"))?;
+    let body =
+        std::fs::read_to_string(path).map_err(|e| format!("`{text}`: cannot read {path}: {e}"))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("`{text}`: {path} is not JSON: {e}"))?;
     let obj = json
         .as_object()
         .ok_or_else(|| format!("`{text}`: {path} is not a JSON object of options"))?;

@@ -324,6 +324,7 @@ fn transform(
     let mut deps = Vec::new();
     let mut n = 0usize;
     let mut uses_browser = false;
+    let mut uses_streams = false;
     for &(start, kw) in &scanned.keywords {
         n += 1;
         let rest = &src[start..];
@@ -338,6 +339,7 @@ fn transform(
                 let end = statement_end(&src, spec_end);
                 let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
                 uses_browser |= target == "k6/browser";
+                uses_streams |= target == "k6/experimental/streams";
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
@@ -464,6 +466,9 @@ fn transform(
     if uses_browser {
         super::browser_api::check(&src, &code, &at)?;
     }
+    if uses_streams {
+        super::streams_api::check(&code, &at)?;
+    }
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
     let (protos, protosets) = if src.contains("k6/net/grpc") {
         (
@@ -492,10 +497,7 @@ fn transform(
     // has, so that every line keeps its number.
     let (body, prefix_len) = if awaits_at_top {
         let wrap = "return __k6async(this, null, function* () { ";
-        (
-            format!("{wrap}{body}\n}});"),
-            wrap.len() + prefix.len(),
-        )
+        (format!("{wrap}{body}\n}});"), wrap.len() + prefix.len())
     } else {
         (body, prefix.len())
     };

@@ -189,7 +189,11 @@ mod tests {
         let (two, s2) = apply(
             &one,
             &[
-                (0, imp_end, "const __m1 = __require(\"k6/http\"); const e = __m1;"),
+                (
+                    0,
+                    imp_end,
+                    "const __m1 = __require(\"k6/http\"); const e = __m1;",
+                ),
                 (exp, one.len() - exp, ""),
             ],
         );
@@ -197,7 +201,11 @@ mod tests {
         // `function` and `throw` of the last text are where they were in the first.
         for word in ["function", "throw", "'x'"] {
             let col = two.find(word).unwrap();
-            assert_eq!(lookup(&map, 1, col), src.find(word).unwrap(), "{word}: {map:?}");
+            assert_eq!(
+                lookup(&map, 1, col),
+                src.find(word).unwrap(),
+                "{word}: {map:?}"
+            );
         }
         // Inside the rewritten import, or the call written after `throw`: their start.
         assert_eq!(lookup(&map, 1, 10), 0);

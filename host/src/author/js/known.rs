@@ -137,9 +137,7 @@ pub(crate) fn known_module(spec: &str) -> Option<&'static (&'static str, &'stati
 }
 
 /// k6 modules refused, with the reason given to the user.
-pub(crate) const REFUSED: &[(&str, &str)] = &[
-    (
-        "k6/experimental/browser",
-        "k6 removed it in 1.0: import { browser } from 'k6/browser'",
-    ),
-];
+pub(crate) const REFUSED: &[(&str, &str)] = &[(
+    "k6/experimental/browser",
+    "k6 removed it in 1.0: import { browser } from 'k6/browser'",
+)];

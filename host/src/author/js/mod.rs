@@ -22,6 +22,7 @@ pub(crate) mod protosets;
 pub(crate) mod remote;
 pub(crate) mod scan;
 pub(crate) mod srcmap;
+pub(crate) mod streams_api;
 pub(crate) mod stub;
 pub(crate) mod throws;
 pub(crate) mod tokens;

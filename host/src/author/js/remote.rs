@@ -180,7 +180,10 @@ impl Lock {
             let parsed = check_url(url, &self.path.display().to_string())?;
             let cached = cache_path(&parsed);
             let bytes = std::fs::read(&cached).with_context(|| {
-                format!("{url} is pinned but not in the cache ({})", cached.display())
+                format!(
+                    "{url} is pinned but not in the cache ({})",
+                    cached.display()
+                )
             })?;
             if sha256(&bytes) != *pin {
                 bail!(

@@ -187,11 +187,17 @@ mod tests {
         let got = load(beside, &bundle, &root, "dist/b.js", false)
             .unwrap()
             .unwrap();
-        assert!(got.js.contains("\"src/app.js\"") && got.js.contains("mappings"), "{}", got.js);
+        assert!(
+            got.js.contains("\"src/app.js\"") && got.js.contains("mappings"),
+            "{}",
+            got.js
+        );
         assert!(got.input.is_some());
         // A map that is not there is warned and left out; one outside the folder refused.
         let missing = "x();\n//# sourceMappingURL=nope.map\n";
-        assert!(load(missing, &bundle, &root, "dist/b.js", false).unwrap().is_none());
+        assert!(load(missing, &bundle, &root, "dist/b.js", false)
+            .unwrap()
+            .is_none());
         let outside = tempfile::tempdir().unwrap();
         let far = outside.path().join("far.map");
         std::fs::write(&far, &json).unwrap();
@@ -207,6 +213,10 @@ mod tests {
     /// `to` relative to `from` through `..` (both absolute).
     fn pathdiff(to: &Path, from: &Path) -> String {
         let ups = from.components().count() - 1;
-        format!("{}{}", "../".repeat(ups), to.strip_prefix("/").unwrap().display())
+        format!(
+            "{}{}",
+            "../".repeat(ups),
+            to.strip_prefix("/").unwrap().display()
+        )
     }
 }

@@ -115,18 +115,12 @@ mod tests {
                 "if (a) throw e\nelse b()",
                 "if (a) throw __k6throw(( e))\nelse b()",
             ),
-            (
-                "{ throw a, b }",
-                "{ throw __k6throw(( a, b)) }",
-            ),
+            ("{ throw a, b }", "{ throw __k6throw(( a, b)) }"),
             (
                 "throw new Error('a' +\n 'b');",
                 "throw __k6throw(( new Error('a' +\n 'b')));",
             ),
-            (
-                "throw x\n  .y\nz()",
-                "throw __k6throw(( x\n  .y))\nz()",
-            ),
+            ("throw x\n  .y\nz()", "throw __k6throw(( x\n  .y))\nz()"),
             (
                 "f(() => { throw {code: 1} })",
                 "f(() => { throw __k6throw(( {code: 1})) })",
@@ -141,7 +135,11 @@ mod tests {
             ),
         ] {
             let got = rw(src);
-            assert_eq!(got.matches('\n').count(), src.matches('\n').count(), "{got}");
+            assert_eq!(
+                got.matches('\n').count(),
+                src.matches('\n').count(),
+                "{got}"
+            );
             assert_eq!(got, want, "{src}");
         }
     }

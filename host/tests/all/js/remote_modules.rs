@@ -126,7 +126,8 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
         ("/lib/1.0/util.js".to_string(), UTIL.to_string()),
         (
             "/bad/browser.js".to_string(),
-            "import { chromium } from 'k6/experimental/browser';\nexport const s = chromium;\n".to_string(),
+            "import { chromium } from 'k6/experimental/browser';\nexport const s = chromium;\n"
+                .to_string(),
         ),
         (
             "/bad/opens.js".to_string(),
@@ -262,7 +263,11 @@ async fn vendored_modules_build_without_the_network() {
     let port = base.rsplit(':').next().unwrap();
     let util = d.join(format!("vendor/127.0.0.1_{port}/lib/2.0/util.js"));
     assert_eq!(std::fs::read_to_string(&util).unwrap(), UTIL);
-    assert!(stderr(&vendored).contains("2 remote modules vendored"), "{}", text(&vendored));
+    assert!(
+        stderr(&vendored).contains("2 remote modules vendored"),
+        "{}",
+        text(&vendored)
+    );
 
     // The server gone and the cache emptied: the build reads vendor/ (nothing fetched).
     task.abort();
@@ -292,7 +297,8 @@ async fn vendored_modules_build_without_the_network() {
     assert!(!offline.status.success(), "{}", text(&offline));
     let why = stderr(&offline);
     assert!(
-        why.contains(&format!("cannot fetch {base}/lib/2.0/index.js")) && why.contains("host vendor"),
+        why.contains(&format!("cannot fetch {base}/lib/2.0/index.js"))
+            && why.contains("host vendor"),
         "{why}"
     );
 }

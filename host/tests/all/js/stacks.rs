@@ -99,7 +99,11 @@ async fn a_bundles_source_map_names_the_original_lines_as_in_k6() {
             assert!(err.contains("src/app.js:8:"), "{who} {bundle}: {err}");
             assert!(err.contains("src/app.js:15:"), "{who} {bundle}: {err}");
         }
-        assert!(!hs.contains("beside.js:2") && !hs.contains("inline.js:2"), "{}", text(&h));
+        assert!(
+            !hs.contains("beside.js:2") && !hs.contains("inline.js:2"),
+            "{}",
+            text(&h)
+        );
     }
     // A map the bundle names but that is not there: warned, and the bundle's own lines.
     std::fs::write(

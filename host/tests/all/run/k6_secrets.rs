@@ -337,7 +337,10 @@ async fn the_url_source_fetches_from_the_named_server_and_is_redacted() {
     .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("url secret ***SECRET_REDACTED***"), "{stderr}");
+    assert!(
+        stderr.contains("url secret ***SECRET_REDACTED***"),
+        "{stderr}"
+    );
     assert!(stderr.contains("traversal: no value"), "{stderr}");
     assert!(!stderr.contains(SECRET), "{stderr}");
     let lines = seen.lock().unwrap().clone();
@@ -345,7 +348,10 @@ async fn the_url_source_fetches_from_the_named_server_and_is_redacted() {
     // path segment, on the named server's path.
     let asked: Vec<&String> = lines.iter().filter(|l| l.contains("/v1/")).collect();
     assert_eq!(
-        asked.iter().filter(|l| l.contains("/v1/secrets/cool ")).count(),
+        asked
+            .iter()
+            .filter(|l| l.contains("/v1/secrets/cool "))
+            .count(),
         1,
         "{lines:?}"
     );
@@ -381,7 +387,10 @@ async fn bad_url_sources_are_refused_before_the_run() {
         [
             ("url=urlTemplate=http://{key}.test/x", "path or query only"),
             ("url=urlTemplate=http://127.0.0.1/x", "no {key}"),
-            ("url=urlTemplate=http://127.0.0.1/{key},nope=1", "unknown option `nope`"),
+            (
+                "url=urlTemplate=http://127.0.0.1/{key},nope=1",
+                "unknown option `nope`",
+            ),
             ("url=config=missing.json", "cannot read missing.json"),
         ]
         .map(|(source, want)| {

@@ -5,7 +5,7 @@
 // desiredSize), a default reader (read, releaseLock, cancel, closed), queuing
 // strategies (CountQueuingStrategy, ByteLengthQueuingStrategy, or any
 // {highWaterMark, size}). Byte streams, BYOB readers and tee() are refused as k6
-// refuses them (NotSupportedError). The steps follow the standard's algorithms on the
+// refuses them (NotSupportedError; the build refuses tee() and the pipes first). The steps follow the standard's algorithms on the
 // layer's Promise, so a source's pull runs as a promise job, when the queue is below
 // its high-water mark or a read waits.
 
