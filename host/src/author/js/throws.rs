@@ -21,7 +21,14 @@ pub(crate) fn rewrite(src: &str) -> Option<(String, super::colmap::Stage)> {
     let t = Tokens::new(src);
     let mut edits: Vec<(usize, usize)> = Vec::new(); // (`throw`, end of X)
     for i in 0..t.toks.len() {
-        if !t.is(i, "throw") || (i > 0 && t.is(i - 1, ".")) {
+        if !t.is(i, "throw") || (i > 0 && (t.is(i - 1, ".") || t.is(i - 1, "?."))) {
+            continue;
+        }
+        // A property named `throw` (`{ throw: true }`, a method `throw() {}`), not
+        // the statement.
+        if t.is(i + 1, ":")
+            || (t.is(i + 1, "(") && t.group_end(i + 1).is_some_and(|c| t.is(c + 1, "{")))
+        {
             continue;
         }
         // `throw` cannot be followed by a line break (a syntax error the engine reports).
@@ -126,6 +133,10 @@ mod tests {
                 "f(() => { throw __k6throw(( {code: 1})) })",
             ),
             (
+                "if (a) throw (e)\nb()",
+                "if (a) throw __k6throw(( (e)))\nb()",
+            ),
+            (
                 "switch (a) { case 1: throw `t${a}` }",
                 "switch (a) { case 1: throw __k6throw(( `t${a}`)) }",
             ),
@@ -151,6 +162,10 @@ mod tests {
             "// throw x\n",
             "o.throw(x);",
             "gen.throw(new Error('x'));",
+            "const options = { throw: true, iterations: 1 };",
+            "const it = { throw(e) { return e; } };",
+            "class G { throw(e) {} }",
+            "g?.throw(1);",
         ] {
             assert!(rewrite(src).is_none(), "{src}");
         }
