@@ -154,6 +154,13 @@ pub(super) async fn worker(mut args: WorkerArgs) -> anyhow::Result<i32> {
         registry: args.registry,
     })
     .await?;
+    // A `k6/secrets` value this worker handed out is kept out of its own results too.
+    if let Err(e) = crate::stderr::redact::redact_files(&outcome.results_dir) {
+        eprintln!(
+            "warning: cannot redact the secrets from {}: {e}",
+            outcome.results_dir.display()
+        );
+    }
     println!(
         "worker: results in {}, exit code {}",
         outcome.results_dir.display(),

@@ -43,12 +43,7 @@ pub(crate) fn encode(interval: &SeriesMap, registry: &Registry) -> Vec<WireSerie
             // coordinator, which writes the results, does not know the value.
             tags: tags
                 .iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string(),
-                        crate::stderr::redact::redact(v).into_owned(),
-                    )
-                })
+                .map(|(k, v)| (k.to_string(), crate::stderr::redact::redact(v).into_owned()))
                 .collect(),
             value,
         });
