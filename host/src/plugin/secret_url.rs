@@ -331,7 +331,7 @@ fn request(source: &UrlSource, url: &url::Url) -> Result<(u16, Vec<u8>), String>
     let raw = if url.scheme() == "https" {
         let name = rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|e| format!("`{host}` is no server name: {e}"))?;
-        let tls = crate::author::js::remote::tls().map_err(|e| format!("{e:#}"))?;
+        let tls = tls()?;
         let conn = rustls::ClientConnection::new(tls, name).map_err(|e| e.to_string())?;
         let mut stream = rustls::StreamOwned::new(conn, tcp);
         exchange(&mut stream, head.as_bytes(), deadline)?
@@ -340,6 +340,28 @@ fn request(source: &UrlSource, url: &url::Url) -> Result<(u16, Vec<u8>), String>
         exchange(&mut tcp, head.as_bytes(), deadline)?
     };
     parse(&raw)
+}
+
+/// The TLS client: the system's roots (with `SSL_CERT_FILE`, that file's), as the
+/// build's fetch of remote modules trusts them; made once.
+fn tls() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    if let Some(c) = CONFIG.get() {
+        return Ok(c.clone());
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    if roots.is_empty() {
+        return Err("no trusted root certificates on this machine: install ca-certificates (or set SSL_CERT_FILE to a CA bundle)".into());
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(CONFIG.get_or_init(|| Arc::new(config)).clone())
 }
 
 /// Writes `head`, reads the answer to its end (at most [`MAX_BODY`] and a head).

@@ -312,9 +312,8 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The TLS client: the system's roots (with `SSL_CERT_FILE`, that file's); also the
-/// URL secret source's (`plugin::secret_url`).
-pub(crate) fn tls() -> Result<Arc<rustls::ClientConfig>> {
+/// The TLS client: the system's roots (with `SSL_CERT_FILE`, that file's).
+fn tls() -> Result<Arc<rustls::ClientConfig>> {
     static CONFIG: Mutex<Option<Arc<rustls::ClientConfig>>> = Mutex::new(None);
     let mut held = CONFIG.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(c) = held.as_ref() {
