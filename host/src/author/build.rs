@@ -39,6 +39,35 @@ pub(crate) fn build(dir: &Path) -> Result<PathBuf> {
     }
 }
 
+/// `host vendor SCRIPT`: builds the script (fetching and pinning its remote modules),
+/// then copies every pinned module into `vendor/` beside it, where a later build reads
+/// them without the network (each checked against its pin in the lock file). Prints
+/// the folder; returns the exit code.
+pub(crate) fn vendor(args: &super::VendorArgs) -> Result<i32> {
+    if !super::js::is_script(&args.script) {
+        bail!(
+            "{} is not a k6 script (.js, .mjs or .ts); `host vendor` writes a script's remote modules",
+            args.script.display()
+        );
+    }
+    super::js::remote::set_update(args.update);
+    build(&args.script)?;
+    let script = args
+        .script
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", args.script.display()))?;
+    let lock = super::js::remote::Lock::beside(&script)?;
+    let dir = lock.vendor_dir();
+    let n = lock.vendor_into(&dir)?;
+    eprintln!(
+        "{n} remote module{} vendored into {}; a build beside it needs no network (the lock file pins each)",
+        if n == 1 { "" } else { "s" },
+        dir.display()
+    );
+    println!("{}", dir.display());
+    Ok(0)
+}
+
 /// Builds a Rust plugin crate (release, wasm32-wasip2); cargo's own diagnostics go to
 /// stderr as it prints them.
 fn build_rust(dir: &Path) -> Result<PathBuf> {

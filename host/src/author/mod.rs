@@ -48,6 +48,17 @@ pub(crate) struct NewArgs {
     pub keep_origin: Vec<String>,
 }
 
+/// `host vendor SCRIPT [--update]`.
+#[derive(Args, Debug)]
+pub(crate) struct VendorArgs {
+    /// The k6 script whose remote modules (`import ... from 'https://...'`) are written
+    /// into `vendor/` beside it, for builds without the network.
+    pub script: PathBuf,
+    /// Fetch each module again and pin what the server has now (as `host build --update`).
+    #[arg(long)]
+    pub update: bool,
+}
+
 /// `host build [DIR]`.
 #[derive(Args, Debug)]
 pub(crate) struct BuildArgs {

@@ -219,7 +219,9 @@ impl CommonArgs {
 }
 
 /// `--secret-source KIND=OPTIONS`, loaded (its file read) as it is parsed.
-fn secret_source_arg(text: &str) -> Result<crate::plugin::secrets::SecretSource, String> {
+pub(super) fn secret_source_arg(
+    text: &str,
+) -> Result<crate::plugin::secrets::SecretSource, String> {
     crate::plugin::secrets::parse_source(text)
 }
 

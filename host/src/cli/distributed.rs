@@ -71,6 +71,11 @@ pub(super) struct WorkerArgs {
     /// (credentials come from this worker's own Docker config.json).
     #[command(flatten)]
     registry: crate::oci::RegistryOptions,
+    /// A source of the secrets a k6 script reads with `k6/secrets` on this worker
+    /// (repeatable; as `host run --secret-source`): the coordinator's do not travel.
+    /// A value this worker hands out is redacted here, and in the tags it sends.
+    #[arg(long = "secret-source", value_name = "KIND=OPTIONS", value_parser = super::common::secret_source_arg)]
+    secret_source: Vec<crate::plugin::secrets::SecretSource>,
 }
 
 /// `host coordinate`: resolves the plugin, hands the run to the workers, prints the
@@ -132,7 +137,9 @@ pub(super) async fn coordinate(mut args: CoordinateArgs) -> anyhow::Result<i32> 
 
 /// `host worker`: joins the coordinator, makes its share of the load, and exits with
 /// the run's code.
-pub(super) async fn worker(args: WorkerArgs) -> anyhow::Result<i32> {
+pub(super) async fn worker(mut args: WorkerArgs) -> anyhow::Result<i32> {
+    crate::plugin::secrets::check_sources(&args.secret_source).map_err(anyhow::Error::msg)?;
+    crate::plugin::secrets::set_sources(std::mem::take(&mut args.secret_source));
     let outcome = crate::distributed::worker::work(crate::distributed::worker::WorkerRequest {
         coordinator: args.coordinator,
         name: args.name,
@@ -147,6 +154,13 @@ pub(super) async fn worker(args: WorkerArgs) -> anyhow::Result<i32> {
         registry: args.registry,
     })
     .await?;
+    // A `k6/secrets` value this worker handed out is kept out of its own results too.
+    if let Err(e) = crate::stderr::redact::redact_files(&outcome.results_dir) {
+        eprintln!(
+            "warning: cannot redact the secrets from {}: {e}",
+            outcome.results_dir.display()
+        );
+    }
     println!(
         "worker: results in {}, exit code {}",
         outcome.results_dir.display(),

@@ -61,6 +61,9 @@ enum Command {
     New(crate::author::NewArgs),
     /// Build a plugin project for wasm32-wasip2 and print the component's path.
     Build(crate::author::BuildArgs),
+    /// Write a k6 script's remote modules into `vendor/` beside it (pinned by the lock
+    /// file), so that it builds where the network is not reachable.
+    Vendor(crate::author::VendorArgs),
     /// Compare two runs' summary.json side by side; exits 98 when B regressed beyond
     /// the tolerance (latency or errors up, throughput down).
     Compare(compare::CompareArgs),
@@ -146,6 +149,7 @@ async fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::K8s(command) => sweep::k8s(command, |argv| Cli::try_parse_from(argv).map(drop)),
         Command::New(args) => crate::author::new::run(&args),
         Command::Build(args) => crate::author::build::run(&args),
+        Command::Vendor(args) => crate::author::build::vendor(&args),
         Command::Demo(args) => demo::demo(args).await,
         Command::Stats(args) => stack::stats(args).await,
         Command::Compare(args) => compare::compare(args),

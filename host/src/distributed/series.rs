@@ -39,9 +39,11 @@ pub(crate) fn encode(interval: &SeriesMap, registry: &Registry) -> Vec<WireSerie
         out.push(WireSeries {
             metric: def.name,
             kind: def.kind,
+            // A `k6/secrets` value this worker handed out leaves it redacted: the
+            // coordinator, which writes the results, does not know the value.
             tags: tags
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.to_string(), crate::stderr::redact::redact(v).into_owned()))
                 .collect(),
             value,
         });

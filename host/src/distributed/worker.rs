@@ -453,6 +453,7 @@ impl Remote for WorkerRole {
 async fn report_abort(control: Arc<RunControl>, tx: mpsc::UnboundedSender<WorkerMsg>) {
     control.stop.cancelled().await;
     if let Some(StopReason::PluginAbort(why)) = control.reason() {
+        let why = crate::stderr::redact::redact(&why).into_owned();
         let _ = tx.send(WorkerMsg::Aborted(why));
     }
 }
@@ -486,7 +487,13 @@ async fn listen(mut reader: ReadHalf<Conn>, control: Arc<RunControl>, done: Arc<
 /// A second's message; with the plugin's failures if `with_errors`.
 fn encode_tick(scope: &Scope<'_>, second: &Second<'_>, with_errors: bool) -> Tick {
     let errors = with_errors.then(|| {
-        let (entries, unlisted) = scope.errors.entries();
+        let (mut entries, unlisted) = scope.errors.entries();
+        // A `k6/secrets` value in a failure's message leaves this worker redacted.
+        for e in &mut entries {
+            if let std::borrow::Cow::Owned(clean) = crate::stderr::redact::redact(&e.message) {
+                e.message = clean;
+            }
+        }
         PluginErrors { entries, unlisted }
     });
     let services = scope.services;

@@ -66,12 +66,14 @@ impl CsvOutput {
             row.push(timestamp.clone());
             row.push(number(agg.value));
             for column in &HEADER[TAG_COLUMNS] {
-                row.push(tags.get(column).unwrap_or_default().to_string());
+                // A `k6/secrets` value in a tag is written redacted (stderr::redact).
+                let value = tags.get(column).unwrap_or_default();
+                row.push(crate::stderr::redact::redact(value).into_owned());
             }
             let extra: Vec<String> = tags
                 .iter()
                 .filter(|(k, _)| !HEADER[TAG_COLUMNS].contains(k))
-                .map(|(k, v)| format!("{k}={v}"))
+                .map(|(k, v)| format!("{k}={}", crate::stderr::redact::redact(v)))
                 .collect();
             row.push(extra.join("&"));
             row.push(agg.metadata_text());

@@ -43,7 +43,13 @@ impl JsonOutput {
             let agg = Aggregate::of(value);
             let tags: Map<String, Json> = tags
                 .iter()
-                .map(|(k, v)| (k.to_string(), Json::from(v)))
+                // A `k6/secrets` value in a tag is written redacted (stderr::redact).
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        Json::from(crate::stderr::redact::redact(v).as_ref()),
+                    )
+                })
                 .collect();
             let mut data = json!({ "time": time, "value": agg.value, "tags": tags });
             if !agg.metadata.is_empty() {

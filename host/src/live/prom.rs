@@ -43,7 +43,8 @@ pub(crate) fn label_name(key: &str) -> String {
 pub(crate) fn labels(tags: &TagSet) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = tags
         .iter()
-        .map(|(k, v)| (label_name(k), v.to_string()))
+        // A `k6/secrets` value in a tag (a URL's token) is sent redacted, as written.
+        .map(|(k, v)| (label_name(k), crate::stderr::redact::redact(v).into_owned()))
         .collect();
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);

@@ -27,6 +27,7 @@ pub(crate) mod output;
 pub(crate) mod pin;
 pub(crate) mod reference;
 pub(crate) mod response_slots;
+pub(crate) mod secret_url;
 pub(crate) mod secrets;
 pub(crate) mod send;
 pub(crate) mod shape;

@@ -10,7 +10,11 @@
 //! - `file=PATH`, or `file=name=NAME,filename=PATH[,default]`: `KEY=VALUE` lines
 //!   (split at the first `=`, the value kept as written);
 //! - `env`, or `env=[prefix=PREFIX][,name=NAME][,default]`: the host's environment
-//!   variable `PREFIX` + the secret's name, read when the run starts.
+//!   variable `PREFIX` + the secret's name, read when the run starts;
+//! - `url=urlTemplate=URL[,method=..][,headers.NAME=..][,responsePath=..][,timeout=..]
+//!   [,requestsPerMinuteLimit=..][,requestsBurst=..][,maxRetries=..][,retryBackoff=..]
+//!   [,name=NAME][,default]`, or `url=config=FILE.json[,name=NAME][,default]` (k6 1.5+):
+//!   fetched from that server when a script first asks (`secret_url`).
 //!
 //! A lone source is the default one; among several, the one marked `default` is.
 
@@ -36,6 +40,8 @@ pub(crate) struct SecretSource {
     pub(crate) default: bool,
     /// Its secrets by name.
     pub(crate) values: BTreeMap<String, String>,
+    /// A URL source's options (its values are fetched when asked, not held here).
+    pub(crate) url: Option<super::secret_url::UrlSource>,
 }
 
 static SOURCES: OnceLock<Vec<SecretSource>> = OnceLock::new();
@@ -70,7 +76,10 @@ pub(crate) fn lookup(env_name: &str) -> Option<Option<String>> {
     } else {
         sources.iter().find(|s| s.name == source)
     };
-    let value = source.and_then(|s| s.values.get(name)).cloned();
+    let value = source.and_then(|s| match &s.url {
+        Some(url) => super::secret_url::get(&s.name, url, name),
+        None => s.values.get(name).cloned(),
+    });
     Some(value.filter(|v| crate::stderr::redact::add(v)))
 }
 
@@ -95,9 +104,7 @@ pub(crate) fn parse_source(text: &str) -> Result<SecretSource, String> {
     match kind {
         "file" => file_source(text, options),
         "env" => env_source(text, options),
-        "url" => Err(format!(
-            "`{text}`: the url secret source (k6 1.5) is not supported yet; use file= or env"
-        )),
+        "url" => url_source(text, options),
         other => Err(format!(
             "`{text}`: no secret source of type `{other}`; give file=PATH, file=name=NAME,filename=PATH[,default], or env[=prefix=PREFIX][,name=NAME][,default]"
         )),
@@ -203,7 +210,90 @@ fn file_source(text: &str, rest: &str) -> Result<SecretSource, String> {
         name: name.to_string(),
         default,
         values,
+        url: None,
     })
+}
+
+/// `url=urlTemplate=...` (k6's options) or `url=config=FILE.json`.
+fn url_source(text: &str, rest: &str) -> Result<SecretSource, String> {
+    let mut given: BTreeMap<String, String> = BTreeMap::new();
+    let mut default = false;
+    let mut name = DEFAULT_NAME.to_string();
+    for part in rest.split(',').filter(|p| !p.is_empty()) {
+        if part == "default" {
+            default = true;
+            continue;
+        }
+        let Some((key, value)) = part.split_once('=') else {
+            return Err(format!(
+                "`{text}`: `{part}` is not KEY=VALUE (options: urlTemplate=, method=, headers.NAME=, responsePath=, timeout=, requestsPerMinuteLimit=, requestsBurst=, maxRetries=, retryBackoff=, config=, name=, default)"
+            ));
+        };
+        if key == "name" {
+            name = value.to_string();
+            continue;
+        }
+        if key == "config" {
+            for (k, v) in url_config(text, value)? {
+                given.entry(k).or_insert(v);
+            }
+            continue;
+        }
+        if !super::secret_url::OPTIONS.contains(&key) && !key.starts_with("headers.") {
+            return Err(format!(
+                "`{text}`: unknown option `{key}` (options: {}, headers.NAME, config, name, default)",
+                super::secret_url::OPTIONS.join(", ")
+            ));
+        }
+        if given.insert(key.to_string(), value.to_string()).is_some() {
+            return Err(format!("`{text}`: `{key}` is given twice"));
+        }
+    }
+    check_name(text, &name)?;
+    let url = super::secret_url::UrlSource::from_options(text, &given)?;
+    Ok(SecretSource {
+        name,
+        default,
+        values: BTreeMap::new(),
+        url: Some(url),
+    })
+}
+
+/// A URL source's `config=FILE.json`: its options as a JSON object (`headers` an
+/// object of names to values); the inline options win over it.
+fn url_config(text: &str, path: &str) -> Result<Vec<(String, String)>, String> {
+    let body =
+        std::fs::read_to_string(path).map_err(|e| format!("`{text}`: cannot read {path}: {e}"))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("`{text}`: {path} is not JSON: {e}"))?;
+    let obj = json
+        .as_object()
+        .ok_or_else(|| format!("`{text}`: {path} is not a JSON object of options"))?;
+    let mut out = Vec::new();
+    for (k, v) in obj {
+        if k == "headers" {
+            let headers = v
+                .as_object()
+                .ok_or_else(|| format!("`{text}`: {path}: headers is not an object"))?;
+            for (h, hv) in headers {
+                let hv = hv
+                    .as_str()
+                    .ok_or_else(|| format!("`{text}`: {path}: header {h} is not a string"))?;
+                out.push((format!("headers.{h}"), hv.to_string()));
+            }
+            continue;
+        }
+        if !super::secret_url::OPTIONS.contains(&k.as_str()) {
+            return Err(format!("`{text}`: {path}: unknown option `{k}`"));
+        }
+        let value = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => return Err(format!("`{text}`: {path}: `{k}` is not a string or number")),
+        };
+        out.push((k.clone(), value));
+    }
+    Ok(out)
 }
 
 /// `env`, or `env=[prefix=PREFIX][,name=NAME][,default]`: the variables of the host's
@@ -222,6 +312,7 @@ fn env_source(text: &str, rest: &str) -> Result<SecretSource, String> {
         name: name.to_string(),
         default,
         values,
+        url: None,
     })
 }
 
@@ -282,7 +373,8 @@ mod tests {
             ),
             ("file=name=x,filname=y", "unknown option `filname`"),
             ("vault=x", "no secret source of type `vault`"),
-            ("url=https://x", "not supported yet"),
+            ("url=https://x", "is not KEY=VALUE"),
+            ("url=method=GET", "no urlTemplate"),
             ("env=prefix=A,prefix=B", "given twice"),
         ] {
             let e = parse_source(bad).unwrap_err();
@@ -296,6 +388,7 @@ mod tests {
             name: name.into(),
             default,
             values: BTreeMap::new(),
+            url: None,
         };
         assert_eq!(default_source(&[source("a", false)]).unwrap().name, "a");
         assert!(default_source(&[source("a", false), source("b", false)]).is_none());

@@ -95,6 +95,8 @@ mod js {
     mod responses;
     mod runtime_guards;
     mod scripts;
+    mod stacks;
+    mod streams;
     mod typescript;
     mod webcrypto;
 }

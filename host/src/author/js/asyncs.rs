@@ -49,17 +49,25 @@ struct Edit {
 /// top-level `await` is refused (the tests' entry: builds take [`rewrite_module`]).
 #[cfg(test)]
 pub(crate) fn rewrite(src: &str, shown: &str) -> Result<Option<String>> {
-    Ok(rewrite_inner(src, shown, false)?.map(|(out, _)| out))
+    Ok(rewrite_inner(src, shown, false)?.map(|(out, _, _)| out))
 }
 
 /// [`rewrite`] for a whole module: a top-level `await` becomes `yield` too, and the
 /// second value says there was one, so that the bundler runs the module's body as a
 /// generator the layer drives (`__k6async`), as k6 runs a module with top-level await.
-pub(crate) fn rewrite_module(src: &str, shown: &str) -> Result<Option<(String, bool)>> {
+/// The third value is the rewrite's edits, for the columns of stack traces (`colmap`).
+pub(crate) fn rewrite_module(
+    src: &str,
+    shown: &str,
+) -> Result<Option<(String, bool, super::colmap::Stage)>> {
     rewrite_inner(src, shown, true)
 }
 
-fn rewrite_inner(src: &str, shown: &str, top_level: bool) -> Result<Option<(String, bool)>> {
+fn rewrite_inner(
+    src: &str,
+    shown: &str,
+    top_level: bool,
+) -> Result<Option<(String, bool, super::colmap::Stage)>> {
     if !src.contains("async") && !src.contains("await") {
         return Ok(None);
     }
@@ -337,7 +345,8 @@ fn rewrite_inner(src: &str, shown: &str, top_level: bool) -> Result<Option<(Stri
         from = e.at + e.len;
     }
     out.push_str(&src[from..]);
-    Ok(Some((out, awaits_at_top)))
+    let stage = super::colmap::Stage(edits.iter().map(|e| (e.at, e.len, e.text.len())).collect());
+    Ok(Some((out, awaits_at_top, stage)))
 }
 
 /// Rewrites the `super` of the async method whose body is `b` to read through

@@ -28,6 +28,10 @@ pub(crate) struct Bundle {
 struct Module {
     id: String,
     body: String,
+    /// Column anchors of the lines the rewrite moved (`colmap`), as JS.
+    cols: Option<String>,
+    /// The module's source map for the layer (`srcmap`), as JS.
+    map: Option<String>,
 }
 
 /// Bundles `entry`; `first_line` is the line of the combined module on which the
@@ -127,8 +131,20 @@ pub(crate) fn bundle(
             }
             files.insert(literal, (file, bytes));
         }
+        let map = super::srcmap::load(&js, &path, &root, &shown, remote.is_some())?;
+        let map = map.map(|m| {
+            if let Some(input) = m.input {
+                inputs.push(input);
+            }
+            m.js
+        });
         inputs.push((id.clone(), src.clone().into_bytes()));
-        modules.push(Module { id, body: out.body });
+        modules.push(Module {
+            id,
+            body: out.body,
+            cols: cols_js(&out.cols),
+            map,
+        });
     }
     let mut js = String::new();
     let mut line = first_line;
@@ -158,6 +174,20 @@ pub(crate) fn bundle(
             .unwrap_or(0)
     });
     js.push_str(&format!("BUNDLE.lines = [{}];\n", lines.join(", ")));
+    // Columns the rewrite moved, and the bundles' source maps (stack traces).
+    js.push_str("BUNDLE.cols = {");
+    for m in &modules {
+        if let Some(cols) = &m.cols {
+            js.push_str(&format!("{}: {cols},\n", json(&m.id)));
+        }
+    }
+    js.push_str("};\nBUNDLE.maps = {");
+    for m in &modules {
+        if let Some(map) = &m.map {
+            js.push_str(&format!("{}: {map},\n", json(&m.id)));
+        }
+    }
+    js.push_str("};\n");
     js.push_str("BUNDLE.files = {");
     for (literal, (_, bytes)) in &files {
         match std::str::from_utf8(bytes) {
@@ -202,6 +232,25 @@ pub(crate) fn bundle(
     Ok(Bundle { js, name, inputs })
 }
 
+/// `{LINE: [f, o, fixed, ...]}` of a module's column anchors (`colmap::Anchor`);
+/// `None` when no line moved.
+fn cols_js(cols: &BTreeMap<usize, Vec<super::colmap::Anchor>>) -> Option<String> {
+    if cols.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = cols
+        .iter()
+        .map(|(line, list)| {
+            let flat: Vec<String> = list
+                .iter()
+                .map(|a| format!("{},{},{}", a.f, a.o, u8::from(a.fixed)))
+                .collect();
+            format!("{line}: [{}]", flat.join(","))
+        })
+        .collect();
+    Some(format!("{{{}}}", lines.join(", ")))
+}
+
 fn json(s: &str) -> String {
     serde_json::to_string(s).expect("a string serialises")
 }
@@ -227,6 +276,8 @@ struct Transformed {
     protos: Vec<super::protos::Loaded>,
     /// The protosets of `client.loadProtoset` calls (k6/net/grpc).
     protosets: Vec<super::protosets::Protoset>,
+    /// Per line, where the rewrite moved columns (`colmap::anchors`).
+    cols: BTreeMap<usize, Vec<super::colmap::Anchor>>,
 }
 
 /// Rewrites one module; `shown` names it in errors.
@@ -246,9 +297,22 @@ fn transform(
     };
     // `async` functions become generators the layer drives (the runtime runs no
     // promise jobs); a module without `async` or `await` is not tokenized.
+    let first = src.clone();
+    let mut stages = Vec::new();
     let (src, awaits_at_top) = match super::asyncs::rewrite_module(&src, shown)? {
-        Some((out, top)) => (out, top),
+        Some((out, top, stage)) => {
+            stages.push(stage);
+            (out, top)
+        }
         None => (src, false),
+    };
+    // A thrown value that is no Error gets a stack too (see `throws`).
+    let src = match super::throws::rewrite(&src) {
+        Some((out, stage)) => {
+            stages.push(stage);
+            out
+        }
+        None => src,
     };
     let scanned = scan(&src);
     let code = String::from_utf8_lossy(&scanned.code).into_owned();
@@ -260,6 +324,7 @@ fn transform(
     let mut deps = Vec::new();
     let mut n = 0usize;
     let mut uses_browser = false;
+    let mut uses_streams = false;
     for &(start, kw) in &scanned.keywords {
         n += 1;
         let rest = &src[start..];
@@ -274,6 +339,7 @@ fn transform(
                 let end = statement_end(&src, spec_end);
                 let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
                 uses_browser |= target == "k6/browser";
+                uses_streams |= target == "k6/experimental/streams";
                 let module = format!("__m{n}");
                 let mut out = format!("const {module} = __require({});", json(&target));
                 for binding in bindings(clause).map_err(|e| anyhow!("{}: {e}", at(start)))? {
@@ -400,6 +466,9 @@ fn transform(
     if uses_browser {
         super::browser_api::check(&src, &code, &at)?;
     }
+    if uses_streams {
+        super::streams_api::check(&code, &at)?;
+    }
     // Only a module that imports k6/net/grpc has a gRPC client's `.load(`.
     let (protos, protosets) = if src.contains("k6/net/grpc") {
         (
@@ -412,25 +481,37 @@ fn transform(
     // Apply the edits back to front, each keeping its line count.
     let mut body = src.clone();
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut stage = super::colmap::Stage::default();
     for (from, to, text) in edits {
         let newlines = src[from..to].matches('\n').count();
-        body.replace_range(from..to, &format!("{text}{}", "\n".repeat(newlines)));
+        let new = format!("{text}{}", "\n".repeat(newlines));
+        stage.0.push((from, to - from, new.len()));
+        body.replace_range(from..to, &new);
     }
-    let body = format!("{}{body} {}", hoisted.join(" "), trailing.join(" "));
+    stage.0.reverse();
+    stages.push(stage);
+    let prefix = hoisted.join(" ");
+    let body = format!("{prefix}{body} {}", trailing.join(" "));
     // A module with top-level `await` runs as a generator the layer drives; its
     // promise settles in `require` (layer/bundle.js). On the lines the body already
     // has, so that every line keeps its number.
-    let body = if awaits_at_top {
-        format!("return __k6async(this, null, function* () {{ {body}\n}});")
+    let (body, prefix_len) = if awaits_at_top {
+        let wrap = "return __k6async(this, null, function* () { ";
+        (format!("{wrap}{body}\n}});"), wrap.len() + prefix.len())
     } else {
-        body
+        (body, prefix.len())
     };
+    if prefix_len > 0 {
+        stages.push(super::colmap::Stage(vec![(0, 0, prefix_len)]));
+    }
+    let cols = super::colmap::anchors(&first, &body, &stages);
     Ok(Transformed {
         body,
         deps,
         opens,
         protos,
         protosets,
+        cols,
     })
 }
 

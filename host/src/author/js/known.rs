@@ -88,6 +88,15 @@ pub(crate) const MODULES: &[(&str, &[&str])] = &[
     // Files bundled at build time (`fs.open` literals), and CSV over them.
     ("k6/experimental/fs", &["open", "SeekMode"]),
     ("k6/experimental/csv", &["parse", "Parser"]),
+    (
+        "k6/experimental/streams",
+        &[
+            "ReadableStream",
+            "ReadableStreamDefaultReader",
+            "CountQueuingStrategy",
+            "ByteLengthQueuingStrategy",
+        ],
+    ),
     // k6's browser module over the contract's `browser` (the host drives Chromium).
     ("k6/browser", &["browser"]),
     // k6's summary helpers (jslib's k6-summary), built into the layer: nearly every
@@ -128,10 +137,7 @@ pub(crate) fn known_module(spec: &str) -> Option<&'static (&'static str, &'stati
 }
 
 /// k6 modules refused, with the reason given to the user.
-pub(crate) const REFUSED: &[(&str, &str)] = &[
-    (
-        "k6/experimental/browser",
-        "k6 removed it in 1.0: import { browser } from 'k6/browser'",
-    ),
-    ("k6/experimental/streams", "not supported yet"),
-];
+pub(crate) const REFUSED: &[(&str, &str)] = &[(
+    "k6/experimental/browser",
+    "k6 removed it in 1.0: import { browser } from 'k6/browser'",
+)];

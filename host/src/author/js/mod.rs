@@ -8,6 +8,7 @@ pub(crate) mod asyncs;
 pub(crate) mod browser_api;
 pub(crate) mod bundle;
 pub(crate) mod clauses;
+pub(crate) mod colmap;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
 #[cfg(test)]
@@ -20,7 +21,10 @@ pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod remote;
 pub(crate) mod scan;
+pub(crate) mod srcmap;
+pub(crate) mod streams_api;
 pub(crate) mod stub;
+pub(crate) mod throws;
 pub(crate) mod tokens;
 pub(crate) mod typescript;
 pub(crate) mod whole;

@@ -90,7 +90,19 @@ impl Lock {
                 return Ok(file);
             }
         }
-        let text = fetch(&parsed).with_context(|| format!("{at}: cannot fetch {url}"))?;
+        if !update {
+            if let Some(file) = self.vendored(url, &parsed, &file, pin.as_deref(), at)? {
+                return Ok(file);
+            }
+        }
+        let text = fetch(&parsed).with_context(|| {
+            format!(
+                "{at}: cannot fetch {url} (no cached copy with its pin, none vendored in {}; \
+                 without the network, vendor the modules where it is reachable with \
+                 `host vendor SCRIPT` and bring the vendor/ folder and the lock beside the script)",
+                self.vendor_dir().display()
+            )
+        })?;
         let hash = sha256(text.as_bytes());
         match pin {
             Some(pin) if pin != hash && !update => bail!(
@@ -112,6 +124,95 @@ impl Lock {
         std::fs::rename(&tmp, &file).with_context(|| format!("cannot write {}", file.display()))?;
         Ok(file)
     }
+}
+
+impl Lock {
+    /// The vendor folder beside the script (`vendor/`, written by `host vendor`).
+    pub(crate) fn vendor_dir(&self) -> PathBuf {
+        self.path.with_file_name(VENDOR_DIR)
+    }
+
+    /// The vendored copy of `url`, checked against its pin and put in the cache (where
+    /// its relative imports resolve); `None` when it is not vendored.
+    fn vendored(
+        &self,
+        url: &str,
+        parsed: &url::Url,
+        cached: &Path,
+        pin: Option<&str>,
+        at: &str,
+    ) -> Result<Option<PathBuf>> {
+        let file = vendored_path(&self.vendor_dir(), parsed);
+        let Ok(bytes) = std::fs::read(&file) else {
+            return Ok(None);
+        };
+        let hash = sha256(&bytes);
+        match pin {
+            None => bail!(
+                "{at}: {url} is vendored in {} but not pinned in {}; vendor it again with `host vendor SCRIPT`",
+                file.display(),
+                self.path.display()
+            ),
+            Some(pin) if pin != hash => bail!(
+                "{at}: the vendored copy of {url} ({}) is not the text pinned in {} (sha256 {pin}, the copy {hash}); vendor it again with `host vendor SCRIPT`",
+                file.display(),
+                self.path.display()
+            ),
+            Some(_) => {}
+        }
+        if let Some(dir) = cached.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let tmp = cached.with_extension("vendoring");
+        std::fs::write(&tmp, &bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, cached)
+            .with_context(|| format!("cannot write {}", cached.display()))?;
+        Ok(Some(cached.to_path_buf()))
+    }
+
+    /// Copies every pinned module from the cache into `dir` (`HOST[_PORT]/PATH`, as
+    /// the cache keeps them); the number written. A cached text that is not its pin is
+    /// refused.
+    pub(crate) fn vendor_into(&self, dir: &Path) -> Result<usize> {
+        let mut n = 0;
+        for (url, pin) in &self.pins {
+            let parsed = check_url(url, &self.path.display().to_string())?;
+            let cached = cache_path(&parsed);
+            let bytes = std::fs::read(&cached).with_context(|| {
+                format!(
+                    "{url} is pinned but not in the cache ({})",
+                    cached.display()
+                )
+            })?;
+            if sha256(&bytes) != *pin {
+                bail!(
+                    "the cached copy of {url} ({}) is not its pin in {}; build again",
+                    cached.display(),
+                    self.path.display()
+                );
+            }
+            let file = vendored_path(dir, &parsed);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            std::fs::write(&file, &bytes)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// The name of the vendor folder beside a script.
+pub(crate) const VENDOR_DIR: &str = "vendor";
+
+/// `<dir>/HOST[_PORT]/PATH`.
+fn vendored_path(dir: &Path, url: &url::Url) -> PathBuf {
+    let cached = cache_path(url);
+    let rest = cached.strip_prefix(root()).unwrap_or(&cached);
+    dir.join(rest)
 }
 
 thread_local! {

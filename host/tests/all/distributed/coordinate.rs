@@ -1626,3 +1626,92 @@ fn raw_sockets_open_are_summed_over_the_workers() {
         Some(3.0)
     );
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A k6 script's secret on a worker (the worker's own `--secret-source`): the script
+/// reads it, sends it in a URL (so in the `name` tag) and fails with it; the
+/// coordinator, which never knew the value, writes it nowhere, and the worker's own
+/// results redact it too.
+#[test]
+fn a_workers_secret_reaches_no_file_of_the_coordinator() {
+    const SECRET: &str = "w0-s3cr3t-5d1e";
+    let target = Target::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("secret.js"),
+        "import secrets from 'k6/secrets';\nimport http from 'k6/http';\nexport default async function () {\n  const v = await secrets.get('cool');\n  http.get(`${__ENV.BASE_URL}/?token=${v}`);\n  throw new Error('failed with ' + v);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("one.secret"), format!("cool={SECRET}\n")).unwrap();
+    let config = common::write_config(
+        d,
+        "[scenarios.default]\nexecutor = \"shared-iterations\"\nvus = 1\niterations = 3\n",
+    );
+    let out = d.join("coordinator");
+    let base = format!("BASE_URL={}", target.url());
+    let mut coordinator = Proc::spawn(&[
+        "coordinate",
+        d.join("secret.js").to_str().unwrap(),
+        "--workers",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-e",
+        &base,
+    ]);
+    let line = coordinator.wait_for_line(host::LISTENING, Duration::from_secs(120));
+    let rest = line.split(host::LISTENING).nth(1).unwrap();
+    let addr = rest.split(": ").next().unwrap().to_string();
+    let source = format!("file={}", d.join("one.secret").display());
+    let worker_out = d.join("w0");
+    let mut worker = Proc::spawn(&[
+        "worker",
+        "--coordinator",
+        &addr,
+        "--name",
+        "w0",
+        "--out",
+        worker_out.to_str().unwrap(),
+        "--secret-source",
+        &source,
+    ]);
+    coordinator.wait(Duration::from_secs(120));
+    worker.wait(Duration::from_secs(30));
+    let all = format!("{}\n{}", coordinator.stderr(), worker.stderr());
+    assert!(all.contains("failed with ***SECRET_REDACTED***"), "{all}");
+    assert!(!all.contains(SECRET), "{all}");
+    let mut written = files_under(&out);
+    written.extend(files_under(&worker_out));
+    assert!(written.len() > 3, "{written:?}");
+    for file in &written {
+        let bytes = std::fs::read(file).unwrap();
+        let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+        assert!(!found, "{} holds the secret", file.display());
+    }
+    // The request went with the value, and the coordinator's results have its URL
+    // redacted (the tag crossed from the worker as ***SECRET_REDACTED***).
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert!(
+        summary.to_string().contains("token=***SECRET_REDACTED***"),
+        "{}",
+        summary["endpoints"]
+    );
+}

@@ -67,6 +67,7 @@ fn logged(stderr: &[u8]) -> Vec<String> {
                 "PARSER ",
                 "OBJPARSER ",
                 "TAIL ",
+                "LAZY ",
             ]
             .iter()
             .filter_map(|p| l.find(p))
@@ -120,6 +121,41 @@ async fn fs_and_csv_read_a_file_as_k6() {
         hl[4].starts_with("ALL 5 [\"bob\",\"25\",\"say \\\"hi\\\"\"]"),
         "{}",
         hl[4]
+    );
+}
+
+/// A Parser reads as its next() asks, as k6's: a bad record further down the file is
+/// met by the next() that reaches it, after the records before it (an eager parse
+/// failed in the init code, before any iteration).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csv_parser_reads_as_next_asks_as_k6() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.csv"), "a,b\n1,2\n3,4\n5,6,7\n8,9\n").unwrap();
+    std::fs::write(
+        dir.path().join("lazy.js"),
+        r#"import { open } from 'k6/experimental/fs';
+import csv from 'k6/experimental/csv';
+const parser = new csv.Parser(await open('bad.csv'));
+export const options = { iterations: 1 };
+export default async function () {
+  const rows = [];
+  try {
+    for (;;) { const { done, value } = await parser.next(); if (done) break; rows.push(value); }
+    console.log('LAZY ' + JSON.stringify(rows) + ' no error');
+  } catch (e) {
+    console.log('LAZY ' + JSON.stringify(rows) + ' then error');
+  }
+}
+"#,
+    )
+    .unwrap();
+    let h = host(dir.path(), ["run", "lazy.js", "-q"]).await;
+    let k = k6_in(dir.path(), vec!["lazy.js".into(), "-q".into()]).await;
+    let (hl, kl) = (logged(&h.stderr), logged(&k.stderr));
+    assert_eq!(hl, kl, "host:\n{}\nk6:\n{}", text(&h), text(&k));
+    assert_eq!(
+        hl,
+        vec!["LAZY [[\"a\",\"b\"],[\"1\",\"2\"],[\"3\",\"4\"]] then error".to_string()]
     );
 }
 

@@ -125,8 +125,9 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
         ("/lib/1.0/index.js".to_string(), LIB.to_string()),
         ("/lib/1.0/util.js".to_string(), UTIL.to_string()),
         (
-            "/bad/streams.js".to_string(),
-            "import { ReadableStream } from 'k6/experimental/streams';\nexport const s = ReadableStream;\n".to_string(),
+            "/bad/browser.js".to_string(),
+            "import { chromium } from 'k6/experimental/browser';\nexport const s = chromium;\n"
+                .to_string(),
         ),
         (
             "/bad/opens.js".to_string(),
@@ -199,8 +200,8 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
     // A fetched module is checked as a local one.
     for (path, want) in [
         (
-            "/bad/streams.js",
-            "`k6/experimental/streams` is not supported by this host",
+            "/bad/browser.js",
+            "`k6/experimental/browser` is not supported by this host",
         ),
         ("/bad/opens.js", "a remote module may not open files"),
     ] {
@@ -236,5 +237,68 @@ async fn remote_modules_are_fetched_pinned_and_checked_at_build() {
         stderr(&offline).contains(&format!("cannot fetch {base}/lib/1.0/index.js")),
         "{}",
         text(&offline)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vendored_modules_build_without_the_network() {
+    let files: Files = Arc::new(Mutex::new(HashMap::from([
+        ("/lib/2.0/index.js".to_string(), LIB.to_string()),
+        ("/lib/2.0/util.js".to_string(), UTIL.to_string()),
+    ])));
+    let (base, ca, served, task) = server(files.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ca.pem"), ca).unwrap();
+    std::fs::write(
+        d.join("script.js"),
+        format!(
+            "import {{ greet }} from '{base}/lib/2.0/index.js';\nexport const options = {{ iterations: 1 }};\nexport default function () {{ console.log('VENDORED ' + greet(5)); }}\n"
+        ),
+    )
+    .unwrap();
+    let vendored = host(d, &["vendor", "script.js"]).await;
+    assert!(vendored.status.success(), "{}", text(&vendored));
+    assert_eq!(served.load(Ordering::Relaxed), 2);
+    let port = base.rsplit(':').next().unwrap();
+    let util = d.join(format!("vendor/127.0.0.1_{port}/lib/2.0/util.js"));
+    assert_eq!(std::fs::read_to_string(&util).unwrap(), UTIL);
+    assert!(
+        stderr(&vendored).contains("2 remote modules vendored"),
+        "{}",
+        text(&vendored)
+    );
+
+    // The server gone and the cache emptied: the build reads vendor/ (nothing fetched).
+    task.abort();
+    let _ = task.await;
+    std::fs::remove_dir_all(d.join("cache")).unwrap();
+    let ran = host(d, &["run", "script.js", "-q", "--out", "results"]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    assert!(stderr(&ran).contains("VENDORED hello 10"), "{}", text(&ran));
+    assert_eq!(served.load(Ordering::Relaxed), 2);
+
+    // A vendored copy that is not its pin is refused, naming it.
+    std::fs::remove_dir_all(d.join("cache")).unwrap();
+    std::fs::write(&util, UTIL.replace("n * 2", "n * 9")).unwrap();
+    let o = host(d, &["build", "script.js"]).await;
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!("the vendored copy of {base}/lib/2.0/util.js"))
+            && stderr(&o).contains("host vendor"),
+        "{}",
+        text(&o)
+    );
+
+    // Neither vendored nor cached, offline: the error names the URL and the way out.
+    std::fs::remove_dir_all(d.join("vendor")).unwrap();
+    std::fs::remove_dir_all(d.join("cache")).unwrap();
+    let offline = host(d, &["build", "script.js"]).await;
+    assert!(!offline.status.success(), "{}", text(&offline));
+    let why = stderr(&offline);
+    assert!(
+        why.contains(&format!("cannot fetch {base}/lib/2.0/index.js"))
+            && why.contains("host vendor"),
+        "{why}"
     );
 }

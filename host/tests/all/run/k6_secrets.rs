@@ -238,3 +238,176 @@ async fn missing_or_bad_sources_are_clear_errors() {
         text(&two_defaults)
     );
 }
+
+/// A loopback HTTP server for the URL source: `GET /v1/secrets/KEY` with the right
+/// `Authorization` answers `{"data":{"value":...}}` for `cool`, 404 for any other key,
+/// 401 without it; `/echo` answers 200 (the script's request). Its address, and the
+/// request lines it saw.
+fn secret_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(200) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut first = String::new();
+            if reader.read_line(&mut first).is_err() {
+                continue;
+            }
+            let mut auth = false;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                auth |= line.eq_ignore_ascii_case("authorization: Bearer op-token\r\n");
+            }
+            log.lock().unwrap().push(first.trim_end().to_string());
+            let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
+            let (status, body) = if path.starts_with("/echo") {
+                ("200 OK", "ok".to_string())
+            } else if !auth {
+                ("401 Unauthorized", String::new())
+            } else if path == "/v1/secrets/cool" {
+                ("200 OK", format!("{{\"data\":{{\"value\":\"{SECRET}\"}}}}"))
+            } else {
+                ("404 Not Found", String::new())
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (addr, seen)
+}
+
+const URL_SCRIPT: &str = r#"import secrets from 'k6/secrets';
+import http from 'k6/http';
+export const options = { iterations: 2 };
+export default async function () {
+  const v = await secrets.get('cool');
+  console.log('url secret ' + v);
+  http.get(`${__ENV.ECHO}/echo?token=${v}`);
+  try { await secrets.get('../admin'); } catch (e) { console.log('traversal: ' + e); }
+}
+"#;
+
+/// k6 1.5's URL source (not in k6 1.1.0, so checked on its own): fetched once per key
+/// from the server the operator named, with its headers and response path; a key
+/// cannot leave the template's path; the value redacted on stderr, in the results and
+/// in the streaming outputs (`--out json=`, `--out csv=`), where the request's URL tag
+/// carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_url_source_fetches_from_the_named_server_and_is_redacted() {
+    let (addr, seen) = secret_server();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("url.js"), URL_SCRIPT).unwrap();
+    let d = dir.path().to_path_buf();
+    let source = format!(
+        "url=urlTemplate=http://{addr}/v1/secrets/{{key}},responsePath=data.value,headers.Authorization=Bearer op-token,maxRetries=0,timeout=5s"
+    );
+    let echo = format!("ECHO=http://{addr}");
+    let out = tokio::task::spawn_blocking(move || {
+        host(
+            &d,
+            &[
+                "run",
+                "url.js",
+                "-q",
+                "--secret-source",
+                &source,
+                "-e",
+                &echo,
+                "--out",
+                "results",
+                "--out",
+                "json=stream.json",
+                "--out",
+                "csv=stream.csv",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("url secret ***SECRET_REDACTED***"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("traversal: no value"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    let lines = seen.lock().unwrap().clone();
+    // `cool` asked once for the run (two iterations); the other key encoded into one
+    // path segment, on the named server's path.
+    let asked: Vec<&String> = lines.iter().filter(|l| l.contains("/v1/")).collect();
+    assert_eq!(
+        asked
+            .iter()
+            .filter(|l| l.contains("/v1/secrets/cool "))
+            .count(),
+        1,
+        "{lines:?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|l| l.starts_with("GET /v1/secrets/..%2Fadmin ")),
+        "{lines:?}"
+    );
+    assert_eq!(asked.len(), 2, "{lines:?}");
+    // The echo request carried the value; no file the run wrote holds it.
+    assert!(lines.iter().any(|l| l.contains(SECRET)), "{lines:?}");
+    let mut written = files(&dir.path().join("results"));
+    written.push(dir.path().join("stream.json"));
+    written.push(dir.path().join("stream.csv"));
+    for file in &written {
+        let bytes = std::fs::read(file).unwrap();
+        let found = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+        assert!(!found, "{} holds the secret", file.display());
+    }
+    let json = std::fs::read_to_string(dir.path().join("stream.json")).unwrap();
+    assert!(json.contains("token=***SECRET_REDACTED***"), "{json}");
+    let csv = std::fs::read_to_string(dir.path().join("stream.csv")).unwrap();
+    assert!(csv.contains("token=***SECRET_REDACTED***"), "{csv}");
+}
+
+/// Bad URL sources stop the run before it starts, naming what to fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_url_sources_are_refused_before_the_run() {
+    let dir = setup();
+    let d = dir.path().to_path_buf();
+    let outs = tokio::task::spawn_blocking(move || {
+        [
+            ("url=urlTemplate=http://{key}.test/x", "path or query only"),
+            ("url=urlTemplate=http://127.0.0.1/x", "no {key}"),
+            (
+                "url=urlTemplate=http://127.0.0.1/{key},nope=1",
+                "unknown option `nope`",
+            ),
+            ("url=config=missing.json", "cannot read missing.json"),
+        ]
+        .map(|(source, want)| {
+            (
+                want,
+                host(&d, &["run", "secrets.js", "--secret-source", source], &[]),
+            )
+        })
+    })
+    .await
+    .unwrap();
+    for (want, out) in outs {
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(want),
+            "{want}: {}",
+            text(&out)
+        );
+    }
+}

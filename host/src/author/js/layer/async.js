@@ -323,7 +323,11 @@ function throwUncaught() {
     e.message = `Uncaught (in promise) ${e.message}`;
     throw e;
   }
-  throw new Error(`Uncaught (in promise) ${format(e)}`);
+  const err = new Error(`Uncaught (in promise) ${format(e)}`);
+  // Where the value was thrown, when it was (bundle.js's __k6throw).
+  const t = lastThrown;
+  if (t && Object.is(t.value, e)) { err.__k6stack = t.stack; lastThrown = null; }
+  throw err;
 }
 
 // k6/http's asyncRequest: k6 starts the request at once and lets the script go on, so

@@ -42,8 +42,9 @@ function load() {
   return loaded;
 }
 
-// "at f (file:LINE:COL)" of the combined module → the user's file and line; frames
-// of this layer are left out.
+// "at f (file:LINE:COL)" of the combined module → the user's file, line and column
+// (through the columns the build's rewrite moved, BUNDLE.cols, and the file's own
+// source map, BUNDLE.maps, when it has one); frames of this layer are left out.
 function mapStack(stack) {
   const out = [];
   for (const frame of String(stack || '').split('\n')) {
@@ -54,11 +55,102 @@ function mapStack(stack) {
       let best = null;
       for (const m of BUNDLE.lines) if (m.start <= n) best = m;
       if (!best) { layer = true; return all; }
-      return `(${best.file}:${n - best.start + 1}${col ? ':' + col : ''})`;
+      const mline = n - best.start + 1;
+      if (!col) return `(${best.file}:${mline})`;
+      const col0 = movedColumn(BUNDLE.cols[best.file], mline, Number(col) - 1);
+      const orig = BUNDLE.maps[best.file] ? mapped0(best.file, mline - 1, col0) : null;
+      if (orig) return `(${orig})`;
+      return `(${best.file}:${mline}:${col0 + 1})`;
     });
     if (!layer) out.push(mapped);
   }
   return out.join('\n');
+}
+
+// The file's 0-based column for column `col` (0-based) of the rewritten `line`: the
+// anchors are [from, to, fixed] triples (colmap.rs); a fixed one covers text the
+// build wrote, which maps to where it was written.
+function movedColumn(cols, line, col) {
+  const list = cols && cols[line];
+  if (!list) return col;
+  let i = 0;
+  while (i < list.length && list[i] <= col) i += 3;
+  if (i === 0) return col;
+  const [f, o, fixed] = [list[i - 3], list[i - 2], list[i - 1]];
+  if (fixed) return o;
+  const mapped = o + (col - f);
+  return i < list.length ? Math.min(mapped, list[i + 1]) : mapped;
+}
+
+// A source map's VLQ mappings, decoded on first use: per generated line, a flat list
+// of [column, source, line, column].
+const decodedMaps = {};
+const VLQ = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+function decodeMappings(text) {
+  const lines = [];
+  let src = 0, oline = 0, ocol = 0;
+  for (const row of text.split(';')) {
+    const list = [];
+    let gcol = 0;
+    for (const seg of row.split(',')) {
+      if (!seg) continue;
+      const v = [];
+      let value = 0, shift = 0;
+      for (let k = 0; k < seg.length; k++) {
+        const d = VLQ.indexOf(seg[k]);
+        if (d < 0) return lines;
+        value += (d & 31) << shift;
+        if (d & 32) { shift += 5; continue; }
+        v.push(value & 1 ? -(value >>> 1) : value >>> 1);
+        value = 0; shift = 0;
+      }
+      gcol += v[0];
+      if (v.length < 4) continue;
+      src += v[1]; oline += v[2]; ocol += v[3];
+      list.push(gcol, src, oline, ocol);
+    }
+    lines.push(list);
+  }
+  return lines;
+}
+
+// "source:LINE:COL" (1-based) of a 0-based position of a bundled file, from its map;
+// null when the map says nothing of it.
+function mapped0(file, line, col) {
+  const map = BUNDLE.maps[file];
+  const lines = decodedMaps[file] || (decodedMaps[file] = decodeMappings(map.mappings));
+  const list = lines[line];
+  if (!list || !list.length) return null;
+  let found = -1;
+  for (let i = 0; i < list.length; i += 4) {
+    if (list[i] <= col) found = i; else break;
+  }
+  if (found < 0) found = 0;
+  const source = map.sources[list[found + 1]];
+  if (source === undefined) return null;
+  return `${source}:${list[found + 2] + 1}:${list[found + 3] + 1}`;
+}
+
+// The last value thrown that is no Error, with the stack where it was thrown: the
+// build wraps `throw X` into `throw __k6throw((X))` (throws.rs), as the engine gives
+// only an Error a stack and k6 prints any thrown value's. One slot: the value that
+// ends a call is the last one thrown (or a rethrow of it).
+let lastThrown = null;
+
+function __k6throw(v) {
+  let isError = false;
+  try { isError = v instanceof Error; } catch (_) { /* a Proxy */ }
+  if (!isError) lastThrown = { value: v, stack: new Error().stack };
+  return v;
+}
+
+// The stack recorded where `e` (no Error) was thrown, mapped; '' when none was.
+function thrownStack(e) {
+  const t = lastThrown;
+  if (!t || !Object.is(t.value, e)) return '';
+  lastThrown = null;
+  return readSafely(() => mapStack(t.stack), '');
 }
 
 function failure(e) {
@@ -67,10 +159,11 @@ function failure(e) {
   if (isError) {
     const name = readSafely(() => e.name, 'Error');
     const message = readSafely(() => e.message, '(its message throws when read)');
-    const stack = readSafely(() => mapStack(e.stack), '');
+    const stack = readSafely(() => mapStack(e.__k6stack || e.stack), '');
     return stack ? `${name}: ${message}\n${stack}` : `${name}: ${message}`;
   }
-  return `uncaught ${format(e)}`;
+  const stack = thrownStack(e);
+  return stack ? `uncaught ${format(e)}\n${stack}` : `uncaught ${format(e)}`;
 }
 
 function guard(what, fn) {

@@ -83,54 +83,68 @@ function csvOptions(options) {
   return { delimiter, skipFirstLine: !!o.skipFirstLine, fromLine: o.fromLine, toLine: o.toLine, asObjects: !!o.asObjects };
 }
 
-function csvRecords(text, delimiter, where) {
-  const records = [];
+// A cursor over the records of `text`: next() parses one more record (null at the
+// end), so a Parser reads as its next() asks, not the whole file when made.
+function csvCursor(text, delimiter, where) {
   let i = 0;
   let line = 1;
+  let width = -1;
   const n = text.length;
-  while (i < n) {
-    const record = [];
-    const startLine = line;
-    for (;;) {
-      let field = '';
-      if (text[i] === '"') {
-        i += 1;
+  return {
+    next() {
+      while (i < n) {
+        const record = [];
+        const startLine = line;
         for (;;) {
-          if (i >= n) throw new Error(`${where}: record on line ${startLine}: extraneous or missing " in quoted-field`);
-          const c = text[i];
-          if (c === '"') {
-            if (text[i + 1] === '"') { field += '"'; i += 2; continue; }
+          let field = '';
+          if (text[i] === '"') {
             i += 1;
-            break;
+            for (;;) {
+              if (i >= n) throw new Error(`${where}: record on line ${startLine}: extraneous or missing " in quoted-field`);
+              const c = text[i];
+              if (c === '"') {
+                if (text[i + 1] === '"') { field += '"'; i += 2; continue; }
+                i += 1;
+                break;
+              }
+              if (c === '\n') line += 1;
+              field += c;
+              i += 1;
+            }
+            if (i < n && text[i] !== delimiter && text[i] !== '\n' && text[i] !== '\r') {
+              throw new Error(`${where}: record on line ${startLine}: extraneous or missing " in quoted-field`);
+            }
+          } else {
+            while (i < n && text[i] !== delimiter && text[i] !== '\n' && !(text[i] === '\r' && text[i + 1] === '\n')) {
+              if (text[i] === '"') throw new Error(`${where}: record on line ${line}: bare " in non-quoted-field`);
+              field += text[i];
+              i += 1;
+            }
           }
-          if (c === '\n') line += 1;
-          field += c;
-          i += 1;
+          record.push(field);
+          if (i < n && text[i] === delimiter) { i += 1; continue; }
+          if (text[i] === '\r' && text[i + 1] === '\n') i += 2;
+          else if (text[i] === '\n' || text[i] === '\r') i += 1;
+          line += 1;
+          break;
         }
-        if (i < n && text[i] !== delimiter && text[i] !== '\n' && text[i] !== '\r') {
-          throw new Error(`${where}: record on line ${startLine}: extraneous or missing " in quoted-field`);
+        // Go's reader skips empty lines.
+        if (record.length === 1 && record[0] === '') continue;
+        if (width >= 0 && record.length !== width) {
+          throw new Error(`${where}: record on line ${startLine}: wrong number of fields (${record.length}, the first record has ${width})`);
         }
-      } else {
-        while (i < n && text[i] !== delimiter && text[i] !== '\n' && !(text[i] === '\r' && text[i + 1] === '\n')) {
-          if (text[i] === '"') throw new Error(`${where}: record on line ${line}: bare " in non-quoted-field`);
-          field += text[i];
-          i += 1;
-        }
+        if (width < 0) width = record.length;
+        return record;
       }
-      record.push(field);
-      if (i < n && text[i] === delimiter) { i += 1; continue; }
-      if (text[i] === '\r' && text[i + 1] === '\n') i += 2;
-      else if (text[i] === '\n' || text[i] === '\r') i += 1;
-      line += 1;
-      break;
-    }
-    // Go's reader skips empty lines.
-    if (record.length === 1 && record[0] === '') continue;
-    if (records.length && record.length !== records[0].length) {
-      throw new Error(`${where}: record on line ${startLine}: wrong number of fields (${record.length}, the first record has ${records[0].length})`);
-    }
-    records.push(record);
-  }
+      return null;
+    },
+  };
+}
+
+function csvRecords(text, delimiter, where) {
+  const cursor = csvCursor(text, delimiter, where);
+  const records = [];
+  for (let r = cursor.next(); r !== null; r = cursor.next()) records.push(r);
   return records;
 }
 
@@ -171,15 +185,41 @@ const k6csv = {
     constructor(file, options) {
       if (!inInitCode && phase !== 'describe') throw new Error('csv Parser constructor must be called in the init context');
       const o = csvOptions(options);
-      Object.defineProperty(this, '_records', { value: csvSelect(file, o) });
-      Object.defineProperty(this, '_at', { value: 0, writable: true });
+      if (!(file instanceof FsFile)) throw new TypeError('csv: the first argument must be a file opened with k6/experimental/fs open()');
+      // The file is read from its offset, and left at its end, as k6's parser leaves
+      // it; its records are parsed one by one as next() asks.
+      const cursor = csvCursor(utf8Decode(file._bytes.subarray(file._at)), o.delimiter, file.path);
+      file._at = file._bytes.length;
+      const header = o.asObjects ? cursor.next() || [] : null;
+      Object.defineProperty(this, '_cursor', { value: cursor, writable: true });
+      Object.defineProperty(this, '_o', { value: o });
+      Object.defineProperty(this, '_header', { value: header });
+      // The index of the next record in the file (the header is record 0).
+      Object.defineProperty(this, '_index', { value: header ? 1 : 0, writable: true });
     }
 
     next() {
-      if (this._at >= this._records.length) return Promise.resolve({ done: true, value: undefined });
-      const value = this._records[this._at];
-      this._at += 1;
-      return Promise.resolve({ done: false, value });
+      const o = this._o;
+      const from = o.fromLine === undefined ? 0 : o.fromLine;
+      const to = o.toLine === undefined ? Infinity : o.toLine;
+      try {
+        for (;;) {
+          const record = this._cursor ? this._cursor.next() : null;
+          const i = this._index;
+          if (record === null || i > to) {
+            this._cursor = null; // the text is freed
+            return Promise.resolve({ done: true, value: undefined });
+          }
+          this._index += 1;
+          if (i < from || (i === 0 && o.skipFirstLine)) continue;
+          const value = this._header
+            ? Object.fromEntries(this._header.map((h, j) => [h, record[j]]))
+            : record;
+          return Promise.resolve({ done: false, value });
+        }
+      } catch (e) {
+        return Promise.reject(e);
+      }
     }
   },
 };

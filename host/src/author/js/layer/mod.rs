@@ -69,6 +69,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("redis.js", include_str!("redis.js")),
     // k6/experimental/fs over bundled files, and k6/experimental/csv over them.
     ("fs-csv.js", include_str!("fs-csv.js")),
+    // k6/experimental/streams: ReadableStream and its queuing strategies.
+    ("streams.js", include_str!("streams.js")),
     // k6/secrets over the host's secret sources.
     ("secrets.js", include_str!("secrets.js")),
     // k6/browser over the contract's `browser` (the host drives Chromium).

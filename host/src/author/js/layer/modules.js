@@ -18,6 +18,7 @@ const MODULES = {
   'k6/secrets': Object.assign({ default: k6secrets }, k6secrets),
   'k6/experimental/fs': Object.assign({ default: k6fs }, k6fs),
   'k6/experimental/csv': Object.assign({ default: k6csv }, k6csv),
+  'k6/experimental/streams': Object.assign({ default: k6streams }, k6streams),
   'k6/browser': { default: { browser: k6browser }, browser: k6browser },
 };
 
