@@ -90,7 +90,7 @@ impl UrlSource {
         let duration = |k: &str, default: Duration| -> Result<Duration, String> {
             match get(k) {
                 None => Ok(default),
-                Some(v) => crate::config::duration::parse_duration(v)
+                Some(v) => crate::duration::parse_duration(v)
                     .map_err(|e| format!("`{text}`: {k}={v} is not a duration (30s, 500ms): {e}")),
             }
         };
