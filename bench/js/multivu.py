@@ -9,6 +9,10 @@ at VUS VUs, ROUNDS rounds interleaved, medians:
 - "host run": today's JS route, idle.js (`export default function () { sleep(1) }`),
   one wasm instance per VU over the component's snapshot;
 - "k6": idle.js under k6 (K6_BIN), `--no-usage-report`.
+Then what Asyncify costs the interpreter: multivu-cpu.js (objects, strings, JSON; no
+waits) on one VU for 4 s through the guest before `wasm-opt --asyncify` (PLAIN) and
+after (GUEST), ROUNDS × 2 interleaved, iterations per CPU-second (user + system of the
+driver, from wait4), medians.
 Each process's PSS and RSS (/proc/PID/smaps_rollup) are read SAMPLE seconds (10) into a
 run of DURATION seconds (14), after its VUs have all started and slept at least once;
 per VU = (at VUS - at 1) / (VUS - 1). The generator is pinned to core GEN_CPU (1).
@@ -38,6 +42,7 @@ HOST = os.environ.get("HOST_BIN", str(TGT / "debug/host"))
 K6 = os.environ.get("K6_BIN", "k6")
 MULTIVU = os.environ.get("MULTIVU_BIN", str(TGT / "debug/examples/js_multivu"))
 GUEST = os.environ.get("GUEST", str(ROOT / "plugins/js-multivu/target/js-multivu/guest.wasm"))
+PLAIN = os.environ.get("PLAIN", str(Path(GUEST).parent / "obj/guest-plain.wasm"))
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
 
@@ -71,10 +76,23 @@ def sample(cmd):
     return rss, pss, out.strip()
 
 
+def cpu_rate(guest):
+    """Iterations per CPU-second of multivu-cpu.js through `guest`, one VU, 4 s."""
+    proc = subprocess.Popen(["taskset", "-c", GEN_CPU, MULTIVU, guest, "multivu-cpu.js", "--vus", "1",
+                             "--duration", "4"], cwd=HERE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        sys.exit(f"{guest}: multivu-cpu.js failed")
+    iterations = int(out.split()[3])
+    return iterations / (usage.ru_utime + usage.ru_stime)
+
+
 def main():
     # Warm each tool once (the host's compile cache; the prototype compiles its module
     # each run, which the 1-VU baseline takes out).
-    subprocess.run(command("host run", 1)[:2] + ["--vus", "1", "--iterations", "1", "--quiet",
+    subprocess.run(command("host run", 1)[:3] + ["--vus", "1", "--iterations", "1", "--quiet",
                    "--out", str(WORK / "warm")], cwd=HERE, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tools = ["prototype", "host run", "k6"]
@@ -89,6 +107,12 @@ def main():
                 if t == "prototype":
                     notes[v] = out
                 print(f"round {r} {t} {v} VUs: RSS {rss} KiB, PSS {pss} KiB", file=sys.stderr)
+    rates = {"before Asyncify": [], "after Asyncify": []}
+    cpu_rate(GUEST)  # compiles and caches GUEST.cwasm
+    cpu_rate(PLAIN)
+    for r in range(ROUNDS * 2):
+        rates["before Asyncify"].append(cpu_rate(PLAIN))
+        rates["after Asyncify"].append(cpu_rate(GUEST))
     load.append(open("/proc/loadavg").read().split()[:3])
     med = lambda xs: statistics.median(xs)
     print(f"Load average {' '.join(load[0])} at the start, {' '.join(load[1])} at the end; "
@@ -107,6 +131,13 @@ def main():
         print(f"| {t} | {p1 / 1024:.1f} MiB | {pn / 1024:.1f} MiB | {pv:.0f} KiB | {rv:.0f} KiB | "
               f"{pv / per['k6'][0]:.2f} |")
     print(f"\nprototype at {VUS} VUs: {notes.get(VUS, '')}")
+    print("\n| guest module (one VU, multivu-cpu.js) | iterations per CPU-second | × before |")
+    print("| --- | ---: | ---: |")
+    base = med(rates["before Asyncify"])
+    for k, v in rates.items():
+        print(f"| {k} | {med(v):.0f} | {med(v) / base:.2f} |")
+    print("\nEach round, before / after: " + ", ".join(
+        f"{a:.0f} / {b:.0f}" for a, b in zip(rates["before Asyncify"], rates["after Asyncify"])))
 
 
 if __name__ == "__main__":

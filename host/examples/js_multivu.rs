@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{bail, Context, Result};
 use wasmtime::{Caller, Engine, Linker, Memory, Module, Store, TypedFunc};
 
 /// The guest's exports the driver calls.
@@ -27,6 +27,14 @@ struct Exports {
     enter: TypedFunc<(u32, u32), ()>,
     leave: TypedFunc<(), ()>,
     iterate: TypedFunc<u32, u32>,
+    /// None for the module before `wasm-opt --asyncify` (its `sleep` blocks the thread:
+    /// one VU only; for measuring what the instrumentation costs).
+    asyncify: Option<Asyncify>,
+}
+
+/// The functions `wasm-opt --asyncify` adds.
+#[derive(Clone)]
+struct Asyncify {
     start_unwind: TypedFunc<u32, ()>,
     stop_unwind: TypedFunc<(), ()>,
     start_rewind: TypedFunc<u32, ()>,
@@ -54,30 +62,48 @@ const REWINDING: u32 = 2;
 /// `host.sleep(s)`: the first call suspends the VU (asyncify unwind); the call made again
 /// by the rewind ends the wait.
 fn sleep(mut caller: Caller<'_, Drv>, s: f64) -> wasmtime::Result<()> {
-    let ex = caller.data().ex.clone().ok_or_else(|| wasmtime::format_err!("sleep before the driver was ready"))?;
-    if ex.get_state.call(&mut caller, ())? == REWINDING {
-        ex.stop_rewind.call(&mut caller, ())?;
+    let ex = caller
+        .data()
+        .ex
+        .clone()
+        .ok_or_else(|| wasmtime::format_err!("sleep before the driver was ready"))?;
+    let Some(asy) = ex.asyncify else {
+        std::thread::sleep(Duration::from_secs_f64(s.clamp(0.0, 86_400.0)));
+        return Ok(());
+    };
+    if asy.get_state.call(&mut caller, ())? == REWINDING {
+        asy.stop_rewind.call(&mut caller, ())?;
         return Ok(());
     }
     let cur = caller.data().current;
     let buf = caller.data().bufs[cur];
     let end = buf + caller.data().buf_size;
     // The buffer's header: where to write next, where it ends.
-    ex.memory.write(&mut caller, buf as usize, &(buf + 8).to_le_bytes())?;
-    ex.memory.write(&mut caller, buf as usize + 4, &end.to_le_bytes())?;
+    ex.memory
+        .write(&mut caller, buf as usize, &(buf + 8).to_le_bytes())?;
+    ex.memory
+        .write(&mut caller, buf as usize + 4, &end.to_le_bytes())?;
     let sp = ex.get_sp.call(&mut caller, ())?;
     caller.data_mut().sps[cur] = sp;
     caller.data_mut().suspended = Some(Duration::from_secs_f64(s.clamp(0.0, 86_400.0)));
-    ex.start_unwind.call(&mut caller, buf)?;
+    asy.start_unwind.call(&mut caller, buf)?;
     Ok(())
 }
 
 /// `host.log(ptr, len)`: a line of the guest's (an iteration's exception).
 fn log(mut caller: Caller<'_, Drv>, ptr: u32, len: u32) -> wasmtime::Result<()> {
-    let ex = caller.data().ex.clone().ok_or_else(|| wasmtime::format_err!("log before the driver was ready"))?;
+    let ex = caller
+        .data()
+        .ex
+        .clone()
+        .ok_or_else(|| wasmtime::format_err!("log before the driver was ready"))?;
     let mut bytes = vec![0; len.min(4096) as usize];
     ex.memory.read(&mut caller, ptr as usize, &mut bytes)?;
-    eprintln!("VU {}: {}", caller.data().current + 1, String::from_utf8_lossy(&bytes));
+    eprintln!(
+        "VU {}: {}",
+        caller.data().current + 1,
+        String::from_utf8_lossy(&bytes)
+    );
     Ok(())
 }
 
@@ -85,37 +111,68 @@ fn log(mut caller: Caller<'_, Drv>, ptr: u32, len: u32) -> wasmtime::Result<()> 
 fn add_wasi(linker: &mut Linker<Drv>) -> Result<()> {
     const W: &str = "wasi_snapshot_preview1";
     const EBADF: i32 = 8;
-    linker.func_wrap(W, "clock_time_get", |mut caller: Caller<'_, Drv>, id: i32, _precision: i64, out: i32| -> wasmtime::Result<i32> {
-        let ns: u64 = if id == 0 {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-        } else {
-            monotonic_ns()
-        };
-        let mem = caller.data().ex.as_ref().ok_or_else(|| wasmtime::format_err!("no memory yet"))?.memory;
-        mem.write(&mut caller, out as usize, &ns.to_le_bytes())?;
-        Ok(0)
-    })?;
-    linker.func_wrap(W, "fd_write", |mut caller: Caller<'_, Drv>, fd: i32, iovs: i32, n: i32, out: i32| -> wasmtime::Result<i32> {
-        let mem = caller.data().ex.as_ref().ok_or_else(|| wasmtime::format_err!("no memory yet"))?.memory;
-        let mut total = 0u32;
-        for i in 0..n.clamp(0, 64) as usize {
-            let mut iov = [0u8; 8];
-            mem.read(&caller, iovs as usize + 8 * i, &mut iov)?;
-            let ptr = u32::from_le_bytes([iov[0], iov[1], iov[2], iov[3]]);
-            let len = u32::from_le_bytes([iov[4], iov[5], iov[6], iov[7]]).min(1 << 16);
-            let mut bytes = vec![0; len as usize];
-            mem.read(&caller, ptr as usize, &mut bytes)?;
-            if fd == 1 || fd == 2 {
-                eprint!("{}", String::from_utf8_lossy(&bytes));
+    linker.func_wrap(
+        W,
+        "clock_time_get",
+        |mut caller: Caller<'_, Drv>,
+         id: i32,
+         _precision: i64,
+         out: i32|
+         -> wasmtime::Result<i32> {
+            let ns: u64 = if id == 0 {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            } else {
+                monotonic_ns()
+            };
+            let mem = caller
+                .data()
+                .ex
+                .as_ref()
+                .ok_or_else(|| wasmtime::format_err!("no memory yet"))?
+                .memory;
+            mem.write(&mut caller, out as usize, &ns.to_le_bytes())?;
+            Ok(0)
+        },
+    )?;
+    linker.func_wrap(
+        W,
+        "fd_write",
+        |mut caller: Caller<'_, Drv>,
+         fd: i32,
+         iovs: i32,
+         n: i32,
+         out: i32|
+         -> wasmtime::Result<i32> {
+            let mem = caller
+                .data()
+                .ex
+                .as_ref()
+                .ok_or_else(|| wasmtime::format_err!("no memory yet"))?
+                .memory;
+            let mut total = 0u32;
+            for i in 0..n.clamp(0, 64) as usize {
+                let mut iov = [0u8; 8];
+                mem.read(&caller, iovs as usize + 8 * i, &mut iov)?;
+                let ptr = u32::from_le_bytes([iov[0], iov[1], iov[2], iov[3]]);
+                let len = u32::from_le_bytes([iov[4], iov[5], iov[6], iov[7]]).min(1 << 16);
+                let mut bytes = vec![0; len as usize];
+                mem.read(&caller, ptr as usize, &mut bytes)?;
+                if fd == 1 || fd == 2 {
+                    eprint!("{}", String::from_utf8_lossy(&bytes));
+                }
+                total += len;
             }
-            total += len;
-        }
-        mem.write(&mut caller, out as usize, &total.to_le_bytes())?;
-        Ok(0)
-    })?;
+            mem.write(&mut caller, out as usize, &total.to_le_bytes())?;
+            Ok(0)
+        },
+    )?;
     linker.func_wrap(W, "fd_close", |_: i32| -> i32 { EBADF })?;
     linker.func_wrap(W, "fd_fdstat_get", |_: i32, _: i32| -> i32 { EBADF })?;
-    linker.func_wrap(W, "fd_seek", |_: i32, _: i64, _: i32, _: i32| -> i32 { EBADF })?;
+    linker.func_wrap(W, "fd_seek", |_: i32, _: i64, _: i32, _: i32| -> i32 {
+        EBADF
+    })?;
     Ok(())
 }
 
@@ -128,7 +185,10 @@ fn monotonic_ns() -> u64 {
 fn load(engine: &Engine, guest: &str) -> Result<Module> {
     let cwasm = format!("{guest}.cwasm");
     let newer = |a: &str, b: &str| -> Option<bool> {
-        Some(std::fs::metadata(a).ok()?.modified().ok()? >= std::fs::metadata(b).ok()?.modified().ok()?)
+        Some(
+            std::fs::metadata(a).ok()?.modified().ok()?
+                >= std::fs::metadata(b).ok()?.modified().ok()?,
+        )
     };
     if newer(&cwasm, guest) == Some(true) {
         // SAFETY: the file was written by `Module::serialize` of this same program.
@@ -136,7 +196,9 @@ fn load(engine: &Engine, guest: &str) -> Result<Module> {
             return Ok(m);
         }
     }
-    let module = Module::from_file(engine, guest).map_err(anyhow::Error::from).with_context(|| format!("loading {guest}"))?;
+    let module = Module::from_file(engine, guest)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("loading {guest}"))?;
     std::fs::write(&cwasm, module.serialize().map_err(anyhow::Error::from)?)?;
     Ok(module)
 }
@@ -147,7 +209,9 @@ fn typed<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
     store: &mut Store<Drv>,
     name: &str,
 ) -> Result<TypedFunc<P, R>> {
-    let f = instance.get_func(&mut *store, name).with_context(|| format!("the guest exports no {name}"))?;
+    let f = instance
+        .get_func(&mut *store, name)
+        .with_context(|| format!("the guest exports no {name}"))?;
     Ok(f.typed(&*store)?)
 }
 
@@ -171,7 +235,16 @@ struct Args {
 }
 
 fn args() -> Result<Args> {
-    let mut a = Args { guest: String::new(), script: String::new(), vus: 1, duration: 10.0, stack_kib: 64, buf_kib: 16, sample_at: None, native_stack_kib: 4096 };
+    let mut a = Args {
+        guest: String::new(),
+        script: String::new(),
+        vus: 1,
+        duration: 10.0,
+        stack_kib: 64,
+        buf_kib: 16,
+        sample_at: None,
+        native_stack_kib: 4096,
+    };
     let mut it = std::env::args().skip(1);
     let mut pos = Vec::new();
     while let Some(x) = it.next() {
@@ -211,21 +284,44 @@ fn main() -> Result<()> {
     linker.func_wrap("host", "sleep", sleep)?;
     linker.func_wrap("host", "log", log)?;
     add_wasi(&mut linker)?;
-    let mut store = Store::new(&engine, Drv { ex: None, current: 0, suspended: None, bufs: Vec::new(), buf_size: 0, sps: Vec::new() });
+    let mut store = Store::new(
+        &engine,
+        Drv {
+            ex: None,
+            current: 0,
+            suspended: None,
+            bufs: Vec::new(),
+            buf_size: 0,
+            sps: Vec::new(),
+        },
+    );
     let instance = linker.instantiate(&mut store, &module)?;
     let ex = Exports {
-        memory: instance.get_memory(&mut store, "memory").context("no memory")?,
+        memory: instance
+            .get_memory(&mut store, "memory")
+            .context("no memory")?,
         get_sp: typed(&instance, &mut store, "mv_get_sp")?,
         set_sp: typed(&instance, &mut store, "mv_set_sp")?,
         enter: typed(&instance, &mut store, "mv_enter")?,
         leave: typed(&instance, &mut store, "mv_leave")?,
         iterate: typed(&instance, &mut store, "mv_iterate")?,
-        start_unwind: typed(&instance, &mut store, "asyncify_start_unwind")?,
-        stop_unwind: typed(&instance, &mut store, "asyncify_stop_unwind")?,
-        start_rewind: typed(&instance, &mut store, "asyncify_start_rewind")?,
-        stop_rewind: typed(&instance, &mut store, "asyncify_stop_rewind")?,
-        get_state: typed(&instance, &mut store, "asyncify_get_state")?,
+        asyncify: match instance.get_func(&mut store, "asyncify_get_state") {
+            None => None,
+            Some(_) => Some(Asyncify {
+                start_unwind: typed(&instance, &mut store, "asyncify_start_unwind")?,
+                stop_unwind: typed(&instance, &mut store, "asyncify_stop_unwind")?,
+                start_rewind: typed(&instance, &mut store, "asyncify_start_rewind")?,
+                stop_rewind: typed(&instance, &mut store, "asyncify_stop_rewind")?,
+                get_state: typed(&instance, &mut store, "asyncify_get_state")?,
+            }),
+        },
     };
+    if ex.asyncify.is_none() && a.vus > 1 {
+        bail!(
+            "{} has no asyncify functions (not built by build.sh?): it can run one VU only",
+            a.guest
+        );
+    }
     store.data_mut().ex = Some(ex.clone());
     let initialize: TypedFunc<(), ()> = typed(&instance, &mut store, "_initialize")?;
     initialize.call(&mut store, ())?;
@@ -235,9 +331,13 @@ fn main() -> Result<()> {
     // QuickJS reads one byte past the text: it must be 0.
     let ptr = alloc.call(&mut store, script.len() as u32 + 1)?;
     ex.memory.write(&mut store, ptr as usize, &script)?;
-    ex.memory.write(&mut store, ptr as usize + script.len(), &[0])?;
+    ex.memory
+        .write(&mut store, ptr as usize + script.len(), &[0])?;
     let init: TypedFunc<(u32, u32, u32, u32, u32), u32> = typed(&instance, &mut store, "mv_init")?;
-    let failed = init.call(&mut store, (a.vus, ptr, script.len() as u32, a.stack_kib, a.buf_kib))?;
+    let failed = init.call(
+        &mut store,
+        (a.vus, ptr, script.len() as u32, a.stack_kib, a.buf_kib),
+    )?;
     if failed != 0 {
         bail!("VU {failed}'s init code failed");
     }
@@ -259,7 +359,8 @@ fn main() -> Result<()> {
     // it resumes (rewind) or starts an iteration.
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(a.duration);
-    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = (0..n).map(|i| Reverse((start, i))).collect();
+    let mut due: BinaryHeap<Reverse<(Instant, usize)>> =
+        (0..n).map(|i| Reverse((start, i))).collect();
     let mut waiting = vec![false; n];
     let mut iterations = vec![0u64; n];
     let mut switches = 0u64;
@@ -271,7 +372,11 @@ fn main() -> Result<()> {
         }
         if !sampled && start.elapsed().as_secs_f64() >= a.sample_at.unwrap_or(0.0) {
             sampled = true;
-            eprintln!("PSS at {:.1} s: {} KiB", start.elapsed().as_secs_f64(), pss_kib().unwrap_or(0));
+            eprintln!(
+                "PSS at {:.1} s: {} KiB",
+                start.elapsed().as_secs_f64(),
+                pss_kib().unwrap_or(0)
+            );
         }
         let now = Instant::now();
         if when > now {
@@ -283,7 +388,11 @@ fn main() -> Result<()> {
             ex.set_sp.call(&mut store, sp)?;
             ex.enter.call(&mut store, (i as u32, 0))?;
             let buf = store.data().bufs[i];
-            ex.start_rewind.call(&mut store, buf)?;
+            let asy = ex
+                .asyncify
+                .as_ref()
+                .context("a VU suspended without asyncify")?;
+            asy.start_rewind.call(&mut store, buf)?;
             ex.iterate.call(&mut store, i as u32)
         } else {
             ex.set_sp.call(&mut store, tops[i])?;
@@ -291,10 +400,20 @@ fn main() -> Result<()> {
             ex.iterate.call(&mut store, i as u32)
         };
         // A trap ends the instance: every VU in it is lost (see docs/js-multivu.md).
-        let result = done.map_err(anyhow::Error::from).with_context(|| format!("VU {} trapped; the instance and its {} VUs are gone", i + 1, n))?;
+        let result = done.map_err(anyhow::Error::from).with_context(|| {
+            format!(
+                "VU {} trapped; the instance and its {} VUs are gone",
+                i + 1,
+                n
+            )
+        })?;
         switches += 1;
         if let Some(wait) = store.data_mut().suspended.take() {
-            ex.stop_unwind.call(&mut store, ())?;
+            let asy = ex
+                .asyncify
+                .as_ref()
+                .context("a VU suspended without asyncify")?;
+            asy.stop_unwind.call(&mut store, ())?;
             ex.leave.call(&mut store, ())?;
             let buf = store.data().bufs[i];
             let mut head = [0u8; 4];

@@ -31,5 +31,5 @@ done
     "$OBJ"/*.o -o "$OBJ/guest-plain.wasm"
 # Every function that can reach `host.sleep` (through QuickJS's indirect calls, most of
 # the interpreter) saves and restores its locals.
-wasm-opt ${WASM_OPT_FLAGS:-} -O2 --asyncify --pass-arg=asyncify-imports@host.sleep "$OBJ/guest-plain.wasm" -o "$OUT"
+wasm-opt ${WASM_OPT_FLAGS:-} -O2 --asyncify --pass-arg=asyncify-imports@host.sleep -O2 "$OBJ/guest-plain.wasm" -o "$OUT"
 ls -l "$OBJ/guest-plain.wasm" "$OUT"
