@@ -17,6 +17,9 @@ Each process's PSS and RSS (/proc/PID/smaps_rollup) are read SAMPLE seconds (10)
 run of DURATION seconds (14), after its VUs have all started and slept at least once;
 per VU = (at VUS - at 1) / (VUS - 1). The generator is pinned to core GEN_CPU (1).
 
+SCRIPT=state compares state.js (a 1,000-row table per VU) and multivu-state.js instead;
+CPU=0 leaves the CPU part out.
+
 Environment: VUS (1000), ROUNDS (2), HOST_BIN (target/debug/host), K6_BIN (k6),
 MULTIVU_BIN (target/debug/examples/js_multivu), GUEST
 (plugins/js-multivu/target/js-multivu/guest.wasm), SAMPLE, DURATION, GEN_CPU.
@@ -43,17 +46,19 @@ K6 = os.environ.get("K6_BIN", "k6")
 MULTIVU = os.environ.get("MULTIVU_BIN", str(TGT / "debug/examples/js_multivu"))
 GUEST = os.environ.get("GUEST", str(ROOT / "plugins/js-multivu/target/js-multivu/guest.wasm"))
 PLAIN = os.environ.get("PLAIN", str(Path(GUEST).parent / "obj/guest-plain.wasm"))
+SCRIPT = os.environ.get("SCRIPT", "idle")
+CPU = os.environ.get("CPU", "1") != "0"
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
 
 def command(tool, vus):
     if tool == "k6":
         return [K6, "run", "--quiet", "--no-usage-report", "--no-color", "--vus", str(vus),
-                "--duration", f"{DURATION}s", "idle.js"]
+                "--duration", f"{DURATION}s", f"{SCRIPT}.js"]
     if tool == "host run":
-        return [HOST, "run", "idle.js", "--vus", str(vus), "--duration", f"{DURATION}s",
+        return [HOST, "run", f"{SCRIPT}.js", "--vus", str(vus), "--duration", f"{DURATION}s",
                 "--quiet", "--out", str(WORK / "out")]
-    return [MULTIVU, GUEST, "multivu-idle.js", "--vus", str(vus), "--duration", str(DURATION)]
+    return [MULTIVU, GUEST, f"multivu-{SCRIPT}.js", "--vus", str(vus), "--duration", str(DURATION)]
 
 
 def sample(cmd):
@@ -108,9 +113,10 @@ def main():
                     notes[v] = out
                 print(f"round {r} {t} {v} VUs: RSS {rss} KiB, PSS {pss} KiB", file=sys.stderr)
     rates = {"before Asyncify": [], "after Asyncify": []}
-    cpu_rate(GUEST)  # compiles and caches GUEST.cwasm
-    cpu_rate(PLAIN)
-    for r in range(ROUNDS * 2):
+    for r in range(ROUNDS * 2 if CPU else 0):
+        if r == 0:
+            cpu_rate(GUEST)  # compiles and caches GUEST.cwasm
+            cpu_rate(PLAIN)
         rates["before Asyncify"].append(cpu_rate(PLAIN))
         rates["after Asyncify"].append(cpu_rate(GUEST))
     load.append(open("/proc/loadavg").read().split()[:3])
@@ -131,6 +137,8 @@ def main():
         print(f"| {t} | {p1 / 1024:.1f} MiB | {pn / 1024:.1f} MiB | {pv:.0f} KiB | {rv:.0f} KiB | "
               f"{pv / per['k6'][0]:.2f} |")
     print(f"\nprototype at {VUS} VUs: {notes.get(VUS, '')}")
+    if not CPU:
+        return
     print("\n| guest module (one VU, multivu-cpu.js) | iterations per CPU-second | × before |")
     print("| --- | ---: | ---: |")
     base = med(rates["before Asyncify"])
