@@ -17,6 +17,9 @@ Each process's PSS and RSS (/proc/PID/smaps_rollup) are read SAMPLE seconds (10)
 run of DURATION seconds (14), after its VUs have all started and slept at least once;
 per VU = (at VUS - at 1) / (VUS - 1). The generator is pinned to core GEN_CPU (1).
 
+With SSPROBE (plugins/js-multivu/switch-probe's binary) a fourth tool, "stack
+switching": the guest before Asyncify switched by wasm stack switching (SCHED, its
+sched.wat), in the memory table and the CPU table.
 SCRIPT=state compares state.js (a 1,000-row table per VU) and multivu-state.js instead;
 CPU=0 leaves the CPU part out.
 
@@ -47,6 +50,8 @@ MULTIVU = os.environ.get("MULTIVU_BIN", str(TGT / "debug/examples/js_multivu"))
 GUEST = os.environ.get("GUEST", str(ROOT / "plugins/js-multivu/target/js-multivu/guest.wasm"))
 PLAIN = os.environ.get("PLAIN", str(Path(GUEST).parent / "obj/guest-plain.wasm"))
 SCRIPT = os.environ.get("SCRIPT", "idle")
+SSPROBE = os.environ.get("SSPROBE")
+SCHED = os.environ.get("SCHED", str(ROOT / "plugins/js-multivu/switch-probe/sched.wat"))
 CPU = os.environ.get("CPU", "1") != "0"
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
@@ -58,6 +63,8 @@ def command(tool, vus):
     if tool == "host run":
         return [HOST, "run", f"{SCRIPT}.js", "--vus", str(vus), "--duration", f"{DURATION}s",
                 "--quiet", "--out", str(WORK / "out")]
+    if tool == "stack switching":
+        return [SSPROBE, PLAIN, SCHED, f"multivu-{SCRIPT}.js", "--vus", str(vus), "--duration", str(DURATION)]
     return [MULTIVU, GUEST, f"multivu-{SCRIPT}.js", "--vus", str(vus), "--duration", str(DURATION)]
 
 
@@ -83,7 +90,8 @@ def sample(cmd):
 
 def cpu_rate(guest):
     """Iterations per CPU-second of multivu-cpu.js through `guest`, one VU, 4 s."""
-    proc = subprocess.Popen(["taskset", "-c", GEN_CPU, MULTIVU, guest, "multivu-cpu.js", "--vus", "1",
+    driver = [SSPROBE, PLAIN, SCHED] if guest == "ss" else [MULTIVU, guest]
+    proc = subprocess.Popen(["taskset", "-c", GEN_CPU, *driver, "multivu-cpu.js", "--vus", "1",
                              "--duration", "4"], cwd=HERE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     out = proc.stdout.read()
@@ -100,7 +108,7 @@ def main():
     subprocess.run(command("host run", 1)[:3] + ["--vus", "1", "--iterations", "1", "--quiet",
                    "--out", str(WORK / "warm")], cwd=HERE, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    tools = ["prototype", "host run", "k6"]
+    tools = ["prototype", "host run", "k6"] + (["stack switching"] if SSPROBE else [])
     got = {(t, v): [] for t in tools for v in (1, VUS)}
     notes = {}
     load = [open("/proc/loadavg").read().split()[:3]]
@@ -113,12 +121,16 @@ def main():
                     notes[v] = out
                 print(f"round {r} {t} {v} VUs: RSS {rss} KiB, PSS {pss} KiB", file=sys.stderr)
     rates = {"before Asyncify": [], "after Asyncify": []}
+    if SSPROBE:
+        rates["before Asyncify, stack switching"] = []
     for r in range(ROUNDS * 2 if CPU else 0):
         if r == 0:
             cpu_rate(GUEST)  # compiles and caches GUEST.cwasm
             cpu_rate(PLAIN)
         rates["before Asyncify"].append(cpu_rate(PLAIN))
         rates["after Asyncify"].append(cpu_rate(GUEST))
+        if SSPROBE:
+            rates["before Asyncify, stack switching"].append(cpu_rate("ss"))
     load.append(open("/proc/loadavg").read().split()[:3])
     med = lambda xs: statistics.median(xs)
     print(f"Load average {' '.join(load[0])} at the start, {' '.join(load[1])} at the end; "
@@ -144,8 +156,8 @@ def main():
     base = med(rates["before Asyncify"])
     for k, v in rates.items():
         print(f"| {k} | {med(v):.0f} | {med(v) / base:.2f} |")
-    print("\nEach round, before / after: " + ", ".join(
-        f"{a:.0f} / {b:.0f}" for a, b in zip(rates["before Asyncify"], rates["after Asyncify"])))
+    print("\nEach round, " + " / ".join(rates) + ": " + ", ".join(
+        " / ".join(f"{x:.0f}" for x in row) for row in zip(*rates.values())))
 
 
 if __name__ == "__main__":
