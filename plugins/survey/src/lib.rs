@@ -151,8 +151,27 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     let user = format!("vu-{}", vu::id());
     let context = browser::Context::open(&browser::ContextOptions::default())?;
     let page = context.new_page()?;
+    // Contract 0.3.10: the page's requests go through a route handler (each call that
+    // waits on the page is resumed through it) and its events are kept.
+    let routed = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let seen = routed.clone();
+    page.route(move |r| {
+        seen.set(seen.get() + 1);
+        if r.url.ends_with("/favicon.ico") {
+            browser::RouteAnswer::Abort("failed".into())
+        } else {
+            browser::RouteAnswer::Continue
+        }
+    });
+    page.listen(&["request"])?;
     let status = page.goto(&format!("{base}/survey/login"))?;
     check("browser: the form loads", status == 200);
+    let events = page.take_events();
+    let document_seen = events.iter().any(|e| {
+        e["event"] == "request"
+            && e["resourceType"] == "document"
+            && e["url"].as_str().is_some_and(|u| u.ends_with("/survey/login"))
+    });
     page.locator("input[name=\"user\"]").type_text(&user)?;
     page.locator("input[name=\"password\"]").type_text("demo")?;
     let mark = page.navigation_mark();
@@ -166,6 +185,17 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     check(
         "browser: on the survey page",
         page.url()?.ends_with("/survey"),
+    );
+    let value: loadtest::serde_json::Value = page
+        .evaluate_handle("() => ({ n: 2 })", &())?
+        .json_value()?;
+    let shown = match page.query("#user")? {
+        Some(el) => el.text_content()?,
+        None => None,
+    };
+    check(
+        "browser: routes, events and handles",
+        routed.get() >= 2 && document_seen && value["n"] == 2 && shown.as_deref() == Some(user.as_str()),
     );
     context.close()?;
     Ok(())
