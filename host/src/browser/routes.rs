@@ -250,13 +250,13 @@ impl Router {
     /// routing), so no request of it stays paused.
     pub(crate) fn release(&self, conn: &Connection) {
         let mut w = self.lock();
+        let w = &mut *w;
         let ids: Vec<String> = w
             .queued
             .drain(..)
             .filter_map(|r| r["id"].as_str().map(str::to_owned))
             .chain(w.open.drain().map(|(id, _)| id))
             .collect();
-        drop(w);
         for id in ids {
             conn.send(None, "Fetch.continueRequest", json!({ "requestId": id }));
         }

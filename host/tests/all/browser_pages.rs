@@ -271,7 +271,7 @@ async fn routes_abort_continue_and_fulfill_and_a_denied_continue_is_never_sent()
 }
 
 const FRAMES_PAGE: &str = "<!doctype html><title>frames</title>\
-    <div id='top' data-x='1'>top text</div>\
+    <div id='top' data-x='1'>top text</div><input id='k'>\
     <iframe name='inner' src='/frame' style='position:absolute;top:120px;left:60px;width:300px;height:200px;border:7px solid'></iframe>\
     <div style='height:4000px'></div><script>\
     addEventListener('wheel', (e) => { document.body.dataset.wheel = String(e.deltaY); });\
@@ -329,6 +329,7 @@ export default async function () {
   await page.mouse.wheel(0, 120);
   await page.waitForFunction(() => document.body.dataset.wheel !== undefined);
   const wheel = await page.evaluate(() => document.body.dataset.wheel);
+  await page.locator('#k').focus();
   await page.keyboard.down('Shift');
   const held = await page.evaluate(() => [document.body.dataset.down, document.body.dataset.up]);
   await page.keyboard.up('Shift');
