@@ -181,12 +181,9 @@ pub(crate) async fn locate_raw(
         return Ok(r.get("result").cloned().unwrap_or(Value::Null));
     }
     match value_of(r) {
-        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => {
-            Err(BrowserError::Timeout(format!(
-                "waiting for {}: timed out after {ms} ms",
-                target.shown()
-            )))
-        }
+        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => Err(BrowserError::Timeout(
+            format!("waiting for {}: timed out after {ms} ms", target.shown()),
+        )),
         Err(BrowserError::Script(m))
             if m.contains("TypeError: Cannot read properties of undefined") =>
         {

@@ -160,8 +160,7 @@ impl Gate {
     /// Counts denied requests of frame `frame` with `tags` from now on, and hands its
     /// allowed ones to `router` while it routes.
     pub(crate) fn page_opened(&self, frame: &str, tags: TagSet, router: Arc<Router>) {
-        self.lock()
-            .insert(frame.to_owned(), Frame { tags, router });
+        self.lock().insert(frame.to_owned(), Frame { tags, router });
     }
 
     /// Frame `frame` attached under `parent`: it is the same page's.

@@ -111,16 +111,40 @@ fn remote(page: &Page, r: Value) -> Result<u32, BrowserError> {
 }
 
 /// Handles of the elements `selector` finds now: the first, or all.
-pub(crate) async fn query(page: &Page, selector: &str, all: bool) -> Result<Vec<u32>, BrowserError> {
+pub(crate) async fn query(
+    page: &Page,
+    selector: &str,
+    all: bool,
+) -> Result<Vec<u32>, BrowserError> {
     let target = Target::Selector(selector, None);
     if !all {
-        let found = locate_raw(page, target, "element", Value::Null, false, false, Duration::ZERO, false).await?;
+        let found = locate_raw(
+            page,
+            target,
+            "element",
+            Value::Null,
+            false,
+            false,
+            Duration::ZERO,
+            false,
+        )
+        .await?;
         if found.get("objectId").is_none() {
             return Ok(Vec::new());
         }
         return Ok(vec![page.handles.keep(&found)?]);
     }
-    let list = locate_raw(page, target, "elements", Value::Null, false, false, Duration::ZERO, false).await?;
+    let list = locate_raw(
+        page,
+        target,
+        "elements",
+        Value::Null,
+        false,
+        false,
+        Duration::ZERO,
+        false,
+    )
+    .await?;
     let Some(array) = list.get("objectId").and_then(Value::as_str) else {
         return Ok(Vec::new());
     };

@@ -117,7 +117,11 @@ pub(crate) async fn tap(page: &Page, (x, y): (f64, f64)) -> Result<(), BrowserEr
 
 /// The mouse wheel turned at `(x, y)` by `(dx, dy)` CSS pixels (k6's `mouse.wheel`):
 /// the page scrolls as for a person, its `wheel` handlers run.
-pub(crate) async fn wheel(page: &Page, (x, y): (f64, f64), (dx, dy): (f64, f64)) -> Result<(), BrowserError> {
+pub(crate) async fn wheel(
+    page: &Page,
+    (x, y): (f64, f64),
+    (dx, dy): (f64, f64),
+) -> Result<(), BrowserError> {
     if ![x, y, dx, dy].iter().all(|v| v.is_finite()) {
         return Err(BrowserError::Invalid(
             "mouse.wheel needs numbers (deltaX, deltaY)".into(),

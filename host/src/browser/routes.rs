@@ -173,8 +173,14 @@ impl Router {
     ) -> Result<(), BrowserError> {
         let params = match how {
             "abort" => {
-                let code = options.get("errorCode").and_then(Value::as_str).unwrap_or("");
-                ("Fetch.failRequest", json!({ "requestId": id, "errorReason": error_reason(code)? }))
+                let code = options
+                    .get("errorCode")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                (
+                    "Fetch.failRequest",
+                    json!({ "requestId": id, "errorReason": error_reason(code)? }),
+                )
             }
             "continue" => {
                 let mut p = json!({ "requestId": id });
@@ -215,7 +221,10 @@ impl Router {
                 if let Some(ct) = options.get("contentType").and_then(Value::as_str) {
                     if let Value::Array(list) = &mut headers {
                         list.retain(|h| {
-                            !h["name"].as_str().unwrap_or("").eq_ignore_ascii_case("content-type")
+                            !h["name"]
+                                .as_str()
+                                .unwrap_or("")
+                                .eq_ignore_ascii_case("content-type")
                         });
                         list.push(json!({ "name": "Content-Type", "value": ct }));
                     }
@@ -293,9 +302,7 @@ impl Router {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .pop()
-            .ok_or_else(|| {
-                BrowserError::Invalid("no page call waits for route handlers".into())
-            })?;
+            .ok_or_else(|| BrowserError::Invalid("no page call waits for route handlers".into()))?;
         self.run(op).await
     }
 }

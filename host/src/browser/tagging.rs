@@ -156,8 +156,10 @@ mod tests {
         // A refused set keeps the rules there were.
         assert!(n.name_of("http://a/item?id=1", Some("GET")).is_some());
         assert!(n.set(&json!([{ "name": "", "matches": [] }])).is_err());
-        n.set(&json!([{ "name": "I", "matches": [{ "url": { "source": "ITEM", "flags": "i" } }] }]))
-            .unwrap();
+        n.set(
+            &json!([{ "name": "I", "matches": [{ "url": { "source": "ITEM", "flags": "i" } }] }]),
+        )
+        .unwrap();
         assert_eq!(n.name_of("http://a/item", None).as_deref(), Some("I"));
     }
 }

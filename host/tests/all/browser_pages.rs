@@ -87,7 +87,12 @@ async fn run(port: u16, name: &str, script: &str, extra: &[&str]) -> serde_json:
         text(&ran)
     );
     for c in summary["checks"].as_array().unwrap() {
-        assert_eq!(c["fails"].as_u64(), Some(0), "check failed: {c}\n{}", text(&ran));
+        assert_eq!(
+            c["fails"].as_u64(),
+            Some(0),
+            "check failed: {c}\n{}",
+            text(&ran)
+        );
         assert_eq!(c["passes"].as_u64(), Some(2), "{c}");
     }
     summary
@@ -100,7 +105,8 @@ fn observed(summary: &serde_json::Value, metric: &str) -> f64 {
         .unwrap()
         .iter()
         .find(|t| t["metric"] == metric)
-        .unwrap_or_else(|| panic!("no threshold on {metric}: {}", summary["thresholds"]))["observed"]
+        .unwrap_or_else(|| panic!("no threshold on {metric}: {}", summary["thresholds"]))
+        ["observed"]
         .as_f64()
         .unwrap_or(-1.0)
 }
@@ -166,8 +172,14 @@ async fn page_events_reach_the_scripts_handlers_and_metric_tags_group_urls() {
     let summary = run(port, "events.js", EVENTS, &["--quiet"]).await;
     assert_eq!(summary["checks"].as_array().unwrap().len(), 5);
     // Two iterations, two fetches each: every one grouped under `item`, both tags.
-    assert_eq!(observed(&summary, "browser_http_req_duration{url:item}"), 4.0);
-    assert_eq!(observed(&summary, "browser_http_req_duration{name:item}"), 4.0);
+    assert_eq!(
+        observed(&summary, "browser_http_req_duration{url:item}"),
+        4.0
+    );
+    assert_eq!(
+        observed(&summary, "browser_http_req_duration{name:item}"),
+        4.0
+    );
     let items = paths(&heads)
         .iter()
         .filter(|p| p.starts_with("/api/item"))

@@ -307,7 +307,10 @@ impl Page {
 
     /// A call's result, through the route handler while routed requests wait: the
     /// call is resumed (its result as JSON) until it ends.
-    fn resumed<T: DeserializeOwned>(&self, first: Result<T, wit::BrowserError>) -> Result<T, BrowserError> {
+    fn resumed<T: DeserializeOwned>(
+        &self,
+        first: Result<T, wit::BrowserError>,
+    ) -> Result<T, BrowserError> {
         match first {
             Err(e) if is_routed(&e) => {
                 let text = self.route_loop()?;
@@ -318,7 +321,10 @@ impl Page {
     }
 
     /// The same for a call whose result is JSON text already.
-    fn resumed_text(&self, first: Result<String, wit::BrowserError>) -> Result<String, BrowserError> {
+    fn resumed_text(
+        &self,
+        first: Result<String, wit::BrowserError>,
+    ) -> Result<String, BrowserError> {
         match first {
             Err(e) if is_routed(&e) => self.route_loop(),
             other => Ok(other?),
@@ -342,7 +348,11 @@ impl Page {
                             "headers": headers.map(|h| h.into_iter().collect::<std::collections::BTreeMap<_, _>>()) }),
                     ),
                     RouteAnswer::Abort(code) => ("abort", serde_json::json!({ "errorCode": code })),
-                    RouteAnswer::Fulfill { status, content_type, body } => (
+                    RouteAnswer::Fulfill {
+                        status,
+                        content_type,
+                        body,
+                    } => (
                         "fulfill",
                         serde_json::json!({ "status": status, "contentType": content_type, "body": body }),
                     ),
@@ -395,12 +405,18 @@ impl Page {
                     "matches": [{ "url": { "source": url, "flags": "" }, "method": method }] })
             })
             .collect();
-        Ok(self.inner.tag_metrics(&serde_json::Value::from(json).to_string())?)
+        Ok(self
+            .inner
+            .tag_metrics(&serde_json::Value::from(json).to_string())?)
     }
 
     /// Evaluates `function` with `arg`, keeping its value in the page (k6's
     /// `evaluateHandle`).
-    pub fn evaluate_handle(&self, function: &str, arg: &impl Serialize) -> Result<JsHandle<'_>, BrowserError> {
+    pub fn evaluate_handle(
+        &self,
+        function: &str,
+        arg: &impl Serialize,
+    ) -> Result<JsHandle<'_>, BrowserError> {
         let arg = serde_json::to_string(arg).map_err(|e| BrowserError::Invalid(e.to_string()))?;
         let id = self.resumed(self.inner.evaluate_handle(function, &arg))?;
         Ok(JsHandle { page: self, id })
@@ -415,7 +431,10 @@ impl Page {
     /// Every element `selector` finds now (k6's `page.$$`).
     pub fn query_all(&self, selector: &str) -> Result<Vec<JsHandle<'_>>, BrowserError> {
         let ids: Vec<u32> = self.resumed(self.inner.query(selector, true))?;
-        Ok(ids.into_iter().map(|id| JsHandle { page: self, id }).collect())
+        Ok(ids
+            .into_iter()
+            .map(|id| JsHandle { page: self, id })
+            .collect())
     }
 
     /// The elements inside the (same-origin) iframe `selector` finds (k6's
@@ -449,7 +468,9 @@ impl Page {
         color_scheme: Option<&str>,
         reduced_motion: Option<&str>,
     ) -> Result<(), BrowserError> {
-        Ok(self.inner.emulate_media(media, color_scheme, reduced_motion)?)
+        Ok(self
+            .inner
+            .emulate_media(media, color_scheme, reduced_motion)?)
     }
 
     /// JavaScript run in every document the page loads from now on.
@@ -489,7 +510,10 @@ impl Page {
     /// Waits until the element `selector` finds is `state` (`attached`, `detached`,
     /// `visible`, `hidden`).
     pub fn wait_for_selector(&self, selector: &str, state: &str) -> Result<(), BrowserError> {
-        self.resumed(self.inner.wait_for_selector(selector, state, ms(self.timeout)))
+        self.resumed(
+            self.inner
+                .wait_for_selector(selector, state, ms(self.timeout)),
+        )
     }
 
     /// Evaluates `function` (a JavaScript function's source, or an expression) with
@@ -685,7 +709,10 @@ impl<'a> FrameLocator<'a> {
     pub fn locator(&self, selector: &str) -> Locator<'a> {
         Locator {
             page: self.page,
-            selector: format!("{} >> internal:control=enter-frame >> {selector}", self.selector),
+            selector: format!(
+                "{} >> internal:control=enter-frame >> {selector}",
+                self.selector
+            ),
             nth: None,
         }
     }
@@ -702,12 +729,18 @@ pub struct JsHandle<'a> {
 impl JsHandle<'_> {
     /// Its value, read as `T`.
     pub fn json_value<T: DeserializeOwned>(&self) -> Result<T, BrowserError> {
-        let text = self.page.resumed_text(self.page.inner.handle_json(self.id))?;
+        let text = self
+            .page
+            .resumed_text(self.page.inner.handle_json(self.id))?;
         serde_json::from_str(&text).map_err(|e| BrowserError::Script(e.to_string()))
     }
 
     /// `function(value, arg)` on it in the page; its result read as `T`.
-    pub fn evaluate<T: DeserializeOwned>(&self, function: &str, arg: &impl Serialize) -> Result<T, BrowserError> {
+    pub fn evaluate<T: DeserializeOwned>(
+        &self,
+        function: &str,
+        arg: &impl Serialize,
+    ) -> Result<T, BrowserError> {
         let arg = serde_json::to_string(arg).map_err(|e| BrowserError::Invalid(e.to_string()))?;
         let text = self
             .page
@@ -716,11 +749,11 @@ impl JsHandle<'_> {
     }
 
     fn act(&self, action: wit::Action) -> Result<String, BrowserError> {
-        self.page.resumed_text(self.page.inner.handle_act(
-            self.id,
-            &action,
-            ms(self.page.timeout),
-        ))
+        self.page.resumed_text(
+            self.page
+                .inner
+                .handle_act(self.id, &action, ms(self.page.timeout)),
+        )
     }
 
     /// Clicks the element.

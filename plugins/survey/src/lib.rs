@@ -170,7 +170,9 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     let document_seen = events.iter().any(|e| {
         e["event"] == "request"
             && e["resourceType"] == "document"
-            && e["url"].as_str().is_some_and(|u| u.ends_with("/survey/login"))
+            && e["url"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/survey/login"))
     });
     page.locator("input[name=\"user\"]").type_text(&user)?;
     page.locator("input[name=\"password\"]").type_text("demo")?;
@@ -195,7 +197,10 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     };
     check(
         "browser: routes, events and handles",
-        routed.get() >= 2 && document_seen && value["n"] == 2 && shown.as_deref() == Some(user.as_str()),
+        routed.get() >= 2
+            && document_seen
+            && value["n"] == 2
+            && shown.as_deref() == Some(user.as_str()),
     );
     context.close()?;
     Ok(())

@@ -87,7 +87,10 @@ mod tests {
     fn names_the_api_and_where() {
         let src = "const p = await browser.newPage();\nawait p.setInputFiles('#f', []);\n";
         let e = check(src, src, &at).unwrap_err().to_string();
-        assert!(e.contains("`setInputFiles()`") && e.contains("s.js:"), "{e}");
+        assert!(
+            e.contains("`setInputFiles()`") && e.contains("s.js:"),
+            "{e}"
+        );
         let src = "page.on('dialog', (d) => 1);";
         let e = check(src, src, &at).unwrap_err().to_string();
         assert!(e.contains("page.on('dialog')"), "{e}");

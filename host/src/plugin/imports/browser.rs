@@ -9,9 +9,9 @@
 use crate::browser::actions::{self, Action, Target};
 use crate::browser::input::{self, MouseKind};
 use crate::browser::page::{Page, WaitUntil};
-use crate::browser::{emulation, handles};
 use crate::browser::pool::ContextOptions;
 use crate::browser::BrowserError;
+use crate::browser::{emulation, handles};
 use crate::plugin::bindings::loadtest::scenario::browser as wit;
 use crate::plugin::browser::{BrowserContext, BrowserPage, BrowserView, MAX_CONTEXTS};
 use serde::de::DeserializeOwned;
@@ -274,8 +274,11 @@ impl wit::HostPage for BrowserView<'_> {
         let page = self.page(&p)?;
         let until = WaitUntil::parse(&wait_until).map_err(to_wit)?;
         let pg = page.clone();
-        self.run_routed(&page, async move { pg.goto(&url, until, ms(timeout_ms)).await })
-            .await
+        self.run_routed(
+            &page,
+            async move { pg.goto(&url, until, ms(timeout_ms)).await },
+        )
+        .await
     }
 
     async fn navigation_mark(&mut self, p: Resource<BrowserPage>) -> u64 {
@@ -569,11 +572,7 @@ impl wit::HostPage for BrowserView<'_> {
         let page = self.page(&p)?;
         let router = page.state.router.clone();
         let work = std::pin::pin!(router.resume());
-        self.budget
-            .wait(work)
-            .await
-            .map(json_text)
-            .map_err(to_wit)
+        self.budget.wait(work).await.map(json_text).map_err(to_wit)
     }
 
     async fn evaluate_handle(
@@ -598,8 +597,11 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<Vec<u32>, wit::BrowserError> {
         let page = self.page(&p)?;
         let pg = page.clone();
-        self.run_routed(&page, async move { handles::query(&pg, &selector, all).await })
-            .await
+        self.run_routed(
+            &page,
+            async move { handles::query(&pg, &selector, all).await },
+        )
+        .await
     }
 
     async fn handle_json(
