@@ -55,12 +55,13 @@ fn headers(v: Option<&Value>) -> Value {
     Value::Object(out)
 }
 
-/// k6's resource types are Playwright's: lower case (`document`, `script`, `fetch`).
+/// The protocol's resource type, as k6 1.1.0 gives it (`Document`, `Script`, `Fetch`,
+/// `Other`: not Playwright's lower case; checked side by side).
 fn resource_type(p: &Value) -> String {
     p.get("type")
         .and_then(Value::as_str)
-        .unwrap_or("other")
-        .to_ascii_lowercase()
+        .unwrap_or("Other")
+        .to_owned()
 }
 
 /// A console argument (the protocol's `RemoteObject`) as the script reads it: its
@@ -126,10 +127,8 @@ impl Events {
         let str_of = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
         match method {
             "Runtime.consoleAPICalled" if l.console => {
-                let kind = match str_of("type") {
-                    "warning" => "warn",
-                    other => other,
-                };
+                // The protocol's names, as k6 gives them (`log`, `warning`, `error`).
+                let kind = str_of("type");
                 let mut args = Vec::new();
                 let mut texts = Vec::new();
                 if let Some(Value::Array(list)) = p.get("args") {
@@ -246,6 +245,6 @@ mod tests {
         let r = &taken["events"][0];
         assert_eq!(r["status"], 201);
         assert_eq!(r["request"]["method"], "POST");
-        assert_eq!(r["request"]["resourceType"], "fetch");
+        assert_eq!(r["request"]["resourceType"], "Fetch");
     }
 }

@@ -127,7 +127,7 @@ impl Router {
             "method": request.get("method").and_then(Value::as_str).unwrap_or("GET"),
             "headers": request.get("headers").cloned().unwrap_or(json!({})),
             "postData": request.get("postData").and_then(Value::as_str),
-            "resourceType": p.get("resourceType").and_then(Value::as_str).unwrap_or("Other").to_ascii_lowercase(),
+            "resourceType": p.get("resourceType").and_then(Value::as_str).unwrap_or("Other"),
         }));
         drop(w);
         self.changed.notify_waiters();

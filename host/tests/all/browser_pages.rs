@@ -154,11 +154,11 @@ export default async function () {
   await page.waitForTimeout(50);
   console.log(JSON.stringify(seen));
   check(seen, {
-    'console messages with their type and text': (s) => s.console.includes('log:hello 42') && s.console.includes('warn:careful'),
+    'console messages with their type and text': (s) => s.console.includes('log:hello 42') && s.console.includes('warning:careful'),
     'console arguments as values': (s) => s.args.length === 1 && s.args[0] === 42,
-    'the document request': (s) => s.requests.includes(`GET ${__ENV.URL} document true`),
-    'the page\'s fetches': (s) => s.requests.includes(`GET ${__ENV.URL}api/item?id=1 fetch false`)
-      && s.requests.includes(`GET ${__ENV.URL}api/item?id=2 fetch false`),
+    'the document request': (s) => s.requests.includes(`GET ${__ENV.URL} Document true`),
+    'the page\'s fetches': (s) => s.requests.includes(`GET ${__ENV.URL}api/item?id=1 Fetch false`)
+      && s.requests.includes(`GET ${__ENV.URL}api/item?id=2 Fetch false`),
     'responses with status, request and headers': (s) => s.responses.includes(`200 ${__ENV.URL}api/item?id=2 GET text/plain`),
   });
   await page.close();

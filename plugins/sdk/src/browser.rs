@@ -270,7 +270,7 @@ pub struct RoutedRequest {
     pub headers: std::collections::BTreeMap<String, String>,
     /// Its body, if any.
     pub post_data: Option<String>,
-    /// `document`, `script`, `fetch`, `image`, ...
+    /// `Document`, `Script`, `Fetch`, `Image`, ... (the protocol's names, as k6's).
     pub resource_type: String,
 }
 

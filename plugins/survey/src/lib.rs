@@ -169,7 +169,7 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     let events = page.take_events();
     let document_seen = events.iter().any(|e| {
         e["event"] == "request"
-            && e["resourceType"] == "document"
+            && e["resourceType"] == "Document"
             && e["url"]
                 .as_str()
                 .is_some_and(|u| u.ends_with("/survey/login"))

@@ -85,7 +85,8 @@ function browserConsoleMessage(page, e) {
   return { type() { return e.type; }, text() { return e.text; }, args() { return args; }, page() { return page; } };
 }
 
-// A console argument: k6 gives a JSHandle; its value came with the event.
+// A console argument: k6 gives a JSHandle; its value came with the event (a number is
+// a number here, where k6 1.1.0's jsonValue() gives its text).
 class BrowserJSValue {
   constructor(v) { this._v = v; }
   jsonValue() { return LayerPromise.resolve(this._v); }
