@@ -225,6 +225,18 @@ impl Gate {
         }
     }
 
+    /// Whether the run does not allow `url`; a denied one is counted (with `tags`) and
+    /// warned about as every denied request of a page is.
+    pub(crate) fn deny_counted(&self, url: &str, tags: &TagSet) -> bool {
+        match check(&self.net.allowlist, url) {
+            Verdict::Allow => false,
+            Verdict::Deny(why) => {
+                self.denied(url, &why, tags);
+                true
+            }
+        }
+    }
+
     /// Counts a page's request to `url` as denied (`why`) in `http_reqs_denied` with
     /// `tags`, and warns once per origin.
     pub(crate) fn denied(&self, url: &str, why: &str, tags: &TagSet) {

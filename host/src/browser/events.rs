@@ -3,7 +3,7 @@
 //! queue, and the script's side takes them after each call to the page and runs its
 //! handlers on the VU's own JavaScript. A page that logs or loads without end cannot
 //! grow the host: past [`MAX_QUEUED`] events the oldest are dropped (and counted, so
-//! the script is told).
+//! the script is told), and past [`MAX_QUEUED_BYTES`] of them too.
 
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
@@ -11,8 +11,13 @@ use std::sync::Mutex;
 
 /// Events kept per page between two takes.
 pub(crate) const MAX_QUEUED: usize = 1024;
+/// The most their JSON may weigh together.
+const MAX_QUEUED_BYTES: usize = 4 << 20;
 /// Requests remembered per page for their responses (method, headers, type).
-const MAX_REMEMBERED: usize = 1024;
+const MAX_REMEMBERED: usize = 256;
+/// Headers kept per request or response, and the bytes of each value.
+const MAX_HEADERS: usize = 64;
+const HEADER_BYTES: usize = 512;
 /// Console arguments kept per message.
 const MAX_ARGS: usize = 32;
 
@@ -27,7 +32,8 @@ struct Listening {
 #[derive(Default)]
 struct Queue {
     listening: Listening,
-    events: VecDeque<Value>,
+    events: VecDeque<(Value, usize)>,
+    bytes: usize,
     dropped: u64,
     requests: HashMap<String, Value>,
 }
@@ -47,9 +53,12 @@ fn cut(s: &str) -> String {
 fn headers(v: Option<&Value>) -> Value {
     let mut out = Map::new();
     if let Some(Value::Object(h)) = v {
-        for (k, v) in h.iter().take(256) {
+        for (k, v) in h.iter().take(MAX_HEADERS) {
             let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-            out.insert(cut(k), Value::String(cut(&text)));
+            out.insert(
+                crate::bounded::cut(k, HEADER_BYTES).into_owned(),
+                Value::String(crate::bounded::cut(&text, HEADER_BYTES).into_owned()),
+            );
         }
     }
     Value::Object(out)
@@ -110,11 +119,17 @@ impl Events {
 
     /// Queues `event`, the oldest dropped when the queue is full.
     fn push(q: &mut Queue, event: Value) {
-        if q.events.len() >= MAX_QUEUED {
-            q.events.pop_front();
+        let size = event.to_string().len();
+        while q.events.len() >= MAX_QUEUED
+            || (q.bytes + size > MAX_QUEUED_BYTES && !q.events.is_empty())
+        {
+            if let Some((_, n)) = q.events.pop_front() {
+                q.bytes -= n;
+            }
             q.dropped += 1;
         }
-        q.events.push_back(event);
+        q.bytes += size;
+        q.events.push_back((event, size));
     }
 
     /// Takes one protocol event of the page.
@@ -198,7 +213,8 @@ impl Events {
     /// Takes the events kept so far: `{events: [...], dropped: N}` as JSON text.
     pub(crate) fn take(&self) -> String {
         let mut q = self.lock();
-        let events: Vec<Value> = q.events.drain(..).collect();
+        let events: Vec<Value> = q.events.drain(..).map(|(e, _)| e).collect();
+        q.bytes = 0;
         let dropped = std::mem::take(&mut q.dropped);
         json!({ "events": events, "dropped": dropped }).to_string()
     }
@@ -226,6 +242,25 @@ mod tests {
         let taken: Value = serde_json::from_str(&e.take()).unwrap();
         assert_eq!(taken["events"].as_array().unwrap().len(), MAX_QUEUED);
         assert_eq!(taken["dropped"], 5);
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes_too() {
+        let e = Events::default();
+        e.listen(&["console".into()]).unwrap();
+        let big =
+            json!({ "type": "log", "args": [{ "type": "string", "value": "x".repeat(9000) }] });
+        for _ in 0..1000 {
+            e.on_event("Runtime.consoleAPICalled", &big);
+        }
+        let text = e.take();
+        let taken: Value = serde_json::from_str(&text).unwrap();
+        assert!(text.len() <= MAX_QUEUED_BYTES + 1024, "{}", text.len());
+        assert!(taken["dropped"].as_u64().unwrap() > 0);
+        assert_eq!(
+            taken["events"].as_array().unwrap().len() as u64 + taken["dropped"].as_u64().unwrap(),
+            1000
+        );
     }
 
     #[test]

@@ -26,8 +26,8 @@
 //! - [`pool`]: the bounded set of shared browsers and a context per VU iteration.
 //! - [`allow`]: the allowlist in the browser (request interception, a dead-end proxy).
 //! - [`page`]: one page's navigation, waiting and evaluation; [`actions`]: its elements;
-//!   [`input`]: the mouse and touch at a point; [`handles`]: values and elements the
-//!   script holds; [`emulation`]: headers, media, init scripts, offline.
+//!   [`input`]: the mouse and touch at a point; [`handles`], [`jshandle`]: values and
+//!   elements the script holds; [`emulation`]: headers, media, init scripts, offline.
 //! - [`events`]: the page's console, requests and responses for `page.on`;
 //!   [`tagging`]: `metric.tag`'s URL grouping; [`routes`]: `page.route`.
 //! - [`permissions`]: a context's permissions and geolocation.
@@ -41,6 +41,7 @@ pub(crate) mod emulation;
 pub(crate) mod events;
 pub(crate) mod handles;
 pub(crate) mod input;
+pub(crate) mod jshandle;
 pub(crate) mod launch;
 pub(crate) mod page;
 pub(crate) mod permissions;

@@ -10,10 +10,8 @@
 //! and calls `resume`. A continued request to a new URL is checked again: one to an
 //! origin the run does not allow is failed and counted as denied, never sent.
 
-use super::allow::{check, Gate, Verdict};
 use super::cdp::Connection;
 use super::BrowserError;
-use crate::metrics::TagSet;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -160,13 +158,13 @@ impl Router {
     }
 
     /// Answers open request `id` (`abort`, `continue` or `fulfill` with `options`) on
-    /// the browser's connection; a continue to a URL the run does not allow fails the
-    /// request and counts it denied with `tags`.
+    /// the browser's connection. A continue to a new URL asks `denied(url)` first
+    /// (the allowlist's gate: true when the run does not allow it, counted there):
+    /// then the request fails instead.
     pub(crate) fn answer(
         &self,
         conn: &Connection,
-        gate: &Gate,
-        tags: &TagSet,
+        denied: &dyn Fn(&str) -> bool,
         id: &str,
         how: &str,
         options: &Value,
@@ -185,14 +183,13 @@ impl Router {
             "continue" => {
                 let mut p = json!({ "requestId": id });
                 if let Some(url) = options.get("url").and_then(Value::as_str) {
-                    if let Verdict::Deny(why) = check(gate.allowlist(), url) {
+                    if denied(url) {
                         self.close(id)?;
                         conn.send(
                             None,
                             "Fetch.failRequest",
                             json!({ "requestId": id, "errorReason": "BlockedByClient" }),
                         );
-                        gate.denied(url, &why, tags);
                         return Ok(());
                     }
                     p["url"] = json!(url);

@@ -11,7 +11,7 @@ use crate::browser::input::{self, MouseKind};
 use crate::browser::page::{Page, WaitUntil};
 use crate::browser::pool::ContextOptions;
 use crate::browser::BrowserError;
-use crate::browser::{emulation, handles};
+use crate::browser::{emulation, jshandle as handles};
 use crate::plugin::bindings::loadtest::scenario::browser as wit;
 use crate::plugin::browser::{BrowserContext, BrowserPage, BrowserView, MAX_CONTEXTS};
 use serde::de::DeserializeOwned;
@@ -562,9 +562,10 @@ impl wit::HostPage for BrowserView<'_> {
                 wit::BrowserError::Invalid(format!("the route's options are not JSON: {e}"))
             })?
         };
+        let denied = |url: &str| page.gate.deny_counted(url, page.tags());
         page.state
             .router
-            .answer(&page.conn, &page.gate, page.tags(), &id, &how, &options)
+            .answer(&page.conn, &denied, &id, &how, &options)
             .map_err(to_wit)
     }
 
