@@ -99,9 +99,13 @@ impl Router {
     }
 
     /// Routes (or stops routing) from now on; requests already queued stay for the
-    /// script.
+    /// script. Stopping drops the calls kept for `resume` (they hold the page: kept,
+    /// they would keep it alive).
     pub(crate) fn set_on(&self, on: bool) {
         self.on.store(on, Ordering::SeqCst);
+        if !on {
+            self.kept.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
     }
 
     /// Takes a paused request (`Fetch.requestPaused`'s params) for the script; `false`

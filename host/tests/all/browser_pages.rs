@@ -1,11 +1,12 @@
 //! k6 browser scripts beyond navigation and locators, run by `host run` against pages
 //! a server of the test serves on 127.0.0.1 (it records every request it gets, so what
 //! the page did or did not send is checked on the server's side): `page.on('console' |
-//! 'request' | 'response' | 'metric')`, `page.route` (abort, continue, fulfill, and a
-//! continue to an origin the run does not allow: denied, counted, never contacted),
+//! 'request' | 'response' | 'metric')`, `page.route` (abort, continue, fulfill, a
+//! continue to an origin the run does not allow: denied, counted, never contacted, and
+//! a handler that throws),
 //! frames and `frameLocator`, JS and element handles, `mouse.wheel`, `keyboard.down`/`up`,
-//! `dispatchEvent`, `emulateMedia`, `setExtraHTTPHeaders`, `addInitScript` and
-//! `context.setOffline`.
+//! `dispatchEvent`, `emulateMedia`, `setExtraHTTPHeaders`, `addInitScript`,
+//! `context.setOffline` and `newContext({ offline })`.
 
 use crate::browser::{host, server};
 use crate::support as common;
@@ -243,6 +244,13 @@ export default async function () {
     'not matched: continued as it was': (x) => x.plain === 'plain',
   });
   await page.unroute('**/echo');
+  // A handler that throws: the call waiting on the page rejects with its error.
+  const other = await page.context().newPage();
+  await other.route('**/thrown', () => { throw new Error('the handler broke'); });
+  let broke = '';
+  try { await other.goto(`${__ENV.URL}thrown`); } catch (e) { broke = String(e.message || e); }
+  await other.close();
+  check(broke, { 'a handler that throws rejects the call': (b) => b.includes('the handler broke') });
   await page.close();
 }
 "#;
@@ -261,12 +269,12 @@ async fn routes_abort_continue_and_fulfill_and_a_denied_continue_is_never_sent()
         &["-e", &denied, "--allow", &allow, "--quiet"],
     )
     .await;
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 5);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 6);
     // Counted on the server's side: what the script fulfilled, aborted or sent
     // elsewhere never came; the continued request came to its new path.
     let mut seen: Vec<String> = paths(&heads)
         .into_iter()
-        .filter(|p| p != "/favicon.ico")
+        .filter(|p| p != "/favicon.ico" && p != "/thrown")
         .collect();
     seen.sort();
     assert_eq!(
@@ -372,6 +380,12 @@ export default async function () {
     'context.setOffline': () => offline === 'offline',
   });
   await context.close();
+  const away = await browser.newContext({ offline: true });
+  const awayPage = await away.newPage();
+  let reached = 'online';
+  try { await awayPage.goto(__ENV.URL); } catch (e) { reached = String(e.message || e); }
+  await away.close();
+  check(reached, { 'newContext({ offline: true })': (r) => r.includes('INTERNET_DISCONNECTED') });
 }
 "#;
 
@@ -380,7 +394,7 @@ async fn frames_handles_wheel_and_emulation_act_as_k6s() {
     let _turn = BROWSER_TURN.lock().await;
     let (port, heads) = site(frames_site);
     let summary = run(port, "frames.js", FRAMES, &[]).await;
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 11);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 12);
     // Counted on the server's side: the extra header went with the second visit of
     // each iteration only, and nothing was sent while offline.
     let heads = heads.lock().unwrap().clone();
@@ -390,4 +404,7 @@ async fn frames_handles_wheel_and_emulation_act_as_k6s() {
         !heads.iter().any(|h| h.contains("offline")),
         "a request left while offline: {heads:?}"
     );
+    // The page itself once per iteration: the offline context's visit never came.
+    let pages = heads.iter().filter(|h| h.starts_with("GET / ")).count();
+    assert_eq!(pages, 2, "{heads:?}");
 }

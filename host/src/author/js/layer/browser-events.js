@@ -190,7 +190,12 @@ const browserPageEvents = {
       }
       if (!route._done) route._answer('continue', {});
     }
-    if (failure) throw failure;
+    if (failure) {
+      // The call waiting for these routes is not resumed: the host drops it.
+      this._raw.setRouting(false);
+      if (this._routes.length) this._raw.setRouting(true);
+      throw failure;
+    }
   },
   _takeEvents() {
     const taken = JSON.parse(this._raw.takeEvents());
