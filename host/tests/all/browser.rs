@@ -845,6 +845,7 @@ async fn the_rust_sdk_signs_in_through_a_page() {
         "browser: signed in as this VU",
         "browser: on the survey page",
         "browser: routes, events and handles",
+        "browser: emulation and input",
     ] {
         assert_eq!(common::check_counts(&run.json, name), (4, 0), "{name}");
     }

@@ -202,6 +202,30 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
             && value["n"] == 2
             && shown.as_deref() == Some(user.as_str()),
     );
+    page.emulate_media(None, Some("dark"), None)?;
+    let dark: bool = page.evaluate(
+        "() => matchMedia('(prefers-color-scheme: dark)').matches",
+        &(),
+    )?;
+    page.mouse_wheel(10.0, 10.0, 0.0, 40.0)?;
+    page.keyboard_down("Shift")?;
+    page.keyboard_up("Shift")?;
+    page.evaluate::<loadtest::serde_json::Value>(
+        "() => { window.__poked = 0; document.getElementById('user').addEventListener('poke', () => { window.__poked += 1; }); }",
+        &(),
+    )?;
+    page.locator("#user")
+        .dispatch_event("poke", &loadtest::serde_json::json!({}))?;
+    let poked: u32 = page.evaluate("() => window.__poked", &())?;
+    page.set_offline(true)?;
+    let offline: String = page.evaluate(
+        "() => fetch(location.href).then(() => 'online', () => 'offline')",
+        &(),
+    )?;
+    check(
+        "browser: emulation and input",
+        dark && poked == 1 && offline == "offline",
+    );
     context.close()?;
     Ok(())
 }

@@ -176,6 +176,13 @@ const PY_SURVEY: &str = r##"    def survey(self):
         loadtest.check("browser: routes, events and handles",
                        len(routed) >= 2 and logs == ["from the page"] and box == {"n": 3}
                        and user_el is not None and user_el.text_content() == user)
+        page.emulate_media(color_scheme="dark")
+        page.set_offline(True)
+        offline = page.evaluate("() => fetch(location.href).then(() => 'online', () => 'offline')")
+        page.set_offline(False)
+        loadtest.check("browser: emulation",
+                       page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+                       is True and offline == "offline")
         try:
             page.goto("http://192.0.2.1/")
             loadtest.check("browser: a denied goto raises", False)
@@ -445,6 +452,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
             "browser: evaluate",
             "browser: a denied goto raises",
             "browser: routes, events and handles",
+            "browser: emulation",
         ] {
             assert_eq!(
                 common::check_counts(&summary, name),
