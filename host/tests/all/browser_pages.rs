@@ -344,6 +344,11 @@ export default async function () {
   const attr = await el.getAttribute('data-x');
   const none = await page.$('#missing');
   const divs = await page.$$('div');
+  const body = await page.$('body');
+  const under = await body.$('#top');
+  const underText = under ? await under.textContent() : null;
+  const underAll = await body.$$('div');
+  const underNone = await body.$('#missing');
 
   await page.mouse.move(20, 20);
   await page.mouse.wheel(0, 120);
@@ -372,6 +377,7 @@ export default async function () {
     'a frame\'s locator fills inside it': () => filled === 'ann' && innerTitle === 'inner',
     'evaluateHandle: jsonValue and evaluate': () => json.a === 1 && json.b[1] === 3 && sum === 15,
     'page.$ and page.$$': () => elText === 'top text' && attr === '1' && none === null && divs.length === 2,
+    'elementHandle.$ and $$': () => underText === 'top text' && underAll.length === 2 && underNone === null,
     'mouse.wheel': () => wheel === '120',
     'keyboard.down and up': () => held[0] === 'Shift' && held[1] == null && released === 'Shift',
     'dispatchEvent': () => poked === 'hi',
@@ -380,6 +386,19 @@ export default async function () {
     'context.setOffline': () => offline === 'offline',
   });
   await context.close();
+  const blank = await browser.newPage();
+  await blank.setContent('<input id="e" value="v"><input id="r" readonly><button id="d" disabled>d</button>');
+  const content = {
+    editable: await blank.isEditable('#e'), readonly: await blank.locator('#r').isEditable(),
+    disabled: await blank.isDisabled('#d'), size: blank.viewportSize(), open: blank.isClosed(),
+  };
+  await blank.close();
+  content.closed = blank.isClosed();
+  await browser.closeContext();
+  check(content, {
+    'setContent, isEditable, isDisabled, viewportSize, isClosed': (c) => c.editable === true && c.readonly === false
+      && c.disabled === true && c.size.width > 0 && c.open === false && c.closed === true,
+  });
   const away = await browser.newContext({ offline: true });
   const awayPage = await away.newPage();
   let reached = 'online';
@@ -394,7 +413,7 @@ async fn frames_handles_wheel_and_emulation_act_as_k6s() {
     let _turn = BROWSER_TURN.lock().await;
     let (port, heads) = site(frames_site);
     let summary = run(port, "frames.js", FRAMES, &[]).await;
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 12);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 14);
     // Counted on the server's side: the extra header went with the second visit of
     // each iteration only, and nothing was sent while offline.
     let heads = heads.lock().unwrap().clone();

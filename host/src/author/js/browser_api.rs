@@ -21,6 +21,14 @@ const NOT_BUILT: &[&str] = &[
     ".waitForResponse",
     ".dragAndDrop",
     ".dragTo",
+    ".getProperties",
+    ".contentFrame",
+    ".ownerFrame",
+    ".scrollIntoViewIfNeeded",
+    ".selectText",
+    ".waitForElementState",
+    ".opener",
+    ".workers",
 ];
 
 /// Page events the layer does not emit (`page.on(...)`; it emits `console`,

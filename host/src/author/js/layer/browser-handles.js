@@ -16,7 +16,6 @@ class BrowserJSHandle {
   dispose() { return browserNow(() => { this._page._h.handleDispose(this._id); }); }
   // An element's handle acts as one; another value fails when acted on.
   asElement() { return new BrowserElementHandle(this._page, this._id); }
-  getProperties() { return LayerPromise.reject(new Error('jsHandle.getProperties() is not supported by this host: use evaluate((v) => ...)')); }
 }
 
 class BrowserElementHandle extends BrowserJSHandle {
@@ -50,6 +49,26 @@ class BrowserElementHandle extends BrowserJSHandle {
   isEnabled(opts) { return this._do(act('is-enabled'), opts); }
   isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
   isChecked(opts) { return this._do(act('is-checked'), opts); }
+  // Elements under this one (CSS selectors, found now).
+  $(selector) {
+    const h = this._page._h;
+    return browserNow(() => {
+      const id = h.handleEvaluateHandle(this._id, '(e, s) => e.querySelector(s)', browserArg(String(selector)));
+      if (browserJson(h.handleJson(id)) === null) { h.handleDispose(id); return null; }
+      return new BrowserElementHandle(this._page, id);
+    });
+  }
+  $$(selector) {
+    const h = this._page._h;
+    return browserNow(() => {
+      const n = browserJson(h.handleEvaluate(this._id, '(e, s) => e.querySelectorAll(s).length', browserArg(String(selector))));
+      const out = [];
+      for (let i = 0; i < n; i++) {
+        out.push(new BrowserElementHandle(this._page, h.handleEvaluateHandle(this._id, '(e, a) => e.querySelectorAll(a.s)[a.i]', browserArg({ s: String(selector), i }))));
+      }
+      return out;
+    });
+  }
   boundingBox() {
     return this.evaluate('(e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; }');
   }

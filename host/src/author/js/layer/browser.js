@@ -100,6 +100,15 @@ class BrowserLocator {
   isEnabled(opts) { return this._do(act('is-enabled'), opts); }
   isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
   isChecked(opts) { return this._do(act('is-checked'), opts); }
+  // Waits for the element as a read does, then asks it (through a handle).
+  isEditable(opts) {
+    const p = this._page;
+    return this._do(act('is-enabled'), opts).then((enabled) => browserNow(() => {
+      const ids = Array.from(p._h.query(this._chain(), false));
+      if (!ids.length) throw new Error(`${JSON.stringify(this._selector)} matches no element`);
+      try { return enabled && browserJson(p._h.handleEvaluate(ids[0], '(e) => !e.readOnly && (e.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName))', 'null')); } finally { p._h.handleDispose(ids[0]); }
+    }));
+  }
   count() { return this._do(act('count'), {}); }
   // The selector of this locator as the start of a chain (` >> ` joins its parts,
   // `nth=` picks one element: host/src/browser/locate.js).
@@ -285,7 +294,22 @@ class BrowserPage {
   isHidden(sel, opts) { return this.locator(sel).isHidden(opts); }
   isEnabled(sel, opts) { return this.locator(sel).isEnabled(opts); }
   isChecked(sel, opts) { return this.locator(sel).isChecked(opts); }
-  close() { return browserNow(() => { this._h.close(); }); }
+  close() { return browserNow(() => { this._closed = true; this._h.close(); }); }
+  isClosed() { return !!this._closed; }
+  isDisabled(sel, opts) { return this.locator(sel).isDisabled(opts); }
+  isEditable(sel, opts) { return this.locator(sel).isEditable(opts); }
+  setChecked(sel, v, opts) { return this.locator(sel).setChecked(v, opts); }
+  tap(sel, opts) { return this.locator(sel).tap(opts); }
+  // The document replaced by `html` (written into it), then its load waited for.
+  setContent(html, opts) {
+    const o = opts || {};
+    return browserNow(() => {
+      this._h.evaluate('(h) => { document.open(); document.write(h); document.close(); }', JSON.stringify(String(html)));
+      this._h.waitForLoadState(String(o.waitUntil || 'load'), browserMs(o.timeout, this._navTimeout));
+      return null;
+    });
+  }
+  viewportSize() { return browserJson(this._h.evaluate('() => ({ width: innerWidth, height: innerHeight })', 'null')); }
 }
 
 function browserContextOptions(o) {
