@@ -391,13 +391,20 @@ export default async function () {
   const content = {
     editable: await blank.isEditable('#e'), readonly: await blank.locator('#r').isEditable(),
     disabled: await blank.isDisabled('#d'), size: blank.viewportSize(), open: blank.isClosed(),
+    box: await blank.locator('#e').boundingBox(), inputs: (await blank.locator('input').all()).length,
   };
+  blank.context().setDefaultTimeout(300);
+  let waited = 0;
+  const started = Date.now();
+  try { await blank.locator('#never').click(); } catch (e) { waited = Date.now() - started; }
   await blank.close();
   content.closed = blank.isClosed();
   await browser.closeContext();
   check(content, {
     'setContent, isEditable, isDisabled, viewportSize, isClosed': (c) => c.editable === true && c.readonly === false
-      && c.disabled === true && c.size.width > 0 && c.open === false && c.closed === true,
+      && c.disabled === true && c.size.width > 0 && c.open === false && c.closed === true
+      && c.box.width > 0 && c.box.height > 0 && c.inputs === 2,
+    'context.setDefaultTimeout holds for its pages': () => waited >= 250 && waited < 5000,
   });
   const away = await browser.newContext({ offline: true });
   const awayPage = await away.newPage();
@@ -413,7 +420,7 @@ async fn frames_handles_wheel_and_emulation_act_as_k6s() {
     let _turn = BROWSER_TURN.lock().await;
     let (port, heads) = site(frames_site);
     let summary = run(port, "frames.js", FRAMES, &[]).await;
-    assert_eq!(summary["checks"].as_array().unwrap().len(), 14);
+    assert_eq!(summary["checks"].as_array().unwrap().len(), 15);
     // Counted on the server's side: the extra header went with the second visit of
     // each iteration only, and nothing was sent while offline.
     let heads = heads.lock().unwrap().clone();

@@ -100,6 +100,17 @@ class BrowserLocator {
   isEnabled(opts) { return this._do(act('is-enabled'), opts); }
   isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
   isChecked(opts) { return this._do(act('is-checked'), opts); }
+  // A locator of each element found now.
+  all() { return this.count().then((n) => Array.from({ length: n }, (_, i) => this.nth(i))); }
+  // Waits for the element as a read does, then measures it (through a handle).
+  boundingBox(opts) {
+    const p = this._page;
+    return this._do(act('text-content'), opts).then(() => browserNow(() => {
+      const ids = Array.from(p._h.query(this._chain(), false));
+      if (!ids.length) return null;
+      try { return browserJson(p._h.handleEvaluate(ids[0], '(e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; }', 'null')); } finally { p._h.handleDispose(ids[0]); }
+    }));
+  }
   // Waits for the element as a read does, then asks it (through a handle).
   isEditable(opts) {
     const p = this._page;
@@ -331,12 +342,18 @@ function browserContextOptions(o) {
 }
 
 class BrowserContext {
-  constructor(handle) { this._h = handle; this._pages = []; this._closed = false; this._init = []; this._offline = false; }
+  constructor(handle) { this._h = handle; this._pages = []; this._closed = false; this._init = []; this._offline = false; this._timeout = undefined; this._navTimeout = undefined; }
+  browser() { return k6browser; }
+  // For the context's pages, those open and those opened later.
+  setDefaultTimeout(ms) { this._timeout = ms; for (const p of this._pages) p.setDefaultTimeout(ms); }
+  setDefaultNavigationTimeout(ms) { this._navTimeout = ms; for (const p of this._pages) p.setDefaultNavigationTimeout(ms); }
   // A new page with what the context gives every page (init scripts, offline).
   _open() {
     const page = new BrowserPage(this, this._h.newPage());
     for (const src of this._init) page._h.addInitScript(src);
     if (this._offline) page._h.setOffline(true);
+    if (this._timeout !== undefined) page.setDefaultTimeout(this._timeout);
+    if (this._navTimeout !== undefined) page.setDefaultNavigationTimeout(this._navTimeout);
     this._pages.push(page);
     return page;
   }
