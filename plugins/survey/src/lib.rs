@@ -217,6 +217,11 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     page.locator("#user")
         .dispatch_event("poke", &loadtest::serde_json::json!({}))?;
     let poked: u32 = page.evaluate("() => window.__poked", &())?;
+    page.evaluate::<loadtest::serde_json::Value>(
+        "() => { document.body.insertAdjacentHTML('beforeend', '<iframe srcdoc=\"<button id=b>in</button>\"></iframe>'); }",
+        &(),
+    )?;
+    let framed = page.frame_locator("iframe").locator("#b").text_content()?;
     page.set_offline(true)?;
     let offline: String = page.evaluate(
         "() => fetch(location.href).then(() => 'online', () => 'offline')",
@@ -224,7 +229,7 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     )?;
     check(
         "browser: emulation and input",
-        dark && poked == 1 && offline == "offline",
+        dark && poked == 1 && offline == "offline" && framed.as_deref() == Some("in"),
     );
     context.close()?;
     Ok(())

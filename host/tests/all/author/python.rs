@@ -176,13 +176,16 @@ const PY_SURVEY: &str = r##"    def survey(self):
         loadtest.check("browser: routes, events and handles",
                        len(routed) >= 2 and logs == ["from the page"] and box == {"n": 3}
                        and user_el is not None and user_el.text_content() == user)
+        page.evaluate("() => { document.body.insertAdjacentHTML('beforeend', "
+                      "'<iframe srcdoc=\"<button id=b>in</button>\"></iframe>'); }")
+        framed = page.frame_locator("iframe").locator("#b").text_content()
         page.emulate_media(color_scheme="dark")
         page.set_offline(True)
         offline = page.evaluate("() => fetch(location.href).then(() => 'online', () => 'offline')")
         page.set_offline(False)
         loadtest.check("browser: emulation",
                        page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
-                       is True and offline == "offline")
+                       is True and offline == "offline" and framed == "in")
         try:
             page.goto("http://192.0.2.1/")
             loadtest.check("browser: a denied goto raises", False)
