@@ -307,3 +307,60 @@ impl Router {
         self.run(op).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paused(id: &str) -> Value {
+        json!({ "requestId": id, "resourceType": "Fetch",
+                "request": { "url": format!("http://a/{id}"), "method": "GET", "headers": {} } })
+    }
+
+    #[test]
+    fn only_a_routing_page_takes_requests_and_no_more_than_it_keeps() {
+        let r = Router::default();
+        assert!(!r.offer(&paused("0")), "not routing: the gate continues it");
+        r.set_on(true);
+        for i in 0..MAX_WAITING {
+            assert!(r.offer(&paused(&i.to_string())));
+        }
+        assert!(!r.offer(&paused("x")), "past the bound it goes on unrouted");
+        let taken: Vec<Value> = serde_json::from_str(&r.take()).unwrap();
+        assert_eq!(taken.len(), MAX_WAITING);
+        assert_eq!(taken[1]["url"], "http://a/1");
+        assert_eq!(taken[1]["resourceType"], "Fetch");
+        // Each is open until answered once.
+        assert!(r.close("1").is_ok());
+        assert!(r.close("1").is_err());
+        assert!(r.close("nope").is_err());
+    }
+
+    #[test]
+    fn abort_codes_are_k6s() {
+        assert_eq!(error_reason("").unwrap(), "Failed");
+        assert_eq!(error_reason("timedout").unwrap(), "TimedOut");
+        let e = error_reason("bogus").unwrap_err().to_string();
+        assert!(e.contains("connectionrefused"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_kept_call_is_resumed_and_dropped_when_routing_stops() {
+        let r = Router::default();
+        r.set_on(true);
+        r.offer(&paused("1"));
+        let slow: Op = Box::pin(async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            Ok(json!(7))
+        });
+        let e = r.run(slow).await.unwrap_err().to_string();
+        assert_eq!(e, ROUTED);
+        r.take();
+        assert_eq!(r.resume().await.unwrap(), json!(7));
+        r.offer(&paused("2"));
+        let never: Op = Box::pin(std::future::pending());
+        assert!(r.run(never).await.is_err());
+        r.set_on(false);
+        assert!(r.resume().await.is_err(), "stopping drops what was kept");
+    }
+}
