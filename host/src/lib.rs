@@ -13,12 +13,12 @@
 //! ```text
 //! cli         → oci, author, sweep, demo, distributed, run, stack, runs, output,
 //!               sampling, target_process, live, k8s, plugin, summary, net, docker,
-//!               files, signals, stderr, config
-//! k8s         → distributed, author, plugin, files, config   (`host k8s render`: the manifests of a
-//!               distributed run)
+//!               files, signals, stderr, config, table, duration
+//! k8s         → distributed, author, plugin, files, config, table   (`host k8s render`: the
+//!               manifests of a distributed run)
 //! distributed → oci, run, summary, executor, vu, plugin, net, metrics, control, files,
-//!               bounded, stderr, config   (`host coordinate`, `host worker`: wire protocol, exact
-//!               merging)
+//!               bounded, stderr, config, duration   (`host coordinate`, `host worker`:
+//!               wire protocol, exact merging)
 //! oci         → author, run, plugin, net, bounded, stderr, config   (`host push`,
 //!               `host pull`, `host login`, plugins named by registry reference)
 //! sweep       → stack, run, output, summary, sampling, metrics, files, signals, config
@@ -28,7 +28,8 @@
 //! demo        → run, plugin, summary, target_process
 //! stack       → run, docker, control, files, signals, config   (Compose stacks)
 //! run         → author, live, summary, output, sampling, executor, thresholds, vu,
-//!               plugin, browser, net, metrics, control, files, signals, stderr, config
+//!               plugin, browser, net, metrics, control, files, signals, stderr, config,
+//!               table, duration
 //! live        → summary, sampling, thresholds, net, metrics, bounded, signals, stderr,
 //!               config   (dashboard, /metrics, CSV/JSON and remote-write outputs)
 //! output      → summary, sampling, plugin, net, metrics, files, bounded, stderr,
@@ -38,26 +39,27 @@
 //! sampling    → executor, docker, files, signals, stderr, config
 //!               (resource samples of the target and the generator)
 //! executor    → vu, metrics, control, striped, stderr, config
-//! vu          → plugin, metrics, control, deadline, bounded, config   (VUs, their
-//!               factory, their failures)
+//! vu          → plugin, metrics, control, deadline, bounded, config, duration   (VUs,
+//!               their factory, their failures)
 //! author      → plugin, net, stderr   (`host new`, `host build`, run cargo, k6 scripts)
 //! plugin      → thresholds, browser, html, crypto, net, metrics, control, bounded, stderr,
-//!               config
+//!               config, duration
 //!               (components, the contract's imports, iteration numbers, registry
 //!               references as `plugin.oci` names them)
 //! browser     → net, metrics, bounded, stderr   (the host's Chromium over the DevTools
 //!               protocol: shared browsers, a context per iteration, the allowlist held
 //!               in the page)
-//! thresholds  → metrics, control, stderr, config
-//! net         → metrics, deadline, bounded, striped, stderr, config
+//! net         → metrics, deadline, bounded, striped, stderr, config, duration
 //! control     → docker   (stop signals; a run's watcher names containers to sample)
 //! docker      → config   (the Engine connection, a project's containers)
-//! config      → metrics   (the run config, `[thresholds]` parsing included; `[tls]` is
-//!               checked by building the rustls config it describes, the builder
-//!               `net::tls` connects with)
+//! config      → thresholds, metrics, table, duration   (the run config; `[tls]` is checked by
+//!               building the rustls config it describes, the builder `net::tls`
+//!               connects with)
+//! thresholds  → metrics, table   (parsed with the config, judged by the run)
 //! metrics     → bounded, striped, stderr
 //! bounded     → stderr
-//! deadline, files, target_process, signals, striped, html, crypto, stderr: leaves
+//! table       → duration   (the TOML reader that collects every mistake)
+//! deadline, duration, files, target_process, signals, striped, html, crypto, stderr: leaves
 //! ```
 //!
 //! Within a module too, imports go one way: no two files import each other, directly
@@ -87,6 +89,7 @@ mod deadline;
 mod demo;
 mod distributed;
 mod docker;
+mod duration;
 mod executor;
 mod files;
 mod html;
@@ -108,6 +111,7 @@ mod stderr;
 mod striped;
 mod summary;
 mod sweep;
+mod table;
 mod target_process;
 mod thresholds;
 mod vu;
@@ -123,16 +127,16 @@ pub use run::{exit_code, inspect, run, RunOutcome, RunRequest};
 pub use summary::{RunStatus, Summary, SCHEMA as SUMMARY_SCHEMA};
 
 // The config: files, flags, durations, segments, thresholds.
-pub use config::duration::{format_duration, parse_duration};
 pub use config::scenario::ExecutorConfig;
-pub use config::thresholds::{
-    expression::parse_expression, metric_key::parse_metric_key, parse::parse_thresholds,
-};
 pub use config::{
     build as build_config, merge as merge_config, parse_toml as parse_config, Overrides,
 };
+pub use duration::{format_duration, parse_duration};
 pub use metrics::summary::Aggregation;
 pub use metrics::value::Unit;
+pub use thresholds::{
+    expression::parse_expression, metric_key::parse_metric_key, parse::parse_thresholds,
+};
 
 // `host compare`.
 pub use output::compare::{

@@ -1,7 +1,7 @@
 //! Why a flag's value is refused by the command line's own value parsers; clap shows
 //! each after `invalid value '…' for '--flag'`.
 
-use crate::config::duration::DurationError;
+use crate::duration::DurationError;
 
 /// A path flag whose optional value swallowed the plugin (`--stack plugin.wasm`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! `host sweep`, `host target`), as clap value parsers: they live with the config so
 //! that no subcommand imports another's module.
 
-use super::duration::{parse_duration, DurationError};
+use crate::duration::{parse_duration, DurationError};
 use std::time::Duration;
 
 /// A duration flag (`250ms`, `2s`), as the config writes them.

@@ -9,7 +9,7 @@
 //!                 # context of its own in one of them)
 //! ```
 
-use super::table::{ConfigError, TableReader};
+use crate::table::{ConfigError, TableReader};
 
 /// Most browser processes a run may start.
 const MAX_PROCESSES: u64 = 64;

@@ -6,7 +6,7 @@
 //! join_timeout = "60s"          # how long the coordinator waits for all its workers
 //! ```
 
-use super::table::{ConfigError, TableReader};
+use crate::table::{ConfigError, TableReader};
 use std::time::Duration;
 
 /// What a coordinator does when a worker disappears.

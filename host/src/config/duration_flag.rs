@@ -3,9 +3,9 @@
 //! iterations) is named with its real length, so `--duration 6s` on a two-minute ramp
 //! does not silently run for two minutes.
 
-use super::duration::format_duration;
 use super::scenario::ExecutorConfig;
 use super::RunConfig;
+use crate::duration::format_duration;
 use std::time::Duration;
 
 /// One warning per scenario that `--duration flag` did not shorten, with its length.

@@ -4,9 +4,9 @@
 //! config's own reader ([`super::executors`]) into the same value. A leaf beside
 //! `executor_config`: it imports the type and the option names, nothing that reads.
 
-use super::duration::exact_value;
 use super::executor_config::{ExecutorConfig, Stage};
 use super::executors::OPTIONS;
+use crate::duration::exact_value;
 use std::time::Duration;
 
 impl ExecutorConfig {

@@ -6,7 +6,7 @@
 //! module `executor_config`), so each name is written once.
 
 use super::executor_config::{ExecutorConfig, Stage};
-use super::table::{Collector, ConfigError, TableReader};
+use crate::table::{Collector, ConfigError, TableReader};
 use std::time::Duration;
 
 pub(crate) use super::executor_config::{

@@ -17,7 +17,7 @@
 //! client = "hyper"                        # HTTP/1.1 client: "hyper", or "lean" (httparse)
 //! ```
 
-use super::table::{ConfigError, TableReader};
+use crate::table::{ConfigError, TableReader};
 use std::net::IpAddr;
 
 /// Most source addresses `local_ips` may list (a VU takes one each).

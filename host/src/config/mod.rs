@@ -7,7 +7,6 @@ pub(crate) mod args;
 pub(crate) mod browser;
 pub(crate) mod cpuset;
 pub(crate) mod distributed;
-pub(crate) mod duration;
 pub(crate) mod duration_flag;
 pub(crate) mod env_file;
 pub(crate) mod executor_config;
@@ -24,8 +23,6 @@ pub(crate) mod schema;
 pub(crate) mod secrets;
 pub(crate) mod segment;
 pub(crate) mod stack;
-pub(crate) mod table;
-pub(crate) mod thresholds;
 pub(crate) mod tls;
 pub(crate) mod trend_stats;
 pub(crate) mod websocket;
@@ -33,8 +30,10 @@ pub(crate) mod websocket;
 #[cfg(test)]
 mod ui_tests;
 
+pub(crate) use crate::duration::{format_duration, parse_duration};
+pub use crate::table::parse_toml;
+pub(crate) use crate::table::{ConfigError, ConfigErrors};
 pub(crate) use cpuset::CpuSet;
-pub(crate) use duration::{format_duration, parse_duration};
 pub(crate) use http::{H3Mode, Http1Client, HttpOptions};
 pub(crate) use outputs::OutputsConfig;
 pub use overrides::Overrides;
@@ -42,16 +41,14 @@ pub(crate) use sampling::SamplingOptions;
 pub(crate) use scenario::{ExecutorConfig, ScenarioConfig, Stage};
 pub(crate) use segment::{ExecutionSegment, ExecutionTuple, SegmentSequence};
 pub(crate) use stack::{OnServiceExit, StackConfig};
-pub use table::parse_toml;
-pub(crate) use table::{ConfigError, ConfigErrors};
 pub(crate) use trend_stats::TrendStat;
 pub(crate) use websocket::WebSocketOptions;
 
+use crate::table::{string_map, unknown_message, Collector, TableReader};
 use overrides::{ScenarioEdits, ScenarioWrites};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use table::{string_map, unknown_message, Collector, TableReader};
 
 /// Sections allowed at the top of a run config.
 const SECTIONS: &[&str] = &[
@@ -459,7 +456,7 @@ fn thresholds(source: &toml::Table) -> Result<(toml::Table, bool), ConfigError> 
             })
         }
     };
-    self::thresholds::parse_thresholds(&thresholds)?;
+    crate::thresholds::parse_thresholds(&thresholds)?;
     Ok((thresholds, allow_missing))
 }
 

@@ -7,7 +7,7 @@
 //! prefix = "k6_"             # before every metric name, as k6's remote write
 //! ```
 
-use super::table::{unknown_message, ConfigError, TableReader};
+use crate::table::{unknown_message, ConfigError, TableReader};
 
 /// How trends go out to Prometheus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

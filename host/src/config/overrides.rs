@@ -19,7 +19,6 @@
 //! which replaces the scenarios whole: those are not read (only the plugin scenario
 //! they run), as before.
 
-use super::duration::exact_value;
 use super::executor_config::{ExecutorConfig, Stage, SHARED_ITERATIONS};
 use super::executors::{
     check_count, check_length, check_pool, check_rate, DEFAULT_GRACEFUL_RAMP_DOWN,
@@ -28,9 +27,10 @@ use super::executors::{
 use super::sampling::{self, SamplingFlags};
 use super::scenario::{ScenarioConfig, DEFAULT_GRACEFUL_STOP};
 use super::segment::ExecutionTuple;
-use super::table::{check_non_negative, whole, Collector, ConfigError, ConfigErrors};
 use super::tls::TlsOptions;
 use super::trend_stats::TrendStat;
+use crate::duration::exact_value;
+use crate::table::{check_non_negative, whole, Collector, ConfigError, ConfigErrors};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;

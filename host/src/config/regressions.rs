@@ -12,7 +12,7 @@
 //! The sign says which way is worse: `+` a rise, `-` a fall. Every mistake of the
 //! section is listed at once, as the rest of the config's.
 
-use super::table::{ConfigError, ConfigErrors};
+use crate::table::{ConfigError, ConfigErrors};
 
 /// A statistic a rule holds: the figures summary.json keeps for each metric.
 pub(crate) const STATS: &[&str] = &[

@@ -8,7 +8,7 @@
 //! pids = [4242, "cache=4243"]    # processes, optionally named (--sample-pid)
 //! ```
 
-use super::table::{ConfigError, TableReader};
+use crate::table::{ConfigError, TableReader};
 use std::time::Duration;
 
 /// The Docker engine sends a container's stats once a second: a shorter interval would
@@ -142,7 +142,7 @@ pub(crate) fn write_flags(source: &mut toml::Table, flags: SamplingFlags<'_>) {
         }
     }
     if let Some(d) = flags.stats_interval {
-        section.insert("stats_interval".into(), super::duration::exact_value(d));
+        section.insert("stats_interval".into(), crate::duration::exact_value(d));
     }
 }
 

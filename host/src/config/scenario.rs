@@ -3,7 +3,7 @@
 
 use super::executors;
 use super::segment::ExecutionTuple;
-use super::table::{unknown_message, Collector, ConfigErrors, TableReader};
+use crate::table::{unknown_message, Collector, ConfigErrors, TableReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -129,8 +129,8 @@ pub(crate) fn parse_scenario(
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::ConfigError;
     use super::*;
+    use crate::table::ConfigError;
 
     /// The scenario, or its first mistake.
     fn parse(text: &str) -> Result<ScenarioConfig, ConfigError> {

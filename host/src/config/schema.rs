@@ -2,7 +2,7 @@
 //! plugins (Taplo, Even Better TOML: `#:schema ./run.schema.json` atop the file) to
 //! complete and check it.
 //!
-//! The config is read by hand ([`super::table::TableReader`], for its did-you-mean
+//! The config is read by hand ([`crate::table::TableReader`], for its did-you-mean
 //! errors), so the schema is described here beside it, as types schemars turns into a
 //! schema. The tests in host/tests/all/cli/reference.rs keep the two together: every run
 //! config of the repository, every bundled plugin's default config and `host new`'s
@@ -574,5 +574,188 @@ mod tests {
         known.sort();
         assert_eq!(sections, known);
         assert_eq!(schema["additionalProperties"], false);
+    }
+
+    /// A table of the schema or of the reader: its dotted path (`scenarios.*`,
+    /// `scenarios.*.stages[*]`), its keys.
+    type Tables = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+    /// Every object of the schema with fixed keys, by path: `$ref`s followed, the
+    /// variants of an `anyOf` merged, a map's values at `.*`, an array's items at `[*]`.
+    fn schema_tables(root: &serde_json::Value) -> Tables {
+        fn walk(root: &serde_json::Value, node: &serde_json::Value, path: &str, out: &mut Tables) {
+            if let Some(reference) = node["$ref"].as_str() {
+                let name = reference.rsplit('/').next().unwrap_or_default();
+                walk(root, &root["$defs"][name], path, out);
+            }
+            for key in ["anyOf", "oneOf", "allOf"] {
+                for variant in node[key].as_array().into_iter().flatten() {
+                    walk(root, variant, path, out);
+                }
+            }
+            if let Some(properties) = node["properties"].as_object() {
+                out.entry(path.to_string())
+                    .or_default()
+                    .extend(properties.keys().cloned());
+                for (key, sub) in properties {
+                    let at = if path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{path}.{key}")
+                    };
+                    walk(root, sub, &at, out);
+                }
+            }
+            if node["additionalProperties"].is_object() {
+                walk(
+                    root,
+                    &node["additionalProperties"],
+                    &format!("{path}.*"),
+                    out,
+                );
+            }
+            if node["items"].is_object() {
+                walk(root, &node["items"], &format!("{path}[*]"), out);
+            }
+        }
+        let mut out = Tables::new();
+        walk(root, root, "", &mut out);
+        out
+    }
+
+    /// A reader's path as the schema writes it: a scenario's name is `*`, an array's
+    /// index `[*]`.
+    fn schema_path(path: &str) -> String {
+        let mut parts: Vec<String> = path.split('.').map(str::to_string).collect();
+        if parts.len() > 1 && parts[0] == "scenarios" {
+            parts[1] = "*".into();
+        }
+        let joined = parts.join(".");
+        let mut out = String::new();
+        let mut in_index = false;
+        for c in joined.chars() {
+            match c {
+                '[' => {
+                    in_index = true;
+                    out.push_str("[*]");
+                }
+                ']' => in_index = false,
+                _ if in_index => {}
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// One scenario of each executor, with the keys each requires.
+    const SCENARIOS: &str = r#"
+[scenarios.a]
+executor = "constant-vus"
+vus = 1
+duration = "1s"
+[scenarios.b]
+executor = "ramping-vus"
+stages = [{ duration = "1s", target = 1 }]
+[scenarios.c]
+executor = "per-vu-iterations"
+vus = 1
+iterations = 1
+[scenarios.d]
+executor = "shared-iterations"
+vus = 1
+iterations = 1
+[scenarios.e]
+executor = "constant-arrival-rate"
+rate = 1
+duration = "1s"
+pre_allocated_vus = 1
+[scenarios.f]
+executor = "ramping-arrival-rate"
+stages = [{ duration = "1s", target = 1 }]
+pre_allocated_vus = 1
+"#;
+
+    /// Tables the config reads without a `TableReader` (so no reader's keys can be
+    /// recorded for them), each with where it is read. A table of the schema that is
+    /// neither read by a reader nor here fails the test.
+    const READ_ELSEWHERE: &[(&str, &str)] = &[
+        ("", "the sections: SECTIONS, config/mod.rs (the test above)"),
+        ("plugin", "plugin::pin, config/layers.rs"),
+        (
+            "thresholds",
+            "config/mod.rs thresholds(), thresholds::parse",
+        ),
+        ("thresholds.*", "thresholds::parse (a threshold's table)"),
+        (
+            "thresholds.*[*]",
+            "thresholds::parse (a threshold's table in a list)",
+        ),
+        (
+            "outputs",
+            "config/outputs.rs (its one key, `prometheus`, checked by name)",
+        ),
+    ];
+
+    /// The schema describes exactly the keys the reader reads, table by table: each
+    /// reader is run over configs that reach it, and the keys it knew when it
+    /// finished (read or marked known) must be the schema's keys of that table. A key
+    /// added to one and not the other fails here, naming the table and the key.
+    #[test]
+    fn the_schema_lists_exactly_the_keys_each_reader_reads() {
+        let schema: serde_json::Value = serde_json::from_str(&render()).unwrap();
+        let described = schema_tables(&schema);
+        let probes: Vec<String> = [
+            "",
+            "[websocket]",
+            "[browser]",
+            // Read only when present: the reader marks a list's key as it reads the list.
+            "[http]\nlocal_ips = [\"127.0.0.1\"]\nversions = [\"http/1.1\"]",
+            "[sampling]",
+            "[stack]",
+            "[tls]\ntls_version = { min = \"tls1.2\" }\ntls_cipher_suites = [\"TLS_AES_128_GCM_SHA256\"]",
+            "[outputs.prometheus]",
+            "[distributed]",
+            "[summary]",
+            "[limits]",
+            "[targets]",
+            "[k6]\nown_scenarios = true",
+        ]
+        .iter()
+        .map(|section| format!("{SCENARIOS}\n{section}\n"))
+        .collect();
+        let read = crate::table::asked::during(|| {
+            for probe in &probes {
+                let table: toml::Table = toml::from_str(probe).expect(probe);
+                let _ = super::super::build(table, &crate::config::Overrides::default());
+            }
+        });
+        let mut by_schema_path = Tables::new();
+        for (path, keys) in read {
+            by_schema_path
+                .entry(schema_path(&path))
+                .or_default()
+                .extend(keys);
+        }
+        let mut wrong = Vec::new();
+        for (path, keys) in &by_schema_path {
+            match described.get(path) {
+                None => wrong.push(format!(
+                    "the schema has no table `{path}`; the reader reads {keys:?}"
+                )),
+                Some(schema_keys) if schema_keys != keys => wrong.push(format!(
+                    "`{path}`: only in the schema {:?}, only in the reader {:?}",
+                    schema_keys.difference(keys).collect::<Vec<_>>(),
+                    keys.difference(schema_keys).collect::<Vec<_>>()
+                )),
+                Some(_) => {}
+            }
+        }
+        for path in described.keys() {
+            let elsewhere = READ_ELSEWHERE.iter().any(|(p, _)| p == path);
+            if !by_schema_path.contains_key(path) && !elsewhere {
+                wrong.push(format!("no reader read the schema's table `{path}`"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }

@@ -14,7 +14,7 @@
 //! ```
 
 use super::cpuset::CpuSet;
-use super::table::{parse_toml, ConfigError, TableReader};
+use crate::table::{parse_toml, ConfigError, TableReader};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -10,8 +10,8 @@
 //! trend_stats = ["avg", "med", "p(95)", "p(99.9)"]   # or one string: "avg,med,p(95)"
 //! ```
 
-use super::table::{ConfigError, TableReader};
 use crate::metrics::summary::TrendStats;
+use crate::table::{ConfigError, TableReader};
 
 /// One column of a trend line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

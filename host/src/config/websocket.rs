@@ -9,7 +9,7 @@
 //! max_message = "1MiB"         # a larger message ends the socket with a `protocol` error
 //! ```
 
-use super::table::{ConfigError, TableReader};
+use crate::table::{ConfigError, TableReader};
 use std::time::Duration;
 
 /// Largest `recv_buffer` accepted: the buffer is per socket and there may be thousands.

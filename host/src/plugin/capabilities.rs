@@ -50,6 +50,11 @@ pub struct MetricsState {
     /// What the plugin declared it may record (`metrics.declare`, called from
     /// `describe`); `None` until it declares anything.
     pub declared: Option<Declared>,
+    /// The checks the k6 layer registered (`checks.register`): name and tags by number.
+    pub checks: Vec<(String, Vec<(String, String)>)>,
+    /// Numbered custom-metric series (`metrics.register`, the k6 layer's
+    /// `samples.register`).
+    pub(crate) series: Vec<Series>,
 }
 
 /// The k6 layer's own imports' state (`host/src/author/js/layer.wit`): what it holds
@@ -60,8 +65,4 @@ pub struct LayerState {
     pub responses: ResponseSlots,
     /// The failures of the k6 layer's last send call, numbered as it returned them.
     pub errors: Vec<HttpError>,
-    /// The checks the k6 layer registered (`checks.register`): name and tags by number.
-    pub checks: Vec<(String, Vec<(String, String)>)>,
-    /// Custom-metric series the k6 layer registered (`k6-layer/samples`), by number.
-    pub(crate) series: Vec<Series>,
 }

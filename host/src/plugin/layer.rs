@@ -2,9 +2,6 @@
 //! contract functions that only the host's JavaScript components call. Linked for
 //! every plugin (a component that does not import them is not affected).
 
-use crate::metrics::builtin;
-use crate::plugin::state::VuState;
-
 /// Bindings generated from `layer.wit`, over the contract's own types.
 #[allow(unreachable_pub, missing_docs)]
 pub mod bindings {
@@ -28,62 +25,6 @@ pub mod bindings {
             "loadtest:scenario/sockets": crate::plugin::bindings::loadtest::scenario::sockets,
         },
     });
-}
-
-use crate::net::types::ResponseContent;
-use bindings::loadtest::k6_layer::{checks, content, crypto, redis, responses, samples, sockets};
-use wasmtime::component::Resource;
-
-/// Checks one VU may register (`checks.register`): a script that makes a new check
-/// name per iteration would otherwise grow the host's memory; past it the layer
-/// records with `metrics.check`.
-pub(crate) const MAX_CHECKS: usize = 10_000;
-
-/// Adds the layer's imports to a plugin's linker (the contract's are added apart).
-pub(crate) fn add_to_linker(
-    linker: &mut wasmtime::component::Linker<VuState>,
-) -> anyhow::Result<()> {
-    type Own = wasmtime::component::HasSelf<VuState>;
-    checks::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    content::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    crypto::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    redis::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    responses::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    samples::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    sockets::add_to_linker::<VuState, Own>(linker, |s| s)?;
-    Ok(())
-}
-
-impl checks::Host for VuState {
-    fn register(
-        &mut self,
-        name: String,
-        tags: Vec<(String, String)>,
-    ) -> wasmtime::Result<Option<u32>> {
-        if self.layer.checks.len() >= MAX_CHECKS {
-            return Ok(None);
-        }
-        self.layer.checks.push((name, tags));
-        Ok(Some(self.layer.checks.len() as u32 - 1))
-    }
-
-    fn add(&mut self, id: u32, ok: bool) -> wasmtime::Result<()> {
-        let Some((name, tags)) = self.layer.checks.get(id as usize) else {
-            wasmtime::bail!("the k6 layer recorded check {id}, which it never registered");
-        };
-        let tags =
-            self.metrics
-                .tag_cache
-                .with(&self.identity.tags, tags, Some(("check", name.as_str())));
-        self.services.recorder.rate(builtin::CHECKS, &tags, ok);
-        Ok(())
-    }
-}
-
-impl content::Host for VuState {
-    fn text(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<String> {
-        Ok(text_as_k6_reads_it(&self.table().get(&content)?.body))
-    }
 }
 
 /// Bytes as text the way k6 (Go) turns a body into a string: UTF-8, and each byte of a

@@ -1,9 +1,9 @@
 //! The k6 layer's cryptography (`loadtest:k6-layer/crypto`): the WIT values carried to
 //! and from `crate::crypto`, which does the work.
 
+use super::imports::Stateless;
 use super::layer::bindings::loadtest::k6_layer::crypto as wit;
 use crate::crypto::{self, keys, ops, Algorithm, Hash, KeyKind};
-use crate::plugin::state::VuState;
 
 /// The most bytes one call hashes, signs or encrypts (64 MiB: a script's body is
 /// bounded by the VU's memory anyway; this stops a call from tying up the host).
@@ -53,7 +53,7 @@ fn bounded(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-impl wit::Host for VuState {
+impl wit::Host for Stateless {
     fn random_bytes(&mut self, n: u32) -> wasmtime::Result<Vec<u8>> {
         Ok(crypto::random_bytes(n))
     }

@@ -6,17 +6,53 @@
 //! ([`resp::to_layer_text`]). In QuickJS the same command cost more than k6's Go
 //! client by about an order of magnitude (results/sockets.md).
 
-use super::layer::bindings::loadtest::k6_layer::redis;
+use super::budget::CallBudget;
+use super::imports::metrics::MetricsView;
+use super::layer::bindings::loadtest::k6_layer::{redis, samples};
 use crate::net::sockets::{resp, SocketError, TcpConn, MAX_READ};
 use crate::plugin::state::VuState;
 use std::time::{Duration, Instant};
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
+
+/// What the layer's `redis` reaches of a VU's store: the resource table its
+/// connection is in, the call's budget (the reply's wait), and the metrics view its
+/// three series are recorded through.
+pub(crate) struct RedisView<'a> {
+    /// The VU's resource table.
+    pub(crate) table: &'a mut ResourceTable,
+    /// The call's budget.
+    pub(crate) budget: &'a mut CallBudget,
+    /// Where each command's samples go.
+    pub(crate) metrics: MetricsView<'a>,
+}
+
+/// The `HasData` of the layer's `redis`: its import sees a [`RedisView`].
+pub(crate) struct HasRedis;
+
+impl HasData for HasRedis {
+    type Data<'a> = RedisView<'a>;
+}
+
+impl VuState {
+    /// What the layer's `redis` sees of the store.
+    pub(crate) fn redis_view(&mut self) -> RedisView<'_> {
+        RedisView {
+            table: &mut self.table,
+            budget: &mut self.budget,
+            metrics: MetricsView {
+                state: &mut self.metrics,
+                vu_tags: &self.identity.tags,
+                services: &self.services,
+            },
+        }
+    }
+}
 
 /// The series number that means "not recorded" (the layer records that command
 /// itself).
 const NONE: u32 = u32::MAX;
 
-impl redis::Host for VuState {
+impl redis::Host for RedisView<'_> {
     async fn command(
         &mut self,
         s: Resource<TcpConn>,
@@ -28,9 +64,10 @@ impl redis::Host for VuState {
         failed: u32,
     ) -> wasmtime::Result<String> {
         let started = Instant::now();
-        let reply = match self.resource_and_budget(&s) {
+        let reply = match self.table.get_mut(&s) {
             Err(e) => format!("!invalid: not a socket of this VU: {e}"),
-            Ok((conn, budget)) => {
+            Ok(conn) => {
+                let budget = &mut *self.budget;
                 let exchange = std::pin::pin!(exchange(
                     conn,
                     &args,
@@ -45,7 +82,7 @@ impl redis::Host for VuState {
         let ok = !matches!(reply.as_bytes().first(), Some(b'-' | b'!'));
         for (id, value) in [(duration, took), (count, 1.0), (failed, f64::from(!ok))] {
             if id != NONE {
-                super::layer::bindings::loadtest::k6_layer::samples::Host::add(self, id, value)?;
+                samples::Host::add(&mut self.metrics, id, value)?;
             }
         }
         Ok(reply)

@@ -6,13 +6,14 @@
 //!
 //! [`ResponseSlots`]: super::response_slots::ResponseSlots
 
-use super::imports::http::{error_to_wit, timings_to_wit, to_host};
-use super::layer::bindings::loadtest::k6_layer::responses;
+use super::imports::html::HtmlView;
+use super::imports::http::{error_to_wit, timings_to_wit, to_host, HttpView};
+use super::layer::bindings::loadtest::k6_layer::{content, responses};
 use super::layer::text_as_k6_reads_it;
 use super::send::{Batch, One, Prepared};
-use super::state::VuState;
 use crate::html::Document;
 use crate::net::http::PreparedRequest;
+use crate::net::types::ResponseContent;
 use crate::net::{HttpError, HttpResponse};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::bindings::loadtest::scenario::types::Headers;
@@ -25,7 +26,13 @@ const MOVED: u32 = 1 << 10;
 /// Where the slot number starts in a send's number.
 const SLOT_SHIFT: u32 = 11;
 
-impl VuState {
+impl content::Host for HttpView<'_> {
+    fn text(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<String> {
+        Ok(text_as_k6_reads_it(&self.table.get(&content)?.body))
+    }
+}
+
+impl HttpView<'_> {
     /// Starts a send call: frees what an earlier guest call left unkept and forgets
     /// the last call's failures.
     fn start_layer_send(&mut self) {
@@ -77,7 +84,7 @@ impl VuState {
     }
 }
 
-impl responses::Host for VuState {
+impl responses::Host for HttpView<'_> {
     async fn send(&mut self, req: wit::Request) -> u32 {
         self.start_layer_send();
         let req = to_host(req);
@@ -90,7 +97,7 @@ impl responses::Host for VuState {
         self.start_layer_send();
         // The URL asked for, to tell a moved response (none when the handle is not
         // held: the send then fails saying so).
-        let asked = match self.table().get(&prepared) {
+        let asked = match self.table.get(&prepared) {
             Ok(p) => p.url().to_string(),
             Err(_) => String::new(),
         };
@@ -152,7 +159,11 @@ impl responses::Host for VuState {
 
     fn document_of(&mut self, slot: u32) -> wasmtime::Result<Resource<Document>> {
         let doc = Document::parse_bytes(&self.slot(slot)?.content.body);
-        self.hold_document(doc)
+        let mut html = HtmlView {
+            html: &mut *self.html,
+            table: &mut *self.table,
+        };
+        html.hold_document(doc)
     }
 
     fn keep(&mut self, slot: u32) -> wasmtime::Result<()> {

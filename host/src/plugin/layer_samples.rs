@@ -2,12 +2,13 @@
 //! (`loadtest:k6-layer/samples` and `/sockets`): what a `Counter.add(1)` per WebSocket
 //! message and the message itself cost the runtime, cut to a number and a string.
 
-use super::layer::bindings::loadtest::k6_layer::{samples, sockets};
+use super::imports::metrics::MetricsView;
+use super::imports::websocket::WebSocketView;
+use super::layer::bindings::loadtest::k6_layer::{checks, samples, sockets};
 use super::layer_series::{kind_of, Series};
-use crate::metrics::MetricKind;
+use crate::metrics::{builtin, MetricKind};
 use crate::net::ws::Socket;
 use crate::plugin::bindings::loadtest::scenario::metrics::MetricKind as WitKind;
-use crate::plugin::state::VuState;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime::component::Resource;
 
@@ -16,7 +17,35 @@ use wasmtime::component::Resource;
 /// records with `metrics.add`.
 pub(crate) const MAX_SERIES: usize = 10_000;
 
-impl samples::Host for VuState {
+/// Checks one VU may register (`checks.register`): a script that makes a new check
+/// name per iteration would otherwise grow the host's memory; past it the layer
+/// records with `metrics.check`.
+pub(crate) const MAX_CHECKS: usize = 10_000;
+
+impl checks::Host for MetricsView<'_> {
+    fn register(
+        &mut self,
+        name: String,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<Option<u32>> {
+        if self.state.checks.len() >= MAX_CHECKS {
+            return Ok(None);
+        }
+        self.state.checks.push((name, tags));
+        Ok(Some(self.state.checks.len() as u32 - 1))
+    }
+
+    fn add(&mut self, id: u32, ok: bool) -> wasmtime::Result<()> {
+        let Some((name, tags)) = self.state.checks.get(id as usize) else {
+            wasmtime::bail!("the k6 layer recorded check {id}, which it never registered");
+        };
+        let tags = (self.state.tag_cache).with(self.vu_tags, tags, Some(("check", name.as_str())));
+        self.services.recorder.rate(builtin::CHECKS, &tags, ok);
+        Ok(())
+    }
+}
+
+impl samples::Host for MetricsView<'_> {
     fn register(
         &mut self,
         name: String,
@@ -24,7 +53,7 @@ impl samples::Host for VuState {
         time: bool,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<Option<u32>> {
-        if self.layer.series.len() >= MAX_SERIES {
+        if self.state.series.len() >= MAX_SERIES {
             return Ok(None);
         }
         let kind = kind_of(kind);
@@ -35,29 +64,29 @@ impl samples::Host for VuState {
         let Some(id) = self.metric_id(&name, kind) else {
             return Ok(None);
         };
-        self.layer.series.push(Series {
+        self.state.series.push(Series {
             id,
             kind,
             name,
             tags,
         });
-        Ok(Some(self.layer.series.len() as u32 - 1))
+        Ok(Some(self.state.series.len() as u32 - 1))
     }
 
     fn add(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
         // Taken out for the call, so the sample can borrow the VU's state mutably.
-        let series = std::mem::take(&mut self.layer.series);
+        let series = std::mem::take(&mut self.state.series);
         let Some(s) = series.get(id as usize) else {
-            self.layer.series = series;
+            self.state.series = series;
             wasmtime::bail!("the k6 layer added to series {id}, which it never registered");
         };
         self.record_sample(s.id, s.kind, &s.name, value, &s.tags);
-        self.layer.series = series;
+        self.state.series = series;
         Ok(())
     }
 }
 
-impl sockets::Host for VuState {
+impl sockets::Host for WebSocketView<'_> {
     async fn recv_text(
         &mut self,
         socket: Resource<Socket>,

@@ -114,7 +114,7 @@ impl Plugin {
         let mut linker: Linker<VuState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         link::add_to_linker(&mut linker)?;
-        layer::add_to_linker(&mut linker)?;
+        link::add_layer_to_linker(&mut linker)?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(
                 "{} does not fit this host's contract ({}@{}): {e:#}; rebuild it with this host's SDK",

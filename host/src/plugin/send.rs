@@ -3,7 +3,7 @@
 //! `send`, `send-batch` and `prepared-request.send` and the k6 layer's `send`,
 //! `send-prepared` and `send-batch` differ only in what they send and in how the
 //! response reaches the plugin, so each names a [`Sending`] and calls
-//! [`VuState::send_within_budget`](super::state::VuState::send_within_budget).
+//! `HttpView::send_within_budget` (imports/http.rs).
 
 use crate::metrics::TagSet;
 use crate::net::http::PreparedRequest;

@@ -4,13 +4,11 @@
 use super::budget::CallBudget;
 use super::capabilities::{HtmlState, HttpState, LayerState, MetricsState};
 use super::output::OutputTail;
-use super::send::{SendParts, Sending};
 use crate::metrics::{Recorder, TagSet};
 use crate::net::{HttpClient, NetShared};
 use std::collections::{BTreeMap, HashMap};
-use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use wasmtime::component::{Resource, ResourceTable, ResourceTableError};
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Longest sleep a plugin may ask for in one call; longer asks are cut to it (and
@@ -147,7 +145,9 @@ pub struct VuIdentity {
 /// The data of one VU's store.
 pub struct VuState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    /// The VU's resource table: what the plugin holds by handle (sockets, documents,
+    /// response contents, streams), shared by WASI and every capability's view.
+    pub(crate) table: ResourceTable,
     /// Run-wide services.
     pub services: Arc<HostServices>,
     /// The `http` and `cookies` imports' state: the VU's client, what the plugin holds.
@@ -261,40 +261,6 @@ impl VuState {
     /// The resource table (sockets live here).
     pub fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
-    }
-
-    /// Sends `what` if the VU has room for its responses, waiting within the call's
-    /// budget (a wait is not CPU, so the epoch tick does not make the VU yield again):
-    /// every HTTP send of the contract and of the k6 layer runs through here.
-    pub(crate) async fn send_within_budget<S: Sending>(&mut self, what: S) -> S::Out {
-        if let Err(e) = self.room_for_responses(what.responses()) {
-            return what.refused(e);
-        }
-        let parts = SendParts {
-            http: &mut self.http.client,
-            table: &self.table,
-            tags: &self.identity.tags,
-        };
-        let send = pin!(what.send(parts));
-        self.budget.wait(send).await
-    }
-
-    /// A socket (in the table) and the call's budget at once: a receive that waits
-    /// is counted as a wait, so the next epoch tick does not make the VU yield again.
-    pub(crate) fn socket_and_budget(
-        &mut self,
-        socket: &Resource<crate::net::ws::Socket>,
-    ) -> Result<(&mut crate::net::ws::Socket, &mut CallBudget), ResourceTableError> {
-        Ok((self.table.get_mut(socket)?, &mut self.budget))
-    }
-
-    /// Any resource of the VU's table and the call's budget at once (the k6 layer's
-    /// Redis command on a contract socket).
-    pub(crate) fn resource_and_budget<T: 'static>(
-        &mut self,
-        r: &Resource<T>,
-    ) -> Result<(&mut T, &mut CallBudget), ResourceTableError> {
-        Ok((self.table.get_mut(r)?, &mut self.budget))
     }
 }
 

@@ -185,7 +185,13 @@ async fn plan(request: &RunRequest) -> Result<Plan> {
     let parsed = crate::thresholds::parse_thresholds(&config.thresholds)
         .map_err(|e| anyhow!("config error: {e}"))?;
     // Before any VU starts: a threshold nothing can feed would fail only at the end.
-    crate::thresholds::declared::check(&parsed, inspected.declared.as_ref(), &config)
+    let names = crate::thresholds::declared::RunNames {
+        scenarios: config.scenarios.iter().map(|s| s.name.as_str()).collect(),
+        tags: (config.scenarios.iter())
+            .flat_map(|s| s.tags.keys().map(String::as_str))
+            .collect(),
+    };
+    crate::thresholds::declared::check(&parsed, inspected.declared.as_ref(), &names)
         .map_err(|e| anyhow!("config error: {e}"))?;
     let thresholds = Evaluator::new(parsed).allow_missing(config.allow_missing_thresholds);
     let known: Vec<&str> = inspected

@@ -412,8 +412,7 @@ fn submetrics(
         .chain([EXPECTED_DURATION]);
     let mut out = BTreeMap::new();
     for key in keys {
-        let Ok((name, selector)) = crate::config::thresholds::metric_key::parse_metric_key(key)
-        else {
+        let Ok((name, selector)) = crate::thresholds::metric_key::parse_metric_key(key) else {
             continue;
         };
         if selector.is_empty() {

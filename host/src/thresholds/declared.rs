@@ -8,9 +8,8 @@
 
 use super::expression::{aggregation_name, aggregations_of, applies_to, kind_name};
 use super::parse::Threshold;
-use crate::config::table::{nearest, Collector, ConfigError, ConfigErrors};
-use crate::config::RunConfig;
 use crate::metrics::{MetricKind, Registry};
+use crate::table::{nearest, Collector, ConfigError, ConfigErrors};
 use std::collections::BTreeMap;
 
 /// Most metrics, tags and values of one tag a plugin may declare; past them the rest is
@@ -92,21 +91,26 @@ impl Declared {
     }
 }
 
+/// What the run config says that a threshold may name: its scenarios, and the tag keys
+/// its scenarios add to every sample.
+pub(crate) struct RunNames<'a> {
+    /// The scenarios' names.
+    pub scenarios: Vec<&'a str>,
+    /// The keys of the scenarios' `tags`.
+    pub tags: Vec<&'a str>,
+}
+
 /// Refuses, with a "did you mean", every threshold of `thresholds` on a metric or a tag
 /// value that nothing in this run can record.
 pub(crate) fn check(
     thresholds: &[Threshold],
     declared: Option<&Declared>,
-    config: &RunConfig,
+    run: &RunNames<'_>,
 ) -> Result<(), ConfigErrors> {
     let mut errors = Collector::default();
     let builtins: Vec<String> = Registry::new().all().into_iter().map(|d| d.name).collect();
-    let scenarios: Vec<&str> = config.scenarios.iter().map(|s| s.name.as_str()).collect();
-    let config_tags: Vec<&str> = config
-        .scenarios
-        .iter()
-        .flat_map(|s| s.tags.keys().map(String::as_str))
-        .collect();
+    let scenarios = &run.scenarios;
+    let config_tags = &run.tags;
     let mut seen = std::collections::BTreeSet::new();
     for t in thresholds {
         let path = format!("thresholds.{}", super::parse::toml_key(&t.metric.text));
@@ -153,7 +157,7 @@ pub(crate) fn check(
                     problems.push(format!(
                         "no sample has scenario `{value}`: the run's scenarios are {}{}",
                         scenarios.join(", "),
-                        did_you_mean(value, &scenarios)
+                        did_you_mean(value, scenarios)
                     ));
                 }
                 continue;

@@ -1,13 +1,20 @@
-//! Thresholds in k6's syntax: parsed from `[thresholds]` when the config is resolved,
-//! checked every tick for those with `abort_on_fail`, and judged at the end. A crossed
-//! threshold makes the run's exit code 99.
+//! Thresholds in k6's syntax, in one place: parsed from `[thresholds]` when the config
+//! is read (so their mistakes are reported with the config's others: metric keys
+//! `http_req_duration{name:x}`, expressions `p(95)<500`, errors pointing at the
+//! character at fault), checked against what the plugin declares, evaluated every tick
+//! for those with `abort_on_fail`, and judged at the end. A crossed threshold makes the
+//! run's exit code 99.
+//!
+//! It sits below the run config (which parses `[thresholds]` through it) and takes
+//! from it only the TOML reader (`table`), so it cannot stop a run itself: the run's
+//! observer does that with what [`Evaluator::check_abort`] says.
 
 pub(crate) mod declared;
 pub(crate) mod eval;
-
-// Parsing lives with the config (config::thresholds); re-exported for the callers
-// that judge thresholds.
-pub(crate) use crate::config::thresholds::{expression, parse};
+pub(crate) mod expression;
+pub(crate) mod metric_key;
+pub(crate) mod parse;
+pub(crate) mod syntax_error;
 
 pub(crate) use eval::{Evaluator, ThresholdOutcome};
 pub(crate) use parse::parse_thresholds;
@@ -29,17 +36,4 @@ pub(crate) fn warnings(outcomes: &[ThresholdOutcome]) -> Vec<String> {
 /// Whether every threshold held.
 pub(crate) fn all_passed(outcomes: &[ThresholdOutcome]) -> bool {
     outcomes.iter().all(|o| o.ok)
-}
-
-/// Stops the run (gracefully, then at once) when an `abort_on_fail` threshold is crossed.
-pub(crate) fn abort_if_crossed(
-    evaluator: &Evaluator,
-    view: &crate::metrics::SoFar<'_>,
-    control: &crate::control::RunControl,
-) {
-    if let Some(why) = evaluator.check_abort(view) {
-        crate::stderr::line(format_args!("stopping: threshold {why}"));
-        control.stop_with(crate::control::StopReason::Threshold(why));
-        control.hard_stop.cancel();
-    }
 }

@@ -89,6 +89,7 @@ mod js {
     mod http_compat;
     mod idioms;
     mod k6_files;
+    mod layer_modules;
     mod messages;
     mod redis;
     mod remote_modules;

@@ -21,7 +21,7 @@ use crate::config::executors::{
 };
 use crate::config::scenario::{ScenarioConfig, DEFAULT_GRACEFUL_STOP};
 use crate::config::segment::ExecutionTuple;
-use crate::config::table::{whole, Collector, ConfigError, ConfigErrors, TableReader};
+use crate::table::{whole, Collector, ConfigError, ConfigErrors, TableReader};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ pub(crate) mod options;
 
 pub(crate) use options::{TlsOptions, TlsVersion};
 
-use super::table::{unknown_message, ConfigError, TableReader};
+use crate::table::{unknown_message, ConfigError, TableReader};
 use std::path::PathBuf;
 
 /// Reads `[tls]` from the run config, or the defaults when it is absent, and checks

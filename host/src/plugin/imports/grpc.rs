@@ -4,15 +4,50 @@
 //! call (0.3.6) names its channel by handle; each answer's content is a resource of
 //! its own, freed when the plugin drops it.
 
+use crate::metrics::TagSet;
 use crate::net::grpc::{
     CallContent, CallOptions, CallStatus, Channel, ChannelOptions, GrpcError, GrpcStream,
     PreparedCall, StreamItem,
 };
 use crate::net::tls_material::TlsMaterial;
+use crate::net::NetShared;
 use crate::plugin::bindings::loadtest::scenario::grpc as wit;
 use crate::plugin::state::VuState;
+use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
+
+/// What `grpc` reaches of a VU's store: the run's network policy, the VU's id (its
+/// source address) and tags, and the resource table its channels and streams live in.
+pub(crate) struct GrpcView<'a> {
+    /// The allowlist, TLS client, counters and recorder.
+    pub(crate) net: &'a Arc<NetShared>,
+    /// The VU's id, which picks its source address.
+    pub(crate) vu_id: u64,
+    /// The VU's tags, on its calls' samples.
+    pub(crate) vu_tags: &'a TagSet,
+    /// The VU's resource table.
+    pub(crate) table: &'a mut ResourceTable,
+}
+
+/// The `HasData` of `grpc`: its imports see a [`GrpcView`].
+pub(crate) struct HasGrpc;
+
+impl HasData for HasGrpc {
+    type Data<'a> = GrpcView<'a>;
+}
+
+impl VuState {
+    /// What `grpc` sees of the store.
+    pub(crate) fn grpc_view(&mut self) -> GrpcView<'_> {
+        GrpcView {
+            net: &self.services.net,
+            vu_id: self.identity.vu_id,
+            vu_tags: &self.identity.tags,
+            table: &mut self.table,
+        }
+    }
+}
 
 fn status_to_wit(s: CallStatus) -> wit::CallStatus {
     wit::CallStatus {
@@ -44,9 +79,9 @@ fn options(o: wit::CallOptions) -> CallOptions {
     }
 }
 
-impl VuState {
+impl GrpcView<'_> {
     fn channel(&mut self, handle: &Resource<Channel>) -> Result<&mut Channel, wit::GrpcError> {
-        self.table()
+        self.table
             .get_mut(handle)
             .map_err(|e| wit::GrpcError::Invalid(format!("not a channel of this VU: {e}")))
     }
@@ -55,25 +90,24 @@ impl VuState {
         &mut self,
         handle: &Resource<GrpcStream>,
     ) -> Result<&mut GrpcStream, wit::GrpcError> {
-        self.table()
+        self.table
             .get_mut(handle)
             .map_err(|e| wit::GrpcError::Invalid(format!("not a stream of this VU: {e}")))
     }
 }
 
-impl VuState {
+impl GrpcView<'_> {
     /// Makes a channel of this VU to `target` and puts it in the VU's table.
     fn new_channel(
         &mut self,
         target: &str,
         options: ChannelOptions,
     ) -> Result<Resource<Channel>, wit::GrpcError> {
-        let net = self.services.net.clone();
+        let net = self.net.clone();
         // A VU's channels leave from the same source address as its HTTP requests.
-        let local = net.http.local_ip(self.identity.vu_id);
-        let channel =
-            Channel::new(net, target, options, &self.identity.tags, local).map_err(to_wit)?;
-        self.table()
+        let local = net.http.local_ip(self.vu_id);
+        let channel = Channel::new(net, target, options, self.vu_tags, local).map_err(to_wit)?;
+        self.table
             .push(channel)
             .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many channels: {e}")))
     }
@@ -87,7 +121,7 @@ fn protos(files: Vec<wit::ProtoFile>) -> Vec<(String, String)> {
     files.into_iter().map(|p| (p.name, p.source)).collect()
 }
 
-impl wit::HostChannel for VuState {
+impl wit::HostChannel for GrpcView<'_> {
     async fn connect(
         &mut self,
         target: String,
@@ -155,7 +189,7 @@ impl wit::HostChannel for VuState {
             .open_stream(&method, options(o))
             .await
             .map_err(to_wit)?;
-        self.table()
+        self.table
             .push(stream)
             .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many streams: {e}")))
     }
@@ -195,31 +229,31 @@ impl wit::HostChannel for VuState {
             channel_handle: c.rep(),
             call: std::sync::Arc::new(call),
         };
-        self.table().push(entry).map_err(|e| {
+        self.table.push(entry).map_err(|e| {
             wit::GrpcError::Invalid(format!("this VU holds too many prepared calls: {e}"))
         })
     }
 
     fn drop(&mut self, channel: Resource<Channel>) -> wasmtime::Result<()> {
         // Dropping the channel drops its connection's sender; the connection closes.
-        let _ = self.table().delete(channel);
+        let _ = self.table.delete(channel);
         Ok(())
     }
 }
 
-impl wit::HostPreparedCall for VuState {
+impl wit::HostPreparedCall for GrpcView<'_> {
     async fn invoke(
         &mut self,
         p: Resource<PreparedCall>,
     ) -> Result<wit::PreparedResponse, wit::GrpcError> {
         let (handle, call) = {
-            let entry = self.table().get(&p).map_err(|e| {
+            let entry = self.table.get(&p).map_err(|e| {
                 wit::GrpcError::Invalid(format!("not a prepared call of this VU: {e}"))
             })?;
             (entry.channel_handle, entry.call.clone())
         };
         let channel = self
-            .table()
+            .table
             .get_mut(&Resource::<Channel>::new_borrow(handle))
             .map_err(|_| {
                 wit::GrpcError::Invalid(format!(
@@ -229,7 +263,7 @@ impl wit::HostPreparedCall for VuState {
             })?;
         let answer = channel.invoke_prepared(&call).await.map_err(to_wit)?;
         let content = self
-            .table()
+            .table
             .push(answer.content)
             .map_err(|e| wit::GrpcError::Invalid(format!("this VU holds too many answers: {e}")))?;
         Ok(wit::PreparedResponse {
@@ -241,38 +275,38 @@ impl wit::HostPreparedCall for VuState {
     }
 
     fn drop(&mut self, p: Resource<PreparedCall>) -> wasmtime::Result<()> {
-        let _ = self.table().delete(p);
+        let _ = self.table.delete(p);
         Ok(())
     }
 }
 
-impl wit::HostCallContent for VuState {
+impl wit::HostCallContent for GrpcView<'_> {
     fn message(
         &mut self,
         c: Resource<CallContent>,
     ) -> wasmtime::Result<Result<Option<String>, wit::GrpcError>> {
         Ok(self
-            .table()
+            .table
             .get(&c)
             .map_err(|e| wit::GrpcError::Invalid(format!("not an answer of this VU: {e}")))
             .and_then(|c| c.message().map_err(to_wit)))
     }
 
     fn headers(&mut self, c: Resource<CallContent>) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(self.table().get(&c)?.headers())
+        Ok(self.table.get(&c)?.headers())
     }
 
     fn trailers(&mut self, c: Resource<CallContent>) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(self.table().get(&c)?.trailers())
+        Ok(self.table.get(&c)?.trailers())
     }
 
     fn drop(&mut self, c: Resource<CallContent>) -> wasmtime::Result<()> {
-        let _ = self.table().delete(c);
+        let _ = self.table.delete(c);
         Ok(())
     }
 }
 
-impl wit::HostGrpcStream for VuState {
+impl wit::HostGrpcStream for GrpcView<'_> {
     async fn send(
         &mut self,
         s: Resource<GrpcStream>,
@@ -306,9 +340,9 @@ impl wit::HostGrpcStream for VuState {
     }
 
     fn drop(&mut self, stream: Resource<GrpcStream>) -> wasmtime::Result<()> {
-        let _ = self.table().delete(stream);
+        let _ = self.table.delete(stream);
         Ok(())
     }
 }
 
-impl wit::Host for VuState {}
+impl wit::Host for GrpcView<'_> {}

@@ -1,16 +1,64 @@
 //! `http`: converts between the WIT records and the host's HTTP client. A response's
 //! header fields and body stay on the host side (the `response-content` resource in
-//! the VU's table) until the plugin asks for them.
+//! the VU's table) until the plugin asks for them. Its imports, and the k6 layer's
+//! `responses` and `content` (layer_responses.rs), see only [`HttpView`].
 
+use crate::metrics::TagSet;
 use crate::net::http::PreparedRequest;
 use crate::net::types::HttpErrorKind;
 use crate::net::{HttpError, HttpRequest, HttpResponse, Proto, ResponseContent};
 use crate::plugin::bindings::loadtest::scenario::http as wit;
 use crate::plugin::bindings::HttpFailure;
-use crate::plugin::send::{Batch, One, Prepared};
-use crate::plugin::state::VuState;
+use crate::plugin::budget::CallBudget;
+use crate::plugin::capabilities::{HtmlState, HttpState, LayerState};
+use crate::plugin::send::{Batch, One, Prepared, SendParts, Sending};
+use crate::plugin::state::{HostServices, VuState};
+use std::pin::pin;
 use std::time::Duration;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
+
+/// What the HTTP imports reach of a VU's store: the VU's client and what the plugin
+/// holds of it, the k6 layer's response slots (counted under the same cap), the
+/// resource table, the call's budget, the VU's tags, and the HTML state (the layer
+/// parses a held response into a document without copying it out).
+pub(crate) struct HttpView<'a> {
+    /// The VU's client and the responses and prepared requests the plugin holds.
+    pub(crate) http: &'a mut HttpState,
+    /// The k6 layer's response slots and its last send's failures.
+    pub(crate) layer: &'a mut LayerState,
+    /// Parsed documents held (`responses.document-of`).
+    pub(crate) html: &'a mut HtmlState,
+    /// The VU's resource table.
+    pub(crate) table: &'a mut ResourceTable,
+    /// The call's budget: a send's wait gives the thread back, and is noted.
+    pub(crate) budget: &'a mut CallBudget,
+    /// The VU's tags, on every sample of its requests.
+    pub(crate) vu_tags: &'a TagSet,
+    /// The run's body limit and warnings (a body that does not decode).
+    pub(crate) services: &'a HostServices,
+}
+
+/// The `HasData` of the HTTP interfaces: their imports see an [`HttpView`].
+pub(crate) struct HasHttp;
+
+impl HasData for HasHttp {
+    type Data<'a> = HttpView<'a>;
+}
+
+impl VuState {
+    /// What the HTTP imports see of the store.
+    pub(crate) fn http_view(&mut self) -> HttpView<'_> {
+        HttpView {
+            http: &mut self.http,
+            layer: &mut self.layer,
+            html: &mut self.html,
+            table: &mut self.table,
+            budget: &mut self.budget,
+            vu_tags: &self.identity.tags,
+            services: &self.services,
+        }
+    }
+}
 
 /// Responses one VU may hold at once before requests are refused: a plugin that keeps
 /// every response would otherwise grow the host's memory without bound, outside its
@@ -87,7 +135,23 @@ pub(crate) fn error_to_wit(e: HttpError) -> wit::HttpError {
     }
 }
 
-impl VuState {
+impl HttpView<'_> {
+    /// Sends `what` if the VU has room for its responses, waiting within the call's
+    /// budget (a wait is not CPU, so the epoch tick does not make the VU yield again):
+    /// every HTTP send of the contract and of the k6 layer runs through here.
+    pub(crate) async fn send_within_budget<S: Sending>(&mut self, what: S) -> S::Out {
+        if let Err(e) = self.room_for_responses(what.responses()) {
+            return what.refused(e);
+        }
+        let parts = SendParts {
+            http: &mut self.http.client,
+            table: self.table,
+            tags: self.vu_tags,
+        };
+        let send = pin!(what.send(parts));
+        self.budget.wait(send).await
+    }
+
     /// Refuses `n` more requests when their responses would pass the VU's cap (the
     /// contract's `response-content` resources and the k6 layer's slots together).
     pub(crate) fn room_for_responses(&self, n: usize) -> Result<(), HttpError> {
@@ -108,7 +172,7 @@ impl VuState {
     ) -> Result<wit::Response, HttpError> {
         let r = result?;
         let content = self
-            .table()
+            .table
             .push(r.content)
             .map_err(|e| HttpError::invalid(format!("cannot hold the response: {e}")))?;
         self.http.live_responses += 1;
@@ -122,7 +186,7 @@ impl VuState {
     }
 }
 
-impl VuState {
+impl HttpView<'_> {
     /// `send` and `send-with-version`.
     async fn send_one(&mut self, req: HttpRequest) -> Result<wit::Response, HttpError> {
         let result = self.send_within_budget(One(req)).await;
@@ -151,15 +215,15 @@ impl VuState {
             ))
             .into());
         }
-        let prepared = self.http.client.prepare_request(req, &self.identity.tags)?;
+        let prepared = self.http.client.prepare_request(req, self.vu_tags)?;
         // The table refusing an entry is the host's failure, not the request's: a trap.
-        let handle = self.table().push(prepared).map_err(HttpFailure::trap)?;
+        let handle = self.table.push(prepared).map_err(HttpFailure::trap)?;
         self.http.live_prepared += 1;
         Ok(handle)
     }
 }
 
-impl wit::Host for VuState {
+impl wit::Host for HttpView<'_> {
     fn convert_http_error(&mut self, err: HttpFailure) -> wasmtime::Result<wit::HttpError> {
         // A trap stays a trap; a host error becomes its WIT case.
         Ok(error_to_wit(err.downcast()?))
@@ -209,34 +273,34 @@ impl wit::Host for VuState {
     }
 }
 
-impl wit::HostResponseContent for VuState {
+impl wit::HostResponseContent for HttpView<'_> {
     fn header(
         &mut self,
         content: Resource<ResponseContent>,
         name: String,
     ) -> wasmtime::Result<Option<String>> {
-        Ok(self.table().get(&content)?.header(&name))
+        Ok(self.table.get(&content)?.header(&name))
     }
 
     fn headers(
         &mut self,
         content: Resource<ResponseContent>,
     ) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(self.table().get(&content)?.fields())
+        Ok(self.table.get(&content)?.fields())
     }
 
     fn body(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<Vec<u8>> {
-        Ok(self.table().get(&content)?.body.clone())
+        Ok(self.table.get(&content)?.body.clone())
     }
 
     fn drop(&mut self, content: Resource<ResponseContent>) -> wasmtime::Result<()> {
-        self.table().delete(content)?;
+        self.table.delete(content)?;
         self.http.live_responses = self.http.live_responses.saturating_sub(1);
         Ok(())
     }
 }
 
-impl wit::HostPreparedRequest for VuState {
+impl wit::HostPreparedRequest for HttpView<'_> {
     async fn send(
         &mut self,
         prepared: Resource<PreparedRequest>,
@@ -246,7 +310,7 @@ impl wit::HostPreparedRequest for VuState {
     }
 
     fn drop(&mut self, prepared: Resource<PreparedRequest>) -> wasmtime::Result<()> {
-        self.table().delete(prepared)?;
+        self.table.delete(prepared)?;
         self.http.live_prepared = self.http.live_prepared.saturating_sub(1);
         Ok(())
     }

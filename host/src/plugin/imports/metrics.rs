@@ -1,22 +1,51 @@
-//! `metrics`: checks and custom metrics, recorded with the VU's tags.
+//! `metrics`: checks and custom metrics, recorded with the VU's tags. Its imports, and
+//! the k6 layer's numbered `checks` and `samples` (layer_samples.rs), see only
+//! [`MetricsView`]: the capability's state, the VU's tags and the run's recorder.
 
-use crate::metrics::{builtin, MetricId, MetricKind, RegistryError};
+use crate::metrics::{builtin, MetricId, MetricKind, RegistryError, TagSet};
 use crate::plugin::bindings::loadtest::scenario::metrics as wit;
+use crate::plugin::capabilities::MetricsState;
 use crate::plugin::layer::bindings::loadtest::k6_layer::samples;
 use crate::plugin::layer_series::kind_of;
-use crate::plugin::state::VuState;
+use crate::plugin::state::{HostServices, VuState};
+use wasmtime::component::HasData;
 
-impl wit::Host for VuState {
+/// What the metric imports reach of a VU's store.
+pub(crate) struct MetricsView<'a> {
+    /// The capability's state: tag sets made, declarations, numbered checks and series.
+    pub(crate) state: &'a mut MetricsState,
+    /// The VU's tags, on every sample.
+    pub(crate) vu_tags: &'a TagSet,
+    /// The run's recorder, and its warnings about refused metrics.
+    pub(crate) services: &'a HostServices,
+}
+
+/// The `HasData` of the metric interfaces: their imports see a [`MetricsView`].
+pub(crate) struct HasMetrics;
+
+impl HasData for HasMetrics {
+    type Data<'a> = MetricsView<'a>;
+}
+
+impl VuState {
+    /// What the metric imports see of the store.
+    pub(crate) fn metrics_view(&mut self) -> MetricsView<'_> {
+        MetricsView {
+            state: &mut self.metrics,
+            vu_tags: &self.identity.tags,
+            services: &self.services,
+        }
+    }
+}
+
+impl wit::Host for MetricsView<'_> {
     fn check(
         &mut self,
         name: String,
         ok: bool,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<bool> {
-        let tags =
-            self.metrics
-                .tag_cache
-                .with(&self.identity.tags, &tags, Some(("check", name.as_str())));
+        let tags = (self.state.tag_cache).with(self.vu_tags, &tags, Some(("check", name.as_str())));
         self.services.recorder.rate(builtin::CHECKS, &tags, ok);
         Ok(ok)
     }
@@ -54,7 +83,7 @@ impl wit::Host for VuState {
         metrics: Vec<wit::MetricDeclaration>,
         tags: Vec<wit::TagDeclaration>,
     ) -> wasmtime::Result<()> {
-        let declared = self.metrics.declared.get_or_insert_with(Default::default);
+        let declared = self.state.declared.get_or_insert_with(Default::default);
         for m in metrics {
             declared.add_metric(m.name, kind_of(m.kind));
         }
@@ -85,7 +114,7 @@ impl wit::Host for VuState {
     }
 }
 
-impl VuState {
+impl MetricsView<'_> {
     /// The registry's number for custom metric `name` of `kind`; `None` (warned once)
     /// when the name is refused: too many metrics, taken by another kind, or a
     /// built-in's (a plugin's samples must not mix with the host's own).
@@ -148,7 +177,7 @@ impl VuState {
             );
             return;
         }
-        let tags = self.metrics.tag_cache.with(&self.identity.tags, tags, None);
+        let tags = self.state.tag_cache.with(self.vu_tags, tags, None);
         let recorder = &self.services.recorder;
         match kind {
             MetricKind::Counter => recorder.count(id, &tags, value),

@@ -13,6 +13,17 @@ pub(crate) mod vu;
 pub(crate) mod websocket;
 
 use super::bindings::loadtest::scenario::types;
-use super::state::VuState;
+use wasmtime::component::HasData;
 
-impl types::Host for VuState {}
+/// The view of an interface that needs nothing of the VU's store (`types`, which has
+/// no functions; the k6 layer's `crypto`, which computes from its arguments alone).
+pub(crate) struct Stateless;
+
+/// The `HasData` of the interfaces that see [`Stateless`].
+pub(crate) struct HasStateless;
+
+impl HasData for HasStateless {
+    type Data<'a> = Stateless;
+}
+
+impl types::Host for Stateless {}

@@ -3,7 +3,8 @@
 //! one copy for the run instead of one per VU.
 
 use crate::plugin::bindings::loadtest::scenario::shared_data as wit;
-use crate::plugin::state::VuState;
+use crate::plugin::state::{DataSets, Published, VuState};
+use wasmtime::component::HasData;
 
 /// Most bytes of records one plugin may publish, over all its sets: the same order as a
 /// VU's memory cap, so a plugin cannot grow the host without bound.
@@ -36,7 +37,33 @@ pub(crate) enum PublishError {
     },
 }
 
+/// What `shared-data` reaches of a VU's store: the sets it published, and the run's
+/// `[data]` sets whose names it may not take.
+pub(crate) struct SharedDataView<'a> {
+    /// The sets published so far; `None` outside `describe`.
+    pub(crate) published: &'a mut Option<Published>,
+    /// The run's `[data]` sets.
+    pub(crate) data: &'a DataSets,
+}
+
+/// The `HasData` of `shared-data`: its imports see a [`SharedDataView`].
+pub(crate) struct HasSharedData;
+
+impl HasData for HasSharedData {
+    type Data<'a> = SharedDataView<'a>;
+}
+
 impl VuState {
+    /// What `shared-data` sees of the store.
+    pub(crate) fn shared_data_view(&mut self) -> SharedDataView<'_> {
+        SharedDataView {
+            published: &mut self.published,
+            data: &self.services.data,
+        }
+    }
+}
+
+impl SharedDataView<'_> {
     /// Keeps `records` as the data set `name`, or says why not.
     fn publish_set(&mut self, name: String, records: Vec<String>) -> Result<(), PublishError> {
         let Some(published) = self.published.as_mut() else {
@@ -45,7 +72,7 @@ impl VuState {
         if name.is_empty() || name.len() > 256 {
             return Err(PublishError::NameLength(name.len()));
         }
-        if published.sets.contains_key(&name) || self.services.data.contains_key(&name) {
+        if published.sets.contains_key(&name) || self.data.contains_key(&name) {
             return Err(PublishError::Exists(name));
         }
         let bytes: usize = records.iter().map(|r| r.len()).sum();
@@ -58,7 +85,7 @@ impl VuState {
     }
 }
 
-impl wit::Host for VuState {
+impl wit::Host for SharedDataView<'_> {
     fn publish(
         &mut self,
         name: String,

@@ -1,19 +1,62 @@
-//! `vu`: identity, think time, environment, logging, shared data and panic reports.
+//! `vu`: identity, think time, environment, logging, shared data and panic reports,
+//! implemented on [`VuView`]: who the VU is and what it may spend, nothing of its
+//! connections.
 
 use crate::plugin::bindings::loadtest::scenario::vu as wit;
-use crate::plugin::log::Level;
-use crate::plugin::state::{VuState, MAX_SLEEP};
+use crate::plugin::budget::CallBudget;
+use crate::plugin::log::{Level, LogBudget};
+use crate::plugin::state::{HostServices, VuIdentity, VuState, MAX_SLEEP};
 use std::time::Duration;
+use wasmtime::component::HasData;
 
 /// The reserved `vu.env` name under which a k6 script's layer reads its scenario's
 /// executor (`exec.scenario.executor`); layer/execution.js asks for it.
 pub(crate) const EXECUTOR_ENV: &str = "\u{0}k6-executor\u{0}";
 
-impl wit::Host for VuState {
+/// What the `vu` imports reach of a VU's store.
+pub(crate) struct VuView<'a> {
+    /// Who the VU is: ids, scenario, env, where its iteration numbers come from.
+    pub(crate) identity: &'a VuIdentity,
+    /// The VU's iteration number.
+    pub(crate) iteration: u64,
+    /// The iteration's number in its scenario, taken on first ask.
+    pub(crate) iteration_in_scenario: &'a mut Option<u64>,
+    /// The run's log sink, data sets and cut-sleep count.
+    pub(crate) services: &'a HostServices,
+    /// The call's budget: a sleep gives the thread back, and is noted.
+    pub(crate) budget: &'a mut CallBudget,
+    /// The VU's log lines left this second.
+    pub(crate) log_budget: &'a mut LogBudget,
+    /// Where the plugin's panic hook leaves its message.
+    pub(crate) panic_message: &'a mut Option<String>,
+}
+
+/// The `HasData` of `vu`: its imports see a [`VuView`].
+pub(crate) struct HasVu;
+
+impl HasData for HasVu {
+    type Data<'a> = VuView<'a>;
+}
+
+impl VuState {
+    /// What the `vu` imports see of the store.
+    pub(crate) fn vu_view(&mut self) -> VuView<'_> {
+        VuView {
+            identity: &self.identity,
+            iteration: self.iteration,
+            iteration_in_scenario: &mut self.iteration_in_scenario,
+            services: &self.services,
+            budget: &mut self.budget,
+            log_budget: &mut self.log_budget,
+            panic_message: &mut self.panic_message,
+        }
+    }
+}
+
+impl wit::Host for VuView<'_> {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
         let numbers = &self.identity.numbers;
-        let iteration_in_scenario = *self
-            .iteration_in_scenario
+        let iteration_in_scenario = *(self.iteration_in_scenario)
             .get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()));
         Ok(wit::VuInfo {
             vu_id: self.identity.vu_id,
@@ -54,7 +97,7 @@ impl wit::Host for VuState {
             wit::LogLevel::Error => Level::Error,
         };
         self.services.log.write(
-            &mut self.log_budget,
+            self.log_budget,
             &self.identity.scenario,
             self.identity.vu_id,
             level,
@@ -77,7 +120,7 @@ impl wit::Host for VuState {
     }
 
     fn report_panic(&mut self, message: String) -> wasmtime::Result<()> {
-        self.panic_message = Some(message);
+        *self.panic_message = Some(message);
         Ok(())
     }
 }

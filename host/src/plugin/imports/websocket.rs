@@ -2,11 +2,52 @@
 //! ([`crate::net::ws`]). Sockets live in the VU's resource table, so they outlive
 //! iterations and are closed when the plugin drops them or the VU's store goes away.
 
+use crate::metrics::TagSet;
 use crate::net::ws::{self, WsError, WsMessage};
+use crate::net::NetShared;
 use crate::plugin::bindings::loadtest::scenario::websocket as wit;
+use crate::plugin::budget::CallBudget;
 use crate::plugin::state::VuState;
+use std::sync::Arc;
 use std::time::Duration;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
+
+/// What `websocket` (and the k6 layer's `sockets.recv-text`) reach of a VU's store:
+/// the run's network policy, the VU's id (its source address) and tags, the resource
+/// table its sockets live in, and the call's budget (a receive that waits gives the
+/// thread back).
+pub(crate) struct WebSocketView<'a> {
+    /// The allowlist, TLS client, counters and recorder.
+    pub(crate) net: &'a Arc<NetShared>,
+    /// The VU's id, which picks its source address.
+    pub(crate) vu_id: u64,
+    /// The VU's tags, on its sockets' samples.
+    pub(crate) vu_tags: &'a TagSet,
+    /// The VU's resource table.
+    pub(crate) table: &'a mut ResourceTable,
+    /// The call's budget.
+    pub(crate) budget: &'a mut CallBudget,
+}
+
+/// The `HasData` of `websocket`: its imports see a [`WebSocketView`].
+pub(crate) struct HasWebSocket;
+
+impl HasData for HasWebSocket {
+    type Data<'a> = WebSocketView<'a>;
+}
+
+impl VuState {
+    /// What `websocket` sees of the store.
+    pub(crate) fn websocket_view(&mut self) -> WebSocketView<'_> {
+        WebSocketView {
+            net: &self.services.net,
+            vu_id: self.identity.vu_id,
+            vu_tags: &self.identity.tags,
+            table: &mut self.table,
+            budget: &mut self.budget,
+        }
+    }
+}
 
 /// A socket held by the host for a plugin.
 pub(crate) use crate::net::ws::Socket;
@@ -21,9 +62,18 @@ fn to_wit(e: WsError) -> wit::WsError {
     }
 }
 
-impl VuState {
+impl WebSocketView<'_> {
     fn socket(&mut self, handle: &Resource<Socket>) -> Result<&mut Socket, wit::WsError> {
-        self.table().get_mut(handle).map_err(not_a_socket)
+        self.table.get_mut(handle).map_err(not_a_socket)
+    }
+
+    /// A socket and the call's budget at once: a receive that waits is counted as a
+    /// wait, so the next epoch tick does not make the VU yield again.
+    pub(crate) fn socket_and_budget(
+        &mut self,
+        socket: &Resource<Socket>,
+    ) -> Result<(&mut Socket, &mut CallBudget), wasmtime::component::ResourceTableError> {
+        Ok((self.table.get_mut(socket)?, &mut *self.budget))
     }
 }
 
@@ -32,20 +82,20 @@ fn not_a_socket(e: wasmtime::component::ResourceTableError) -> wit::WsError {
     wit::WsError::Invalid(format!("not a socket of this VU: {e}"))
 }
 
-impl wit::HostSocket for VuState {
+impl wit::HostSocket for WebSocketView<'_> {
     async fn connect(
         &mut self,
         url: String,
         headers: Vec<(String, String)>,
         tags: Vec<(String, String)>,
     ) -> Result<Resource<Socket>, wit::WsError> {
-        let net = self.services.net.clone();
+        let net = self.net.clone();
         // A VU's sockets leave from the same source address as its HTTP requests.
-        let local = net.http.local_ip(self.identity.vu_id);
-        let socket = ws::connect_from(&net, &url, &headers, &tags, &self.identity.tags, local)
+        let local = net.http.local_ip(self.vu_id);
+        let socket = ws::connect_from(&net, &url, &headers, &tags, self.vu_tags, local)
             .await
             .map_err(to_wit)?;
-        self.table()
+        self.table
             .push(socket)
             .map_err(|e| wit::WsError::Connect(format!("this VU holds too many sockets: {e}")))
     }
@@ -93,9 +143,9 @@ impl wit::HostSocket for VuState {
 
     fn drop(&mut self, socket: Resource<Socket>) -> wasmtime::Result<()> {
         // Dropping the socket closes its channels; its task closes the connection.
-        let _ = self.table().delete(socket);
+        let _ = self.table.delete(socket);
         Ok(())
     }
 }
 
-impl wit::Host for VuState {}
+impl wit::Host for WebSocketView<'_> {}

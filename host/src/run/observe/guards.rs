@@ -19,7 +19,13 @@ struct ThresholdAbort;
 
 impl Observer for ThresholdAbort {
     fn tick(&mut self, scope: &Scope<'_>, second: &Second<'_>) {
-        crate::thresholds::abort_if_crossed(scope.thresholds, second, scope.control);
+        // Graceful first, then at once: a crossed abort threshold means the rest of
+        // the run would measure a system already judged failed.
+        if let Some(why) = scope.thresholds.check_abort(second) {
+            crate::stderr::line(format_args!("stopping: threshold {why}"));
+            scope.control.stop_with(StopReason::Threshold(why));
+            scope.control.hard_stop.cancel();
+        }
     }
 }
 

@@ -110,7 +110,7 @@ mod tests {
 
 /// Property tests (moved from tests/properties.rs): whatever the text, a value or an
 /// error, never a panic. Longer runs: `PROPTEST_CASES=200000 cargo test -p host --lib
-/// properties`. Saved failing cases: host/proptest-regressions/config/duration.txt.
+/// properties`. Saved failing cases: host/proptest-regressions/duration.txt.
 #[cfg(test)]
 mod properties {
     use super::{exact_text, format_duration, parse_duration};

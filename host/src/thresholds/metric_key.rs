@@ -2,8 +2,8 @@
 //! against the built-in metrics so a typo of one is caught before the run.
 
 use super::syntax_error::{syntax, SyntaxError};
-use crate::config::table::nearest;
 use crate::metrics::{MetricKind, Registry, TagSet};
+use crate::table::nearest;
 
 /// A metric name and the tags a sub-metric selects.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,7 +171,7 @@ pub(super) fn resolve_metric(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::thresholds::syntax_error::caret;
+    use crate::thresholds::syntax_error::caret;
 
     #[test]
     fn metric_keys_and_sub_metrics() {
@@ -198,7 +198,7 @@ mod tests {
 }
 
 /// Property tests (moved from tests/properties.rs). Saved failing cases:
-/// host/proptest-regressions/config/thresholds/metric_key.txt.
+/// host/proptest-regressions/thresholds/metric_key.txt.
 #[cfg(test)]
 mod properties {
     use super::parse_metric_key;

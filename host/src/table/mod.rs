@@ -1,7 +1,9 @@
 //! Typed reading of TOML tables with errors that say what to fix: unknown keys get the
-//! nearest known name suggested, wrong types name the expected type.
+//! nearest known name suggested, wrong types name the expected type. Below the run
+//! config that reads `run.toml` with it and the thresholds that parse `[thresholds]`
+//! with it.
 
-use super::duration::parse_duration;
+use crate::duration::parse_duration;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -342,6 +344,8 @@ impl<'a> TableReader<'a> {
     /// name suggested. A key one typo away from a required key found absent replaces
     /// that key's "missing" error: `duraton` was written, so `duraton` is named.
     pub(crate) fn finish_into(self, errors: &mut Collector) {
+        #[cfg(test)]
+        asked::record(&self.path, &self.read);
         let known: Vec<&str> = self.read.iter().copied().collect();
         for key in self.table.keys() {
             if self.read.contains(key.as_str()) {
@@ -362,6 +366,36 @@ impl<'a> TableReader<'a> {
                 _ => errors.push(self.error(key, unknown_message("option", key, &known))),
             }
         }
+    }
+}
+
+/// What each reader knew of its table when it finished, recorded while a test asks
+/// ([`asked::during`]): the config schema's test compares it with the schema's keys.
+#[cfg(test)]
+pub(crate) mod asked {
+    use std::cell::RefCell;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    thread_local! {
+        static ASKED: RefCell<Option<BTreeMap<String, BTreeSet<String>>>> =
+            const { RefCell::new(None) };
+    }
+
+    /// Notes that the reader of the table at `path` knew `keys`.
+    pub(crate) fn record(path: &str, keys: &BTreeSet<&'static str>) {
+        ASKED.with(|a| {
+            if let Some(asked) = a.borrow_mut().as_mut() {
+                let known = asked.entry(path.to_string()).or_default();
+                known.extend(keys.iter().map(|k| k.to_string()));
+            }
+        });
+    }
+
+    /// Runs `f` and returns, by table path, the keys the readers it ran knew.
+    pub(crate) fn during(f: impl FnOnce()) -> BTreeMap<String, BTreeSet<String>> {
+        ASKED.with(|a| *a.borrow_mut() = Some(BTreeMap::new()));
+        f();
+        ASKED.with(|a| a.borrow_mut().take().unwrap_or_default())
     }
 }
 

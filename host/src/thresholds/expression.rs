@@ -2,9 +2,9 @@
 //! aggregations each kind of metric offers.
 
 use super::syntax_error::{syntax, SyntaxError};
-use crate::config::table::nearest;
 use crate::metrics::summary::Aggregation;
 use crate::metrics::MetricKind;
+use crate::table::nearest;
 
 /// `aggregation operator number`, e.g. `p(99.9) <= 250`.
 #[derive(Debug, Clone, PartialEq)]
@@ -270,7 +270,7 @@ fn parse_percentile(s: &str, at: usize) -> Result<(Aggregation, usize), SyntaxEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::thresholds::syntax_error::caret;
+    use crate::thresholds::syntax_error::caret;
 
     fn expr(text: &str) -> Expression {
         parse_expression(text).unwrap_or_else(|e| panic!("{text}: {e}"))
@@ -374,7 +374,7 @@ mod tests {
 }
 
 /// Property tests (moved from tests/properties.rs). Saved failing cases:
-/// host/proptest-regressions/config/thresholds/expression.txt.
+/// host/proptest-regressions/thresholds/expression.txt.
 #[cfg(test)]
 mod properties {
     use super::parse_expression;

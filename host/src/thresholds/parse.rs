@@ -10,8 +10,8 @@ use super::expression::{aggregation_name, aggregations_of, applies_to, kind_name
 use super::expression::{parse_expression, Expression};
 use super::metric_key::{resolve_metric, MetricSelector};
 use super::syntax_error::syntax;
-use crate::config::table::{ConfigError, TableReader};
 use crate::metrics::Registry;
+use crate::table::{ConfigError, TableReader};
 use std::time::Duration;
 
 /// One threshold: a test on one aggregation of a metric.
@@ -231,7 +231,7 @@ mod tests {
 }
 
 /// Property tests (moved from tests/properties.rs). Saved failing cases:
-/// host/proptest-regressions/config/thresholds/parse.txt.
+/// host/proptest-regressions/thresholds/parse.txt.
 #[cfg(test)]
 mod properties {
     use super::parse_thresholds;
