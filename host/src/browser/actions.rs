@@ -55,6 +55,27 @@ pub(crate) enum Action {
     IsChecked,
     /// How many elements match (never waits).
     Count,
+    /// A DOM event of this type dispatched with this init (k6's `dispatchEvent`).
+    Dispatch(String, Value),
+}
+
+/// What an action acts on: the element(s) a selector finds, or an element the script
+/// holds a handle of (its protocol object id).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// A selector (or chain) and which match (none: the first).
+    Selector(&'a str, Option<i32>),
+    /// An element handle's object.
+    Element(&'a str),
+}
+
+impl Target<'_> {
+    fn shown(&self) -> String {
+        match self {
+            Target::Selector(s, _) => format!("{s:?}"),
+            Target::Element(_) => "the element handle".into(),
+        }
+    }
 }
 
 impl Action {
@@ -77,6 +98,7 @@ impl Action {
             Action::IsEnabled => ("isEnabled", false),
             Action::IsChecked => ("isChecked", false),
             Action::Count => ("count", false),
+            Action::Dispatch(..) => ("dispatch", false),
         }
     }
 
@@ -84,6 +106,7 @@ impl Action {
         match self {
             Action::Fill(s) | Action::GetAttribute(s) => json!(s),
             Action::SelectOption(v) => json!(v),
+            Action::Dispatch(t, init) => json!({ "type": t, "init": init }),
             _ => Value::Null,
         }
     }
@@ -104,67 +127,103 @@ fn lit(v: &Value) -> String {
     v.to_string()
 }
 
-/// Runs the in-page script for `action` on `selector`'s element.
+/// Runs the in-page script for `op` on `target`'s element; `by_value`: the result as
+/// JSON, else the protocol's remote object (for handles).
 // Each argument is one of the in-page script's; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
-async fn locate(
+pub(crate) async fn locate_raw(
     page: &Page,
-    selector: &str,
-    nth: Option<i32>,
+    target: Target<'_>,
     op: &str,
     arg: Value,
     ready: bool,
     wait: bool,
     timeout: Duration,
+    by_value: bool,
 ) -> Result<Value, BrowserError> {
-    let expression = format!(
-        "{SCRIPT}({}, {}, {}, {}, {ready}, {wait}, {})",
-        lit(&json!(selector)),
-        nth.map_or("null".to_owned(), |n| n.to_string()),
-        lit(&json!(op)),
-        lit(&arg),
-        timeout.as_millis()
-    );
-    let r = page
-        .call(
-            "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
-        )
-        .await?;
-    match value_of(r) {
-        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => {
-            Err(BrowserError::Timeout(format!(
-                "waiting for {selector:?}: timed out after {} ms",
-                timeout.as_millis()
-            )))
+    let ms = timeout.as_millis();
+    let r = match target {
+        Target::Selector(selector, nth) => {
+            let expression = format!(
+                "{SCRIPT}({}, {}, {}, {}, {ready}, {wait}, {ms})",
+                lit(&json!(selector)),
+                nth.map_or("null".to_owned(), |n| n.to_string()),
+                lit(&json!(op)),
+                lit(&arg),
+            );
+            page.call(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": by_value, "awaitPromise": true }),
+            )
+            .await?
         }
+        Target::Element(object) => {
+            page.call(
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": object,
+                    "functionDeclaration": format!(
+                        "function (op, arg, ready, wait, ms) {{ return ({SCRIPT})(this, null, op, arg, ready, wait, ms); }}"
+                    ),
+                    "arguments": [{ "value": op }, { "value": arg }, { "value": ready },
+                                  { "value": wait }, { "value": ms as u64 }],
+                    "returnByValue": by_value,
+                    "awaitPromise": true,
+                }),
+            )
+            .await?
+        }
+    };
+    if !by_value {
+        if r.get("exceptionDetails").is_some() {
+            return value_of(r);
+        }
+        return Ok(r.get("result").cloned().unwrap_or(Value::Null));
+    }
+    match value_of(r) {
+        Err(BrowserError::Script(m)) if m.contains("Error: timeout") => Err(BrowserError::Timeout(
+            format!("waiting for {}: timed out after {ms} ms", target.shown()),
+        )),
         Err(BrowserError::Script(m))
             if m.contains("TypeError: Cannot read properties of undefined") =>
         {
             Err(BrowserError::Script(format!(
-                "{selector:?} matches no element"
+                "{} matches no element",
+                target.shown()
             )))
         }
         other => other,
     }
 }
 
-/// Acts on the element `selector` finds; the result as JSON (`null` when the action
+// Each argument is one of the in-page script's; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
+async fn locate(
+    page: &Page,
+    target: Target<'_>,
+    op: &str,
+    arg: Value,
+    ready: bool,
+    wait: bool,
+    timeout: Duration,
+) -> Result<Value, BrowserError> {
+    locate_raw(page, target, op, arg, ready, wait, timeout, true).await
+}
+
+/// Acts on the element `target` names; the result as JSON (`null` when the action
 /// returns nothing).
 pub(crate) async fn act(
     page: &Page,
-    selector: &str,
-    nth: Option<i32>,
+    target: Target<'_>,
     action: &Action,
     timeout: Duration,
 ) -> Result<Value, BrowserError> {
     let (op, ready) = action.op();
-    let what = format!("{selector:?}");
+    let what = target.shown();
     let work = async {
         let found = locate(
             page,
-            selector,
-            nth,
+            target,
             op,
             action.arg(),
             ready,
@@ -185,8 +244,7 @@ pub(crate) async fn act(
                     click(page, &found, 1).await?;
                     let now = locate(
                         page,
-                        selector,
-                        nth,
+                        target,
                         "isChecked",
                         Value::Null,
                         false,
@@ -196,7 +254,7 @@ pub(crate) async fn act(
                     .await?;
                     if now != json!(want) {
                         return Err(BrowserError::Script(format!(
-                            "{selector:?}: clicking did not {} it",
+                            "{what}: clicking did not {} it",
                             if want { "check" } else { "uncheck" }
                         )));
                     }
@@ -256,6 +314,18 @@ fn named_key(name: &str) -> Option<(&'static str, &'static str, u32, &'static st
 
 /// One key down and up, with `modifiers` (CDP's bit mask) held.
 async fn key(page: &Page, name: &str, modifiers: u32) -> Result<(), BrowserError> {
+    key_half(page, name, modifiers, true).await?;
+    key_half(page, name, modifiers, false).await
+}
+
+/// One key going down (`down`) or up, with `modifiers` held (k6's `keyboard.down` and
+/// `keyboard.up` are these alone).
+pub(crate) async fn key_half(
+    page: &Page,
+    name: &str,
+    modifiers: u32,
+    down: bool,
+) -> Result<(), BrowserError> {
     let (key, code, vk, text) = match named_key(name) {
         Some((k, c, v, t)) => (k.to_owned(), c.to_owned(), v, t.to_owned()),
         None => {
@@ -282,26 +352,29 @@ async fn key(page: &Page, name: &str, modifiers: u32) -> Result<(), BrowserError
             (c.to_string(), code, vk, c.to_string())
         }
     };
+    if !down {
+        page.call(
+            "Input.dispatchKeyEvent",
+            json!({ "type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers }),
+        )
+        .await?;
+        return Ok(());
+    }
     // With Control or Meta held a key types nothing (it is a shortcut).
     let text = if modifiers & 0b0110 != 0 {
         String::new()
     } else {
         text
     };
-    let down = if text.is_empty() {
+    let kind = if text.is_empty() {
         "rawKeyDown"
     } else {
         "keyDown"
     };
     page.call(
         "Input.dispatchKeyEvent",
-        json!({ "type": down, "key": key, "code": code, "windowsVirtualKeyCode": vk,
+        json!({ "type": kind, "key": key, "code": code, "windowsVirtualKeyCode": vk,
                 "text": text, "unmodifiedText": text, "modifiers": modifiers }),
-    )
-    .await?;
-    page.call(
-        "Input.dispatchKeyEvent",
-        json!({ "type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers }),
     )
     .await?;
     Ok(())

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::cdp::{Connection, Event};
+use super::routes::Router;
 
 /// What the check says of one URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,11 +123,19 @@ impl Drop for DeadEnd {
     }
 }
 
-/// The checker of one browser's paused requests, and the tags of the pages it serves
-/// (by frame id: a page's main frame has its target's id).
+/// The checker of one browser's paused requests, and the tags and routes of the pages
+/// it serves (by frame id: a page's main frame has its target's id; its other frames
+/// are added as they attach).
 pub(crate) struct Gate {
     net: Arc<NetShared>,
-    pages: Mutex<HashMap<String, TagSet>>,
+    pages: Mutex<HashMap<String, Frame>>,
+}
+
+/// What the gate knows of one frame: its page's tags and routes.
+#[derive(Clone)]
+struct Frame {
+    tags: TagSet,
+    router: Arc<Router>,
 }
 
 impl Gate {
@@ -148,17 +157,36 @@ impl Gate {
         &self.net.allowlist
     }
 
-    /// Counts denied requests of frame `frame` with `tags` from now on.
-    pub(crate) fn page_opened(&self, frame: &str, tags: TagSet) {
-        self.lock().insert(frame.to_owned(), tags);
+    /// Counts denied requests of frame `frame` with `tags` from now on, and hands its
+    /// allowed ones to `router` while it routes.
+    pub(crate) fn page_opened(&self, frame: &str, tags: TagSet, router: Arc<Router>) {
+        self.lock().insert(frame.to_owned(), Frame { tags, router });
     }
 
-    /// Forgets frame `frame`.
+    /// Frame `frame` attached under `parent`: it is the same page's.
+    pub(crate) fn frame_attached(&self, frame: &str, parent: &str) {
+        let mut pages = self.lock();
+        if let Some(f) = pages.get(parent).cloned() {
+            pages.insert(frame.to_owned(), f);
+        }
+    }
+
+    /// Forgets frame `frame` (a page's main frame: the page's other frames too).
     pub(crate) fn page_closed(&self, frame: &str) {
-        self.lock().remove(frame);
+        let mut pages = self.lock();
+        if let Some(gone) = pages.remove(frame) {
+            pages.retain(|_, f| !Arc::ptr_eq(&f.router, &gone.router));
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TagSet>> {
+    /// Forgets a page's frame `frame` that detached (not its main frame).
+    pub(crate) fn frame_detached(&self, frame: &str, main: &str) {
+        if frame != main {
+            self.lock().remove(frame);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Frame>> {
         self.pages.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -175,9 +203,15 @@ impl Gate {
             .pointer("/request/url")
             .and_then(Value::as_str)
             .unwrap_or("");
+        let frame = p
+            .get("frameId")
+            .and_then(Value::as_str)
+            .and_then(|f| self.lock().get(f).cloned());
         match check(&self.net.allowlist, url) {
             Verdict::Allow => {
-                conn.send(None, "Fetch.continueRequest", json!({ "requestId": id }));
+                if !frame.is_some_and(|f| f.router.offer(p)) {
+                    conn.send(None, "Fetch.continueRequest", json!({ "requestId": id }));
+                }
             }
             Verdict::Deny(why) => {
                 conn.send(
@@ -185,12 +219,20 @@ impl Gate {
                     "Fetch.failRequest",
                     json!({ "requestId": id, "errorReason": "BlockedByClient" }),
                 );
-                let tags = p
-                    .get("frameId")
-                    .and_then(Value::as_str)
-                    .and_then(|f| self.lock().get(f).cloned())
-                    .unwrap_or_default();
+                let tags = frame.map(|f| f.tags).unwrap_or_default();
                 self.denied(url, &why, &tags);
+            }
+        }
+    }
+
+    /// Whether the run does not allow `url`; a denied one is counted (with `tags`) and
+    /// warned about as every denied request of a page is.
+    pub(crate) fn deny_counted(&self, url: &str, tags: &TagSet) -> bool {
+        match check(&self.net.allowlist, url) {
+            Verdict::Allow => false,
+            Verdict::Deny(why) => {
+                self.denied(url, &why, tags);
+                true
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Input at a point of the page rather than on an element: k6's `page.mouse` (move,
-//! down, up, click, dblclick, at viewport coordinates in CSS pixels) and
+//! down, up, click, dblclick, wheel, at viewport coordinates in CSS pixels) and
 //! `page.touchscreen.tap`, as real input events (`Input.dispatchMouseEvent`,
 //! `Input.dispatchTouchEvent`) so the page's handlers run as they would for a person.
 
@@ -110,6 +110,26 @@ pub(crate) async fn tap(page: &Page, (x, y): (f64, f64)) -> Result<(), BrowserEr
     page.call(
         "Input.dispatchTouchEvent",
         json!({ "type": "touchEnd", "touchPoints": [] }),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The mouse wheel turned at `(x, y)` by `(dx, dy)` CSS pixels (k6's `mouse.wheel`):
+/// the page scrolls as for a person, its `wheel` handlers run.
+pub(crate) async fn wheel(
+    page: &Page,
+    (x, y): (f64, f64),
+    (dx, dy): (f64, f64),
+) -> Result<(), BrowserError> {
+    if ![x, y, dx, dy].iter().all(|v| v.is_finite()) {
+        return Err(BrowserError::Invalid(
+            "mouse.wheel needs numbers (deltaX, deltaY)".into(),
+        ));
+    }
+    page.call(
+        "Input.dispatchMouseEvent",
+        json!({ "type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy }),
     )
     .await?;
     Ok(())

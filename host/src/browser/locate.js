@@ -1,7 +1,11 @@
 // The in-page part of element actions (host/src/browser/actions.rs): finds the
 // elements a selector (or a chain of them) names, waits for them, reads or changes
 // them. Evaluated as an expression: the function itself, called by the host with
-// (selector, nth, op, arg, needsReady, wait, timeoutMs).
+// (selector, nth, op, arg, needsReady, wait, timeoutMs); the selector may be an
+// element itself (an element handle's). A chain enters same-origin iframes:
+// `internal:control=enter-frame` goes into the documents of the iframes found so far
+// (frameLocator), `internal:frame-path=[i, j]` starts in window.frames[i].frames[j]
+// (a frame of page.frames()).
 (function (q, nth, op, arg, ready, wait, timeoutMs) {
   function byText(root, t, exact) {
     const m = /^"(.*)"$/.exec(t); if (m) { t = m[1]; exact = true; }
@@ -42,8 +46,9 @@
     if (q.startsWith('xpath=') || q.startsWith('//') || q.startsWith('(//')) {
       let x = q.startsWith('xpath=') ? q.slice(6) : q;
       // Under an element, `//a` means its descendants (as Playwright reads it).
-      if (root !== document && x.startsWith('/')) x = '.' + x;
-      const r = document.evaluate(x, root, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+      if (root.nodeType !== 9 && x.startsWith('/')) x = '.' + x;
+      const doc = root.nodeType === 9 ? root : root.ownerDocument;
+      const r = doc.evaluate(x, root, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
       const out = []; for (let i = 0; i < r.snapshotLength; i++) out.push(r.snapshotItem(i)); return out;
     }
     if (q.startsWith('text=')) return byText(root, q.slice(5), false);
@@ -86,6 +91,15 @@
   function all(q, root) {
     let found = [root || document];
     for (const part of split(q)) {
+      if (part === 'internal:control=enter-frame') {
+        found = found.map((e) => { try { return e.contentDocument; } catch (_) { return null; } }).filter(Boolean);
+        continue;
+      }
+      if (part.startsWith('internal:frame-path=')) {
+        let w = window;
+        try { for (const i of JSON.parse(part.slice(20))) w = w.frames[i]; found = w && w.document ? [w.document] : []; } catch (_) { found = []; }
+        continue;
+      }
       if (part.startsWith('nth=')) {
         const n = Number(part.slice(4)); const e = found[n < 0 ? found.length + n : n];
         found = e ? [e] : [];
@@ -98,7 +112,7 @@
           'has-text': (e) => hasText(e, a), 'has-not-text': (e) => !hasText(e, a),
           'has': (e) => all(a.selector, e).length > 0, 'has-not': (e) => all(a.selector, e).length === 0,
         }[f[1]];
-        found = found.filter((e) => e !== document && keep(e));
+        found = found.filter((e) => e.nodeType !== 9 && keep(e));
         continue;
       }
       const next = [];
@@ -109,17 +123,30 @@
   }
   function visible(e) {
     if (!e || !e.isConnected) return false;
-    const s = getComputedStyle(e); if (s.visibility === 'hidden' || s.display === 'none') return false;
+    const s = e.ownerDocument.defaultView.getComputedStyle(e); if (s.visibility === 'hidden' || s.display === 'none') return false;
     const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0;
   }
   function pick() {
+    if (typeof q !== 'string') return q && q.isConnected ? q : undefined;
     const els = all(q);
     if (nth === null) return els[0];
     return els[nth < 0 ? els.length + nth : nth];
   }
   function run(e) {
     switch (op) {
-      case 'count': return all(q).length;
+      case 'count': return typeof q === 'string' ? all(q).length : (pick() ? 1 : 0);
+      case 'element': return e;
+      case 'elements': return all(q);
+      case 'dispatch': {
+        const t = String(arg.type), W = e.ownerDocument.defaultView;
+        const init = Object.assign({ bubbles: true, cancelable: true, composed: true }, arg.init || {});
+        const kind = /^(click|dblclick|mouse|contextmenu|auxclick)/.test(t) ? W.MouseEvent
+          : /^key/.test(t) ? W.KeyboardEvent : /^(focus|blur|focusin|focusout)$/.test(t) ? W.FocusEvent
+          : /^pointer/.test(t) ? W.PointerEvent : /^(input|beforeinput)$/.test(t) ? W.InputEvent
+          : /^(drag|drop)/.test(t) ? W.DragEvent : t === 'wheel' ? W.WheelEvent : W.CustomEvent;
+        e.dispatchEvent(new kind(t, init));
+        return null;
+      }
       case 'isVisible': return visible(e);
       case 'isHidden': return !visible(e);
       case 'textContent': return e.textContent;
@@ -146,9 +173,19 @@
         return chosen;
       }
       case 'point': {
+        // An element in an iframe: its frame into view first, then it in its frame.
+        const frames = [];
+        for (let w = e.ownerDocument.defaultView; w.frameElement; w = w.parent) frames.unshift(w.frameElement);
+        for (const f of frames) f.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
         e.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
         const r = e.getBoundingClientRect();
-        return { x: r.left + r.width / 2, y: r.top + r.height / 2, checked: !!e.checked };
+        let x = r.left + r.width / 2, y = r.top + r.height / 2;
+        // The iframes' offsets: the point is in the top page's viewport.
+        for (let w = e.ownerDocument.defaultView; w.frameElement; w = w.parent) {
+          const f = w.frameElement, fr = f.getBoundingClientRect();
+          x += fr.left + f.clientLeft; y += fr.top + f.clientTop;
+        }
+        return { x, y, checked: !!e.checked };
       }
     }
     throw new Error('unknown operation ' + op);

@@ -26,7 +26,10 @@
 //! - [`pool`]: the bounded set of shared browsers and a context per VU iteration.
 //! - [`allow`]: the allowlist in the browser (request interception, a dead-end proxy).
 //! - [`page`]: one page's navigation, waiting and evaluation; [`actions`]: its elements;
-//!   [`input`]: the mouse and touch at a point.
+//!   [`input`]: the mouse and touch at a point; [`handles`], [`jshandle`]: values and
+//!   elements the script holds; [`emulation`]: headers, media, init scripts, offline.
+//! - [`events`]: the page's console, requests and responses for `page.on`;
+//!   [`tagging`]: `metric.tag`'s URL grouping; [`routes`]: `page.route`.
 //! - [`permissions`]: a context's permissions and geolocation.
 //! - [`service`]: the pool as a run holds it.
 //! - [`vitals`], [`traffic`]: k6's browser metrics (web vitals, the page's requests).
@@ -34,13 +37,19 @@
 pub(crate) mod actions;
 pub(crate) mod allow;
 pub(crate) mod cdp;
+pub(crate) mod emulation;
+pub(crate) mod events;
+pub(crate) mod handles;
 pub(crate) mod input;
+pub(crate) mod jshandle;
 pub(crate) mod launch;
 pub(crate) mod page;
 pub(crate) mod permissions;
 pub(crate) mod pool;
 pub(crate) mod remote;
+pub(crate) mod routes;
 pub(crate) mod service;
+pub(crate) mod tagging;
 pub(crate) mod traffic;
 pub(crate) mod vitals;
 

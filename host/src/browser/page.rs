@@ -4,6 +4,10 @@
 
 use super::allow::{check, Gate, Verdict};
 use super::cdp::{CdpError, Connection, Event, Sink};
+use super::events::Events;
+use super::handles::Handles;
+use super::routes::Router;
+use super::tagging::MetricNames;
 use super::traffic::Traffic;
 use super::vitals::Vitals;
 use super::BrowserError;
@@ -82,6 +86,12 @@ pub(crate) struct PageState {
     /// The allowlist's gate, for the page's WebSockets, and the page's tags.
     gate: Arc<Gate>,
     tags: TagSet,
+    /// The events kept for the script (`page.on`).
+    pub(crate) events: Events,
+    /// The rules that group the page's metrics by URL (`metric.tag`).
+    pub(crate) names: Arc<MetricNames>,
+    /// The requests routed to the script (`page.route`).
+    pub(crate) router: Arc<Router>,
 }
 
 impl PageState {
@@ -141,6 +151,12 @@ impl PageState {
                 self.lock().navigations += 1;
                 self.changed.notify_waiters();
             }
+            // A frame's requests are its page's (tags, routes).
+            "Page.frameAttached" => {
+                self.gate
+                    .frame_attached(&str_of("frameId"), &str_of("parentFrameId"));
+            }
+            "Page.frameDetached" => self.gate.frame_detached(&str_of("frameId"), &self.frame),
             "Inspector.targetCrashed" | "Inspector.detached" => self.flush(),
             _ => {}
         }
@@ -166,6 +182,9 @@ impl PageState {
             }
             _ => {}
         }
+        if event.method.starts_with("Network.") || event.method == "Runtime.consoleAPICalled" {
+            self.events.on_event(&event.method, p);
+        }
         if event.method.starts_with("Network.") {
             self.traffic.on_event(&self.recorder, &event.method, p);
         }
@@ -173,13 +192,20 @@ impl PageState {
     }
 }
 
+/// The media a page emulates: type (`screen`, `print`), color scheme, reduced motion.
+pub(crate) type Media = (Option<String>, Option<String>, Option<String>);
+
 /// One page of a context.
 pub(crate) struct Page {
     pub(crate) conn: Connection,
     pub(crate) session: String,
     pub(crate) target: String,
     pub(crate) state: Arc<PageState>,
-    gate: Arc<Gate>,
+    pub(crate) gate: Arc<Gate>,
+    /// The script's handles of values in the page (`evaluateHandle`, `page.$`).
+    pub(crate) handles: Handles,
+    /// The media emulated so far: type, color scheme, reduced motion.
+    media: Mutex<Media>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -199,7 +225,8 @@ impl Page {
             )
             .await?;
         let target = created.target_id;
-        gate.page_opened(&target, tags.clone());
+        let router = Arc::new(Router::default());
+        gate.page_opened(&target, tags.clone(), router.clone());
         let attached: Attached = conn
             .call_as(
                 None,
@@ -208,16 +235,20 @@ impl Page {
             )
             .await?;
         let session = attached.session_id;
+        let names = Arc::new(MetricNames::default());
         let state = Arc::new(PageState {
             frame: target.clone(),
             session: session.clone(),
             loaded: Mutex::default(),
             changed: Notify::new(),
             recorder: gate.recorder().clone(),
-            vitals: Vitals::new(tags.clone()),
-            traffic: Traffic::new(tags.clone()),
+            vitals: Vitals::new(tags.clone(), names.clone()),
+            traffic: Traffic::new(tags.clone(), names.clone()),
             gate: gate.clone(),
             tags,
+            events: Events::default(),
+            names,
+            router,
         });
         let sink_state = state.clone();
         let sink: Sink = Arc::new(move |conn, event| sink_state.on_event(conn, event));
@@ -228,6 +259,8 @@ impl Page {
             target,
             state,
             gate: gate.clone(),
+            handles: Handles::default(),
+            media: Mutex::default(),
             closed: Default::default(),
         };
         for (method, params) in [
@@ -252,6 +285,36 @@ impl Page {
     /// A command on this page's session.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
         self.conn.call(Some(&self.session), method, params).await
+    }
+
+    /// Merges `media`, `color_scheme` and `reduced_motion` (each `None` kept as it
+    /// was) into what the page emulates; the whole of it now.
+    pub(crate) fn media(
+        &self,
+        media: Option<&str>,
+        color_scheme: Option<&str>,
+        reduced_motion: Option<&str>,
+    ) -> Media {
+        let mut m = self.media.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = media {
+            m.0 = Some(v.to_owned());
+        }
+        if let Some(v) = color_scheme {
+            m.1 = Some(v.to_owned());
+        }
+        if let Some(v) = reduced_motion {
+            m.2 = Some(v.to_owned());
+        }
+        m.clone()
+    }
+
+    /// Releases a remote object of the page, not waiting for the reply.
+    pub(crate) fn send_release(&self, object: &str) {
+        self.conn.send(
+            Some(&self.session),
+            "Runtime.releaseObject",
+            json!({ "objectId": object }),
+        );
     }
 
     /// Main-frame navigations so far: [`Page::wait_for_navigation`] waits for one past
@@ -415,7 +478,14 @@ impl Page {
         Ok(())
     }
 
+    /// The tags of the page's metrics.
+    pub(crate) fn tags(&self) -> &TagSet {
+        &self.state.tags
+    }
+
     fn forget(&self) {
+        self.state.router.set_on(false);
+        self.state.router.release(&self.conn);
         self.state.vitals.flush(&self.state.recorder);
         self.conn.forget_session(&self.session);
         self.gate.page_closed(&self.target);

@@ -355,6 +355,8 @@ impl Context {
                 .await?;
         }
         if let Some(scheme) = &o.color_scheme {
+            // Kept for emulateMedia, which sets every feature at once.
+            page.media(None, Some(scheme), None);
             page.call(
                 "Emulation.setEmulatedMedia",
                 json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),

@@ -4,10 +4,11 @@
 //! the wire as the browser counts them), tagged `url`, `method`, `status` and
 //! `resource_type`, from the page's `Network` events.
 
+use super::tagging::MetricNames;
 use crate::metrics::{builtin, Recorder, TagSet};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Requests in flight kept per page; past it, new ones are not measured (a page that
 /// starts thousands of requests and finishes none cannot grow the host).
@@ -24,6 +25,7 @@ struct InFlight {
 /// One page's requests in flight.
 pub(crate) struct Traffic {
     tags: TagSet,
+    names: Arc<MetricNames>,
     in_flight: Mutex<HashMap<String, InFlight>>,
 }
 
@@ -35,10 +37,12 @@ fn text(p: &Value, pointer: &str) -> String {
 }
 
 impl Traffic {
-    /// The requests of a page whose metrics carry `tags`.
-    pub(crate) fn new(tags: TagSet) -> Traffic {
+    /// The requests of a page whose metrics carry `tags`, their URLs grouped by
+    /// `names`.
+    pub(crate) fn new(tags: TagSet, names: Arc<MetricNames>) -> Traffic {
         Traffic {
             tags,
+            names,
             in_flight: Mutex::default(),
         }
     }
@@ -128,9 +132,11 @@ impl Traffic {
         received: Option<f64>,
     ) {
         let status_text = status.map_or("0".to_owned(), |s| s.to_string());
+        let grouped = self.names.name_of(&r.url, Some(&r.method));
+        let url = grouped.as_deref().unwrap_or(&r.url);
         let tags = self.tags.with([
-            ("url", r.url.as_str()),
-            ("name", r.url.as_str()),
+            ("url", url),
+            ("name", url),
             ("method", r.method.as_str()),
             ("status", status_text.as_str()),
             ("resource_type", r.resource_type.as_str()),

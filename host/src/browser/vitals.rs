@@ -7,10 +7,11 @@
 //! the document goes (a navigation, or the page closing), as web-vitals reports them
 //! when the page is hidden.
 
+use super::tagging::MetricNames;
 use crate::metrics::{builtin, MetricId, Recorder, TagSet};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The binding the script calls.
 pub(crate) const BINDING: &str = "__hostWebVital";
@@ -68,14 +69,17 @@ pub(crate) fn rating(value: f64, good: f64, poor: f64) -> &'static str {
 /// until the document goes.
 pub(crate) struct Vitals {
     tags: TagSet,
+    names: Arc<MetricNames>,
     pending: Mutex<HashMap<&'static str, (f64, String)>>,
 }
 
 impl Vitals {
-    /// The vitals of a page whose metrics carry `tags`.
-    pub(crate) fn new(tags: TagSet) -> Vitals {
+    /// The vitals of a page whose metrics carry `tags`, their URLs grouped by
+    /// `names` (a document is loaded with GET).
+    pub(crate) fn new(tags: TagSet, names: Arc<MetricNames>) -> Vitals {
         Vitals {
             tags,
+            names,
             pending: Mutex::default(),
         }
     }
@@ -118,9 +122,11 @@ impl Vitals {
         let Some((id, good, poor)) = metric(name) else {
             return;
         };
-        let tags = self
-            .tags
-            .with([("rating", rating(value, good, poor)), ("url", url)]);
+        let grouped = self.names.name_of(url, Some("GET"));
+        let tags = self.tags.with([
+            ("rating", rating(value, good, poor)),
+            ("url", grouped.as_deref().unwrap_or(url)),
+        ]);
         // Trends keep thousandths: milliseconds to the microsecond, CLS to 0.001.
         recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64);
     }

@@ -70,6 +70,27 @@ wasmtime::component::bindgen!({
         "loadtest:scenario/browser.[method]page.mouse": async,
         "loadtest:scenario/browser.[method]page.tap": async,
         "loadtest:scenario/browser.[method]page.close": async,
+        "loadtest:scenario/browser.[method]page.listen": async,
+        "loadtest:scenario/browser.[method]page.take-events": async,
+        "loadtest:scenario/browser.[method]page.tag-metrics": async,
+        "loadtest:scenario/browser.[method]page.set-routing": async,
+        "loadtest:scenario/browser.[method]page.routed": async,
+        "loadtest:scenario/browser.[method]page.route-answer": async,
+        "loadtest:scenario/browser.[method]page.resume": async,
+        "loadtest:scenario/browser.[method]page.evaluate-handle": async,
+        "loadtest:scenario/browser.[method]page.query": async,
+        "loadtest:scenario/browser.[method]page.handle-json": async,
+        "loadtest:scenario/browser.[method]page.handle-evaluate": async,
+        "loadtest:scenario/browser.[method]page.handle-evaluate-handle": async,
+        "loadtest:scenario/browser.[method]page.handle-act": async,
+        "loadtest:scenario/browser.[method]page.handle-dispose": async,
+        "loadtest:scenario/browser.[method]page.dispatch-event": async,
+        "loadtest:scenario/browser.[method]page.wheel": async,
+        "loadtest:scenario/browser.[method]page.set-extra-http-headers": async,
+        "loadtest:scenario/browser.[method]page.emulate-media": async,
+        "loadtest:scenario/browser.[method]page.add-init-script": async,
+        "loadtest:scenario/browser.[method]page.set-offline": async,
+        "loadtest:scenario/browser.[method]page.keyboard-key": async,
         default: trappable,
     },
     exports: { default: async },
@@ -96,4 +117,4 @@ wasmtime::component::bindgen!({
 pub const WIT_PACKAGE: &str = "loadtest:scenario";
 /// The contract version this host implements; it also runs plugins built against an
 /// earlier patch version of the same line (see `validate::check_contract`).
-pub const WIT_VERSION: &str = "0.3.9";
+pub const WIT_VERSION: &str = "0.3.10";

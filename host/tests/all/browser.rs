@@ -49,7 +49,7 @@ export default async function () {
 
 /// The host binary in `dir` with `args` and `env`; its browsers' profiles go under
 /// `tmp` (TMPDIR), so the test can find any it left.
-async fn host(dir: &Path, tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) async fn host(dir: &Path, tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let (dir, tmp) = (dir.to_path_buf(), tmp.to_path_buf());
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let env: Vec<(String, String)> = env
@@ -169,7 +169,7 @@ async fn a_k6_sign_in_script_runs_and_reports_k6s_browser_metrics() {
 
 /// A server on 127.0.0.1 that answers every request with `body` (or never, when
 /// `None`), counting the connections it accepted.
-fn server(body: Option<String>) -> (u16, Arc<AtomicUsize>) {
+pub(crate) fn server(body: Option<String>) -> (u16, Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -492,12 +492,12 @@ async fn locators_act_and_read_as_k6s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_apis_not_built_are_refused_at_build_with_their_line() {
     let tmp = tempfile::tempdir().unwrap();
-    let script = "import { browser } from 'k6/browser';\nexport const options = {};\nexport default async function () {\n  const page = await browser.newPage();\n  await page.route('**/*', (r) => r.abort());\n}\n";
-    std::fs::write(tmp.path().join("route.js"), script).unwrap();
-    let ran = host(tmp.path(), tmp.path(), &["build", "route.js"], &[]).await;
+    let script = "import { browser } from 'k6/browser';\nexport const options = {};\nexport default async function () {\n  const page = await browser.newPage();\n  await page.setInputFiles('#f', []);\n}\n";
+    std::fs::write(tmp.path().join("files.js"), script).unwrap();
+    let ran = host(tmp.path(), tmp.path(), &["build", "files.js"], &[]).await;
     assert!(!ran.status.success(), "{}", text(&ran));
-    assert!(text(&ran).contains("route.js:5"), "{}", text(&ran));
-    assert!(text(&ran).contains("`route()`"), "{}", text(&ran));
+    assert!(text(&ran).contains("files.js:5"), "{}", text(&ran));
+    assert!(text(&ran).contains("`setInputFiles()`"), "{}", text(&ran));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -844,6 +844,8 @@ async fn the_rust_sdk_signs_in_through_a_page() {
         "browser: the form loads",
         "browser: signed in as this VU",
         "browser: on the survey page",
+        "browser: routes, events and handles",
+        "browser: emulation and input",
     ] {
         assert_eq!(common::check_counts(&run.json, name), (4, 0), "{name}");
     }

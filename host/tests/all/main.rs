@@ -14,6 +14,8 @@ mod support;
 /// k6 browser scripts: the host's Chromium, the allowlist in the page, k6's browser
 /// metrics, the faults.
 mod browser;
+/// k6 browser scripts: page events, routes, frames, handles and emulation.
+mod browser_pages;
 
 /// The `host` binary's commands, flags, reference and signals, as a user types them.
 mod cli {

@@ -1,7 +1,7 @@
 """loadtest — write load-test scenarios in Python.
 
 A scenario plugin is a WASI 0.2 component that the `host` runs once per virtual user
-(VU). This package wraps the WIT contract (`loadtest:scenario@0.3.9`, world `scenario`)
+(VU). This package wraps the WIT contract (`loadtest:scenario@0.3.10`, world `scenario`)
 in ordinary Python: subclass `Scenario`, and export it from the app module as `Plugin`:
 
     import loadtest

@@ -19,7 +19,13 @@ metrics (`browser_http_req_duration`, `browser_web_vital_lcp`, ...).
     context.close()
 
 A context still open when its iteration ends is closed by the host. Import it as
-`from loadtest import browser` (it needs a host of contract 0.3.8).
+`from loadtest import browser` (it needs a host of contract 0.3.8; events, routes,
+handles, frame locators and emulation need 0.3.10):
+
+    page.listen(["console"])             # k6's page.on: take_events() after calls
+    page.route(lambda r: ("abort",) if r["url"].endswith(".png") else ("continue",))
+    box = page.evaluate_handle("() => ({a: 1})").json_value()
+    page.frame_locator("iframe").locator("#in").click()
 """
 
 import json as _json
@@ -53,6 +59,10 @@ def _call(f, *args):
         return f(*args)
     except Err as e:
         raise BrowserError(_KINDS.get(type(e.value), "error"), e.value.value) from None
+
+
+#: The error of a call that returned because routed requests wait for the plugin.
+_ROUTED = "routed-requests-wait"
 
 
 def _ms(seconds) -> int:
@@ -117,11 +127,110 @@ class Page:
         self._raw = raw
         #: How long actions, waits and navigations wait (seconds).
         self.timeout = DEFAULT_TIMEOUT
+        self._router = None
+
+    def _resumed(self, f, *args, text=False):
+        """`f(*args)`, through the route handler while routed requests wait; a
+        resumed call's result is JSON (returned as text when `text`)."""
+        try:
+            return _call(f, *args)
+        except BrowserError as e:
+            if e.kind != "script" or e.detail != _ROUTED:
+                raise
+        while True:
+            for r in _json.loads(self._raw.routed()):
+                answer = self._router(r) if self._router else ("continue",)
+                how = answer[0]
+                options = answer[1] if len(answer) > 1 else {}
+                _call(self._raw.route_answer, r["id"], how, _json.dumps(options))
+            try:
+                out = _call(self._raw.resume)
+            except BrowserError as e:
+                if e.kind == "script" and e.detail == _ROUTED:
+                    continue
+                raise
+            return out if text else _json.loads(out)
+
+    def route(self, handler):
+        """Hands every request the page may make to `handler(request)` (a dict: id,
+        url, method, headers, postData, resourceType), which returns ("continue",),
+        ("continue", {"url": ..., "headers": {...}}), ("abort", {"errorCode":
+        "failed"}) or ("fulfill", {"status": 200, "contentType": ..., "body": ...}).
+        A continue to an origin the run does not allow fails and is counted denied."""
+        self._router = handler
+        self._raw.set_routing(True)
+
+    def unroute_all(self):
+        """Stops routing."""
+        self._router = None
+        self._raw.set_routing(False)
+
+    def listen(self, kinds: list):
+        """Keeps the page's events of `kinds` (console, request, response) for
+        `take_events` (k6's page.on)."""
+        _call(self._raw.listen, [str(k) for k in kinds])
+
+    def take_events(self) -> list:
+        """The events kept since the last take, as dicts with `event`."""
+        return _json.loads(self._raw.take_events())["events"]
+
+    def tag_metrics(self, rules: list):
+        """Groups the page's metrics by URL (k6's metric.tag): rules of (name,
+        url_regex, method or None)."""
+        _call(self._raw.tag_metrics, _json.dumps([
+            {"name": n, "matches": [{"url": {"source": u, "flags": ""}, "method": m}]}
+            for n, u, m in rules]))
+
+    def evaluate_handle(self, function: str, arg=None) -> "JSHandle":
+        """Evaluates `function` with `arg`, keeping its value in the page."""
+        return JSHandle(self, self._resumed(self._raw.evaluate_handle, function, _json.dumps(arg)))
+
+    def query(self, selector: str):
+        """The first element `selector` finds now (k6's page.$), or None."""
+        ids = self._resumed(self._raw.query, selector, False)
+        return JSHandle(self, ids[0]) if ids else None
+
+    def query_all(self, selector: str) -> list:
+        """Every element `selector` finds now (k6's page.$$)."""
+        return [JSHandle(self, i) for i in self._resumed(self._raw.query, selector, True)]
+
+    def frame_locator(self, selector: str) -> "FrameLocator":
+        """The elements inside the (same-origin) iframe `selector` finds."""
+        return FrameLocator(self, selector)
+
+    def mouse_wheel(self, x: float, y: float, delta_x: float, delta_y: float):
+        """The mouse wheel turned at a point of the viewport."""
+        _call(self._raw.wheel, float(x), float(y), float(delta_x), float(delta_y))
+
+    def set_extra_http_headers(self, headers: dict):
+        """Headers sent with every later request of the page."""
+        _call(self._raw.set_extra_http_headers, [(str(k), str(v)) for k, v in headers.items()])
+
+    def emulate_media(self, media: str = None, color_scheme: str = None,
+                      reduced_motion: str = None):
+        """The CSS media the page sees; each left out stays as it is."""
+        _call(self._raw.emulate_media, media, color_scheme, reduced_motion)
+
+    def add_init_script(self, source: str):
+        """JavaScript run in every document the page loads from now on."""
+        _call(self._raw.add_init_script, source)
+
+    def set_offline(self, offline: bool):
+        """Takes the page off the network, or puts it back."""
+        _call(self._raw.set_offline, bool(offline))
+
+    def key_down(self, key: str):
+        """A key (Shift, a) going down and staying down (k6's keyboard.down)."""
+        _call(self._raw.keyboard_key, str(key), True)
+
+    def key_up(self, key: str):
+        """The key going up (k6's keyboard.up)."""
+        _call(self._raw.keyboard_key, str(key), False)
 
     def goto(self, url: str, wait_until: str = "load") -> int:
         """Navigates and waits until `wait_until` (load, domcontentloaded, networkidle,
         commit); the document's status."""
-        return _call(self._raw.goto, url, wait_until, _ms(self.timeout))
+        return self._resumed(self._raw.goto, url, wait_until, _ms(self.timeout))
 
     def navigation_mark(self) -> int:
         """Main-frame navigations so far: take it before the action that navigates."""
@@ -129,17 +238,17 @@ class Page:
 
     def wait_for_navigation(self, mark: int, wait_until: str = "load"):
         """Waits for a navigation after `mark` to reach `wait_until`."""
-        _call(self._raw.wait_for_navigation, mark, wait_until, _ms(self.timeout))
+        self._resumed(self._raw.wait_for_navigation, mark, wait_until, _ms(self.timeout))
 
     def wait_for_selector(self, selector: str, state: str = "visible"):
         """Waits until the element `selector` finds is `state` (attached, detached,
         visible, hidden)."""
-        _call(self._raw.wait_for_selector, selector, state, _ms(self.timeout))
+        self._resumed(self._raw.wait_for_selector, selector, state, _ms(self.timeout))
 
     def evaluate(self, function: str, arg=None):
         """Evaluates `function` (JavaScript source of a function, or an expression)
         with `arg` (JSON); its result, promises awaited."""
-        return _json.loads(_call(self._raw.evaluate, function, _json.dumps(arg)))
+        return _json.loads(self._resumed(self._raw.evaluate, function, _json.dumps(arg), text=True))
 
     def locator(self, selector: str) -> "Locator":
         """The elements `selector` finds (CSS, `xpath=`, `text=`); acts on the first."""
@@ -197,7 +306,19 @@ class Locator:
 
     def _act(self, action):
         p = self._page
-        return _json.loads(_call(p._raw.act, self._selector, self._nth, action, _ms(p.timeout)))
+        return _json.loads(p._resumed(p._raw.act, self._selector, self._nth, action,
+                                      _ms(p.timeout), text=True))
+
+    def frame_locator(self, selector: str) -> "FrameLocator":
+        """The elements inside the iframe(s) this locator finds."""
+        chain = self._selector if self._nth is None else f"{self._selector} >> nth={self._nth}"
+        return FrameLocator(self._page, f"{chain} >> {selector}")
+
+    def dispatch_event(self, kind: str, init: dict = None):
+        """Dispatches DOM event `kind` with `init` on it."""
+        p = self._page
+        p._resumed(p._raw.dispatch_event, self._selector, self._nth, str(kind),
+                   _json.dumps(init or {}), _ms(p.timeout))
 
     def click(self):
         """Clicks it (a real mouse click at its centre)."""
@@ -238,3 +359,61 @@ class Locator:
     def count(self) -> int:
         """How many elements the selector finds now (never waits)."""
         return self._act(_b.Action_Count())
+
+
+class FrameLocator:
+    """The elements inside the iframe(s) a selector finds (`Page.frame_locator`)."""
+
+    def __init__(self, page: Page, selector: str):
+        self._page = page
+        self._selector = selector
+
+    def locator(self, selector: str) -> Locator:
+        """The elements `selector` finds inside the iframe."""
+        return Locator(self._page,
+                       f"{self._selector} >> internal:control=enter-frame >> {selector}", None)
+
+
+class JSHandle:
+    """A value kept in the page (`evaluate_handle`, `query`); an element's handle acts
+    on that element."""
+
+    def __init__(self, page: Page, handle: int):
+        self._page = page
+        self._id = handle
+
+    def json_value(self):
+        """Its value."""
+        p = self._page
+        return _json.loads(p._resumed(p._raw.handle_json, self._id, text=True))
+
+    def evaluate(self, function: str, arg=None):
+        """`function(value, arg)` on it in the page; the result."""
+        p = self._page
+        return _json.loads(p._resumed(p._raw.handle_evaluate, self._id, function,
+                                      _json.dumps(arg), text=True))
+
+    def _act(self, action):
+        p = self._page
+        return _json.loads(p._resumed(p._raw.handle_act, self._id, action, _ms(p.timeout),
+                                      text=True))
+
+    def click(self):
+        """Clicks the element."""
+        self._act(_b.Action_Click())
+
+    def fill(self, value: str):
+        """Sets the element's value."""
+        self._act(_b.Action_Fill(str(value)))
+
+    def text_content(self):
+        """The element's textContent."""
+        return self._act(_b.Action_TextContent())
+
+    def get_attribute(self, name: str):
+        """An attribute of the element (None when absent)."""
+        return self._act(_b.Action_GetAttribute(str(name)))
+
+    def dispose(self):
+        """Releases it."""
+        self._page._raw.handle_dispose(self._id)

@@ -1,7 +1,7 @@
 //! # loadtest — write load-test scenarios in Rust
 //!
 //! A scenario plugin is a WASI 0.2 component that the `loadtest` host runs once per
-//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.9`,
+//! virtual user (VU). This crate wraps the WIT contract (`loadtest:scenario@0.3.10`,
 //! world `scenario`) in an ordinary Rust API: implement [`Scenario`] for a type and
 //! export it with [`export!`].
 //!
@@ -60,7 +60,7 @@ pub mod bindings {
         // conversion of each failed request. The key carries the contract's version,
         // so a new version fails the build here until the key follows it.
         with: {
-            "loadtest:scenario/http@0.3.9/http-error": crate::http::HttpError,
+            "loadtest:scenario/http@0.3.10/http-error": crate::http::HttpError,
         },
     });
 }

@@ -151,8 +151,29 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     let user = format!("vu-{}", vu::id());
     let context = browser::Context::open(&browser::ContextOptions::default())?;
     let page = context.new_page()?;
+    // Contract 0.3.10: the page's requests go through a route handler (each call that
+    // waits on the page is resumed through it) and its events are kept.
+    let routed = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let seen = routed.clone();
+    page.route(move |r| {
+        seen.set(seen.get() + 1);
+        if r.url.ends_with("/favicon.ico") {
+            browser::RouteAnswer::Abort("failed".into())
+        } else {
+            browser::RouteAnswer::Continue
+        }
+    });
+    page.listen(&["request"])?;
     let status = page.goto(&format!("{base}/survey/login"))?;
     check("browser: the form loads", status == 200);
+    let events = page.take_events();
+    let document_seen = events.iter().any(|e| {
+        e["event"] == "request"
+            && e["resourceType"] == "Document"
+            && e["url"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/survey/login"))
+    });
     page.locator("input[name=\"user\"]").type_text(&user)?;
     page.locator("input[name=\"password\"]").type_text("demo")?;
     let mark = page.navigation_mark();
@@ -166,6 +187,49 @@ fn browser_sign_in(base: &str) -> Result<(), String> {
     check(
         "browser: on the survey page",
         page.url()?.ends_with("/survey"),
+    );
+    let value: loadtest::serde_json::Value = page
+        .evaluate_handle("() => ({ n: 2 })", &())?
+        .json_value()?;
+    let shown = match page.query("#user")? {
+        Some(el) => el.text_content()?,
+        None => None,
+    };
+    check(
+        "browser: routes, events and handles",
+        routed.get() >= 2
+            && document_seen
+            && value["n"] == 2
+            && shown.as_deref() == Some(user.as_str()),
+    );
+    page.emulate_media(None, Some("dark"), None)?;
+    let dark: bool = page.evaluate(
+        "() => matchMedia('(prefers-color-scheme: dark)').matches",
+        &(),
+    )?;
+    page.mouse_wheel(10.0, 10.0, 0.0, 40.0)?;
+    page.keyboard_down("Shift")?;
+    page.keyboard_up("Shift")?;
+    page.evaluate::<loadtest::serde_json::Value>(
+        "() => { window.__poked = 0; document.getElementById('user').addEventListener('poke', () => { window.__poked += 1; }); }",
+        &(),
+    )?;
+    page.locator("#user")
+        .dispatch_event("poke", &loadtest::serde_json::json!({}))?;
+    let poked: u32 = page.evaluate("() => window.__poked", &())?;
+    page.evaluate::<loadtest::serde_json::Value>(
+        "() => { document.body.insertAdjacentHTML('beforeend', '<iframe srcdoc=\"<button id=b>in</button>\"></iframe>'); }",
+        &(),
+    )?;
+    let framed = page.frame_locator("iframe").locator("#b").text_content()?;
+    page.set_offline(true)?;
+    let offline: String = page.evaluate(
+        "() => fetch(location.href).then(() => 'online', () => 'offline')",
+        &(),
+    )?;
+    check(
+        "browser: emulation and input",
+        dark && poked == 1 && offline == "offline" && framed.as_deref() == Some("in"),
     );
     context.close()?;
     Ok(())

@@ -1,16 +1,23 @@
-//! `browser` (contract 0.3.8): converts between the WIT resources and the host's
-//! browser ([`crate::browser`]), on the capability's own view of the store
-//! ([`BrowserView`]). Contexts and pages live in the VU's resource table; a context
-//! still open when its iteration ends is closed by the host.
+//! `browser` (contract 0.3.8; events, routes, handles and emulation 0.3.10): converts
+//! between the WIT resources and the host's browser ([`crate::browser`]), on the
+//! capability's own view of the store ([`BrowserView`]). Contexts and pages live in
+//! the VU's resource table; a context still open when its iteration ends is closed by
+//! the host. Calls that wait on the page go through the page's router
+//! ([`crate::browser::routes`]): while the page routes its requests to the plugin,
+//! such a call returns early when one waits for the plugin, and `resume` goes on.
 
-use crate::browser::actions::{self, Action};
+use crate::browser::actions::{self, Action, Target};
 use crate::browser::input::{self, MouseKind};
-use crate::browser::page::WaitUntil;
+use crate::browser::page::{Page, WaitUntil};
 use crate::browser::pool::ContextOptions;
 use crate::browser::BrowserError;
+use crate::browser::{emulation, jshandle as handles};
 use crate::plugin::bindings::loadtest::scenario::browser as wit;
 use crate::plugin::browser::{BrowserContext, BrowserPage, BrowserView, MAX_CONTEXTS};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::Resource;
@@ -42,6 +49,26 @@ fn stale(what: &str) -> wit::BrowserError {
 }
 
 impl BrowserView<'_> {
+    /// Runs `op` on `page`; through its router while it routes (see the module).
+    async fn run_routed<T, F>(&mut self, page: &Arc<Page>, op: F) -> Result<T, wit::BrowserError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: Future<Output = Result<T, BrowserError>> + Send + 'static,
+    {
+        if !page.state.router.is_on() {
+            let work = std::pin::pin!(op);
+            return self.budget.wait(work).await.map_err(to_wit);
+        }
+        let op: crate::browser::routes::Op = Box::pin(async move {
+            let v = op.await?;
+            serde_json::to_value(v).map_err(|e| BrowserError::Script(e.to_string()))
+        });
+        let router = page.state.router.clone();
+        let work = std::pin::pin!(router.run(op));
+        let v = self.budget.wait(work).await.map_err(to_wit)?;
+        serde_json::from_value(v).map_err(|e| wit::BrowserError::Script(e.to_string()))
+    }
+
     fn page(
         &self,
         p: &Resource<BrowserPage>,
@@ -246,8 +273,12 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<u16, wit::BrowserError> {
         let page = self.page(&p)?;
         let until = WaitUntil::parse(&wait_until).map_err(to_wit)?;
-        let work = std::pin::pin!(page.goto(&url, until, ms(timeout_ms)));
-        self.budget.wait(work).await.map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(
+            &page,
+            async move { pg.goto(&url, until, ms(timeout_ms)).await },
+        )
+        .await
     }
 
     async fn navigation_mark(&mut self, p: Resource<BrowserPage>) -> u64 {
@@ -263,8 +294,11 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
         let until = WaitUntil::parse(&wait_until).map_err(to_wit)?;
-        let work = std::pin::pin!(page.wait_for_navigation(mark, until, ms(timeout_ms)));
-        self.budget.wait(work).await.map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            pg.wait_for_navigation(mark, until, ms(timeout_ms)).await
+        })
+        .await
     }
 
     async fn wait_for_load_state(
@@ -275,8 +309,11 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
         let until = WaitUntil::parse(&state).map_err(to_wit)?;
-        let work = std::pin::pin!(page.wait_for_load_state(until, ms(timeout_ms)));
-        self.budget.wait(work).await.map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            pg.wait_for_load_state(until, ms(timeout_ms)).await
+        })
+        .await
     }
 
     async fn wait_for_selector(
@@ -287,13 +324,11 @@ impl wit::HostPage for BrowserView<'_> {
         timeout_ms: u32,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::wait_for_selector(
-            &page,
-            &selector,
-            &state,
-            ms(timeout_ms)
-        ));
-        self.budget.wait(work).await.map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            actions::wait_for_selector(&pg, &selector, &state, ms(timeout_ms)).await
+        })
+        .await
     }
 
     async fn wait_for_function(
@@ -305,14 +340,12 @@ impl wit::HostPage for BrowserView<'_> {
         timeout_ms: u32,
     ) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::wait_for_function(
-            &page,
-            &function,
-            &arg_json,
-            polling_ms,
-            ms(timeout_ms)
-        ));
-        self.budget.wait(work).await.map(json_text).map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            actions::wait_for_function(&pg, &function, &arg_json, polling_ms, ms(timeout_ms)).await
+        })
+        .await
+        .map(json_text)
     }
 
     async fn evaluate(
@@ -322,8 +355,12 @@ impl wit::HostPage for BrowserView<'_> {
         arg_json: String,
     ) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::evaluate(&page, &function, &arg_json));
-        self.budget.wait(work).await.map(json_text).map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            actions::evaluate(&pg, &function, &arg_json).await
+        })
+        .await
+        .map(json_text)
     }
 
     async fn act(
@@ -336,8 +373,13 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
         let what = action(what);
-        let work = std::pin::pin!(actions::act(&page, &selector, nth, &what, ms(timeout_ms)));
-        self.budget.wait(work).await.map(json_text).map_err(to_wit)
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            let target = Target::Selector(&selector, nth);
+            actions::act(&pg, target, &what, ms(timeout_ms)).await
+        })
+        .await
+        .map(json_text)
     }
 
     async fn title(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
@@ -455,6 +497,280 @@ impl wit::HostPage for BrowserView<'_> {
     async fn close(&mut self, p: Resource<BrowserPage>) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
         let work = std::pin::pin!(page.close());
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn listen(
+        &mut self,
+        p: Resource<BrowserPage>,
+        kinds: Vec<String>,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        page.state
+            .events
+            .listen(&kinds)
+            .map_err(wit::BrowserError::Invalid)
+    }
+
+    async fn take_events(&mut self, p: Resource<BrowserPage>) -> String {
+        self.page(&p)
+            .map(|page| page.state.events.take())
+            .unwrap_or_else(|_| r#"{"events":[],"dropped":0}"#.into())
+    }
+
+    async fn tag_metrics(
+        &mut self,
+        p: Resource<BrowserPage>,
+        rules_json: String,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let rules: Value = serde_json::from_str(&rules_json)
+            .map_err(|e| wit::BrowserError::Invalid(format!("the rules are not JSON: {e}")))?;
+        page.state
+            .names
+            .set(&rules)
+            .map_err(wit::BrowserError::Invalid)
+    }
+
+    async fn set_routing(&mut self, p: Resource<BrowserPage>, on: bool) {
+        if let Ok(page) = self.page(&p) {
+            page.state.router.set_on(on);
+            if !on {
+                page.state.router.release(&page.conn);
+            }
+        }
+    }
+
+    async fn routed(&mut self, p: Resource<BrowserPage>) -> String {
+        self.page(&p)
+            .map(|page| page.state.router.take())
+            .unwrap_or_else(|_| "[]".into())
+    }
+
+    async fn route_answer(
+        &mut self,
+        p: Resource<BrowserPage>,
+        id: String,
+        how: String,
+        options_json: String,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let options: Value = if options_json.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&options_json).map_err(|e| {
+                wit::BrowserError::Invalid(format!("the route's options are not JSON: {e}"))
+            })?
+        };
+        let denied = |url: &str| page.gate.deny_counted(url, page.tags());
+        page.state
+            .router
+            .answer(&page.conn, &denied, &id, &how, &options)
+            .map_err(to_wit)
+    }
+
+    async fn resume(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let router = page.state.router.clone();
+        let work = std::pin::pin!(router.resume());
+        self.budget.wait(work).await.map(json_text).map_err(to_wit)
+    }
+
+    async fn evaluate_handle(
+        &mut self,
+        p: Resource<BrowserPage>,
+        function: String,
+        arg_json: String,
+    ) -> Result<u32, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            handles::evaluate_handle(&pg, &function, &arg_json).await
+        })
+        .await
+    }
+
+    async fn query(
+        &mut self,
+        p: Resource<BrowserPage>,
+        selector: String,
+        all: bool,
+    ) -> Result<Vec<u32>, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let pg = page.clone();
+        self.run_routed(
+            &page,
+            async move { handles::query(&pg, &selector, all).await },
+        )
+        .await
+    }
+
+    async fn handle_json(
+        &mut self,
+        p: Resource<BrowserPage>,
+        handle: u32,
+    ) -> Result<String, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let pg = page.clone();
+        self.run_routed(&page, async move { handles::json_value(&pg, handle).await })
+            .await
+            .map(json_text)
+    }
+
+    async fn handle_evaluate(
+        &mut self,
+        p: Resource<BrowserPage>,
+        handle: u32,
+        function: String,
+        arg_json: String,
+    ) -> Result<String, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            handles::evaluate_on(&pg, handle, &function, &arg_json, true).await
+        })
+        .await
+        .map(json_text)
+    }
+
+    async fn handle_evaluate_handle(
+        &mut self,
+        p: Resource<BrowserPage>,
+        handle: u32,
+        function: String,
+        arg_json: String,
+    ) -> Result<u32, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let pg = page.clone();
+        let v: Value = self
+            .run_routed(&page, async move {
+                handles::evaluate_on(&pg, handle, &function, &arg_json, false).await
+            })
+            .await?;
+        v.as_u64()
+            .map(|n| n as u32)
+            .ok_or_else(|| wit::BrowserError::Script("no handle was kept".into()))
+    }
+
+    async fn handle_act(
+        &mut self,
+        p: Resource<BrowserPage>,
+        handle: u32,
+        what: wit::Action,
+        timeout_ms: u32,
+    ) -> Result<String, wit::BrowserError> {
+        let page = self.page(&p)?;
+        let what = action(what);
+        let pg = page.clone();
+        self.run_routed(&page, async move {
+            handles::act_on(&pg, handle, &what, ms(timeout_ms)).await
+        })
+        .await
+        .map(json_text)
+    }
+
+    async fn handle_dispose(&mut self, p: Resource<BrowserPage>, handle: u32) {
+        if let Ok(page) = self.page(&p) {
+            handles::dispose(&page, handle);
+        }
+    }
+
+    async fn dispatch_event(
+        &mut self,
+        p: Resource<BrowserPage>,
+        selector: String,
+        nth: Option<i32>,
+        kind: String,
+        init_json: String,
+        timeout_ms: u32,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let init: Value = if init_json.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&init_json).map_err(|e| {
+                wit::BrowserError::Invalid(format!("the event's init is not JSON: {e}"))
+            })?
+        };
+        let what = Action::Dispatch(kind, init);
+        let pg = page.clone();
+        let _: Value = self
+            .run_routed(&page, async move {
+                let target = Target::Selector(&selector, nth);
+                actions::act(&pg, target, &what, ms(timeout_ms)).await
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn wheel(
+        &mut self,
+        p: Resource<BrowserPage>,
+        x: f64,
+        y: f64,
+        delta_x: f64,
+        delta_y: f64,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(input::wheel(&page, (x, y), (delta_x, delta_y)));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn set_extra_http_headers(
+        &mut self,
+        p: Resource<BrowserPage>,
+        headers: Vec<(String, String)>,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(emulation::set_extra_http_headers(&page, &headers));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn emulate_media(
+        &mut self,
+        p: Resource<BrowserPage>,
+        media: Option<String>,
+        color_scheme: Option<String>,
+        reduced_motion: Option<String>,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(emulation::emulate_media(
+            &page,
+            media.as_deref(),
+            color_scheme.as_deref(),
+            reduced_motion.as_deref()
+        ));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn add_init_script(
+        &mut self,
+        p: Resource<BrowserPage>,
+        source: String,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(emulation::add_init_script(&page, &source));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn set_offline(
+        &mut self,
+        p: Resource<BrowserPage>,
+        offline: bool,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(emulation::set_offline(&page, offline));
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
+    async fn keyboard_key(
+        &mut self,
+        p: Resource<BrowserPage>,
+        key: String,
+        down: bool,
+    ) -> Result<(), wit::BrowserError> {
+        let page = self.page(&p)?;
+        let work = std::pin::pin!(actions::key_half(&page, &key, 0, down));
         self.budget.wait(work).await.map_err(to_wit)
     }
 

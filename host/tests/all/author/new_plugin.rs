@@ -96,7 +96,7 @@ async fn a_new_plugin_builds_and_runs_against_the_demo_target() {
         "name:        team-probe",
         "version:     0.1.0",
         &format!("sha256:      {sha256}"),
-        "built against: 0.3.9",
+        "built against: 0.3.10",
         "uses:        ",
         "http",
         "executor = \"constant-vus\"",

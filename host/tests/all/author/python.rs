@@ -157,6 +157,9 @@ const PY_SURVEY: &str = r##"    def survey(self):
         user = f"py-{loadtest.info().vu_id}"
         context = browser.Context.open(viewport=(800, 600))
         page = context.new_page()
+        routed = []
+        page.route(lambda r: routed.append(r["url"]) or ("continue",))
+        page.listen(["console"])
         status = page.goto(base + "/survey/login")
         page.locator('input[name="user"]').type(user)
         page.locator('input[name="password"]').type("demo")
@@ -166,6 +169,23 @@ const PY_SURVEY: &str = r##"    def survey(self):
         loadtest.check("browser: signed in as this VU",
                        status == 200 and page.locator("#user").text_content() == user)
         loadtest.check("browser: evaluate", page.evaluate("() => innerWidth") == 800)
+        page.evaluate("() => console.log('from the page')")
+        logs = [e["text"] for e in page.take_events() if e["event"] == "console"]
+        box = page.evaluate_handle("() => ({n: 3})").json_value()
+        user_el = page.query("#user")
+        loadtest.check("browser: routes, events and handles",
+                       len(routed) >= 2 and logs == ["from the page"] and box == {"n": 3}
+                       and user_el is not None and user_el.text_content() == user)
+        page.evaluate("() => { document.body.insertAdjacentHTML('beforeend', "
+                      "'<iframe srcdoc=\"<button id=b>in</button>\"></iframe>'); }")
+        framed = page.frame_locator("iframe").locator("#b").text_content()
+        page.emulate_media(color_scheme="dark")
+        page.set_offline(True)
+        offline = page.evaluate("() => fetch(location.href).then(() => 'online', () => 'offline')")
+        page.set_offline(False)
+        loadtest.check("browser: emulation",
+                       page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+                       is True and offline == "offline" and framed == "in")
         try:
             page.goto("http://192.0.2.1/")
             loadtest.check("browser: a denied goto raises", False)
@@ -243,7 +263,7 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
     assert!(inspected.status.success(), "{shown}");
     for expected in [
         "name:        team-py",
-        "built against: 0.3.9",
+        "built against: 0.3.10",
         // CPython imports sockets and files; the host links them with no access.
         "(wasi:sockets and wasi:filesystem are linked, as the plugin's runtime imports them, but have no access",
     ] {
@@ -434,6 +454,8 @@ async fn a_python_plugin_builds_and_runs_against_the_demo_target() {
             "browser: signed in as this VU",
             "browser: evaluate",
             "browser: a denied goto raises",
+            "browser: routes, events and handles",
+            "browser: emulation",
         ] {
             assert_eq!(
                 common::check_counts(&summary, name),

@@ -23,7 +23,7 @@ fn inspect_prints_name_scenarios_and_contract() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("name:        notes"), "{text}");
     assert!(text.contains("browse"), "{text}");
-    assert!(text.contains("loadtest:scenario@0.3.9"), "{text}");
+    assert!(text.contains("loadtest:scenario@0.3.10"), "{text}");
     assert!(text.contains("executor = \"constant-vus\""), "{text}");
 }
 

@@ -2,7 +2,7 @@
 //! on 127.0.0.1: a request prepared once and sent by handle counts, tags, times and
 //! puts on the wire exactly what the same request built and sent every time does; the
 //! jar of each send, redirects, the jar opt-out and the allowlist apply to it as to any
-//! request; and plugins built against 0.3.0 and 0.3.3 still run on this 0.3.9 host.
+//! request; and plugins built against 0.3.0 and 0.3.3 still run on this 0.3.10 host.
 
 use crate::support as common;
 

@@ -17,7 +17,7 @@ async fn plugin_of_another_wit_version_is_refused_naming_both_versions() {
     let err = inspect_error(&common::plugin("other_wit")).await;
     // Built against the previous contract (0.2.0), as with an older SDK.
     assert!(err.contains("loadtest:scenario@0.2.0"), "{err}");
-    assert!(err.contains("loadtest:scenario@0.3.9"), "{err}");
+    assert!(err.contains("loadtest:scenario@0.3.10"), "{err}");
     assert!(err.contains("rebuild the plugin"), "{err}");
 }
 
@@ -89,7 +89,7 @@ async fn config_typo_suggests_the_option() {
 async fn component_of_another_world_says_what_it_exports() {
     let err = inspect_error(&common::plugin("not_a_plugin")).await;
     assert!(
-        err.contains("does not export loadtest:scenario/plugin@0.3.9"),
+        err.contains("does not export loadtest:scenario/plugin@0.3.10"),
         "{err}"
     );
     assert!(err.contains("wasi:cli/run"), "{err}");

@@ -100,6 +100,26 @@ class BrowserLocator {
   isEnabled(opts) { return this._do(act('is-enabled'), opts); }
   isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
   isChecked(opts) { return this._do(act('is-checked'), opts); }
+  // A locator of each element found now.
+  all() { return this.count().then((n) => Array.from({ length: n }, (_, i) => this.nth(i))); }
+  // Waits for the element as a read does, then measures it (through a handle).
+  boundingBox(opts) {
+    const p = this._page;
+    return this._do(act('text-content'), opts).then(() => browserNow(() => {
+      const ids = Array.from(p._h.query(this._chain(), false));
+      if (!ids.length) return null;
+      try { return browserJson(p._h.handleEvaluate(ids[0], '(e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; }', 'null')); } finally { p._h.handleDispose(ids[0]); }
+    }));
+  }
+  // Waits for the element as a read does, then asks it (through a handle).
+  isEditable(opts) {
+    const p = this._page;
+    return this._do(act('is-enabled'), opts).then((enabled) => browserNow(() => {
+      const ids = Array.from(p._h.query(this._chain(), false));
+      if (!ids.length) throw new Error(`${JSON.stringify(this._selector)} matches no element`);
+      try { return enabled && browserJson(p._h.handleEvaluate(ids[0], '(e) => !e.readOnly && (e.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName))', 'null')); } finally { p._h.handleDispose(ids[0]); }
+    }));
+  }
   count() { return this._do(act('count'), {}); }
   // The selector of this locator as the start of a chain (` >> ` joins its parts,
   // `nth=` picks one element: host/src/browser/locate.js).
@@ -130,6 +150,11 @@ class BrowserLocator {
     if (o.hasNot !== undefined) out = out._then(`internal:has-not=${inner(o.hasNot)}`);
     return out;
   }
+  frameLocator(selector) { return new BrowserFrameLocator(this._page, `${this._chain()} >> ${String(selector)}`); }
+  dispatchEvent(type, eventInit, opts) {
+    const p = this._page;
+    return browserNow(() => { p._h.dispatchEvent(this._selector, this._nth, String(type), JSON.stringify(eventInit || {}), browserMs(opts && opts.timeout, p._timeout)); });
+  }
   waitFor(opts) {
     const o = opts || {};
     const p = this._page;
@@ -147,6 +172,8 @@ class BrowserKeyboard {
   press(key) { return browserNow(() => { this._page._h.keyboardPress(String(key)); }); }
   type(text) { return browserNow(() => { this._page._h.keyboardType(String(text)); }); }
   insertText(text) { return this.type(text); }
+  down(key) { return browserNow(() => { this._page._h.keyboardKey(String(key), true); }); }
+  up(key) { return browserNow(() => { this._page._h.keyboardKey(String(key), false); }); }
 }
 
 // k6's page.mouse: at viewport coordinates (CSS pixels); down and up where it last
@@ -164,6 +191,8 @@ class BrowserMouse {
   dblclick(x, y, o) { return this._at('click', x, y, o, 2); }
   down(o) { return this._at('down', this._x, this._y, o); }
   up(o) { return this._at('up', this._x, this._y, o); }
+  // Turned where the mouse last moved to.
+  wheel(deltaX, deltaY) { return browserNow(() => { this._page._h.wheel(this._x, this._y, Number(deltaX) || 0, Number(deltaY) || 0); }); }
 }
 
 class BrowserTouchscreen {
@@ -173,7 +202,9 @@ class BrowserTouchscreen {
 
 class BrowserPage {
   constructor(context, handle) {
-    this._context = context; this._h = handle; this._url = 'about:blank';
+    // Calls go through browserPageHandle (browser-events.js): routes and events.
+    this._context = context; this._raw = handle; this._h = browserPageHandle(this, handle); this._url = 'about:blank';
+    this._handlers = {}; this._metricHandlers = []; this._routes = []; this._listening = false;
     this._timeout = BROWSER_TIMEOUT; this._navTimeout = BROWSER_TIMEOUT;
     this.keyboard = new BrowserKeyboard(this);
     this.mouse = new BrowserMouse(this);
@@ -225,7 +256,12 @@ class BrowserPage {
     const polling = typeof o.polling === 'number' ? o.polling : 30;
     return browserNow(() => browserJson(this._h.waitForFunction(String(fn), JSON.stringify(arg === undefined ? null : arg), polling, browserMs(o.timeout, this._timeout))));
   }
-  waitForTimeout(ms) { return browserNow(() => { hostVu.sleep(Math.max(0, Math.round(Number(ms) || 0))); }); }
+  waitForTimeout(ms) {
+    const wait = Math.max(0, Math.round(Number(ms) || 0));
+    // With routes, the page's requests are answered while it waits.
+    if (this._routes.length) return browserNow(() => { this._h.evaluate(`() => new Promise((r) => setTimeout(r, ${wait}))`, 'null'); });
+    return browserNow(() => { hostVu.sleep(wait); });
+  }
   locator(selector) { return new BrowserLocator(this, selector); }
   getByRole(role, opts) { return new BrowserLocator(this, byName('role', role, opts)); }
   getByText(text, opts) { return new BrowserLocator(this, byName('text', text, opts)); }
@@ -269,7 +305,22 @@ class BrowserPage {
   isHidden(sel, opts) { return this.locator(sel).isHidden(opts); }
   isEnabled(sel, opts) { return this.locator(sel).isEnabled(opts); }
   isChecked(sel, opts) { return this.locator(sel).isChecked(opts); }
-  close() { return browserNow(() => { this._h.close(); }); }
+  close() { return browserNow(() => { this._closed = true; this._h.close(); }); }
+  isClosed() { return !!this._closed; }
+  isDisabled(sel, opts) { return this.locator(sel).isDisabled(opts); }
+  isEditable(sel, opts) { return this.locator(sel).isEditable(opts); }
+  setChecked(sel, v, opts) { return this.locator(sel).setChecked(v, opts); }
+  tap(sel, opts) { return this.locator(sel).tap(opts); }
+  // The document replaced by `html` (written into it), then its load waited for.
+  setContent(html, opts) {
+    const o = opts || {};
+    return browserNow(() => {
+      this._h.evaluate('(h) => { document.open(); document.write(h); document.close(); }', JSON.stringify(String(html)));
+      this._h.waitForLoadState(String(o.waitUntil || 'load'), browserMs(o.timeout, this._navTimeout));
+      return null;
+    });
+  }
+  viewportSize() { return browserJson(this._h.evaluate('() => ({ width: innerWidth, height: innerHeight })', 'null')); }
 }
 
 function browserContextOptions(o) {
@@ -291,12 +342,33 @@ function browserContextOptions(o) {
 }
 
 class BrowserContext {
-  constructor(handle) { this._h = handle; this._pages = []; this._closed = false; }
-  newPage() {
+  constructor(handle) { this._h = handle; this._pages = []; this._closed = false; this._init = []; this._offline = false; this._timeout = undefined; this._navTimeout = undefined; }
+  browser() { return k6browser; }
+  // For the context's pages, those open and those opened later.
+  setDefaultTimeout(ms) { this._timeout = ms; for (const p of this._pages) p.setDefaultTimeout(ms); }
+  setDefaultNavigationTimeout(ms) { this._navTimeout = ms; for (const p of this._pages) p.setDefaultNavigationTimeout(ms); }
+  // A new page with what the context gives every page (init scripts, offline).
+  _open() {
+    const page = new BrowserPage(this, this._h.newPage());
+    for (const src of this._init) page._h.addInitScript(src);
+    if (this._offline) page._h.setOffline(true);
+    if (this._timeout !== undefined) page.setDefaultTimeout(this._timeout);
+    if (this._navTimeout !== undefined) page.setDefaultNavigationTimeout(this._navTimeout);
+    this._pages.push(page);
+    return page;
+  }
+  newPage() { return browserNow(() => this._open()); }
+  addInitScript(script, arg) {
     return browserNow(() => {
-      const page = new BrowserPage(this, this._h.newPage());
-      this._pages.push(page);
-      return page;
+      const src = browserInitSource(script, arg);
+      this._init.push(src);
+      for (const p of this._pages) p._h.addInitScript(src);
+    });
+  }
+  setOffline(offline) {
+    return browserNow(() => {
+      this._offline = !!offline;
+      for (const p of this._pages) p._h.setOffline(this._offline);
     });
   }
   pages() { return this._pages.slice(); }
@@ -343,6 +415,7 @@ function browserNewContext(opts) {
   if (o.permissions && o.permissions.length) h.grantPermissions(o.permissions.map(String), undefined);
   if (o.geolocation) browserGeolocation(h, o.geolocation);
   const ctx = new BrowserContext(h);
+  ctx._offline = !!o.offline;
   browserState.context = ctx;
   return ctx;
 }
@@ -352,9 +425,7 @@ const k6browser = {
   newPage(opts) {
     return browserNow(() => {
       const ctx = browserNewContext(opts);
-      const page = new BrowserPage(ctx, ctx._h.newPage());
-      ctx._pages.push(page);
-      return page;
+      return ctx._open();
     });
   },
   context() { return browserCurrent(); },

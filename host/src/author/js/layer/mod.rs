@@ -75,6 +75,10 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("secrets.js", include_str!("secrets.js")),
     // k6/browser over the contract's `browser` (the host drives Chromium).
     ("browser.js", include_str!("browser.js")),
+    // k6/browser: page events (page.on) and routes (page.route).
+    ("browser-events.js", include_str!("browser-events.js")),
+    // k6/browser: JS and element handles, frames, emulation; completes BrowserPage.
+    ("browser-handles.js", include_str!("browser-handles.js")),
     // The table of the modules a script may import, by name.
     ("modules.js", include_str!("modules.js")),
     // Loading the script's bundle, mapping its stack traces, guarding each call.
