@@ -21,6 +21,7 @@ pub(crate) mod protos;
 pub(crate) mod protosets;
 pub(crate) mod remote;
 pub(crate) mod scan;
+pub(crate) mod specifiers;
 pub(crate) mod srcmap;
 pub(crate) mod streams_api;
 pub(crate) mod stub;

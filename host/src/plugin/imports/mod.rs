@@ -1,6 +1,8 @@
 //! The host's implementations of the plugin's imports, one file per WIT interface.
 
 pub(crate) mod browser;
+pub(crate) mod browser_context;
+pub(crate) mod browser_view;
 pub(crate) mod cookies;
 pub(crate) mod grpc;
 pub(crate) mod html;
