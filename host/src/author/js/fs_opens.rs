@@ -3,8 +3,8 @@
 //! from the module's folder, and is checked against the script's folder by the caller
 //! as `open()`'s is.
 
-use super::scan::{call_sites, line_of};
-use anyhow::{anyhow, bail, Result};
+use super::scan::{call_sites, line_of, literal_argument};
+use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
 /// The literal paths of the module's `X.open(...)` calls, with the files they name.
@@ -21,18 +21,12 @@ pub(crate) fn fs_opens(
         return Ok(out);
     }
     for (at, paren) in call_sites(code, ".open") {
-        let arg = src[paren + 1..].trim_start();
-        let arg_at = src.len() - arg.len();
-        let Some(q) = arg.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+        let Some(literal) = literal_argument(src, paren, shown)? else {
             bail!(
                 "{shown}:{}: fs.open() needs a literal path (fs.open('./data.csv')) so that host build can bundle the file",
                 line_of(src, at)
             );
         };
-        let len = arg[1..]
-            .find(q)
-            .ok_or_else(|| anyhow!("{shown}:{}: unclosed string", line_of(src, arg_at)))?;
-        let literal = arg[1..1 + len].to_string();
         out.push((literal.clone(), dir.join(&literal)));
     }
     Ok(out)

@@ -220,6 +220,25 @@ pub(crate) fn call_sites<'a>(
     })
 }
 
+/// The string literal that a call's first argument is, the call's `(` at `paren` of
+/// `src`: `Ok(None)` when the argument is not a literal (the caller says what it
+/// needs), an error naming `shown` and the line when the literal is never closed.
+pub(crate) fn literal_argument(
+    src: &str,
+    paren: usize,
+    shown: &str,
+) -> anyhow::Result<Option<String>> {
+    let arg = src[paren + 1..].trim_start();
+    let arg_at = src.len() - arg.len();
+    let Some(q) = arg.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+        return Ok(None);
+    };
+    let len = arg[1..]
+        .find(q)
+        .ok_or_else(|| anyhow::anyhow!("{shown}:{}: unclosed string", line_of(src, arg_at)))?;
+    Ok(Some(arg[1..1 + len].to_string()))
+}
+
 /// The 1-based line of byte offset `at`.
 pub(crate) fn line_of(src: &str, at: usize) -> usize {
     src.as_bytes()[..at.min(src.len())]

@@ -4,8 +4,8 @@
 //! (queued for the bundle). The bundler (bundle.rs) rewrites the statements around them.
 
 use super::known::{is_k6_summary, known_module, K6_SUMMARY, REFUSED};
-use super::scan::line_of;
-use anyhow::{anyhow, bail, Context, Result};
+use super::scan::{line_of, literal_argument};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// A module's id in the bundle: its path from the entry's folder.
@@ -112,9 +112,7 @@ pub(crate) fn opens(
             continue;
         }
         let paren = code.len() - after.len();
-        let arg = src[paren + 1..].trim_start();
-        let arg_at = src.len() - arg.len();
-        let Some(q) = arg.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+        let Some(literal) = literal_argument(src, paren, shown)? else {
             if code[at..].starts_with("open(") || after.starts_with('(') {
                 // `function open(`, `.open(` are not k6's open; a call is.
                 if code[..at].trim_end().ends_with("function") {
@@ -126,10 +124,6 @@ pub(crate) fn opens(
                 line_of(src, at)
             );
         };
-        let len = arg[1..]
-            .find(q)
-            .ok_or_else(|| anyhow!("{shown}:{}: unclosed string", line_of(src, arg_at)))?;
-        let literal = arg[1..1 + len].to_string();
         out.push((literal.clone(), dir.join(&literal)));
     }
     Ok(out)
