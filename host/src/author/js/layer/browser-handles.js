@@ -24,31 +24,6 @@ class BrowserElementHandle extends BrowserJSHandle {
     return browserNow(() => browserJson(p._h.handleAct(this._id, action, browserMs(opts && opts.timeout, p._timeout))));
   }
   asElement() { return this; }
-  click(opts) { return this._do(act('click'), opts); }
-  dblclick(opts) { return this._do(act('dblclick'), opts); }
-  hover(opts) { return this._do(act('hover'), opts); }
-  tap(opts) { return this._do(act('click'), opts); }
-  focus(opts) { return this._do(act('focus'), opts); }
-  check(opts) { return this._do(act('check'), opts); }
-  uncheck(opts) { return this._do(act('uncheck'), opts); }
-  setChecked(v, opts) { return this._do(act(v ? 'check' : 'uncheck'), opts); }
-  fill(value, opts) { return this._do(act('fill', String(value)), opts); }
-  type(text, opts) { return this._do(act('type', String(text)), opts); }
-  press(key, opts) { return this._do(act('press', String(key)), opts); }
-  selectOption(values, opts) {
-    const list = (Array.isArray(values) ? values : [values]).map((v) => (v && typeof v === 'object' ? String(v.value !== undefined ? v.value : v.label) : String(v)));
-    return this._do(act('select-option', list), opts);
-  }
-  textContent(opts) { return this._do(act('text-content'), opts); }
-  innerText(opts) { return this._do(act('inner-text'), opts); }
-  innerHTML(opts) { return this._do(act('inner-html'), opts); }
-  inputValue(opts) { return this._do(act('input-value'), opts); }
-  getAttribute(name, opts) { return this._do(act('get-attribute', String(name)), opts); }
-  isVisible(opts) { return this._do(act('is-visible'), opts); }
-  isHidden(opts) { return this._do(act('is-hidden'), opts); }
-  isEnabled(opts) { return this._do(act('is-enabled'), opts); }
-  isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
-  isChecked(opts) { return this._do(act('is-checked'), opts); }
   // Elements under this one (CSS selectors, found now).
   $(selector) {
     const h = this._page._h;
@@ -77,6 +52,7 @@ class BrowserElementHandle extends BrowserJSHandle {
       { type: String(type), init: eventInit || {} });
   }
 }
+withElementActions(BrowserElementHandle);
 
 // Where a frame's search starts: `internal:frame-path=[i, j]` (window.frames[i].frames[j]).
 function browserFramePrefix(path) { return path.length ? `internal:frame-path=${JSON.stringify(path)} >> ` : ''; }

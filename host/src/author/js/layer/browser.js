@@ -65,6 +65,44 @@ function browserScenarioCheck() {
 // (kebab-case: `text-content`).
 function act(tag, val) { return val === undefined ? { tag } : { tag, val }; }
 
+// The element actions a locator and an element handle share, each an action of the
+// contract run by the class's own `_do` (a locator finds its element at each call, a
+// handle holds one): written once, put on both prototypes as class methods are (not
+// enumerable).
+const BROWSER_ELEMENT_ACTIONS = {
+  click(opts) { return this._do(act('click'), opts); },
+  dblclick(opts) { return this._do(act('dblclick'), opts); },
+  hover(opts) { return this._do(act('hover'), opts); },
+  tap(opts) { return this._do(act('click'), opts); },
+  focus(opts) { return this._do(act('focus'), opts); },
+  check(opts) { return this._do(act('check'), opts); },
+  uncheck(opts) { return this._do(act('uncheck'), opts); },
+  setChecked(v, opts) { return this._do(act(v ? 'check' : 'uncheck'), opts); },
+  fill(value, opts) { return this._do(act('fill', String(value)), opts); },
+  type(text, opts) { return this._do(act('type', String(text)), opts); },
+  press(key, opts) { return this._do(act('press', String(key)), opts); },
+  selectOption(values, opts) {
+    const list = (Array.isArray(values) ? values : [values]).map((v) => (v && typeof v === 'object' ? String(v.value !== undefined ? v.value : v.label) : String(v)));
+    return this._do(act('select-option', list), opts);
+  },
+  textContent(opts) { return this._do(act('text-content'), opts); },
+  innerText(opts) { return this._do(act('inner-text'), opts); },
+  innerHTML(opts) { return this._do(act('inner-html'), opts); },
+  inputValue(opts) { return this._do(act('input-value'), opts); },
+  getAttribute(name, opts) { return this._do(act('get-attribute', String(name)), opts); },
+  isVisible(opts) { return this._do(act('is-visible'), opts); },
+  isHidden(opts) { return this._do(act('is-hidden'), opts); },
+  isEnabled(opts) { return this._do(act('is-enabled'), opts); },
+  isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); },
+  isChecked(opts) { return this._do(act('is-checked'), opts); },
+};
+function withElementActions(cls) {
+  for (const name of Object.keys(BROWSER_ELEMENT_ACTIONS)) {
+    Object.defineProperty(cls.prototype, name, { value: BROWSER_ELEMENT_ACTIONS[name], writable: true, configurable: true });
+  }
+  return cls;
+}
+
 class BrowserLocator {
   constructor(page, selector, nth) {
     this._page = page; this._selector = String(selector); this._nth = nth === undefined ? undefined : nth;
@@ -73,33 +111,8 @@ class BrowserLocator {
     const p = this._page;
     return browserNow(() => browserJson(p._h.act(this._selector, this._nth, action, browserMs(opts && opts.timeout, p._timeout))));
   }
-  click(opts) { return this._do(act('click'), opts); }
-  dblclick(opts) { return this._do(act('dblclick'), opts); }
-  hover(opts) { return this._do(act('hover'), opts); }
-  tap(opts) { return this._do(act('click'), opts); }
-  focus(opts) { return this._do(act('focus'), opts); }
-  check(opts) { return this._do(act('check'), opts); }
-  uncheck(opts) { return this._do(act('uncheck'), opts); }
-  setChecked(v, opts) { return this._do(act(v ? 'check' : 'uncheck'), opts); }
-  fill(value, opts) { return this._do(act('fill', String(value)), opts); }
   clear(opts) { return this._do(act('fill', ''), opts); }
-  type(text, opts) { return this._do(act('type', String(text)), opts); }
   pressSequentially(text, opts) { return this.type(text, opts); }
-  press(key, opts) { return this._do(act('press', String(key)), opts); }
-  selectOption(values, opts) {
-    const list = (Array.isArray(values) ? values : [values]).map((v) => (v && typeof v === 'object' ? String(v.value !== undefined ? v.value : v.label) : String(v)));
-    return this._do(act('select-option', list), opts);
-  }
-  textContent(opts) { return this._do(act('text-content'), opts); }
-  innerText(opts) { return this._do(act('inner-text'), opts); }
-  innerHTML(opts) { return this._do(act('inner-html'), opts); }
-  inputValue(opts) { return this._do(act('input-value'), opts); }
-  getAttribute(name, opts) { return this._do(act('get-attribute', String(name)), opts); }
-  isVisible(opts) { return this._do(act('is-visible'), opts); }
-  isHidden(opts) { return this._do(act('is-hidden'), opts); }
-  isEnabled(opts) { return this._do(act('is-enabled'), opts); }
-  isDisabled(opts) { return this._do(act('is-enabled'), opts).then((v) => !v); }
-  isChecked(opts) { return this._do(act('is-checked'), opts); }
   // A locator of each element found now.
   all() { return this.count().then((n) => Array.from({ length: n }, (_, i) => this.nth(i))); }
   // Waits for the element as a read does, then measures it (through a handle).
@@ -161,6 +174,7 @@ class BrowserLocator {
     return browserNow(() => { p._h.waitForSelector(this._chain(), String(o.state || 'visible'), browserMs(o.timeout, p._timeout)); });
   }
 }
+withElementActions(BrowserLocator);
 
 function byName(kind, value, opts) {
   const o = opts || {};
