@@ -12,6 +12,18 @@ OUT=${OUT:-target/js-multivu/guest.wasm}
 mkdir -p "$(dirname "$OUT")" target/js-multivu/obj
 OBJ=target/js-multivu/obj
 
+# Its tools, from Debian, when missing (as bench/instructions installs valgrind): a
+# fresh machine builds the prototype with this one command.
+if ! command -v clang >/dev/null || ! command -v wasm-opt >/dev/null || [ ! -d /usr/include/wasm32-wasi ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            clang lld wasi-libc libclang-rt-14-dev-wasm32 binaryen >/dev/null
+    else
+        echo "needs clang, lld, wasi-libc, libclang-rt-14-dev-wasm32 and binaryen (Debian)" >&2
+        exit 1
+    fi
+fi
+
 # QuickJS-ng 0.16.2, as rquickjs-sys 0.14.0 ships it.
 cargo fetch --manifest-path quickjs-src/Cargo.toml -q
 QJS=$(cargo metadata --manifest-path quickjs-src/Cargo.toml --format-version 1 \
