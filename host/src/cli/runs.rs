@@ -267,6 +267,7 @@ fn dispatch(path: &Path, command: RunsSub) -> anyhow::Result<i32> {
                 "{}",
                 crate::runs::text::show(
                     &query::get(&conn, id)?,
+                    &query::details(&conn, id)?,
                     &query::tags(&conn, id)?,
                     &query::thresholds(&conn, id)?,
                     &query::figures(&conn, id)?,

@@ -189,6 +189,49 @@ pub(crate) fn thresholds(conn: &Connection, id: i64) -> Result<Vec<ThresholdRow>
     Ok(rows)
 }
 
+/// What `host runs show` tells of a run beyond its row: where and how it ran.
+#[derive(Debug, Clone)]
+pub(crate) struct Details {
+    /// The sha256 of the run's (redacted) config.
+    pub config_hash: String,
+    /// The version of the host that ran it.
+    pub host_version: String,
+    /// The machine: `hostname (os arch, N CPUs)`.
+    pub machine: String,
+    /// Each scenario: (name, executor, the plugin scenario it runs).
+    pub scenarios: Vec<(String, String, String)>,
+}
+
+/// Run `id`'s config hash, host version, machine and scenarios with their executors.
+pub(crate) fn details(conn: &Connection, id: i64) -> Result<Details> {
+    let (config_hash, host_version, hostname, machine_json): (String, String, String, String) =
+        conn.query_row(
+            "SELECT config_hash, host_version, machine, machine_json FROM runs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+    let m: serde_json::Value = serde_json::from_str(&machine_json).unwrap_or_default();
+    let field = |k: &str| {
+        m.get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    };
+    let machine = match (field("os"), field("arch"), field("cpus")) {
+        (Some(os), Some(arch), Some(cpus)) => format!("{hostname} ({os} {arch}, {cpus} CPUs)"),
+        _ => hostname,
+    };
+    let mut stmt =
+        conn.prepare("SELECT name, executor, exec FROM scenarios WHERE run_id = ?1 ORDER BY name")?;
+    let scenarios = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Details {
+        config_hash,
+        host_version,
+        machine,
+        scenarios,
+    })
+}
+
 /// A run's tags: (key, value).
 pub(crate) fn tags(conn: &Connection, id: i64) -> Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare("SELECT key, value FROM tags WHERE run_id = ?1 ORDER BY key")?;

@@ -257,6 +257,27 @@ async fn three_runs_are_recorded_trended_and_the_slow_one_regresses() {
         sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
         "the plugin's sha256: {shown}"
     );
+    assert!(
+        shown.contains("scenarios: default (constant-arrival-rate)"),
+        "the executor: {shown}"
+    );
+    let config = shown
+        .split("config:    sha256 ")
+        .nth(1)
+        .map(|t| t.lines().next().unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(config.len(), 64, "the config's hash: {shown}");
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        shown.contains(&format!("machine:   {} (", hostname.trim())),
+        "the machine: {shown}"
+    );
+    // Runs 1 and 3 ran one config (the target's address is an -e value, not in it).
+    let first = stdout(&runs(dir.path(), &store, &["show", "1"]).await);
+    assert!(
+        first.contains(&format!("config:    sha256 {config}")),
+        "{first}"
+    );
 
     // Filters by scenario and by date (the runs' own day, from their start).
     let day = {
