@@ -32,10 +32,12 @@ pub(super) fn after_run(outcome: &run::RunOutcome, remember: &Remember) -> i32 {
         .parent()
         .unwrap_or_else(|| Path::new("."));
     let path = crate::runs::store_path(remember.store.as_deref(), root);
-    let recorded = schema::open(&path).and_then(|mut conn| {
-        let r = record::record(&mut conn, &outcome.results_dir, Some(outcome.exit_code))?;
-        Ok((conn, r))
-    });
+    let recorded = schema::open(&path)
+        .and_then(|mut conn| {
+            let r = record::record(&mut conn, &outcome.results_dir, Some(outcome.exit_code))?;
+            Ok((conn, r))
+        })
+        .map_err(|e| schema::explain(e, &path));
     let (conn, id) = match recorded {
         Ok((conn, r)) => {
             println!("  recorded as run {} in {}", r.id, path.display());

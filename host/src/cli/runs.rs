@@ -73,10 +73,10 @@ struct Filters {
     #[arg(long, value_name = "KEY=VALUE", value_parser = tag_arg)]
     tag: Option<(String, String)>,
     /// Runs started on or after this UTC date or time (`2026-12-04`, `2026-12-04T10:00`).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = date_arg)]
     since: Option<String>,
     /// Runs started before this UTC date or time.
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = date_arg)]
     until: Option<String>,
     /// Only the last N runs.
     #[arg(long, value_name = "N")]
@@ -106,8 +106,10 @@ struct ListArgs {
 struct TrendArgs {
     /// The metric (`http_req_duration`, `http_reqs`, a sub-metric as thresholds name it).
     metric: String,
-    /// The statistic: avg, min, med, p(90), p(95), p(99), p(99.9), max, rate, count, value.
-    #[arg(long, default_value = "p(95)")]
+    /// The statistic: avg, min, med, max, rate, count, value, or any percentile p(N)
+    /// (`p(95)`, `p(99.99)`, `p(75)`): one summary.json does not hold is recomputed
+    /// from the run's stored per-second histograms (trends only).
+    #[arg(long, default_value = "p(95)", value_parser = stat_arg)]
     stat: String,
     /// Recompute the statistic over this window of each run only, in seconds from its
     /// start (`10..20`), by merging the stored per-second histograms (trends only).
@@ -153,6 +155,78 @@ fn tag_arg(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `--stat`: a statistic summary.json keys (`p(95)` → `p95`), or any percentile
+/// `p(N)` / `pN` with N in 0..=100 (`p(99.99)` → `p99.99`).
+fn stat_arg(text: &str) -> Result<String, String> {
+    if let Some(key) = crate::config::regressions::stat_key(text) {
+        return Ok(key.to_string());
+    }
+    let t = text.trim();
+    let number = t
+        .strip_prefix("p(")
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| t.strip_prefix('p'));
+    match number.and_then(|n| n.trim().parse::<f64>().ok()) {
+        Some(q) if (0.0..=100.0).contains(&q) => Ok(format!("p{q}")),
+        _ => Err(format!(
+            "unknown statistic {text:?}: use one of avg, min, med, max, rate, count, value, \
+             or a percentile p(N) with N from 0 to 100, such as p(95) or p(99.99)"
+        )),
+    }
+}
+
+/// `--since` / `--until`: a UTC date or time, `2026-12-04`, `2026-12-04T10:00` or
+/// `2026-12-04 10:00:30` (a trailing `Z` is allowed), as the prefix of an RFC 3339
+/// time the stored starts are compared with.
+fn date_arg(text: &str) -> Result<String, String> {
+    let bad = || {
+        format!(
+            "invalid date {text:?}: write a UTC date or time such as 2026-12-04, \
+             2026-12-04T10:00 or 2026-12-04T10:00:30"
+        )
+    };
+    let t = text.trim().replacen(' ', "T", 1);
+    let t = t.strip_suffix('Z').unwrap_or(&t);
+    let field = |from: usize, len: usize| -> Option<u32> {
+        let s = t.get(from..from + len)?;
+        s.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let year = field(0, 4).ok_or_else(bad)? as i32;
+    let month = field(5, 2)
+        .and_then(|m| u8::try_from(m).ok())
+        .and_then(|m| time::Month::try_from(m).ok())
+        .ok_or_else(bad)?;
+    let day = field(8, 2).ok_or_else(bad)? as u8;
+    if t.get(4..5) != Some("-") || t.get(7..8) != Some("-") {
+        return Err(bad());
+    }
+    time::Date::from_calendar_date(year, month, day).map_err(|_| bad())?;
+    let clock_ok = match t.len() {
+        10 => true,
+        16 => {
+            t.get(10..11) == Some("T")
+                && t.get(13..14) == Some(":")
+                && field(11, 2).is_some_and(|h| h < 24)
+                && field(14, 2).is_some_and(|m| m < 60)
+        }
+        19 => {
+            t.get(10..11) == Some("T")
+                && t.get(13..14) == Some(":")
+                && t.get(16..17) == Some(":")
+                && field(11, 2).is_some_and(|h| h < 24)
+                && field(14, 2).is_some_and(|m| m < 60)
+                && field(17, 2).is_some_and(|s| s < 60)
+        }
+        _ => false,
+    };
+    if !clock_ok {
+        return Err(bad());
+    }
+    Ok(t.to_string())
+}
+
 /// `10..20` → (10, 20).
 fn window_arg(text: &str) -> Result<(f64, f64), String> {
     let bad = || format!("invalid window {text:?}: write FROM..TO in seconds, such as 10..20");
@@ -167,13 +241,18 @@ fn window_arg(text: &str) -> Result<(f64, f64), String> {
     Ok((from, to))
 }
 
-/// Runs a `host runs` command; returns the exit code.
+/// Runs a `host runs` command; returns the exit code. Damage SQLite finds inside the
+/// store is said with what to do ([`schema::explain`]).
 pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
     let path = command.store.path();
-    match command.command {
-        RunsSub::Import { dirs } => import(&path, &dirs),
+    dispatch(&path, command.command).map_err(|e| schema::explain(e, &path))
+}
+
+fn dispatch(path: &Path, command: RunsSub) -> anyhow::Result<i32> {
+    match command {
+        RunsSub::Import { dirs } => import(path, &dirs),
         RunsSub::List(args) => {
-            let conn = schema::open_existing(&path)?;
+            let conn = schema::open_existing(path)?;
             let rows = query::list(&conn, &args.filters.filter())?;
             print!(
                 "{}",
@@ -182,12 +261,13 @@ pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
             Ok(0)
         }
         RunsSub::Show { run } => {
-            let conn = schema::open_existing(&path)?;
+            let conn = schema::open_existing(path)?;
             let id = query::resolve(&conn, &run)?;
             print!(
                 "{}",
                 crate::runs::text::show(
                     &query::get(&conn, id)?,
+                    &query::details(&conn, id)?,
                     &query::tags(&conn, id)?,
                     &query::thresholds(&conn, id)?,
                     &query::figures(&conn, id)?,
@@ -195,13 +275,13 @@ pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
-        RunsSub::Trend(args) => trend(&path, args),
+        RunsSub::Trend(args) => trend(path, args),
         RunsSub::Baseline {
             action: BaselineAction::Set,
             run,
             scenario,
         } => {
-            let conn = schema::open_existing(&path)?;
+            let conn = schema::open_existing(path)?;
             let id = query::resolve(&conn, run.as_deref().unwrap_or("last"))?;
             let set = query::set_baseline(&conn, id, scenario.as_deref())?;
             let plugin = query::get(&conn, id)?.plugin;
@@ -215,7 +295,7 @@ pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
             action: BaselineAction::Show,
             ..
         } => {
-            let conn = schema::open_existing(&path)?;
+            let conn = schema::open_existing(path)?;
             let all = query::baselines(&conn)?;
             if all.is_empty() {
                 println!("no baseline set (`host runs baseline set RUN`)");
@@ -226,7 +306,7 @@ pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
             Ok(0)
         }
         RunsSub::Compare(args) => {
-            let conn = schema::open_existing(&path)?;
+            let conn = schema::open_existing(path)?;
             let tolerance = crate::output::compare::Tolerance {
                 relative: args.tolerance,
                 min_latency_ms: args.min_latency_change.as_secs_f64() * 1000.0,
@@ -246,19 +326,19 @@ pub(super) fn runs(command: RunsCommand) -> anyhow::Result<i32> {
 
 /// `host runs trend`.
 fn trend(path: &Path, args: TrendArgs) -> anyhow::Result<i32> {
-    let Some(stat) = crate::config::regressions::stat_key(&args.stat) else {
-        anyhow::bail!(
-            "unknown statistic `{}`; use one of {}",
-            args.stat,
-            crate::config::regressions::STATS.join(", ")
-        );
-    };
+    let stat = args.stat.as_str();
     let conn = schema::open_existing(path)?;
     let mut points = Vec::new();
     for run in query::list(&conn, &args.filters.filter())? {
-        let value = match args.window {
+        let stored = match args.window {
             None => query::figure(&conn, run.id, &args.metric, stat)?,
-            Some(window) => crate::runs::series::merged(&conn, run.id, &args.metric, Some(window))?
+            Some(_) => None,
+        };
+        // A window, or a statistic summary.json does not hold (`p(99.99)`), is
+        // recomputed from the run's interval histograms, merged.
+        let value = match stored {
+            Some(v) => Some(v),
+            None => crate::runs::series::merged(&conn, run.id, &args.metric, args.window)?
                 .and_then(|h| crate::runs::series::stat_of(&h, stat)),
         };
         points.push(crate::runs::text::TrendPoint { run, value });
@@ -336,4 +416,55 @@ fn import(path: &Path, dirs: &[PathBuf]) -> anyhow::Result<i32> {
         path.display()
     );
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_percentile_is_a_statistic_and_nonsense_is_refused() {
+        assert_eq!(stat_arg("p(95)").unwrap(), "p95");
+        assert_eq!(stat_arg("med").unwrap(), "med");
+        assert_eq!(stat_arg("p(99.99)").unwrap(), "p99.99");
+        assert_eq!(stat_arg("p75").unwrap(), "p75");
+        assert_eq!(stat_arg("p(75.0)").unwrap(), "p75");
+        for bad in ["p(101)", "p(-1)", "p()", "pct", "95", "p(x)"] {
+            let e = stat_arg(bad).unwrap_err();
+            assert!(
+                e.contains("unknown statistic") && e.contains("p(N)"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn dates_are_prefixes_of_stored_starts_and_others_are_refused() {
+        assert_eq!(date_arg("2026-12-04").unwrap(), "2026-12-04");
+        assert_eq!(date_arg("2026-12-04 10:00").unwrap(), "2026-12-04T10:00");
+        assert_eq!(
+            date_arg("2026-12-04T10:00:30Z").unwrap(),
+            "2026-12-04T10:00:30"
+        );
+        // A prefix sorts with the stored RFC 3339 starts as their times do.
+        let start = "2026-12-04T10:00:30.5Z";
+        assert!(start >= date_arg("2026-12-04T10:00").unwrap().as_str());
+        assert!(start < date_arg("2026-12-05").unwrap().as_str());
+        for bad in [
+            "yesterday",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-12-4",
+            "2026/12/04",
+            "2026-12-04T25:00",
+            "2026-12-04T10",
+            "2026-12-04T10:00:30.5",
+        ] {
+            let e = date_arg(bad).unwrap_err();
+            assert!(
+                e.contains("invalid date") && e.contains("2026-12-04T10:00"),
+                "{bad}: {e}"
+            );
+        }
+    }
 }

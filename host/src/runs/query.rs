@@ -189,6 +189,49 @@ pub(crate) fn thresholds(conn: &Connection, id: i64) -> Result<Vec<ThresholdRow>
     Ok(rows)
 }
 
+/// What `host runs show` tells of a run beyond its row: where and how it ran.
+#[derive(Debug, Clone)]
+pub(crate) struct Details {
+    /// The sha256 of the run's (redacted) config.
+    pub config_hash: String,
+    /// The version of the host that ran it.
+    pub host_version: String,
+    /// The machine: `hostname (os arch, N CPUs)`.
+    pub machine: String,
+    /// Each scenario: (name, executor, the plugin scenario it runs).
+    pub scenarios: Vec<(String, String, String)>,
+}
+
+/// Run `id`'s config hash, host version, machine and scenarios with their executors.
+pub(crate) fn details(conn: &Connection, id: i64) -> Result<Details> {
+    let (config_hash, host_version, hostname, machine_json): (String, String, String, String) =
+        conn.query_row(
+            "SELECT config_hash, host_version, machine, machine_json FROM runs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+    let m: serde_json::Value = serde_json::from_str(&machine_json).unwrap_or_default();
+    let field = |k: &str| {
+        m.get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+    };
+    let machine = match (field("os"), field("arch"), field("cpus")) {
+        (Some(os), Some(arch), Some(cpus)) => format!("{hostname} ({os} {arch}, {cpus} CPUs)"),
+        _ => hostname,
+    };
+    let mut stmt =
+        conn.prepare("SELECT name, executor, exec FROM scenarios WHERE run_id = ?1 ORDER BY name")?;
+    let scenarios = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Details {
+        config_hash,
+        host_version,
+        machine,
+        scenarios,
+    })
+}
+
 /// A run's tags: (key, value).
 pub(crate) fn tags(conn: &Connection, id: i64) -> Result<Vec<(String, String)>> {
     let mut stmt = conn.prepare("SELECT key, value FROM tags WHERE run_id = ?1 ORDER BY key")?;
@@ -281,4 +324,100 @@ pub(crate) fn previous(conn: &Connection, run: &RunRow) -> Result<Option<i64>> {
         .rev()
         .find(|r| r.id != run.id && r.scenarios == run.scenarios && r.started_at <= run.started_at)
         .map(|r| r.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store holding runs of `plugin` with these scenarios, started in this order.
+    fn store_with(runs: &[(&str, &[&str])]) -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = super::super::schema::open(&dir.path().join("runs.db")).unwrap();
+        for (i, (plugin, scenarios)) in runs.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO runs (folder, name, plugin, plugin_version, plugin_sha256,
+                    config_hash, host_version, machine, machine_json, started_at, duration_s,
+                    status, exit_code, seconds, summary, recorded_at)
+                 VALUES (?1, ?4, ?2, '1', 'x', 'h', '0', 'm', '{}', ?3, 5, 'completed', 0, 5,
+                    '{}', ?3)",
+                params![
+                    format!("/r/{i}"),
+                    plugin,
+                    format!("2026-12-05T10:00:0{i}Z"),
+                    i.to_string()
+                ],
+            )
+            .unwrap();
+            let id = conn.last_insert_rowid();
+            for s in *scenarios {
+                conn.execute(
+                    "INSERT INTO scenarios (run_id, name, executor, exec)
+                     VALUES (?1, ?2, 'constant-vus', ?2)",
+                    params![id, s],
+                )
+                .unwrap();
+            }
+        }
+        (dir, conn)
+    }
+
+    #[test]
+    fn a_baseline_is_kept_per_plugin_and_scenario() {
+        let (_dir, conn) = store_with(&[
+            ("shop", &["browse", "buy"]),
+            ("shop", &["browse", "buy"]),
+            ("other", &["browse"]),
+            ("shop", &["buy"]),
+        ]);
+        // Run 1 becomes the baseline of `buy` only; run 2 of every scenario it has.
+        assert_eq!(set_baseline(&conn, 1, Some("buy")).unwrap(), ["buy"]);
+        assert_eq!(set_baseline(&conn, 2, None).unwrap(), ["browse", "buy"]);
+        assert_eq!(
+            baselines(&conn).unwrap(),
+            [
+                ("shop".to_string(), "browse".to_string(), 2),
+                ("shop".to_string(), "buy".to_string(), 2)
+            ]
+        );
+        assert_eq!(set_baseline(&conn, 1, Some("buy")).unwrap(), ["buy"]);
+        // A run of `buy` alone is held to buy's baseline, run 1; another plugin's run
+        // of a scenario of the same name has none.
+        let buy_alone = get(&conn, 4).unwrap();
+        assert_eq!(
+            baseline_for(&conn, &buy_alone).unwrap(),
+            Some((1, "buy".into()))
+        );
+        assert_eq!(baseline_for(&conn, &get(&conn, 3).unwrap()).unwrap(), None);
+        // Run 2 is its own scenario browse's baseline: held to buy's, run 1.
+        assert_eq!(
+            baseline_for(&conn, &get(&conn, 2).unwrap()).unwrap(),
+            Some((1, "buy".into()))
+        );
+        let e = set_baseline(&conn, 4, Some("browse"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("run 4 has no scenario `browse`; its scenarios: buy"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn without_a_baseline_the_previous_run_of_the_same_scenarios_is_taken() {
+        let (_dir, conn) = store_with(&[
+            ("shop", &["browse"]),
+            ("shop", &["browse", "buy"]),
+            ("shop", &["browse"]),
+            ("other", &["browse"]),
+        ]);
+        assert_eq!(previous(&conn, &get(&conn, 3).unwrap()).unwrap(), Some(1));
+        assert_eq!(previous(&conn, &get(&conn, 1).unwrap()).unwrap(), None);
+        assert_eq!(previous(&conn, &get(&conn, 4).unwrap()).unwrap(), None);
+        assert_eq!(resolve(&conn, "last").unwrap(), 4);
+        assert_eq!(resolve(&conn, "2").unwrap(), 2);
+        assert_eq!(resolve(&conn, "/elsewhere/2").unwrap(), 3, "by folder name");
+        let e = resolve(&conn, "9").unwrap_err().to_string();
+        assert!(e.contains("no run 9 in the store"), "{e}");
+    }
 }

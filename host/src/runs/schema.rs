@@ -199,6 +199,32 @@ fn prepare(mut conn: Connection, path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// An error met while using a store whose header looked right: damage SQLite found
+/// inside the file (a page cut off or overwritten) is said as damage found on opening
+/// is, with what to do; any other error is returned as it is. Every write is one
+/// transaction, so the failed one was rolled back and the file is as it was.
+pub(crate) fn explain(error: anyhow::Error, path: &Path) -> anyhow::Error {
+    let damaged = error.chain().any(|e| {
+        e.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| {
+                matches!(
+                    code,
+                    rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+                )
+            })
+    });
+    if !damaged {
+        return error;
+    }
+    anyhow::anyhow!(
+        "{} is damaged ({error:#}); nothing was written to it and it was left as it is: move \
+         it away (`host runs import DIR` indexes the results folders again into a new \
+         store), or give another file with --store",
+        path.display()
+    )
+}
+
 fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }

@@ -64,6 +64,7 @@ pub(crate) fn list(rows: &[RunRow], baselines: &[(String, String, i64)]) -> Stri
 /// `host runs show RUN`: the run's facts, thresholds and every metric's figures.
 pub(crate) fn show(
     run: &RunRow,
+    details: &super::query::Details,
     tags: &[(String, String)],
     thresholds: &[super::query::ThresholdRow],
     figures: &[(String, String, String, f64)],
@@ -75,7 +76,24 @@ pub(crate) fn show(
         "  plugin:    {} {} (sha256 {})",
         run.plugin, run.plugin_version, run.plugin_sha256
     );
-    let _ = writeln!(out, "  scenarios: {}", run.scenarios);
+    let scenarios: Vec<String> = details
+        .scenarios
+        .iter()
+        .map(|(name, executor, exec)| {
+            if exec == name || exec.is_empty() {
+                format!("{name} ({executor})")
+            } else {
+                format!("{name} ({executor}, exec {exec})")
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "  scenarios: {}", scenarios.join(", "));
+    let _ = writeln!(out, "  config:    sha256 {}", details.config_hash);
+    let _ = writeln!(
+        out,
+        "  machine:   {}, host {}",
+        details.machine, details.host_version
+    );
     if !tags.is_empty() {
         let t: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "  tags:      {}", t.join(", "));

@@ -392,6 +392,40 @@ fn three_workers_merge_exactly_and_garbage_or_late_workers_are_refused() {
     );
     assert_eq!(own.len(), offline.len());
     assert_eq!(own.value_at_quantile(0.99), offline.value_at_quantile(0.99));
+
+    // The distributed run is recorded once, by the coordinator, in the store beside its
+    // results (the merged figures); no worker keeps a store of its own.
+    let store = cluster.dir.path().join("coordinator/runs.db");
+    let conn =
+        rusqlite::Connection::open(&store).unwrap_or_else(|e| panic!("{}: {e}", store.display()));
+    let runs: Vec<(String, Option<i64>)> = conn
+        .prepare("SELECT folder, exit_code FROM runs")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let coordinator_folder = std::fs::canonicalize(common::only_results_dir(
+        &cluster.dir.path().join("coordinator"),
+    ))
+    .unwrap();
+    assert_eq!(
+        runs,
+        [(coordinator_folder.display().to_string(), Some(0))],
+        "one run, the coordinator's"
+    );
+    let stored_reqs: f64 = conn
+        .query_row(
+            "SELECT value FROM figures WHERE metric = 'http_reqs' AND stat = 'count'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored_reqs as u64, merged, "the merged count is stored");
+    for i in 0..3 {
+        let worker = cluster.worker_out(&format!("w{i}"));
+        assert!(!worker.join("runs.db").exists(), "w{i} keeps no store");
+    }
 }
 
 #[test]

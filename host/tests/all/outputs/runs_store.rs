@@ -17,6 +17,7 @@ use std::time::Duration;
 /// which is a real difference between the runs, not the noise a pair must tolerate).
 const CONFIG: &str = "[scenarios.default]\nexecutor = \"constant-arrival-rate\"\nrate = 50\n\
     duration = \"5s\"\npre_allocated_vus = 10\ntags = { team = \"web\" }\n\
+    [thresholds]\nhttp_req_duration = [\"p(95)<10000\"]\n\
     [regressions]\nhttp_req_duration = \"p(95) +10%\"\n";
 
 /// `host run hello` against `url`, results under `dir/results`, the store at `store`.
@@ -243,6 +244,151 @@ async fn three_runs_are_recorded_trended_and_the_slow_one_regresses() {
     assert!(shown.contains("exit code 98"), "{shown}");
     assert!(shown.contains("http_req_duration (trend):"), "{shown}");
     assert!(shown.contains("team=web"), "{shown}");
+    assert!(
+        shown.contains("✓ http_req_duration: p(95)<10000"),
+        "the threshold and its verdict: {shown}"
+    );
+    let sha = shown
+        .split("(sha256 ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .unwrap_or_default();
+    assert!(
+        sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+        "the plugin's sha256: {shown}"
+    );
+    assert!(
+        shown.contains("scenarios: default (constant-arrival-rate)"),
+        "the executor: {shown}"
+    );
+    let config = shown
+        .split("config:    sha256 ")
+        .nth(1)
+        .map(|t| t.lines().next().unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(config.len(), 64, "the config's hash: {shown}");
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        shown.contains(&format!("machine:   {} (", hostname.trim())),
+        "the machine: {shown}"
+    );
+    // Runs 1 and 3 ran one config (the target's address is an -e value, not in it).
+    let first = stdout(&runs(dir.path(), &store, &["show", "1"]).await);
+    assert!(
+        first.contains(&format!("config:    sha256 {config}")),
+        "{first}"
+    );
+
+    // Filters by scenario and by date (the runs' own day, from their start).
+    let day = {
+        let conn = rusqlite::Connection::open(&store).unwrap();
+        let started: String = conn
+            .query_row("SELECT started_at FROM runs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        started[..10].to_string()
+    };
+    for (args, count) in [
+        (vec!["list", "--scenario", "default", "--since", &day], 3),
+        (vec!["list", "--scenario", "other"], 0),
+        (vec!["list", "--until", &day], 0),
+        (
+            vec!["list", "--since", "2000-01-01T00:00", "--last", "2"],
+            2,
+        ),
+    ] {
+        let out = runs(dir.path(), &store, &args).await;
+        assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+        let rows = stdout(&out)
+            .lines()
+            .skip(1)
+            .filter(|l| l.contains("hello"))
+            .count();
+        assert_eq!(rows, count, "{args:?}:\n{}", stdout(&out));
+    }
+    let bad = runs(dir.path(), &store, &["list", "--since", "last week"]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", output_text(&bad));
+    assert!(
+        output_text(&bad).contains("invalid date \"last week\""),
+        "{}",
+        output_text(&bad)
+    );
+
+    // Any percentile, recomputed from the stored interval histograms: the whole run's
+    // p95 merged from them is summary.json's p95 exactly, and percentiles summary.json
+    // does not keep (p99.99, p75) are there for every run, the third slower at p75.
+    let merged = runs(
+        dir.path(),
+        &store,
+        &[
+            "trend",
+            "http_req_duration",
+            "--stat",
+            "p95",
+            "--window",
+            "0..100000",
+        ],
+    )
+    .await;
+    assert_eq!(
+        trend_values(&stdout(&merged)),
+        trend_values(&table),
+        "{}\n{table}",
+        stdout(&merged)
+    );
+    let rare = runs(
+        dir.path(),
+        &store,
+        &["trend", "http_req_duration", "--stat", "p(99.99)"],
+    )
+    .await;
+    assert_eq!(rare.status.code(), Some(0), "{}", output_text(&rare));
+    let rare_values = trend_values(&stdout(&rare));
+    assert_eq!(rare_values.len(), 3, "{}", stdout(&rare));
+    for (i, v) in rare_values.iter().enumerate() {
+        let v = v.unwrap_or_else(|| panic!("no p99.99: {}", stdout(&rare)));
+        assert!(v >= values[i], "p99.99 {v} below p95 {}", values[i]);
+    }
+    // A tail that far is one request's worth here (a blip of the loaded machine can
+    // top 20 ms); a middle percentile shows the slowdown.
+    let p75 = runs(
+        dir.path(),
+        &store,
+        &["trend", "http_req_duration", "--stat", "p(75)"],
+    )
+    .await;
+    let p75_values: Vec<f64> = trend_values(&stdout(&p75))
+        .into_iter()
+        .map(|v| v.unwrap_or_else(|| panic!("no p75: {}", stdout(&p75))))
+        .collect();
+    assert!(
+        p75_values.len() == 3 && p75_values[2] > p75_values[0] + 10.0,
+        "the third is slower at p75 too: {}",
+        stdout(&p75)
+    );
+    let bad = runs(
+        dir.path(),
+        &store,
+        &["trend", "http_req_duration", "--stat", "p(101)"],
+    )
+    .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", output_text(&bad));
+    assert!(
+        output_text(&bad).contains("unknown statistic"),
+        "{}",
+        output_text(&bad)
+    );
+
+    // A fourth run against the slow target, held to run 1 named on the command line
+    // (no baseline lookup): the regression code again, run 1 named as the baseline.
+    let d = run(dir.path(), &slow.base_url(), &store, &["--baseline", "1"]).await;
+    let text = stdout(&d);
+    assert_eq!(d.status.code(), Some(98), "{}", output_text(&d));
+    assert_eq!(recorded_id(&d), 4);
+    assert!(text.contains("baseline: run 1, the run named"), "{text}");
+    assert!(
+        text.contains("regression against run 1: http_req_duration p95 +"),
+        "{text}"
+    );
 
     fast.shutdown().await;
     slow.shutdown().await;
@@ -250,6 +396,8 @@ async fn three_runs_are_recorded_trended_and_the_slow_one_regresses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_be_used_costs_a_warning_and_nothing_else() {
+    // Its six runs would be load on the runs of the tests that measure.
+    let _turn = ONE_AT_A_TIME.lock().await;
     let fast = demo_target(Duration::ZERO).await;
     let url = fast.base_url();
     let dir = tempfile::tempdir().unwrap();
@@ -298,6 +446,53 @@ async fn a_store_that_cannot_be_used_costs_a_warning_and_nothing_else() {
         }
     }
 
+    // The same store read-only: a warning, the store as it was, the run complete.
+    {
+        let _read_only = ReadOnly::make(&store);
+        let before = std::fs::read(&store).unwrap();
+        let out = run(dir.path(), &url, &store, &[]).await;
+        assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("was not recorded in the store of runs")
+                && err.contains("readonly database"),
+            "{err}"
+        );
+        assert!(err.contains("its results folder is complete"), "{err}");
+        assert_eq!(std::fs::read(&store).unwrap(), before);
+        assert_complete(&results_dir(dir.path(), &out));
+    }
+
+    // A copy of the store damaged inside (its header intact, the pages after the first
+    // overwritten, as a bad copy or disk leaves it): refused with what to do, untouched.
+    let inside = dir.path().join("damaged-inside.db");
+    {
+        let mut bytes = std::fs::read(&store).unwrap();
+        assert!(bytes.len() > 3 * 4096, "a store of several pages");
+        for (i, b) in bytes[4096..].iter_mut().enumerate() {
+            *b = (i * 131 % 251) as u8;
+        }
+        std::fs::write(&inside, bytes).unwrap();
+    }
+    let before = std::fs::read(&inside).unwrap();
+    let out = run(dir.path(), &url, &inside, &["--baseline"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("damaged-inside.db is damaged") && err.contains("left as it is"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&inside).unwrap(), before);
+    assert_complete(&results_dir(dir.path(), &out));
+    let list = runs(dir.path(), &inside, &["list"]).await;
+    assert_eq!(list.status.code(), Some(1), "{}", output_text(&list));
+    assert!(
+        String::from_utf8_lossy(&list.stderr).contains("is damaged"),
+        "{}",
+        output_text(&list)
+    );
+    assert_eq!(std::fs::read(&inside).unwrap(), before);
+
     // The same store of a newer format: refused, untouched, the run still complete.
     {
         let conn = rusqlite::Connection::open(&store).unwrap();
@@ -324,20 +519,69 @@ async fn a_store_that_cannot_be_used_costs_a_warning_and_nothing_else() {
     let out = runs(dir.path(), &fresh, &["import", "results"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     assert!(
-        stdout(&out).contains("4 runs indexed, 0 indexed already"),
+        stdout(&out).contains("6 runs indexed, 0 indexed already"),
         "{}",
         stdout(&out)
     );
     let again = runs(dir.path(), &fresh, &["import", "results"]).await;
     assert!(
-        stdout(&again).contains("0 runs indexed, 4 indexed already"),
+        stdout(&again).contains("0 runs indexed, 6 indexed already"),
         "{}",
         stdout(&again)
     );
     let list = runs(dir.path(), &fresh, &["list"]).await;
-    assert_eq!(stdout(&list).lines().count(), 5, "{}", stdout(&list));
+    assert_eq!(stdout(&list).lines().count(), 7, "{}", stdout(&list));
     let missing = runs(dir.path(), &dir.path().join("none.db"), &["list"]).await;
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no run has been recorded there yet"));
     fast.shutdown().await;
+}
+
+/// A file made read-only while it lives: immutable (`chattr +i`) when the tests run as
+/// root, whom file modes do not stop, else mode 0444; as it was again when dropped.
+struct ReadOnly {
+    path: PathBuf,
+    root: bool,
+}
+
+impl ReadOnly {
+    fn make(path: &Path) -> Self {
+        // SAFETY: geteuid(2) has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            let status = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(path)
+                .status()
+                .expect("chattr runs");
+            assert!(status.success(), "chattr +i {}", path.display());
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+        let guard = Self {
+            path: path.to_path_buf(),
+            root,
+        };
+        assert!(
+            std::fs::OpenOptions::new().append(true).open(path).is_err(),
+            "{} is still writable",
+            path.display()
+        );
+        guard
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        if self.root {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.path)
+                .status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o644));
+        }
+    }
 }
