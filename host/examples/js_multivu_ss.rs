@@ -183,7 +183,9 @@ fn load(engine: &Engine, guest: &str) -> Result<Module> {
     if let Ok(m) = unsafe { Module::deserialize_file(engine, &cwasm) } {
         return Ok(m);
     }
-    let m = Module::from_file(engine, guest).with_context(|| format!("cannot compile {guest}"))?;
+    let m = Module::from_file(engine, guest)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("cannot compile {guest}"))?;
     std::fs::write(&cwasm, m.serialize()?)?;
     Ok(m)
 }
@@ -197,6 +199,7 @@ fn main() -> Result<()> {
     config.max_wasm_stack(4 << 20);
     // A continuation's native stack is this size (reserved; only touched pages count).
     config.async_stack_size(5 << 20);
+    config.wasm_exceptions(true);
     let engine = Engine::new(&config)?;
     let module = load(&engine, &a.guest)?;
     let sched_bytes = wat::parse_file(&a.sched)?;
@@ -210,6 +213,13 @@ fn main() -> Result<()> {
     );
     let mut linker = Linker::new(&engine);
     add_wasi(&mut linker)?;
+    // The table through which the scheduler calls `mv_iterate` (sched.wat imports it).
+    let fns = wasmtime::Table::new(
+        &mut store,
+        wasmtime::TableType::new(wasmtime::RefType::FUNCREF, 1, None),
+        wasmtime::Ref::Func(None),
+    )?;
+    linker.define(&store, "host", "fns", fns)?;
     let si = linker.instantiate(&mut store, &sched)?;
     let sleep = si
         .get_func(&mut store, "sleep")
@@ -218,9 +228,6 @@ fn main() -> Result<()> {
     let gi = linker.instantiate(&mut store, &module)?;
     store.data_mut().memory = gi.get_memory(&mut store, "memory");
     let mem = store.data().memory.context("the guest exports no memory")?;
-    let fns = si
-        .get_table(&mut store, "fns")
-        .context("the scheduler exports no fns")?;
     let iterate = gi
         .get_func(&mut store, "mv_iterate")
         .context("no mv_iterate")?;
@@ -236,7 +243,7 @@ fn main() -> Result<()> {
     let enter: TypedFunc<(u32, u32), ()> = typed(&gi, &mut store, "mv_enter")?;
     let leave: TypedFunc<(), ()> = typed(&gi, &mut store, "mv_leave")?;
     let alloc: TypedFunc<u32, u32> = typed(&gi, &mut store, "mv_alloc")?;
-    let mut put = |store: &mut Store<Drv>, text: &[u8]| -> Result<(u32, u32)> {
+    let put = |store: &mut Store<Drv>, text: &[u8]| -> Result<(u32, u32)> {
         let ptr = alloc.call(&mut *store, text.len() as u32 + 1)?;
         mem.write(&mut *store, ptr as usize, text)?;
         mem.write(&mut *store, ptr as usize + text.len(), &[0])?;
