@@ -17,9 +17,10 @@ Each process's PSS and RSS (/proc/PID/smaps_rollup) are read SAMPLE seconds (10)
 run of DURATION seconds (14), after its VUs have all started and slept at least once;
 per VU = (at VUS - at 1) / (VUS - 1). The generator is pinned to core GEN_CPU (1).
 
-With SSPROBE (plugins/js-multivu/switch-probe's binary) a fourth tool, "stack
-switching": the guest before Asyncify switched by wasm stack switching (SCHED, its
-sched.wat), in the memory table and the CPU table.
+With SSPROBE (target/debug/examples/js_multivu_ss, host/examples/js_multivu_ss.rs) a
+fourth tool, "stack switching": the guest before Asyncify switched by wasm stack
+switching (SCHED, plugins/js-multivu/switch-probe/sched.wat), in the memory table and
+the CPU table.
 SCRIPT=state compares state.js (a 1,000-row table per VU) and multivu-state.js instead;
 CPU=0 leaves the CPU part out.
 
