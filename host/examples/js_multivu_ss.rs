@@ -125,6 +125,9 @@ fn typed<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
     Ok(f.typed(&*s)?)
 }
 
+/// guest.c's `mv_init_layer(n, text, len, vu_text, vu_len, stack_kib, buf_kib, flags)`.
+type InitLayer = TypedFunc<(u32, u32, u32, u32, u32, u32, u32, u32), u32>;
+
 /// The command line.
 struct Args {
     guest: String,
@@ -264,8 +267,7 @@ fn main() -> Result<()> {
         };
         let (p, n) = put(&mut store, full.as_bytes())?;
         let (vp, vn) = put(&mut store, vu_text.as_bytes())?;
-        let init: TypedFunc<(u32, u32, u32, u32, u32, u32, u32, u32), u32> =
-            typed(&gi, &mut store, "mv_init_layer")?;
+        let init: InitLayer = typed(&gi, &mut store, "mv_init_layer")?;
         init.call(&mut store, (a.vus, p, n, vp, vn, 64, 1, a.flags))?
     } else {
         let text = std::fs::read(&a.script).with_context(|| format!("cannot read {}", a.script))?;
