@@ -17,17 +17,31 @@ Each process's PSS and RSS (/proc/PID/smaps_rollup) are read SAMPLE seconds (10)
 run of DURATION seconds (14), after its VUs have all started and slept at least once;
 per VU = (at VUS - at 1) / (VUS - 1). The generator is pinned to core GEN_CPU (1).
 
-With SSPROBE (plugins/js-multivu/switch-probe's binary) a fourth tool, "stack
-switching": the guest before Asyncify switched by wasm stack switching (SCHED, its
-sched.wat), in the memory table and the CPU table.
+With SSPROBE (target/debug/examples/js_multivu_ss, host/examples/js_multivu_ss.rs) a
+fourth tool, "stack switching": the guest before Asyncify switched by wasm stack
+switching (SCHED, plugins/js-multivu/switch-probe/sched.wat), in the memory table and
+the CPU table.
 SCRIPT=state compares state.js (a 1,000-row table per VU) and multivu-state.js instead;
 CPU=0 leaves the CPU part out.
+
+LAYER=1 (issue #53, step 1) measures instead the k6 layer loaded in every VU's context:
+for each of SCRIPTS (idle.js, fewstate.js, shared.js: a 10,000-row SharedArray, its
+users.json made here when missing), the stack-switching driver on the host's wasmtime
+(SS_BIN, host/examples/js_multivu_ss.rs: `--layer`, each context evaluating what
+`host build` evaluates for the script) beside k6 running the same script, and `host
+run` with HOST_RUN=1. MODES (default "shared bytecode") says how each context gets the
+layer: `shared` (one compiled layer per instance, a closure of it per context),
+`bytecode` (compiled once, read into each context), `text` (parsed per context). The
+driver's PSS is read SAMPLE s after it printed `ready` (its
+VUs' init code done), k6's and the host's SAMPLE s after their start; the driver also
+prints QuickJS's heap by kind (JS_ComputeMemoryUsage), shown per script.
 
 Environment: VUS (1000), ROUNDS (2), HOST_BIN (target/debug/host), K6_BIN (k6),
 MULTIVU_BIN (target/debug/examples/js_multivu), GUEST
 (plugins/js-multivu/target/js-multivu/guest.wasm), SAMPLE, DURATION, GEN_CPU.
 """
 
+import json
 import os
 import statistics
 import subprocess
@@ -53,6 +67,11 @@ SCRIPT = os.environ.get("SCRIPT", "idle")
 SSPROBE = os.environ.get("SSPROBE")
 SCHED = os.environ.get("SCHED", str(ROOT / "plugins/js-multivu/switch-probe/sched.wat"))
 CPU = os.environ.get("CPU", "1") != "0"
+LAYER = os.environ.get("LAYER") == "1"
+SS = os.environ.get("SS_BIN", str(TGT / "debug/examples/js_multivu_ss"))
+SCRIPTS = os.environ.get("SCRIPTS", "idle fewstate shared").split()
+HOST_RUN = os.environ.get("HOST_RUN") == "1"
+MODES = os.environ.get("MODES", "shared bytecode").split()
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
 
@@ -68,10 +87,17 @@ def command(tool, vus):
     return [MULTIVU, GUEST, f"multivu-{SCRIPT}.js", "--vus", str(vus), "--duration", str(DURATION)]
 
 
-def sample(cmd):
-    """Starts `cmd`, reads its RSS and PSS (KiB) SAMPLE s later, waits for its end."""
+def sample(cmd, ready=False):
+    """Starts `cmd`, reads its RSS and PSS (KiB) SAMPLE s later (after it printed
+    `ready` on stderr, when `ready`), waits for its end."""
     proc = subprocess.Popen(["taskset", "-c", GEN_CPU] + cmd, cwd=HERE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    early = []
+    if ready:
+        for line in proc.stderr:
+            early.append(line)
+            if line.startswith("ready"):
+                break
     time.sleep(SAMPLE)
     rss = pss = None
     try:
@@ -83,6 +109,7 @@ def sample(cmd):
     except FileNotFoundError:
         pass
     out, err = proc.communicate()
+    err = "".join(early) + err
     if rss is None or proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} ended before it was sampled or failed ({proc.returncode}):\n{err[-2000:]}")
     return rss, pss, out.strip()
@@ -102,7 +129,70 @@ def cpu_rate(guest):
     return iterations / (usage.ru_utime + usage.ru_stime)
 
 
+def layer_main():
+    """LAYER=1: PSS per VU with the k6 layer in every context, beside k6 (and `host run`)."""
+    if not (HERE / "users.json").exists():
+        rows = [{"id": i, "name": f"user-{i}", "email": f"user-{i}@example.com",
+                 "token": f"t{i}".ljust(40, "x")} for i in range(10000)]
+        (HERE / "users.json").write_text(json.dumps(rows))
+    tools = [f"stack switching, layer {m}" for m in MODES] + ["k6"] + (["host run"] if HOST_RUN else [])
+
+    def cmd(tool, script, vus):
+        if tool.startswith("stack"):
+            mode = tool.split()[-1]
+            flag = [] if mode == "text" else [f"--{mode}"]
+            return [SS, PLAIN, SCHED, f"{script}.js", "--layer", *flag, "--vus", str(vus),
+                    "--duration", str(DURATION)]
+        if tool == "k6":
+            return [K6, "run", "--quiet", "--no-usage-report", "--no-color", "--vus", str(vus),
+                    "--duration", f"{DURATION}s", f"{script}.js"]
+        return [HOST, "run", f"{script}.js", "--vus", str(vus), "--duration", f"{DURATION}s",
+                "--quiet", "--out", str(WORK / "out")]
+
+    if HOST_RUN:
+        for script in SCRIPTS:  # builds and caches each script's component
+            subprocess.run([HOST, "run", f"{script}.js", "--vus", "1", "--iterations", "1",
+                            "--quiet", "--out", str(WORK / "warm")], cwd=HERE, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = {(s, t, v): [] for s in SCRIPTS for t in tools for v in (1, VUS)}
+    heap = {}
+    load = [open("/proc/loadavg").read().split()[:3]]
+    for r in range(ROUNDS):
+        for script in SCRIPTS:
+            for t in tools:
+                for v in (1, VUS):
+                    rss, pss, out = sample(cmd(t, script, v), ready=t.startswith("stack"))
+                    got[(script, t, v)].append((rss, pss))
+                    if t.startswith("stack"):
+                        heap[(script, t, v)] = out
+                    print(f"round {r} {script} {t} {v} VUs: RSS {rss} KiB, PSS {pss} KiB",
+                          file=sys.stderr)
+    load.append(open("/proc/loadavg").read().split()[:3])
+    med = statistics.median
+    print(f"Load average {' '.join(load[0])} at the start, {' '.join(load[1])} at the end; "
+          f"{ROUNDS} rounds, medians; sampled {SAMPLE:g} s into {DURATION} s runs "
+          f"(the driver: {SAMPLE:g} s after its init).\n")
+    print(f"| script | tool | PSS at 1 | PSS at {VUS} | PSS per VU | × k6 (PSS) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for script in SCRIPTS:
+        per = {}
+        for t in tools:
+            p1 = med([p for _, p in got[(script, t, 1)]])
+            pn = med([p for _, p in got[(script, t, VUS)]])
+            per[t] = ((pn - p1) / (VUS - 1), p1, pn)
+        for t in tools:
+            pv, p1, pn = per[t]
+            print(f"| {script}.js | {t} | {p1 / 1024:.1f} MiB | {pn / 1024:.1f} MiB | {pv:.0f} KiB | "
+                  f"{pv / per['k6'][0]:.2f} |")
+    for script in SCRIPTS:
+        for t in tools:
+            if t.startswith("stack"):
+                print(f"\n{script}.js, {t}, at {VUS} VUs: {heap.get((script, t, VUS), '')}")
+
+
 def main():
+    if LAYER:
+        return layer_main()
     # Warm each tool once (the host's compile cache; the prototype compiles its module
     # each run, which the 1-VU baseline takes out).
     subprocess.run(command("host run", 1)[:3] + ["--vus", "1", "--iterations", "1", "--quiet",

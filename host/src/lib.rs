@@ -169,7 +169,9 @@ pub use distributed::trust;
 pub use k8s::manifests::segment_of;
 pub use metrics::value::MetricKind;
 
-// Plugins: where the bundled ones are built, the Python tool's pinned version.
+// Plugins: where the bundled ones are built, the Python tool's pinned version, the
+// JavaScript a k6 script builds to.
+pub use author::js::module_text as js_module_text;
 pub use author::python::COMPONENTIZE_PY_VERSION;
 pub use demo::PLUGINS_DIR;
 

@@ -29,14 +29,20 @@ cargo fetch --manifest-path quickjs-src/Cargo.toml -q
 QJS=$(cargo metadata --manifest-path quickjs-src/Cargo.toml --format-version 1 \
     | python3 -c 'import json,sys,os; m=json.load(sys.stdin); print(next(os.path.dirname(p["manifest_path"]) for p in m["packages"] if p["name"]=="rquickjs-sys"))')/quickjs
 
+# quickjs.c with a function object's own realm (patch-realm.py): the k6 layer's
+# bytecode compiled once per instance and shared by its VUs' contexts (`--shared`).
+mkdir -p "$OBJ/qjs"
+python3 patch-realm.py "$QJS/quickjs.c" "$OBJ/qjs/quickjs.c"
+
 CC=${CC:-clang}
 # As rquickjs-sys builds QuickJS for WASI: the emscripten branches fit it.
 CFLAGS="--target=wasm32-wasi --sysroot=/usr -O2 -D_GNU_SOURCE -DEMSCRIPTEN=1 -DFE_DOWNWARD=0 -DFE_UPWARD=0 \
   -I$QJS -Wno-implicit-const-int-float-conversion -w"
+GUEST_CFLAGS="-DMV_SHARED_REALM -I$OBJ/qjs"
 for f in libregexp libunicode dtoa; do
     "$CC" $CFLAGS -c "$QJS/$f.c" -o "$OBJ/$f.o"
 done
-"$CC" $CFLAGS -c guest.c -o "$OBJ/guest.o"
+"$CC" $GUEST_CFLAGS $CFLAGS -c guest.c -o "$OBJ/guest.o"
 "$CC" --target=wasm32-wasi -c sp.s -o "$OBJ/sp.o"
 "$CC" --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor \
     -Wl,--export=mv_get_sp -Wl,--export=mv_set_sp -Wl,-z,stack-size=262144 \

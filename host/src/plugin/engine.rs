@@ -81,11 +81,10 @@ fn check_address_space(instances: u64, memory_bytes: u64) -> Result<()> {
     )
 }
 
-/// Builds an engine; the error names `vm.max_map_count` when the pool cannot be mapped.
-pub(crate) fn build_engine(options: EngineOptions) -> Result<Engine> {
-    let instances = options.max_instances.saturating_add(SPARE_INSTANCES);
-    check_address_space(instances as u64, options.memory_bytes)?;
-    check_map_limit(instances as u64)?;
+/// The engine settings of a run for `instances` instances: the pooling allocator sized
+/// from the plan, the memory cap, epoch interruption. (The stack-switching test below
+/// adds `wasm_stack_switching` to exactly these.)
+fn run_config(options: EngineOptions, instances: u32) -> Config {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         .total_stacks(instances)
@@ -103,12 +102,25 @@ pub(crate) fn build_engine(options: EngineOptions) -> Result<Engine> {
         // A reservation the size of the cap keeps a large pool's address space small.
         .memory_reservation(options.memory_bytes.max(1 << 20))
         .memory_guard_size(GUARD_BYTES)
+        // The `gc` cargo feature (for stack switching's continuation types) turns
+        // these proposals on by default; runs keep them off, as before it.
+        .wasm_gc(false)
+        .wasm_exceptions(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     // For profiling by hand (`perf record`): the plugin's compiled functions then have
     // names in /tmp/perf-PID.map, so a profile shows which guest code the time is in.
     if std::env::var_os("HOST_PERF_MAP").is_some_and(|v| v == "1") {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
+    config
+}
+
+/// Builds an engine; the error names `vm.max_map_count` when the pool cannot be mapped.
+pub(crate) fn build_engine(options: EngineOptions) -> Result<Engine> {
+    let instances = options.max_instances.saturating_add(SPARE_INSTANCES);
+    check_address_space(instances as u64, options.memory_bytes)?;
+    check_map_limit(instances as u64)?;
+    let config = run_config(options, instances);
     Engine::new(&config).map_err(|e| {
         let text = format!("{e:#}");
         if text.contains("mmap failed to reserve") {
@@ -164,5 +176,161 @@ impl Drop for EpochTicker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+// wasmtime implements stack switching on x86-64 Unix only (it refuses the flag elsewhere).
+#[cfg(all(test, target_arch = "x86_64", unix))]
+mod tests {
+    //! Issue #53's step 0: several VUs of one instance switched by wasm stack switching
+    //! (continuations), under the run's own engine settings.
+    use super::{run_config, EngineOptions};
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::{Engine, Store};
+
+    /// The multi-VU prototype's scheduler (`cont.new` per VU, `resume`, `suspend` in
+    /// `sleep`), embedded in a component as one of its core modules beside a guest
+    /// whose `iterate(vu)` sleeps twice and keeps a counter per VU in its memory, and a
+    /// module holding the table through which the scheduler calls the guest.
+    fn component_text() -> String {
+        let sched = include_str!("../../../plugins/js-multivu/switch-probe/sched.wat").replacen(
+            "(module",
+            "(core module $sched",
+            1,
+        );
+        format!(
+            r#"(component
+  (core module $fns (table (export "fns") 1 funcref))
+  {sched}
+  (core module $guest
+    (import "host" "fns" (table 1 funcref))
+    (import "sched" "sleep" (func $sleep (param f64)))
+    (memory 1)
+    (func $iterate (param $vu i32) (result i32)
+      (local $a i32)
+      (local.set $a (i32.mul (local.get $vu) (i32.const 4)))
+      (i32.store (local.get $a) (i32.add (i32.load (local.get $a)) (i32.const 1)))
+      (call $sleep (f64.convert_i32_u (local.get $vu)))
+      (i32.store (local.get $a) (i32.add (i32.load (local.get $a)) (i32.const 10)))
+      (call $sleep (f64.const 0))
+      (i32.add (i32.mul (i32.load (local.get $a)) (i32.const 100)) (local.get $vu)))
+    (elem (table 0) (i32.const 0) func $iterate))
+  (core instance $t (instantiate $fns))
+  (core instance $s (instantiate $sched (with "host" (instance $t))))
+  (core instance $g (instantiate $guest (with "sched" (instance $s)) (with "host" (instance $t))))
+  (func (export "start") (param "vu" u32) (result s32) (canon lift (core func $s "start")))
+  (func (export "resume") (param "vu" u32) (result s32) (canon lift (core func $s "resume")))
+)"#
+        )
+    }
+
+    fn options(bytes: &[u8]) -> EngineOptions {
+        EngineOptions {
+            max_instances: 4,
+            memory_bytes: 64 << 20,
+            needs: crate::plugin::shape::PoolNeeds::of(bytes),
+        }
+    }
+
+    /// Under the run's engine settings (pooling allocator, epoch interruption, async
+    /// calls on fibers) with `wasm_stack_switching` on, the component validates,
+    /// instantiates, and two VUs interleave: each suspends in `sleep` and resumes where
+    /// it left, its counter in the shared memory intact, in the order the host chose.
+    #[tokio::test]
+    async fn a_component_embedding_the_continuation_scheduler_runs_under_the_run_engine() {
+        let bytes = wat::parse_str(component_text()).expect("the component's text parses");
+        let mut config = run_config(options(&bytes), 4);
+        config.wasm_stack_switching(true).wasm_exceptions(true);
+        let engine = Engine::new(&config).expect("the run's engine takes stack switching");
+        let component = Component::new(&engine, &bytes).expect("the component validates");
+        let mut store = Store::new(&engine, ());
+        store.set_epoch_deadline(1_000);
+        let instance = Linker::<()>::new(&engine)
+            .instantiate_async(&mut store, &component)
+            .await
+            .expect("the component instantiates from the pool");
+        let start = instance
+            .get_typed_func::<(u32,), (i32,)>(&mut store, "start")
+            .unwrap();
+        let resume = instance
+            .get_typed_func::<(u32,), (i32,)>(&mut store, "resume")
+            .unwrap();
+        let mut calls = Vec::new();
+        for (f, vu) in [
+            (start, 0),
+            (start, 1),
+            (resume, 1),
+            (resume, 0),
+            (resume, 0),
+            (resume, 1),
+            (start, 0),
+            (resume, 0),
+            (resume, 0),
+        ] {
+            let (r,) = f.call_async(&mut store, (vu,)).await.expect("no trap");
+            calls.push(r);
+        }
+        // -1: suspended in `sleep`; n * 100 + vu: the iteration ended with counter n.
+        assert_eq!(calls, [-1, -1, -1, -1, 1100, 1101, -1, -1, 2200]);
+    }
+
+    /// Without the flag the same engine refuses the component, naming the proposal:
+    /// turning the cargo feature on changes nothing for runs until a run asks for it.
+    #[test]
+    fn without_the_flag_the_run_engine_refuses_continuations() {
+        let bytes = wat::parse_str(component_text()).unwrap();
+        let engine = Engine::new(&run_config(options(&bytes), 4)).unwrap();
+        let e = Component::new(&engine, &bytes).expect_err("continuations need the flag");
+        assert!(
+            format!("{e:#}").contains("stack switching"),
+            "unexpected error: {e:#}"
+        );
+    }
+
+    /// `wit-component` (the JS route's encoder) takes a core module holding
+    /// continuations: it validates with every wasm feature on. The scheduler, its table
+    /// and wait global kept inside, becomes a component whose `start` and `resume` an
+    /// engine with stack switching compiles (the default allocator: with its two tables
+    /// the module is over the pooling allocator's one table per module).
+    #[test]
+    fn wit_component_encodes_the_continuation_scheduler() {
+        let text = include_str!("../../../plugins/js-multivu/switch-probe/sched.wat")
+            .replace("(import \"host\" \"fns\" (table $fns 1 funcref))", "")
+            .replace("(tag $yield)", "(table $fns 1 funcref) (tag $yield)")
+            .replace(" (export \"wait\")", "")
+            .replace("(func (export \"sleep\")", "(func $sleep");
+        let mut module = wat::parse_str(&text).unwrap();
+        let mut resolve = wit_parser::Resolve::default();
+        let pkg = resolve
+            .push_str(
+                "sched.wit",
+                "package local:sched;\nworld sched {\n  export start: func(vu: u32) -> s32;\n  \
+                 export resume: func(vu: u32) -> s32;\n}\n",
+            )
+            .unwrap();
+        let world = resolve.select_world(&[pkg], Some("sched")).unwrap();
+        wit_component::embed_component_metadata(
+            &mut module,
+            &resolve,
+            world,
+            wit_component::StringEncoding::UTF8,
+        )
+        .unwrap();
+        let bytes = wit_component::ComponentEncoder::default()
+            .module(&module)
+            .expect("wit-component reads the module")
+            .validate(true)
+            .encode()
+            .expect("wit-component encodes and validates it");
+        let mut config = wasmtime::Config::new();
+        config.wasm_stack_switching(true).wasm_exceptions(true);
+        let engine = Engine::new(&config).unwrap();
+        let component = Component::new(&engine, &bytes).expect("wasmtime compiles it");
+        let exports: Vec<String> = component
+            .component_type()
+            .exports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert_eq!(exports, ["start", "resume"]);
     }
 }

@@ -117,6 +117,14 @@ pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// The JavaScript `host build` evaluates for `script`: the k6 layer with the script's
+/// bundle appended, one ES module importing the contract's interfaces. For tools that run
+/// it outside the component, as the multi-VU prototype's driver does (issue #53,
+/// `host/examples/js_multivu_ss.rs`).
+pub fn module_text(script: &Path) -> Result<String> {
+    Ok(module_for(script, &build_env(&[]))?.0)
+}
+
 /// The layer with the script's bundle appended.
 fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, bundle::Bundle)> {
     let k6_layer = layer::text();
