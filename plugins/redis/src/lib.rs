@@ -51,6 +51,23 @@ thread_local! {
     static SERIES: RefCell<Vec<(&'static str, Series)>> = const { RefCell::new(Vec::new()) };
     /// `REDIS_PREFIX`, read once.
     static PREFIX: String = vu::env_or("REDIS_PREFIX", "lt");
+    /// The VU's string key, `{prefix}:str:{vu}`, made once.
+    static KEY: RefCell<Option<(u64, String)>> = const { RefCell::new(None) };
+}
+
+/// The VU's string key (the VU's id does not change, but is checked).
+fn string_key(prefix: &str, id: u64) -> String {
+    KEY.with(|cell| {
+        let mut key = cell.borrow_mut();
+        match &*key {
+            Some((of, k)) if *of == id => k.clone(),
+            _ => {
+                let k = format!("{prefix}:str:{id}");
+                *key = Some((id, k.clone()));
+                k
+            }
+        }
+    })
 }
 
 /// A command's metrics, each tagged with it.
@@ -171,50 +188,56 @@ impl Scenario for Redis {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        let prefix = PREFIX.with(|p| p.clone());
         let info = vu::info();
         let (id, n) = (info.vu_id, info.iteration);
-        CONN.with(|cell| {
-            let mut conn = cell.borrow_mut();
-            if conn.is_none() {
-                // A failed connect is counted; the next iteration tries again.
-                match open() {
-                    Ok(c) => *conn = Some(c),
-                    Err(_) => return Ok(()),
-                }
-            }
-            let key = format!("{prefix}:str:{id}");
-            let value = format!("v{n}");
-            let field = format!("{id}:{n}");
-            run(&mut conn, "SET", &[key.as_bytes(), value.as_bytes()]);
-            let got = run(&mut conn, "GET", &[key.as_bytes()]);
-            if conn.is_some() {
-                check(
-                    "GET returns what SET wrote",
-                    got == Some(Reply::Bulk(Some(value.into_bytes()))),
-                );
-            }
-            if scenario == "setget" {
-                return Ok(());
-            }
-            run(&mut conn, "INCR", &[format!("{prefix}:counter").as_bytes()]);
-            run(
-                &mut conn,
-                "HSET",
-                &[
-                    format!("{prefix}:hash").as_bytes(),
-                    field.as_bytes(),
-                    n.to_string().as_bytes(),
-                ],
-            );
-            run(
-                &mut conn,
-                "LPUSH",
-                &[format!("{prefix}:list").as_bytes(), field.as_bytes()],
-            );
-            Ok(())
-        })
+        PREFIX.with(|prefix| iterate(&scenario, prefix, id, n))
     }
+}
+
+/// One iteration of `scenario` for VU `id`, its iteration `n`.
+fn iterate(scenario: &str, prefix: &str, id: u64, n: u64) -> Result<(), String> {
+    CONN.with(|cell| {
+        let mut conn = cell.borrow_mut();
+        if conn.is_none() {
+            // A failed connect is counted; the next iteration tries again.
+            match open() {
+                Ok(c) => *conn = Some(c),
+                Err(_) => return Ok(()),
+            }
+        }
+        let key = string_key(prefix, id);
+        let mut value = Vec::with_capacity(21);
+        value.push(b'v');
+        resp::push_number(&mut value, n);
+        run(&mut conn, "SET", &[key.as_bytes(), &value]);
+        let got = run(&mut conn, "GET", &[key.as_bytes()]);
+        if conn.is_some() {
+            check(
+                "GET returns what SET wrote",
+                got == Some(Reply::Bulk(Some(value))),
+            );
+        }
+        if scenario == "setget" {
+            return Ok(());
+        }
+        let field = format!("{id}:{n}");
+        run(&mut conn, "INCR", &[format!("{prefix}:counter").as_bytes()]);
+        run(
+            &mut conn,
+            "HSET",
+            &[
+                format!("{prefix}:hash").as_bytes(),
+                field.as_bytes(),
+                n.to_string().as_bytes(),
+            ],
+        );
+        run(
+            &mut conn,
+            "LPUSH",
+            &[format!("{prefix}:list").as_bytes(), field.as_bytes()],
+        );
+        Ok(())
+    })
 }
 
 loadtest::export!(Redis);

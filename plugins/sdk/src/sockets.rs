@@ -156,7 +156,9 @@ impl From<SocketError> for io::Error {
 /// The most one read returns or waits for, and the most the host buffers for one TCP
 /// socket, in bytes.
 pub fn max_read() -> u32 {
-    wit::max_read()
+    // Asked once: a host constant, and a protocol passes it with every framed read.
+    static MAX_READ: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MAX_READ.get_or_init(wit::max_read)
 }
 
 /// The most one write takes, in bytes ([`std::io::Write::write`] takes at most this

@@ -59,6 +59,15 @@ function newPromise() {
   return p;
 }
 
+// A promise fulfilled with `v` already, `v` not a thenable (a reply the host read): no
+// reaction list is made, as none can be added to a settled promise.
+function fulfilledPromise(v) {
+  asyncSeen = true;
+  const p = Object.create(LayerPromise.prototype);
+  p._state = P_FULFILLED; p._value = v; p._reactions = null; p._handled = false;
+  return p;
+}
+
 function settlePromise(p, state, value) {
   if (p._state !== P_PENDING) return;
   p._state = state;
@@ -244,7 +253,19 @@ function __k6async(self, args, body) {
     try { r = gen[method](arg); } catch (e) { settlePromise(p, P_REJECTED, e); return; }
     if (r.done) { resolvePromise(p, r.value); return; }
     const v = r.value;
-    if (isLayerPromise(v)) { addReaction(v, { onOk, onErr, child: null, from: null }); return; }
+    if (isLayerPromise(v)) {
+      // Settled already (a Redis command the host ran): resumed on the next turn, as
+      // the reaction addReaction would queue resumes it, without making the reaction.
+      const state = v._state;
+      if (state === P_FULFILLED) { v._handled = true; microtasks.push(onOk, v._value); return; }
+      if (state === P_REJECTED) {
+        if (!v._handled) { unhandledRejections.delete(v); v._handled = true; }
+        microtasks.push(onErr, v._value);
+        return;
+      }
+      addReaction(v, { onOk, onErr, child: null, from: null });
+      return;
+    }
     // Not a thenable (a Response, a number): resumed on the next turn, as a promise
     // fulfilled with it would resume it, without making that promise.
     if (v === null || (typeof v !== 'object' && typeof v !== 'function')) { microtasks.push(onOk, v); return; }

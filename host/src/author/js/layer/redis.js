@@ -118,6 +118,7 @@ class RedisClient {
   constructor(arg) {
     this._opts = redisOptions(arg);
     this._sock = null;
+    this._seen = new Map();
     // Declared from describe() with the script's own metrics, so thresholds on them hold.
     metricsMade.set('redis_cmds', 'counter');
     metricsMade.set('redis_cmd_duration', 'trend');
@@ -160,26 +161,35 @@ class RedisClient {
   // encode, write, one read of the whole reply, the three metrics) when every word is
   // a string or a number and its series have numbers; otherwise it runs here.
   _cmd(args, shape) {
-    const name = String(args[0]).toLowerCase();
-    const ids = redisPlain(args) ? redisSeries(name) : null;
-    if (ids === null) return this._cmdHere(args, shape, name);
+    // Per command word, what the last command of that word found: its name, its
+    // series' numbers and the group and VU tags they were registered under. Kept
+    // while those are unchanged, a command costs no name or key string.
+    let seen = this._seen.get(args[0]);
+    if (seen === undefined || seen.group !== groupPath || seen.tags !== vuTagsVersion) {
+      const name = seen === undefined ? String(args[0]).toLowerCase() : seen.name;
+      seen = { name, ids: redisSeries(name), group: groupPath, tags: vuTagsVersion };
+      this._seen.set(args[0], seen);
+    }
+    const words = seen.ids === null ? null : redisWords(args);
+    if (words === null) return this._cmdHere(args, shape, seen.name);
+    const ids = seen.ids;
     let r;
     try {
-      const sock = this._conn();
-      const words = new Array(args.length);
-      for (let i = 0; i < args.length; i++) words[i] = String(args[i]);
+      const sock = this._sock || this._conn();
       const o = this._opts;
       r = redisFromText(hostRedis.command(sock, words, o.writeTimeout, o.readTimeout, ids[0], ids[1], ids[2]));
     } catch (e) {
       // A connect that failed, or the connection lost: the host counted the socket's
       // failure; the command is counted here, as the layer's own path counts it.
       this._drop();
-      if (!(e instanceof RedisError)) this._record(name, 0, false);
+      if (!(e instanceof RedisError)) this._record(seen.name, 0, false);
       return LayerPromise.reject(redisError(e));
     }
     if (r instanceof RedisReplyError) return LayerPromise.reject(new RedisError(r.message));
+    // A reply is never a thenable (no function comes from the host's text).
+    if (shape === undefined) return fulfilledPromise(r);
     try {
-      return LayerPromise.resolve(shape ? shape(r) : r);
+      return fulfilledPromise(shape(r));
     } catch (e) {
       return LayerPromise.reject(e);
     }
@@ -267,13 +277,20 @@ class RedisClient {
   sendCommand(command, ...args) { return this._cmd([command, ...args]); }
 }
 
-// Every word a string or a number (bytes go the layer's own way).
-function redisPlain(args) {
+// The words as the host takes them: `args` itself when every word is a string, a
+// copy with numbers as strings, or null when a word is neither (bytes go the layer's
+// own way).
+function redisWords(args) {
+  let words = args;
   for (let i = 0; i < args.length; i++) {
-    const t = typeof args[i];
-    if (t !== 'string' && t !== 'number') return false;
+    const a = args[i];
+    const t = typeof a;
+    if (t === 'string') continue;
+    if (t !== 'number') return null;
+    if (words === args) words = args.slice();
+    words[i] = String(a);
   }
-  return true;
+  return words;
 }
 
 // The numbers of a command's three series (duration, count, failed) under the VU's
