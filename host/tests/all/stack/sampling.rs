@@ -504,4 +504,26 @@ fn host_demo_samples_its_target_process() {
         stdout.contains("demo-target (pid "),
         "the summary lists it: {stdout}"
     );
+
+    // `host demo` remembers its run as `host run` does (issue #54): in the store beside
+    // its results folder, with the plugin and the folder it wrote.
+    let store = dir.path().join("runs.db");
+    assert!(
+        stdout.contains(&format!("recorded as run 1 in {}", store.display())),
+        "{stdout}"
+    );
+    let list = Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["runs", "list", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success(), "{listed}");
+    let folder = results.file_name().unwrap().to_string_lossy();
+    let rows: Vec<&str> = listed.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "one run:\n{listed}");
+    assert!(
+        rows[0].contains(" hello ") && rows[0].contains("completed") && rows[0].contains(&*folder),
+        "{listed}"
+    );
 }
