@@ -16,7 +16,10 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use wasmtime::{Caller, Engine, Linker, Memory, Module, Store, TypedFunc};
+use wasmtime::{Caller, Engine, Linker, Memory, Store, TypedFunc};
+
+mod multivu_wasi;
+use multivu_wasi::{add_wasi, load, typed, GuestMemory};
 
 /// The guest's exports the driver calls.
 #[derive(Clone)]
@@ -54,6 +57,12 @@ struct Drv {
     buf_size: u32,
     /// Each suspended VU's shadow-stack pointer where its unwind left it.
     sps: Vec<u32>,
+}
+
+impl GuestMemory for Drv {
+    fn guest_memory(&self) -> Option<Memory> {
+        self.ex.as_ref().map(|ex| ex.memory)
+    }
 }
 
 /// Asyncify's states (`asyncify_get_state`).
@@ -105,114 +114,6 @@ fn log(mut caller: Caller<'_, Drv>, ptr: u32, len: u32) -> wasmtime::Result<()> 
         String::from_utf8_lossy(&bytes)
     );
     Ok(())
-}
-
-/// The few WASI preview 1 calls wasi-libc makes here: a clock, stderr, and refusals.
-fn add_wasi(linker: &mut Linker<Drv>) -> Result<()> {
-    const W: &str = "wasi_snapshot_preview1";
-    const EBADF: i32 = 8;
-    linker.func_wrap(
-        W,
-        "clock_time_get",
-        |mut caller: Caller<'_, Drv>,
-         id: i32,
-         _precision: i64,
-         out: i32|
-         -> wasmtime::Result<i32> {
-            let ns: u64 = if id == 0 {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            } else {
-                monotonic_ns()
-            };
-            let mem = caller
-                .data()
-                .ex
-                .as_ref()
-                .ok_or_else(|| wasmtime::format_err!("no memory yet"))?
-                .memory;
-            mem.write(&mut caller, out as usize, &ns.to_le_bytes())?;
-            Ok(0)
-        },
-    )?;
-    linker.func_wrap(
-        W,
-        "fd_write",
-        |mut caller: Caller<'_, Drv>,
-         fd: i32,
-         iovs: i32,
-         n: i32,
-         out: i32|
-         -> wasmtime::Result<i32> {
-            let mem = caller
-                .data()
-                .ex
-                .as_ref()
-                .ok_or_else(|| wasmtime::format_err!("no memory yet"))?
-                .memory;
-            let mut total = 0u32;
-            for i in 0..n.clamp(0, 64) as usize {
-                let mut iov = [0u8; 8];
-                mem.read(&caller, iovs as usize + 8 * i, &mut iov)?;
-                let ptr = u32::from_le_bytes([iov[0], iov[1], iov[2], iov[3]]);
-                let len = u32::from_le_bytes([iov[4], iov[5], iov[6], iov[7]]).min(1 << 16);
-                let mut bytes = vec![0; len as usize];
-                mem.read(&caller, ptr as usize, &mut bytes)?;
-                if fd == 1 || fd == 2 {
-                    eprint!("{}", String::from_utf8_lossy(&bytes));
-                }
-                total += len;
-            }
-            mem.write(&mut caller, out as usize, &total.to_le_bytes())?;
-            Ok(0)
-        },
-    )?;
-    linker.func_wrap(W, "fd_close", |_: i32| -> i32 { EBADF })?;
-    linker.func_wrap(W, "fd_fdstat_get", |_: i32, _: i32| -> i32 { EBADF })?;
-    linker.func_wrap(W, "fd_seek", |_: i32, _: i64, _: i32, _: i32| -> i32 {
-        EBADF
-    })?;
-    Ok(())
-}
-
-fn monotonic_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
-
-/// The guest's module, compiled once into GUEST.cwasm beside it (then loaded from there).
-fn load(engine: &Engine, guest: &str) -> Result<Module> {
-    let cwasm = format!("{guest}.cwasm");
-    let newer = |a: &str, b: &str| -> Option<bool> {
-        Some(
-            std::fs::metadata(a).ok()?.modified().ok()?
-                >= std::fs::metadata(b).ok()?.modified().ok()?,
-        )
-    };
-    if newer(&cwasm, guest) == Some(true) {
-        // SAFETY: the file was written by `Module::serialize` of this same program.
-        if let Ok(m) = unsafe { Module::deserialize_file(engine, &cwasm) } {
-            return Ok(m);
-        }
-    }
-    let module = Module::from_file(engine, guest)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("loading {guest}"))?;
-    std::fs::write(&cwasm, module.serialize().map_err(anyhow::Error::from)?)?;
-    Ok(module)
-}
-
-/// The guest's export `name`, typed.
-fn typed<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
-    instance: &wasmtime::Instance,
-    store: &mut Store<Drv>,
-    name: &str,
-) -> Result<TypedFunc<P, R>> {
-    let f = instance
-        .get_func(&mut *store, name)
-        .with_context(|| format!("the guest exports no {name}"))?;
-    Ok(f.typed(&*store)?)
 }
 
 /// This process's PSS in KiB (/proc/self/smaps_rollup).
@@ -279,7 +180,7 @@ fn main() -> Result<()> {
     config.max_wasm_stack(a.native_stack_kib as usize * 1024);
     config.async_stack_size(a.native_stack_kib as usize * 1024 + (1 << 20));
     let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
-    let module = load(&engine, &a.guest)?;
+    let module = load(&engine, &a.guest, &format!("{}.cwasm", a.guest))?;
     let mut linker = Linker::new(&engine);
     linker.func_wrap("host", "sleep", sleep)?;
     linker.func_wrap("host", "log", log)?;

@@ -28,69 +28,24 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use wasmtime::{Caller, Engine, Linker, Memory, Module, Store, TypedFunc, Val};
 
+mod multivu_wasi;
+use multivu_wasi::{load, memory, typed, GuestMemory};
+
 /// The store's data: the guest's memory, once instantiated, and the VU that runs.
 struct Drv {
     memory: Option<Memory>,
     current: usize,
 }
 
-fn memory(caller: &Caller<'_, Drv>) -> wasmtime::Result<Memory> {
-    caller
-        .data()
-        .memory
-        .ok_or_else(|| wasmtime::format_err!("no memory yet"))
+impl GuestMemory for Drv {
+    fn guest_memory(&self) -> Option<Memory> {
+        self.memory
+    }
 }
 
-/// The few WASI preview 1 functions the guest's libc imports: clocks and stderr.
+/// The WASI calls (multivu_wasi) and the guest's `host.log`.
 fn add_wasi(linker: &mut Linker<Drv>) -> Result<()> {
-    const W: &str = "wasi_snapshot_preview1";
-    const EBADF: i32 = 8;
-    linker.func_wrap(
-        W,
-        "clock_time_get",
-        |mut caller: Caller<'_, Drv>, id: i32, _p: i64, out: i32| -> wasmtime::Result<i32> {
-            let ns: u64 = if id == 0 {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            } else {
-                monotonic_ns()
-            };
-            let mem = memory(&caller)?;
-            mem.write(&mut caller, out as usize, &ns.to_le_bytes())?;
-            Ok(0)
-        },
-    )?;
-    linker.func_wrap(
-        W,
-        "fd_write",
-        |mut caller: Caller<'_, Drv>,
-         _fd: i32,
-         iovs: i32,
-         n: i32,
-         out: i32|
-         -> wasmtime::Result<i32> {
-            let mem = memory(&caller)?;
-            let mut total = 0u32;
-            for i in 0..n.clamp(0, 64) as usize {
-                let mut iov = [0u8; 8];
-                mem.read(&caller, iovs as usize + 8 * i, &mut iov)?;
-                let ptr = u32::from_le_bytes([iov[0], iov[1], iov[2], iov[3]]);
-                let len = u32::from_le_bytes([iov[4], iov[5], iov[6], iov[7]]).min(1 << 16);
-                let mut bytes = vec![0; len as usize];
-                mem.read(&caller, ptr as usize, &mut bytes)?;
-                eprint!("{}", String::from_utf8_lossy(&bytes));
-                total += len;
-            }
-            mem.write(&mut caller, out as usize, &total.to_le_bytes())?;
-            Ok(0)
-        },
-    )?;
-    linker.func_wrap(W, "fd_close", |_: i32| -> i32 { EBADF })?;
-    linker.func_wrap(W, "fd_fdstat_get", |_: i32, _: i32| -> i32 { EBADF })?;
-    linker.func_wrap(W, "fd_seek", |_: i32, _: i64, _: i32, _: i32| -> i32 {
-        EBADF
-    })?;
+    multivu_wasi::add_wasi(linker)?;
     linker.func_wrap(
         "host",
         "log",
@@ -107,22 +62,6 @@ fn add_wasi(linker: &mut Linker<Drv>) -> Result<()> {
         },
     )?;
     Ok(())
-}
-
-fn monotonic_ns() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
-
-fn typed<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
-    i: &wasmtime::Instance,
-    s: &mut Store<Drv>,
-    name: &str,
-) -> Result<TypedFunc<P, R>> {
-    let f = i
-        .get_func(&mut *s, name)
-        .with_context(|| format!("the guest exports no {name}"))?;
-    Ok(f.typed(&*s)?)
 }
 
 /// guest.c's `mv_init_layer(n, text, len, vu_text, vu_len, stack_kib, buf_kib, flags)`.
@@ -178,21 +117,6 @@ fn args() -> Result<Args> {
     Ok(a)
 }
 
-/// The guest compiled for `engine`, from its cache beside it when one fits.
-fn load(engine: &Engine, guest: &str) -> Result<Module> {
-    let cwasm = format!("{guest}.ss.cwasm");
-    // SAFETY: the file is this driver's own output for this engine's settings; a stale
-    // or foreign one fails to deserialize and is rebuilt.
-    if let Ok(m) = unsafe { Module::deserialize_file(engine, &cwasm) } {
-        return Ok(m);
-    }
-    let m = Module::from_file(engine, guest)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("cannot compile {guest}"))?;
-    std::fs::write(&cwasm, m.serialize()?)?;
-    Ok(m)
-}
-
 fn main() -> Result<()> {
     let a = args()?;
     let mut config = wasmtime::Config::new();
@@ -204,7 +128,7 @@ fn main() -> Result<()> {
     config.async_stack_size(5 << 20);
     config.wasm_exceptions(true);
     let engine = Engine::new(&config)?;
-    let module = load(&engine, &a.guest)?;
+    let module = load(&engine, &a.guest, &format!("{}.ss.cwasm", a.guest))?;
     let sched_bytes = wat::parse_file(&a.sched)?;
     let sched = Module::new(&engine, &sched_bytes)?;
     let mut store = Store::new(
@@ -240,7 +164,8 @@ fn main() -> Result<()> {
         .context("the scheduler exports no wait")?;
     let start: TypedFunc<u32, i32> = typed(&si, &mut store, "start")?;
     let resume: TypedFunc<u32, i32> = typed(&si, &mut store, "resume")?;
-    typed::<(), ()>(&gi, &mut store, "_initialize")?.call(&mut store, ())?;
+    let initialize: TypedFunc<(), ()> = typed(&gi, &mut store, "_initialize")?;
+    initialize.call(&mut store, ())?;
     let get_sp: TypedFunc<(), u32> = typed(&gi, &mut store, "mv_get_sp")?;
     let set_sp: TypedFunc<u32, ()> = typed(&gi, &mut store, "mv_set_sp")?;
     let enter: TypedFunc<(u32, u32), ()> = typed(&gi, &mut store, "mv_enter")?;
