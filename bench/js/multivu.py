@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from smaps import rss_pss
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 TGT = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -99,15 +101,7 @@ def sample(cmd, ready=False):
             if line.startswith("ready"):
                 break
     time.sleep(SAMPLE)
-    rss = pss = None
-    try:
-        for line in open(f"/proc/{proc.pid}/smaps_rollup"):
-            if line.startswith("Rss:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss = int(line.split()[1])
-    except FileNotFoundError:
-        pass
+    rss, pss = rss_pss(proc.pid)
     out, err = proc.communicate()
     err = "".join(early) + err
     if rss is None or proc.returncode != 0:

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from smaps import rss_pss
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -123,15 +125,7 @@ def sample_memory(cmd, seconds):
     proc = subprocess.Popen(["taskset", "-c", GEN_CPU] + cmd, cwd=HERE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(seconds)
-    rss = pss = None
-    try:
-        for line in open(f"/proc/{proc.pid}/smaps_rollup"):
-            if line.startswith("Rss:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss = int(line.split()[1])
-    except FileNotFoundError:
-        pass
+    rss, pss = rss_pss(proc.pid)
     proc.wait()
     if rss is None:
         sys.exit(f"{' '.join(cmd)} ended before it was sampled")
