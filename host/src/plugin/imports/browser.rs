@@ -137,22 +137,21 @@ impl wit::HostPage for BrowserView<'_> {
 
     async fn title(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(page.title());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(page.title()).await
     }
 
     async fn url(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(page.url());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(page.url()).await
     }
 
     async fn content(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(page.evaluate(
-            "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '') + document.documentElement.outerHTML"
-        ));
-        let v = self.budget.wait(work).await.map_err(to_wit)?;
+        let v = self
+            .budgeted(page.evaluate(
+                "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '') + document.documentElement.outerHTML"
+            ))
+            .await?;
         Ok(v.as_str().unwrap_or("").to_owned())
     }
 
@@ -189,8 +188,7 @@ impl wit::HostPage for BrowserView<'_> {
                     .into(),
             ));
         };
-        let work = std::pin::pin!(page.screenshot(full_page));
-        let png = self.budget.wait(work).await.map_err(to_wit)?;
+        let png = self.budgeted(page.screenshot(full_page)).await?;
         let path = dir.join(&relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -207,8 +205,7 @@ impl wit::HostPage for BrowserView<'_> {
         key: String,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::press(&page, &key));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(actions::press(&page, &key)).await
     }
 
     async fn keyboard_type(
@@ -217,8 +214,7 @@ impl wit::HostPage for BrowserView<'_> {
         text: String,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::type_text(&page, &text));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(actions::type_text(&page, &text)).await
     }
 
     async fn mouse(
@@ -232,8 +228,8 @@ impl wit::HostPage for BrowserView<'_> {
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
         let kind = MouseKind::parse(&kind).map_err(to_wit)?;
-        let work = std::pin::pin!(input::mouse(&page, kind, (x, y), &button, click_count));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(input::mouse(&page, kind, (x, y), &button, click_count))
+            .await
     }
 
     async fn tap(
@@ -243,14 +239,12 @@ impl wit::HostPage for BrowserView<'_> {
         y: f64,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(input::tap(&page, (x, y)));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(input::tap(&page, (x, y))).await
     }
 
     async fn close(&mut self, p: Resource<BrowserPage>) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(page.close());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(page.close()).await
     }
 
     async fn listen(
@@ -325,8 +319,7 @@ impl wit::HostPage for BrowserView<'_> {
     async fn resume(&mut self, p: Resource<BrowserPage>) -> Result<String, wit::BrowserError> {
         let page = self.page(&p)?;
         let router = page.state.router.clone();
-        let work = std::pin::pin!(router.resume());
-        self.budget.wait(work).await.map(json_text).map_err(to_wit)
+        self.budgeted(router.resume()).await.map(json_text)
     }
 
     async fn evaluate_handle(
@@ -465,8 +458,8 @@ impl wit::HostPage for BrowserView<'_> {
         delta_y: f64,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(input::wheel(&page, (x, y), (delta_x, delta_y)));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(input::wheel(&page, (x, y), (delta_x, delta_y)))
+            .await
     }
 
     async fn set_extra_http_headers(
@@ -475,8 +468,8 @@ impl wit::HostPage for BrowserView<'_> {
         headers: Vec<(String, String)>,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(emulation::set_extra_http_headers(&page, &headers));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(emulation::set_extra_http_headers(&page, &headers))
+            .await
     }
 
     async fn emulate_media(
@@ -487,13 +480,13 @@ impl wit::HostPage for BrowserView<'_> {
         reduced_motion: Option<String>,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(emulation::emulate_media(
+        self.budgeted(emulation::emulate_media(
             &page,
             media.as_deref(),
             color_scheme.as_deref(),
-            reduced_motion.as_deref()
-        ));
-        self.budget.wait(work).await.map_err(to_wit)
+            reduced_motion.as_deref(),
+        ))
+        .await
     }
 
     async fn add_init_script(
@@ -502,8 +495,8 @@ impl wit::HostPage for BrowserView<'_> {
         source: String,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(emulation::add_init_script(&page, &source));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(emulation::add_init_script(&page, &source))
+            .await
     }
 
     async fn set_offline(
@@ -512,8 +505,7 @@ impl wit::HostPage for BrowserView<'_> {
         offline: bool,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(emulation::set_offline(&page, offline));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(emulation::set_offline(&page, offline)).await
     }
 
     async fn keyboard_key(
@@ -523,8 +515,7 @@ impl wit::HostPage for BrowserView<'_> {
         down: bool,
     ) -> Result<(), wit::BrowserError> {
         let page = self.page(&p)?;
-        let work = std::pin::pin!(actions::key_half(&page, &key, 0, down));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(actions::key_half(&page, &key, 0, down)).await
     }
 
     fn drop(&mut self, p: Resource<BrowserPage>) -> wasmtime::Result<()> {

@@ -71,8 +71,7 @@ impl wit::HostContext for BrowserView<'_> {
         let context = self.context(&c)?;
         let cookies: Value = serde_json::from_str(&cookies_json)
             .map_err(|e| wit::BrowserError::Invalid(format!("cookies are not JSON: {e}")))?;
-        let work = std::pin::pin!(context.add_cookies(cookies));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.add_cookies(cookies)).await
     }
 
     async fn cookies(
@@ -90,15 +89,13 @@ impl wit::HostContext for BrowserView<'_> {
         c: Resource<BrowserContext>,
     ) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
-        let work = std::pin::pin!(context.clear_cookies());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.clear_cookies()).await
     }
 
     async fn close(&mut self, c: Resource<BrowserContext>) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
         self.ctx.open.retain(|o| !Arc::ptr_eq(o, &context));
-        let work = std::pin::pin!(context.close());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.close()).await
     }
 
     async fn grant_permissions(
@@ -108,8 +105,8 @@ impl wit::HostContext for BrowserView<'_> {
         origin: Option<String>,
     ) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
-        let work = std::pin::pin!(context.grant_permissions(&permissions, origin.as_deref()));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.grant_permissions(&permissions, origin.as_deref()))
+            .await
     }
 
     async fn clear_permissions(
@@ -117,8 +114,7 @@ impl wit::HostContext for BrowserView<'_> {
         c: Resource<BrowserContext>,
     ) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
-        let work = std::pin::pin!(context.clear_permissions());
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.clear_permissions()).await
     }
 
     async fn set_geolocation(
@@ -129,8 +125,8 @@ impl wit::HostContext for BrowserView<'_> {
         accuracy: f64,
     ) -> Result<(), wit::BrowserError> {
         let context = self.context(&c)?;
-        let work = std::pin::pin!(context.set_geolocation(latitude, longitude, accuracy));
-        self.budget.wait(work).await.map_err(to_wit)
+        self.budgeted(context.set_geolocation(latitude, longitude, accuracy))
+            .await
     }
 
     fn drop(&mut self, c: Resource<BrowserContext>) -> wasmtime::Result<()> {

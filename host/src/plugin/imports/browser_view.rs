@@ -47,6 +47,15 @@ fn stale(what: &str) -> wit::BrowserError {
 }
 
 impl BrowserView<'_> {
+    /// Runs `work` within the iteration's browser budget, its error as the contract's.
+    pub(super) async fn budgeted<T>(
+        &mut self,
+        work: impl Future<Output = Result<T, BrowserError>>,
+    ) -> Result<T, wit::BrowserError> {
+        let work = std::pin::pin!(work);
+        self.budget.wait(work).await.map_err(to_wit)
+    }
+
     /// Runs `op` on `page`; through its router while it routes (see the module).
     pub(super) async fn run_routed<T, F>(
         &mut self,
@@ -58,8 +67,7 @@ impl BrowserView<'_> {
         F: Future<Output = Result<T, BrowserError>> + Send + 'static,
     {
         if !page.state.router.is_on() {
-            let work = std::pin::pin!(op);
-            return self.budget.wait(work).await.map_err(to_wit);
+            return self.budgeted(op).await;
         }
         let op: crate::browser::routes::Op = Box::pin(async move {
             let v = op.await?;
