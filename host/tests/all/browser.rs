@@ -181,16 +181,11 @@ pub(crate) fn server(body: Option<String>) -> (u16, Arc<AtomicUsize>) {
             count.fetch_add(1, Ordering::SeqCst);
             let body = body.clone();
             std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+                if common::servers::head_text_blocking(&mut s).is_none() {
+                    return;
                 }
                 let Some(body) = body else {
-                    let _ = s.read(&mut buf);
+                    let _ = s.read(&mut [0u8; 4096]);
                     return;
                 };
                 let _ = write!(

@@ -23,7 +23,7 @@ type Heads = Arc<Mutex<Vec<String>>>;
 /// line's code and reason, a content type, a body), one request per connection; it
 /// records every request head it reads. Returns its port and the heads.
 fn site(respond: fn(&str, &str) -> (&'static str, &'static str, String)) -> (u16, Heads) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let heads: Heads = Arc::default();
@@ -33,15 +33,9 @@ fn site(respond: fn(&str, &str) -> (&'static str, &'static str, String)) -> (u16
             let Ok(mut s) = stream else { return };
             let seen = seen.clone();
             std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(head) = common::servers::head_text_blocking(&mut s) else {
+                    return;
+                };
                 seen.lock().unwrap().push(head.clone());
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let (status, kind, body) = respond(&path, &head);

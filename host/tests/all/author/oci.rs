@@ -500,7 +500,7 @@ struct TokenService {
 async fn token_service(user: &'static str, password: &'static str) -> TokenService {
     use base64::Engine as _;
     use rcgen::SigningKey as _;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = rcgen::CertificateParams::new(vec!["token-issuer".to_string()])
         .unwrap()
@@ -527,15 +527,9 @@ async fn token_service(user: &'static str, password: &'static str) -> TokenServi
                 asked2.clone(),
             );
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 2048];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&head).to_string();
+                let Some(head) = common::servers::head_text(&mut stream).await else {
+                    return;
+                };
                 let target = head.split(' ').nth(1).unwrap_or("/").to_string();
                 let url = url::Url::parse(&format!("http://x{target}")).unwrap();
                 let scope = url

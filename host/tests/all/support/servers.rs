@@ -151,12 +151,33 @@ where
 
 /// Reads a request's head (up to the blank line), so the server can answer it.
 pub async fn read_head(stream: &mut TcpStream) {
+    let _ = head_text(stream).await;
+}
+
+/// A request's head (up to the blank line, and what came with it) as text; None when
+/// the peer closed or failed before the blank line.
+pub async fn head_text(stream: &mut TcpStream) -> Option<String> {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
+    let mut chunk = [0u8; 4096];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
         match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// [`head_text`] on a blocking socket (servers on their own threads).
+pub fn head_text_blocking(stream: &mut std::net::TcpStream) -> Option<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(String::from_utf8_lossy(&buf).into_owned())
 }
