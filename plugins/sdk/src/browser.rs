@@ -597,14 +597,18 @@ impl Locator<'_> {
 
     /// The elements `selector` finds inside this locator's.
     pub fn locator(&self, selector: &str) -> Self {
-        let chain = match self.nth {
-            Some(n) => format!("{} >> nth={n} >> {selector}", self.selector),
-            None => format!("{} >> {selector}", self.selector),
-        };
         Locator {
             page: self.page,
-            selector: chain,
+            selector: self.chain(selector),
             nth: None,
+        }
+    }
+
+    /// `selector` searched inside this locator's element(s), its `nth` kept in the chain.
+    fn chain(&self, selector: &str) -> String {
+        match self.nth {
+            Some(n) => format!("{} >> nth={n} >> {selector}", self.selector),
+            None => format!("{} >> {selector}", self.selector),
         }
     }
 
@@ -619,13 +623,9 @@ impl Locator<'_> {
 
     /// The elements inside the iframe(s) this locator finds.
     pub fn frame_locator(&self, selector: &str) -> FrameLocator<'_> {
-        let base = match self.nth {
-            Some(n) => format!("{} >> nth={n} >> {selector}", self.selector),
-            None => format!("{} >> {selector}", self.selector),
-        };
         FrameLocator {
             page: self.page,
-            selector: base,
+            selector: self.chain(selector),
         }
     }
 
