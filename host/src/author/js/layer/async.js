@@ -121,6 +121,20 @@ function addReaction(p, r) {
   p._handled = true;
 }
 
+// An await of layer promise `p`: `onOk` or `onErr` runs with its value as a job once it
+// settles. A settled one (a Redis command the host ran) queues that job at once, in the
+// place a reaction's job would take, without making the reaction.
+function awaitPromise(p, onOk, onErr) {
+  const state = p._state;
+  if (state === P_PENDING) {
+    addReaction(p, { onOk, onErr, child: null, from: null });
+    return;
+  }
+  if (state === P_REJECTED && !p._handled) unhandledRejections.delete(p);
+  p._handled = true;
+  microtasks.push(state === P_FULFILLED ? onOk : onErr, p._value);
+}
+
 // The job of reaction `r` to the settled promise `r.from`.
 function runReaction(r) {
   const state = r.from._state;
@@ -253,26 +267,14 @@ function __k6async(self, args, body) {
     try { r = gen[method](arg); } catch (e) { settlePromise(p, P_REJECTED, e); return; }
     if (r.done) { resolvePromise(p, r.value); return; }
     const v = r.value;
-    if (isLayerPromise(v)) {
-      // Settled already (a Redis command the host ran): resumed on the next turn, as
-      // the reaction addReaction would queue resumes it, without making the reaction.
-      const state = v._state;
-      if (state === P_FULFILLED) { v._handled = true; microtasks.push(onOk, v._value); return; }
-      if (state === P_REJECTED) {
-        if (!v._handled) { unhandledRejections.delete(v); v._handled = true; }
-        microtasks.push(onErr, v._value);
-        return;
-      }
-      addReaction(v, { onOk, onErr, child: null, from: null });
-      return;
-    }
+    if (isLayerPromise(v)) { awaitPromise(v, onOk, onErr); return; }
     // Not a thenable (a Response, a number): resumed on the next turn, as a promise
     // fulfilled with it would resume it, without making that promise.
     if (v === null || (typeof v !== 'object' && typeof v !== 'function')) { microtasks.push(onOk, v); return; }
     let then;
     try { then = v.then; } catch (e) { microtasks.push(onErr, e); return; }
     if (typeof then !== 'function') { microtasks.push(onOk, v); return; }
-    addReaction(LayerPromise.resolve(v), { onOk, onErr, child: null, from: null });
+    awaitPromise(LayerPromise.resolve(v), onOk, onErr);
   };
   onOk = (v) => step('next', v);
   onErr = (e) => step('throw', e);
