@@ -187,41 +187,22 @@ fn date_arg(text: &str) -> Result<String, String> {
     };
     let t = text.trim().replacen(' ', "T", 1);
     let t = t.strip_suffix('Z').unwrap_or(&t);
-    let field = |from: usize, len: usize| -> Option<u32> {
-        let s = t.get(from..from + len)?;
-        s.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| s.parse().ok())?
-    };
-    let year = field(0, 4).ok_or_else(bad)? as i32;
-    let month = field(5, 2)
-        .and_then(|m| u8::try_from(m).ok())
-        .and_then(|m| time::Month::try_from(m).ok())
-        .ok_or_else(bad)?;
-    let day = field(8, 2).ok_or_else(bad)? as u8;
-    if t.get(4..5) != Some("-") || t.get(7..8) != Some("-") {
-        return Err(bad());
-    }
-    time::Date::from_calendar_date(year, month, day).map_err(|_| bad())?;
-    let clock_ok = match t.len() {
-        10 => true,
+    // The three lengths are the three forms a stored RFC 3339 start is compared with as
+    // a prefix; `time` checks the digits and the calendar (no 2026-02-30, no 25:00).
+    use time::macros::format_description as form;
+    let valid = match t.len() {
+        10 => time::Date::parse(t, form!("[year]-[month]-[day]")).is_ok(),
         16 => {
-            t.get(10..11) == Some("T")
-                && t.get(13..14) == Some(":")
-                && field(11, 2).is_some_and(|h| h < 24)
-                && field(14, 2).is_some_and(|m| m < 60)
+            time::PrimitiveDateTime::parse(t, form!("[year]-[month]-[day]T[hour]:[minute]")).is_ok()
         }
-        19 => {
-            t.get(10..11) == Some("T")
-                && t.get(13..14) == Some(":")
-                && t.get(16..17) == Some(":")
-                && field(11, 2).is_some_and(|h| h < 24)
-                && field(14, 2).is_some_and(|m| m < 60)
-                && field(17, 2).is_some_and(|s| s < 60)
-        }
+        19 => time::PrimitiveDateTime::parse(
+            t,
+            form!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+        )
+        .is_ok(),
         _ => false,
     };
-    if !clock_ok {
+    if !valid {
         return Err(bad());
     }
     Ok(t.to_string())
