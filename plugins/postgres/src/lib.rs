@@ -224,7 +224,12 @@ fn create_table(conn: &mut Option<Connection>) -> Result<(), String> {
     };
     match session.simple_query(&sql) {
         Ok(_) => Ok(()),
-        Err(PgError::Server { code, .. }) if code == "23505" || code == "42P07" => Ok(()),
+        // Sessions creating the table at once race inside PostgreSQL's catalogue
+        // (`IF NOT EXISTS` is not atomic): the loser gets a unique violation (23505),
+        // "already exists" (42P07, 42710) or another catalogue error, depending on
+        // where the other session was. Whatever the code, a table that is there now is
+        // what the iteration needs; the session is usable after a server error.
+        Err(PgError::Server { .. }) if table_exists(session, &table) => Ok(()),
         Err(e) => {
             if let Some(c) = conn.take() {
                 c.close();
@@ -232,6 +237,12 @@ fn create_table(conn: &mut Option<Connection>) -> Result<(), String> {
             Err(format!("postgres: creating the table {table}: {e}"))
         }
     }
+}
+
+/// Whether `table` (a checked plain identifier) exists, asked on `session`.
+fn table_exists(session: &mut Connection, table: &str) -> bool {
+    let rows = session.simple_query(&format!("SELECT to_regclass('{table}') IS NOT NULL"));
+    scalar(&rows.ok()) == Some("t")
 }
 
 /// The default scenario's three queries.

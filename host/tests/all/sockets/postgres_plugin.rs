@@ -52,8 +52,9 @@ async fn postgres_plugin_rows_equal_the_tables_over_scram() {
         assert_eq!(
             run.count(&format!("pg_queries{{statement:{statement}}}")),
             60,
-            "{statement}: {}",
-            run.json["metrics"]
+            "{statement}: {} (plugin errors: {})",
+            run.json["metrics"],
+            run.json["plugin_errors"]
         );
     }
     assert_eq!(run.count("pg_queries"), 180);
