@@ -138,7 +138,9 @@ impl Cx {
 
     /// Borrows the resource `v` holds as the binding's type, for one call.
     pub fn borrow<R: Handle>(self, v: JSValue) -> Js<ManuallyDrop<R>> {
-        Ok(ManuallyDrop::new(unsafe { R::from_handle(self.handle(v)?) }))
+        Ok(ManuallyDrop::new(unsafe {
+            R::from_handle(self.handle(v)?)
+        }))
     }
 
     /// Takes the resource `v` holds (an owned handle passed to the host): the object
@@ -233,7 +235,10 @@ impl Cx {
             if p.is_null() {
                 return None;
             }
-            Some(core::slice::from_raw_parts(p.add(off as usize), len as usize))
+            Some(core::slice::from_raw_parts(
+                p.add(off as usize),
+                len as usize,
+            ))
         }
     }
 }
@@ -393,7 +398,13 @@ macro_rules! wide {
 wide!(u64, i64);
 
 /// A typed array of `len` elements of `size` bytes copied from `data`.
-fn typed(cx: Cx, kind: q::JSTypedArrayEnum, data: *const u8, len: usize, size: usize) -> Js<JSValue> {
+fn typed(
+    cx: Cx,
+    kind: q::JSTypedArrayEnum,
+    data: *const u8,
+    len: usize,
+    size: usize,
+) -> Js<JSValue> {
     if kind == q::JSTypedArrayEnum_JS_TYPED_ARRAY_UINT8 {
         return cx.check(unsafe { q::JS_NewUint8ArrayCopy(cx.0, data, len as _) });
     }

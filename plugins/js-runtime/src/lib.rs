@@ -12,11 +12,13 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+// Generated (host/src/author/js/bridge.rs), compared byte for byte by the host's test.
+#[rustfmt::skip]
 mod bridge;
 mod js;
 
 use core::ffi::{c_char, c_int, CStr};
-use js::{Cx, FromJs, Handle, Js, JSValue};
+use js::{Cx, FromJs, Handle, JSValue, Js};
 use rquickjs_sys as q;
 
 #[allow(clippy::all, dead_code, unused_imports)]
@@ -281,8 +283,12 @@ fn eval_module(cx: Cx, src: &str) -> Result<JSValue, String> {
 fn call_export(object: &CStr, method: &CStr, args: &mut [JSValue]) -> Result<JSValue, JSValue> {
     let s = state();
     let cx = Cx(s.cx);
-    let target = cx.prop(s.namespace, object).map_err(|_| unsafe { q::JS_GetException(cx.0) })?;
-    let f = cx.prop(target, method).map_err(|_| unsafe { q::JS_GetException(cx.0) })?;
+    let target = cx
+        .prop(s.namespace, object)
+        .map_err(|_| unsafe { q::JS_GetException(cx.0) })?;
+    let f = cx
+        .prop(target, method)
+        .map_err(|_| unsafe { q::JS_GetException(cx.0) })?;
     let r = unsafe { q::JS_Call(cx.0, f, target, args.len() as c_int, args.as_mut_ptr()) };
     cx.free(f);
     cx.free(target);

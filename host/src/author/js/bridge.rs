@@ -21,9 +21,9 @@ use wit_parser::{
 const KEYWORDS: &[&str] = &[
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
     "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
-    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
-    "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final",
-    "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
 fn words(name: &str) -> impl Iterator<Item = &str> {
@@ -46,7 +46,11 @@ fn upper_camel(name: &str) -> String {
 fn lower_camel(name: &str) -> String {
     let mut out = String::new();
     for (i, w) in words(name).enumerate() {
-        out.push_str(&if i == 0 { w.to_string() } else { capitalized(w) });
+        out.push_str(&if i == 0 {
+            w.to_string()
+        } else {
+            capitalized(w)
+        });
     }
     out
 }
@@ -139,7 +143,8 @@ impl<'a> Gen<'a> {
                         let parts: Vec<String> = t.types.iter().map(|t| self.rust(*t)).collect();
                         format!("({},)", parts.join(", "))
                     }
-                    TypeDefKind::Handle(Handle::Own(r)) | TypeDefKind::Handle(Handle::Borrow(r)) => {
+                    TypeDefKind::Handle(Handle::Own(r))
+                    | TypeDefKind::Handle(Handle::Borrow(r)) => {
                         let r = self.resource_id(r);
                         self.named(r);
                         self.path(r)
@@ -177,7 +182,9 @@ impl<'a> Gen<'a> {
                 }
                 TypeDefKind::Tuple(t) => t.types.iter().all(|t| self.is_copy(*t)),
                 TypeDefKind::Record(r) => r.fields.iter().all(|f| self.is_copy(f.ty)),
-                TypeDefKind::Variant(v) => v.cases.iter().all(|c| c.ty.is_none_or(|t| self.is_copy(t))),
+                TypeDefKind::Variant(v) => {
+                    v.cases.iter().all(|c| c.ty.is_none_or(|t| self.is_copy(t)))
+                }
                 _ => true,
             },
             _ => true,
@@ -260,8 +267,13 @@ impl<'a> Gen<'a> {
                             );
                         }
                         None => {
-                            let _ = writeln!(from, "            \"{}\" => Ok(Self::{case}),", c.name);
-                            let _ = writeln!(to, "            Self::{case} => cx.tagged(\"{}\", None),", c.name);
+                            let _ =
+                                writeln!(from, "            \"{}\" => Ok(Self::{case}),", c.name);
+                            let _ = writeln!(
+                                to,
+                                "            Self::{case} => cx.tagged(\"{}\", None),",
+                                c.name
+                            );
                         }
                     }
                 }
@@ -306,7 +318,11 @@ impl<'a> Gen<'a> {
     /// Emits function `f` of `module` as `extern "C" fn {name}`; its JavaScript length.
     fn function(&mut self, module: &str, f: &Function, name: &str) -> usize {
         let mut body = String::new();
-        let mut params = f.params.iter().map(|p| (p.name.clone(), p.ty)).collect::<Vec<_>>();
+        let mut params = f
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty))
+            .collect::<Vec<_>>();
         let callee = match f.kind {
             FunctionKind::Freestanding => format!("{module}::{}", snake(&f.name)),
             FunctionKind::Method(r) => {
@@ -336,7 +352,11 @@ impl<'a> Gen<'a> {
             match borrowed {
                 Some(r) => {
                     self.named(r);
-                    let _ = writeln!(body, "        let a{i} = cx.borrow::<{}>(args.at({i}))?;", self.path(r));
+                    let _ = writeln!(
+                        body,
+                        "        let a{i} = cx.borrow::<{}>(args.at({i}))?;",
+                        self.path(r)
+                    );
                 }
                 None => {
                     let t = self.rust(*ty);
@@ -359,7 +379,11 @@ impl<'a> Gen<'a> {
             (Some(_), false) => format!("        {call}.to_js(cx)\n"),
         };
         let uses_args = !params.is_empty();
-        let this_name = if matches!(f.kind, FunctionKind::Method(_)) { "this" } else { "_this" };
+        let this_name = if matches!(f.kind, FunctionKind::Method(_)) {
+            "this"
+        } else {
+            "_this"
+        };
         let args_name = if uses_args { "args" } else { "_args" };
         let _ = write!(
             self.out,
@@ -384,7 +408,9 @@ pub(crate) fn generate(resolve: &Resolve, world: WorldId) -> String {
     let mut register = String::new();
     let mut n = 0;
     for (key, item) in &resolve.worlds[world].imports {
-        let WorldItem::Interface { id, .. } = item else { continue };
+        let WorldItem::Interface { id, .. } = item else {
+            continue;
+        };
         let full = resolve.name_world_key(key);
         if !full.starts_with("loadtest:") {
             continue;
@@ -397,7 +423,11 @@ pub(crate) fn generate(resolve: &Resolve, world: WorldId) -> String {
         for (name, ty) in &iface.types {
             if matches!(resolve.types[*ty].kind, TypeDefKind::Resource) {
                 g.named(*ty);
-                let slot = g.resources.iter().position(|r| r == ty).expect("just named");
+                let slot = g
+                    .resources
+                    .iter()
+                    .position(|r| r == ty)
+                    .expect("just named");
                 let ctor = iface
                     .functions
                     .values()
@@ -475,12 +505,20 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut resolve = Resolve::default();
         resolve
-            .push_str("scenario.wit", &std::fs::read_to_string(root.join("wit/scenario.wit")).unwrap())
+            .push_str(
+                "scenario.wit",
+                &std::fs::read_to_string(root.join("wit/scenario.wit")).unwrap(),
+            )
             .unwrap();
-        resolve.push_str("layer.wit", super::super::componentize::LAYER_WIT).unwrap();
+        resolve
+            .push_str("layer.wit", super::super::componentize::LAYER_WIT)
+            .unwrap();
         let dir = root.join("plugins/js-runtime");
         let pkg = resolve
-            .push_str("runtime.wit", &std::fs::read_to_string(dir.join("wit/runtime.wit")).unwrap())
+            .push_str(
+                "runtime.wit",
+                &std::fs::read_to_string(dir.join("wit/runtime.wit")).unwrap(),
+            )
             .unwrap();
         let world = resolve.select_world(&[pkg], Some("k6-script")).unwrap();
         let text = generate(&resolve, world);

@@ -5,12 +5,12 @@
 //! component as any plugin.
 
 pub(crate) mod asyncs;
+#[cfg(test)]
+mod bridge;
 pub(crate) mod browser_api;
 pub(crate) mod bundle;
 pub(crate) mod clauses;
 pub(crate) mod colmap;
-#[cfg(test)]
-mod bridge;
 pub(crate) mod componentize;
 pub(crate) mod exprs;
 #[cfg(test)]

@@ -128,6 +128,10 @@ async fn an_exception_fails_its_iteration_with_its_message_on_the_runtime_built_
     let ran = run_on_source_runtime(tmp.path(), "script.js", "http://127.0.0.1:1", &out).await;
     let summary = common::summary_json(&common::only_results_dir(&out));
     let errors = summary["plugin_errors"].to_string();
-    assert!(errors.contains("no such page 0"), "{errors}\n{}", text(&ran));
+    assert!(
+        errors.contains("no such page 0"),
+        "{errors}\n{}",
+        text(&ran)
+    );
     assert_eq!(summary["scenarios"]["default"]["failed"], 2, "{summary}");
 }
