@@ -53,7 +53,7 @@ fn main() {
     if !js_runtime_toolchain() {
         println!(
             "cargo:warning=plugins/js-runtime is not built: it needs clang and wasi-libc \
-             (Debian: apt-get install clang wasi-libc; ./dev installs them)"
+             (Debian: apt-get install clang llvm-14 wasi-libc; ./dev installs them)"
         );
         cmd.args(["--exclude", "js-runtime"]);
     }

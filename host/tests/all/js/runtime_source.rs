@@ -19,7 +19,7 @@ fn runtime() -> PathBuf {
     assert!(
         path.exists(),
         "{} was not built: plugins/js-runtime needs clang and wasi-libc (Debian: \
-         apt-get install clang wasi-libc; ./dev installs them), then build the host again",
+         apt-get install clang llvm-14 wasi-libc; ./dev installs them), then build the host again",
         path.display()
     );
     path
