@@ -47,6 +47,16 @@ fn main() {
         "wasm32-wasip2",
         "--workspace",
     ]);
+    // The JavaScript runtime built from source (plugins/js-runtime, issue #53) compiles
+    // QuickJS's C with clang and wasi-libc's headers (Debian's `clang` and `wasi-libc`;
+    // `./dev` installs them): without them it is left out and the other plugins build.
+    if !js_runtime_toolchain() {
+        println!(
+            "cargo:warning=plugins/js-runtime is not built: it needs clang and wasi-libc \
+             (Debian: apt-get install clang llvm-14 wasi-libc; ./dev installs them)"
+        );
+        cmd.args(["--exclude", "js-runtime"]);
+    }
     // The outer build's settings are for the host, not for the guest target.
     for (key, _) in std::env::vars() {
         if key == "RUSTFLAGS"
@@ -74,6 +84,20 @@ fn main() {
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
     }
     println!("cargo:rustc-env=HOST_PLUGINS_DIR={}", built.display());
+}
+
+/// Whether clang and wasi-libc's headers are here (what plugins/js-runtime's C needs,
+/// as plugins/.cargo/config.toml points at them).
+fn js_runtime_toolchain() -> bool {
+    let runs = |tool: &str| {
+        Command::new(tool)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    runs("clang") && runs("llvm-ar-14") && Path::new("/usr/include/wasm32-wasi/stdlib.h").exists()
 }
 
 /// The one command that installs the guest target, for messages.

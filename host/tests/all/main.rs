@@ -96,6 +96,7 @@ mod js {
     mod repeated;
     mod responses;
     mod runtime_guards;
+    mod runtime_source;
     mod scripts;
     mod stacks;
     mod streams;

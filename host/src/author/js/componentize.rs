@@ -188,6 +188,28 @@ pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
     super::stub::stub_module_loader(&snapshot)
 }
 
+/// The environment variable that selects a QuickJS runtime built from source (the
+/// `js-runtime` guest of the plugins workspace, issue #53) instead of the vendored one:
+/// the path of its component. Unset, `host build` and `host run script.js` are as before.
+pub(crate) const RUNTIME_ENV: &str = "LOADTEST_JS_RUNTIME";
+
+/// The runtime component `RUNTIME_ENV` names, when it is set.
+pub(crate) fn chosen_runtime() -> Result<Option<Vec<u8>>> {
+    match std::env::var_os(RUNTIME_ENV) {
+        None => Ok(None),
+        Some(path) => std::fs::read(&path)
+            .map(Some)
+            .with_context(|| format!("cannot read {RUNTIME_ENV}={}", path.to_string_lossy())),
+    }
+}
+
+/// Builds the component on a runtime built from source (`RUNTIME_ENV`): that component
+/// already has the script world's bindings (wit-bindgen's, static), so nothing is
+/// linked; the module is evaluated under Wizer as on the vendored runtime.
+pub(crate) async fn componentize_on(runtime: &[u8], module: &str) -> Result<Vec<u8>> {
+    wizer_init(runtime, module).await
+}
+
 /// Evaluates `module` in the linked component under Wizer and returns the snapshot.
 async fn wizer_init(component: &[u8], module: &str) -> Result<Vec<u8>> {
     let stdout = wasmtime_wasi::p2::pipe::MemoryOutputPipe::new(64 * 1024);

@@ -5,6 +5,8 @@
 //! component as any plugin.
 
 pub(crate) mod asyncs;
+#[cfg(test)]
+mod bridge;
 pub(crate) mod browser_api;
 pub(crate) mod bundle;
 pub(crate) mod clauses;
@@ -74,8 +76,14 @@ pub(crate) fn build_cached(script: &Path) -> Result<PathBuf> {
 /// As [`build_cached`], with `-e` variables for the build (see [`plugin_path_with`]).
 fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf> {
     let (module, bundle) = module_for(script, &build_env(env))?;
+    let runtime = componentize::chosen_runtime()?;
     let mut hasher = Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION"));
+    // A build on a runtime built from source is another build (issue #53).
+    if let Some(rt) = &runtime {
+        hasher.update(b"runtime");
+        hasher.update(Sha256::digest(rt));
+    }
     hasher.update(module.as_bytes());
     for (id, bytes) in &bundle.inputs {
         hasher.update(id.as_bytes());
@@ -92,7 +100,7 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     if crate::plugin::cache_entry::verified(&file) {
         return Ok(file);
     }
-    let wasm = componentize_blocking(&module)
+    let wasm = componentize_blocking(&module, runtime.as_deref())
         .with_context(|| format!("cannot build {}", script.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // A planted file may be another user's: it is replaced, not written through.
@@ -140,13 +148,18 @@ fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, 
 }
 
 /// Runs the async build on a runtime of its own when called outside one.
-fn componentize_blocking(module: &str) -> Result<Vec<u8>> {
+fn componentize_blocking(module: &str, runtime: Option<&[u8]>) -> Result<Vec<u8>> {
     let wit = crate::author::sdk::SDK_FILES
         .iter()
         .find(|(n, _)| *n == "wit/scenario.wit")
         .expect("build.rs embeds the SDK's WIT")
         .1;
-    let work = async { componentize::componentize(wit, module).await };
+    let work = async {
+        match runtime {
+            Some(rt) => componentize::componentize_on(rt, module).await,
+            None => componentize::componentize(wit, module).await,
+        }
+    };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(work)),
         Err(_) => tokio::runtime::Builder::new_current_thread()

@@ -1,0 +1,137 @@
+//! The QuickJS runtime built from source (plugins/js-runtime, issue #53), selected by
+//! `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, a custom metric and
+//! `__VU` runs on it against the demo target with the counts k6 would give, and an
+//! exception fails its iteration with its message, as on the vendored runtime.
+
+use crate::support as common;
+
+use common::output_text as text;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+/// The runtime component host/build.rs built (it needs clang and wasi-libc, which
+/// `./dev` installs).
+fn runtime() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/target/wasm32-wasip2/release/js_runtime.wasm");
+    assert!(
+        path.exists(),
+        "{} was not built: plugins/js-runtime needs clang and wasi-libc (Debian: \
+         apt-get install clang llvm-14 wasi-libc; ./dev installs them), then build the host again",
+        path.display()
+    );
+    path
+}
+
+/// `host run SCRIPT` on the runtime built from source.
+async fn run_on_source_runtime(dir: &Path, script: &str, base: &str, out: &Path) -> Output {
+    let dir = dir.to_path_buf();
+    let args: Vec<String> = [
+        "run",
+        script,
+        "-e",
+        &format!("BASE_URL={base}"),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rt = runtime();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+            .current_dir(dir)
+            .args(args)
+            .env("LOADTEST_JS_RUNTIME", rt)
+            .output()
+            .expect("the host binary runs")
+    })
+    .await
+    .unwrap()
+}
+
+const SCRIPT: &str = r#"
+import http from 'k6/http';
+import { check, sleep } from 'k6';
+import { Counter } from 'k6/metrics';
+
+const visits = new Counter('visits');
+const BASE = __ENV.BASE_URL.replace(/\/$/, '');
+
+export const options = {
+  scenarios: { s: { executor: 'shared-iterations', vus: 2, iterations: 6 } },
+};
+
+export default function () {
+  const res = http.get(`${BASE}/`, { tags: { name: 'home' } });
+  check(res, {
+    'status is 200': (r) => r.status === 200,
+    'a VU of two': () => __VU >= 1 && __VU <= 2,
+    'a body': (r) => r.body.length > 0,
+  });
+  visits.add(1);
+  sleep(0.02);
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_runs_on_the_runtime_built_from_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("script.js"), SCRIPT).unwrap();
+    let target = common::demo_target(Duration::ZERO).await;
+    let before = target.requests_served();
+    let out = tmp.path().join("results");
+    let ran = run_on_source_runtime(tmp.path(), "script.js", &target.base_url(), &out).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    assert_eq!(target.requests_served() - before, 6, "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        summary["metrics"]["http_reqs"]["count"].as_f64(),
+        Some(6.0),
+        "{}",
+        summary["metrics"]
+    );
+    assert_eq!(
+        summary["metrics"]["visits"]["count"].as_f64(),
+        Some(6.0),
+        "{}",
+        summary["metrics"]
+    );
+    for name in ["status is 200", "a VU of two", "a body"] {
+        let c = summary["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {}", summary["checks"]));
+        assert_eq!(
+            (c["passes"].as_u64(), c["fails"].as_u64()),
+            (Some(6), Some(0)),
+            "{name}: {c}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exception_fails_its_iteration_with_its_message_on_the_runtime_built_from_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("script.js"),
+        "export const options = { iterations: 2, vus: 1 };\n\
+         export default function () { throw new Error('no such page ' + __ITER); }\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("results");
+    let ran = run_on_source_runtime(tmp.path(), "script.js", "http://127.0.0.1:1", &out).await;
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let errors = summary["plugin_errors"].to_string();
+    assert!(
+        errors.contains("no such page 0"),
+        "{errors}\n{}",
+        text(&ran)
+    );
+    assert_eq!(summary["scenarios"]["default"]["failed"], 2, "{summary}");
+}
