@@ -59,7 +59,8 @@ impl VuView<'_> {
     /// on every later one.
     pub(crate) fn iteration_in_scenario(&mut self) -> u64 {
         let numbers = &self.identity.numbers;
-        *(self.iteration_in_scenario).get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()))
+        *(self.iteration_in_scenario)
+            .get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()))
     }
 }
 
