@@ -49,7 +49,7 @@ for host in $HOSTS; do
     for script in $SCRIPTS; do
         "$host" run "$script" -e REDIS_URL="redis://127.0.0.1:$PORT" -e VUS="$VUS" -e ITERATIONS=10 \
             --quiet --out "$WORK/out" >/dev/null 2>&1
-        cost "$host" "$script" 1 >/dev/null # the native compile for valgrind's CPU
+        cost "$host" "$script" "$VUS" >/dev/null # the native compile for valgrind's CPU
         a=$(cost "$host" "$script" "$N1")
         b=$(cost "$host" "$script" "$N2")
         echo "| $host | $script | $(( (b - a) / (N2 - N1) )) |"
