@@ -36,7 +36,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<VuState>) -> wasmtime::Result<()
 /// Links the k6 layer's imports (a component that does not import them is not
 /// affected). Each shares the view of the contract interface it narrows: `responses`
 /// and `content` the HTTP one, `checks` and `samples` the metrics one, `sockets` the
-/// WebSocket one; `redis` has its socket, budget and metrics; `crypto` needs nothing.
+/// WebSocket one, `vu` the VU one; `redis` has its socket, budget and metrics; `crypto`
+/// needs nothing.
 pub(crate) fn add_layer_to_linker(linker: &mut Linker<VuState>) -> wasmtime::Result<()> {
     use super::layer::bindings::loadtest::k6_layer::*;
     checks::add_to_linker::<VuState, HasMetrics>(linker, VuState::metrics_view)?;
@@ -46,5 +47,6 @@ pub(crate) fn add_layer_to_linker(linker: &mut Linker<VuState>) -> wasmtime::Res
     responses::add_to_linker::<VuState, HasHttp>(linker, VuState::http_view)?;
     samples::add_to_linker::<VuState, HasMetrics>(linker, VuState::metrics_view)?;
     sockets::add_to_linker::<VuState, HasWebSocket>(linker, VuState::websocket_view)?;
+    vu::add_to_linker::<VuState, HasVu>(linker, VuState::vu_view)?;
     Ok(())
 }

@@ -53,16 +53,24 @@ impl VuState {
     }
 }
 
+impl VuView<'_> {
+    /// The iteration's number in its scenario, taken from the scenario's count on the
+    /// iteration's first ask (`vu.info`, or the k6 layer's `vu.numbers`) and the same
+    /// on every later one.
+    pub(crate) fn iteration_in_scenario(&mut self) -> u64 {
+        let numbers = &self.identity.numbers;
+        *(self.iteration_in_scenario)
+            .get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()))
+    }
+}
+
 impl wit::Host for VuView<'_> {
     fn info(&mut self) -> wasmtime::Result<wit::VuInfo> {
-        let numbers = &self.identity.numbers;
-        let iteration_in_scenario = *(self.iteration_in_scenario)
-            .get_or_insert_with(|| numbers.as_ref().map_or(0, |n| n.take()));
         Ok(wit::VuInfo {
             vu_id: self.identity.vu_id,
             vu_id_in_scenario: self.identity.vu_id_in_scenario,
             iteration: self.iteration,
-            iteration_in_scenario,
+            iteration_in_scenario: self.iteration_in_scenario(),
             scenario: self.identity.scenario.to_string(),
         })
     }

@@ -214,6 +214,57 @@ async fn async_requests_started_together_are_in_flight_together() {
     );
 }
 
+// Async functions awaiting settled values, a thenable and a rejection, beside `.then`
+// chains, then the iteration's own awaits with no other job queued (the driver resumes
+// those at once instead of through the queue) and with one queued. The order is what
+// k6 1.1.0 logs for this script (with `Promise.resolve().then` for queueMicrotask,
+// which k6 lacks).
+const ORDER: &str = r#"import { check } from 'k6';
+export const options = { vus: 2, iterations: 4 };
+const K6_ORDER = 'sync,a0 1,b0 s,t1,q1,a1 s,b1 x,b2,t2,t3,a2 t,a3,main A,main b,alone,late then,'
+  + 'after late s,c1,main c s,c2,end';
+export default async function () {
+  const order = [];
+  const log = (s) => order.push(s);
+  const settled = Promise.resolve('s');
+  const a = (async () => { log(`a0 ${await 1}`); log(`a1 ${await settled}`); log(`a2 ${await { then(r) { r('t'); } }}`); log('a3'); return 'A'; })();
+  const b = (async () => { log(`b0 ${await settled}`); try { await Promise.reject(new Error('x')); } catch (e) { log(`b1 ${e.message}`); } log('b2'); })();
+  Promise.resolve().then(() => log('t1')).then(() => log('t2')).then(() => log('t3'));
+  queueMicrotask(() => log('q1'));
+  log('sync');
+  const ra = await a;
+  log(`main ${ra}`);
+  await b;
+  log('main b');
+  await null;
+  log('alone');
+  Promise.resolve().then(() => log('late then'));
+  log(`after late ${await settled}`);
+  const c = (async () => { await null; log('c1'); await null; log('c2'); })();
+  log(`main c ${await settled}`);
+  await c;
+  log('end');
+  const got = order.join(',');
+  if (!check(got, { 'jobs run in k6 order': (g) => g === K6_ORDER })) throw new Error(`order: ${got}`);
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn awaits_of_settled_values_and_then_chains_interleave_as_in_k6() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("order.js"), ORDER).unwrap();
+    let (ran, out) = run_script(tmp.path(), "order.js", "http://127.0.0.1:9", &[]).await;
+    let shown = text(&ran);
+    assert!(ran.status.success(), "{shown}");
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    assert_eq!(
+        common::check_counts(&summary, "jobs run in k6 order"),
+        (4, 0),
+        "{shown} {}",
+        summary["plugin_errors"]
+    );
+}
+
 const REJECTS: &str = r#"import { check } from 'k6';
 import { Counter } from 'k6/metrics';
 const after = new Counter('after_the_await');

@@ -46,26 +46,28 @@ const P_REJECTED = 2;
 // "Uncaught (in promise)" for one left at its end), and errors thrown by
 // queueMicrotask callbacks.
 const unhandledRejections = new Set();
+// Whether a rejection may be unhandled: reading the set's size is a native call per
+// settled call, which an iteration that never rejected skips.
+let rejectionsSeen = false;
 const uncaughtErrors = [];
 // Whether the VU ever made a promise, a timer, a socket or a queued job: until then
 // no call can have left work to settle, and an iteration skips looking (the sizes
 // of the queues, maps and sets cost about 3 k wasm operations per iteration).
 let asyncSeen = false;
 
+// A promise's fields: `_reactions` is null until a reaction is added (most promises
+// the layer makes get none: an `await` of a settled one, an async function's own), and
+// null again once settled. Made as an object literal with its prototype: no call
+// (`Object.create` is a native call, which costs the interpreter more than the rest).
 function newPromise() {
   asyncSeen = true;
-  const p = Object.create(LayerPromise.prototype);
-  p._state = P_PENDING; p._value = undefined; p._reactions = []; p._handled = false;
-  return p;
+  return { __proto__: PROMISE_PROTO, _state: P_PENDING, _value: undefined, _reactions: null, _handled: false };
 }
 
-// A promise fulfilled with `v` already, `v` not a thenable (a reply the host read): no
-// reaction list is made, as none can be added to a settled promise.
+// A promise fulfilled with `v` already, `v` not a thenable (a reply the host read).
 function fulfilledPromise(v) {
   asyncSeen = true;
-  const p = Object.create(LayerPromise.prototype);
-  p._state = P_FULFILLED; p._value = v; p._reactions = null; p._handled = false;
-  return p;
+  return { __proto__: PROMISE_PROTO, _state: P_FULFILLED, _value: v, _reactions: null, _handled: false };
 }
 
 function settlePromise(p, state, value) {
@@ -74,8 +76,14 @@ function settlePromise(p, state, value) {
   p._value = value;
   const reactions = p._reactions;
   p._reactions = null;
-  if (state === P_REJECTED && !p._handled) unhandledRejections.add(p);
-  for (const r of reactions) { r.from = p; microtasks.push(runReaction, r); }
+  if (state === P_REJECTED && !p._handled) { unhandledRejections.add(p); rejectionsSeen = true; }
+  if (reactions === null) return;
+  // Indexed, not for-of: an iterator per settle costs the interpreter more.
+  for (let i = 0; i < reactions.length; i++) {
+    const r = reactions[i];
+    r.from = p;
+    microtasks.push(runReaction, r);
+  }
 }
 
 // The language's promise resolve function: a thenable's `then` is called on a later
@@ -108,11 +116,11 @@ function resolvingFunctions(p) {
   ];
 }
 
-// `r`: { onOk, onErr, child }; with no child (the driver's own await) the callbacks are
-// the layer's and do not throw.
+// `r`: { onOk, onErr, child, from }, or an async function's run (`child` null: the
+// driver's own await, resumed by `asyncStep`).
 function addReaction(p, r) {
   if (p._state === P_PENDING) {
-    p._reactions.push(r);
+    if (p._reactions === null) p._reactions = [r]; else p._reactions.push(r);
   } else {
     if (p._state === P_REJECTED && !p._handled) unhandledRejections.delete(p);
     r.from = p;
@@ -121,26 +129,12 @@ function addReaction(p, r) {
   p._handled = true;
 }
 
-// An await of layer promise `p`: `onOk` or `onErr` runs with its value as a job once it
-// settles. A settled one (a Redis command the host ran) queues that job at once, in the
-// place a reaction's job would take, without making the reaction.
-function awaitPromise(p, onOk, onErr) {
-  const state = p._state;
-  if (state === P_PENDING) {
-    addReaction(p, { onOk, onErr, child: null, from: null });
-    return;
-  }
-  if (state === P_REJECTED && !p._handled) unhandledRejections.delete(p);
-  p._handled = true;
-  microtasks.push(state === P_FULFILLED ? onOk : onErr, p._value);
-}
-
 // The job of reaction `r` to the settled promise `r.from`.
 function runReaction(r) {
   const state = r.from._state;
   const value = r.from._value;
+  if (r.child === null) { asyncStep(r, state === P_FULFILLED, value, true); return; }
   const fn = state === P_FULFILLED ? r.onOk : r.onErr;
-  if (r.child === null) { fn(value); return; }
   if (typeof fn !== 'function') {
     if (state === P_FULFILLED) resolvePromise(r.child, value); else settlePromise(r.child, P_REJECTED, value);
     return;
@@ -165,7 +159,7 @@ class LayerPromise {
   constructor(executor) {
     if (typeof executor !== 'function') throw new TypeError('Promise resolver is not a function');
     asyncSeen = true;
-    this._state = P_PENDING; this._value = undefined; this._reactions = []; this._handled = false;
+    this._state = P_PENDING; this._value = undefined; this._reactions = null; this._handled = false;
     const [res, rej] = resolvingFunctions(this);
     try { executor(res, rej); } catch (e) { rej(e); }
   }
@@ -241,6 +235,7 @@ class LayerPromise {
     });
   }
 }
+const PROMISE_PROTO = LayerPromise.prototype;
 Object.defineProperty(LayerPromise.prototype, Symbol.toStringTag, { value: 'Promise' });
 Object.defineProperty(LayerPromise, 'name', { value: 'Promise' });
 globalThis.Promise = LayerPromise;
@@ -257,37 +252,84 @@ function runUserJob(fn) {
 // The driver of a rewritten `async` function: runs the generator `body` (with the
 // function's `this` and, where it reads them, its `arguments`) up to each `yield` (an
 // `await`) and resumes it with the settled value of what it yielded, on a later turn.
+// The function's run is one object, `{ gen, p, child: null, from, sent }`: the reaction
+// a pending promise it awaits keeps (`child` null marks it) and the argument of the job
+// that resumes it (`sent`: the value it is resumed with), so an await makes no closure.
 function __k6async(self, args, body) {
-  const gen = args === null ? body.call(self) : body.apply(self, args);
+  const gen = args !== null ? body.apply(self, args) : self === undefined ? body() : body.call(self);
   const p = newPromise();
-  let onOk = null;
-  let onErr = null;
-  const step = (method, arg) => {
-    let r;
-    try { r = gen[method](arg); } catch (e) { settlePromise(p, P_REJECTED, e); return; }
-    if (r.done) { resolvePromise(p, r.value); return; }
-    const v = r.value;
-    if (isLayerPromise(v)) { awaitPromise(v, onOk, onErr); return; }
-    // Not a thenable (a Response, a number): resumed on the next turn, as a promise
-    // fulfilled with it would resume it, without making that promise.
-    if (v === null || (typeof v !== 'object' && typeof v !== 'function')) { microtasks.push(onOk, v); return; }
-    let then;
-    try { then = v.then; } catch (e) { microtasks.push(onErr, e); return; }
-    if (typeof then !== 'function') { microtasks.push(onOk, v); return; }
-    awaitPromise(LayerPromise.resolve(v), onOk, onErr);
-  };
-  onOk = (v) => step('next', v);
-  onErr = (e) => step('throw', e);
-  step('next', undefined);
+  const run = { gen, p, child: null, from: null, sent: undefined };
+  asyncStep(run, true, undefined, false);
   return p;
+}
+
+function asyncResumeOk(run) {
+  const v = run.sent;
+  run.sent = undefined;
+  asyncStep(run, true, v, true);
+}
+
+function asyncResumeErr(run) {
+  const e = run.sent;
+  run.sent = undefined;
+  asyncStep(run, false, e, true);
+}
+
+// Resumes `run`'s generator with `arg` (thrown into it unless `ok`) and goes on to its
+// next `await`: one of a pending promise adds `run` as its reaction; one of a settled
+// value queues the job that resumes it (a turn later, in the place the language gives
+// it). `job`: this runs as a job of the queue (not inside the script's own call), so
+// with no other job queued the job it would queue is the very next to run: it runs
+// here instead, in the same order, without the queue's round trip.
+function asyncStep(run, ok, arg, job) {
+  const gen = run.gen;
+  for (;;) {
+    let r;
+    try { r = ok ? gen.next(arg) : gen.throw(arg); } catch (e) { settlePromise(run.p, P_REJECTED, e); return; }
+    if (r.done) { resolvePromise(run.p, r.value); return; }
+    const v = r.value;
+    if (v instanceof LayerPromise && v.constructor === LayerPromise) { // isLayerPromise(v), inlined
+      const state = v._state;
+      if (state === P_PENDING) { addReaction(v, run); return; }
+      if (state === P_REJECTED && !v._handled) unhandledRejections.delete(v);
+      v._handled = true;
+      ok = state === P_FULFILLED;
+      arg = v._value;
+    } else if (v === null || (typeof v !== 'object' && typeof v !== 'function')) {
+      // Not a thenable (a number, a string): resumed on the next turn, as a promise
+      // fulfilled with it would resume it, without making that promise.
+      ok = true;
+      arg = v;
+    } else {
+      let then;
+      let threw = false;
+      try { then = v.then; } catch (e) { threw = true; then = e; }
+      if (threw) {
+        ok = false;
+        arg = then;
+      } else if (typeof then !== 'function') {
+        ok = true; // an object that is not a thenable (a Response)
+        arg = v;
+      } else {
+        addReaction(LayerPromise.resolve(v), run); // pending: its `then` runs on a later turn
+        return;
+      }
+    }
+    if (job && microtaskHead === microtasks.length) continue;
+    run.sent = arg;
+    microtasks.push(ok ? asyncResumeOk : asyncResumeErr, run);
+    return;
+  }
 }
 
 // What a call into the script left behind: its jobs and (k6's event loop) its timers
 // and sockets are run; then `returned`, or the value it settled with if it is a promise.
+// `what` names the call in a warning (with `exported`, it is the exported function's
+// name).
 // A rejection throws (a failed iteration, with the error's stack), as does a rejection
 // nobody handled ("Uncaught (in promise)", as k6 reports it).
 let warnedPending = false;
-function settleCall(returned, what) {
+function settleCall(returned, what, exported) {
   if (microtasks.length) drainMicrotasks();
   runMainLoop();
   let out = returned;
@@ -302,6 +344,8 @@ function settleCall(returned, what) {
       out = undefined;
       if (!warnedPending) {
         warnedPending = true;
+        // Named here, not by the caller: a text made per iteration costs it.
+        if (exported) what = `the function ${what}`;
         hostVu.log('warn', `the promise ${what} returned was still pending when nothing was left to wait for (no timer, socket or job): the call ends there, as in k6`);
       }
     } else {
@@ -338,7 +382,8 @@ function throwUncaught() {
     unhandledRejections.clear();
     throw e;
   }
-  if (!unhandledRejections.size) return;
+  if (!rejectionsSeen) return;
+  if (!unhandledRejections.size) { rejectionsSeen = false; return; }
   const [first] = unhandledRejections;
   unhandledRejections.clear();
   const e = first._value;

@@ -2,10 +2,10 @@
 
 const execution = {
   vu: {
-    get idInTest() { return vuInfo().vuId; },
-    get idInInstance() { return vuInfo().vuId; },
-    get iterationInInstance() { return vuInfo().iteration; },
-    get iterationInScenario() { return vuInfo().iteration; },
+    get idInTest() { return vuNumbers()[VU_ID]; },
+    get idInInstance() { return vuNumbers()[VU_ID]; },
+    get iterationInInstance() { return vuNumbers()[VU_ITERATION]; },
+    get iterationInScenario() { return vuNumbers()[VU_ITERATION]; },
     tags: vuTagsView,
   },
   scenario: {
@@ -17,8 +17,8 @@ const execution = {
       if (!executor) throw new Error('getting scenario information outside of the VU context is not supported');
       return executor;
     },
-    get iterationInTest() { return vuInfo().iterationInScenario; },
-    get iterationInInstance() { return vuInfo().iterationInScenario; },
+    get iterationInTest() { return vuNumbers()[VU_ITERATION_IN_SCENARIO]; },
+    get iterationInInstance() { return vuNumbers()[VU_ITERATION_IN_SCENARIO]; },
   },
   instance: {},
   test: {

@@ -79,7 +79,7 @@ export const plugin = {
       if (returned !== undefined || (asyncSeen && (microtasks.length !== 0 || asyncQueue.length !== 0 || mainLoop.queue.length !== 0
         || mainLoop.timers.size !== 0 || mainLoop.sockets.size !== 0 || uncaughtErrors.length !== 0
         || unhandledRejections.size !== 0))) {
-        settleCall(returned, `the function ${scenario}`);
+        settleCall(returned, scenario, true);
       }
       if (paced) {
         const rest = parseDuration(runOptions.minIterationDuration, 'options.minIterationDuration') - (performance.now() - started);

@@ -22,4 +22,5 @@ import hostSamples from 'loadtest:k6-layer/samples@0.1.0';
 import hostSockets from 'loadtest:k6-layer/sockets@0.1.0';
 import hostRedis from 'loadtest:k6-layer/redis@0.1.0';
 import hostCrypto from 'loadtest:k6-layer/crypto@0.1.0';
+import hostLayerVu from 'loadtest:k6-layer/vu@0.1.0';
 

@@ -1,9 +1,24 @@
 // ---------------------------------------------------------------- the VU's state
 
-let info = null; // vu.info() of the current call, asked for once
-function vuInfo() {
-  if (info === null) info = hostVu.info();
+// The VU's numbers of the current call (`k6-layer/vu.numbers`: vu-id, vu-id in the
+// scenario, iteration, iteration in the scenario), asked for once per call: one typed
+// array, where `vu.info()`'s record is lifted field by field (~9 µs an iteration).
+let info = null;
+const VU_ID = 0;
+const VU_ITERATION = 2;
+const VU_ITERATION_IN_SCENARIO = 3;
+function vuNumbers() {
+  if (info === null) info = hostLayerVu.numbers();
   return info;
+}
+// vu.info() of the current call (for the scenario's name), asked for once per call:
+// a new call has new numbers.
+let infoRecord = null;
+let infoRecordOf = null;
+function vuInfo() {
+  const of = vuNumbers();
+  if (infoRecordOf !== of) { infoRecord = hostVu.info(); infoRecordOf = of; }
+  return infoRecord;
 }
 
 let groupPath = ''; // "::a::b" inside group("a", () => group("b", ...))
@@ -94,6 +109,6 @@ globalThis.__ENV = new Proxy({}, {
   has(_, name) { return typeof name === 'string' && hostVu.env(name) !== null; },
   set() { throw new TypeError('__ENV is read-only here: set variables with -e NAME=VALUE or [env]'); },
 });
-Object.defineProperty(globalThis, '__VU', { get() { return phase === 'setup' ? 0 : vuInfo().vuId; } });
-Object.defineProperty(globalThis, '__ITER', { get() { return vuInfo().iteration; } });
+Object.defineProperty(globalThis, '__VU', { get() { return phase === 'setup' ? 0 : vuNumbers()[VU_ID]; } });
+Object.defineProperty(globalThis, '__ITER', { get() { return vuNumbers()[VU_ITERATION]; } });
 
