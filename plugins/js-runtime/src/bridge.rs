@@ -2661,8 +2661,17 @@ unsafe extern "C" fn f121(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
     })
 }
 
-/// `register`.
+/// `numbers`.
 unsafe extern "C" fn f122(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+    let cx = Cx(ctx);
+    let _args = Args::new(argc, argv);
+    call(|| {
+        crate::bindings::loadtest::k6_layer::vu::numbers().to_js(cx)
+    })
+}
+
+/// `register`.
+unsafe extern "C" fn f123(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2675,7 +2684,7 @@ unsafe extern "C" fn f122(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `add`.
-unsafe extern "C" fn f123(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f124(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2687,7 +2696,7 @@ unsafe extern "C" fn f123(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `command`.
-unsafe extern "C" fn f124(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f125(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2703,7 +2712,7 @@ unsafe extern "C" fn f124(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `recv-text`.
-unsafe extern "C" fn f125(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f126(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2715,7 +2724,7 @@ unsafe extern "C" fn f125(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `register`.
-unsafe extern "C" fn f126(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2726,7 +2735,7 @@ unsafe extern "C" fn f126(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `add`.
-unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2738,7 +2747,7 @@ unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `text`.
-unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2748,7 +2757,7 @@ unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send`.
-unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2758,7 +2767,7 @@ unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send-prepared`.
-unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2768,7 +2777,7 @@ unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send-batch`.
-unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2778,7 +2787,7 @@ unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `error`.
-unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2788,7 +2797,7 @@ unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `timings-of`.
-unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2798,7 +2807,7 @@ unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `url-of`.
-unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2808,7 +2817,7 @@ unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `headers-of`.
-unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2818,7 +2827,7 @@ unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `body-of`.
-unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2828,7 +2837,7 @@ unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `text-of`.
-unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2838,7 +2847,7 @@ unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `document-of`.
-unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2848,7 +2857,7 @@ unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `keep`.
-unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2859,7 +2868,7 @@ unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `release`.
-unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2870,7 +2879,7 @@ unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `random-bytes`.
-unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2880,7 +2889,7 @@ unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `digest`.
-unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f143(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2891,7 +2900,7 @@ unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `hmac`.
-unsafe extern "C" fn f143(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f144(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2948,7 +2957,7 @@ impl ToJs for crate::bindings::loadtest::k6_layer::crypto::Algorithm {
 impl IsUnit for crate::bindings::loadtest::k6_layer::crypto::Algorithm {}
 
 /// `generate-key`.
-unsafe extern "C" fn f144(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f145(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3012,7 +3021,7 @@ impl ToJs for crate::bindings::loadtest::k6_layer::crypto::ImportedKey {
 impl IsUnit for crate::bindings::loadtest::k6_layer::crypto::ImportedKey {}
 
 /// `import-key`.
-unsafe extern "C" fn f145(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3024,7 +3033,7 @@ unsafe extern "C" fn f145(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `export-key`.
-unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3037,7 +3046,7 @@ unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `sign`.
-unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3049,7 +3058,7 @@ unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `verify`.
-unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3062,7 +3071,7 @@ unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `encrypt`.
-unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3074,7 +3083,7 @@ unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `decrypt`.
-unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f151(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3086,7 +3095,7 @@ unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `derive-bits`.
-unsafe extern "C" fn f151(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f152(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3298,60 +3307,65 @@ pub fn interfaces(cx: Cx) -> Js<Vec<(&'static str, JSValue)>> {
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"register", f122, 4)?;
-        put_fn(cx, o, c"add", f123, 2)?;
+        put_fn(cx, o, c"numbers", f122, 0)?;
+        out.push(("loadtest:k6-layer/vu@0.1.0", o));
+    }
+    {
+        let o = cx.object()?;
+        put_fn(cx, o, c"register", f123, 4)?;
+        put_fn(cx, o, c"add", f124, 2)?;
         out.push(("loadtest:k6-layer/samples@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"command", f124, 7)?;
+        put_fn(cx, o, c"command", f125, 7)?;
         out.push(("loadtest:k6-layer/redis@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"recvText", f125, 3)?;
+        put_fn(cx, o, c"recvText", f126, 3)?;
         out.push(("loadtest:k6-layer/sockets@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"register", f126, 2)?;
-        put_fn(cx, o, c"add", f127, 2)?;
+        put_fn(cx, o, c"register", f127, 2)?;
+        put_fn(cx, o, c"add", f128, 2)?;
         out.push(("loadtest:k6-layer/checks@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"text", f128, 1)?;
+        put_fn(cx, o, c"text", f129, 1)?;
         out.push(("loadtest:k6-layer/content@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"send", f129, 1)?;
-        put_fn(cx, o, c"sendPrepared", f130, 1)?;
-        put_fn(cx, o, c"sendBatch", f131, 1)?;
-        put_fn(cx, o, c"error", f132, 1)?;
-        put_fn(cx, o, c"timingsOf", f133, 1)?;
-        put_fn(cx, o, c"urlOf", f134, 1)?;
-        put_fn(cx, o, c"headersOf", f135, 1)?;
-        put_fn(cx, o, c"bodyOf", f136, 1)?;
-        put_fn(cx, o, c"textOf", f137, 1)?;
-        put_fn(cx, o, c"documentOf", f138, 1)?;
-        put_fn(cx, o, c"keep", f139, 1)?;
-        put_fn(cx, o, c"release", f140, 1)?;
+        put_fn(cx, o, c"send", f130, 1)?;
+        put_fn(cx, o, c"sendPrepared", f131, 1)?;
+        put_fn(cx, o, c"sendBatch", f132, 1)?;
+        put_fn(cx, o, c"error", f133, 1)?;
+        put_fn(cx, o, c"timingsOf", f134, 1)?;
+        put_fn(cx, o, c"urlOf", f135, 1)?;
+        put_fn(cx, o, c"headersOf", f136, 1)?;
+        put_fn(cx, o, c"bodyOf", f137, 1)?;
+        put_fn(cx, o, c"textOf", f138, 1)?;
+        put_fn(cx, o, c"documentOf", f139, 1)?;
+        put_fn(cx, o, c"keep", f140, 1)?;
+        put_fn(cx, o, c"release", f141, 1)?;
         out.push(("loadtest:k6-layer/responses@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"randomBytes", f141, 1)?;
-        put_fn(cx, o, c"digest", f142, 2)?;
-        put_fn(cx, o, c"hmac", f143, 3)?;
-        put_fn(cx, o, c"generateKey", f144, 1)?;
-        put_fn(cx, o, c"importKey", f145, 3)?;
-        put_fn(cx, o, c"exportKey", f146, 4)?;
-        put_fn(cx, o, c"sign", f147, 3)?;
-        put_fn(cx, o, c"verify", f148, 4)?;
-        put_fn(cx, o, c"encrypt", f149, 3)?;
-        put_fn(cx, o, c"decrypt", f150, 3)?;
-        put_fn(cx, o, c"deriveBits", f151, 3)?;
+        put_fn(cx, o, c"randomBytes", f142, 1)?;
+        put_fn(cx, o, c"digest", f143, 2)?;
+        put_fn(cx, o, c"hmac", f144, 3)?;
+        put_fn(cx, o, c"generateKey", f145, 1)?;
+        put_fn(cx, o, c"importKey", f146, 3)?;
+        put_fn(cx, o, c"exportKey", f147, 4)?;
+        put_fn(cx, o, c"sign", f148, 3)?;
+        put_fn(cx, o, c"verify", f149, 4)?;
+        put_fn(cx, o, c"encrypt", f150, 3)?;
+        put_fn(cx, o, c"decrypt", f151, 3)?;
+        put_fn(cx, o, c"deriveBits", f152, 3)?;
         out.push(("loadtest:k6-layer/crypto@0.1.0", o));
     }
     Ok(out)
