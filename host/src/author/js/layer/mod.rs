@@ -229,7 +229,8 @@ pub(crate) const STUBS: &[(&str, &str)] = &[
 
 /// Uses by a [`CORE`] file of names of a file outside it that run only once that file's
 /// module is in the layer: (the CORE file, the file used, why), checked by the test of
-/// the graph.
+/// the graph, which alone reads it (for the build it is the graph's documentation).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const THROUGH: &[(&str, &str, &str)] = &[
     (
         "async.js",
