@@ -323,15 +323,12 @@ mod tests {
     };
     use std::collections::{BTreeMap, BTreeSet};
 
-    /// Words that are no names (reserved words, and the literals and globals the layer
-    /// reads that no layer file declares are left to the owner lookup).
-    const KEYWORDS: &[&str] = &[
-        "async", "await", "break", "case", "catch", "class", "const", "continue", "debugger",
-        "default", "delete", "do", "else", "export", "extends", "finally", "for", "function",
-        "get", "if", "import", "in", "instanceof", "let", "new", "of", "return", "set",
-        "static", "super", "switch", "this", "throw", "try", "typeof", "var", "void", "while",
-        "with", "yield",
-    ];
+    /// Words that are no names: the reserved words, and the contextual ones the layer
+    /// writes before a name (`get x()`, `for (const a of b)`).
+    const KEYWORDS: &str = "async await break case catch class const continue debugger \
+        default delete do else export extends finally for function get if import in \
+        instanceof let new of return set static super switch this throw try typeof var \
+        void while with yield";
 
     fn is_ident_byte(c: u8) -> bool {
         c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
@@ -403,7 +400,15 @@ mod tests {
                 .strip_prefix("async ")
                 .unwrap_or(line)
                 .trim_start_matches("export ");
-            for kw in ["function* ", "function ", "class ", "const ", "let ", "var ", "import "] {
+            for kw in [
+                "function* ",
+                "function ",
+                "class ",
+                "const ",
+                "let ",
+                "var ",
+                "import ",
+            ] {
                 if let Some(r) = rest.strip_prefix(kw) {
                     let name: String = r
                         .trim_start_matches('*')
@@ -431,12 +436,13 @@ mod tests {
         let mut out = BTreeSet::new();
         let binding = |from: usize, to: usize, out: &mut BTreeSet<String>| {
             for (at, id) in idents(&code[from..to]) {
-                if matches!(before(&code[from..], at), b'(' | b',' | b'{' | b'[' | b':' | b'.')
-                    || at == 0
-                {
-                    if after(&code[from..to], at + id.len()) != b':' {
-                        out.insert(id.to_string());
-                    }
+                let opens = at == 0
+                    || matches!(
+                        before(&code[from..], at),
+                        b'(' | b',' | b'{' | b'[' | b':' | b'.'
+                    );
+                if opens && after(&code[from..to], at + id.len()) != b':' {
+                    out.insert(id.to_string());
                 }
             }
         };
@@ -456,7 +462,9 @@ mod tests {
                     }
                 }
                 _ => {
-                    if after(code, end).eq(&b'=') && code[end..].trim_ascii_start().starts_with(b"=>") {
+                    if after(code, end).eq(&b'=')
+                        && code[end..].trim_ascii_start().starts_with(b"=>")
+                    {
                         out.insert(id.to_string());
                     }
                 }
@@ -474,7 +482,10 @@ mod tests {
                     .find(|(at, id)| at + id.len() <= i)
                     .filter(|(at, id)| code[at + id.len()..i].iter().all(u8::is_ascii_whitespace))
                     .map(|(_, id)| *id);
-                let head = matches!(word_before, Some("if" | "for" | "while" | "switch" | "with"));
+                let head = matches!(
+                    word_before,
+                    Some("if" | "for" | "while" | "switch" | "with")
+                );
                 if !head && (next.starts_with(b"{") || next.starts_with(b"=>")) {
                     binding(i + 1, close - 1, &mut out);
                 }
@@ -508,7 +519,10 @@ mod tests {
                     continue;
                 }
             }
-            if own.contains(id) || locals.contains(id) || KEYWORDS.contains(&id) {
+            if own.contains(id)
+                || locals.contains(id)
+                || KEYWORDS.split_whitespace().any(|k| k == id)
+            {
                 continue;
             }
             out.insert(id.to_string());
@@ -547,7 +561,9 @@ mod tests {
                 }
             }
             for used in used_names(t) {
-                let Some(&from) = owner.get(&used) else { continue };
+                let Some(&from) = owner.get(&used) else {
+                    continue;
+                };
                 if from == *name || with_needs.contains(from) {
                     continue;
                 }
