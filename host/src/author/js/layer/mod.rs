@@ -63,7 +63,9 @@
 
 use std::collections::BTreeSet;
 /// The layer's files, in the order they are joined: each one's name and text. Adding a
-/// k6 module is adding its file here and its entry in `modules.js`.
+/// k6 module is adding its file here, its case in `modules.js`, its line in
+/// [`MODULE_FILES`] and, when it uses files outside [`CORE`], its line in [`NEEDS`] (the
+/// graph's test names a use the tables miss).
 pub(crate) const FILES: &[(&str, &str)] = &[
     // The header and the host interfaces the layer imports.
     ("prelude.js", include_str!("prelude.js")),
