@@ -36,6 +36,9 @@ driver's PSS is read SAMPLE s after it printed `ready` (its
 VUs' init code done), k6's and the host's SAMPLE s after their start; the driver also
 prints QuickJS's heap by kind (JS_ComputeMemoryUsage), shown per script.
 
+SS_BINS="NAME=PATH ..." runs several stack-switching drivers side by side (builds of two
+branches: the layer each evaluates is its `host::js_module_text`).
+
 Environment: VUS (1000), ROUNDS (2), HOST_BIN (target/debug/host), K6_BIN (k6),
 MULTIVU_BIN (target/debug/examples/js_multivu), GUEST
 (plugins/js-multivu/target/js-multivu/guest.wasm), SAMPLE, DURATION, GEN_CPU.
@@ -71,6 +74,9 @@ SCHED = os.environ.get("SCHED", str(ROOT / "plugins/js-multivu/switch-probe/sche
 CPU = os.environ.get("CPU", "1") != "0"
 LAYER = os.environ.get("LAYER") == "1"
 SS = os.environ.get("SS_BIN", str(TGT / "debug/examples/js_multivu_ss"))
+# SS_BINS="before=PATH after=PATH": several drivers (e.g. builds of two branches, whose
+# `host::js_module_text` differs) side by side, each a tool "stack switching, NAME, layer MODE".
+SS_BINS = [b.split("=", 1) for b in os.environ.get("SS_BINS", "").split()] or [["", SS]]
 SCRIPTS = os.environ.get("SCRIPTS", "idle fewstate shared").split()
 HOST_RUN = os.environ.get("HOST_RUN") == "1"
 MODES = os.environ.get("MODES", "shared bytecode").split()
@@ -129,13 +135,16 @@ def layer_main():
         rows = [{"id": i, "name": f"user-{i}", "email": f"user-{i}@example.com",
                  "token": f"t{i}".ljust(40, "x")} for i in range(10000)]
         (HERE / "users.json").write_text(json.dumps(rows))
-    tools = [f"stack switching, layer {m}" for m in MODES] + ["k6"] + (["host run"] if HOST_RUN else [])
+    ss_bins = dict(SS_BINS)
+    tools = [f"stack switching, {n + ', ' if n else ''}layer {m}" for n, _ in SS_BINS for m in MODES]
+    tools += ["k6"] + (["host run"] if HOST_RUN else [])
 
     def cmd(tool, script, vus):
         if tool.startswith("stack"):
             mode = tool.split()[-1]
+            name = tool.split(", ")[1] if tool.count(", ") == 2 else ""
             flag = [] if mode == "text" else [f"--{mode}"]
-            return [SS, PLAIN, SCHED, f"{script}.js", "--layer", *flag, "--vus", str(vus),
+            return [ss_bins[name], PLAIN, SCHED, f"{script}.js", "--layer", *flag, "--vus", str(vus),
                     "--duration", str(DURATION)]
         if tool == "k6":
             return [K6, "run", "--quiet", "--no-usage-report", "--no-color", "--vus", str(vus),

@@ -12,13 +12,21 @@ use super::known::known_module;
 use super::scan::{line_of, scan, Keyword};
 use super::specifiers::{module_id, next_string, opens, resolve, statement_end};
 use anyhow::{anyhow, bail, Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A bundled script.
 pub(crate) struct Bundle {
-    /// `const BUNDLE = ...;`, to append to the k6 layer.
-    pub js: String,
+    /// `const BUNDLE = ...;` up to its line table, which [`Bundle::js`] adds.
+    head: String,
+    /// The rest of `const BUNDLE = ...;`, after the line table.
+    tail: String,
+    /// Each module's first line, counted from the bundle's first line (0), and its id
+    /// as JSON, in order of line.
+    lines: Vec<(usize, String)>,
+    /// The k6 modules the script's files import: the layer builds only these (and
+    /// what they use, see `layer::text_for`).
+    pub k6_modules: BTreeSet<String>,
     /// The script's name (the entry file's stem).
     pub name: String,
     /// Every input, for the cache key: (id, bytes), modules then files.
@@ -35,14 +43,29 @@ struct Module {
     map: Option<String>,
 }
 
-/// Bundles `entry`; `first_line` is the line of the combined module on which the
-/// bundle's text starts (the k6 layer's line count + 1); `env` is the build's
-/// environment, which `client.load(__ENV.NAME, ...)` reads (k6/net/grpc).
-pub(crate) fn bundle(
-    entry: &Path,
-    first_line: usize,
-    env: &BTreeMap<String, String>,
-) -> Result<Bundle> {
+impl Bundle {
+    /// `const BUNDLE = ...;`, to append to the k6 layer; `first_line` is the line of the
+    /// combined module on which the bundle's text starts (the layer's line count + 1),
+    /// which the stack-trace mapping's line table counts from. The table is one line,
+    /// after the modules, so the modules' lines do not depend on it.
+    pub(crate) fn js(&self, first_line: usize) -> String {
+        let lines: Vec<String> = self
+            .lines
+            .iter()
+            .map(|(at, file)| format!("{{ start: {}, file: {file} }}", first_line + at))
+            .collect();
+        format!(
+            "{}BUNDLE.lines = [{}];\n{}",
+            self.head,
+            lines.join(", "),
+            self.tail
+        )
+    }
+}
+
+/// Bundles `entry`; `env` is the build's environment, which `client.load(__ENV.NAME,
+/// ...)` reads (k6/net/grpc).
+pub(crate) fn bundle(entry: &Path, env: &BTreeMap<String, String>) -> Result<Bundle> {
     let entry = entry
         .canonicalize()
         .with_context(|| format!("cannot read {}", entry.display()))?;
@@ -57,6 +80,7 @@ pub(crate) fn bundle(
     let mut protos: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut protosets: BTreeMap<String, super::protosets::Protoset> = BTreeMap::new();
     let mut inputs = Vec::new();
+    let mut k6_modules = BTreeSet::new();
     // The lock of the script's remote modules, for this build (see `remote`).
     let _lock = super::remote::LockGuard::begin(&entry)?;
     let mut queue = vec![entry.clone()];
@@ -113,6 +137,7 @@ pub(crate) fn bundle(
         for dep in out.deps {
             queue.push(dep);
         }
+        k6_modules.extend(out.k6);
         for (literal, file) in out.opens {
             super::outside::check(&root, &file, &shown, &format!("open({literal:?})"))?;
             let bytes = std::fs::read(&file).with_context(|| {
@@ -148,7 +173,7 @@ pub(crate) fn bundle(
         });
     }
     let mut js = String::new();
-    let mut line = first_line;
+    let mut line = 0;
     let mut lines = Vec::new();
     js.push_str(&format!(
         "const BUNDLE = {{ entry: {}, name: {}, modules: {{}} }};\n",
@@ -162,19 +187,14 @@ pub(crate) fn bundle(
             json(&m.id)
         ));
         line += 1;
-        lines.push(format!("{{ start: {line}, file: {} }}", json(&m.id)));
+        lines.push((line, json(&m.id)));
         js.push_str(&m.body);
         line += m.body.matches('\n').count();
         js.push_str("\n};\n");
         line += 2;
     }
-    lines.sort_by_key(|l| {
-        l.split_whitespace()
-            .nth(2)
-            .and_then(|n| n.trim_end_matches(',').parse::<usize>().ok())
-            .unwrap_or(0)
-    });
-    js.push_str(&format!("BUNDLE.lines = [{}];\n", lines.join(", ")));
+    lines.sort_by_key(|l| l.0);
+    let head = std::mem::take(&mut js);
     // Columns the rewrite moved, and the bundles' source maps (stack traces).
     js.push_str("BUNDLE.cols = {");
     for m in &modules {
@@ -230,7 +250,14 @@ pub(crate) fn bundle(
     }
     js.push_str("};\n");
     _lock.save()?;
-    Ok(Bundle { js, name, inputs })
+    Ok(Bundle {
+        head,
+        tail: js,
+        lines,
+        k6_modules,
+        name,
+        inputs,
+    })
 }
 
 /// `{LINE: [f, o, fixed, ...]}` of a module's column anchors (`colmap::Anchor`);
@@ -268,6 +295,8 @@ struct Transformed {
     protosets: Vec<super::protosets::Protoset>,
     /// Per line, where the rewrite moved columns (`colmap::anchors`).
     cols: BTreeMap<usize, Vec<super::colmap::Anchor>>,
+    /// The k6 modules the module imports (or re-exports from).
+    k6: BTreeSet<String>,
 }
 
 /// Rewrites one module; `shown` names it in errors.
@@ -312,6 +341,7 @@ fn transform(
     let mut hoisted = Vec::new(); // `__exports.x = x;` for function declarations
     let mut trailing = Vec::new(); // the same for bindings, after the body
     let mut deps = Vec::new();
+    let mut k6 = BTreeSet::new();
     let mut n = 0usize;
     let mut uses_browser = false;
     let mut uses_streams = false;
@@ -328,6 +358,9 @@ fn transform(
                 let clause = clause.strip_suffix("from").unwrap_or(clause).trim();
                 let end = statement_end(&src, spec_end);
                 let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                if known_module(&target).is_some() {
+                    k6.insert(target.clone());
+                }
                 uses_browser |= target == "k6/browser";
                 uses_streams |= target == "k6/experimental/streams";
                 let module = format!("__m{n}");
@@ -411,6 +444,9 @@ fn transform(
                             let (spec, _, spec_end) = next_string(&src, &code, from_at)
                                 .ok_or_else(|| anyhow!("{}: cannot read this export", at(start)))?;
                             let target = resolve(&spec, &at(start), dir, root, &mut deps)?;
+                            if known_module(&target).is_some() {
+                                k6.insert(target.clone());
+                            }
                             let end = statement_end(&src, spec_end);
                             let module = format!("__m{n}");
                             let mut out = format!("const {module} = __require({});", json(&target));
@@ -502,6 +538,7 @@ fn transform(
         protos,
         protosets,
         cols,
+        k6,
     })
 }
 

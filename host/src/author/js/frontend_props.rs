@@ -115,7 +115,7 @@ fn bundles(src: &str) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let entry = dir.path().join("script.js");
     std::fs::write(&entry, src).expect("the script is written");
-    let _ = bundle::bundle(&entry, 1, &BTreeMap::new());
+    let _ = bundle::bundle(&entry, &BTreeMap::new());
 }
 
 proptest! {
@@ -156,7 +156,7 @@ fn real_scripts_pass_the_front_end() {
             rewritten += 1;
             rewrite_is_stable(&out);
         }
-        let _ = bundle::bundle(path, 1, &BTreeMap::new());
+        let _ = bundle::bundle(path, &BTreeMap::new());
     }
     assert!(
         rewritten > 0,

@@ -136,6 +136,12 @@ pub(crate) fn known_module(spec: &str) -> Option<&'static (&'static str, &'stati
         .find(|(m, _)| *m == spec)
 }
 
+/// Every k6 module name the layer provides (for the layer's table checks).
+#[cfg(test)]
+pub(crate) fn all_module_names() -> impl Iterator<Item = &'static str> {
+    MODULES.iter().chain(SOCKET_MODULES).map(|(m, _)| *m)
+}
+
 /// k6 modules refused, with the reason given to the user.
 pub(crate) const REFUSED: &[(&str, &str)] = &[(
     "k6/experimental/browser",

@@ -133,17 +133,20 @@ pub fn module_text(script: &Path) -> Result<String> {
     Ok(module_for(script, &build_env(&[]))?.0)
 }
 
-/// The layer with the script's bundle appended.
+/// The layer with the script's bundle appended: the layer's files the script's k6
+/// imports need (`layer::text_for`), so a module the script does not import is not
+/// built in its VUs.
 fn module_for(script: &Path, env: &BTreeMap<String, String>) -> Result<(String, bundle::Bundle)> {
-    let k6_layer = layer::text();
+    let bundle = bundle::bundle(script, env)?;
+    let k6_layer = layer::text_for(bundle.k6_modules.iter().map(String::as_str));
     let layer_lines = k6_layer.matches('\n').count();
-    let bundle = bundle::bundle(script, layer_lines + 1, env)?;
-    let mut module = String::with_capacity(k6_layer.len() + bundle.js.len() + 1);
-    module.push_str(k6_layer);
+    let js = bundle.js(layer_lines + 1);
+    let mut module = String::with_capacity(k6_layer.len() + js.len() + 1);
+    module.push_str(&k6_layer);
     if !k6_layer.ends_with('\n') {
         module.push('\n');
     }
-    module.push_str(&bundle.js);
+    module.push_str(&js);
     Ok((module, bundle))
 }
 

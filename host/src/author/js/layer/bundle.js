@@ -3,6 +3,12 @@
 let phase = 'describe';
 let loaded = null; // the entry module's exports, once the init code has run
 let setupData = null;
+// The script's options the layer itself applies (discardResponseBodies, throw,
+// minIterationDuration), read once its init code has run.
+let runOptions = {};
+// Whether the script's init code is running (k6: gRPC's `load` only there, `connect`
+// never; fs.open and csv only there).
+let inInitCode = false;
 
 function load() {
   if (loaded) return loaded;
@@ -19,8 +25,9 @@ function load() {
     return mode === 'b' ? b64decodeBytes(f.b64).buffer : f.text;
   };
   const require = (id) => {
-    if (MODULES[id]) return MODULES[id];
     if (cache[id]) return cache[id];
+    const k6m = k6Module(id);
+    if (k6m !== undefined) return (cache[id] = k6m);
     const fn = BUNDLE.modules[id];
     if (!fn) throw new Error(`module ${id} is not in the bundle`);
     const exports = {};

@@ -140,3 +140,30 @@ function runLoop(loop, done) {
   }
 }
 
+// The loop of the WebSocket class and the global timers: run after the iteration.
+const mainLoop = newLoop();
+
+const timers = {
+  setTimeout: (fn, ms, ...args) => addTimer(mainLoop, fn, ms, false, args),
+  setInterval: (fn, ms, ...args) => addTimer(mainLoop, fn, ms, true, args),
+  clearTimeout: (id) => { mainLoop.timers.delete(id); },
+  clearInterval: (id) => { mainLoop.timers.delete(id); },
+};
+Object.assign(globalThis, timers);
+
+// After the iteration function: what its sockets and timers still have to do.
+function runMainLoop() {
+  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size || asyncQueue.length) runLoop(mainLoop, () => false);
+}
+
+// An iteration that failed leaves nothing behind for the next one.
+function resetMainLoop() {
+  resetMicrotasks();
+  asyncQueue.length = 0;
+  mainLoop.queue.length = 0;
+  mainLoop.timers.clear();
+  for (const s of mainLoop.sockets) {
+    if (s.handle) { try { s.handle[Symbol.dispose](); } catch (_) { /* gone */ } }
+  }
+  mainLoop.sockets.clear();
+}

@@ -24,9 +24,6 @@ const GRPC_HEALTH = {
 };
 const SERVING_STATUS = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
 
-// Whether the script's init code is running (k6: `load` only there, `connect` never).
-let inInitCode = false;
-
 // Metadata as grpc-go gives it to k6: names in lower case, each a list of values; the
 // status fields of the trailers are not metadata.
 function grpcMetadata(list) {

@@ -1,7 +1,4 @@
 let defaultExpected = null; // setResponseCallback(...)
-// The script's options the layer itself applies (discardResponseBodies, throw,
-// minIterationDuration), read once its init code has run.
-let runOptions = {};
 
 function expectedStatuses(...args) {
   const ranges = [];

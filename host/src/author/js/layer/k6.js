@@ -2,6 +2,10 @@
 
 class Abort extends Error {}
 
+// The metrics the init code made, declared to the host from describe(): k6's
+// group_duration, and k6/metrics' and the Redis client's as they are made.
+const metricsMade = new Map([['group_duration', 'trend']]);
+
 // Checks by number (the layer's `checks` interface): a check's name and tags go to the
 // host once, when first seen, and each result after that is one number and a bool.
 // The key is the tags as text and the name, so a check under another group, VU tag

@@ -1,8 +1,5 @@
 // ---------------------------------------------------------------- k6/metrics
 
-// The custom metrics the init code made, declared to the host from describe().
-const metricsMade = new Map([['group_duration', 'trend']]);
-
 class Metric {
   constructor(name, kind, isTime) {
     if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) {
