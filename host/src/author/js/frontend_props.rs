@@ -97,17 +97,30 @@ fn front_end(src: &str) {
     }
     let _ = scan::scan(src);
     if let Ok(Some(out)) = asyncs::rewrite(src, "gen.js") {
-        rewrite_is_stable(&out);
+        rewrite_is_stable(&out, || !is_javascript(src));
     }
 }
 
-/// Rewriting the rewrite's output changes nothing: it has no `async` left.
-fn rewrite_is_stable(out: &str) {
+/// Rewriting the rewrite's output changes nothing: it has no `async` left. A second
+/// rewrite may refuse the output of a first one only where `refusal_allowed` says so:
+/// when the input was not JavaScript. In such text a `/` after the `(yield x)` the
+/// rewrite puts in can read as division where it read as a regex before, so a form the
+/// first pass saw inside a regex or a comment (`for await`) comes out in the open.
+fn rewrite_is_stable(out: &str, refusal_allowed: impl FnOnce() -> bool) {
     match asyncs::rewrite(out, "gen.js") {
         Ok(None) => {}
         Ok(Some(again)) => assert_eq!(again, out, "a second rewrite changed the script"),
+        Err(_) if refusal_allowed() => {}
         Err(e) => panic!("the rewrite's own output is refused: {e:#}\n{out}"),
     }
+}
+
+/// Whether `src` parses as a JavaScript module (oxc's parser, as TypeScript scripts
+/// are read), so that the rewrite's promises hold for it.
+fn is_javascript(src: &str) -> bool {
+    let allocator = oxc_allocator::Allocator::default();
+    let parsed = oxc_parser::Parser::new(&allocator, src, oxc_span::SourceType::mjs()).parse();
+    parsed.diagnostics.errors().next().is_none() && !parsed.panicked
 }
 
 /// Bundles `src` as the entry script of a fresh folder; an error is fine, a panic not.
@@ -154,7 +167,7 @@ fn real_scripts_pass_the_front_end() {
         front_end(text);
         if let Ok(Some(out)) = asyncs::rewrite(text, &path.display().to_string()) {
             rewritten += 1;
-            rewrite_is_stable(&out);
+            rewrite_is_stable(&out, || false);
         }
         let _ = bundle::bundle(path, &BTreeMap::new());
     }
