@@ -1,6 +1,6 @@
 //! The QuickJS runtime built from source (plugins/js-runtime, issue #53): the default
 //! of a host built with clang (the embedded component; `host --version` and `host
-//! build` say so), and selectable by path with `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, a custom metric and
+//! build` say so), and selectable by path with `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, custom metrics (a fraction kept) and
 //! `__VU` runs on it against the demo target with the counts k6 would give, and an
 //! exception fails its iteration with its message, as on the vendored runtime.
 
@@ -57,9 +57,10 @@ async fn run_on_source_runtime(dir: &Path, script: &str, base: &str, out: &Path)
 const SCRIPT: &str = r#"
 import http from 'k6/http';
 import { check, sleep } from 'k6';
-import { Counter } from 'k6/metrics';
+import { Counter, Trend } from 'k6/metrics';
 
 const visits = new Counter('visits');
+const fractions = new Trend('fractions');
 const BASE = __ENV.BASE_URL.replace(/\/$/, '');
 
 export const options = {
@@ -74,6 +75,7 @@ export default function () {
     'a body': (r) => r.body.length > 0,
   });
   visits.add(1);
+  fractions.add(1.25);
   sleep(0.02);
 }
 "#;
@@ -98,6 +100,13 @@ async fn a_script_runs_on_the_runtime_built_from_source() {
     assert_eq!(
         summary["metrics"]["visits"]["count"].as_f64(),
         Some(6.0),
+        "{}",
+        summary["metrics"]
+    );
+    // A number with a fraction crosses into the host whole (an f64 of the contract).
+    assert_eq!(
+        summary["metrics"]["fractions"]["max"].as_f64(),
+        Some(1.25),
         "{}",
         summary["metrics"]
     );
