@@ -92,7 +92,9 @@ fn main() {
         let to = out.join("js_runtime.wasm");
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
         println!("cargo:rustc-cfg=js_runtime_built");
-        println!("cargo:rustc-env=HOST_JS_RUNTIME=quickjs-ng built from source (plugins/js-runtime)");
+        println!(
+            "cargo:rustc-env=HOST_JS_RUNTIME=quickjs-ng built from source (plugins/js-runtime)"
+        );
     } else {
         println!("cargo:rustc-env=HOST_JS_RUNTIME=vendored componentize-qjs 0.4.5 runtime (built without clang)");
     }

@@ -203,10 +203,8 @@ pub(crate) const DEFAULT_RUNTIME: &str = env!("HOST_JS_RUNTIME");
 
 /// The runtime built from source, embedded when host/build.rs built it.
 #[cfg(js_runtime_built)]
-const SOURCE_RUNTIME: Option<&[u8]> = Some(include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/js_runtime.wasm"
-)));
+const SOURCE_RUNTIME: Option<&[u8]> =
+    Some(include_bytes!(concat!(env!("OUT_DIR"), "/js_runtime.wasm")));
 /// The runtime built from source, absent: the host was built without clang.
 #[cfg(not(js_runtime_built))]
 const SOURCE_RUNTIME: Option<&[u8]> = None;

@@ -196,7 +196,10 @@ async fn the_default_runtime_is_the_one_built_from_source_and_is_named() {
         "{}",
         text(&by_path)
     );
-    assert_eq!(std::fs::read(tmp.path().join("script.wasm")).unwrap(), first);
+    assert_eq!(
+        std::fs::read(tmp.path().join("script.wasm")).unwrap(),
+        first
+    );
     // Another runtime file is another key: not the cached build, so it is read and
     // refused (it is no component).
     std::fs::write(tmp.path().join("other.wasm"), b"not a runtime").unwrap();
