@@ -50,7 +50,11 @@ fn main() {
     // The JavaScript runtime built from source (plugins/js-runtime, issue #53) compiles
     // QuickJS's C with clang and wasi-libc's headers (Debian's `clang` and `wasi-libc`;
     // `./dev` installs them): without them it is left out and the other plugins build.
-    if !js_runtime_toolchain() {
+    // `cfg(js_runtime_built)` tells the host it may embed the component (the k6
+    // route's default then, issue #53); without it, the vendored runtime is used.
+    println!("cargo:rustc-check-cfg=cfg(js_runtime_built)");
+    let js_runtime = js_runtime_toolchain();
+    if !js_runtime {
         println!(
             "cargo:warning=plugins/js-runtime is not built: it needs clang and wasi-libc \
              (Debian: apt-get install clang llvm-14 wasi-libc; ./dev installs them)"
@@ -82,6 +86,17 @@ fn main() {
         let from = built.join(format!("{name}.wasm"));
         let to = out.join(format!("{name}.wasm"));
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
+    }
+    if js_runtime {
+        let from = built.join("js_runtime.wasm");
+        let to = out.join("js_runtime.wasm");
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
+        println!("cargo:rustc-cfg=js_runtime_built");
+        println!(
+            "cargo:rustc-env=HOST_JS_RUNTIME=quickjs-ng built from source (plugins/js-runtime)"
+        );
+    } else {
+        println!("cargo:rustc-env=HOST_JS_RUNTIME=vendored componentize-qjs 0.4.5 runtime (built without clang)");
     }
     println!("cargo:rustc-env=HOST_PLUGINS_DIR={}", built.display());
 }

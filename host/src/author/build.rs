@@ -12,6 +12,13 @@ use std::process::{Command, Stdio};
 pub(crate) fn run(args: &super::BuildArgs) -> Result<i32> {
     super::js::remote::set_update(args.update);
     let component = build(&args.dir)?;
+    if super::js::is_script(&args.dir) {
+        // Which QuickJS runtime, for the user and for benchmarks (stdout is the path).
+        eprintln!(
+            "built on the JavaScript runtime: {}",
+            super::js::componentize::runtime_name()
+        );
+    }
     println!("{}", component.display());
     Ok(0)
 }

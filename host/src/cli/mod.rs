@@ -26,9 +26,18 @@ mod value_errors;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::time::Duration;
 
+/// `host --version`: the version, and the QuickJS runtime k6 scripts are built on (a
+/// host built without clang falls back to the vendored one, issue #53).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (k6 scripts on ",
+    env!("HOST_JS_RUNTIME"),
+    ")"
+);
+
 /// Load tests whose scenarios are sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
-#[command(name = "host", version, about, long_about = None)]
+#[command(name = "host", version = VERSION, about, long_about = None)]
 pub(crate) struct Cli {
     /// No colours in the output (as the NO_COLOR convention).
     #[arg(long, global = true, env = "K6_NO_COLOR", value_parser = clap::builder::BoolishValueParser::new())]

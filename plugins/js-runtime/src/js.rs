@@ -329,14 +329,41 @@ fn number(cx: Cx, v: JSValue) -> Js<f64> {
     Ok(d)
 }
 
+/// A JS number as an integer of the contract: wrapped as the vendored runtime's `as`
+/// casts from i32 do (`-1` for a u32 is 4294967295); fractions are cut.
+trait FromNumber {
+    fn from_number(d: f64) -> Self;
+}
+
+macro_rules! integers_from_numbers {
+    ($($t:ty),*) => {$(
+        impl FromNumber for $t {
+            fn from_number(d: f64) -> Self {
+                if d < 0.0 { d as i64 as $t } else { d as u64 as $t }
+            }
+        }
+    )*};
+}
+integers_from_numbers!(u8, i8, u16, i16, u32, i32);
+
+// Floats keep their fraction (a latitude of 52.52 or a Trend's 1.5 must not become 52
+// or 1).
+impl FromNumber for f32 {
+    fn from_number(d: f64) -> Self {
+        d as f32
+    }
+}
+impl FromNumber for f64 {
+    fn from_number(d: f64) -> Self {
+        d
+    }
+}
+
 macro_rules! numbers {
     ($($t:ty => $kind:ident),*) => {$(
         impl FromJs for $t {
             fn from_js(cx: Cx, v: JSValue) -> Js<Self> {
-                // Integers wrap as the vendored runtime's `as` casts from i32 do
-                // (`-1` for a u32 is 4294967295); fractions are cut.
-                let d = number(cx, v)?;
-                Ok(if d < 0.0 { d as i64 as $t } else { d as u64 as $t })
+                Ok(<$t as FromNumber>::from_number(number(cx, v)?))
             }
             fn list_from_js(cx: Cx, v: JSValue) -> Js<Vec<Self>> {
                 match cx.bytes(v) {

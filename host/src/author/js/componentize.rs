@@ -4,6 +4,10 @@
 //! user's bundle are evaluated once under Wizer, and the initialised heap is snapshotted
 //! into the component: what every VU starts from, shared copy-on-write.
 //!
+//! That is the fallback: a host built with clang and wasi-libc embeds the QuickJS-ng
+//! runtime built from source (plugins/js-runtime, issue #53) and builds on it instead
+//! (`chosen_runtime`).
+//!
 //! This is `componentize_qjs::componentize` (0.4.5) redone against wasmtime 48, so the
 //! host does not build the second wasmtime (47) that the crate links.
 
@@ -188,18 +192,40 @@ pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
     super::stub::stub_module_loader(&snapshot)
 }
 
-/// The environment variable that selects a QuickJS runtime built from source (the
-/// `js-runtime` guest of the plugins workspace, issue #53) instead of the vendored one:
-/// the path of its component. Unset, `host build` and `host run script.js` are as before.
+/// The environment variable that overrides the QuickJS runtime a script is built on:
+/// the path of a runtime component built as plugins/js-runtime is (issue #53).
 pub(crate) const RUNTIME_ENV: &str = "LOADTEST_JS_RUNTIME";
 
-/// The runtime component `RUNTIME_ENV` names, when it is set.
-pub(crate) fn chosen_runtime() -> Result<Option<Vec<u8>>> {
+/// Which runtime this host builds k6 scripts on when `RUNTIME_ENV` is unset: the one
+/// built from source when host/build.rs could build it (clang and wasi-libc were
+/// there), else the vendored one. Also in `host --version`.
+pub(crate) const DEFAULT_RUNTIME: &str = env!("HOST_JS_RUNTIME");
+
+/// The runtime built from source, embedded when host/build.rs built it.
+#[cfg(js_runtime_built)]
+const SOURCE_RUNTIME: Option<&[u8]> =
+    Some(include_bytes!(concat!(env!("OUT_DIR"), "/js_runtime.wasm")));
+/// The runtime built from source, absent: the host was built without clang.
+#[cfg(not(js_runtime_built))]
+const SOURCE_RUNTIME: Option<&[u8]> = None;
+
+/// The runtime component a script is built on, when it is one built from source:
+/// `RUNTIME_ENV`'s file when set, else the embedded one; `None` for the vendored
+/// runtime (linked with the contract's bindings at each build).
+pub(crate) fn chosen_runtime() -> Result<Option<std::borrow::Cow<'static, [u8]>>> {
     match std::env::var_os(RUNTIME_ENV) {
-        None => Ok(None),
+        None => Ok(SOURCE_RUNTIME.map(std::borrow::Cow::Borrowed)),
         Some(path) => std::fs::read(&path)
-            .map(Some)
+            .map(|b| Some(std::borrow::Cow::Owned(b)))
             .with_context(|| format!("cannot read {RUNTIME_ENV}={}", path.to_string_lossy())),
+    }
+}
+
+/// The runtime a build uses, for the user and benchmarks (`host build script.js`).
+pub(crate) fn runtime_name() -> String {
+    match std::env::var_os(RUNTIME_ENV) {
+        None => DEFAULT_RUNTIME.to_string(),
+        Some(path) => format!("{RUNTIME_ENV}={}", path.to_string_lossy()),
     }
 }
 

@@ -79,10 +79,12 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     let runtime = componentize::chosen_runtime()?;
     let mut hasher = Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION"));
-    // A build on a runtime built from source is another build (issue #53).
+    // A build on a runtime built from source is another build (issue #53): its digest
+    // is in the key, so the embedded one, an override and the vendored one never share
+    // an entry (the vendored one is fixed per host version).
     if let Some(rt) = &runtime {
         hasher.update(b"runtime");
-        hasher.update(Sha256::digest(rt));
+        hasher.update(Sha256::digest(rt.as_ref()));
     }
     hasher.update(module.as_bytes());
     for (id, bytes) in &bundle.inputs {

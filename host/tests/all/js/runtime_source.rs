@@ -1,5 +1,6 @@
-//! The QuickJS runtime built from source (plugins/js-runtime, issue #53), selected by
-//! `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, a custom metric and
+//! The QuickJS runtime built from source (plugins/js-runtime, issue #53): the default
+//! of a host built with clang (the embedded component; `host --version` and `host
+//! build` say so), and selectable by path with `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, custom metrics (a fraction kept) and
 //! `__VU` runs on it against the demo target with the counts k6 would give, and an
 //! exception fails its iteration with its message, as on the vendored runtime.
 
@@ -56,9 +57,10 @@ async fn run_on_source_runtime(dir: &Path, script: &str, base: &str, out: &Path)
 const SCRIPT: &str = r#"
 import http from 'k6/http';
 import { check, sleep } from 'k6';
-import { Counter } from 'k6/metrics';
+import { Counter, Trend } from 'k6/metrics';
 
 const visits = new Counter('visits');
+const fractions = new Trend('fractions');
 const BASE = __ENV.BASE_URL.replace(/\/$/, '');
 
 export const options = {
@@ -73,6 +75,7 @@ export default function () {
     'a body': (r) => r.body.length > 0,
   });
   visits.add(1);
+  fractions.add(1.25);
   sleep(0.02);
 }
 "#;
@@ -97,6 +100,13 @@ async fn a_script_runs_on_the_runtime_built_from_source() {
     assert_eq!(
         summary["metrics"]["visits"]["count"].as_f64(),
         Some(6.0),
+        "{}",
+        summary["metrics"]
+    );
+    // A number with a fraction crosses into the host whole (an f64 of the contract).
+    assert_eq!(
+        summary["metrics"]["fractions"]["max"].as_f64(),
+        Some(1.25),
         "{}",
         summary["metrics"]
     );
@@ -134,4 +144,77 @@ async fn an_exception_fails_its_iteration_with_its_message_on_the_runtime_built_
         text(&ran)
     );
     assert_eq!(summary["scenarios"]["default"]["failed"], 2, "{summary}");
+}
+
+/// A host built with clang builds scripts on the embedded runtime built from source and
+/// says so (`host --version`, `host build`'s stderr); `LOADTEST_JS_RUNTIME` overrides it
+/// and a build on the override is another cache entry (the runtime's digest is in the
+/// key): a runtime file that is not a component fails the build instead of reusing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_runtime_is_the_one_built_from_source_and_is_named() {
+    runtime(); // This test's premise: the host was built with clang.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("script.js"),
+        "export default function () {}\n",
+    )
+    .unwrap();
+    let version = common::host_in(tmp.path(), ["--version"]).await;
+    assert!(version.status.success(), "{}", text(&version));
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    assert!(
+        version.contains("k6 scripts on quickjs-ng built from source"),
+        "{version}"
+    );
+    let built = common::host_in(tmp.path(), ["build", "script.js"]).await;
+    assert!(built.status.success(), "{}", text(&built));
+    assert!(
+        String::from_utf8_lossy(&built.stderr)
+            .contains("built on the JavaScript runtime: quickjs-ng built from source"),
+        "{}",
+        text(&built)
+    );
+    // The embedded runtime is plugins/js-runtime's component: a build on it by path
+    // gives the same component (same digest, same cache entry).
+    let first = std::fs::read(tmp.path().join("script.wasm")).unwrap();
+    let by_path = tokio::task::spawn_blocking({
+        let dir = tmp.path().to_path_buf();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+                .current_dir(dir)
+                .args(["build", "script.js"])
+                .env("LOADTEST_JS_RUNTIME", runtime())
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(by_path.status.success(), "{}", text(&by_path));
+    assert!(
+        String::from_utf8_lossy(&by_path.stderr).contains("LOADTEST_JS_RUNTIME="),
+        "{}",
+        text(&by_path)
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("script.wasm")).unwrap(),
+        first
+    );
+    // Another runtime file is another key: not the cached build, so it is read and
+    // refused (it is no component).
+    std::fs::write(tmp.path().join("other.wasm"), b"not a runtime").unwrap();
+    let other = tokio::task::spawn_blocking({
+        let dir = tmp.path().to_path_buf();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+                .current_dir(&dir)
+                .args(["build", "script.js"])
+                .env("LOADTEST_JS_RUNTIME", dir.join("other.wasm"))
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(!other.status.success(), "{}", text(&other));
 }
