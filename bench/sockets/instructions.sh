@@ -19,19 +19,8 @@ N1=${N1:-500}
 N2=${N2:-2500}
 VUS=${VUS:-2}
 PORT=${PORT:-16398}
-WORK=$(mktemp -d)
-SERVER=
-
-stop() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap stop EXIT
-
-taskset -c 1 redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$WORK" >/dev/null 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
+# The server, stopped with its files on exit.
+. bench/sockets/server.sh
 
 # cost HOST SCRIPT N: instructions of one run of N iterations
 cost() {

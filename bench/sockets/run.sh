@@ -32,19 +32,8 @@ PORT=${PORT:-16399}
 PLUGIN=${PLUGIN:-plugins/target/wasm32-wasip2/release/redis.wasm}
 HOST_BEFORE=${HOST_BEFORE:-}
 PLUGIN_BEFORE=${PLUGIN_BEFORE:-$PLUGIN}
-WORK=$(mktemp -d)
-SERVER=
-
-stop() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap stop EXIT
-
-taskset -c 1 redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$WORK" >/dev/null 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
+# The server, stopped with its files on exit.
+. bench/sockets/server.sh
 
 calls() { # set+get calls the server counted so far
     redis-cli -p "$PORT" INFO commandstats | tr -d '\r' |
