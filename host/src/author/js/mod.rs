@@ -108,16 +108,44 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     // A planted file may be another user's: it is replaced, not written through.
     let _ = std::fs::remove_file(&file);
     crate::plugin::cache_entry::store(&file, &wasm);
-    if !crate::plugin::cache_entry::verified(&file) {
-        anyhow::bail!(
-            "cannot write the build of {} to {} (or another process changed it): check \
-             that folder is yours and writable by you alone",
-            script.display(),
-            file.display()
-        );
+    if crate::plugin::cache_entry::verified(&file) {
+        return Ok(file);
     }
-    Ok(file)
+    // Another process building the same script at once (two runs of one script, the
+    // workers of a distributed run on one machine) writes the same entry: it removes
+    // the file first, and its digest and its component are two renames, so between
+    // them neither build's pair need match. Its pair soon does; failing that, this
+    // build goes under a name of this process's own.
+    for _ in 0..RACE_WAITS {
+        std::thread::sleep(RACE_WAIT);
+        if crate::plugin::cache_entry::verified(&file) {
+            return Ok(file);
+        }
+    }
+    let own = dir.join(format!(
+        "{}-{}.{}.wasm",
+        bundle.name,
+        &hash[..16],
+        std::process::id()
+    ));
+    crate::plugin::built_from::remember(script, &own);
+    crate::plugin::cache_entry::store(&own, &wasm);
+    if crate::plugin::cache_entry::verified(&own) {
+        return Ok(own);
+    }
+    anyhow::bail!(
+        "cannot write the build of {} to {}: check that folder is yours and writable by \
+         you alone",
+        script.display(),
+        dir.display()
+    )
 }
+
+/// How often, and how long each time, a build whose cache entry another process was
+/// writing at the same moment looks again for a matching pair (1 s in all).
+const RACE_WAITS: u32 = 20;
+/// The wait between two of those looks.
+const RACE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// `host build script.js`: writes `<script>.wasm` beside the script.
 pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {

@@ -370,3 +370,45 @@ async fn init_code_that_loops_in_vus_holds_the_start_for_one_budget_and_says_so(
     let txt = std::fs::read_to_string(results.join("summary.txt")).unwrap();
     assert!(txt.contains("VUs initialised in"), "{txt}");
 }
+
+/// Four `host build`s of one script at the same moment, sharing one cache (two runs
+/// of a script, or a distributed run's workers on one machine): each used to be able
+/// to remove or re-pair the entry another was checking and fail with "cannot write the
+/// build"; now each succeeds, and each writes the same script's build.
+#[test]
+fn builds_of_one_script_at_once_all_succeed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let script = "import { sleep } from 'k6';\nexport default function () { sleep(0.01); }\n";
+    let dirs: Vec<std::path::PathBuf> = (0..4)
+        .map(|i| {
+            let dir = tmp.path().join(format!("d{i}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("same.js"), script).unwrap();
+            dir
+        })
+        .collect();
+    let builds: Vec<std::process::Child> = dirs
+        .iter()
+        .map(|dir| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+                .current_dir(dir)
+                .env("HOST_CACHE_DIR", &cache)
+                .args(["build", "same.js"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("the host binary runs")
+        })
+        .collect();
+    for (child, dir) in builds.into_iter().zip(&dirs) {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let wasm = std::fs::read(dir.join("same.wasm")).unwrap();
+        assert!(
+            wasm.starts_with(b"\0asm"),
+            "{} is a component",
+            dir.display()
+        );
+    }
+}

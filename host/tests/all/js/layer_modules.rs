@@ -76,6 +76,8 @@ async fn run_cases(dir: &Path, cases: &[(&str, &str)]) -> (Vec<(String, bool)>, 
     )
     .await;
     let stderr = text(&output);
+    // A run that never started (its build failed) leaves no results folder: say why.
+    assert!(out.exists(), "the harness did not run: {stderr}");
     let summary = common::summary_json(&common::only_results_dir(&out));
     let checks = summary["checks"].as_array().cloned().unwrap_or_default();
     let passed = cases

@@ -111,17 +111,7 @@ async fn a_script_runs_on_the_runtime_built_from_source() {
         summary["metrics"]
     );
     for name in ["status is 200", "a VU of two", "a body"] {
-        let c = summary["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no check {name}: {}", summary["checks"]));
-        assert_eq!(
-            (c["passes"].as_u64(), c["fails"].as_u64()),
-            (Some(6), Some(0)),
-            "{name}: {c}"
-        );
+        assert_eq!(common::check_counts(&summary, name), (6, 0), "{name}");
     }
 }
 
