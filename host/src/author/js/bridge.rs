@@ -26,33 +26,15 @@ const KEYWORDS: &[&str] = &[
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
-fn words(name: &str) -> impl Iterator<Item = &str> {
-    name.split('-').filter(|w| !w.is_empty())
-}
-
-fn capitalized(w: &str) -> String {
-    let mut c = w.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
-/// `kebab-name` as `UpperCamel` (wit-bindgen's type and case names).
+/// `kebab-name` as `UpperCamel` (wit-bindgen's type and case names, by the crate it
+/// names them with).
 fn upper_camel(name: &str) -> String {
-    words(name).map(capitalized).collect()
+    heck::ToUpperCamelCase::to_upper_camel_case(name)
 }
 
 /// `kebab-name` as `lowerCamel` (the JavaScript names of functions and fields).
 fn lower_camel(name: &str) -> String {
-    let mut out = String::new();
-    for (i, w) in words(name).enumerate() {
-        out.push_str(&if i == 0 {
-            w.to_string()
-        } else {
-            capitalized(w)
-        });
-    }
-    out
+    heck::ToLowerCamelCase::to_lower_camel_case(name)
 }
 
 /// `kebab-name` as a Rust identifier (wit-bindgen's functions, fields, modules).

@@ -276,7 +276,7 @@ fn files_for<'a>(modules: impl IntoIterator<Item = &'a str>) -> Option<BTreeSet<
 /// this table does not know gets every file.
 pub(crate) fn text_for<'a>(modules: impl IntoIterator<Item = &'a str>) -> String {
     let Some(set) = files_for(modules) else {
-        return FILES.iter().map(|(_, t)| *t).collect();
+        return all_files();
     };
     let mut out = String::with_capacity(FILES.iter().map(|(_, t)| t.len()).sum());
     for (name, t) in FILES {
@@ -289,18 +289,17 @@ pub(crate) fn text_for<'a>(modules: impl IntoIterator<Item = &'a str>) -> String
     out
 }
 
+/// Every file of the layer, [`FILES`] joined in order.
+fn all_files() -> String {
+    FILES.iter().map(|(_, t)| *t).collect()
+}
+
 /// The whole layer: [`FILES`] joined in order, made once per process.
 #[cfg(test)]
 pub(crate) fn text() -> &'static str {
     use std::sync::OnceLock;
     static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        let mut out = String::with_capacity(FILES.iter().map(|(_, t)| t.len()).sum());
-        for (_, t) in FILES {
-            out.push_str(t);
-        }
-        out
-    })
+    TEXT.get_or_init(all_files)
 }
 
 /// The layer file and the line in it (both from 1) of line `line` of the joined
