@@ -105,16 +105,19 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     let wasm = componentize_blocking(&module, runtime.as_deref())
         .with_context(|| format!("cannot build {}", script.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // A planted file may be another user's: it is replaced, not written through.
-    let _ = std::fs::remove_file(&file);
+    // Not removed first: `store` renames over the entry, so a planted file is replaced,
+    // never written through, and the entry never goes missing under another process
+    // building the same script at once (which copied it out, `build_beside`, and used to
+    // fail with "No such file or directory" when this removal came between its check
+    // and its copy).
     crate::plugin::cache_entry::store(&file, &wasm);
     if crate::plugin::cache_entry::verified(&file) {
         return Ok(file);
     }
     // Another process building the same script at once (two runs of one script, the
-    // workers of a distributed run on one machine) writes the same entry: it removes
-    // the file first, and its digest and its component are two renames, so between
-    // them neither build's pair need match. Its pair soon does; failing that, this
+    // workers of a distributed run on one machine) writes the same entry: its digest
+    // and its component are two renames, so between them neither build's pair need
+    // match. Its pair soon does; failing that, this
     // build goes under a name of this process's own.
     for _ in 0..RACE_WAITS {
         std::thread::sleep(RACE_WAIT);
@@ -151,7 +154,16 @@ const RACE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 pub(crate) fn build_beside(script: &Path) -> Result<PathBuf> {
     let built = build_cached(script)?;
     let out = script.with_extension("wasm");
-    std::fs::copy(&built, &out).with_context(|| format!("cannot write {}", out.display()))?;
+    // Read, then written: an error names which side failed (the cache entry another
+    // process replaced, or the file beside the script).
+    let bytes = std::fs::read(&built).with_context(|| {
+        format!(
+            "cannot read the build of {} at {}",
+            script.display(),
+            built.display()
+        )
+    })?;
+    std::fs::write(&out, bytes).with_context(|| format!("cannot write {}", out.display()))?;
     Ok(out)
 }
 
