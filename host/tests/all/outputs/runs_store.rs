@@ -126,12 +126,13 @@ async fn three_runs_are_recorded_trended_and_the_slow_one_regresses() {
     let mut ids = [recorded_id(&a), recorded_id(&b)];
     ids.sort();
     assert_eq!(ids, [1, 2], "both concurrent runs recorded");
-    // Timings within 5 ms are jitter here: two processes at once on a 2-core machine
-    // shared with the other tests (the slow target below adds 20 ms).
+    // Timings within 15 ms are jitter here: two processes at once on a 2-core machine
+    // shared with the other tests (a loaded suite run saw p99 waiting 2.9 against 8.0
+    // ms between these two identical runs); the slow target below adds 20 ms.
     let pair = runs(
         dir.path(),
         &store,
-        &["compare", "1", "2", "--min-latency-change", "5ms"],
+        &["compare", "1", "2", "--min-latency-change", "15ms"],
     )
     .await;
     assert_eq!(pair.status.code(), Some(0), "{}", output_text(&pair));
