@@ -23,9 +23,9 @@ RUNTIME = os.environ.get(
 
 def env(route):
     e = dict(os.environ)
-    e.pop("LOADTEST_JS_RUNTIME", None)
-    if route == "source":
-        e["LOADTEST_JS_RUNTIME"] = RUNTIME
+    # The default is the runtime built from source (since issue #53's def53): the
+    # vendored one is selected by name, the source one by path.
+    e["LOADTEST_JS_RUNTIME"] = RUNTIME if route == "source" else "vendored"
     return e
 
 

@@ -193,8 +193,18 @@ pub(crate) async fn componentize(wit: &str, module: &str) -> Result<Vec<u8>> {
 }
 
 /// The environment variable that overrides the QuickJS runtime a script is built on:
-/// the path of a runtime component built as plugins/js-runtime is (issue #53).
+/// the path of a runtime component built as plugins/js-runtime is (issue #53), or
+/// [`VENDORED`] for the vendored runtime whatever this host embeds.
 pub(crate) const RUNTIME_ENV: &str = "LOADTEST_JS_RUNTIME";
+
+/// `RUNTIME_ENV`'s value that selects the vendored runtime: the one a host built
+/// without clang uses, so a host built with clang can run (and benchmark, and test)
+/// that route too.
+pub(crate) const VENDORED: &str = "vendored";
+
+/// The vendored runtime's name, as `host --version` gives it on a host built without
+/// clang (host/build.rs).
+const VENDORED_NAME: &str = "vendored componentize-qjs 0.4.5 runtime";
 
 /// Which runtime this host builds k6 scripts on when `RUNTIME_ENV` is unset: the one
 /// built from source when host/build.rs could build it (clang and wasi-libc were
@@ -215,6 +225,7 @@ const SOURCE_RUNTIME: Option<&[u8]> = None;
 pub(crate) fn chosen_runtime() -> Result<Option<std::borrow::Cow<'static, [u8]>>> {
     match std::env::var_os(RUNTIME_ENV) {
         None => Ok(SOURCE_RUNTIME.map(std::borrow::Cow::Borrowed)),
+        Some(v) if v == VENDORED => Ok(None),
         Some(path) => std::fs::read(&path)
             .map(|b| Some(std::borrow::Cow::Owned(b)))
             .with_context(|| format!("cannot read {RUNTIME_ENV}={}", path.to_string_lossy())),
@@ -225,6 +236,7 @@ pub(crate) fn chosen_runtime() -> Result<Option<std::borrow::Cow<'static, [u8]>>
 pub(crate) fn runtime_name() -> String {
     match std::env::var_os(RUNTIME_ENV) {
         None => DEFAULT_RUNTIME.to_string(),
+        Some(v) if v == VENDORED => format!("{VENDORED_NAME} ({RUNTIME_ENV}={VENDORED})"),
         Some(path) => format!("{RUNTIME_ENV}={}", path.to_string_lossy()),
     }
 }

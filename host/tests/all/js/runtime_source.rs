@@ -2,7 +2,8 @@
 //! of a host built with clang (the embedded component; `host --version` and `host
 //! build` say so), and selectable by path with `LOADTEST_JS_RUNTIME`: a k6 script with a GET, a check, `sleep`, custom metrics (a fraction kept) and
 //! `__VU` runs on it against the demo target with the counts k6 would give, and an
-//! exception fails its iteration with its message, as on the vendored runtime.
+//! exception fails its iteration with its message, as on the vendored runtime, which
+//! `LOADTEST_JS_RUNTIME=vendored` still selects.
 
 use crate::support as common;
 
@@ -28,6 +29,17 @@ fn runtime() -> PathBuf {
 
 /// `host run SCRIPT` on the runtime built from source.
 async fn run_on_source_runtime(dir: &Path, script: &str, base: &str, out: &Path) -> Output {
+    run_on(runtime().into_os_string(), dir, script, base, out).await
+}
+
+/// `host run SCRIPT` with `LOADTEST_JS_RUNTIME=rt` (a runtime's path, or `vendored`).
+async fn run_on(
+    rt: std::ffi::OsString,
+    dir: &Path,
+    script: &str,
+    base: &str,
+    out: &Path,
+) -> Output {
     let dir = dir.to_path_buf();
     let args: Vec<String> = [
         "run",
@@ -41,7 +53,6 @@ async fn run_on_source_runtime(dir: &Path, script: &str, base: &str, out: &Path)
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let rt = runtime();
     tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_host"))
             .current_dir(dir)
@@ -82,12 +93,44 @@ export default function () {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_runs_on_the_runtime_built_from_source() {
+    runs_as_k6_would(runtime().into_os_string()).await;
+}
+
+/// The vendored runtime, the one a host built without clang builds scripts on, is
+/// still a working route: `LOADTEST_JS_RUNTIME=vendored` selects it on this host, and
+/// the same script gives the same counts on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_runs_on_the_vendored_runtime_a_host_without_clang_uses() {
+    runs_as_k6_would("vendored".into()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("script.js"), SCRIPT).unwrap();
+    let dir = tmp.path().to_path_buf();
+    let built = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+            .current_dir(dir)
+            .args(["build", "script.js"])
+            .env("LOADTEST_JS_RUNTIME", "vendored")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    assert!(
+        String::from_utf8_lossy(&built.stderr).contains("vendored componentize-qjs"),
+        "{}",
+        text(&built)
+    );
+}
+
+/// SCRIPT on runtime `rt` against the demo target: the counts k6 gives.
+async fn runs_as_k6_would(rt: std::ffi::OsString) {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("script.js"), SCRIPT).unwrap();
     let target = common::demo_target(Duration::ZERO).await;
     let before = target.requests_served();
     let out = tmp.path().join("results");
-    let ran = run_on_source_runtime(tmp.path(), "script.js", &target.base_url(), &out).await;
+    let ran = run_on(rt, tmp.path(), "script.js", &target.base_url(), &out).await;
     assert!(ran.status.success(), "{}", text(&ran));
     assert_eq!(target.requests_served() - before, 6, "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
