@@ -45,6 +45,7 @@ HOST = str(ROOT / os.environ.get("HOST_BIN", "target/release/host"))
 SAMPLE = float(os.environ.get("SAMPLE", "6"))
 DURATION = os.environ.get("DURATION", "12s")
 STACK_TOP = int(os.environ.get("STACK_TOP", "1047552"))
+DETAIL = os.environ.get("DETAIL", "")
 PAGE = 4096
 
 # quickjs.c (rquickjs-sys 0.14.0): arena_block_sizes, JS_ARENA_SIZE, sizeof(JSArena).
@@ -112,12 +113,14 @@ def find_heap(s, lo, hi):
     best = None
     for a in range(lo - lo % 4, hi, 4):
         topsize, least, top = s.u32(a + 12), s.u32(a + 16), s.u32(a + 24)
-        if not top or not least or least >= top or top % 8 or least > 1 << 31:
+        if not top or not least or not lo <= least < top < hi or top % 8:
             continue
         head = s.u32(top + 4)
         if head is not None and head & ~7 == topsize and head & 1 and topsize > 0:
             if best is None or least < best[0]:
                 best = (least, top)
+    if best and os.environ.get("DEBUG"):
+        print(f"dlmalloc state: least_addr {best[0]:#x}, top {best[1]:#x}")
     return best
 
 
@@ -173,7 +176,10 @@ class Layout:
             return False
         bs = BLOCK_SIZES[idx]
         n = s.u16(u + 20)
-        if n != (ARENA_SIZE - ARENA_HEADER) // bs or s.u16(u + 18) > n:
+        # 4 KiB arenas, or smaller ones (the runtime's first arena of a class after the
+        # freeze is 1 KiB): n blocks fill the chunk.
+        if not 1 <= n <= (ARENA_SIZE - ARENA_HEADER) // bs or s.u16(u + 18) > n \
+                or not -4 <= end - u - ARENA_HEADER - n * bs < 24:
             return False
         self.ranges.append((u, u + ARENA_HEADER, "arena header (lists, counters)", None))
         for i in range(n):
@@ -201,6 +207,14 @@ class Layout:
         else:
             self.ranges.append((user, end, f"non-GC {what} body (strings, arrays, bytecode, ...)", None))
 
+    def where(self, addr):
+        """The snapshot range holding `addr`: (start, end, kind)."""
+        import bisect
+        i = bisect.bisect_right(self.starts, addr) - 1
+        if i >= 0 and self.ranges[i][0] <= addr < self.ranges[i][1]:
+            return self.ranges[i][:3]
+        return None
+
     def label(self, addr):
         if addr < STACK_TOP:
             return "shadow stack"
@@ -227,7 +241,7 @@ def analyse(pid):
         f.seek(first["offset"])
         snap = f.read(first["end"] - first["start"])
     s = Snapshot(snap, image_base)
-    found = find_heap(s, image_base, image_base + len(snap))
+    found = find_heap(s, max(image_base, STACK_TOP), image_base + len(snap))
     if not found:
         raise SystemExit("dlmalloc's state not found in the snapshot")
     least, top = found
@@ -256,6 +270,15 @@ def analyse(pid):
                     kinds[layout.label(addr0 + w)] += 1
                 zero_pages[max(kinds, key=kinds.get)] += 1
                 continue
+            if DETAIL and m is images[-1][1]:
+                for w in range(0, PAGE, 4):
+                    a = addr0 + w
+                    if now[w:w + 4] != old[w:w + 4] and DETAIL in layout.label(a):
+                        r = layout.where(a)
+                        (o,) = struct.unpack_from("<I", old, w)
+                        (n_,) = struct.unpack_from("<I", now, w)
+                        at = f"{r[0]:#x}+{a - r[0]} (range of {r[1] - r[0]})" if r else ""
+                        print(f"  {a:#x} {at}: {o:#010x} -> {n_:#010x}")
             for c, nb in causes.items():
                 per_cause[c][0] += nb
                 per_cause[c][1] += 1
