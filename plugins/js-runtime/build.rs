@@ -163,8 +163,7 @@ fn edit_counts(text: &str) -> (String, usize, usize) {
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
 /// rquickjs-sys's `quickjs/` folder: `RQUICKJS_SYS_DIR` (the crate's folder, for a
