@@ -22,7 +22,8 @@ const RQUICKJS_SYS: &str = "rquickjs-sys-0.14.0";
 /// snapshot.c's header comment.
 const EDITS: &[Edit] = &[
     // 1. The immortal reference count and the counting that leaves it alone, defined
-    //    right after the block header's accessors.
+    //    right after the block header's accessors, and the declaration of snapshot.c's
+    //    js_arena_blocks (edit 4 calls it).
     Edit {
         what: "define JS_RC_IMMORTAL, JS_RC_INC and js_rc_dec after JS_GC_MARK",
         find: "#define JS_GC_MARK(p)   (js_rc(p)->mark)\n",
@@ -42,7 +43,6 @@ static inline int js_rc_dec(const void *p)\n\
     h->ref_count = --rc;\n\
     return rc;\n\
 }\n\
-typedef struct JSRuntime JSRuntime;\n\
 static int js_arena_blocks(JSRuntime *rt, int block_size_idx, int n_blocks);\n",
         count: 1,
     },
