@@ -27,9 +27,13 @@ count up and down, a mark set and cleared): it is counted apart, by what it hold
 Prints per cause the changed bytes, the pages where it appears and the pages where it is
 the only cause, per VU (mean over the instances). Environment: HOST_BIN
 (target/release/host), SAMPLE (6), DURATION (12s), STACK_TOP (1047552, the runtime's
-`-zstack-size` for plugins: wasm addresses below it are the shadow stack), KEEP (0).
+`-zstack-size` for plugins: wasm addresses below it are the shadow stack), DETAIL (a
+cause's text: print that cause's changed words in the last instance, with the snapshot
+range holding each), DEBUG (1: print dlmalloc's state as found), and
+LOADTEST_JS_RUNTIME (passed to the host: the runtime component to build on).
 """
 
+import bisect
 import os
 import re
 import struct
@@ -209,7 +213,6 @@ class Layout:
 
     def where(self, addr):
         """The snapshot range holding `addr`: (start, end, kind)."""
-        import bisect
         i = bisect.bisect_right(self.starts, addr) - 1
         if i >= 0 and self.ranges[i][0] <= addr < self.ranges[i][1]:
             return self.ranges[i][:3]
@@ -220,7 +223,6 @@ class Layout:
             return "shadow stack"
         if addr < self.least:
             return "static data (QuickJS, Rust, wasi-libc)"
-        import bisect
         i = bisect.bisect_right(self.starts, addr) - 1
         if i >= 0 and self.ranges[i][0] <= addr < self.ranges[i][1]:
             return self.ranges[i][2]
