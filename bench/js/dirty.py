@@ -29,7 +29,7 @@ the only cause, per VU (mean over the instances). Environment: HOST_BIN
 (target/release/host), SAMPLE (6), DURATION (12s), STACK_TOP (1047552, the runtime's
 `-zstack-size` for plugins: wasm addresses below it are the shadow stack), DETAIL (a
 cause's text: print that cause's changed words in the last instance, with the snapshot
-range holding each), DEBUG (1: print dlmalloc's state as found), and
+range holding each; "written back": the ranges each unchanged private page holds), DEBUG (1: print dlmalloc's state as found), and
 LOADTEST_JS_RUNTIME (passed to the host: the runtime component to build on).
 """
 
@@ -271,6 +271,10 @@ def analyse(pid):
                 for w in range(0, PAGE, 64):
                     kinds[layout.label(addr0 + w)] += 1
                 zero_pages[max(kinds, key=kinds.get)] += 1
+                if DETAIL == "written back" and m is images[-1][1]:
+                    held = sorted({layout.where(addr0 + w) for w in range(0, PAGE, 64)} - {None})
+                    print(f"  page {addr0:#x} written back; holds " + ", ".join(
+                        f"{r[0]:#x}+{r[1] - r[0]} {r[2]}" for r in held[:6]))
                 continue
             if DETAIL and m is images[-1][1]:
                 for w in range(0, PAGE, 4):
