@@ -38,6 +38,9 @@ prints QuickJS's heap by kind (JS_ComputeMemoryUsage), shown per script.
 
 SS_BINS="NAME=PATH ..." runs several stack-switching drivers side by side (builds of two
 branches: the layer each evaluates is its `host::js_module_text`).
+HOST_RUNTIMES="NAME=PATH ..." adds a `host run` row per QuickJS runtime component (the
+host's LOADTEST_JS_RUNTIME), e.g. main's plugins/js-runtime beside a branch's: the same
+host binary, only the runtime differs. MODES="" leaves the stack-switching driver out.
 
 Environment: VUS (1000), ROUNDS (2), HOST_BIN (target/debug/host), K6_BIN (k6),
 MULTIVU_BIN (target/debug/examples/js_multivu), GUEST
@@ -80,6 +83,7 @@ SS_BINS = [b.split("=", 1) for b in os.environ.get("SS_BINS", "").split()] or [[
 SCRIPTS = os.environ.get("SCRIPTS", "idle fewstate shared").split()
 HOST_RUN = os.environ.get("HOST_RUN") == "1"
 MODES = os.environ.get("MODES", "shared bytecode").split()
+HOST_RUNTIMES = [b.split("=", 1) for b in os.environ.get("HOST_RUNTIMES", "").split()]
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
 
@@ -95,10 +99,10 @@ def command(tool, vus):
     return [MULTIVU, GUEST, f"multivu-{SCRIPT}.js", "--vus", str(vus), "--duration", str(DURATION)]
 
 
-def sample(cmd, ready=False):
+def sample(cmd, ready=False, env=None):
     """Starts `cmd`, reads its RSS and PSS (KiB) SAMPLE s later (after it printed
     `ready` on stderr, when `ready`), waits for its end."""
-    proc = subprocess.Popen(["taskset", "-c", GEN_CPU] + cmd, cwd=HERE,
+    proc = subprocess.Popen(["taskset", "-c", GEN_CPU] + cmd, cwd=HERE, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     early = []
     if ready:
@@ -138,6 +142,16 @@ def layer_main():
     ss_bins = dict(SS_BINS)
     tools = [f"stack switching, {n + ', ' if n else ''}layer {m}" for n, _ in SS_BINS for m in MODES]
     tools += ["k6"] + (["host run"] if HOST_RUN else [])
+    runtimes = {f"host run, runtime {n}": p for n, p in HOST_RUNTIMES}
+    tools += list(runtimes)
+
+    def env(tool):
+        """The environment of `tool`: a runtime row's LOADTEST_JS_RUNTIME."""
+        e = dict(os.environ)
+        e.pop("LOADTEST_JS_RUNTIME", None)
+        if tool in runtimes:
+            e["LOADTEST_JS_RUNTIME"] = runtimes[tool]
+        return e
 
     def cmd(tool, script, vus):
         if tool.startswith("stack"):
@@ -152,11 +166,11 @@ def layer_main():
         return [HOST, "run", f"{script}.js", "--vus", str(vus), "--duration", f"{DURATION}s",
                 "--quiet", "--out", str(WORK / "out")]
 
-    if HOST_RUN:
+    for tool in [t for t in tools if t.startswith("host run")]:
         for script in SCRIPTS:  # builds and caches each script's component
             subprocess.run([HOST, "run", f"{script}.js", "--vus", "1", "--iterations", "1",
                             "--quiet", "--out", str(WORK / "warm")], cwd=HERE, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           env=env(tool), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     got = {(s, t, v): [] for s in SCRIPTS for t in tools for v in (1, VUS)}
     heap = {}
     load = [open("/proc/loadavg").read().split()[:3]]
@@ -164,7 +178,7 @@ def layer_main():
         for script in SCRIPTS:
             for t in tools:
                 for v in (1, VUS):
-                    rss, pss, out = sample(cmd(t, script, v), ready=t.startswith("stack"))
+                    rss, pss, out = sample(cmd(t, script, v), ready=t.startswith("stack"), env=env(t))
                     got[(script, t, v)].append((rss, pss))
                     if t.startswith("stack"):
                         heap[(script, t, v)] = out

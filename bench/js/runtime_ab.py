@@ -8,7 +8,9 @@ core TARGET_CPU), `host run` pinned to core GEN_CPU, requests from the host's su
 CPU as user + system from /usr/bin/time; medians of ROUNDS rounds and their ratio.
 
 Environment: as run.py (ROUNDS, DURATION, HOST_BIN, PORT, TARGET_CPU, GEN_CPU), and
-RUNTIME (plugins/target/wasm32-wasip2/release/js_runtime.wasm).
+RUNTIME (plugins/target/wasm32-wasip2/release/js_runtime.wasm). BASE_RUNTIME, when set,
+is the first row's runtime instead of the vendored one (two builds of
+plugins/js-runtime side by side: "vendored" then names that one).
 """
 
 import os
@@ -21,11 +23,14 @@ RUNTIME = os.environ.get(
     "RUNTIME", str(run.ROOT / "plugins/target/wasm32-wasip2/release/js_runtime.wasm"))
 
 
+BASE_RUNTIME = os.environ.get("BASE_RUNTIME")
+
+
 def env(route):
     e = dict(os.environ)
     # The default is the runtime built from source (since issue #53's def53): the
-    # vendored one is selected by name, the source one by path.
-    e["LOADTEST_JS_RUNTIME"] = RUNTIME if route == "source" else "vendored"
+    # base is BASE_RUNTIME's path when given, else the vendored one, selected by name.
+    e["LOADTEST_JS_RUNTIME"] = RUNTIME if route == "source" else (BASE_RUNTIME or "vendored")
     return e
 
 

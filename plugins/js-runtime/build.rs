@@ -1,0 +1,200 @@
+//! Compiles QuickJS-ng's C (the sources of the `rquickjs-sys` crate this crate depends
+//! on, 0.14.0) with the edits below and `c/snapshot.c` appended, so a VU's instance
+//! writes fewer of the snapshot's pages (issue #53; results/js.md, "Snapshot pages a VU
+//! makes private"). The Rust bindings stay rquickjs-sys's (its pregenerated ones): the
+//! edits change no declaration of quickjs.h.
+//!
+//! rquickjs-sys's build script compiles the unedited C too, into its own rlib; this
+//! crate's library is on the link line first and defines every symbol the code uses,
+//! so the linker takes none of that copy (a symbol it did take would fail the link as a
+//! duplicate, not pick silently).
+//!
+//! The compiler, archiver and flags are the ones plugins/.cargo/config.toml gives
+//! rquickjs-sys (`CC_wasm32_wasip2`, Debian's clang and wasi-libc), read by `cc`.
+
+use std::path::{Path, PathBuf};
+
+/// rquickjs-sys's version: its C sources are edited by exact text below.
+const RQUICKJS_SYS: &str = "rquickjs-sys-0.14.0";
+
+/// The edits to quickjs.c, each applied to exactly the count of places given (a source
+/// that differs fails the build, naming the edit). Why each is there:
+/// snapshot.c's header comment.
+const EDITS: &[Edit] = &[
+    // 1. The immortal reference count and the counting that leaves it alone, defined
+    //    right after the block header's accessors, and the declaration of snapshot.c's
+    //    js_arena_blocks (edit 4 calls it).
+    Edit {
+        what: "define JS_RC_IMMORTAL, JS_RC_INC and js_rc_dec after JS_GC_MARK",
+        find: "#define JS_GC_MARK(p)   (js_rc(p)->mark)\n",
+        replace: "#define JS_GC_MARK(p)   (js_rc(p)->mark)\n\
+/* loadtest: a count at or above JS_RC_IMMORTAL_MIN marks a block frozen with the\n\
+   Wizer snapshot (JS_FreezeSnapshot, appended from plugins/js-runtime/c/snapshot.c):\n\
+   never counted, never freed, so a VU reading it does not write its page. */\n\
+#define JS_RC_IMMORTAL (1 << 30)\n\
+#define JS_RC_IMMORTAL_MIN (1 << 29)\n\
+#define JS_RC_INC(p) ((void)(unlikely(js_rc(p)->ref_count >= JS_RC_IMMORTAL_MIN) ? 0 : js_rc(p)->ref_count++))\n\
+static inline int js_rc_dec(const void *p)\n\
+{\n\
+    JSMallocBlockHeader *h = js_rc(p);\n\
+    int rc = h->ref_count;\n\
+    if (unlikely(rc >= JS_RC_IMMORTAL_MIN))\n\
+        return rc;\n\
+    h->ref_count = --rc;\n\
+    return rc;\n\
+}\n\
+static int js_arena_blocks(JSRuntime *rt, int block_size_idx, int n_blocks);\n",
+        count: 1,
+    },
+    // 4. The count of blocks of a new arena asked of snapshot.c: after the freeze, the
+    //    first arena of a size class is 1 KiB instead of 4 (an idle VU's few objects of
+    //    nine size classes took nine mostly empty 4 KiB arenas).
+    Edit {
+        what: "arena_new asks js_arena_blocks for its count of blocks",
+        find: "    n_blocks = (JS_ARENA_SIZE - sizeof(JSArena)) / block_size;\n",
+        replace: "    n_blocks = js_arena_blocks(rt, block_size_idx,\n\
+                               (JS_ARENA_SIZE - sizeof(JSArena)) / block_size);\n",
+        count: 1,
+    },
+];
+
+/// The counting edits (2 and 3): every `JS_REF_COUNT(x)++` becomes `JS_RC_INC(x)` and
+/// every `--JS_REF_COUNT(x)` / `JS_REF_COUNT(x)--` becomes `js_rc_dec(x)`; the counts
+/// are what quickjs.c 0.16.2 (rquickjs-sys 0.14.0) holds, so a new site is not missed
+/// silently.
+const INCREMENTS: usize = 19;
+const DECREMENTS: usize = 9;
+
+struct Edit {
+    what: &'static str,
+    find: &'static str,
+    replace: &'static str,
+    count: usize,
+}
+
+fn main() {
+    let src = quickjs_dir();
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let snapshot_c = manifest.join("c/snapshot.c");
+    println!("cargo:rerun-if-changed={}", snapshot_c.display());
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=RQUICKJS_SYS_DIR");
+
+    let (mut text, inc, dec) = edit_counts(&read(&src.join("quickjs.c")));
+    if inc != INCREMENTS || dec != DECREMENTS {
+        panic!(
+            "quickjs.c: {inc} reference-count increments and {dec} decrements, expected \
+             {INCREMENTS} and {DECREMENTS}: check each new site against snapshot.c's \
+             rules, then update the counts in build.rs"
+        );
+    }
+    for e in EDITS {
+        let n = text.matches(e.find).count();
+        if n != e.count {
+            panic!(
+                "quickjs.c edit '{}': found {n} places, expected {} ({} changed?)",
+                e.what, e.count, RQUICKJS_SYS
+            );
+        }
+        text = text.replace(e.find, e.replace);
+    }
+    text.push_str("\n/* ---- appended by plugins/js-runtime/build.rs ---- */\n");
+    text.push_str(&read(&snapshot_c));
+    let edited = out.join("quickjs.c");
+    std::fs::write(&edited, text).expect("cannot write the edited quickjs.c");
+
+    let mut cc = cc::Build::new();
+    cc.extra_warnings(false)
+        .warnings(false)
+        .include(&src)
+        // rquickjs-sys's defines for WASI targets (its build.rs: "pretend we're emscripten").
+        .define("_GNU_SOURCE", None)
+        .define("EMSCRIPTEN", "1")
+        .define("FE_DOWNWARD", "0")
+        .define("FE_UPWARD", "0")
+        .file(&edited);
+    for f in ["libregexp.c", "libunicode.c", "dtoa.c"] {
+        cc.file(src.join(f));
+    }
+    cc.compile("quickjs_loadtest");
+}
+
+/// Applies the counting edits; the edited text and the increments and decrements found.
+fn edit_counts(text: &str) -> (String, usize, usize) {
+    const CALL: &str = "JS_REF_COUNT(";
+    let mut out = String::with_capacity(text.len() + 4096);
+    let (mut inc, mut dec) = (0, 0);
+    let mut rest = text;
+    while let Some(at) = rest.find(CALL) {
+        let args_start = at + CALL.len();
+        let Some(close) = rest[args_start..].find(')') else {
+            break;
+        };
+        let arg = &rest[args_start..args_start + close];
+        let after = &rest[args_start + close + 1..];
+        let prefix_dec = rest[..at].ends_with("--");
+        if arg.contains('(') {
+            // a nested call: not a counting site (none of those nests)
+            out.push_str(&rest[..args_start]);
+            rest = &rest[args_start..];
+        } else if prefix_dec {
+            out.push_str(&rest[..at - 2]);
+            out.push_str(&format!("js_rc_dec({arg})"));
+            dec += 1;
+            rest = after;
+        } else if let Some(tail) = after.strip_prefix("++") {
+            out.push_str(&rest[..at]);
+            out.push_str(&format!("JS_RC_INC({arg})"));
+            inc += 1;
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix("--") {
+            out.push_str(&rest[..at]);
+            out.push_str(&format!("js_rc_dec({arg})"));
+            dec += 1;
+            rest = tail;
+        } else {
+            out.push_str(&rest[..args_start]);
+            rest = &rest[args_start..];
+        }
+    }
+    out.push_str(rest);
+    (out, inc, dec)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// rquickjs-sys's `quickjs/` folder: `RQUICKJS_SYS_DIR` (the crate's folder, for a
+/// vendored checkout), else cargo's registry, where cargo unpacked it as this crate's
+/// dependency.
+fn quickjs_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RQUICKJS_SYS_DIR") {
+        let dir = PathBuf::from(dir).join("quickjs");
+        if dir.join("quickjs.c").exists() {
+            return dir;
+        }
+        panic!(
+            "RQUICKJS_SYS_DIR has no quickjs/quickjs.c: set it to the {RQUICKJS_SYS} crate's folder"
+        );
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("neither CARGO_HOME nor HOME is set");
+    let registry = home.join("registry/src");
+    let found = std::fs::read_dir(&registry).ok().and_then(|entries| {
+        entries
+            .flatten()
+            .map(|e| e.path().join(RQUICKJS_SYS).join("quickjs"))
+            .find(|d| d.join("quickjs.c").exists())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "cannot find {RQUICKJS_SYS}'s C sources under {}: run `cargo fetch` in plugins/, \
+             or set RQUICKJS_SYS_DIR to that crate's folder",
+            registry.display()
+        )
+    })
+}
