@@ -92,8 +92,9 @@ const FULL_RESERVATIONS_UP_TO: u64 = ADDRESS_SPACE / 8;
 /// Virtual memory reserved per linear memory for a pool of `memories` memories.
 ///
 /// The whole 4 GiB index space when the pool fits in [`FULL_RESERVATIONS_UP_TO`]
-/// (about 3,700 memories): compiled code then checks no bounds, which made a
-/// QuickJS iteration of bench/js/hello.js ~N % cheaper (results/js.md, hello53).
+/// (about 3,700 memories): compiled code then checks no bounds, which took 29 % of
+/// the guest instructions out of a bench/js/hello.js iteration (results/js.md,
+/// branch hello53).
 /// Past that, the cap itself (the memory can never grow past it, so the pool's
 /// address space stays small for many VUs) and every access is bounds-checked.
 /// The cap is enforced the same either way (`max_memory_size`).
