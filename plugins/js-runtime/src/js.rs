@@ -29,7 +29,22 @@ pub struct Cx(pub *mut q::JSContext);
 /// The property holding an imported resource's handle (the vendored runtime's name).
 pub const HANDLE_KEY: &core::ffi::CStr = c"__cqjs_handle";
 
+/// [`HANDLE_KEY`]'s atom, made on first use and never freed (so it stays valid, and in
+/// the Wizer snapshot): reading a handle by name would hash and look the name up in
+/// QuickJS's atom table at every call passing a resource (a prepared request's send).
+static mut HANDLE_ATOM: q::JSAtom = 0;
+
 impl Cx {
+    /// [`HANDLE_KEY`] as an atom.
+    fn handle_atom(self) -> q::JSAtom {
+        unsafe {
+            if HANDLE_ATOM == 0 {
+                HANDLE_ATOM = q::JS_NewAtom(self.0, HANDLE_KEY.as_ptr());
+            }
+            HANDLE_ATOM
+        }
+    }
+
     /// Throws a `TypeError` with `msg`.
     pub fn type_error(self, msg: &str) -> Thrown {
         let text = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
@@ -127,7 +142,7 @@ impl Cx {
         if !unsafe { q::JS_IsObject(v) } {
             return Err(self.type_error("expected a resource object"));
         }
-        let h = self.prop(v, HANDLE_KEY)?;
+        let h = self.check(unsafe { q::JS_GetProperty(self.0, v, self.handle_atom()) })?;
         if unsafe { q::JS_IsUndefined(h) || q::JS_IsNull(h) } {
             return Err(self.type_error("the resource was already disposed of"));
         }

@@ -41,6 +41,12 @@ struct State {
     interfaces: Vec<(&'static str, JSValue)>,
     /// The prototypes of the imported resources' classes, by the bridge's slot.
     protos: Vec<JSValue>,
+    /// `plugin`, `plugin.iteration` and the last scenario name passed to it, found
+    /// on the first iteration and kept: an iteration is the call made per request
+    /// loop, and looking both names up (an atom each) and making the name's string
+    /// every time was work the answer never changes (the layer's `plugin` object is
+    /// the bundle's own export, out of the script's reach).
+    iteration: Option<(JSValue, JSValue, String, JSValue)>,
 }
 
 static mut STATE: Option<State> = None;
@@ -311,6 +317,43 @@ fn call_export(object: &CStr, method: &CStr, args: &mut [JSValue]) -> Result<JSV
     out
 }
 
+/// `plugin.iteration(scenario)` as [`call_export`] calls it, with the function and the
+/// scenario's string kept from the last call.
+fn call_iteration(scenario: &str) -> Result<JSValue, JSValue> {
+    let s = state();
+    let cx = Cx(s.cx);
+    if s.iteration.is_none() {
+        let target = cx
+            .prop(s.namespace, c"plugin")
+            .map_err(|_| unsafe { q::JS_GetException(cx.0) })?;
+        let f = match cx.prop(target, c"iteration") {
+            Ok(f) => f,
+            Err(_) => {
+                cx.free(target);
+                return Err(unsafe { q::JS_GetException(cx.0) });
+            }
+        };
+        s.iteration = Some((target, f, String::new(), q::JS_UNDEFINED));
+    }
+    let Some((target, f, name, name_js)) = s.iteration.as_mut() else {
+        unreachable!("set above")
+    };
+    if unsafe { q::JS_IsUndefined(*name_js) } || name != scenario {
+        cx.free(*name_js);
+        *name_js = arg(scenario);
+        *name = scenario.to_owned();
+    }
+    let mut args = [*name_js];
+    let r = unsafe { q::JS_Call(cx.0, *f, *target, 1, args.as_mut_ptr()) };
+    let out = if unsafe { q::JS_IsException(r) } {
+        Err(unsafe { q::JS_GetException(cx.0) })
+    } else {
+        Ok(r)
+    };
+    run_jobs(cx);
+    out
+}
+
 /// An export's thrown value as its `err` string: a `payload` it carries, an `Error`'s
 /// message, or the value as text (the vendored runtime's rule for `result<_, string>`).
 fn err_text(cx: Cx, e: JSValue) -> String {
@@ -393,6 +436,7 @@ impl bindings::Guest for Runtime {
                 namespace: q::JS_UNDEFINED,
                 interfaces: Vec::new(),
                 protos: vec![q::JS_UNDEFINED; bridge::RESOURCES],
+                iteration: None,
             });
         }
         let cx = Cx(state().cx);
@@ -426,7 +470,7 @@ impl plugin::Guest for Runtime {
     }
 
     fn iteration(scenario: String) -> Result<(), String> {
-        result_of(call_export(c"plugin", c"iteration", &mut [arg(&scenario)]))
+        result_of(call_iteration(&scenario))
     }
 
     fn teardown(data: String) -> Result<(), String> {
