@@ -5,11 +5,12 @@
 //! test's (the segment's stripe of them), so no two processes number a VU alike.
 
 use crate::config::{ExecutionTuple, ScenarioConfig};
+use crate::executor::vu_threads;
 use crate::metrics::{Recorder, TagSet};
 use crate::plugin::numbers::IterationNumbers;
 use crate::plugin::state::VuIdentity;
 use crate::vu::{Vu, VuContext};
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,6 +110,12 @@ impl VuFactory {
     /// VUs still initialising are handed over without an instance: each runs `init` on
     /// its first turn in the run, cut off at the scenario's end, instead of holding
     /// the start one budget after another.
+    ///
+    /// VU number `i` of the scenario is made on the VU thread it will run on
+    /// ([`vu_threads::runtime_for`]`(i)`, as the executors place it), so the VUs start
+    /// on every core: made in the caller's task, they took turns on one thread, and
+    /// 10,000 of them took one core's time (results/js.md, "10,000 VUs starting on
+    /// both cores").
     pub async fn make_many(
         &self,
         count: u64,
@@ -128,13 +135,33 @@ impl VuFactory {
         let first = Vu::before_start(self.ctx.clone(), identities.remove(0), give_up).await;
         let mut vus: Vec<Result<Vu>> = vec![first];
         vus.extend(
-            futures::stream::iter(rest)
-                .map(|id| Vu::before_start(self.ctx.clone(), id, give_up))
-                .buffer_unordered(concurrency.max(1))
+            futures::stream::iter(rest.into_iter().enumerate())
+                .map(|(i, id)| self.make_on_its_thread(i + 1, id, give_up))
+                // In order: VU `i` then runs where it was made.
+                .buffered(concurrency.max(1))
                 .collect::<Vec<_>>()
                 .await,
         );
         vus.into_iter().collect()
+    }
+
+    /// [`Vu::before_start`] for VU number `index` of the scenario, on the VU thread
+    /// that index runs on (or in the caller's task when there are no VU threads).
+    async fn make_on_its_thread(
+        &self,
+        index: usize,
+        identity: VuIdentity,
+        give_up: &CancellationToken,
+    ) -> Result<Vu> {
+        let Some(runtime) = vu_threads::runtime_for(index) else {
+            return Vu::before_start(self.ctx.clone(), identity, give_up).await;
+        };
+        let (ctx, give_up) = (self.ctx.clone(), give_up.clone());
+        let vu_id = identity.vu_id;
+        runtime
+            .spawn(async move { Vu::before_start(ctx, identity, &give_up).await })
+            .await
+            .unwrap_or_else(|e| Err(anyhow!("making VU {vu_id} failed: {e}")))
     }
 
     /// Records a VU that could not be made while the scenario ran, like a failed
