@@ -5,7 +5,6 @@
 //! test's (the segment's stripe of them), so no two processes number a VU alike.
 
 use crate::config::{ExecutionTuple, ScenarioConfig};
-use crate::executor::vu_threads;
 use crate::metrics::{Recorder, TagSet};
 use crate::plugin::numbers::IterationNumbers;
 use crate::plugin::state::VuIdentity;
@@ -15,6 +14,7 @@ use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 /// Makes the VUs of one scenario.
@@ -111,16 +111,17 @@ impl VuFactory {
     /// its first turn in the run, cut off at the scenario's end, instead of holding
     /// the start one budget after another.
     ///
-    /// VU number `i` of the scenario is made on the VU thread it will run on
-    /// ([`vu_threads::runtime_for`]`(i)`, as the executors place it), so the VUs start
-    /// on every core: made in the caller's task, they took turns on one thread, and
-    /// 10,000 of them took one core's time (results/js.md, "10,000 VUs starting on
-    /// both cores").
+    /// VU number `i` of the scenario is made on the runtime `place(i)` (the VU thread
+    /// the executors then run it on), so the VUs start on every core: made in the
+    /// caller's one task, they took turns on one thread, and 10,000 of them took one
+    /// core's time (results/js.md, "10,000 VUs starting on both cores"). `None` makes
+    /// it in the caller's task.
     pub async fn make_many(
         &self,
         count: u64,
         concurrency: usize,
         give_up: &CancellationToken,
+        place: fn(usize) -> Option<&'static Handle>,
     ) -> Result<Vec<Vu>> {
         // Identities are taken up front so VU ids follow the order of the scenarios.
         let mut identities = (0..count).map(|_| self.next_identity()).collect::<Vec<_>>();
@@ -136,7 +137,7 @@ impl VuFactory {
         let mut vus: Vec<Result<Vu>> = vec![first];
         vus.extend(
             futures::stream::iter(rest.into_iter().enumerate())
-                .map(|(i, id)| self.make_on_its_thread(i + 1, id, give_up))
+                .map(|(i, id)| self.make_on(place(i + 1), id, give_up))
                 // In order: VU `i` then runs where it was made.
                 .buffered(concurrency.max(1))
                 .collect::<Vec<_>>()
@@ -145,15 +146,14 @@ impl VuFactory {
         vus.into_iter().collect()
     }
 
-    /// [`Vu::before_start`] for VU number `index` of the scenario, on the VU thread
-    /// that index runs on (or in the caller's task when there are no VU threads).
-    async fn make_on_its_thread(
+    /// [`Vu::before_start`] on `runtime`, or in the caller's task when there is none.
+    async fn make_on(
         &self,
-        index: usize,
+        runtime: Option<&'static Handle>,
         identity: VuIdentity,
         give_up: &CancellationToken,
     ) -> Result<Vu> {
-        let Some(runtime) = vu_threads::runtime_for(index) else {
+        let Some(runtime) = runtime else {
             return Vu::before_start(self.ctx.clone(), identity, give_up).await;
         };
         let (ctx, give_up) = (self.ctx.clone(), give_up.clone());
