@@ -4,7 +4,9 @@ VU) under k6 and under one or more hosts, rounds interleaved, medians and ratios
 same run (issue #53, goal 3's second half).
 
 Per run: wall seconds, CPU seconds (user + system, from the child's rusage), peak PSS
-(bench/js/smaps.py's rss_pss every 0.2 s, with the peak RSS beside it), the iterations
+(bench/js/smaps.py's rss_pss every SAMPLE s, 0.2 by default, with the peak RSS beside
+it; SAMPLE=0 reads none: reading smaps_rollup of a host with 10,000 VUs takes ~50 ms of
+CPU and the host's mmap lock, so times are best taken without it), the iterations
 done (k6's --summary-export, the host's summary.json) and, for a host, the seconds its
 summary says the VUs took to initialise (`vus_init_s`). Each host runs the script once
 with one VU first, so the build and the native compile are cached.
@@ -44,14 +46,15 @@ def measure(command, env=None):
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak_rss = peak_pss = 0
     while True:
-        try:
-            rss, pss = rss_pss(proc.pid)
-        except ProcessLookupError:  # ended, not yet reaped
-            rss = pss = None
-        if rss is not None:
-            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        if SAMPLE:
+            try:
+                rss, pss = rss_pss(proc.pid)
+            except ProcessLookupError:  # ended, not yet reaped
+                rss = pss = None
+            if rss is not None:
+                peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         # wait4 with WNOHANG: the rusage of this child alone.
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(proc.pid, 0 if not SAMPLE else os.WNOHANG)
         if pid:
             break
         time.sleep(SAMPLE)
@@ -98,7 +101,7 @@ def main():
         med = lambda name, f: statistics.median(f(r) for r in rows[name])
         k6_wall = med("k6", lambda r: r[0])
         k6_cpu = med("k6", lambda r: r[1] + r[2])
-        k6_pss = med("k6", lambda r: r[4])
+        k6_pss = med("k6", lambda r: r[4]) or 1
         print(f"\n**{vus:,} VUs** (medians of {ROUNDS} rounds)\n")
         print("| tool | wall s | × k6 | CPU s (user + system) | × k6 | peak PSS MiB | × k6 | peak RSS MiB "
               "| iterations | VUs init s | walls |")

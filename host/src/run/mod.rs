@@ -261,12 +261,7 @@ async fn start(
         let initial = if vus_here { scenario.initial_vus() } else { 0 };
         scenario_vus.push(
             factory
-                .make_many(
-                    initial,
-                    INIT_CONCURRENCY,
-                    &give_up,
-                    executor::vu_threads::runtime_for,
-                )
+                .make_many(initial, INIT_CONCURRENCY, &give_up)
                 .await?,
         );
     }

@@ -9,12 +9,11 @@ use crate::metrics::{Recorder, TagSet};
 use crate::plugin::numbers::IterationNumbers;
 use crate::plugin::state::VuIdentity;
 use crate::vu::{Vu, VuContext};
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 /// Makes the VUs of one scenario.
@@ -110,18 +109,11 @@ impl VuFactory {
     /// VUs still initialising are handed over without an instance: each runs `init` on
     /// its first turn in the run, cut off at the scenario's end, instead of holding
     /// the start one budget after another.
-    ///
-    /// VU number `i` of the scenario is made on the runtime `place(i)` (the VU thread
-    /// the executors then run it on), so the VUs start on every core: made in the
-    /// caller's one task, they took turns on one thread, and 10,000 of them took one
-    /// core's time (results/js.md, "10,000 VUs starting on both cores"). `None` makes
-    /// it in the caller's task.
     pub async fn make_many(
         &self,
         count: u64,
         concurrency: usize,
         give_up: &CancellationToken,
-        place: fn(usize) -> Option<&'static Handle>,
     ) -> Result<Vec<Vu>> {
         // Identities are taken up front so VU ids follow the order of the scenarios.
         let mut identities = (0..count).map(|_| self.next_identity()).collect::<Vec<_>>();
@@ -136,32 +128,13 @@ impl VuFactory {
         let first = Vu::before_start(self.ctx.clone(), identities.remove(0), give_up).await;
         let mut vus: Vec<Result<Vu>> = vec![first];
         vus.extend(
-            futures::stream::iter(rest.into_iter().enumerate())
-                .map(|(i, id)| self.make_on(place(i + 1), id, give_up))
-                // In order: VU `i` then runs where it was made.
-                .buffered(concurrency.max(1))
+            futures::stream::iter(rest)
+                .map(|id| Vu::before_start(self.ctx.clone(), id, give_up))
+                .buffer_unordered(concurrency.max(1))
                 .collect::<Vec<_>>()
                 .await,
         );
         vus.into_iter().collect()
-    }
-
-    /// [`Vu::before_start`] on `runtime`, or in the caller's task when there is none.
-    async fn make_on(
-        &self,
-        runtime: Option<&'static Handle>,
-        identity: VuIdentity,
-        give_up: &CancellationToken,
-    ) -> Result<Vu> {
-        let Some(runtime) = runtime else {
-            return Vu::before_start(self.ctx.clone(), identity, give_up).await;
-        };
-        let (ctx, give_up) = (self.ctx.clone(), give_up.clone());
-        let vu_id = identity.vu_id;
-        runtime
-            .spawn(async move { Vu::before_start(ctx, identity, &give_up).await })
-            .await
-            .unwrap_or_else(|e| Err(anyhow!("making VU {vu_id} failed: {e}")))
     }
 
     /// Records a VU that could not be made while the scenario ran, like a failed
