@@ -109,6 +109,11 @@ impl VuFactory {
     /// VUs still initialising are handed over without an instance: each runs `init` on
     /// its first turn in the run, cut off at the scenario's end, instead of holding
     /// the start one budget after another.
+    ///
+    /// They are made here, in the caller's one task, not on the VU threads: measured
+    /// on this 2-core VM, VUs made on both cores at once cost up to 2.5 × the start's
+    /// CPU for no shorter start, each copy-on-write fault of one core's VU sending the
+    /// other core a TLB-shootdown interrupt (results/js.md, "10,000 VUs starting").
     pub async fn make_many(
         &self,
         count: u64,

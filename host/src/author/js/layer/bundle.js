@@ -183,3 +183,28 @@ function guard(what, fn) {
   }
 }
 
+
+// QuickJS makes each built-in function and namespace (Math, JSON, Object.keys,
+// Array.prototype.map, ...) on its first use. Made here, at the top level, they are in
+// the snapshot every VU maps; left lazy, every VU made its own copy of each one its init
+// code used (the layer's `load` alone made Math and JSON, their functions and more: a
+// fifth of a VU's page faults and pages at start, results/js.md "10,000 VUs starting
+// on both cores"). Reading each property's descriptor is enough to make it.
+(() => {
+  const made = new Set();
+  const make = (o) => {
+    if (o === null || (typeof o !== 'object' && typeof o !== 'function') || made.has(o)) return;
+    made.add(o);
+    for (const key of Reflect.ownKeys(o)) Object.getOwnPropertyDescriptor(o, key);
+  };
+  for (const o of [Object, Function, Array, String, Number, Boolean, Symbol, BigInt, Math, JSON,
+    Reflect, Date, RegExp, Map, Set, WeakMap, WeakSet, Error, TypeError, RangeError, SyntaxError,
+    ArrayBuffer, DataView, Uint8Array, Int32Array, Float64Array, Promise, LayerPromise]) {
+    make(o);
+    make(o.prototype);
+  }
+  // The typed arrays' shared prototype (TypedArray.prototype: subarray, set, ...).
+  make(Object.getPrototypeOf(Uint8Array));
+  make(Object.getPrototypeOf(Uint8Array.prototype));
+  make(globalThis);
+})();
