@@ -38,6 +38,8 @@ prints QuickJS's heap by kind (JS_ComputeMemoryUsage), shown per script.
 
 SS_BINS="NAME=PATH ..." runs several stack-switching drivers side by side (builds of two
 branches: the layer each evaluates is its `host::js_module_text`).
+HOST_BINS="NAME=PATH ..." adds a `host run` row per host binary (builds of two branches, the
+same runtime: what the host itself holds per VU).
 HOST_RUNTIMES="NAME=PATH ..." adds a `host run` row per QuickJS runtime component (the
 host's LOADTEST_JS_RUNTIME), e.g. main's plugins/js-runtime beside a branch's: the same
 host binary, only the runtime differs. MODES="" leaves the stack-switching driver out.
@@ -84,6 +86,7 @@ SCRIPTS = os.environ.get("SCRIPTS", "idle fewstate shared").split()
 HOST_RUN = os.environ.get("HOST_RUN") == "1"
 MODES = os.environ.get("MODES", "shared bytecode").split()
 HOST_RUNTIMES = [b.split("=", 1) for b in os.environ.get("HOST_RUNTIMES", "").split()]
+HOST_BINS = dict(b.split("=", 1) for b in os.environ.get("HOST_BINS", "").split())
 WORK = Path(tempfile.mkdtemp(prefix="bench-multivu-"))
 
 
@@ -144,6 +147,8 @@ def layer_main():
     tools += ["k6"] + (["host run"] if HOST_RUN else [])
     runtimes = {f"host run, runtime {n}": p for n, p in HOST_RUNTIMES}
     tools += list(runtimes)
+    binaries = {f"host run, host {n}": p for n, p in HOST_BINS.items()}
+    tools += list(binaries)
 
     def env(tool):
         """The environment of `tool`: a runtime row's LOADTEST_JS_RUNTIME."""
@@ -163,12 +168,12 @@ def layer_main():
         if tool == "k6":
             return [K6, "run", "--quiet", "--no-usage-report", "--no-color", "--vus", str(vus),
                     "--duration", f"{DURATION}s", f"{script}.js"]
-        return [HOST, "run", f"{script}.js", "--vus", str(vus), "--duration", f"{DURATION}s",
-                "--quiet", "--out", str(WORK / "out")]
+        return [binaries.get(tool, HOST), "run", f"{script}.js", "--vus", str(vus), "--duration",
+                f"{DURATION}s", "--quiet", "--out", str(WORK / "out")]
 
     for tool in [t for t in tools if t.startswith("host run")]:
         for script in SCRIPTS:  # builds and caches each script's component
-            subprocess.run([HOST, "run", f"{script}.js", "--vus", "1", "--iterations", "1",
+            subprocess.run([binaries.get(tool, HOST), "run", f"{script}.js", "--vus", "1", "--iterations", "1",
                             "--quiet", "--out", str(WORK / "warm")], cwd=HERE, check=True,
                            env=env(tool), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     got = {(s, t, v): [] for s in SCRIPTS for t in tools for v in (1, VUS)}
