@@ -308,6 +308,12 @@ fn call_export(object: &CStr, method: &CStr, args: &mut [JSValue]) -> Result<JSV
     for a in args.iter() {
         cx.free(*a);
     }
+    finish_call(cx, r)
+}
+
+/// The end of an export's call: its value, or the exception it threw, once the jobs
+/// it queued (promise reactions) have run.
+fn finish_call(cx: Cx, r: JSValue) -> Result<JSValue, JSValue> {
     let out = if unsafe { q::JS_IsException(r) } {
         Err(unsafe { q::JS_GetException(cx.0) })
     } else {
@@ -345,13 +351,7 @@ fn call_iteration(scenario: &str) -> Result<JSValue, JSValue> {
     }
     let mut args = [*name_js];
     let r = unsafe { q::JS_Call(cx.0, *f, *target, 1, args.as_mut_ptr()) };
-    let out = if unsafe { q::JS_IsException(r) } {
-        Err(unsafe { q::JS_GetException(cx.0) })
-    } else {
-        Ok(r)
-    };
-    run_jobs(cx);
-    out
+    finish_call(cx, r)
 }
 
 /// An export's thrown value as its `err` string: a `payload` it carries, an `Error`'s
