@@ -40,8 +40,7 @@ async fn run_on(
     base: &str,
     out: &Path,
 ) -> Output {
-    let dir = dir.to_path_buf();
-    let args: Vec<String> = [
+    let args = [
         "run",
         script,
         "-e",
@@ -49,10 +48,18 @@ async fn run_on(
         "--out",
         out.to_str().unwrap(),
         "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
+    host_on(rt, dir, args).await
+}
+
+/// The host binary with `args` in `dir`, with `LOADTEST_JS_RUNTIME=rt`.
+async fn host_on<S: Into<String>>(
+    rt: std::ffi::OsString,
+    dir: &Path,
+    args: impl IntoIterator<Item = S>,
+) -> Output {
+    let dir = dir.to_path_buf();
+    let args: Vec<String> = args.into_iter().map(Into::into).collect();
     tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_host"))
             .current_dir(dir)
@@ -104,17 +111,7 @@ async fn a_script_runs_on_the_vendored_runtime_a_host_without_clang_uses() {
     runs_as_k6_would("vendored".into()).await;
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("script.js"), SCRIPT).unwrap();
-    let dir = tmp.path().to_path_buf();
-    let built = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-            .current_dir(dir)
-            .args(["build", "script.js"])
-            .env("LOADTEST_JS_RUNTIME", "vendored")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let built = host_on("vendored".into(), tmp.path(), ["build", "script.js"]).await;
     assert!(built.status.success(), "{}", text(&built));
     assert!(
         String::from_utf8_lossy(&built.stderr).contains("vendored componentize-qjs"),
@@ -210,19 +207,12 @@ async fn the_default_runtime_is_the_one_built_from_source_and_is_named() {
     // The embedded runtime is plugins/js-runtime's component: a build on it by path
     // gives the same component (same digest, same cache entry).
     let first = std::fs::read(tmp.path().join("script.wasm")).unwrap();
-    let by_path = tokio::task::spawn_blocking({
-        let dir = tmp.path().to_path_buf();
-        move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-                .current_dir(dir)
-                .args(["build", "script.js"])
-                .env("LOADTEST_JS_RUNTIME", runtime())
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
+    let by_path = host_on(
+        runtime().into_os_string(),
+        tmp.path(),
+        ["build", "script.js"],
+    )
+    .await;
     assert!(by_path.status.success(), "{}", text(&by_path));
     assert!(
         String::from_utf8_lossy(&by_path.stderr).contains("LOADTEST_JS_RUNTIME="),
@@ -236,19 +226,12 @@ async fn the_default_runtime_is_the_one_built_from_source_and_is_named() {
     // Another runtime file is another key: not the cached build, so it is read and
     // refused (it is no component).
     std::fs::write(tmp.path().join("other.wasm"), b"not a runtime").unwrap();
-    let other = tokio::task::spawn_blocking({
-        let dir = tmp.path().to_path_buf();
-        move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_host"))
-                .current_dir(&dir)
-                .args(["build", "script.js"])
-                .env("LOADTEST_JS_RUNTIME", dir.join("other.wasm"))
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
+    let other = host_on(
+        tmp.path().join("other.wasm").into_os_string(),
+        tmp.path(),
+        ["build", "script.js"],
+    )
+    .await;
     assert!(!other.status.success(), "{}", text(&other));
 }
 
