@@ -4,7 +4,10 @@ interleaved: bench/js/run.py's throughput part, for a before/after comparison of
 layer in one run (the VM's speed moves between rounds; only ratios within one run hold).
 
 Run by hand: `BEFORE=<host> AFTER=<host> bench/js/ab.py` (root, Debian, nginx, k6).
-Environment: BEFORE, AFTER (host binaries; required), and run.py's own: ROUNDS, DURATION,
+Environment: BEFORE, AFTER (host binaries; required unless HOSTS="NAME=PATH ..." names
+two or more builds instead, a row "host NAME" each), RUST=1 (also the Rust `hello`
+plugin, plugins/target/wasm32-wasip2/release/hello.wasm, under each build: a row "NAME
+rust" per build, in the same interleaved rounds), and run.py's own: ROUNDS, DURATION,
 K6, PORT, TARGET_CPU, GEN_CPU. Prints each round and a Markdown table of medians.
 """
 import os
@@ -16,7 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402
 
-BINS = {"host before": os.environ["BEFORE"], "host after": os.environ["AFTER"]}
+if os.environ.get("HOSTS"):
+    BINS = {f"host {k}": v for k, v in (item.split("=", 1) for item in os.environ["HOSTS"].split())}
+else:
+    BINS = {"host before": os.environ["BEFORE"], "host after": os.environ["AFTER"]}
+RUST = os.environ.get("RUST") == "1"
 
 # Each build compiles the script once before the rounds, so no round pays for it.
 for binary in BINS.values():
@@ -31,12 +38,19 @@ for binary in BINS.values():
     subprocess.run([binary, "run", "hello.js", "--vus", "1", "--iterations", "1", "--quiet",
                     "-e", f"BASE_URL={run.BASE}", "--out", str(run.WORK / "warm")],
                    cwd=run.HERE, check=True, stdout=subprocess.DEVNULL)
-rows = {tool: [] for tool in ["k6", *BINS]}
+    if RUST:
+        subprocess.run([binary, "run", str(run.RUST_HELLO), "--vus", "1", "--iterations", "1", "--quiet",
+                        "-e", f"BASE_URL={run.BASE}", "--out", str(run.WORK / "warm")],
+                       cwd=run.HERE, check=True, stdout=subprocess.DEVNULL)
+rows = {tool: [] for tool in ["k6", *BINS, *(f"{b} rust" for b in BINS if RUST)]}
 try:
     for n in range(run.ROUNDS):
         for tool in rows:
             if tool == "k6":
                 reqs, cpu, _ = run.throughput_round("k6", n)
+            elif tool.endswith(" rust"):
+                run.HOST = BINS[tool.removesuffix(" rust")]
+                reqs, cpu, _ = run.throughput_round("host rust", n)
             else:
                 run.HOST = BINS[tool]
                 reqs, cpu, _ = run.throughput_round("host js", n)
