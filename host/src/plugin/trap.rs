@@ -57,6 +57,15 @@ pub(crate) fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause,
     {
         return (TrapCause::Memory, format!("out of memory: {}", line.trim()));
     }
+    // A k6 script's build cuts the host functions the script cannot reach
+    // (author/js/prune.rs): a call that got there anyway says which.
+    if let Some(message) = e
+        .downcast_ref::<wasmtime::WasmBacktrace>()
+        .and_then(|t| t.frames().first()?.func_name())
+        .and_then(crate::author::js::prune::cut_call_message)
+    {
+        return (TrapCause::Other, message);
+    }
     if let Some(function) = recursing_function(e) {
         // Rust keeps its stack in linear memory; overflowing it shows up as an
         // out-of-bounds access deep inside one function calling itself.
