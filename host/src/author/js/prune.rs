@@ -9,7 +9,7 @@
 //! script world, since its bindings are static. After Wizer, the snapshot's main core
 //! module is rewritten: each import of an interface the module text cannot reach
 //! becomes a local function that traps, named in the name section after what it
-//! stood for (the VU's error then names the function cut, `plugin::trap`), and wit-component encodes
+//! stood for (the VU's error then names the function cut: `plugin::trap`), and wit-component encodes
 //! the component again from that module. wit-component imports only the interface
 //! functions a core module imports, so the component, and every VU's instance of it,
 //! holds only what is left.
@@ -40,21 +40,6 @@ use wit_parser::{Resolve, Type, TypeDefKind, TypeOwner, WorldItem, WorldKey};
 /// The prefix of the interfaces that may be cut: the contract's and the k6 layer's.
 /// WASI's are the runtime's own (libc), never the script's.
 const CUTTABLE: &str = "loadtest:";
-
-/// What a cut function's name starts with (then `interface#function`): a trap in one
-/// is told as the call of a cut interface (`plugin::trap`), not as a bare trap.
-pub(crate) const CUT_MARK: &str = "loadtest-cut-import:";
-
-/// What a VU's error says when the function that trapped is a cut one, `None` when it
-/// is not (`name` is the innermost frame's, from the name section).
-pub(crate) fn cut_call_message(name: &str) -> Option<String> {
-    let what = name.strip_prefix(CUT_MARK)?;
-    Some(format!(
-        "the script called {what}, a host function its build left out: it imports no \
-         k6 module that uses it (a computed name through eval?); {KEEP_ENV}=1 builds \
-         with every host interface"
-    ))
-}
 
 /// The environment variable that keeps every import (`1`): the build as it was before
 /// this cut, to compare against (bench/js/multivu.py) or to rule the cut out.
@@ -384,7 +369,10 @@ impl Cutter {
         let mut all: BTreeMap<u32, String> = kept.map(|(i, n)| (i, n.to_string())).collect();
         let first = self.map.len() as u32 - self.stubs.len() as u32;
         for (k, (_, what)) in self.stubs.iter().enumerate() {
-            all.insert(first + k as u32, format!("{CUT_MARK}{what}"));
+            all.insert(
+                first + k as u32,
+                format!("{}{what}", crate::plugin::trap::CUT_MARK),
+            );
         }
         let mut names = wasm_encoder::NameMap::new();
         for (i, n) in &all {
@@ -535,5 +523,82 @@ mod tests {
             IFACES,
         );
         assert_eq!(got.len(), 3, "{got:?}");
+    }
+
+    /// The cut imports leave the import section, every use of a function (a call, the
+    /// table, an export) still names the function it named, and each cut one is a
+    /// local trap named after what it stood for; `_initialize` is no longer exported.
+    #[test]
+    fn cut_imports_become_named_traps_and_every_index_follows() {
+        let wat = r#"(module
+            (import "loadtest:scenario/browser@0.3.10" "open" (func $open (param i32) (result i32)))
+            (import "loadtest:scenario/vu@0.3.10" "id" (func $id (result i32)))
+            (import "loadtest:scenario/browser@0.3.10" "[resource-drop]page" (func $drop (param i32)))
+            (table (export "t") 2 funcref)
+            (elem (i32.const 0) $open $f)
+            (func $f (export "f") (result i32) (call $open (call $id)))
+            (func (export "_initialize"))
+            (func (export "g") (call $drop (i32.const 1))))"#;
+        let bytes = wat::parse_str(wat).unwrap();
+        let cut = BTreeSet::from(["loadtest:scenario/browser@0.3.10".to_string()]);
+        let keep = BTreeSet::from([(
+            "loadtest:scenario/browser@0.3.10".to_string(),
+            "[resource-drop]page".to_string(),
+        )]);
+        let out = cut_imports(&bytes, &cut, &keep).unwrap();
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, &out).unwrap();
+        let imports: Vec<(&str, &str)> = module.imports().map(|i| (i.module(), i.name())).collect();
+        assert_eq!(
+            imports,
+            [
+                ("loadtest:scenario/vu@0.3.10", "id"),
+                ("loadtest:scenario/browser@0.3.10", "[resource-drop]page"),
+            ]
+        );
+        assert!(module.exports().all(|e| e.name() != INITIALIZE));
+        let mut store = wasmtime::Store::new(&engine, Vec::<i32>::new());
+        let mut linker = wasmtime::Linker::new(&engine);
+        linker
+            .func_wrap("loadtest:scenario/vu@0.3.10", "id", || 7i32)
+            .unwrap();
+        linker
+            .func_wrap(
+                "loadtest:scenario/browser@0.3.10",
+                "[resource-drop]page",
+                |mut c: wasmtime::Caller<'_, Vec<i32>>, h: i32| c.data_mut().push(h),
+            )
+            .unwrap();
+        let instance = linker.instantiate(&mut store, &module).unwrap();
+        // A kept import is still the one called.
+        let g = instance.get_typed_func::<(), ()>(&mut store, "g").unwrap();
+        g.call(&mut store, ()).unwrap();
+        assert_eq!(store.data(), &[1]);
+        // The cut one traps, named; so does the same function reached through the table.
+        let f = instance.get_typed_func::<(), i32>(&mut store, "f").unwrap();
+        let e = f.call(&mut store, ()).unwrap_err();
+        let trace = e
+            .downcast_ref::<wasmtime::WasmBacktrace>()
+            .expect("a backtrace");
+        assert_eq!(
+            trace.frames()[0].func_name(),
+            Some("loadtest-cut-import:loadtest:scenario/browser@0.3.10#open")
+        );
+        let table = instance.get_table(&mut store, "t").unwrap();
+        let first = table.get(&mut store, 0).unwrap();
+        let first = first.as_func().unwrap().unwrap();
+        let e = first.call(
+            &mut store,
+            &[wasmtime::Val::I32(3)],
+            &mut [wasmtime::Val::I32(0)],
+        );
+        let e = e.unwrap_err();
+        let trace = e
+            .downcast_ref::<wasmtime::WasmBacktrace>()
+            .expect("a backtrace");
+        assert_eq!(
+            trace.frames()[0].func_name(),
+            Some("loadtest-cut-import:loadtest:scenario/browser@0.3.10#open")
+        );
     }
 }
