@@ -57,6 +57,15 @@ pub(crate) fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause,
     {
         return (TrapCause::Memory, format!("out of memory: {}", line.trim()));
     }
+    // A k6 script's build cuts the host functions the script cannot reach
+    // (author/js/prune.rs): a call that got there anyway says which.
+    if let Some(message) = e
+        .downcast_ref::<wasmtime::WasmBacktrace>()
+        .and_then(|t| t.frames().first()?.func_name())
+        .and_then(cut_call_message)
+    {
+        return (TrapCause::Other, message);
+    }
     if let Some(function) = recursing_function(e) {
         // Rust keeps its stack in linear memory; overflowing it shows up as an
         // out-of-bounds access deep inside one function calling itself.
@@ -66,6 +75,23 @@ pub(crate) fn classify_trap(e: &wasmtime::Error, state: &VuState) -> (TrapCause,
         );
     }
     (TrapCause::Other, trap_message(e, state))
+}
+
+/// What the name of a guest function standing for a cut host import starts with (then
+/// `interface#function`): a k6 script's build cuts the host functions the script cannot
+/// reach (author/js/prune.rs names its stubs so), and a trap in one is told as the call
+/// it was, not as a bare `unreachable`.
+pub(crate) const CUT_MARK: &str = "loadtest-cut-import:";
+
+/// What a VU's error says when the function that trapped (`name`, the innermost
+/// frame's) stands for a cut host import; `None` for any other function.
+fn cut_call_message(name: &str) -> Option<String> {
+    let what = name.strip_prefix(CUT_MARK)?;
+    Some(format!(
+        "the script called {what}, a host function its build left out: it imports no \
+         k6 module that uses it (a computed name through eval?); \
+         LOADTEST_JS_KEEP_IMPORTS=1 builds with every host interface"
+    ))
 }
 
 /// The function that fills the whole captured backtrace, if the trap came from

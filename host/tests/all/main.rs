@@ -88,6 +88,7 @@ mod js {
     mod hostile;
     mod http_compat;
     mod idioms;
+    mod imports_cut;
     mod k6_files;
     mod layer_modules;
     mod messages;

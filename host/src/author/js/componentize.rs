@@ -243,9 +243,16 @@ pub(crate) fn runtime_name() -> String {
 
 /// Builds the component on a runtime built from source (`RUNTIME_ENV`): that component
 /// already has the script world's bindings (wit-bindgen's, static), so nothing is
-/// linked; the module is evaluated under Wizer as on the vendored runtime.
-pub(crate) async fn componentize_on(runtime: &[u8], module: &str) -> Result<Vec<u8>> {
-    wizer_init(runtime, module).await
+/// linked; the module is evaluated under Wizer as on the vendored runtime. The
+/// snapshot then imports only the interfaces `module` can reach when `cut` (`prune`):
+/// the runtime's static bindings import all of them, and each costs every VU's instance.
+pub(crate) async fn componentize_on(runtime: &[u8], module: &str, cut: bool) -> Result<Vec<u8>> {
+    let snapshot = wizer_init(runtime, module).await?;
+    if !cut {
+        return Ok(snapshot);
+    }
+    super::prune::prune(&snapshot, module)
+        .context("cannot cut the interfaces the script does not reach")
 }
 
 /// Evaluates `module` in the linked component under Wizer and returns the snapshot.

@@ -21,6 +21,7 @@ pub(crate) mod layer;
 pub(crate) mod outside;
 pub(crate) mod protos;
 pub(crate) mod protosets;
+pub(crate) mod prune;
 pub(crate) mod remote;
 pub(crate) mod scan;
 pub(crate) mod specifiers;
@@ -85,6 +86,10 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
     if let Some(rt) = &runtime {
         hasher.update(b"runtime");
         hasher.update(Sha256::digest(rt.as_ref()));
+        // Its components import only the interfaces the script reaches (`prune`) unless
+        // `prune::KEEP_ENV` says otherwise: each way, and a build made before either
+        // (importing all), is another entry.
+        hasher.update(prune::key());
     }
     hasher.update(module.as_bytes());
     for (id, bytes) in &bundle.inputs {
@@ -201,7 +206,7 @@ fn componentize_blocking(module: &str, runtime: Option<&[u8]>) -> Result<Vec<u8>
         .1;
     let work = async {
         match runtime {
-            Some(rt) => componentize::componentize_on(rt, module).await,
+            Some(rt) => componentize::componentize_on(rt, module, prune::cuts()).await,
             None => componentize::componentize(wit, module).await,
         }
     };
