@@ -93,19 +93,22 @@ impl sockets::Host for WebSocketView<'_> {
         until_ms: f64,
         timeout_ms: u32,
     ) -> Option<String> {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64()
-            * 1000.0;
-        let left = until_ms - now_ms;
-        // A deadline passed (or not a number) ends the wait before any message is
-        // taken: the layer's timer is due first.
-        if left.is_nan() || left <= 0.0 {
-            return None;
+        let mut timeout = Duration::from_millis(u64::from(timeout_ms));
+        // No timer in the layer's loop (`until` is infinite): no clock read.
+        if until_ms != f64::INFINITY {
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64()
+                * 1000.0;
+            let left = until_ms - now_ms;
+            // A deadline passed (or not a number) ends the wait before any message is
+            // taken: the layer's timer is due first.
+            if left.is_nan() || left <= 0.0 {
+                return None;
+            }
+            timeout = timeout.min(Duration::from_secs_f64((left / 1000.0).min(1e9)));
         }
-        let timeout = Duration::from_millis(u64::from(timeout_ms))
-            .min(Duration::from_secs_f64((left / 1000.0).min(1e9)));
         let Ok((socket, budget)) = self.socket_and_budget(&socket) else {
             // Not a socket of this VU: the contract's `recv` reports it.
             return None;

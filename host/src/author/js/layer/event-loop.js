@@ -38,13 +38,23 @@ function pollSocket(s, ms, until) {
   // A text message comes as a string (`sockets.recv-text`), not as a result holding
   // an option holding a variant; the host stops waiting at `until`, so the loop needs
   // no clock read per message.
-  const t = hostSockets.recvText(s.handle, until, ms);
+  const t = recvText(s.handle, until, ms);
   if (t !== null && t !== undefined) {
     s.text(t);
     return true;
   }
-  // Nothing came, `until` passed, or a binary message or the end is next: the
-  // contract's receive gives the last two, at once.
+  return pollOther(s, until);
+}
+
+// The receive of the layer's text message import, kept in a binding: the one-socket
+// loop below calls it once per message, and a property lookup on the import object
+// each time is interpreter work for nothing.
+const recvText = hostSockets.recvText;
+
+// After `recv-text` gave nothing: nothing came, `until` passed, or a binary message or
+// the end is next, which the contract's receive gives at once. Whether anything
+// happened.
+function pollOther(s, until) {
   if (until !== Infinity && Date.now() >= until) return false;
   let m;
   try {
@@ -58,18 +68,20 @@ function pollSocket(s, ms, until) {
   return true;
 }
 
-// Turns the loop until `done()` or nothing is left to wait for. It runs once per
+// Turns the loop until `owner` (a socket's entry: ws.connect's loop ends with its
+// socket; null for the main loop) closes or nothing is left to wait for. It runs once per
 // message a socket receives (capacity.js: 200 live views, ~4,000 pushes a second), so
 // a turn allocates nothing when no timer is due and one socket is open: no array of
 // due timers, no copy of the socket set, the clock read only when a timer exists.
-function runLoop(loop, done) {
+function runLoop(loop, owner) {
+  const queue = loop.queue;
   for (;;) {
-    while (loop.queue.length) loop.queue.shift()();
+    while (queue.length) queue.shift()();
     if (microtasks.length) drainMicrotasks(); // what the callbacks' promises resume
     // The asyncRequests the script started before it yielded, sent together; their
     // promises' jobs run on the next turn.
     if (asyncQueue.length) { flushAsync(); continue; }
-    if (done()) return;
+    if (owner !== null && !owner.open) return;
     let now = 0;
     let next = Infinity;
     let due = null;
@@ -90,10 +102,10 @@ function runLoop(loop, done) {
         // skipped, not run late in a burst.
         if (t.every) t.at = nextTick(t.at, t.every, now); else loop.timers.delete(id);
         t.fn(...(t.args || []));
-        while (loop.queue.length) loop.queue.shift()();
+        while (queue.length) queue.shift()();
         if (microtasks.length) drainMicrotasks();
         if (asyncQueue.length) break; // sent at the top of the loop, before the next timer
-        if (done()) return;
+        if (owner !== null && !owner.open) return;
       }
       continue;
     }
@@ -120,15 +132,37 @@ function runLoop(loop, done) {
       // A WebSocket's receive stops at the next timer itself (`until`); a gRPC
       // stream's is given what is left of the wait after each message.
       const ids = timerIds;
-      const stream = first.poll !== undefined;
-      if (!stream && next !== Infinity) wait = 2147483647;
-      while (pollSocket(first, wait, next) && first.open && timerIds === ids && !loop.queue.length
-        && !microtasks.length && !asyncQueue.length && !done()) {
-        if (stream && next !== Infinity) {
-          now = Date.now();
-          if (now >= next) break;
-          wait = next - now;
+      if (first.poll !== undefined) {
+        while (first.poll(wait) && first.open && timerIds === ids && !queue.length
+          && !microtasks.length && !asyncQueue.length && (owner === null || owner.open)) {
+          if (next !== Infinity) {
+            now = Date.now();
+            if (now >= next) break;
+            wait = next - now;
+          }
         }
+        continue;
+      }
+      // A WebSocket: pollSocket's receive written out here, with the socket's handle
+      // and text callback held in locals, as this runs once per message (capacity.js:
+      // ~4,000 a second, each a wake-up of one VU among 200, whose every interpreter
+      // operation and cache line touched counts).
+      // A k6/ws socket's 'message' handlers (`messages`: the array `on` adds to, made
+      // with the socket) are called from here, one JS call fewer per message than
+      // through its `text`.
+      const handle = first.handle;
+      const text = first.text;
+      const fns = first.messages;
+      const ms = next !== Infinity ? 2147483647 : 1000;
+      for (;;) {
+        const t = recvText(handle, next, ms);
+        if (t !== null && t !== undefined) {
+          if (fns === undefined) text(t);
+          else if (fns.length === 1) fns[0](t);
+          else for (let i = 0; i < fns.length; i++) fns[i](t);
+        } else if (!pollOther(first, next)) break;
+        if (!first.open || timerIds !== ids || queue.length !== 0 || microtasks.length !== 0
+          || asyncQueue.length !== 0 || (owner !== null && !owner.open)) break;
       }
     } else {
       // The host waits on one socket at a time: take what has arrived on each, then
@@ -153,7 +187,7 @@ Object.assign(globalThis, timers);
 
 // After the iteration function: what its sockets and timers still have to do.
 function runMainLoop() {
-  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size || asyncQueue.length) runLoop(mainLoop, () => false);
+  if (mainLoop.queue.length || mainLoop.timers.size || mainLoop.sockets.size || asyncQueue.length) runLoop(mainLoop, null);
 }
 
 // An iteration that failed leaves nothing behind for the next one.

@@ -28,10 +28,13 @@ function warnPing() {
 // k6/ws: `ws.connect(url, params, fn)` runs until the socket closes.
 class K6Socket {
   constructor(handle, loop) {
-    this._handle = handle; this._loop = loop; this._on = {}; this.open = true; this._closing = false;
+    // The 'message' handlers' array is made here and kept (`on` adds to it), so the
+    // event loop can hold it as the entry's `messages` and call them itself.
+    const messages = [];
+    this._handle = handle; this._loop = loop; this._on = { message: messages }; this.open = true; this._closing = false;
     const self = this;
     this._entry = {
-      handle, open: true,
+      handle, open: true, messages,
       text(t) { self._emit('message', t); },
       received(m) {
         if (m.tag === 'text') self._emit('message', m.val);
@@ -91,7 +94,7 @@ function wsConnect(url, params, fn) {
   const socket = new K6Socket(handle, loop);
   if (typeof fn === 'function') fn(socket);
   socket._emit('open');
-  runLoop(loop, () => !socket.open);
+  runLoop(loop, socket._entry);
   if (socket.open) socket.close(); // nothing left to wait for: k6 would wait forever
   return { status: 101, url: String(url), headers: {}, body: '', error: '' };
 }
