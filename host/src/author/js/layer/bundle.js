@@ -1,6 +1,9 @@
 // ---------------------------------------------------------------- the bundle
 
 let phase = 'describe';
+// phase === 'iteration', kept beside it for the request path: a boolean is tested
+// without the string comparison (QuickJS compares equal strings byte by byte).
+let iterating = false;
 let loaded = null; // the entry module's exports, once the init code has run
 let setupData = null;
 // The script's options the layer itself applies (discardResponseBodies, throw,

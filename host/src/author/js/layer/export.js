@@ -24,7 +24,7 @@ function declareMetrics(o) {
 }
 
 function describeScript() {
-  phase = 'describe';
+  phase = 'describe'; iterating = false;
   const mod = load();
   const names = scenarioNames(mod);
   declareMetrics(mod.options || {});
@@ -49,7 +49,7 @@ export const plugin = {
   },
   setup(_config) {
     return guard('setup', () => {
-      phase = 'setup'; info = null;
+      phase = 'setup'; iterating = false; info = null;
       const mod = load();
       const data = typeof mod.setup === 'function' ? settleCall(mod.setup(), 'setup()') : undefined;
       return JSON.stringify(data === undefined ? null : data);
@@ -57,14 +57,14 @@ export const plugin = {
   },
   init(data) {
     return guard('init', () => {
-      phase = 'init'; info = null;
+      phase = 'init'; iterating = false; info = null;
       setupData = JSON.parse(data || 'null');
       load();
     });
   },
   iteration(scenario) {
     info = null; groupPath = ''; checkAt = 0;
-    phase = 'iteration';
+    phase = 'iteration'; iterating = true;
     const fn = (loaded || load())[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
     // The clock is read only for a minimum duration (each read is a WASI call). The
@@ -96,7 +96,7 @@ export const plugin = {
   },
   teardown(data) {
     return guard('teardown', () => {
-      phase = 'teardown'; info = null;
+      phase = 'teardown'; iterating = false; info = null;
       const mod = load();
       if (typeof mod.teardown === 'function') settleCall(mod.teardown(JSON.parse(data || 'null')), 'teardown()');
     });

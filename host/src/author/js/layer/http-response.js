@@ -17,32 +17,37 @@ let kept = []; // [WeakRef, slot] pairs of responses kept past their call
 const MAX_KEPT = 64;
 const WeakRefOf = WeakRef; // a module binding is found faster than a global
 
-// At the end of every call into the script: slots, then k6/html documents.
+// At the end of every call into the script: slots, then k6/html documents. The
+// call's responses are looked at here, not in a function of their own (an
+// interpreted call less at the end of every iteration): the ones the script still
+// holds are kept past the call.
 function endCall() {
   if (kept.length !== 0) releaseDropped();
-  if (freshN !== 0) keepHeld();
+  if (freshN !== 0) {
+    for (let i = 0; i < freshN; i++) {
+      const r = fresh[i].deref();
+      if (r !== undefined && r._slot >= 0) {
+        hostResponses.keep(r._slot);
+        kept.push(fresh[i], r._slot);
+      }
+    }
+    // A call that made many responses does not leave its list behind.
+    if (freshN > MAX_KEPT) fresh = [];
+    freshN = 0;
+    if (kept.length > 2 * MAX_KEPT) trimKept();
+  }
   if (heldDocs.length !== 0) releaseDocuments(); // k6/html
 }
 
-function keepHeld() {
-  for (let i = 0; i < freshN; i++) {
-    const r = fresh[i].deref();
-    if (r !== undefined && r._slot >= 0) {
-      hostResponses.keep(r._slot);
-      kept.push(fresh[i], r._slot);
-    }
-  }
-  // A call that made many responses does not leave its list behind.
-  if (freshN > MAX_KEPT) fresh = [];
-  freshN = 0;
-  if (kept.length > 2 * MAX_KEPT) {
-    const old = kept.slice(0, kept.length - MAX_KEPT);
-    kept = kept.slice(kept.length - MAX_KEPT);
-    for (let i = 0; i < old.length; i += 2) {
-      const r = old[i].deref();
-      if (r !== undefined && r._slot >= 0) r._readAll();
-      else hostResponses.release(old[i + 1]);
-    }
+// Past 2 * MAX_KEPT kept responses, all but the last MAX_KEPT are read into the layer
+// (or released, when dropped).
+function trimKept() {
+  const old = kept.slice(0, kept.length - MAX_KEPT);
+  kept = kept.slice(kept.length - MAX_KEPT);
+  for (let i = 0; i < old.length; i += 2) {
+    const r = old[i].deref();
+    if (r !== undefined && r._slot >= 0) r._readAll();
+    else hostResponses.release(old[i + 1]);
   }
 }
 
@@ -155,6 +160,19 @@ class Response {
   submitForm(args) { return submitForm(this, args); }
   clickLink(args) { return clickLink(this, args); }
 }
+
+// The shapes a Response goes through as its constructor adds its fields, kept alive by
+// objects made here (in the snapshot), one per step. QuickJS finds a shape again only
+// while some object holds it: without these, each `new Response` made a shape of its
+// own, grew it six times and freed it with the response; with them each field added is
+// a lookup of the next shape. The fields' names and order are the constructor's (both
+// branches add them in this order).
+const RESPONSE_FIELDS = ['_req', 'status', 'url', '_slot', 'error', 'error_code'];
+const responseShapes = RESPONSE_FIELDS.concat([null]).map((_, n) => {
+  const o = Object.create(Response.prototype);
+  for (let i = 0; i < n; i++) o[RESPONSE_FIELDS[i]] = null;
+  return o;
+});
 
 // The Response of a send's number; a failure throws when the options say `throw`.
 function answer(req, word) {

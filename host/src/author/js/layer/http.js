@@ -1,6 +1,6 @@
 function request(method, url, body, params) {
   if (asyncQueue.length !== 0) flushAsync();
-  const quick = (body === null || body === undefined) && typeof url === 'string' && phase === 'iteration' && !(params && (params.auth || params.jar));
+  const quick = (body === null || body === undefined) && typeof url === 'string' && iterating && !(params && (params.auth || params.jar));
   if (quick) {
     const hit = quickFind(method, url, params);
     if (hit !== undefined) return quickSend(hit);
@@ -98,7 +98,7 @@ const k6http = {
   // A repeated GET is looked up here, one call shorter than through `request`.
   get(u, params) {
     if (asyncQueue.length !== 0) flushAsync();
-    const quick = typeof u === 'string' && phase === 'iteration' && !(params && (params.auth || params.jar));
+    const quick = typeof u === 'string' && iterating && !(params && (params.auth || params.jar));
     if (quick) {
       const hit = quickFind('GET', u, params);
       if (hit !== undefined) {

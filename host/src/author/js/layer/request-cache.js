@@ -26,7 +26,7 @@ function requestKey(req) {
 // The prepared handle for `req`, or null to send it as it is. A failed prepare throws
 // as `send` would (a denied target is counted by the host once, as by `send`).
 function preparedFor(req) {
-  if (req.body !== null || phase !== 'iteration') return null;
+  if (req.body !== null || !iterating) return null;
   const key = requestKey(req);
   const known = preparedRequests.get(key);
   if (known) return known;
@@ -79,37 +79,37 @@ function paramsShape(params) {
   return { names, fields };
 }
 
-// Whether `params` (its names `names`) has the names, and its fields the names and
-// values, of `shape`,
-// in the same order (`===`: a value of another type, or NaN, is no match and goes
-// the long way). Object.keys, not for-in: QuickJS's for-in lists the prototype
-// chain's names too (6 k wasm operations for a one-field object, against 3.7 k).
-function sameParams(shape, params, names) {
-  const pn = shape.names;
-  if (names.length !== pn.length) return false;
-  for (let j = 0; j < names.length; j++) {
-    const p = names[j];
-    if (p !== pn[j]) return false;
-    const v = params[p];
-    if (v === null || typeof v !== 'object') return false;
-    const keys = Object.keys(v);
-    const flat = shape.fields[j];
-    if (keys.length * 2 !== flat.length) return false;
-    for (let m = 0; m < keys.length; m++) {
-      const k = keys[m];
-      if (k !== flat[2 * m] || v[k] !== flat[2 * m + 1]) return false;
-    }
-  }
-  return true;
-}
-
-// The entry an earlier call made for this one, or undefined.
+// The entry an earlier call made for this one, or undefined: the method, group and
+// response callback in force, then the params' names, and their fields' names and
+// values, in the same order (`===`: a value of another type, or NaN, is no match and
+// goes the long way). Object.keys, not for-in: QuickJS's for-in lists the prototype
+// chain's names too (6 k wasm operations for a one-field object, against 3.7 k). The
+// params are compared here, not by a function of their own: an interpreted call
+// costs QuickJS more than the loop.
 function quickFind(method, url, params) {
   let e = quickRequests.get(url);
   if (e === undefined) return undefined;
   const names = params ? Object.keys(params) : NO_PARAMS.names;
-  for (; e !== undefined; e = e.next) {
-    if (e.method === method && e.group === groupPath && e.version === keyVersion && sameParams(e.shape, params, names)) return e;
+  const n = names.length;
+  entries: for (; e !== undefined; e = e.next) {
+    if (e.method !== method || e.group !== groupPath || e.version !== keyVersion) continue;
+    const shape = e.shape;
+    const pn = shape.names;
+    if (n !== pn.length) continue;
+    for (let j = 0; j < n; j++) {
+      const p = names[j];
+      if (p !== pn[j]) continue entries;
+      const v = params[p];
+      if (v === null || typeof v !== 'object') continue entries;
+      const keys = Object.keys(v);
+      const flat = shape.fields[j];
+      if (keys.length * 2 !== flat.length) continue entries;
+      for (let m = 0; m < keys.length; m++) {
+        const k = keys[m];
+        if (k !== flat[2 * m] || v[k] !== flat[2 * m + 1]) continue entries;
+      }
+    }
+    return e;
   }
   return undefined;
 }
