@@ -27,6 +27,12 @@
  *    VU allocates later comes from the top chunk, pages no other VU maps, instead of
  *    holes scattered over shared pages (measured: a VU's arenas in ~15 snapshot pages).
  *
+ * 5. The shape hash table becomes the snapshot's (js_frozen_shape_hash, edit 5 of
+ *    build.rs): never written again, searched after a table of the VU's own, where the
+ *    shapes a VU makes are linked. Its frozen shapes are immortal, so never unlinked.
+ *    The atom hash table is grown now if a VU's few new atoms would grow it: growing
+ *    it relinks every atom (their `hash_next`, a write on every atom's page).
+ *
  * After it, the first arena of a size class is 1 KiB, not 4 (js_arena_blocks): a VU
  * that keeps a few objects of many sizes then fills one page instead of one per size.
  *
@@ -176,6 +182,35 @@ static void js_heap_drain(void)
     }
 }
 
+/* The atoms a VU may add before the atom hash table grows (see 5). */
+#define JS_ATOM_HEADROOM 4096
+
+/* Grows the atom hash table until JS_ATOM_HEADROOM more atoms fit (see 5). */
+static void js_freeze_atom_hash(JSRuntime *rt)
+{
+    while (rt->atom_count_resize - rt->atom_count < JS_ATOM_HEADROOM) {
+        if (JS_ResizeAtomHash(rt, rt->atom_hash_size * 2))
+            return;
+    }
+}
+
+/* The shape hash table becomes the snapshot's; the VU's own table is a new one (see 5). */
+static void js_freeze_shape_hash(JSRuntime *rt)
+{
+    JSShape **frozen = rt->shape_hash;
+    int bits = rt->shape_hash_bits, size = rt->shape_hash_size, count = rt->shape_hash_count;
+    if (init_shape_hash(rt)) {
+        /* out of memory: one table, as before */
+        rt->shape_hash = frozen;
+        rt->shape_hash_bits = bits;
+        rt->shape_hash_size = size;
+        rt->shape_hash_count = count;
+        return;
+    }
+    js_frozen_shape_hash = frozen;
+    js_frozen_shape_hash_bits = bits;
+}
+
 /* Called once, at the end of the Wizer init (plugins/js-runtime/src/lib.rs). */
 void JS_FreezeSnapshot(JSContext *ctx)
 {
@@ -239,6 +274,10 @@ void JS_FreezeSnapshot(JSContext *ctx)
             init_list_head(el);
         }
     }
+    /* 5. The atom hash grown first, so the table it replaces is drained below. */
+    js_freeze_atom_hash(rt);
     js_heap_frozen = true;
     js_heap_drain();
+    /* after the drain: the VU's shape table is in the top chunk, among its own pages */
+    js_freeze_shape_hash(rt);
 }
