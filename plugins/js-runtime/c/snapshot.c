@@ -194,21 +194,21 @@ static void js_freeze_atom_hash(JSRuntime *rt)
     }
 }
 
-/* The shape hash table becomes the snapshot's; the VU's own table is a new one (see 5). */
+/* The VU's shape hash table until its first shape: two empty buckets. Its count starts
+   at 1, so that the first js_new_shape2 grows it: the table then comes from the VU's
+   own heap. Allocated here, it took a block of an arena the freeze itself made, on a
+   snapshot page of its own that every VU then copied (measured). */
+static JSShape *js_vu_shape_hash0[2];
+
+/* The shape hash table becomes the snapshot's; the VU's own starts empty (see 5). */
 static void js_freeze_shape_hash(JSRuntime *rt)
 {
-    JSShape **frozen = rt->shape_hash;
-    int bits = rt->shape_hash_bits, size = rt->shape_hash_size, count = rt->shape_hash_count;
-    if (init_shape_hash(rt)) {
-        /* out of memory: one table, as before */
-        rt->shape_hash = frozen;
-        rt->shape_hash_bits = bits;
-        rt->shape_hash_size = size;
-        rt->shape_hash_count = count;
-        return;
-    }
-    js_frozen_shape_hash = frozen;
-    js_frozen_shape_hash_bits = bits;
+    js_frozen_shape_hash = rt->shape_hash;
+    js_frozen_shape_hash_bits = rt->shape_hash_bits;
+    rt->shape_hash = js_vu_shape_hash0;
+    rt->shape_hash_bits = 1;
+    rt->shape_hash_size = 2;
+    rt->shape_hash_count = 1;
 }
 
 /* Called once, at the end of the Wizer init (plugins/js-runtime/src/lib.rs). */
@@ -278,6 +278,5 @@ void JS_FreezeSnapshot(JSContext *ctx)
     js_freeze_atom_hash(rt);
     js_heap_frozen = true;
     js_heap_drain();
-    /* after the drain: the VU's shape table is in the top chunk, among its own pages */
     js_freeze_shape_hash(rt);
 }
