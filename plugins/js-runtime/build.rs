@@ -117,6 +117,36 @@ static __maybe_unused void JS_DumpShape(JSRuntime *rt, int i, JSShape *sh)\n",
         count: 1,
     },
     Edit {
+        what: "js_shape_hash_link grows the table it links into when it is full",
+        find: concat!(
+            "static void js_shape_hash_link(JSRuntime *rt, JSShape *sh)\n",
+            "{\n",
+            "    uint32_t h;\n",
+        ),
+        replace: concat!(
+            "static void js_shape_hash_link(JSRuntime *rt, JSShape *sh)\n",
+            "{\n",
+            "    uint32_t h;\n",
+            "    /* loadtest: a VU's table starts at 2 buckets (snapshot.c) and a VU may link\n",
+            "       its shapes by add_property alone (never js_new_shape2, which grew it) */\n",
+            "    if (unlikely(2 * (rt->shape_hash_count + 1) > rt->shape_hash_size))\n",
+            "        resize_shape_hash(rt, rt->shape_hash_bits + 1);\n",
+        ),
+        count: 1,
+    },
+    Edit {
+        what: "resize_shape_hash makes at least 64 buckets",
+        find: "    new_shape_hash_size = 1 << new_shape_hash_bits;\n",
+        replace: concat!(
+            "    /* loadtest: from snapshot.c's 2 buckets straight to init_shape_hash's 64 (the\n",
+            "       steps between took arenas of 3 more size classes: a page per VU, measured) */\n",
+            "    if (new_shape_hash_bits < 6)\n",
+            "        new_shape_hash_bits = 6;\n",
+            "    new_shape_hash_size = 1 << new_shape_hash_bits;\n",
+        ),
+        count: 1,
+    },
+    Edit {
         what: "a shape table of 2 buckets (snapshot.c's static one) is not freed",
         find: "    js_free_rt(rt, rt->shape_hash);\n",
         replace: concat!(
