@@ -39,7 +39,9 @@ prints QuickJS's heap by kind (JS_ComputeMemoryUsage), shown per script.
 SS_BINS="NAME=PATH ..." runs several stack-switching drivers side by side (builds of two
 branches: the layer each evaluates is its `host::js_module_text`).
 HOST_BINS="NAME=PATH ..." adds a `host run` row per host binary (builds of two branches, the
-same runtime: what the host itself holds per VU).
+same runtime: what the host itself holds per VU); "NAME=PATH:RUNTIME" runs that binary
+with LOADTEST_JS_RUNTIME=RUNTIME (a branch's k6 layer, which the host embeds, on main's
+runtime beside another host's layer and runtime).
 HOST_RUNTIMES="NAME=PATH ..." adds a `host run` row per QuickJS runtime component (the
 host's LOADTEST_JS_RUNTIME), e.g. main's plugins/js-runtime beside a branch's: the same
 host binary, only the runtime differs. MODES="" leaves the stack-switching driver out.
@@ -147,7 +149,8 @@ def layer_main():
     tools += ["k6"] + (["host run"] if HOST_RUN else [])
     runtimes = {f"host run, runtime {n}": p for n, p in HOST_RUNTIMES}
     tools += list(runtimes)
-    binaries = {f"host run, host {n}": p for n, p in HOST_BINS.items()}
+    binaries = {f"host run, host {n}": p.split(":", 1)[0] for n, p in HOST_BINS.items()}
+    runtimes.update({f"host run, host {n}": p.split(":", 1)[1] for n, p in HOST_BINS.items() if ":" in p})
     tools += list(binaries)
 
     def env(tool):

@@ -56,6 +56,127 @@ static int js_arena_blocks(JSRuntime *rt, int block_size_idx, int n_blocks);\n",
                                (JS_ARENA_SIZE - sizeof(JSArena)) / block_size);\n",
         count: 1,
     },
+    // 5. Two shape hash tables after the freeze: the snapshot's, never written again,
+    //    and the VU's own, where the shapes a VU makes are linked. A VU linking its
+    //    shapes into the snapshot's table wrote its buckets (a page each), and once its
+    //    shapes outgrew the table, resize_shape_hash relinked every hashed shape of the
+    //    snapshot (their `shape_hash_next`: a write on every page holding one). The
+    //    lookups search the VU's table, then the snapshot's (snapshot.c keeps it).
+    Edit {
+        what: "find_hashed_shape_proto searches a table it is given",
+        find: "static JSShape *find_hashed_shape_proto(JSRuntime *rt, JSObject *proto)\n{",
+        replace: "static JSShape *find_hashed_shape_proto1(JSShape **tab, int tab_bits,\n\
+                                        JSObject *proto)\n{",
+        count: 1,
+    },
+    Edit {
+        what: "find_hashed_shape_prop searches a table it is given",
+        find: "static JSShape *find_hashed_shape_prop(JSRuntime *rt, JSShape *sh,\n",
+        replace: "static JSShape *find_hashed_shape_prop1(JSShape **tab, int tab_bits,\n\
+                                        JSShape *sh,\n",
+        count: 1,
+    },
+    Edit {
+        what: "the two lookups' bucket from the table they are given",
+        find: concat!(
+            "    h1 = get_shape_hash(h, rt->shape_hash_bits);\n",
+            "    for(sh1 = rt->shape_hash[h1]; sh1 != NULL; sh1 = sh1->shape_hash_next) {\n",
+        ),
+        replace: concat!(
+            "    h1 = get_shape_hash(h, tab_bits);\n",
+            "    for(sh1 = tab[h1]; sh1 != NULL; sh1 = sh1->shape_hash_next) {\n",
+        ),
+        count: 2,
+    },
+    Edit {
+        what: "find_hashed_shape_proto and _prop: the VU's table, then the snapshot's",
+        find: "static __maybe_unused void JS_DumpShape(JSRuntime *rt, int i, JSShape *sh)\n",
+        replace: "/* loadtest: the snapshot's shape hash table, set by JS_FreezeSnapshot (NULL before) */\n\
+static JSShape **js_frozen_shape_hash;\n\
+static int js_frozen_shape_hash_bits;\n\
+\n\
+static JSShape *find_hashed_shape_proto(JSRuntime *rt, JSObject *proto)\n\
+{\n\
+    JSShape *sh = find_hashed_shape_proto1(rt->shape_hash, rt->shape_hash_bits, proto);\n\
+    if (!sh && js_frozen_shape_hash)\n\
+        sh = find_hashed_shape_proto1(js_frozen_shape_hash, js_frozen_shape_hash_bits, proto);\n\
+    return sh;\n\
+}\n\
+\n\
+static JSShape *find_hashed_shape_prop(JSRuntime *rt, JSShape *sh,\n\
+                                       JSAtom atom, int prop_flags)\n\
+{\n\
+    JSShape *sh1 = find_hashed_shape_prop1(rt->shape_hash, rt->shape_hash_bits, sh, atom, prop_flags);\n\
+    if (!sh1 && js_frozen_shape_hash)\n\
+        sh1 = find_hashed_shape_prop1(js_frozen_shape_hash, js_frozen_shape_hash_bits, sh, atom,\n\
+                                      prop_flags);\n\
+    return sh1;\n\
+}\n\
+\n\
+static __maybe_unused void JS_DumpShape(JSRuntime *rt, int i, JSShape *sh)\n",
+        count: 1,
+    },
+    Edit {
+        what: "js_shape_hash_link grows the table it links into when it is full",
+        find: concat!(
+            "static void js_shape_hash_link(JSRuntime *rt, JSShape *sh)\n",
+            "{\n",
+            "    uint32_t h;\n",
+        ),
+        replace: concat!(
+            "static void js_shape_hash_link(JSRuntime *rt, JSShape *sh)\n",
+            "{\n",
+            "    uint32_t h;\n",
+            "    /* loadtest: a VU's table starts at 2 buckets (snapshot.c) and a VU may link\n",
+            "       its shapes by add_property alone (never js_new_shape2, which grew it) */\n",
+            "    if (unlikely(2 * (rt->shape_hash_count + 1) > rt->shape_hash_size))\n",
+            "        resize_shape_hash(rt, rt->shape_hash_bits + 1);\n",
+        ),
+        count: 1,
+    },
+    Edit {
+        what: "resize_shape_hash makes at least 64 buckets",
+        find: "    new_shape_hash_size = 1 << new_shape_hash_bits;\n",
+        replace: concat!(
+            "    /* loadtest: from snapshot.c's 2 buckets straight to init_shape_hash's 64 (the\n",
+            "       steps between took arenas of 3 more size classes: a page per VU, measured) */\n",
+            "    if (new_shape_hash_bits < 6)\n",
+            "        new_shape_hash_bits = 6;\n",
+            "    new_shape_hash_size = 1 << new_shape_hash_bits;\n",
+        ),
+        count: 1,
+    },
+    Edit {
+        what: "a shape table of 2 buckets (snapshot.c's static one) is not freed",
+        find: "    js_free_rt(rt, rt->shape_hash);\n",
+        replace: concat!(
+            "    /* loadtest: 2 buckets: the VU's first table, snapshot.c's static one */\n",
+            "    if (rt->shape_hash_size > 2)\n",
+            "        js_free_rt(rt, rt->shape_hash);\n",
+        ),
+        count: 2,
+    },
+    Edit {
+        what: "js_shape_hash_unlink leaves a shape of the snapshot's table alone",
+        find: concat!(
+            "    while (*psh != sh)\n",
+            "        psh = &(*psh)->shape_hash_next;\n",
+            "    *psh = sh->shape_hash_next;\n",
+            "    rt->shape_hash_count--;\n",
+        ),
+        replace: concat!(
+            "    while (*psh != sh) {\n",
+            "        /* loadtest: not in the VU's table: the snapshot's, whose shapes are\n",
+            "           immortal (never freed, never changed in place): never reached */\n",
+            "        if (unlikely(*psh == NULL))\n",
+            "            return;\n",
+            "        psh = &(*psh)->shape_hash_next;\n",
+            "    }\n",
+            "    *psh = sh->shape_hash_next;\n",
+            "    rt->shape_hash_count--;\n",
+        ),
+        count: 1,
+    },
 ];
 
 /// The counting edits (2 and 3): every `JS_REF_COUNT(x)++` becomes `JS_RC_INC(x)` and

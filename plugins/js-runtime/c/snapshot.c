@@ -27,6 +27,12 @@
  *    VU allocates later comes from the top chunk, pages no other VU maps, instead of
  *    holes scattered over shared pages (measured: a VU's arenas in ~15 snapshot pages).
  *
+ * 5. The shape hash table becomes the snapshot's (js_frozen_shape_hash, edit 5 of
+ *    build.rs): never written again, searched after a table of the VU's own, where the
+ *    shapes a VU makes are linked. Its frozen shapes are immortal, so never unlinked.
+ *    The atom hash table is grown now if a VU's few new atoms would grow it: growing
+ *    it relinks every atom (their `hash_next`, a write on every atom's page).
+ *
  * After it, the first arena of a size class is 1 KiB, not 4 (js_arena_blocks): a VU
  * that keeps a few objects of many sizes then fills one page instead of one per size.
  *
@@ -166,14 +172,46 @@ static void js_heap_drain(void)
         if (n <= 0)
             return;
         for (i = 0; i < n; i++) {
-            /* a request of size - 8 is a chunk of `size`; a chunk dlmalloc splits off
-               instead is found by the next pass */
-            void *p = malloc(sizes[i] > 24 ? sizes[i] - 8 : 16);
+            /* a request of size - 8 is a chunk of `size` (16 bytes, the smallest, too:
+               asked for 16 bytes, dlmalloc gave 24 and the 16-byte chunks stayed free,
+               for a VU's first short Rust strings to take, writing three snapshot
+               pages: measured); a chunk dlmalloc splits off instead is found by the
+               next pass */
+            void *p = malloc(sizes[i] - 8);
             if (p && (uintptr_t)p >= top) {
                 free(p); /* from the top chunk: none of that size is left below */
             }
         }
     }
+}
+
+/* The atoms a VU may add before the atom hash table grows (see 5). */
+#define JS_ATOM_HEADROOM 4096
+
+/* Grows the atom hash table until JS_ATOM_HEADROOM more atoms fit (see 5). */
+static void js_freeze_atom_hash(JSRuntime *rt)
+{
+    while (rt->atom_count_resize - rt->atom_count < JS_ATOM_HEADROOM) {
+        if (JS_ResizeAtomHash(rt, rt->atom_hash_size * 2))
+            return;
+    }
+}
+
+/* The VU's shape hash table until its first shape: two empty buckets. Its count starts
+   at 1, so that the first js_new_shape2 grows it: the table then comes from the VU's
+   own heap. Allocated here, it took a block of an arena the freeze itself made, on a
+   snapshot page of its own that every VU then copied (measured). */
+static JSShape *js_vu_shape_hash0[2];
+
+/* The shape hash table becomes the snapshot's; the VU's own starts empty (see 5). */
+static void js_freeze_shape_hash(JSRuntime *rt)
+{
+    js_frozen_shape_hash = rt->shape_hash;
+    js_frozen_shape_hash_bits = rt->shape_hash_bits;
+    rt->shape_hash = js_vu_shape_hash0;
+    rt->shape_hash_bits = 1;
+    rt->shape_hash_size = 2;
+    rt->shape_hash_count = 1;
 }
 
 /* Called once, at the end of the Wizer init (plugins/js-runtime/src/lib.rs). */
@@ -239,6 +277,9 @@ void JS_FreezeSnapshot(JSContext *ctx)
             init_list_head(el);
         }
     }
+    /* 5. The atom hash grown first, so the table it replaces is drained below. */
+    js_freeze_atom_hash(rt);
     js_heap_frozen = true;
     js_heap_drain();
+    js_freeze_shape_hash(rt);
 }

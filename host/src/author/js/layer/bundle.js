@@ -13,20 +13,24 @@ let runOptions = {};
 // never; fs.open and csv only there).
 let inInitCode = false;
 
+// Set at the top level, so in the build's snapshot, not by each VU's `load`: a VU that
+// assigned them wrote the snapshot's Math object and added `open` to the global object
+// (its shape and property array, a dictionary object's: pages every VU then copied;
+// results/js.md, "The k6 layer's per-VU writes"). Before any of the script's code,
+// whose init code may draw random numbers too. Math.random is seeded on its first draw,
+// not here: seeding reads the clocks and the VU's info, which made about 20 of the
+// snapshot's pages private in every VU (measured with bench/js/vumem.py), and an idle
+// script never draws.
+Math.random = lazyRandom;
+globalThis.open = (path, mode) => {
+  const f = BUNDLE.files[path];
+  if (f === undefined) throw new Error(`open(${JSON.stringify(path)}): not bundled by host build`);
+  return mode === 'b' ? b64decodeBytes(f.b64).buffer : f.text;
+};
+
 function load() {
   if (loaded) return loaded;
-  // Before any of the script's code: its init code may draw random numbers too.
-  // Math.random is seeded on its first draw, not here: seeding reads the clocks and the
-  // VU's info, which made about 20 of the snapshot's pages private in every VU (measured
-  // with bench/js/vumem.py), and an idle script never draws.
-  Math.random = lazyRandom;
   const cache = {};
-  const files = BUNDLE.files;
-  globalThis.open = (path, mode) => {
-    const f = files[path];
-    if (f === undefined) throw new Error(`open(${JSON.stringify(path)}): not bundled by host build`);
-    return mode === 'b' ? b64decodeBytes(f.b64).buffer : f.text;
-  };
   const require = (id) => {
     if (cache[id]) return cache[id];
     const k6m = k6Module(id);
