@@ -43,6 +43,24 @@ async fn build(dir: &Path, script: &str) -> BTreeMap<String, Vec<String>> {
     imported_functions(&dir.join("script.wasm"))
 }
 
+/// `host run script.js` in `dir` (built there by [`build`]): its output and summary.json.
+async fn run_built(dir: &Path) -> (std::process::Output, serde_json::Value) {
+    let out = dir.join("results");
+    let ran = common::host_in(
+        dir,
+        [
+            "run",
+            "script.js",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+    )
+    .await;
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    (ran, summary)
+}
+
 /// The interface of `imports` whose name starts with `prefix`, if imported.
 fn interface<'a>(
     imports: &'a BTreeMap<String, Vec<String>>,
@@ -129,20 +147,8 @@ async fn a_script_imports_only_the_interfaces_it_reaches_and_still_runs() {
             "{kept}: {idle:?}"
         );
     }
-    let out = tmp.path().join("results");
-    let ran = common::host_in(
-        tmp.path(),
-        [
-            "run",
-            "script.js",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    )
-    .await;
+    let (ran, summary) = run_built(tmp.path()).await;
     assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
     assert_eq!(
         common::check_counts(&summary, "a VU of two"),
         (4, 0),
@@ -160,20 +166,8 @@ async fn a_script_imports_only_the_interfaces_it_reaches_and_still_runs() {
         interface(&html, "loadtest:scenario/browser@").is_none(),
         "{html:?}"
     );
-    let out = html_dir.path().join("results");
-    let ran = common::host_in(
-        html_dir.path(),
-        [
-            "run",
-            "script.js",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    )
-    .await;
+    let (ran, summary) = run_built(html_dir.path()).await;
     assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
     assert_eq!(
         common::check_counts(&summary, "two paragraphs"),
         (2, 0),
@@ -189,19 +183,7 @@ async fn code_reaching_a_cut_interface_fails_naming_it() {
         interface(&imports, "loadtest:scenario/browser@").is_none(),
         "{imports:?}"
     );
-    let out = tmp.path().join("results");
-    let ran = common::host_in(
-        tmp.path(),
-        [
-            "run",
-            "script.js",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    )
-    .await;
-    let summary = common::summary_json(&common::only_results_dir(&out));
+    let (ran, summary) = run_built(tmp.path()).await;
     assert_eq!(
         summary["checks"].as_array().map_or(0, Vec::len),
         0,
