@@ -61,7 +61,11 @@ fn main() {
         );
         cmd.args(["--exclude", "js-runtime"]);
     }
-    // The outer build's settings are for the host, not for the guest target.
+    // The outer build's settings are for the host, not for the guest target. Under
+    // `cargo clippy` the outer build sets RUSTC_WORKSPACE_WRAPPER (clippy-driver) and
+    // CLIPPY_ARGS: passed on, they compiled the plugins through clippy into other bytes
+    // than a plain build's, so a host tested after `./dev lint` embedded a runtime that
+    // was no longer the one on disk (and every lint rebuilt every plugin).
     for (key, _) in std::env::vars() {
         if key == "RUSTFLAGS"
             || key == "CARGO_ENCODED_RUSTFLAGS"
@@ -69,6 +73,8 @@ fn main() {
             || key == "CARGO_BUILD_TARGET"
             || key.starts_with("CARGO_PROFILE_")
             || key == "RUSTC_WRAPPER"
+            || key == "RUSTC_WORKSPACE_WRAPPER"
+            || key == "CLIPPY_ARGS"
         {
             cmd.env_remove(key);
         }
