@@ -43,6 +43,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from users import ensure_users
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HOST = str(ROOT / os.environ.get("HOST_BIN", "target/release/host"))
@@ -297,9 +299,16 @@ def main():
     script = sys.argv[1]
     vus = int(sys.argv[2]) if len(sys.argv) > 2 else 8
     cmd = [HOST, "run", script, "--vus", str(vus), "--duration", DURATION, "--quiet", "--out", "/tmp/dirty-out"]
-    proc = subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ensure_users()
+    err = open("/tmp/dirty-host.stderr", "w+b")
+    proc = subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL, stderr=err)
     try:
         time.sleep(SAMPLE)
+        if proc.poll() is not None:
+            # A run that ended before the sample has no instances to read: say why.
+            err.seek(0)
+            tail = err.read().decode(errors="replace").strip().splitlines()[-5:]
+            raise SystemExit(f"the host exited ({proc.returncode}) before the sample at {SAMPLE} s:\n" + "\n".join(tail))
         n, n_private, per_cause, zero_pages, regions, (least, top, gcs) = analyse(proc.pid)
     finally:
         proc.kill()

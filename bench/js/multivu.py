@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 
 from smaps import rss_pss
+from users import ensure_users
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -140,10 +141,7 @@ def cpu_rate(guest):
 
 def layer_main():
     """LAYER=1: PSS per VU with the k6 layer in every context, beside k6 (and `host run`)."""
-    if not (HERE / "users.json").exists():
-        rows = [{"id": i, "name": f"user-{i}", "email": f"user-{i}@example.com",
-                 "token": f"t{i}".ljust(40, "x")} for i in range(10000)]
-        (HERE / "users.json").write_text(json.dumps(rows))
+    ensure_users()
     ss_bins = dict(SS_BINS)
     tools = [f"stack switching, {n + ', ' if n else ''}layer {m}" for n, _ in SS_BINS for m in MODES]
     tools += ["k6"] + (["host run"] if HOST_RUN else [])

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from smaps import rss_pss
+from users import ensure_users
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -155,10 +156,7 @@ def med(xs):
 
 
 def main():
-    if not (HERE / "users.json").exists():
-        rows = [{"id": i, "name": f"user-{i}", "email": f"user-{i}@example.com",
-                 "token": f"t{i}".ljust(40, "x")} for i in range(10000)]
-        (HERE / "users.json").write_text(json.dumps(rows))
+    ensure_users()
     for need in (HOST, RUST_HELLO):
         if not Path(need).exists():
             sys.exit(f"missing {need}: cargo build --release -p host")
