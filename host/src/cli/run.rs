@@ -64,6 +64,8 @@ pub(super) async fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let export = args.common.summary_export.clone();
     let remember = args.common.remember();
     let request = args.common.request(plugin);
+    // This process ends after this run: its VUs' instances are left to the exit.
+    crate::run::keep_instances_until_exit();
     let outcome = match args.stack {
         None => crate::run::run_then(request, print_summary).await?,
         Some(file) => {

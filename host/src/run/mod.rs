@@ -86,6 +86,34 @@ pub(crate) async fn inspect_with_env(
     })
 }
 
+/// For a process that exits right after its one run (`host run`): the VUs' instances
+/// are kept, not torn down, once their executors are done with them, and the kernel
+/// frees them at exit (see [`crate::vu::graveyard`]). Their states still end in place.
+pub(crate) fn keep_instances_until_exit() {
+    if let Ok(services) = inert_services() {
+        crate::vu::graveyard::open(services);
+    }
+}
+
+/// Services of no run (the inspection defaults, an empty registry): what a kept
+/// instance's inert state holds.
+pub(crate) fn inert_services() -> Result<Arc<crate::plugin::state::HostServices>> {
+    services_for(
+        &RunConfig::default_for_inspection(),
+        Arc::new(Registry::new()),
+        false,
+        DataSets::new(),
+    )
+}
+
+/// `setup()`'s identity, for tests outside this module.
+#[cfg(test)]
+pub(crate) fn setup_identity_for_tests(
+    env: &BTreeMap<String, String>,
+) -> crate::plugin::state::VuIdentity {
+    setup_identity(env)
+}
+
 /// Resolves the run config: plugin defaults ← run.toml (each `--config` layered in
 /// order) ← CLI.
 pub(crate) fn resolve_config(info: &PluginInfo, request: &RunRequest) -> Result<RunConfig> {

@@ -9,6 +9,7 @@
 
 pub(crate) mod errors;
 pub(crate) mod factory;
+pub(crate) mod graveyard;
 
 use crate::bounded::{cut_owned, MESSAGE_BYTES};
 use crate::config::InitFailures;
@@ -110,6 +111,16 @@ pub struct Vu {
     /// `init` failures in a row, and when the next try may start.
     init_streak: u32,
     retry_at: Option<Instant>,
+}
+
+impl Drop for Vu {
+    /// The VU's state ends here, as it always did; its instance goes to the
+    /// graveyard, which keeps it until the process exits when `host run` opened it.
+    fn drop(&mut self) {
+        if let Some((store, _)) = self.live.take() {
+            graveyard::bury(store);
+        }
+    }
 }
 
 impl Vu {
