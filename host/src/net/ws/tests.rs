@@ -370,7 +370,10 @@ async fn messages_left_waiting_at_the_close_are_not_counted_as_received() {
     // The other three reach the host's inbox; the plugin never takes them.
     let started = Instant::now();
     while socket.link.held_bytes() < 3 * "push n".len() {
-        assert!(started.elapsed() < Duration::from_secs(5), "the pushes never arrived");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the pushes never arrived"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     drop(socket);
@@ -432,6 +435,9 @@ async fn every_receive_waits_its_own_timeout_with_the_kept_timer() {
     while socket.link.held_bytes() == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(socket.recv(Duration::ZERO).await, Ok(Some(WsMessage::Text("late".into()))));
+    assert_eq!(
+        socket.recv(Duration::ZERO).await,
+        Ok(Some(WsMessage::Text("late".into())))
+    );
     assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 2.0);
 }
