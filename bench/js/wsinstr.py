@@ -38,8 +38,11 @@ WORK = Path(tempfile.mkdtemp(prefix="wsinstr-"))
 
 def profile(binary, rate):
     """(guest, host, ticks, messages, guest functions) of one run under callgrind."""
-    out = WORK / f"cg.{rate}"
-    res = WORK / f"out.{rate}"
+    # A results folder and a profile of its own per run: `host run` keeps a runs
+    # database in its --out folder, and a run that creates it costs ~2 M instructions
+    # more than one that adds to it, which the per-message difference would carry.
+    out = Path(tempfile.mkstemp(dir=WORK, prefix=f"cg.{rate}.")[1])
+    res = Path(tempfile.mkdtemp(dir=WORK, prefix=f"out.{rate}."))
     cmd = ["taskset", "-c", "1", "valgrind", "--tool=callgrind", "--smc-check=all-non-file",
            f"--callgrind-out-file={out}", binary, "run", str(HERE / "wsrecv.js"),
            "-e", f"WS_URL=ws://127.0.0.1:{wsrecv.PORT}/ws", "-e", f"HOLD_MS={DURATION * 1000}",

@@ -34,7 +34,12 @@ def host(binary):
     _, cpu, rss, err = run.measured([binary, "run", SCRIPT, *ARGS, "--out", str(out), "--quiet"])
     m = json.loads(next(out.glob("*/summary.json")).read_text())["metrics"]
     c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
-    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received")
+    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
+
+
+def writes(c):
+    """The editors' changes, each pushed to every socket subscribed at that moment."""
+    return c("notes_created") + c("notes_updated") + c("notes_deleted")
 
 
 def k6():
@@ -43,7 +48,7 @@ def k6():
                                      "--summary-export", str(export), *ARGS, SCRIPT])
     m = json.loads(export.read_text())["metrics"]
     c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
-    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received")
+    return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
 
 
 tools = [("before", lambda: host(os.environ["BEFORE"])), ("after", lambda: host(os.environ["AFTER"]))]
@@ -56,9 +61,11 @@ for n in range(ROUNDS):
     for label, fn in tools:
         target = run.Target([])
         try:
-            cpu, reqs, received, counted = fn()
+            cpu, reqs, received, counted, changes = fn()
         finally:
             target.stop()
         print(f"round {n} {label}: CPU {cpu:.2f} s, requests {reqs}, ws messages {received}, "
-              f"pushes counted {counted}, requests per CPU-s {reqs / cpu:.0f}, "
+              f"pushes counted {counted}, changes {changes} "
+              f"({counted / changes if changes else float('nan'):.1f} pushes each), "
+              f"requests per CPU-s {reqs / cpu:.0f}, "
               f"{cpu / received * 1e6 if received else float('nan'):.1f} us CPU per message", flush=True)

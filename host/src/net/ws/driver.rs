@@ -48,6 +48,9 @@ pub(super) async fn run(mut ws: Stream, link: Arc<Link>, timing: Timing) {
     let mut pending_ping: Option<PendingPing> = None;
     let mut ping_count: u64 = 0;
     let session = &link.session;
+    // The wait for the plugin, kept across turns and made again only once it fired: a
+    // new one per turn (per message read) would enter and leave the waiters' list.
+    let mut woken = std::pin::pin!(link.task_woken());
     let ending = loop {
         match link.asked() {
             Asked::Nothing => {}
@@ -65,14 +68,13 @@ pub(super) async fn run(mut ws: Stream, link: Arc<Link>, timing: Timing) {
         // Read only with room in the inbox: the backpressure on the peer.
         let reading = link.may_read();
         tokio::select! {
-            _ = link.task_woken() => {}
+            () = woken.as_mut() => woken.set(link.task_woken()),
             frame = ws.next(), if reading => match frame {
+                // Counted when the plugin takes them (`Link::take`), not here.
                 Some(Ok(Message::Text(text))) => {
-                    session.received();
                     link.deliver(WsMessage::Text(text.as_str().to_owned()));
                 }
                 Some(Ok(Message::Binary(data))) => {
-                    session.received();
                     link.deliver(WsMessage::Binary(data.to_vec()));
                 }
                 Some(Ok(Message::Ping(_))) => {

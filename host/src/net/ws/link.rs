@@ -211,6 +211,11 @@ impl Link {
         if was_full {
             self.to_task.notify_one();
         }
+        // Counted as received when the plugin takes it, as k6 counts a message when its
+        // event loop hands it to the script: a message still in the inbox when the
+        // socket closes (the script's close timer ran first) was never received by the
+        // script, and `ws_msgs_received` must equal what scripts count.
+        self.session.received();
         Taken::Message(message)
     }
 

@@ -69,7 +69,7 @@ impl Session {
         }
     }
 
-    /// Counts a message received from the peer.
+    /// Counts a message received from the peer, when the plugin takes it from the inbox.
     pub(super) fn received(&self) {
         let io = self.io_delta();
         self.shared.recorder.with_shard(|s| {

@@ -340,3 +340,104 @@ async fn an_idle_socket_keeps_a_small_task_and_link() {
     );
     assert!(link_bytes < 512, "the link is {link_bytes} bytes");
 }
+
+/// `ws_msgs_received` counts what the plugin took, as k6 counts what its event loop
+/// handed to the script: messages still waiting in the host when the plugin lets go of
+/// the socket (a script's close timer ran before them) were never received by it, so
+/// a script that counts every message it gets counts exactly `ws_msgs_received`.
+#[tokio::test]
+async fn messages_left_waiting_at_the_close_are_not_counted_as_received() {
+    let url = server(|mut ws| async move {
+        for n in 0..5 {
+            if ws.send(Message::text(format!("push {n}"))).await.is_err() {
+                return;
+            }
+        }
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+    let shared = shared(WebSocketOptions {
+        ping_interval: None,
+        ..WebSocketOptions::default()
+    });
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    for n in 0..2 {
+        let message = socket.recv_text(Duration::from_secs(5)).await;
+        assert_eq!(message.as_deref(), Some(format!("push {n}").as_str()));
+    }
+    // The other three reach the host's inbox; the plugin never takes them.
+    let started = Instant::now();
+    while socket.link.held_bytes() < 3 * "push n".len() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the pushes never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(socket);
+    assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 2.0);
+}
+
+/// A receive's timer is kept from one receive to the next (not registered per
+/// message), and each receive still waits for its own timeout: a shorter one after a
+/// longer one, one after a message ended the wait early, one after the timer fired.
+#[tokio::test]
+async fn every_receive_waits_its_own_timeout_with_the_kept_timer() {
+    let (push, pushed) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let url = server(|mut ws| async move {
+        let mut pushed = pushed;
+        while pushed.recv().await.is_some() {
+            if ws.send(Message::text("late")).await.is_err() {
+                return;
+            }
+        }
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+    let shared = shared(WebSocketOptions {
+        ping_interval: None,
+        ..WebSocketOptions::default()
+    });
+    let mut socket = connect(&shared, &url, &[], &[], &TagSet::empty())
+        .await
+        .unwrap();
+    let timed = |elapsed: Duration, wanted: u64| {
+        let wanted = Duration::from_millis(wanted);
+        assert!(
+            elapsed >= wanted && elapsed < wanted + Duration::from_millis(150),
+            "a receive of {wanted:?} gave up after {elapsed:?}"
+        );
+    };
+    // Nothing comes: the first wait makes the timer and fires it.
+    let t = Instant::now();
+    assert_eq!(socket.recv_text(Duration::from_millis(200)).await, None);
+    timed(t.elapsed(), 200);
+    // A fired timer is set again, for a shorter wait.
+    let t = Instant::now();
+    assert_eq!(socket.recv(Duration::from_millis(50)).await, Ok(None));
+    timed(t.elapsed(), 50);
+    // A message ends a long wait early, leaving its timer set for 2 s ...
+    push.send(()).unwrap();
+    let t = Instant::now();
+    assert_eq!(
+        socket.recv_text(Duration::from_secs(2)).await.as_deref(),
+        Some("late")
+    );
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // ... which a shorter wait after it does not inherit.
+    let t = Instant::now();
+    assert_eq!(socket.recv_text(Duration::from_millis(100)).await, None);
+    timed(t.elapsed(), 100);
+    // A message waiting is taken at once, whatever the timeout.
+    push.send(()).unwrap();
+    while socket.link.held_bytes() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        socket.recv(Duration::ZERO).await,
+        Ok(Some(WsMessage::Text("late".into())))
+    );
+    assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 2.0);
+}
