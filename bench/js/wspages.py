@@ -38,21 +38,29 @@ WORK = Path(tempfile.mkdtemp(prefix="wspages-"))
 
 
 def referenced(pid):
-    """(KiB referenced in all, KiB referenced in anonymous mappings) of `pid`."""
-    total = anon = 0
-    name = ""
+    """KiB referenced in `pid`'s mappings by kind: anonymous (the instances' linear
+    memories, their stacks, the host's heap), memfd (wasm memory images shared
+    copy-on-write), the host binary, other files."""
+    kinds = {"anon": 0, "memfd": 0, "binary": 0, "files": 0}
+    kind = "anon"
+    exe = os.path.realpath(f"/proc/{pid}/exe")
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
             first = line.split(" ", 1)[0]
             if "-" in first and not first.endswith(":"):
-                parts = line.split()
-                name = parts[5] if len(parts) > 5 else ""
-            elif first == "Referenced:":
-                kib = int(line.split()[1])
-                total += kib
+                parts = line.split(maxsplit=5)
+                name = parts[5].strip() if len(parts) > 5 else ""
                 if not name or name.startswith("["):
-                    anon += kib
-    return total, anon
+                    kind = "anon"
+                elif name.startswith("/memfd:"):
+                    kind = "memfd"
+                elif name == exe:
+                    kind = "binary"
+                else:
+                    kind = "files"
+            elif first == "Referenced:":
+                kinds[kind] += int(line.split()[1])
+    return kinds
 
 
 def sample(binary, rate):
@@ -83,8 +91,8 @@ def sample(binary, rate):
 def main():
     print(f"{VUS} VUs, {RATE} pushes/s each, {WINDOW} s windows after {WARM} s; "
           f"load average {open('/proc/loadavg').read().split()[0]}\n")
-    print("| build | pushes/s per VU | KiB referenced (anon) per window | per VU (KiB) | 4-KiB pages per VU |")
-    print("| --- | ---: | --- | ---: | ---: |")
+    print("| build | pushes/s per VU | anon KiB (each window) | memfd KiB | binary KiB | anon pages per VU |")
+    print("| --- | ---: | --- | --- | --- | ---: |")
     for label, binary in BINS.items():
         # The first `host run` of the script builds and compiles its component: not
         # inside the windows.
@@ -97,10 +105,11 @@ def main():
             wsrecv.stop(warm)
         for rate in (0, RATE):
             got = sample(binary, rate)
-            anon = sorted(a for _, a in got)
+            anon = sorted(k["anon"] for k in got)
             med = anon[len(anon) // 2]
-            cells = ", ".join(f"{t} ({a})" for t, a in got)
-            print(f"| {label} | {rate} | {cells} | {med / VUS:.1f} | {med / VUS / 4:.1f} |", flush=True)
+            cell = lambda key: ", ".join(str(k[key]) for k in got)  # noqa: E731
+            print(f"| {label} | {rate} | {cell('anon')} | {cell('memfd')} | {cell('binary')} | "
+                  f"{med / VUS / 4:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
