@@ -14,7 +14,7 @@
 
 use crate::bindings::loadtest::k6_layer::{samples, sockets};
 use crate::bindings::loadtest::scenario::websocket::Socket;
-use crate::js::{call, Args, Cx, Js, JSValue, Thrown};
+use crate::js::{call, Args, Cx, JSValue, Js, Thrown};
 use crate::put_fn;
 use core::ffi::{c_char, c_int, CStr};
 use rquickjs_sys as q;
@@ -201,9 +201,8 @@ unsafe extern "C" fn native_add(
             return Err(cx.type_error("nativeAdd wants a Float64Array"));
         }
         let (mut off, mut len, mut per): (q::size_t, q::size_t, q::size_t) = (0, 0, 0);
-        let buf = cx.check(unsafe {
-            q::JS_GetTypedArrayBuffer(cx.0, arr, &mut off, &mut len, &mut per)
-        })?;
+        let buf = cx
+            .check(unsafe { q::JS_GetTypedArrayBuffer(cx.0, arr, &mut off, &mut len, &mut per) })?;
         let mut size: q::size_t = 0;
         let p = unsafe { q::JS_GetArrayBuffer(cx.0, &mut size, buf) };
         cx.free(buf);
@@ -255,7 +254,9 @@ unsafe extern "C" fn metric_add(
 /// The series and value of an `add` call the fast path takes, or none.
 fn fast_sample(cx: Cx, this: JSValue, args: &Args) -> Js<Option<(u32, f64)>> {
     let epoch = unsafe { EPOCH };
-    if epoch.is_null() || !unsafe { q::JS_IsObject(this) } || !unsafe { q::JS_IsUndefined(args.at(1)) }
+    if epoch.is_null()
+        || !unsafe { q::JS_IsObject(this) }
+        || !unsafe { q::JS_IsUndefined(args.at(1)) }
     {
         return Ok(None);
     }
