@@ -177,6 +177,48 @@ static __maybe_unused void JS_DumpShape(JSRuntime *rt, int i, JSShape *sh)\n",
         ),
         count: 1,
     },
+    // 6. `String.prototype.indexOf` searches forward as `split` and `replace` do
+    //    (string_indexof: the first character found by memchr for a one-byte string,
+    //    the rest compared only there), not with a string_cmp call at every position:
+    //    a WebSocket handler's `text.indexOf('"note.')` over a JSON message (capacity.js,
+    //    once per push) spent ~1.4 k instructions in those calls. Same result: the first
+    //    i >= start with i + v_len <= len where the strings match.
+    Edit {
+        what: "indexOf searches forward with string_indexof",
+        find: concat!(
+            "    ret = -1;\n",
+            "    if (len >= v_len && inc * (stop - start) >= 0) {\n",
+        ),
+        replace: concat!(
+            "    ret = -1;\n",
+            "    if (inc == 1) {\n",
+            "        /* loadtest: the forward search by first character (edit 6) */\n",
+            "        if (len >= v_len && stop >= start)\n",
+            "            ret = string_indexof(p, p1, start);\n",
+            "    } else if (len >= v_len && inc * (stop - start) >= 0) {\n",
+        ),
+        count: 1,
+    },
+    Edit {
+        what: "string_indexof_char finds a byte with memchr",
+        find: concat!(
+            "        if ((c & ~0xff) == 0) {\n",
+            "            for (i = from; i < len; i++) {\n",
+            "                if (str8(p)[i] == (uint8_t)c)\n",
+            "                    return i;\n",
+            "            }\n",
+            "        }\n",
+        ),
+        replace: concat!(
+            "        if ((c & ~0xff) == 0 && from < len) {\n",
+            "            /* loadtest: wasi-libc's memchr reads a word at a time (edit 6) */\n",
+            "            const uint8_t *q = memchr(str8(p) + from, c, len - from);\n",
+            "            if (q)\n",
+            "                return q - str8(p);\n",
+            "        }\n",
+        ),
+        count: 1,
+    },
 ];
 
 /// The counting edits (2 and 3): every `JS_REF_COUNT(x)++` becomes `JS_RC_INC(x)` and

@@ -16,6 +16,7 @@
 #[rustfmt::skip]
 mod bridge;
 mod js;
+mod natives;
 
 use core::ffi::{c_char, c_int, CStr};
 use js::{Cx, FromJs, Handle, JSValue, Js};
@@ -441,6 +442,7 @@ impl bindings::Guest for Runtime {
         }
         let cx = Cx(state().cx);
         let interfaces = bridge::interfaces(cx).map_err(|_| exception_text(cx))?;
+        natives::install(cx, &interfaces).map_err(|_| exception_text(cx))?;
         state().interfaces = interfaces;
         eval_script(cx, &shim, c"shim.js")?;
         let ns = eval_module(cx, &script)?;

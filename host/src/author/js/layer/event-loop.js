@@ -10,12 +10,14 @@
 // A loop's state: its timers (id → {fn, at, every, args}), its sockets and the
 // callbacks queued to run on its next turn.
 function newLoop() { return { timers: new Map(), sockets: new Set(), queue: [] }; }
-let timerIds = 0;
+// The last timer's id: an object's property, as this runtime's native receive loop
+// (`recvLoop` below) reads it to stop when a callback added a timer.
+const timerSeq = { last: 0 };
 
 function addTimer(loop, fn, ms, repeat, args) {
   if (typeof fn !== 'function') throw new TypeError('setTimeout/setInterval need a function');
   const every = Math.max(0, Number(ms) || 0);
-  const id = ++timerIds;
+  const id = ++timerSeq.last;
   asyncSeen = true;
   loop.timers.set(id, { fn, at: Date.now() + every, every: repeat ? Math.max(1, every) : 0, args });
   return id;
@@ -50,6 +52,11 @@ function pollSocket(s, ms, until) {
 // loop below calls it once per message, and a property lookup on the import object
 // each time is interpreter work for nothing.
 const recvText = hostSockets.recvText;
+// This project's runtime's native one-socket receive loop (plugins/js-runtime/src/
+// natives.rs): the loop below with the script's handlers called from native code, so
+// per message the interpreter runs only the script's callback. The vendored runtime
+// has none: then the loop below runs in JavaScript.
+const recvLoop = hostSockets.recvLoop;
 
 // After `recv-text` gave nothing: nothing came, `until` passed, or a binary message or
 // the end is next, which the contract's receive gives at once. Whether anything
@@ -131,9 +138,9 @@ function runLoop(loop, owner) {
       // only ends this early, at the time it would have run.
       // A WebSocket's receive stops at the next timer itself (`until`); a gRPC
       // stream's is given what is left of the wait after each message.
-      const ids = timerIds;
+      const ids = timerSeq.last;
       if (first.poll !== undefined) {
-        while (first.poll(wait) && first.open && timerIds === ids && !queue.length
+        while (first.poll(wait) && first.open && timerSeq.last === ids && !queue.length
           && !microtasks.length && !asyncQueue.length && (owner === null || owner.open)) {
           if (next !== Infinity) {
             now = Date.now();
@@ -154,6 +161,18 @@ function runLoop(loop, owner) {
       const text = first.text;
       const fns = first.messages;
       const ms = next !== Infinity ? 2147483647 : 1000;
+      if (recvLoop !== undefined) {
+        // The same loop, its text messages received and handled natively until
+        // nothing came (false: then what pollOther finds) or a stop below (true).
+        const handlers = fns === undefined ? text : fns;
+        for (;;) {
+          if (recvLoop(handle, next, ms, handlers, first, owner, queue, microtasks, asyncQueue, timerSeq, ids)) break;
+          if (!pollOther(first, next)) break;
+          if (!first.open || timerSeq.last !== ids || queue.length !== 0 || microtasks.length !== 0
+            || asyncQueue.length !== 0 || (owner !== null && !owner.open)) break;
+        }
+        continue;
+      }
       for (;;) {
         const t = recvText(handle, next, ms);
         if (t !== null && t !== undefined) {
@@ -161,7 +180,7 @@ function runLoop(loop, owner) {
           else if (fns.length === 1) fns[0](t);
           else for (let i = 0; i < fns.length; i++) fns[i](t);
         } else if (!pollOther(first, next)) break;
-        if (!first.open || timerIds !== ids || queue.length !== 0 || microtasks.length !== 0
+        if (!first.open || timerSeq.last !== ids || queue.length !== 0 || microtasks.length !== 0
           || asyncQueue.length !== 0 || (owner !== null && !owner.open)) break;
       }
     } else {

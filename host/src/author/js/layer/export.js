@@ -63,7 +63,8 @@ export const plugin = {
     });
   },
   iteration(scenario) {
-    info = null; groupPath = ''; checkAt = 0;
+    info = null; checkAt = 0;
+    if (groupPath !== '') { groupPath = ''; tagsEpoch[0]++; }
     phase = 'iteration'; iterating = true;
     const fn = (loaded || load())[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;

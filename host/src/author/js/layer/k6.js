@@ -59,12 +59,14 @@ function check(val, sets, tags) {
 function group(name, fn) {
   const outer = groupPath;
   groupPath = `${outer}::${name}`;
+  tagsEpoch[0]++;
   const started = Date.now();
   try {
     return fn();
   } finally {
     hostMetrics.add('group_duration', 'trend', Date.now() - started, tagList());
     groupPath = outer;
+    tagsEpoch[0]++;
   }
 }
 

@@ -26,13 +26,18 @@ const vuTags = {}; // exec.vu.tags: added to every sample of the VU
 // exec.vu.tags is a view of `vuTags` that counts its changes, so that what is keyed by
 // the VU's tags (checks, repeated requests) compares a number, not the tags.
 let vuTagsVersion = 0;
+// Counted up whenever the VU's tags or the group change, so what is keyed by both
+// compares one number: a metric's series for its plain samples (metrics.js), checked
+// by this runtime's native `add` too (plugins/js-runtime/src/natives.rs), which reads
+// the element where it is, so this array is never replaced.
+const tagsEpoch = new Float64Array(1);
 // Changes of what a repeated request is matched by beyond its call's arguments
 // (exec.vu.tags, setResponseCallback).
 let keyVersion = 0;
 const vuTagsView = new Proxy(vuTags, {
-  set(t, k, v) { t[k] = v; vuTagsVersion++; keyVersion++; return true; },
-  deleteProperty(t, k) { const ok = delete t[k]; vuTagsVersion++; keyVersion++; return ok; },
-  defineProperty(t, k, d) { Object.defineProperty(t, k, d); vuTagsVersion++; keyVersion++; return true; },
+  set(t, k, v) { t[k] = v; vuTagsVersion++; tagsEpoch[0]++; keyVersion++; return true; },
+  deleteProperty(t, k) { const ok = delete t[k]; vuTagsVersion++; tagsEpoch[0]++; keyVersion++; return ok; },
+  defineProperty(t, k, d) { Object.defineProperty(t, k, d); vuTagsVersion++; tagsEpoch[0]++; keyVersion++; return true; },
 });
 let vuTagsText = ''; // the VU's tags as a check's key spells them, as of vuTagsTextVersion
 let vuTagsTextVersion = 0;
