@@ -25,7 +25,8 @@ Environment: N1 (300), N2 (1300), HOST_BIN (target/release/host), PORT (18091), 
 (more `-e KEY=VALUE` for the scripts, space-separated), TOP (guest functions listed per
 script, 12), KEEP (a folder to keep the callgrind files in), WARM (1; 0 skips the
 warm-up run when the compile cache already holds the scripts' builds for valgrind),
-HOST_CPU (1: the core the host is pinned to).
+HOST_CPU (1: the core the host is pinned to), DEMO_TARGET_BIN (a demo-target binary to
+serve in place of nginx, for bench/k6-parity/capacity-http.js).
 """
 
 import bisect
@@ -81,6 +82,17 @@ http {{
             return proc
         time.sleep(0.1)
     sys.exit("nginx did not start")
+
+
+def demo_target():
+    """A fresh demo-target on core 0 (its notes, tokens and WebSocket pushes)."""
+    proc = subprocess.Popen(["taskset", "-c", "0", os.environ["DEMO_TARGET_BIN"], "--listen",
+                             f"127.0.0.1:{PORT}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["curl", "-fsS", "-o", "/dev/null", BASE + "/health"]).returncode == 0:
+            return proc
+        time.sleep(0.1)
+    sys.exit("demo-target did not start")
 
 
 def leb(b, i):
@@ -203,7 +215,7 @@ def main():
     scripts = sys.argv[1:]
     if not scripts:
         sys.exit(__doc__)
-    proc = nginx()
+    proc = demo_target() if os.environ.get("DEMO_TARGET_BIN") else nginx()
     try:
         rows = []
         for script in scripts:

@@ -219,6 +219,19 @@ impl Cx {
         Ok(s)
     }
 
+    /// The UTF-8 bytes of a string as QuickJS encodes them (no replacement: a lone
+    /// surrogate stays as its three bytes).
+    pub fn utf8(self, v: JSValue) -> Js<Vec<u8>> {
+        let mut len: q::size_t = 0;
+        let p = unsafe { q::JS_ToCStringLen2(self.0, &mut len, v, false) };
+        if p.is_null() {
+            return Err(Thrown);
+        }
+        let bytes = unsafe { core::slice::from_raw_parts(p as *const u8, len as usize) }.to_vec();
+        unsafe { q::JS_FreeCString(self.0, p) };
+        Ok(bytes)
+    }
+
     /// The length of an array.
     fn length(self, v: JSValue) -> Js<u32> {
         let mut n: i64 = 0;
@@ -381,6 +394,12 @@ macro_rules! numbers {
                 Ok(<$t as FromNumber>::from_number(number(cx, v)?))
             }
             fn list_from_js(cx: Cx, v: JSValue) -> Js<Vec<Self>> {
+                // A string as bytes is its UTF-8 (the k6 layer hands a request's text
+                // body over as it is): QuickJS encodes it in C, a lone surrogate as its
+                // three bytes, as the layer's own `utf8Encode` does.
+                if q::$kind == q::JSTypedArrayEnum_JS_TYPED_ARRAY_UINT8 && unsafe { q::JS_IsString(v) } {
+                    return Ok(cx.utf8(v)?.iter().map(|&x| x as $t).collect());
+                }
                 match cx.bytes(v) {
                     Some(b) if unsafe { q::JS_GetTypedArrayType(v) } == q::$kind as i32
                         || (q::$kind == q::JSTypedArrayEnum_JS_TYPED_ARRAY_UINT8 && unsafe { q::JS_IsArrayBuffer(v) }) => {

@@ -101,7 +101,7 @@ class Response {
   }
   get request() {
     const req = this._req;
-    const value = { method: req.method, url: req.url, headers: Object.fromEntries(req.headers), body: req.body ? utf8Decode(req.body) : '' };
+    const value = { method: req.method, url: req.url, headers: Object.fromEntries(req.headers), body: typeof req.body === 'string' ? req.body : req.body ? utf8Decode(req.body) : '' };
     Object.defineProperty(this, 'request', { value, writable: true, enumerable: true });
     return value;
   }
@@ -149,7 +149,13 @@ class Response {
     if (typeof this.body !== 'string') throw new Error(`json(): the response has no text body (responseType ${this._type})`);
     let v = JSON.parse(this.body);
     if (selector === undefined || selector === null || selector === '') return v;
-    for (const part of String(selector).split('.')) {
+    const path = String(selector);
+    // A selector of one name (`r.json('id')`, the common case) without the split's array.
+    if (path.indexOf('.') < 0) {
+      if (v === null || v === undefined) return undefined;
+      return path === '#' && Array.isArray(v) ? v.length : v[path];
+    }
+    for (const part of path.split('.')) {
       if (v === null || v === undefined) return undefined;
       if (part === '#' && Array.isArray(v)) { v = v.length; continue; }
       v = v[part];
