@@ -4,6 +4,8 @@ let phase = 'describe';
 // phase === 'iteration', kept beside it for the request path: a boolean is tested
 // without the string comparison (QuickJS compares equal strings byte by byte).
 let iterating = false;
+// Enters phase `p`, `iterating` with it: the one place both are set, so they agree.
+function enterPhase(p) { phase = p; iterating = p === 'iteration'; }
 let loaded = null; // the entry module's exports, once the init code has run
 let setupData = null;
 // The script's options the layer itself applies (discardResponseBodies, throw,

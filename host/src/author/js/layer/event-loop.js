@@ -75,6 +75,14 @@ function pollOther(s, until) {
   return true;
 }
 
+// Whether the one-socket receive of runLoop must give the turn back: its socket or
+// `owner` closed, or a callback added a timer (the last id is no longer `ids`), queued
+// a callback, a job or an asyncRequest. (The native `recvLoop` asks the same itself.)
+function turnEnds(s, owner, ids, queue) {
+  return !s.open || timerSeq.last !== ids || queue.length !== 0 || microtasks.length !== 0
+    || asyncQueue.length !== 0 || (owner !== null && !owner.open);
+}
+
 // Turns the loop until `owner` (a socket's entry: ws.connect's loop ends with its
 // socket; null for the main loop) closes or nothing is left to wait for. It runs once per
 // message a socket receives (capacity.js: 200 live views, ~4,000 pushes a second), so
@@ -140,8 +148,7 @@ function runLoop(loop, owner) {
       // stream's is given what is left of the wait after each message.
       const ids = timerSeq.last;
       if (first.poll !== undefined) {
-        while (first.poll(wait) && first.open && timerSeq.last === ids && !queue.length
-          && !microtasks.length && !asyncQueue.length && (owner === null || owner.open)) {
+        while (first.poll(wait) && !turnEnds(first, owner, ids, queue)) {
           if (next !== Infinity) {
             now = Date.now();
             if (now >= next) break;
@@ -168,8 +175,7 @@ function runLoop(loop, owner) {
         for (;;) {
           if (recvLoop(handle, next, ms, handlers, first, owner, queue, microtasks, asyncQueue, timerSeq, ids)) break;
           if (!pollOther(first, next)) break;
-          if (!first.open || timerSeq.last !== ids || queue.length !== 0 || microtasks.length !== 0
-            || asyncQueue.length !== 0 || (owner !== null && !owner.open)) break;
+          if (turnEnds(first, owner, ids, queue)) break;
         }
         continue;
       }
@@ -180,8 +186,7 @@ function runLoop(loop, owner) {
           else if (fns.length === 1) fns[0](t);
           else for (let i = 0; i < fns.length; i++) fns[i](t);
         } else if (!pollOther(first, next)) break;
-        if (!first.open || timerSeq.last !== ids || queue.length !== 0 || microtasks.length !== 0
-          || asyncQueue.length !== 0 || (owner !== null && !owner.open)) break;
+        if (turnEnds(first, owner, ids, queue)) break;
       }
     } else {
       // The host waits on one socket at a time: take what has arrived on each, then

@@ -24,7 +24,7 @@ function declareMetrics(o) {
 }
 
 function describeScript() {
-  phase = 'describe'; iterating = false;
+  enterPhase('describe');
   const mod = load();
   const names = scenarioNames(mod);
   declareMetrics(mod.options || {});
@@ -49,7 +49,7 @@ export const plugin = {
   },
   setup(_config) {
     return guard('setup', () => {
-      phase = 'setup'; iterating = false; info = null;
+      enterPhase('setup'); info = null;
       const mod = load();
       const data = typeof mod.setup === 'function' ? settleCall(mod.setup(), 'setup()') : undefined;
       return JSON.stringify(data === undefined ? null : data);
@@ -57,7 +57,7 @@ export const plugin = {
   },
   init(data) {
     return guard('init', () => {
-      phase = 'init'; iterating = false; info = null;
+      enterPhase('init'); info = null;
       setupData = JSON.parse(data || 'null');
       load();
     });
@@ -65,7 +65,7 @@ export const plugin = {
   iteration(scenario) {
     info = null; checkAt = 0;
     if (groupPath !== '') { groupPath = ''; tagsEpoch[0]++; }
-    phase = 'iteration'; iterating = true;
+    enterPhase('iteration');
     const fn = (loaded || load())[scenario];
     if (typeof fn !== 'function') throw `the script exports no function ${scenario}`;
     // The clock is read only for a minimum duration (each read is a WASI call). The
@@ -97,7 +97,7 @@ export const plugin = {
   },
   teardown(data) {
     return guard('teardown', () => {
-      phase = 'teardown'; iterating = false; info = null;
+      enterPhase('teardown'); info = null;
       const mod = load();
       if (typeof mod.teardown === 'function') settleCall(mod.teardown(JSON.parse(data || 'null')), 'teardown()');
     });

@@ -6,7 +6,7 @@
 export const summary = {
   handleSummary(data) {
     return guard('handleSummary', () => {
-      phase = 'teardown'; iterating = false; info = null;
+      enterPhase('teardown'); info = null;
       const mod = load();
       if (typeof mod.handleSummary !== 'function') return [];
       const out = settleCall(mod.handleSummary(JSON.parse(data)), 'handleSummary()');
