@@ -232,8 +232,8 @@ impl Cx {
         Ok(bytes)
     }
 
-    /// The length of an array.
-    fn length(self, v: JSValue) -> Js<u32> {
+    /// The length of an array (`JS_GetLength`: its `length` read as any object's).
+    pub fn length(self, v: JSValue) -> Js<u32> {
         let mut n: i64 = 0;
         if unsafe { q::JS_GetLength(self.0, v, &mut n) } < 0 {
             return Err(Thrown);

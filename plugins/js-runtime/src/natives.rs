@@ -90,15 +90,6 @@ fn number(cx: Cx, obj: JSValue, atom: q::JSAtom) -> Js<f64> {
     }
 }
 
-/// `arr.length` of an array (0 for anything else).
-fn length(cx: Cx, arr: JSValue) -> Js<i64> {
-    let mut n: i64 = 0;
-    if unsafe { q::JS_GetLength(cx.0, arr, &mut n) } < 0 {
-        return Err(Thrown);
-    }
-    Ok(n)
-}
-
 /// `recvLoop(handle, until, ms, handlers, entry, owner, queue, microtasks, asyncQueue,
 /// timerSeq, ids)`: receives text messages on `handle` (a WebSocket) with
 /// `recv-text(handle, until, ms)` and calls `handlers` with each, until `recv-text`
@@ -145,9 +136,9 @@ unsafe extern "C" fn recv_loop(
             called?;
             if !truthy(cx, entry, a.open)?
                 || number(cx, seq, a.last)? != ids
-                || length(cx, queue)? != 0
-                || length(cx, microtasks)? != 0
-                || length(cx, async_queue)? != 0
+                || cx.length(queue)? != 0
+                || cx.length(microtasks)? != 0
+                || cx.length(async_queue)? != 0
                 || (!unsafe { q::JS_IsNull(owner) } && !truthy(cx, owner, a.open)?)
             {
                 return Ok(q::JS_TRUE);
@@ -167,7 +158,7 @@ fn call_one(cx: Cx, f: JSValue, this: JSValue, arg: &mut JSValue) -> Js<()> {
 /// `handlers.length` reads it).
 fn call_each(cx: Cx, handlers: JSValue, arg: &mut JSValue) -> Js<()> {
     let mut i = 0;
-    while (i as i64) < length(cx, handlers)? {
+    while i < cx.length(handlers)? {
         let f = cx.check(unsafe { q::JS_GetPropertyUint32(cx.0, handlers, i) })?;
         let r = call_one(cx, f, handlers, arg);
         cx.free(f);
