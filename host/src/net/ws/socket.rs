@@ -4,15 +4,9 @@
 use super::link::{Command, Link, Reply, Taken, TakenText};
 use super::message::{format_size, WsError, WsMessage};
 use super::session;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-use tokio::time::{Instant, Sleep};
-
-/// How much later than asked a receive's kept timer may fire rather than be set again
-/// (tokio's timers fire on millisecond ticks anyway).
-const TIMER_SLACK: Duration = Duration::from_millis(1);
 
 /// An open WebSocket held by the host for a plugin.
 pub struct Socket {
@@ -21,12 +15,6 @@ pub struct Socket {
     /// `[websocket] max_message`, for sends too: a message waits in the host (encoded,
     /// then in the write buffer) outside the plugin's memory cap.
     pub(super) max_message: usize,
-    /// The timer of a receive that waits, kept from one receive to the next: a loop
-    /// receiving message after message until the same moment (the k6 layer's, until
-    /// its next timer) registers it once rather than once per message. Made on the
-    /// first wait; left set between receives (firing then only wakes the VU's task
-    /// once, for nothing).
-    pub(super) timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Socket {
@@ -89,7 +77,7 @@ impl Socket {
     /// when nothing was found in time. A message already there costs no clock read and
     /// no timer.
     async fn wait_for<T>(
-        &mut self,
+        &self,
         timeout: Duration,
         mut look: impl FnMut(&Link) -> Option<T>,
     ) -> Option<T> {
@@ -99,13 +87,14 @@ impl Socket {
         if timeout.is_zero() {
             return None;
         }
-        let timer = kept_timer(&mut self.timer, Instant::now() + timeout);
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
             // Woken by a message or the end; a wake-up may be stale, so look again.
-            tokio::select! {
-                biased;
-                () = self.link.plugin_woken() => {}
-                () = timer.as_mut() => return None,
+            if tokio::time::timeout_at(deadline, self.link.plugin_woken())
+                .await
+                .is_err()
+            {
+                return None;
             }
             if let Some(found) = look(&self.link) {
                 return Some(found);
@@ -153,20 +142,4 @@ impl Drop for Socket {
         self.link.session.finish(session::Ending::Dropped);
         self.link.drop_socket();
     }
-}
-
-/// The kept timer set to fire at `deadline` (or up to [`TIMER_SLACK`] after it): left
-/// as it is when it already does, set again otherwise (a timer that fired, or another
-/// deadline), made the first time.
-fn kept_timer(timer: &mut Option<Pin<Box<Sleep>>>, deadline: Instant) -> &mut Pin<Box<Sleep>> {
-    match timer {
-        Some(kept) => {
-            let at = kept.deadline();
-            if at < deadline || at > deadline + TIMER_SLACK {
-                kept.as_mut().reset(deadline);
-            }
-        }
-        None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-    }
-    timer.as_mut().expect("set just above")
 }

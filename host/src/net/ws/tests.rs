@@ -380,11 +380,11 @@ async fn messages_left_waiting_at_the_close_are_not_counted_as_received() {
     assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 2.0);
 }
 
-/// A receive's timer is kept from one receive to the next (not registered per
-/// message), and each receive still waits for its own timeout: a shorter one after a
-/// longer one, one after a message ended the wait early, one after the timer fired.
+/// Each receive waits for its own timeout: a shorter one after a longer one, one after
+/// a message ended the wait early, one after a timeout; a message already waiting is
+/// taken at once.
 #[tokio::test]
-async fn every_receive_waits_its_own_timeout_with_the_kept_timer() {
+async fn every_receive_waits_its_own_timeout() {
     let (push, pushed) = tokio::sync::mpsc::unbounded_channel::<()>();
     let url = server(|mut ws| async move {
         let mut pushed = pushed;
@@ -410,15 +410,15 @@ async fn every_receive_waits_its_own_timeout_with_the_kept_timer() {
             "a receive of {wanted:?} gave up after {elapsed:?}"
         );
     };
-    // Nothing comes: the first wait makes the timer and fires it.
+    // Nothing comes: the wait times out.
     let t = Instant::now();
     assert_eq!(socket.recv_text(Duration::from_millis(200)).await, None);
     timed(t.elapsed(), 200);
-    // A fired timer is set again, for a shorter wait.
+    // A shorter wait after it.
     let t = Instant::now();
     assert_eq!(socket.recv(Duration::from_millis(50)).await, Ok(None));
     timed(t.elapsed(), 50);
-    // A message ends a long wait early, leaving its timer set for 2 s ...
+    // A message ends a long wait (2 s) early ...
     push.send(()).unwrap();
     let t = Instant::now();
     assert_eq!(
@@ -426,7 +426,7 @@ async fn every_receive_waits_its_own_timeout_with_the_kept_timer() {
         Some("late")
     );
     assert!(t.elapsed() < Duration::from_secs(1));
-    // ... which a shorter wait after it does not inherit.
+    // ... and a shorter wait after it waits its own time.
     let t = Instant::now();
     assert_eq!(socket.recv_text(Duration::from_millis(100)).await, None);
     timed(t.elapsed(), 100);
