@@ -7,7 +7,20 @@ results/scenarios.md).
 
 Run by hand: `BEFORE=<host> AFTER=<host> [K6=<k6>] bench/k6-parity/capacity_ab.py`
 Environment: BEFORE, AFTER, K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
-ROUNDS (2), PORT (18090).
+ROUNDS (2), PORT (18090), LEAD_MS (2000), TAIL_MS (6000), PACED (1).
+
+The counts are made comparable between the tools (results/js.md, branch count53): the
+script seeds each VU's pauses with its slot in its scenario, so both tools' editors
+draw the same pauses; and the sockets start LEAD_MS before the readers and editors and
+are held TAIL_MS past the end of the DURATION, longer than an editor's last iteration
+(at most 3 x 1.5 s plus its requests), so every change is pushed to all the sockets:
+messages = the subscription answers + changes x sockets, whatever each tool's start-up
+speed. With PACED=1 a pause is measured from when it was due, not from the step's
+response, so the steps that fit in the DURATION do not hang on each tool's latency on
+a busy machine either. The sockets' idle LEAD_MS and TAIL_MS are in every tool's CPU
+alike. Each line also says whether every push the server sent (its
+demo_ws_pushes_total) reached the script's counter, and each tool's requests, messages
+and changes as a ratio of the first tool's (k6's when K6 is set).
 """
 import json
 import os
@@ -21,8 +34,11 @@ import run  # noqa: E402
 
 DURATION = int(os.environ.get("DURATION", "30"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
+LEAD_MS = int(os.environ.get("LEAD_MS", "2000"))
+TAIL_MS = int(os.environ.get("TAIL_MS", "6000"))
 ENV = {"BROWSE_VUS": "80", "WRITE_VUS": "20", "SOCKET_VUS": "200", "PAUSE_MIN_MS": "500",
-       "PAUSE_MAX_MS": "1500", "DURATION": f"{DURATION}s", "HOLD_MS": str(DURATION * 1000),
+       "PAUSE_MAX_MS": "1500", "DURATION": f"{DURATION}s", "LEAD_MS": str(LEAD_MS),
+       "PACED": os.environ.get("PACED", "1"), "HOLD_MS": str(LEAD_MS + DURATION * 1000 + TAIL_MS),
        "BASE_URL": run.BASE}
 ARGS = [a for k, v in ENV.items() for a in ("-e", f"{k}={v}")]
 WORK = Path(tempfile.mkdtemp(prefix="capab-"))
@@ -33,7 +49,7 @@ def host(binary):
     out = Path(tempfile.mkdtemp(dir=WORK))
     _, cpu, rss, err = run.measured([binary, "run", SCRIPT, *ARGS, "--out", str(out), "--quiet"])
     m = json.loads(next(out.glob("*/summary.json")).read_text())["metrics"]
-    c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
+    c = lambda n: int(m.get(n, {}).get("count", 0))  # noqa: E731
     return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
 
 
@@ -47,7 +63,7 @@ def k6():
     _, cpu, rss, err = run.measured([os.environ["K6"], "run", "--quiet", "--no-usage-report",
                                      "--summary-export", str(export), *ARGS, SCRIPT])
     m = json.loads(export.read_text())["metrics"]
-    c = lambda n: m.get(n, {}).get("count", 0)  # noqa: E731
+    c = lambda n: int(m.get(n, {}).get("count", 0))  # noqa: E731
     return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
 
 
@@ -56,16 +72,22 @@ if os.environ.get("K6"):
     tools.insert(0, ("k6", k6))
 for binary in (os.environ["BEFORE"], os.environ["AFTER"]):
     run.warm_host_js(binary, SCRIPT, WORK)
-print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run", flush=True)
+print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run "
+      f"(sockets {LEAD_MS} ms before and {TAIL_MS} ms after)", flush=True)
 for n in range(ROUNDS):
+    first = None
     for label, fn in tools:
         target = run.Target([])
         try:
             cpu, reqs, received, counted, changes = fn()
+            sent = sum(v for k, v in target.metrics().items() if k.startswith("demo_ws_pushes_total"))
         finally:
             target.stop()
+        first = first or (reqs, received, changes)
+        vs = (f" ({first[0] and reqs / first[0]:.4f} / {first[1] and received / first[1]:.4f} / "
+              f"{first[2] and changes / first[2]:.4f} x {tools[0][0]}'s requests / messages / changes)")
         print(f"round {n} {label}: CPU {cpu:.2f} s, requests {reqs}, ws messages {received}, "
-              f"pushes counted {counted}, changes {changes} "
+              f"pushes counted {counted} of {sent:.0f} sent, changes {changes} "
               f"({counted / changes if changes else float('nan'):.1f} pushes each), "
               f"requests per CPU-s {reqs / cpu:.0f}, "
-              f"{cpu / received * 1e6 if received else float('nan'):.1f} us CPU per message", flush=True)
+              f"{cpu / received * 1e6 if received else float('nan'):.1f} us CPU per message{vs}", flush=True)
