@@ -19,7 +19,8 @@ speed. With PACED=1 a pause is measured from when it was due, not from the step'
 response, so the steps that fit in the DURATION do not hang on each tool's latency on
 a busy machine either. The sockets' idle LEAD_MS and TAIL_MS are in every tool's CPU
 alike. Each line also says whether every push the server sent (its
-demo_ws_pushes_total) reached the script's counter, and each tool's requests, messages
+demo_ws_pushes_total) reached the script's counter, how many sockets the server cut off
+for a full push queue (demo_ws_slow_disconnects_total), and each tool's requests, messages
 and changes as a ratio of the first tool's (k6's when K6 is set).
 """
 import json
@@ -80,14 +81,18 @@ for n in range(ROUNDS):
         target = run.Target([])
         try:
             cpu, reqs, received, counted, changes = fn()
-            sent = sum(v for k, v in target.metrics().items() if k.startswith("demo_ws_pushes_total"))
+            served = target.metrics()
+            sent = sum(v for k, v in served.items() if k.startswith("demo_ws_pushes_total"))
+            # A socket whose push queue filled (its VU fell behind) is cut off by the server.
+            slow = sum(v for k, v in served.items() if k.startswith("demo_ws_slow_disconnects_total"))
         finally:
             target.stop()
         first = first or (reqs, received, changes)
         vs = (f" ({first[0] and reqs / first[0]:.4f} / {first[1] and received / first[1]:.4f} / "
               f"{first[2] and changes / first[2]:.4f} x {tools[0][0]}'s requests / messages / changes)")
         print(f"round {n} {label}: CPU {cpu:.2f} s, requests {reqs}, ws messages {received}, "
-              f"pushes counted {counted} of {sent:.0f} sent, changes {changes} "
+              f"pushes counted {counted} of {sent:.0f} sent, sockets cut off as slow {slow:.0f}, "
+              f"changes {changes} "
               f"({counted / changes if changes else float('nan'):.1f} pushes each), "
               f"requests per CPU-s {reqs / cpu:.0f}, "
               f"{cpu / received * 1e6 if received else float('nan'):.1f} us CPU per message{vs}", flush=True)
