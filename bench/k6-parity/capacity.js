@@ -64,11 +64,12 @@ function auth() {
 // 0..VUs-1 in a constant-vus scenario, whose VUs all begin at its start and none of
 // which ends an iteration (>= 1 s of pauses) before the others have begun theirs.
 // exec.vu.idInTest would not do: k6 hands initialised VUs to its scenarios from one
-// pool in whichever order its executors ask (the editors got ids 1-20 in 14 of 20 runs
-// of k6 1.1.0, and 81-100, 283-300 or mixes in the others; results/js.md, branch
-// count53), while the host numbers them in the scenarios' name order (editors 281-300),
-// and which 20 seeds the editors draw moves their changes in 30 s by ~5 % (645 for ids
-// 1-20, 615 for 281-300). Slot + 1 gives the seeds k6's usual ids 1-20 (readers 1-80).
+// pool in whichever order its executors ask (the editors got ids within 1-21 in 15 of
+// 20 runs of k6 1.1.0, and about 81-100, 283-300 or mixes in the others;
+// results/js.md, branch count53), while the host numbers them in the scenarios' name
+// order (editors 281-300), and which 20 seeds the editors draw moves their changes in
+// 30 s by ~5 % (645 for ids 1-20, 615 for 281-300). Slot + 1 gives the seeds k6's
+// usual ids 1-20 (readers 1-80).
 let slot = -1;
 let due = 0; // PACED: when the VU's current pause ends, from its first iteration's start
 function pauses() {
