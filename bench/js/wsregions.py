@@ -4,35 +4,47 @@ run (bench/js/wsrecv.js, VUS sockets, RATE pushes a second each) with the host
 process's memory split into the regions a wake-up can touch, and the wasm linear
 memories split by offset.
 
-In each window the kernel's accessed bits and soft-dirty bits of the host process are
-cleared (`/proc/PID/clear_refs` 1 and 4); WINDOW seconds later `/proc/PID/smaps` gives
-each mapping's `Referenced` (pages read or written since) and `/proc/PID/pagemap` bit 55
-each page's soft-dirty bit (written since). The VM has no per-page accessed bits for
-a process (no idle page tracking), so reads are located by mapping only, writes by page.
+This kernel has neither soft-dirty bits nor idle-page tracking, so a page's accesses
+cannot be read from pagemap. Instead, in each window every private page of the host
+process is paged out (`process_madvise(MADV_PAGEOUT)`, twice: the second pass is quick
+and starts the window), and WINDOW seconds later the pages present again and mapped by
+this process only (pagemap bits 63 and 56) are the pages it touched, read or written,
+by address. Root must have turned a swap device on first (a zram device will do:
+`echo 2G > /sys/block/zramN/disksize; mkswap /dev/zramN; swapon /dev/zramN`). Pages
+shared with other mappings (a memory image's never-written pages, the binary's) are
+never paged out: for those, each mapping's `Referenced` from `/proc/PID/smaps`
+(accessed bits cleared with `/proc/PID/clear_refs` at the window's start).
 
 Regions (the host's mappings, told apart by their shape in /proc/PID/maps):
-- `memory image`: a linear memory's pages mapped from the wasm memory image (a memfd,
-  copy-on-write: the snapshot's data, QuickJS's heap as the snapshot left it);
+- `memory below image`: a linear memory's zero pages below its image (the shadow
+  stack, for a module linked stack-first);
+- `memory image`: a linear memory's pages mapped from the wasm memory image (the
+  .cwasm or a memfd, copy-on-write: the snapshot's data, QuickJS's heap as the
+  snapshot left it);
 - `memory past image`: the rest of a linear memory's accessible bytes (anonymous:
   the heap grown after the snapshot);
 - `fiber stacks`: the pooling allocator's async stacks (one per instance, 1 MiB
   read-write after a guard page);
 - `host heap`: glibc's arenas and `[heap]` (the host's Rust allocations: per-socket
   state, the stores' data, wasmtime's instances and VMContexts);
-- `thread stacks`, `tables and other anonymous`, `host binary`, `other files`.
-Written pages inside linear memories are split further by offset (OFFSETS, and the
-core module's layout when LAYOUT names the wasm: the shadow stack below the stack
-pointer's start, static data, the heap above).
+- `thread stacks`, `other anonymous (tables, ...)`, `host binary`, `compiled wasm code
+  and data`, `other files`.
+Touched pages inside linear memories are split further by offset (the core module's
+layout when LAYOUT names the wasm before its snapshot: the shadow stack below the stack
+pointer's start, static data, the heap above; and the memory's image end).
 
-Run by hand (root): `HOST_BIN=... bench/js/wsregions.py`
+Run by hand (root): `LAYOUT=plugins/target/wasm32-wasip2/release/js_runtime.wasm
+HOST_BIN=... bench/js/wsregions.py`
 Environment: HOST_BIN, VUS (200), RATE (20), WARM (8), WINDOW (1.0), ROUNDS (2),
-PORT (18096), SCRIPT (bench/js/wsrecv.js), RUN (a whole command instead, for other
-plugins: `{port}` replaced), TOP (10: most written offsets listed).
+PORT (18096), SCRIPT (bench/js/wsrecv.js), RUN (a whole command instead: `{port}`
+replaced), TOP (10: most touched offsets listed), LAYOUT, CAPACITY (`js` or `rust`:
+capacity's VUS sockets and 20 editors against demo-target instead, on
+bench/k6-parity/capacity.js or plugins/capacity; DEMO_TARGET_BIN, PLUGINS: the folder
+of capacity.wasm).
 """
 import collections
 import ctypes
 import os
-import struct
 import subprocess
 import sys
 import tempfile
