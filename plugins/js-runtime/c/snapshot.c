@@ -33,6 +33,12 @@
  *    The atom hash table is grown now if a VU's few new atoms would grow it: growing
  *    it relinks every atom (their `hash_next`, a write on every atom's page).
  *
+ * 6. The atom array's free slots (where a VU's new atoms are written) start on a page of
+ *    their own: the snapshot's freed slots and the array's tail shared a page with the
+ *    entries and objects every message reads, and a VU's first new atom copied it
+ *    (measured: one of the 14 pages every WebSocket message touched, results/js.md,
+ *    branch pages53b).
+ *
  * After it, the first arena of a size class is 1 KiB, not 4 (js_arena_blocks): a VU
  * that keeps a few objects of many sizes then fills one page instead of one per size.
  *
@@ -197,6 +203,34 @@ static void js_freeze_atom_hash(JSRuntime *rt)
     }
 }
 
+/* Free slots of the atom array given a VU before the array grows (see 6). */
+#define JS_ATOM_SLOTS_HEADROOM 1024
+
+/* The atom array's free slots, where a VU's new atoms go, start on a page of their own
+   (see 6): the array grown by two pages and the headroom, its free list restarted at
+   the first slot that begins a page. The free slots left before it (the snapshot's
+   freed atoms, the gap) stay marked free on no list, so no VU reuses them. */
+static void js_freeze_atom_array(JSRuntime *rt)
+{
+    const uint32_t per_page = 4096 / sizeof(JSAtomStruct *);
+    uint32_t size = rt->atom_size, new_size, start, i;
+    JSAtomStruct **a;
+    new_size = size + 2 * per_page + JS_ATOM_SLOTS_HEADROOM;
+    if (new_size > JS_ATOM_MAX)
+        return;
+    a = js_realloc_rt(rt, rt->atom_array, sizeof(*a) * new_size);
+    if (!a)
+        return;
+    rt->atom_array = a;
+    start = size + (uint32_t)((4096 - ((uintptr_t)&a[size] & 4095)) & 4095) / sizeof(*a);
+    for (i = size; i < start; i++)
+        a[i] = atom_set_free(0);
+    for (i = start; i < new_size; i++)
+        a[i] = atom_set_free(i + 1 < new_size ? i + 1 : 0);
+    rt->atom_size = new_size;
+    rt->atom_free_index = start;
+}
+
 /* The VU's shape hash table until its first shape: two empty buckets. Its count starts
    at 1, so that the first js_new_shape2 grows it: the table then comes from the VU's
    own heap. Allocated here, it took a block of an arena the freeze itself made, on a
@@ -277,8 +311,10 @@ void JS_FreezeSnapshot(JSContext *ctx)
             init_list_head(el);
         }
     }
-    /* 5. The atom hash grown first, so the table it replaces is drained below. */
+    /* 5. The atom hash grown first, so the table it replaces is drained below; 6. the
+       atom array's free slots on pages of their own, its old block drained too. */
     js_freeze_atom_hash(rt);
+    js_freeze_atom_array(rt);
     js_heap_frozen = true;
     js_heap_drain();
     js_freeze_shape_hash(rt);

@@ -295,3 +295,65 @@ async fn a_vus_cycles_are_collected_and_what_the_frozen_snapshot_holds_is_kept()
         .unwrap_or(0.0);
     assert!(finalized > 5_000.0, "{finalized}\n{}", summary["metrics"]);
 }
+
+/// The atoms a VU makes after the snapshot go to free slots the freeze put on pages of
+/// their own (plugins/js-runtime/c/snapshot.c, step 6): more of them than those slots
+/// (the atom array then grows), made, freed and made again, all name what they were
+/// made for; atoms the build-time code made and let go (their slots free in the
+/// snapshot, on no list since) take nothing from them.
+const ATOMS: &str = r#"
+import { check } from 'k6';
+
+// Atoms made and let go at build time: their slots are free in the snapshot.
+let snapshotSum = 0;
+{
+  const o = {};
+  for (let i = 0; i < 600; i++) o['built' + i] = i;
+  for (const k of Object.keys(o)) snapshotSum += o[k];
+}
+const keptAtBuild = { first: 1, second: 2 };
+
+export const options = {
+  scenarios: { s: { executor: 'per-vu-iterations', vus: 2, iterations: 3 } },
+};
+
+export default function () {
+  const o = {};
+  // 3,000 names new to this VU each iteration: past the free slots the freeze left.
+  for (let i = 0; i < 3000; i++) o[`vu${__VU}_it${__ITER}_${i}`] = i;
+  const syms = [];
+  for (let i = 0; i < 200; i++) syms.push(Symbol(`s${__ITER}_${i}`));
+  const bySym = {};
+  syms.forEach((s, i) => { bySym[s] = i; });
+  check(null, {
+    'new names read back': () => Object.keys(o).every((k, i) => o[k] === i
+      && k === `vu${__VU}_it${__ITER}_${i}`),
+    'symbols read back': () => syms.every((s, i) => bySym[s] === i
+      && s.description === `s${__ITER}_${i}`),
+    'build-time names intact': () => snapshotSum === 179700 && keptAtBuild.first === 1
+      && keptAtBuild.second === 2 && Object.keys(keptAtBuild).join() === 'first,second',
+  });
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vus_new_atoms_past_the_freezes_free_slots_all_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("script.js"), ATOMS).unwrap();
+    let out = tmp.path().join("results");
+    let ran = run_on_source_runtime(tmp.path(), "script.js", "http://127.0.0.1:1", &out).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    for name in [
+        "new names read back",
+        "symbols read back",
+        "build-time names intact",
+    ] {
+        assert_eq!(
+            common::check_counts(&summary, name),
+            (6, 0),
+            "{name}\n{}",
+            text(&ran)
+        );
+    }
+}
