@@ -361,6 +361,8 @@ async fn start(
             }
         }
     }
+    // `k6/execution` reads the scenarios' live counters from here, when asked.
+    setup.services.exec.publish(t0, contexts.clone());
     Ok(Started {
         observers,
         results_dir,
