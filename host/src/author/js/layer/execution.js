@@ -28,12 +28,13 @@ function deepFreeze(o) {
 function consolidatedOptions() {
   const o = JSON.parse(JSON.stringify(runOptions));
   if (!o.scenarios) {
-    let s = null;
-    if (o.stages) s = { executor: 'ramping-vus', startVUs: o.vus === undefined ? 1 : o.vus, stages: o.stages };
-    else if (o.iterations !== undefined) s = { executor: 'shared-iterations', vus: o.vus === undefined ? 1 : o.vus, iterations: o.iterations };
-    else if (o.duration !== undefined) s = { executor: 'constant-vus', vus: o.vus === undefined ? 1 : o.vus, duration: o.duration };
-    else s = { executor: 'per-vu-iterations', vus: o.vus === undefined ? 1 : o.vus, iterations: 1 };
-    if (o.duration !== undefined && s.executor === 'shared-iterations') s.maxDuration = o.duration;
+    // k6's DeriveScenariosFromShortcuts: unset numbers stay null, as there.
+    const vus = o.vus === undefined ? null : o.vus;
+    let s;
+    if (o.stages) s = { executor: 'ramping-vus', startVUs: vus, stages: o.stages };
+    else if (o.iterations !== undefined) s = { executor: 'shared-iterations', vus, iterations: o.iterations, maxDuration: o.duration === undefined ? null : o.duration };
+    else if (o.duration !== undefined) s = { executor: 'constant-vus', vus, duration: o.duration };
+    else s = { executor: 'per-vu-iterations', vus, iterations: null, maxDuration: null };
     o.scenarios = { default: s };
   }
   for (const k of ['vus', 'iterations', 'duration', 'stages']) delete o[k];
