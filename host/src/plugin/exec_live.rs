@@ -8,11 +8,21 @@
 //! ([`LIVE_ENV`]) answered with a small JSON object. `instance` is this process: under
 //! an execution segment (a distributed run) its numbers are this instance's, as k6's.
 
-use crate::config::ExecutorConfig;
-use crate::executor::context::ScenarioCtx;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// One scenario as `k6/execution` reads it; the run implements it for its scenario
+/// contexts (run/exec_live.rs), so this module needs nothing of the executors.
+pub trait LiveScenario: Send + Sync {
+    /// The scenario's name.
+    fn name(&self) -> &str;
+    /// When it starts (the run's start plus its `startTime`).
+    fn start(&self) -> Instant;
+    /// Iterations completed, interrupted; VUs active, initialised.
+    fn counts(&self) -> [u64; 4];
+    /// k6's progress, in `[0, 1]`.
+    fn progress(&self) -> f64;
+}
 
 /// The reserved `vu.env` name under which the k6 layer reads the live numbers
 /// (layer/execution.js); a NUL first, as no variable has.
@@ -31,12 +41,12 @@ struct Started {
     /// The same moment on the wall clock, in Unix milliseconds.
     t0_unix_ms: f64,
     /// Every scenario of this process.
-    scenarios: Vec<Arc<ScenarioCtx>>,
+    scenarios: Vec<Arc<dyn LiveScenario>>,
 }
 
 impl ExecLive {
     /// Notes the run's start `t0` and its scenarios; later calls change nothing.
-    pub fn publish(&self, t0: Instant, scenarios: Vec<Arc<ScenarioCtx>>) {
+    pub fn publish(&self, t0: Instant, scenarios: Vec<Arc<dyn LiveScenario>>) {
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -57,54 +67,25 @@ impl ExecLive {
         };
         let (mut completed, mut interrupted, mut active, mut initialized) = (0, 0, 0, 0);
         for ctx in &run.scenarios {
-            completed += ctx.stats.completed.get();
-            interrupted += ctx.stats.interrupted.get();
-            active += ctx.stats.active_vus.load(Ordering::Relaxed);
-            initialized += ctx.stats.allocated_vus.load(Ordering::Relaxed);
+            let [c, i, a, n] = ctx.counts();
+            completed += c;
+            interrupted += i;
+            active += a;
+            initialized += n;
         }
         let mut out = format!(
             r#"{{"currentTestRunDuration":{},"iterationsCompleted":{completed},"iterationsInterrupted":{interrupted},"vusActive":{active},"vusInitialized":{initialized}"#,
             run.t0.elapsed().as_secs_f64() * 1000.0
         );
-        if let Some(ctx) = run.scenarios.iter().find(|c| c.config.name == scenario) {
-            let offset = ctx.start.saturating_duration_since(run.t0);
+        if let Some(ctx) = run.scenarios.iter().find(|c| c.name() == scenario) {
+            let offset = ctx.start().saturating_duration_since(run.t0);
             out.push_str(&format!(
                 r#","startTime":{},"progress":{}"#,
                 (run.t0_unix_ms + offset.as_secs_f64() * 1000.0).floor(),
-                progress(ctx)
+                ctx.progress()
             ));
         }
         out.push('}');
         out
     }
-}
-
-/// k6's `ProgressFn` of the scenario, in `[0, 1]`: iterations done (completed or
-/// interrupted) over this instance's total for the iteration-based executors, time
-/// spent over the schedule's duration (the stages' sum) for the others.
-fn progress(ctx: &ScenarioCtx) -> f64 {
-    let stats = &ctx.stats;
-    let total = match ctx.config.executor {
-        ExecutorConfig::SharedIterations { iterations, .. } => {
-            Some(ctx.stripe().map_or(0, |s| s.scale(iterations)))
-        }
-        ExecutorConfig::PerVuIterations { iterations, .. } => {
-            Some(stats.allocated_vus.load(Ordering::Relaxed) * iterations)
-        }
-        _ => None,
-    };
-    let p = match total {
-        Some(0) => 1.0,
-        Some(total) => (stats.completed.get() + stats.interrupted.get()) as f64 / total as f64,
-        None => {
-            let duration = ctx.config.executor.duration();
-            let spent = Instant::now().saturating_duration_since(ctx.start);
-            if duration.is_zero() {
-                1.0
-            } else {
-                spent.as_secs_f64() / duration.as_secs_f64()
-            }
-        }
-    };
-    p.clamp(0.0, 1.0)
 }
