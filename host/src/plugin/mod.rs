@@ -13,6 +13,7 @@ pub(crate) mod call;
 pub(crate) mod capabilities;
 pub(crate) mod embedded;
 pub(crate) mod engine;
+pub(crate) mod exec_live;
 pub(crate) mod imports;
 pub(crate) mod layer;
 pub(crate) mod layer_crypto;

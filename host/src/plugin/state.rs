@@ -45,6 +45,9 @@ pub struct HostServices {
     pub control: Arc<crate::control::RunControl>,
     /// The run's browsers (`browser`), started when first needed.
     pub(crate) browsers: Arc<crate::browser::service::Browsers>,
+    /// The run's scenarios as `k6/execution` reads them (`instance`, `scenario.progress`),
+    /// shared with the setup instance's services.
+    pub exec: Arc<super::exec_live::ExecLive>,
 }
 
 impl HostServices {

@@ -2,6 +2,7 @@
 //! started together, metrics folded every second, results out.
 
 pub(crate) mod data;
+mod exec_live;
 pub mod exit_code;
 mod gauges;
 mod interrupt;
@@ -361,6 +362,14 @@ async fn start(
             }
         }
     }
+    // `k6/execution` reads the scenarios' live counters from here, when asked.
+    setup.services.exec.publish(
+        t0,
+        contexts
+            .iter()
+            .map(|c| c.clone() as Arc<dyn crate::plugin::exec_live::LiveScenario>)
+            .collect(),
+    );
     Ok(Started {
         observers,
         results_dir,

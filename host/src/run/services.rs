@@ -67,6 +67,7 @@ pub(super) fn services_for(
         log: crate::plugin::log::LogSink::stderr(config.limits.log, log_verbose),
         sleeps_cut: Default::default(),
         control: Arc::new(RunControl::default()),
+        exec: Default::default(),
     }))
 }
 

@@ -57,6 +57,8 @@ pub(crate) fn services(
         control: run.control.clone(),
         // setup() shares the run's browsers (and its allowlist).
         browsers: run.browsers.clone(),
+        // teardown() reads the run's numbers (`exec.instance`), as in k6.
+        exec: run.exec.clone(),
     };
     (Arc::new(services), Some(recorder))
 }

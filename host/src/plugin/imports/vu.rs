@@ -93,6 +93,15 @@ impl wit::Host for VuView<'_> {
         if name == EXECUTOR_ENV {
             return Ok(Some(self.identity.executor.to_string()));
         }
+        // And `exec.instance`, `exec.scenario.startTime/progress` under a third: the
+        // live numbers, computed only now (setup and teardown are in no scenario).
+        if name == crate::plugin::exec_live::LIVE_ENV {
+            let scenario = match self.identity.executor {
+                "" => "",
+                _ => &self.identity.scenario,
+            };
+            return Ok(Some(self.services.exec.json(scenario)));
+        }
         Ok(self.identity.env.get(&name).cloned())
     }
 

@@ -1,0 +1,91 @@
+//! The live numbers of k6's `k6/execution` beyond a VU's own: `scenario.startTime`,
+//! `scenario.progress` and `instance.*` (iterations completed and interrupted, VUs
+//! active and initialised, the test run's duration so far).
+//!
+//! Nothing here is on the hot path: the run publishes its scenarios' contexts once at
+//! the start, and the numbers are read from their live counters (the ones progress and
+//! the summary read) only when a script asks, through one reserved `vu.env` name
+//! ([`LIVE_ENV`]) answered with a small JSON object. `instance` is this process: under
+//! an execution segment (a distributed run) its numbers are this instance's, as k6's.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// One scenario as `k6/execution` reads it; the run implements it for its scenario
+/// contexts (run/exec_live.rs), so this module needs nothing of the executors.
+pub trait LiveScenario: Send + Sync {
+    /// The scenario's name.
+    fn name(&self) -> &str;
+    /// When it starts (the run's start plus its `startTime`).
+    fn start(&self) -> Instant;
+    /// Iterations completed, interrupted; VUs active, initialised.
+    fn counts(&self) -> [u64; 4];
+    /// k6's progress, in `[0, 1]`.
+    fn progress(&self) -> f64;
+}
+
+/// The reserved `vu.env` name under which the k6 layer reads the live numbers
+/// (layer/execution.js); a NUL first, as no variable has.
+pub(crate) const LIVE_ENV: &str = "\u{0}k6-execution\u{0}";
+
+/// The run's scenarios as `k6/execution` reads them, once the run has started.
+#[derive(Default)]
+pub struct ExecLive {
+    run: OnceLock<Started>,
+}
+
+/// What is known once the executors start.
+struct Started {
+    /// When the test run started (the scenarios' offsets count from it).
+    t0: Instant,
+    /// The same moment on the wall clock, in Unix milliseconds.
+    t0_unix_ms: f64,
+    /// Every scenario of this process.
+    scenarios: Vec<Arc<dyn LiveScenario>>,
+}
+
+impl ExecLive {
+    /// Notes the run's start `t0` and its scenarios; later calls change nothing.
+    pub fn publish(&self, t0: Instant, scenarios: Vec<Arc<dyn LiveScenario>>) {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .saturating_sub(t0.elapsed());
+        let _ = self.run.set(Started {
+            t0,
+            t0_unix_ms: wall.as_secs_f64() * 1000.0,
+            scenarios,
+        });
+    }
+
+    /// The numbers as a JSON object for `scenario` (empty outside a scenario: setup,
+    /// teardown): `instance` fields always (zeros before the start), `scenario`'s
+    /// `startTime` and `progress` when it is one of the run's.
+    pub fn json(&self, scenario: &str) -> String {
+        let Some(run) = self.run.get() else {
+            return r#"{"currentTestRunDuration":0,"iterationsCompleted":0,"iterationsInterrupted":0,"vusActive":0,"vusInitialized":0}"#.into();
+        };
+        let (mut completed, mut interrupted, mut active, mut initialized) = (0, 0, 0, 0);
+        for ctx in &run.scenarios {
+            let [c, i, a, n] = ctx.counts();
+            completed += c;
+            interrupted += i;
+            active += a;
+            initialized += n;
+        }
+        let mut out = format!(
+            r#"{{"currentTestRunDuration":{},"iterationsCompleted":{completed},"iterationsInterrupted":{interrupted},"vusActive":{active},"vusInitialized":{initialized}"#,
+            run.t0.elapsed().as_secs_f64() * 1000.0
+        );
+        if let Some(ctx) = run.scenarios.iter().find(|c| c.name() == scenario) {
+            let offset = ctx.start().saturating_duration_since(run.t0);
+            out.push_str(&format!(
+                r#","startTime":{},"progress":{}"#,
+                (run.t0_unix_ms + offset.as_secs_f64() * 1000.0).floor(),
+                ctx.progress()
+            ));
+        }
+        out.push('}');
+        out
+    }
+}
