@@ -49,6 +49,8 @@ TOP = int(os.environ.get("TOP", "12"))
 KEEP = os.environ.get("KEEP")
 RUNTIME = ROOT / "host/assets/quickjs/runtime-sync.wasm"
 WORK = Path(tempfile.mkdtemp(prefix="js-instructions-"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from wasmbin import leb  # noqa: E402
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -93,17 +95,6 @@ def demo_target():
             return proc
         time.sleep(0.1)
     sys.exit("demo-target did not start")
-
-
-def leb(b, i):
-    r = s = 0
-    while True:
-        x = b[i]
-        i += 1
-        r |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            return r, i
 
 
 def runtime_exports():

@@ -55,6 +55,7 @@ HERE = Path(__file__).resolve().parent
 os.environ.setdefault("PORT", "18096")
 sys.path.insert(0, str(HERE))
 import wsrecv  # noqa: E402  (its pusher and stop, on PORT)
+from wasmbin import leb  # noqa: E402
 
 VUS = int(os.environ.get("VUS", "200"))
 RATE = int(os.environ.get("RATE", "20"))
@@ -387,17 +388,6 @@ def sample(rate):
         else:
             wsrecv.stop(push)
     return got
-
-
-def leb(b, i):
-    r = s = 0
-    while True:
-        x = b[i]
-        i += 1
-        r |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            return r, i
 
 
 def module_layout(path):
