@@ -8,7 +8,7 @@
 //! ([`LIVE_ENV`]) answered with a small JSON object. `instance` is this process: under
 //! an execution segment (a distributed run) its numbers are this instance's, as k6's.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// One scenario as `k6/execution` reads it; the run implements it for its scenario
@@ -40,8 +40,11 @@ struct Started {
     t0: Instant,
     /// The same moment on the wall clock, in Unix milliseconds.
     t0_unix_ms: f64,
-    /// Every scenario of this process.
-    scenarios: Vec<Arc<dyn LiveScenario>>,
+    /// Every scenario of this process, held weakly: a scenario's context holds the
+    /// VU factory, which holds the run's services and so this; a strong hold would make
+    /// a cycle that keeps the services (the browsers among them, which end when they
+    /// are dropped) alive past the run.
+    scenarios: Vec<Weak<dyn LiveScenario>>,
 }
 
 impl ExecLive {
@@ -54,7 +57,7 @@ impl ExecLive {
         let _ = self.run.set(Started {
             t0,
             t0_unix_ms: wall.as_secs_f64() * 1000.0,
-            scenarios,
+            scenarios: scenarios.iter().map(Arc::downgrade).collect(),
         });
     }
 
@@ -65,8 +68,10 @@ impl ExecLive {
         let Some(run) = self.run.get() else {
             return r#"{"currentTestRunDuration":0,"iterationsCompleted":0,"iterationsInterrupted":0,"vusActive":0,"vusInitialized":0}"#.into();
         };
+        // The scenarios still running (all of them while any VU can ask).
+        let scenarios: Vec<_> = run.scenarios.iter().filter_map(Weak::upgrade).collect();
         let (mut completed, mut interrupted, mut active, mut initialized) = (0, 0, 0, 0);
-        for ctx in &run.scenarios {
+        for ctx in &scenarios {
             let [c, i, a, n] = ctx.counts();
             completed += c;
             interrupted += i;
@@ -77,7 +82,7 @@ impl ExecLive {
             r#"{{"currentTestRunDuration":{},"iterationsCompleted":{completed},"iterationsInterrupted":{interrupted},"vusActive":{active},"vusInitialized":{initialized}"#,
             run.t0.elapsed().as_secs_f64() * 1000.0
         );
-        if let Some(ctx) = run.scenarios.iter().find(|c| c.name() == scenario) {
+        if let Some(ctx) = scenarios.iter().find(|c| c.name() == scenario) {
             let offset = ctx.start().saturating_duration_since(run.t0);
             out.push_str(&format!(
                 r#","startTime":{},"progress":{}"#,
