@@ -65,32 +65,31 @@ impl ExecLive {
     /// teardown): `instance` fields always (zeros before the start), `scenario`'s
     /// `startTime` and `progress` when it is one of the run's.
     pub fn json(&self, scenario: &str) -> String {
-        let Some(run) = self.run.get() else {
-            return r#"{"currentTestRunDuration":0,"iterationsCompleted":0,"iterationsInterrupted":0,"vusActive":0,"vusInitialized":0}"#.into();
-        };
-        // The scenarios still running (all of them while any VU can ask).
-        let scenarios: Vec<_> = run.scenarios.iter().filter_map(Weak::upgrade).collect();
-        let (mut completed, mut interrupted, mut active, mut initialized) = (0, 0, 0, 0);
-        for ctx in &scenarios {
-            let [c, i, a, n] = ctx.counts();
-            completed += c;
-            interrupted += i;
-            active += a;
-            initialized += n;
+        let mut counts = [0u64; 4];
+        let mut elapsed_ms = 0.0;
+        let mut out = serde_json::Map::new();
+        if let Some(run) = self.run.get() {
+            // The scenarios still running (all of them while any VU can ask).
+            let scenarios: Vec<_> = run.scenarios.iter().filter_map(Weak::upgrade).collect();
+            for ctx in &scenarios {
+                for (total, n) in counts.iter_mut().zip(ctx.counts()) {
+                    *total += n;
+                }
+            }
+            elapsed_ms = run.t0.elapsed().as_secs_f64() * 1000.0;
+            if let Some(ctx) = scenarios.iter().find(|c| c.name() == scenario) {
+                let offset = ctx.start().saturating_duration_since(run.t0);
+                let start = (run.t0_unix_ms + offset.as_secs_f64() * 1000.0).floor();
+                out.insert("startTime".into(), start.into());
+                out.insert("progress".into(), ctx.progress().into());
+            }
         }
-        let mut out = format!(
-            r#"{{"currentTestRunDuration":{},"iterationsCompleted":{completed},"iterationsInterrupted":{interrupted},"vusActive":{active},"vusInitialized":{initialized}"#,
-            run.t0.elapsed().as_secs_f64() * 1000.0
-        );
-        if let Some(ctx) = scenarios.iter().find(|c| c.name() == scenario) {
-            let offset = ctx.start().saturating_duration_since(run.t0);
-            out.push_str(&format!(
-                r#","startTime":{},"progress":{}"#,
-                (run.t0_unix_ms + offset.as_secs_f64() * 1000.0).floor(),
-                ctx.progress()
-            ));
-        }
-        out.push('}');
-        out
+        let [completed, interrupted, active, initialized] = counts;
+        out.insert("currentTestRunDuration".into(), elapsed_ms.into());
+        out.insert("iterationsCompleted".into(), completed.into());
+        out.insert("iterationsInterrupted".into(), interrupted.into());
+        out.insert("vusActive".into(), active.into());
+        out.insert("vusInitialized".into(), initialized.into());
+        serde_json::Value::Object(out).to_string()
     }
 }
