@@ -13,6 +13,12 @@ use core::ffi::{c_char, c_int};
 use rquickjs_sys as q;
 use std::mem::ManuallyDrop;
 
+extern "C" {
+    /// A one-byte string of `len` ASCII bytes, without JS_NewStringLen's scan
+    /// (c/strings.c).
+    fn JS_NewAsciiStringLen(ctx: *mut q::JSContext, buf: *const c_char, len: q::size_t) -> JSValue;
+}
+
 pub use q::JSValue;
 
 /// An exception is pending in the context.
@@ -73,7 +79,16 @@ impl Cx {
 
     /// A string value.
     pub fn string(self, s: &str) -> Js<JSValue> {
-        self.check(unsafe { q::JS_NewStringLen(self.0, s.as_ptr() as *const c_char, s.len() as _) })
+        let (p, n) = (s.as_ptr() as *const c_char, s.len() as _);
+        // Plain ASCII (a WebSocket message's JSON, most response bodies) checked a word
+        // at a time here skips JS_NewStringLen's byte-at-a-time scan (c/strings.c).
+        self.check(unsafe {
+            if s.is_ascii() {
+                JS_NewAsciiStringLen(self.0, p, n)
+            } else {
+                q::JS_NewStringLen(self.0, p, n)
+            }
+        })
     }
 
     /// Property `key` of `obj` (a new reference).

@@ -17,6 +17,12 @@
 mod bridge;
 mod js;
 mod natives;
+mod scratch;
+
+/// wasi-libc's `malloc`, except for the scratch buffer `cabi_realloc` lends a
+/// WebSocket message's text (scratch.rs).
+#[global_allocator]
+static ALLOC: scratch::Alloc = scratch::Alloc;
 
 use core::ffi::{c_char, c_int, CStr};
 use js::{Cx, FromJs, Handle, JSValue, Js};

@@ -122,7 +122,9 @@ unsafe extern "C" fn recv_loop(
         let list = unsafe { q::JS_IsArray(handlers) };
         let a = atoms(cx);
         loop {
-            let Some(text) = sockets::recv_text(&socket, until, ms) else {
+            // The text is lowered into the scratch buffer (scratch.rs), copied into a
+            // JavaScript string and dropped before the next receive.
+            let Some(text) = crate::scratch::lend(|| sockets::recv_text(&socket, until, ms)) else {
                 return Ok(q::JS_FALSE);
             };
             let mut t = cx.string(&text)?;

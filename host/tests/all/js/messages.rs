@@ -1,7 +1,8 @@
 //! WebSocket messages through the k6 layer's own imports (`k6-layer/sockets.recv-text`,
 //! `k6-layer/samples`): every push the target sends is handed to the script once, a
 //! counter added per message counts exactly that many with its group's tag, and a timer
-//! due while messages are waiting still runs between them.
+//! due while messages are waiting still runs between them; texts shorter and longer than
+//! the runtime's scratch buffer arrive whole.
 
 use super::scripts::{run_script, WS_COMMON};
 use crate::support as common;
@@ -71,4 +72,111 @@ export default function () {
     assert_eq!(m["push_bytes"]["count"].as_f64(), Some(60.0), "{m}");
     assert_eq!(m["ws_msgs_received"]["count"].as_f64(), Some(62.0), "{m}");
     assert!(m["ticks"]["count"].as_f64() > Some(0.0), "{m}");
+}
+
+/// The sizes of the texts [`sized_texts_server`] sends, in characters: empty, short,
+/// around the runtime's 1,024-byte scratch buffer (plugins/js-runtime/src/scratch.rs,
+/// where a message's text is lowered when it fits) on both sides, and far past it.
+const SIZES: [usize; 12] = [0, 1, 190, 1023, 1024, 1025, 4096, 190, 70000, 3, 1024, 190];
+
+/// The characters the texts are made of, two of them two or three bytes long in UTF-8
+/// (so byte and character lengths differ); the script has the same string.
+const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyzé€";
+
+/// Text `i` of [`SIZES`]: character `j` is `ALPHABET[(7 i + j) % 28]`.
+fn sized_text(i: usize) -> String {
+    let chars: Vec<char> = ALPHABET.chars().collect();
+    (0..SIZES[i])
+        .map(|j| chars[(i * 7 + j) % chars.len()])
+        .collect()
+}
+
+/// A WebSocket server on 127.0.0.1 that sends every client the texts of [`SIZES`] at
+/// once, then reads until the client closes. Returns its `ws://` URL.
+async fn sized_texts_server() -> String {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                for i in 0..SIZES.len() {
+                    if ws.send(Message::text(sized_text(i))).await.is_err() {
+                        return;
+                    }
+                }
+                while let Some(Ok(_)) = ws.next().await {}
+            });
+        }
+    });
+    url
+}
+
+/// Texts shorter and longer than the runtime's scratch buffer, back to back and queued
+/// before the script reads them: each reaches the 'message' handler whole, and the
+/// strings a handler kept still hold their own texts after the later ones arrived (a
+/// JavaScript string is a copy, not a view of the buffer the next text is lowered into).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_around_the_scratch_buffers_size_arrive_whole_and_stay_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sizes = SIZES.map(|n| n.to_string()).join(", ");
+    std::fs::write(
+        tmp.path().join("sized.js"),
+        format!(
+            r#"import ws from 'k6/ws';
+import {{ Counter }} from 'k6/metrics';
+
+const SIZES = [{sizes}];
+const ALPHABET = '{ALPHABET}';
+const same = new Counter('same');
+const kept = new Counter('kept');
+export const options = {{
+  scenarios: {{ s: {{ executor: 'per-vu-iterations', vus: 2, iterations: 2 }} }},
+}};
+
+function expected(i) {{
+  let s = '';
+  for (let j = 0; j < SIZES[i]; j++) s += ALPHABET[(i * 7 + j) % ALPHABET.length];
+  return s;
+}}
+
+export default function () {{
+  const got = [];
+  ws.connect(__ENV.WS_URL, {{}}, (socket) => {{
+    socket.on('message', (text) => {{
+      if (text === expected(got.length)) same.add(1);
+      got.push(text);
+      if (got.length === SIZES.length) {{
+        for (let i = 0; i < got.length; i++) if (got[i] === expected(i)) kept.add(1);
+        socket.close();
+      }}
+    }});
+    socket.setTimeout(() => socket.close(), 20000);
+  }});
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let url = sized_texts_server().await;
+    let ws_url = format!("WS_URL={url}");
+    let (ran, out) = run_script(
+        tmp.path(),
+        "sized.js",
+        "http://127.0.0.1:9",
+        &["-e", &ws_url],
+    )
+    .await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let m = &summary["metrics"];
+    // 4 iterations × 12 texts.
+    let all = (4 * SIZES.len()) as f64;
+    assert_eq!(m["ws_msgs_received"]["count"].as_f64(), Some(all), "{m}");
+    assert_eq!(m["same"]["count"].as_f64(), Some(all), "{m}");
+    assert_eq!(m["kept"]["count"].as_f64(), Some(all), "{m}");
 }
