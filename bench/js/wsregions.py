@@ -35,15 +35,18 @@ pointer's start, static data, the heap above; and the memory's image end).
 
 Run by hand (root): `LAYOUT=plugins/target/wasm32-wasip2/release/js_runtime.wasm
 HOST_BIN=... bench/js/wsregions.py`
+HOST_ENV (the host's extra environment, "K=V K=V") and DUMP (a JSON file of each
+window's touched host-heap page addresses) serve bench/js/wsheap.py.
 Environment: HOST_BIN, VUS (200), RATE (20), WARM (8), WINDOW (1.0), ROUNDS (2),
 PORT (18096), SCRIPT (bench/js/wsrecv.js), RUN (a whole command instead: `{port}`
-replaced), TOP (10: most touched offsets listed), LAYOUT, CAPACITY (`js` or `rust`:
+replaced), SKIP_IDLE (1: no idle run), TOP (10: most touched offsets listed), LAYOUT, CAPACITY (`js` or `rust`:
 capacity's VUS sockets and 20 editors against demo-target instead, on
 bench/k6-parity/capacity.js or plugins/capacity; DEMO_TARGET_BIN, PLUGINS: the folder
 of capacity.wasm).
 """
 import collections
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +70,11 @@ BIN = os.environ.get("HOST_BIN", "target/release/host")
 SCRIPT = os.environ.get("SCRIPT", str(HERE / "wsrecv.js"))
 RUN = os.environ.get("RUN")
 CAPACITY = os.environ.get("CAPACITY", "")  # "js" or "rust": capacity's sockets instead
+# For bench/js/wsheap.py: the host's own extra environment ("K=V K=V", e.g. a malloc
+# log preloaded) and a file where each window's touched host-heap pages are written.
+HOST_ENV = dict(kv.split("=", 1) for kv in os.environ.get("HOST_ENV", "").split())
+DUMP = os.environ.get("DUMP")
+DUMPED = []
 PAGE = 4096
 IMAGE_END = {}  # a memory's base -> the end of its image (offset)
 WORK = Path(tempfile.mkdtemp(prefix="wsregions-"))
@@ -242,8 +250,10 @@ def window(pid, exe):
     PASSES.append((t1 - t0, t2 - t1))
     with open(f"/proc/{pid}/clear_refs", "w") as f:
         f.write("1")
+    start = time.monotonic_ns()
     time.sleep(WINDOW)
     after = pagemap(pid, vmas)
+    end = time.monotonic_ns()
     ref = {v.lo: v for v in read_smaps(pid)}
     for v in vmas:
         if v.lo in ref:
@@ -260,6 +270,11 @@ def window(pid, exe):
             else:
                 v.stayed += 1  # shared with other mappings: never paged out, unknown
     classify(vmas, exe)
+    if DUMP:
+        DUMPED.append({"pid": pid, "start_ns": start, "end_ns": end,
+                       "heap_pages": [a for v in vmas if v.kind == "host heap" for a in v.dirty],
+                       "maps": Path(f"/proc/{pid}/maps").read_text()})
+        Path(DUMP).write_text(json.dumps(DUMPED))
     return vmas
 
 
@@ -372,7 +387,8 @@ def sample(rate):
     else:
         push = wsrecv.pusher(rate)
     proc = subprocess.Popen(["taskset", "-c", "1", *(capacity_cmd() if CAPACITY else run_cmd(wsrecv.PORT))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **HOST_ENV})
     got = []
     try:
         time.sleep(WARM)
@@ -476,7 +492,8 @@ def main():
                             "--out", str(WORK / "warm")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         finally:
             wsrecv.stop(warm)
-    for rate in (0, RATE):
+    # SKIP_IDLE=1: only the pushed run (the idle one is the default's baseline).
+    for rate in (RATE,) if os.environ.get("SKIP_IDLE") else (0, RATE):
         print(f"### {rate} pushes/s per VU\n")
         report(sample(rate), rate * WINDOW, layout)
 

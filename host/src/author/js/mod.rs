@@ -16,6 +16,7 @@ pub(crate) mod exprs;
 #[cfg(test)]
 mod frontend_props;
 pub(crate) mod fs_opens;
+mod funcref_order;
 pub(crate) mod known;
 pub(crate) mod layer;
 pub(crate) mod outside;
@@ -90,6 +91,8 @@ fn build_cached_with(script: &Path, env: &[(String, String)]) -> Result<PathBuf>
         // `prune::KEEP_ENV` says otherwise: each way, and a build made before either
         // (importing all), is another entry.
         hasher.update(prune::key());
+        // And their hot functions' references are placed first (`funcref_order`).
+        hasher.update(funcref_order::KEY);
     }
     hasher.update(module.as_bytes());
     for (id, bytes) in &bundle.inputs {
