@@ -19,6 +19,8 @@
 //! does changes but where wasmtime puts the references.
 
 use anyhow::{bail, Context, Result};
+use std::ops::Range;
+use wasm_encoder::Encode;
 use wasmparser_258 as wp;
 
 /// The functions that an event (a WebSocket message handed to a script, a metric
@@ -61,7 +63,7 @@ pub(crate) fn hot_first(component: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(component.len() + 64);
     out.extend_from_slice(&component[..header]);
     out.push(1); // a core module section
-    leb(&mut out, rewritten.len() as u64);
+    rewritten.len().encode(&mut out);
     out.extend_from_slice(&rewritten);
     out.extend_from_slice(&component[body.end..]);
     Ok(out)
@@ -69,48 +71,72 @@ pub(crate) fn hot_first(component: &[u8]) -> Result<Vec<u8>> {
 
 /// The start of the largest top-level core module section's header and its module's
 /// byte range.
-fn largest_core_module(component: &[u8]) -> Result<Option<(usize, std::ops::Range<usize>)>> {
-    if component.len() < 8 || &component[..4] != b"\0asm" {
+fn largest_core_module(component: &[u8]) -> Result<Option<(usize, Range<usize>)>> {
+    Ok(sections(component)?
+        .into_iter()
+        .filter(|section| section.id == 1)
+        .max_by_key(|section| section.body.len())
+        .map(|section| (section.whole.start, section.body)))
+}
+
+/// One top-level section of a wasm binary.
+struct Section {
+    /// Its id (a module's and a component's ids differ in meaning, not in form).
+    id: u8,
+    /// The whole section: id, size and body.
+    whole: Range<usize>,
+    /// Its body.
+    body: Range<usize>,
+}
+
+/// The top-level sections of a module or a component, in order.
+fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         bail!("not a WebAssembly binary");
     }
-    let mut best: Option<(usize, std::ops::Range<usize>)> = None;
+    let mut out = Vec::new();
     let mut at = 8;
-    while at < component.len() {
-        let id = component[at];
-        let (size, body) = read_leb(component, at + 1)?;
+    while at < bytes.len() {
+        let id = bytes[at];
+        let (size, body) = read_u32(bytes, at + 1).context("cannot read a section's size")?;
         let end = body + size as usize;
-        if end > component.len() {
-            bail!("a section runs past the end of the component");
+        if end > bytes.len() {
+            bail!("a section runs past the end of the binary");
         }
-        if id == 1 && best.as_ref().is_none_or(|(_, r)| r.len() < end - body) {
-            best = Some((at, body..end));
-        }
+        out.push(Section {
+            id,
+            whole: at..end,
+            body: body..end,
+        });
         at = end;
     }
-    Ok(best)
+    Ok(out)
+}
+
+/// An unsigned LEB128 `u32` at `at`: its value and the offset after it.
+fn read_u32(bytes: &[u8], at: usize) -> Result<(u32, usize)> {
+    let Some(rest) = bytes.get(at..) else {
+        bail!("a number runs past the end");
+    };
+    let mut reader = wp::BinaryReader::new(rest, at as u64);
+    let value = reader.read_var_u32()?;
+    Ok((value, reader.original_position() as usize))
 }
 
 /// `module` with a declarative segment of the functions named in `hot` first in its
 /// element section; `None` when it has no element section or names none of them.
 fn declare_first(module: &[u8], hot: &[&str]) -> Result<Option<Vec<u8>>> {
+    let sections = sections(module)?;
     let mut names = Vec::new();
     let mut elements = None;
-    let mut sections = Vec::new(); // (id, whole section's range)
-    let mut at = 8;
-    while at < module.len() {
-        let id = module[at];
-        let (size, body) = read_leb(module, at + 1)?;
-        let end = body + size as usize;
-        if end > module.len() {
-            bail!("a section runs past the end of the module");
-        }
-        sections.push((id, at..end));
-        match id {
-            9 => elements = Some(body..end),
+    for section in &sections {
+        match section.id {
+            9 => elements = Some(section.body.clone()),
             0 => {
+                let body = section.body.clone();
                 let reader = wp::CustomSectionReader::new(wp::BinaryReader::new(
-                    &module[body..end],
-                    body as u64,
+                    &module[body.clone()],
+                    body.start as u64,
                 ))
                 .context("cannot read a custom section")?;
                 if let wp::KnownCustom::Name(reader) = reader.as_known() {
@@ -119,7 +145,6 @@ fn declare_first(module: &[u8], hot: &[&str]) -> Result<Option<Vec<u8>>> {
             }
             _ => {}
         }
-        at = end;
     }
     let Some(elements) = elements else {
         return Ok(None);
@@ -137,25 +162,25 @@ fn declare_first(module: &[u8], hot: &[&str]) -> Result<Option<Vec<u8>>> {
         return Ok(None);
     }
     // The element section: its count one more, the new segment, the old ones as they were.
-    let (count, first) = read_leb(module, elements.start)?;
+    let (count, first) = read_u32(module, elements.start)?;
     let mut section = Vec::new();
-    leb(&mut section, count + 1);
+    (count + 1).encode(&mut section);
     section.push(3); // declarative, `elemkind` and function indices
     section.push(0); // elemkind funcref
-    leb(&mut section, wanted.len() as u64);
+    wanted.len().encode(&mut section);
     for index in &wanted {
-        leb(&mut section, u64::from(*index));
+        index.encode(&mut section);
     }
     section.extend_from_slice(&module[first..elements.end]);
     let mut out = Vec::with_capacity(module.len() + section.len() - elements.len() + 8);
     out.extend_from_slice(&module[..8]);
-    for (id, range) in sections {
-        if id == 9 {
+    for each in &sections {
+        if each.id == 9 {
             out.push(9);
-            leb(&mut out, section.len() as u64);
+            section.len().encode(&mut out);
             out.extend_from_slice(&section);
         } else {
-            out.extend_from_slice(&module[range]);
+            out.extend_from_slice(&module[each.whole.clone()]);
         }
     }
     wp::Validator::new_with_features(wp::WasmFeatures::all())
@@ -185,38 +210,6 @@ fn function_names(reader: wp::NameSectionReader<'_>) -> Result<Vec<(u32, String)
         }
     }
     Ok(out)
-}
-
-/// An unsigned LEB128 at `at`: its value and the offset after it.
-fn read_leb(bytes: &[u8], mut at: usize) -> Result<(u64, usize)> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let Some(&byte) = bytes.get(at) else {
-            bail!("a LEB128 number runs past the end");
-        };
-        at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Ok((value, at));
-        }
-        shift += 7;
-        if shift > 35 {
-            bail!("a LEB128 number is too long");
-        }
-    }
-}
-
-fn leb(out: &mut Vec<u8>, mut value: u64) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 #[cfg(test)]
