@@ -1,6 +1,6 @@
 //! Compiles QuickJS-ng's C (the sources of the `rquickjs-sys` crate this crate depends
 //! on, 0.14.0) with the edits below and `c/snapshot.c` (and `c/strings.c`, a faster
-//! ASCII string) appended, so a VU's instance
+//! ASCII string, and `c/fast.c`, the per-message natives' shortcuts) appended, so a VU's instance
 //! writes fewer of the snapshot's pages (issue #53; results/js.md, "Snapshot pages a VU
 //! makes private"). The Rust bindings stay rquickjs-sys's (its pregenerated ones): the
 //! edits change no declaration of quickjs.h.
@@ -242,8 +242,10 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let snapshot_c = manifest.join("c/snapshot.c");
     let strings_c = manifest.join("c/strings.c");
+    let fast_c = manifest.join("c/fast.c");
     println!("cargo:rerun-if-changed={}", snapshot_c.display());
     println!("cargo:rerun-if-changed={}", strings_c.display());
+    println!("cargo:rerun-if-changed={}", fast_c.display());
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=RQUICKJS_SYS_DIR");
 
@@ -268,6 +270,7 @@ fn main() {
     text.push_str("\n/* ---- appended by plugins/js-runtime/build.rs ---- */\n");
     text.push_str(&read(&snapshot_c));
     text.push_str(&read(&strings_c));
+    text.push_str(&read(&fast_c));
     let edited = out.join("quickjs.c");
     std::fs::write(&edited, text).expect("cannot write the edited quickjs.c");
 

@@ -15,6 +15,7 @@
 // Generated (host/src/author/js/bridge.rs), compared byte for byte by the host's test.
 #[rustfmt::skip]
 mod bridge;
+mod fast;
 mod js;
 mod natives;
 mod scratch;

@@ -14,6 +14,7 @@
 
 use crate::bindings::loadtest::k6_layer::{samples, sockets};
 use crate::bindings::loadtest::scenario::websocket::Socket;
+use crate::fast;
 use crate::js::{call, Args, Cx, JSValue, Js, Thrown};
 use crate::put_fn;
 use core::ffi::{c_char, c_int, CStr};
@@ -61,35 +62,6 @@ fn atoms(cx: Cx) -> &'static Atoms {
     }
 }
 
-/// `obj[atom]` as a boolean (`ToBoolean`, as `if (obj.open)` reads it).
-fn truthy(cx: Cx, obj: JSValue, atom: q::JSAtom) -> Js<bool> {
-    let v = cx.check(unsafe { q::JS_GetProperty(cx.0, obj, atom) })?;
-    let r = unsafe { q::JS_ToBool(cx.0, v) };
-    cx.free(v);
-    if r < 0 {
-        Err(Thrown)
-    } else {
-        Ok(r != 0)
-    }
-}
-
-/// `obj[atom]` as a number (NaN when it is none).
-fn number(cx: Cx, obj: JSValue, atom: q::JSAtom) -> Js<f64> {
-    let v = cx.check(unsafe { q::JS_GetProperty(cx.0, obj, atom) })?;
-    let mut d = f64::NAN;
-    let r = if unsafe { q::JS_IsNumber(v) } {
-        unsafe { q::JS_ToFloat64(cx.0, &mut d, v) }
-    } else {
-        0
-    };
-    cx.free(v);
-    if r < 0 {
-        Err(Thrown)
-    } else {
-        Ok(d)
-    }
-}
-
 /// `recvLoop(handle, until, ms, handlers, entry, owner, queue, microtasks, asyncQueue,
 /// timerSeq, ids)`: receives text messages on `handle` (a WebSocket) with
 /// `recv-text(handle, until, ms)` and calls `handlers` with each, until `recv-text`
@@ -121,33 +93,53 @@ unsafe extern "C" fn recv_loop(
         let (seq, ids) = (args.at(9), args.get::<f64>(cx, 10)?);
         let list = unsafe { q::JS_IsArray(handlers) };
         let a = atoms(cx);
+        #[allow(static_mut_refs)]
+        let (slots, text_js) = unsafe { (&mut LOOP_SLOTS, &mut MESSAGE) };
         loop {
-            // The text is lowered into the scratch buffer (scratch.rs), copied into a
-            // JavaScript string and dropped before the next receive.
+            // The text is lowered into the scratch buffer (scratch.rs), copied into the
+            // kept message string (fast.rs) and dropped before the next receive.
             let Some(text) = crate::scratch::lend(|| sockets::recv_text(&socket, until, ms)) else {
                 return Ok(q::JS_FALSE);
             };
-            let mut t = cx.string(&text)?;
+            let mut t = text_js.make(cx, &text)?;
             drop(text);
             let called = if list {
                 call_each(cx, handlers, &mut t)
             } else {
                 call_one(cx, handlers, q::JS_UNDEFINED, &mut t)
             };
-            cx.free(t);
+            text_js.done(cx, t);
             called?;
-            if !truthy(cx, entry, a.open)?
-                || number(cx, seq, a.last)? != ids
-                || cx.length(queue)? != 0
-                || cx.length(microtasks)? != 0
-                || cx.length(async_queue)? != 0
-                || (!unsafe { q::JS_IsNull(owner) } && !truthy(cx, owner, a.open)?)
+            if !fast::truthy(cx, entry, a.open, &mut slots.open)?
+                || fast::number(cx, seq, a.last, &mut slots.last)? != ids
+                || fast::length(cx, queue)? != 0
+                || fast::length(cx, microtasks)? != 0
+                || fast::length(cx, async_queue)? != 0
+                || (!unsafe { q::JS_IsNull(owner) }
+                    && !fast::truthy(cx, owner, a.open, &mut slots.owner_open)?)
             {
                 return Ok(q::JS_TRUE);
             }
         }
     })
 }
+
+/// Where `recv_loop` found its per-message properties last (fast.rs).
+struct LoopSlots {
+    open: fast::Slot,
+    owner_open: fast::Slot,
+    last: fast::Slot,
+}
+
+/// One per instance (a VU): its socket entries share a shape, as its metrics do.
+static mut LOOP_SLOTS: LoopSlots = LoopSlots {
+    open: fast::Slot::new(),
+    owner_open: fast::Slot::new(),
+    last: fast::Slot::new(),
+};
+
+/// The string the last message was handed to the handlers in (fast.rs).
+static mut MESSAGE: fast::MessageString = fast::MessageString::new();
 
 /// `f.call(this, *arg)`, its value dropped.
 fn call_one(cx: Cx, f: JSValue, this: JSValue, arg: &mut JSValue) -> Js<()> {
@@ -160,7 +152,7 @@ fn call_one(cx: Cx, f: JSValue, this: JSValue, arg: &mut JSValue) -> Js<()> {
 /// `handlers.length` reads it).
 fn call_each(cx: Cx, handlers: JSValue, arg: &mut JSValue) -> Js<()> {
     let mut i = 0;
-    while i < cx.length(handlers)? {
+    while i < fast::length(cx, handlers)? {
         let f = cx.check(unsafe { q::JS_GetPropertyUint32(cx.0, handlers, i) })?;
         let r = call_one(cx, f, handlers, arg);
         cx.free(f);
@@ -258,16 +250,34 @@ fn fast_sample(cx: Cx, this: JSValue, args: &Args) -> Js<Option<(u32, f64)>> {
         return Ok(None);
     }
     let a = atoms(cx);
-    let id = number(cx, this, a.id)?;
-    if !(id >= 0.0 && id <= u32::MAX as f64) || number(cx, this, a.at)? != unsafe { *epoch } {
+    #[allow(static_mut_refs)]
+    let slots = unsafe { &mut ADD_SLOTS };
+    let id = fast::number(cx, this, a.id, &mut slots.id)?;
+    if !(id >= 0.0 && id <= u32::MAX as f64)
+        || fast::number(cx, this, a.at, &mut slots.at)? != unsafe { *epoch }
+    {
         return Ok(None);
     }
     let mut value = 0.0;
     if unsafe { q::JS_ToFloat64(cx.0, &mut value, v) } < 0 {
         return Err(Thrown);
     }
-    if value != 1.0 && (value.is_nan() || !truthy(cx, this, a.plain)?) {
+    if value != 1.0 && (value.is_nan() || !fast::truthy(cx, this, a.plain, &mut slots.plain)?) {
         return Ok(None);
     }
     Ok(Some((id as u32, value)))
 }
+
+/// Where `fast_sample` found a metric's `_id`, `_at` and `_plain` last (fast.rs): the
+/// metrics of one kind share a shape.
+struct AddSlots {
+    id: fast::Slot,
+    at: fast::Slot,
+    plain: fast::Slot,
+}
+
+static mut ADD_SLOTS: AddSlots = AddSlots {
+    id: fast::Slot::new(),
+    at: fast::Slot::new(),
+    plain: fast::Slot::new(),
+};

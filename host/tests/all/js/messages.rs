@@ -94,18 +94,25 @@ fn sized_text(i: usize) -> String {
 /// A WebSocket server on 127.0.0.1 that sends every client the texts of [`SIZES`] at
 /// once, then reads until the client closes. Returns its `ws://` URL.
 async fn sized_texts_server() -> String {
+    texts_server((0..SIZES.len()).map(sized_text).collect()).await
+}
+
+/// A WebSocket server on 127.0.0.1 that sends every client `texts` at once, then reads
+/// until the client closes. Returns its `ws://` URL.
+async fn texts_server(texts: Vec<String>) -> String {
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/", listener.local_addr().unwrap());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
+            let texts = texts.clone();
             tokio::spawn(async move {
                 let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
                     return;
                 };
-                for i in 0..SIZES.len() {
-                    if ws.send(Message::text(sized_text(i))).await.is_err() {
+                for t in &texts {
+                    if ws.send(Message::text(t.clone())).await.is_err() {
                         return;
                     }
                 }
@@ -179,4 +186,90 @@ export default function () {{
     assert_eq!(m["ws_msgs_received"]["count"].as_f64(), Some(all), "{m}");
     assert_eq!(m["same"]["count"].as_f64(), Some(all), "{m}");
     assert_eq!(m["kept"]["count"].as_f64(), Some(all), "{m}");
+}
+
+/// The lengths of [`ascii_text`]s: below, at and past the 256 bytes the runtime's kept
+/// message string is first made with room for, past its 4,096-byte keep limit, and
+/// shorter again after each.
+const ASCII_SIZES: [usize; 16] = [10, 300, 5, 256, 257, 0, 100, 4096, 4097, 50, 1, 700, 20, 20, 3000, 7];
+
+/// ASCII text `i`: its number, then letters, to [`ASCII_SIZES`]`[i]` bytes.
+fn ascii_text(i: usize) -> String {
+    let mut s = format!("{i}:");
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    while s.len() < ASCII_SIZES[i] {
+        s.push(letters[(s.len() * 3 + i) % 26] as char);
+    }
+    s.truncate(ASCII_SIZES[i]);
+    s
+}
+
+/// ASCII texts of varied lengths, handled in five ways in turn: dropped, or kept as a
+/// slice of the text, as an object's key, inside a concatenation, or as the text itself.
+/// Every kept form still holds its own message's text after the later messages arrived
+/// (the runtime rewrites the last message's string in place only when nothing holds
+/// it: plugins/js-runtime/c/fast.c), and each text reached its handler whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_strings_kept_in_any_form_keep_their_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let texts: Vec<String> = (0..ASCII_SIZES.len()).map(ascii_text).collect();
+    let expected = serde_json::to_string(&texts).unwrap();
+    std::fs::write(
+        tmp.path().join("kept.js"),
+        format!(
+            r#"import ws from 'k6/ws';
+import {{ Counter }} from 'k6/metrics';
+
+const TEXTS = {expected};
+const same = new Counter('same');
+const kept = new Counter('kept');
+export const options = {{
+  scenarios: {{ s: {{ executor: 'per-vu-iterations', vus: 2, iterations: 2 }} }},
+}};
+
+export default function () {{
+  const held = [];
+  let n = 0;
+  ws.connect(__ENV.WS_URL, {{}}, (socket) => {{
+    socket.on('message', (text) => {{
+      const i = n++;
+      if (text === TEXTS[i]) same.add(1);
+      switch (i % 5) {{
+        case 0: break;
+        case 1: held.push([i, 'slice', text.slice(1)]); break;
+        case 2: {{ const o = {{}}; o[text] = i; held.push([i, 'key', o]); break; }}
+        case 3: held.push([i, 'concat', '<' + text + '>']); break;
+        default: held.push([i, 'text', text]);
+      }}
+      if (n === TEXTS.length) {{
+        for (const [j, how, v] of held) {{
+          const t = TEXTS[j];
+          const ok = how === 'slice' ? v === t.slice(1)
+            : how === 'key' ? Object.keys(v).length === 1 && v[t] === j
+            : how === 'concat' ? v === '<' + t + '>'
+            : v === t;
+          if (ok) kept.add(1);
+        }}
+        socket.close();
+      }}
+    }});
+    socket.setTimeout(() => socket.close(), 20000);
+  }});
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let url = texts_server(texts.clone()).await;
+    let ws_url = format!("WS_URL={url}");
+    let (ran, out) = run_script(tmp.path(), "kept.js", "http://127.0.0.1:9", &["-e", &ws_url]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    let summary = common::summary_json(&common::only_results_dir(&out));
+    let m = &summary["metrics"];
+    // 4 iterations; of each iteration's 16 texts, the 12 with i % 5 != 0 are kept.
+    let all = (4 * texts.len()) as f64;
+    let held = (4 * (0..texts.len()).filter(|i| i % 5 != 0).count()) as f64;
+    assert_eq!(m["ws_msgs_received"]["count"].as_f64(), Some(all), "{m}");
+    assert_eq!(m["same"]["count"].as_f64(), Some(all), "{m}");
+    assert_eq!(m["kept"]["count"].as_f64(), Some(held), "{m}");
 }
