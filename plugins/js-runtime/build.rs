@@ -220,6 +220,32 @@ static __maybe_unused void JS_DumpShape(JSRuntime *rt, int i, JSShape *sh)\n",
         ),
         count: 1,
     },
+    Edit {
+        what: "string_cmp compares two one-byte strings through their bytes",
+        find: concat!(
+            "static int string_cmp(JSString *p1, JSString *p2, int x1, int x2, int len)\n",
+            "{\n",
+            "    int i, c1, c2;\n",
+        ),
+        replace: concat!(
+            "static int string_cmp(JSString *p1, JSString *p2, int x1, int x2, int len)\n",
+            "{\n",
+            "    int i, c1, c2;\n",
+            "    /* loadtest: two one-byte strings (a WebSocket message and the text an\n",
+            "       `indexOf` looks for, per message): their bytes found once, not per\n",
+            "       character through string_get's width test and strv's kind switch; the\n",
+            "       same result (the first difference, or 0) */\n",
+            "    if (!p1->is_wide_char && !p2->is_wide_char) {\n",
+            "        const uint8_t *a = str8(p1) + x1, *b = str8(p2) + x2;\n",
+            "        for (i = 0; i < len; i++) {\n",
+            "            if (a[i] != b[i])\n",
+            "                return a[i] - b[i];\n",
+            "        }\n",
+            "        return 0;\n",
+            "    }\n",
+        ),
+        count: 1,
+    },
 ];
 
 /// The counting edits (2 and 3): every `JS_REF_COUNT(x)++` becomes `JS_RC_INC(x)` and
