@@ -13,7 +13,6 @@
 //!   other call goes to the metric's `_add`, the JavaScript path.
 
 use crate::bindings::loadtest::k6_layer::{samples, sockets};
-use crate::bindings::loadtest::scenario::websocket::Socket;
 use crate::js::{call, Args, Cx, JSValue, Js, Thrown};
 use crate::put_fn;
 use core::ffi::{c_char, c_int, CStr};
@@ -112,7 +111,7 @@ unsafe extern "C" fn recv_loop(
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
-        let socket = cx.borrow::<Socket>(args.at(0))?;
+        let socket: u32 = args.get(cx, 0)?;
         let until: f64 = args.get(cx, 1)?;
         let ms: u32 = args.get(cx, 2)?;
         let handlers = args.at(3);
@@ -124,7 +123,7 @@ unsafe extern "C" fn recv_loop(
         loop {
             // The text is lowered into the scratch buffer (scratch.rs), copied into a
             // JavaScript string and dropped before the next receive.
-            let Some(text) = crate::scratch::lend(|| sockets::recv_text(&socket, until, ms)) else {
+            let Some(text) = crate::scratch::lend(|| sockets::recv_text(socket, until, ms)) else {
                 return Ok(q::JS_FALSE);
             };
             let mut t = cx.string(&text)?;
