@@ -35,7 +35,9 @@ impl sockets::Host for WebSocketView<'_> {
             // holds: any other is its mistake, stopped here rather than answered with
             // nothing (the layer would then ask the socket's `recv`, which has the
             // message, and loop).
-            wasmtime::bail!("the k6 layer received on socket {id}, which is not a socket of this VU");
+            wasmtime::bail!(
+                "the k6 layer received on socket {id}, which is not a socket of this VU"
+            );
         };
         let mut timeout = Duration::from_millis(u64::from(timeout_ms));
         // No timer in the layer's loop (`until` is infinite): no clock read.
@@ -149,7 +151,11 @@ mod tests {
         // B holds something else where A's socket is: refused.
         let mut b = Vu::new();
         let other = b.table.push(String::from("not a socket")).unwrap();
-        assert_eq!(other.rep(), id, "the test wants B's string at A's socket's place");
+        assert_eq!(
+            other.rep(),
+            id,
+            "the test wants B's string at A's socket's place"
+        );
         let refused = sockets::Host::recv_text(&mut b.view(&net, &tags), id, f64::INFINITY, 50)
             .await
             .unwrap_err();

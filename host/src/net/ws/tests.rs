@@ -444,7 +444,10 @@ async fn every_receive_waits_its_own_timeout() {
     // moves it on when that comes), and the wait lasts its own time.
     push.send(()).unwrap();
     assert_eq!(
-        socket.recv_text(Duration::from_millis(100)).await.as_deref(),
+        socket
+            .recv_text(Duration::from_millis(100))
+            .await
+            .as_deref(),
         Some("late")
     );
     let t = Instant::now();
