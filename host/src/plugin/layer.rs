@@ -12,7 +12,7 @@ pub mod bindings {
             "loadtest:k6-layer/responses.send": async,
             "loadtest:k6-layer/responses.send-prepared": async,
             "loadtest:k6-layer/responses.send-batch": async,
-            "loadtest:k6-layer/sockets.recv-text": async,
+            "loadtest:k6-layer/sockets.recv-text": async | trappable,
             "loadtest:k6-layer/redis.command": async | trappable,
             default: trappable,
         },

@@ -1,16 +1,12 @@
-//! The k6 layer's numbered custom metrics and its text receive
-//! (`loadtest:k6-layer/samples` and `/sockets`): what a `Counter.add(1)` per WebSocket
-//! message and the message itself cost the runtime, cut to a number and a string.
+//! The k6 layer's numbered checks and custom metrics (`loadtest:k6-layer/checks` and
+//! `/samples`): what a `Counter.add(1)` per WebSocket message costs the runtime, cut to
+//! a number.
 
 use super::imports::metrics::MetricsView;
-use super::imports::websocket::WebSocketView;
-use super::layer::bindings::loadtest::k6_layer::{checks, samples, sockets};
+use super::layer::bindings::loadtest::k6_layer::{checks, samples};
 use super::layer_series::{kind_of, Series};
 use crate::metrics::{builtin, MetricKind};
-use crate::net::ws::Socket;
 use crate::plugin::bindings::loadtest::scenario::metrics::MetricKind as WitKind;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wasmtime::component::Resource;
 
 /// Series one VU may register (`samples.register`): a script that adds with new tag
 /// values per iteration would otherwise grow the host's memory; past it the layer
@@ -83,37 +79,5 @@ impl samples::Host for MetricsView<'_> {
         self.record_sample(s.id, s.kind, &s.name, value, &s.tags);
         self.state.series = series;
         Ok(())
-    }
-}
-
-impl sockets::Host for WebSocketView<'_> {
-    async fn recv_text(
-        &mut self,
-        socket: Resource<Socket>,
-        until_ms: f64,
-        timeout_ms: u32,
-    ) -> Option<String> {
-        let mut timeout = Duration::from_millis(u64::from(timeout_ms));
-        // No timer in the layer's loop (`until` is infinite): no clock read.
-        if until_ms != f64::INFINITY {
-            let now_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs_f64()
-                * 1000.0;
-            let left = until_ms - now_ms;
-            // A deadline passed (or not a number) ends the wait before any message is
-            // taken: the layer's timer is due first.
-            if left.is_nan() || left <= 0.0 {
-                return None;
-            }
-            timeout = timeout.min(Duration::from_secs_f64((left / 1000.0).min(1e9)));
-        }
-        let Ok((socket, budget)) = self.socket_and_budget(&socket) else {
-            // Not a socket of this VU: the contract's `recv` reports it.
-            return None;
-        };
-        let recv = std::pin::pin!(socket.recv_text(timeout));
-        budget.wait(recv).await
     }
 }

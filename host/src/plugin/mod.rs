@@ -21,6 +21,7 @@ pub(crate) mod layer_redis;
 pub(crate) mod layer_responses;
 pub(crate) mod layer_samples;
 pub(crate) mod layer_series;
+pub(crate) mod layer_sockets;
 pub(crate) mod layer_vu;
 pub(crate) mod link;
 pub(crate) mod log;

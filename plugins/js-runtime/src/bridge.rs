@@ -2711,20 +2711,30 @@ unsafe extern "C" fn f125(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
     })
 }
 
-/// `recv-text`.
+/// `id`.
 unsafe extern "C" fn f126(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
         let a0 = cx.borrow::<crate::bindings::loadtest::scenario::websocket::Socket>(args.at(0))?;
+        crate::bindings::loadtest::k6_layer::sockets::id(&a0).to_js(cx)
+    })
+}
+
+/// `recv-text`.
+unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+    let cx = Cx(ctx);
+    let args = Args::new(argc, argv);
+    call(|| {
+        let a0: u32 = args.get(cx, 0)?;
         let a1: f64 = args.get(cx, 1)?;
         let a2: u32 = args.get(cx, 2)?;
-        crate::bindings::loadtest::k6_layer::sockets::recv_text(&a0, a1, a2).to_js(cx)
+        crate::bindings::loadtest::k6_layer::sockets::recv_text(a0, a1, a2).to_js(cx)
     })
 }
 
 /// `register`.
-unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2735,7 +2745,7 @@ unsafe extern "C" fn f127(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `add`.
-unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2747,7 +2757,7 @@ unsafe extern "C" fn f128(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `text`.
-unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2757,7 +2767,7 @@ unsafe extern "C" fn f129(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send`.
-unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2767,7 +2777,7 @@ unsafe extern "C" fn f130(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send-prepared`.
-unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2777,7 +2787,7 @@ unsafe extern "C" fn f131(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `send-batch`.
-unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2787,7 +2797,7 @@ unsafe extern "C" fn f132(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `error`.
-unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2797,7 +2807,7 @@ unsafe extern "C" fn f133(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `timings-of`.
-unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2807,7 +2817,7 @@ unsafe extern "C" fn f134(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `url-of`.
-unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2817,7 +2827,7 @@ unsafe extern "C" fn f135(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `headers-of`.
-unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2827,7 +2837,7 @@ unsafe extern "C" fn f136(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `body-of`.
-unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2837,7 +2847,7 @@ unsafe extern "C" fn f137(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `text-of`.
-unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2847,7 +2857,7 @@ unsafe extern "C" fn f138(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `document-of`.
-unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2857,7 +2867,7 @@ unsafe extern "C" fn f139(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `keep`.
-unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2868,7 +2878,7 @@ unsafe extern "C" fn f140(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `release`.
-unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2879,7 +2889,7 @@ unsafe extern "C" fn f141(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `random-bytes`.
-unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f143(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2889,7 +2899,7 @@ unsafe extern "C" fn f142(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `digest`.
-unsafe extern "C" fn f143(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f144(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2900,7 +2910,7 @@ unsafe extern "C" fn f143(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `hmac`.
-unsafe extern "C" fn f144(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f145(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -2957,7 +2967,7 @@ impl ToJs for crate::bindings::loadtest::k6_layer::crypto::Algorithm {
 impl IsUnit for crate::bindings::loadtest::k6_layer::crypto::Algorithm {}
 
 /// `generate-key`.
-unsafe extern "C" fn f145(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3021,7 +3031,7 @@ impl ToJs for crate::bindings::loadtest::k6_layer::crypto::ImportedKey {
 impl IsUnit for crate::bindings::loadtest::k6_layer::crypto::ImportedKey {}
 
 /// `import-key`.
-unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3033,7 +3043,7 @@ unsafe extern "C" fn f146(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `export-key`.
-unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3046,7 +3056,7 @@ unsafe extern "C" fn f147(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `sign`.
-unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3058,7 +3068,7 @@ unsafe extern "C" fn f148(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `verify`.
-unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3071,7 +3081,7 @@ unsafe extern "C" fn f149(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `encrypt`.
-unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f151(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3083,7 +3093,7 @@ unsafe extern "C" fn f150(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `decrypt`.
-unsafe extern "C" fn f151(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f152(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3095,7 +3105,7 @@ unsafe extern "C" fn f151(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, a
 }
 
 /// `derive-bits`.
-unsafe extern "C" fn f152(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
+unsafe extern "C" fn f153(ctx: *mut q::JSContext, _this: JSValue, argc: c_int, argv: *mut JSValue) -> JSValue {
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
@@ -3323,49 +3333,50 @@ pub fn interfaces(cx: Cx) -> Js<Vec<(&'static str, JSValue)>> {
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"recvText", f126, 3)?;
+        put_fn(cx, o, c"id", f126, 1)?;
+        put_fn(cx, o, c"recvText", f127, 3)?;
         out.push(("loadtest:k6-layer/sockets@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"register", f127, 2)?;
-        put_fn(cx, o, c"add", f128, 2)?;
+        put_fn(cx, o, c"register", f128, 2)?;
+        put_fn(cx, o, c"add", f129, 2)?;
         out.push(("loadtest:k6-layer/checks@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"text", f129, 1)?;
+        put_fn(cx, o, c"text", f130, 1)?;
         out.push(("loadtest:k6-layer/content@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"send", f130, 1)?;
-        put_fn(cx, o, c"sendPrepared", f131, 1)?;
-        put_fn(cx, o, c"sendBatch", f132, 1)?;
-        put_fn(cx, o, c"error", f133, 1)?;
-        put_fn(cx, o, c"timingsOf", f134, 1)?;
-        put_fn(cx, o, c"urlOf", f135, 1)?;
-        put_fn(cx, o, c"headersOf", f136, 1)?;
-        put_fn(cx, o, c"bodyOf", f137, 1)?;
-        put_fn(cx, o, c"textOf", f138, 1)?;
-        put_fn(cx, o, c"documentOf", f139, 1)?;
-        put_fn(cx, o, c"keep", f140, 1)?;
-        put_fn(cx, o, c"release", f141, 1)?;
+        put_fn(cx, o, c"send", f131, 1)?;
+        put_fn(cx, o, c"sendPrepared", f132, 1)?;
+        put_fn(cx, o, c"sendBatch", f133, 1)?;
+        put_fn(cx, o, c"error", f134, 1)?;
+        put_fn(cx, o, c"timingsOf", f135, 1)?;
+        put_fn(cx, o, c"urlOf", f136, 1)?;
+        put_fn(cx, o, c"headersOf", f137, 1)?;
+        put_fn(cx, o, c"bodyOf", f138, 1)?;
+        put_fn(cx, o, c"textOf", f139, 1)?;
+        put_fn(cx, o, c"documentOf", f140, 1)?;
+        put_fn(cx, o, c"keep", f141, 1)?;
+        put_fn(cx, o, c"release", f142, 1)?;
         out.push(("loadtest:k6-layer/responses@0.1.0", o));
     }
     {
         let o = cx.object()?;
-        put_fn(cx, o, c"randomBytes", f142, 1)?;
-        put_fn(cx, o, c"digest", f143, 2)?;
-        put_fn(cx, o, c"hmac", f144, 3)?;
-        put_fn(cx, o, c"generateKey", f145, 1)?;
-        put_fn(cx, o, c"importKey", f146, 3)?;
-        put_fn(cx, o, c"exportKey", f147, 4)?;
-        put_fn(cx, o, c"sign", f148, 3)?;
-        put_fn(cx, o, c"verify", f149, 4)?;
-        put_fn(cx, o, c"encrypt", f150, 3)?;
-        put_fn(cx, o, c"decrypt", f151, 3)?;
-        put_fn(cx, o, c"deriveBits", f152, 3)?;
+        put_fn(cx, o, c"randomBytes", f143, 1)?;
+        put_fn(cx, o, c"digest", f144, 2)?;
+        put_fn(cx, o, c"hmac", f145, 3)?;
+        put_fn(cx, o, c"generateKey", f146, 1)?;
+        put_fn(cx, o, c"importKey", f147, 3)?;
+        put_fn(cx, o, c"exportKey", f148, 4)?;
+        put_fn(cx, o, c"sign", f149, 3)?;
+        put_fn(cx, o, c"verify", f150, 4)?;
+        put_fn(cx, o, c"encrypt", f151, 3)?;
+        put_fn(cx, o, c"decrypt", f152, 3)?;
+        put_fn(cx, o, c"deriveBits", f153, 3)?;
         out.push(("loadtest:k6-layer/crypto@0.1.0", o));
     }
     Ok(out)

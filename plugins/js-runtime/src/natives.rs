@@ -13,7 +13,6 @@
 //!   other call goes to the metric's `_add`, the JavaScript path.
 
 use crate::bindings::loadtest::k6_layer::{samples, sockets};
-use crate::bindings::loadtest::scenario::websocket::Socket;
 use crate::fast;
 use crate::js::{call, Args, Cx, JSValue, Js, Thrown};
 use crate::put_fn;
@@ -84,7 +83,7 @@ unsafe extern "C" fn recv_loop(
     let cx = Cx(ctx);
     let args = Args::new(argc, argv);
     call(|| {
-        let socket = cx.borrow::<Socket>(args.at(0))?;
+        let socket: u32 = args.get(cx, 0)?;
         let until: f64 = args.get(cx, 1)?;
         let ms: u32 = args.get(cx, 2)?;
         let handlers = args.at(3);
@@ -98,7 +97,7 @@ unsafe extern "C" fn recv_loop(
         loop {
             // The text is lowered into the scratch buffer (scratch.rs), copied into the
             // kept message string (fast.rs) and dropped before the next receive.
-            let Some(text) = crate::scratch::lend(|| sockets::recv_text(&socket, until, ms)) else {
+            let Some(text) = crate::scratch::lend(|| sockets::recv_text(socket, until, ms)) else {
                 return Ok(q::JS_FALSE);
             };
             let mut t = text_js.make(cx, &text)?;

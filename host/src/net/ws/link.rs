@@ -4,15 +4,23 @@
 //! most the budget plus one message per socket), the plugin's commands on their way to
 //! the task, whether either side has gone, and the session's metrics.
 //!
-//! One mutex and two [`Notify`]s instead of two tokio channels: a channel allocates a
-//! block of 32 slots when it is made and pads its halves to cache lines, for every
-//! idle socket. The queues here allocate only while something is in them (the inbox
-//! lets its buffer go when emptied, the command queue's goes with the commands).
+//! One mutex, a [`Notify`] for the task and the plugin's waker instead of two tokio
+//! channels: a channel allocates a block of 32 slots when it is made and pads its
+//! halves to cache lines, for every idle socket. The queues here allocate only while
+//! something is in them (the inbox lets its buffer go when emptied, the command
+//! queue's goes with the commands).
+//!
+//! The plugin has one waiter at most (its receives take the socket mutably), so it
+//! waits with a waker kept under the mutex it looks at the inbox with: a look that
+//! finds nothing leaves the waker in the same lock, and a delivery takes it in the
+//! lock it pushes in. A `Notify` for it cost a second lock, a waiter list and a future
+//! per wait, for every message (issue #53: capacity.js's cold wake-ups).
 
 use super::message::{WsError, WsMessage};
 use super::session::Session;
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 use tokio::sync::{oneshot, Notify};
 
 /// What the plugin asks the socket's task to do.
@@ -36,8 +44,6 @@ pub(super) struct Link {
     /// Wakes the task: a command came, the plugin let go, or it took a message from a
     /// full inbox. A stored permit if the task is not waiting yet, so none is lost.
     to_task: Notify,
-    /// Wakes the plugin: a message arrived or the socket ended.
-    to_plugin: Notify,
     /// The socket's life for the metrics.
     pub(super) session: Session,
 }
@@ -52,6 +58,8 @@ struct State {
     dropped: bool,
     /// The task ended: no message will come and no command will be carried out.
     ended: bool,
+    /// The plugin waiting for a message or the end, woken (and let go) by the next.
+    plugin: Option<Waker>,
 }
 
 /// What the task is asked to do next, from the plugin's side.
@@ -95,7 +103,6 @@ impl Link {
             max_messages: max_messages.max(1),
             max_bytes,
             to_task: Notify::new(),
-            to_plugin: Notify::new(),
             session,
         }
     }
@@ -132,12 +139,16 @@ impl Link {
 
     /// Puts a message in the inbox (the task read it while [`Link::may_read`]).
     pub(super) fn deliver(&self, message: WsMessage) {
-        {
+        let waiting = {
             let mut state = self.lock();
             state.held += message.len();
             state.inbox.push_back(message);
+            state.plugin.take()
+        };
+        // Woken outside the lock, which the woken plugin's look takes.
+        if let Some(plugin) = waiting {
+            plugin.wake();
         }
-        self.to_plugin.notify_one();
     }
 
     /// Waits until the plugin asks something or makes room.
@@ -148,13 +159,15 @@ impl Link {
     /// The task ended: the plugin is told once the inbox is empty, and commands still
     /// queued are dropped (their callers are told why the socket ended).
     pub(super) fn end(&self) {
-        let unanswered = {
+        let (unanswered, waiting) = {
             let mut state = self.lock();
             state.ended = true;
-            std::mem::take(&mut state.commands)
+            (std::mem::take(&mut state.commands), state.plugin.take())
         };
         drop(unanswered);
-        self.to_plugin.notify_one();
+        if let Some(plugin) = waiting {
+            plugin.wake();
+        }
     }
 
     // The plugin's side.
@@ -173,14 +186,16 @@ impl Link {
     }
 
     /// Takes the next message, if one is there; wakes the task if that made room.
-    pub(super) fn take(&self) -> Taken {
-        self.take_if(|_| true)
+    /// With `waker`, a look that finds nothing ([`Taken::Empty`]) keeps it, to be woken
+    /// when a message arrives or the socket ends.
+    pub(super) fn take(&self, waker: Option<&Waker>) -> Taken {
+        self.take_if(|_| true, waker)
     }
 
     /// Takes the next message if it is text; a binary message, or the end, is left
-    /// for [`Link::take`].
-    pub(super) fn take_text(&self) -> TakenText {
-        match self.take_if(|m| matches!(m, WsMessage::Text(_))) {
+    /// for [`Link::take`]. `waker` as for [`Link::take`].
+    pub(super) fn take_text(&self, waker: Option<&Waker>) -> TakenText {
+        match self.take_if(|m| matches!(m, WsMessage::Text(_)), waker) {
             Taken::Message(WsMessage::Text(text)) => TakenText::Text(text),
             Taken::Empty => TakenText::Empty,
             Taken::Message(WsMessage::Binary(_)) | Taken::Ended | Taken::Skipped => {
@@ -190,14 +205,24 @@ impl Link {
     }
 
     /// Takes the next message when `wanted(message)`; leaves it in the inbox
-    /// ([`Taken::Skipped`]) when not.
-    fn take_if(&self, wanted: impl FnOnce(&WsMessage) -> bool) -> Taken {
+    /// ([`Taken::Skipped`]) when not; keeps `waker` when there is nothing yet.
+    fn take_if(&self, wanted: impl FnOnce(&WsMessage) -> bool, waker: Option<&Waker>) -> Taken {
         let mut state = self.lock();
         // Whether the task stopped reading, judged before this message leaves.
         let was_full = !self.has_room(&state);
         let message = match state.inbox.front() {
             None if state.ended => return Taken::Ended,
-            None => return Taken::Empty,
+            None => {
+                // In the lock a delivery takes it in: no message can slip between this
+                // look and the wait. The same task's waker is not cloned again.
+                if let Some(waker) = waker {
+                    match &mut state.plugin {
+                        Some(kept) if kept.will_wake(waker) => {}
+                        kept => *kept = Some(waker.clone()),
+                    }
+                }
+                return Taken::Empty;
+            }
             Some(next) if !wanted(next) => return Taken::Skipped,
             Some(_) => state.inbox.pop_front().expect("the front was just seen"),
         };
@@ -219,9 +244,10 @@ impl Link {
         Taken::Message(message)
     }
 
-    /// Waits until a message arrives or the socket ends (or spuriously: check again).
-    pub(super) async fn plugin_woken(&self) {
-        self.to_plugin.notified().await;
+    /// The plugin stopped waiting (its wait timed out): a message that arrives now
+    /// does not wake it.
+    pub(super) fn forget_plugin(&self) {
+        self.lock().plugin = None;
     }
 
     /// The plugin let go of the socket: the task says goodbye to the peer and ends.

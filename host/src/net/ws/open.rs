@@ -119,6 +119,7 @@ async fn open(
     Ok(Socket {
         link,
         max_message: shared.websocket.max_message,
+        timer: None,
     })
 }
 

@@ -4,9 +4,13 @@
 use super::link::{Command, Link, Reply, Taken, TakenText};
 use super::message::{format_size, WsError, WsMessage};
 use super::session;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
 
 /// An open WebSocket held by the host for a plugin.
 pub struct Socket {
@@ -15,6 +19,12 @@ pub struct Socket {
     /// `[websocket] max_message`, for sends too: a message waits in the host (encoded,
     /// then in the write buffer) outside the plugin's memory cap.
     pub(super) max_message: usize,
+    /// The receives' timer, made on the first wait and moved to each wait's deadline:
+    /// tokio moves a registered timer to a later deadline with one atomic exchange
+    /// (the timer wheel meets the old deadline later and puts it further on), where a
+    /// timer per wait took the timer driver's lock to register and again to cancel,
+    /// for every message.
+    pub(super) timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Socket {
@@ -51,7 +61,7 @@ impl Socket {
     /// already arrived); `None` when nothing came in time. Messages that arrived before
     /// the socket ended are delivered first, then the reason it ended.
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<WsMessage>, WsError> {
-        let found = self.wait_for(timeout, |link| match link.take() {
+        let found = self.wait_for(timeout, |link, waker| match link.take(waker) {
             Taken::Message(message) => Some(Ok(Some(message))),
             // Only `take_text` skips; `take` wants every message.
             Taken::Ended | Taken::Skipped => Some(Err(link.session.end_error())),
@@ -64,7 +74,7 @@ impl Socket {
     /// `None` also when the next message is binary or the socket ended, which are
     /// left for [`Socket::recv`] (the k6 layer's receive, `k6-layer/sockets`).
     pub async fn recv_text(&mut self, timeout: Duration) -> Option<String> {
-        let found = self.wait_for(timeout, |link| match link.take_text() {
+        let found = self.wait_for(timeout, |link, waker| match link.take_text(waker) {
             TakenText::Text(text) => Some(Some(text)),
             TakenText::Other => Some(None),
             TakenText::Empty => None,
@@ -74,32 +84,43 @@ impl Socket {
 
     /// Asks `look` until it finds something (`Some`), waiting for the socket's task to
     /// deliver between two looks, up to `timeout` (`Duration::ZERO`: one look); `None`
-    /// when nothing was found in time. A message already there costs no clock read and
-    /// no timer.
+    /// when nothing was found in time. `look` is given the waker to leave with the link
+    /// when it finds nothing (none for a single look). A message already there costs
+    /// no clock read and no timer.
     async fn wait_for<T>(
-        &self,
+        &mut self,
         timeout: Duration,
-        mut look: impl FnMut(&Link) -> Option<T>,
+        mut look: impl FnMut(&Link, Option<&Waker>) -> Option<T>,
     ) -> Option<T> {
-        if let Some(found) = look(&self.link) {
-            return Some(found);
-        }
-        if timeout.is_zero() {
-            return None;
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
+        let link: &Link = &self.link;
+        let timer = &mut self.timer;
+        let mut armed = false;
+        std::future::poll_fn(|cx| {
+            let waker = (!timeout.is_zero()).then(|| cx.waker());
             // Woken by a message or the end; a wake-up may be stale, so look again.
-            if tokio::time::timeout_at(deadline, self.link.plugin_woken())
-                .await
-                .is_err()
-            {
-                return None;
+            if let Some(found) = look(link, waker) {
+                return Poll::Ready(Some(found));
             }
-            if let Some(found) = look(&self.link) {
-                return Some(found);
+            if timeout.is_zero() {
+                return Poll::Ready(None);
             }
-        }
+            if !armed {
+                // The deadline is taken at the first look that finds nothing.
+                let deadline = Instant::now() + timeout;
+                match timer.as_mut() {
+                    Some(timer) => timer.as_mut().reset(deadline),
+                    None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                }
+                armed = true;
+            }
+            let sleep = timer.as_mut().expect("armed above");
+            if sleep.as_mut().poll(cx).is_ready() {
+                link.forget_plugin();
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Closes the socket with `code` and `reason` and waits briefly for the peer's

@@ -381,8 +381,8 @@ async fn messages_left_waiting_at_the_close_are_not_counted_as_received() {
 }
 
 /// Each receive waits for its own timeout: a shorter one after a longer one, one after
-/// a message ended the wait early, one after a timeout; a message already waiting is
-/// taken at once.
+/// a message ended the wait early, one after a timeout, a longer one after a shorter
+/// one a message ended; a message already waiting is taken at once.
 #[tokio::test]
 async fn every_receive_waits_its_own_timeout() {
     let (push, pushed) = tokio::sync::mpsc::unbounded_channel::<()>();
@@ -439,5 +439,19 @@ async fn every_receive_waits_its_own_timeout() {
         socket.recv(Duration::ZERO).await,
         Ok(Some(WsMessage::Text("late".into())))
     );
-    assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 2.0);
+    // A longer wait after a shorter one that a message ended: the socket's timer is
+    // moved to the later deadline (tokio keeps it in the wheel at the earlier one and
+    // moves it on when that comes), and the wait lasts its own time.
+    push.send(()).unwrap();
+    assert_eq!(
+        socket
+            .recv_text(Duration::from_millis(100))
+            .await
+            .as_deref(),
+        Some("late")
+    );
+    let t = Instant::now();
+    assert_eq!(socket.recv_text(Duration::from_millis(400)).await, None);
+    timed(t.elapsed(), 400);
+    assert_eq!(counter(&shared, builtin::WS_MSGS_RECEIVED), 3.0);
 }

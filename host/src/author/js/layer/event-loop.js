@@ -40,7 +40,7 @@ function pollSocket(s, ms, until) {
   // A text message comes as a string (`sockets.recv-text`), not as a result holding
   // an option holding a variant; the host stops waiting at `until`, so the loop needs
   // no clock read per message.
-  const t = recvText(s.handle, until, ms);
+  const t = recvText(s.id, until, ms);
   if (t !== null && t !== undefined) {
     s.text(t);
     return true;
@@ -157,14 +157,14 @@ function runLoop(loop, owner) {
         }
         continue;
       }
-      // A WebSocket: pollSocket's receive written out here, with the socket's handle
-      // and text callback held in locals, as this runs once per message (capacity.js:
+      // A WebSocket: pollSocket's receive written out here, with the socket's number
+      // (`id`) and text callback held in locals, as this runs once per message (capacity.js:
       // ~4,000 a second, each a wake-up of one VU among 200, whose every interpreter
       // operation and cache line touched counts).
       // A k6/ws socket's 'message' handlers (`messages`: the array `on` adds to, made
       // with the socket) are called from here, one JS call fewer per message than
       // through its `text`.
-      const handle = first.handle;
+      const id = first.id;
       const text = first.text;
       const fns = first.messages;
       const ms = next !== Infinity ? 2147483647 : 1000;
@@ -173,14 +173,14 @@ function runLoop(loop, owner) {
         // nothing came (false: then what pollOther finds) or a stop below (true).
         const handlers = fns === undefined ? text : fns;
         for (;;) {
-          if (recvLoop(handle, next, ms, handlers, first, owner, queue, microtasks, asyncQueue, timerSeq, ids)) break;
+          if (recvLoop(id, next, ms, handlers, first, owner, queue, microtasks, asyncQueue, timerSeq, ids)) break;
           if (!pollOther(first, next)) break;
           if (turnEnds(first, owner, ids, queue)) break;
         }
         continue;
       }
       for (;;) {
-        const t = recvText(handle, next, ms);
+        const t = recvText(id, next, ms);
         if (t !== null && t !== undefined) {
           if (fns === undefined) text(t);
           else if (fns.length === 1) fns[0](t);

@@ -16,7 +16,7 @@ class WebSocket {
     this._listeners = {};
     const self = this;
     this._entry = {
-      handle: null, open: false,
+      handle: null, id: 0, open: false,
       text(t) { self._dispatch('message', { type: 'message', data: t, origin: self.url }); },
       received(m) {
         self._dispatch('message', { type: 'message', data: messageData(m, true), origin: self.url });
@@ -30,6 +30,8 @@ class WebSocket {
     mainLoop.sockets.add(this._entry);
     try {
       this._entry.handle = wsConnectHost(url, params);
+      // The number the event loop receives by (`sockets.recv-text`), asked once.
+      this._entry.id = hostSockets.id(this._entry.handle);
     } catch (e) {
       const msg = wsError(e);
       mainLoop.queue.push(() => this._end(1006, '', msg));

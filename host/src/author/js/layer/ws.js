@@ -33,8 +33,9 @@ class K6Socket {
     const messages = [];
     this._handle = handle; this._loop = loop; this._on = { message: messages }; this.open = true; this._closing = false;
     const self = this;
+    // `id`: the number the event loop receives by (`sockets.recv-text`), asked once.
     this._entry = {
-      handle, open: true, messages,
+      handle, id: hostSockets.id(handle), open: true, messages,
       text(t) { self._emit('message', t); },
       received(m) {
         if (m.tag === 'text') self._emit('message', m.val);
