@@ -119,7 +119,6 @@ async fn open(
     Ok(Socket {
         link,
         max_message: shared.websocket.max_message,
-        timer: None,
     })
 }
 

@@ -439,9 +439,7 @@ async fn every_receive_waits_its_own_timeout() {
         socket.recv(Duration::ZERO).await,
         Ok(Some(WsMessage::Text("late".into())))
     );
-    // A longer wait after a shorter one that a message ended: the socket's timer is
-    // moved to the later deadline (tokio keeps it in the wheel at the earlier one and
-    // moves it on when that comes), and the wait lasts its own time.
+    // A longer wait after a shorter one that a message ended waits its own time.
     push.send(()).unwrap();
     assert_eq!(
         socket
