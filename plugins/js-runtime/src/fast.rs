@@ -28,7 +28,12 @@ impl Slot {
 
 extern "C" {
     fn JS_FastArrayLength(v: JSValue) -> i64;
-    fn JS_GetOwnDataCached(obj: JSValue, atom: q::JSAtom, cache: *mut Slot, out: *mut JSValue) -> i32;
+    fn JS_GetOwnDataCached(
+        obj: JSValue,
+        atom: q::JSAtom,
+        cache: *mut Slot,
+        out: *mut JSValue,
+    ) -> i32;
     fn JS_ReuseAsciiString(
         ctx: *mut q::JSContext,
         old: JSValue,

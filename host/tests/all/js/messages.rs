@@ -191,7 +191,9 @@ export default function () {{
 /// The lengths of [`ascii_text`]s: below, at and past the 256 bytes the runtime's kept
 /// message string is first made with room for, past its 4,096-byte keep limit, and
 /// shorter again after each.
-const ASCII_SIZES: [usize; 16] = [10, 300, 5, 256, 257, 0, 100, 4096, 4097, 50, 1, 700, 20, 20, 3000, 7];
+const ASCII_SIZES: [usize; 16] = [
+    10, 300, 5, 256, 257, 0, 100, 4096, 4097, 50, 1, 700, 20, 20, 3000, 7,
+];
 
 /// ASCII text `i`: its number, then letters, to [`ASCII_SIZES`]`[i]` bytes.
 fn ascii_text(i: usize) -> String {
@@ -262,7 +264,13 @@ export default function () {{
     .unwrap();
     let url = texts_server(texts.clone()).await;
     let ws_url = format!("WS_URL={url}");
-    let (ran, out) = run_script(tmp.path(), "kept.js", "http://127.0.0.1:9", &["-e", &ws_url]).await;
+    let (ran, out) = run_script(
+        tmp.path(),
+        "kept.js",
+        "http://127.0.0.1:9",
+        &["-e", &ws_url],
+    )
+    .await;
     assert!(ran.status.success(), "{}", text(&ran));
     let summary = common::summary_json(&common::only_results_dir(&out));
     let m = &summary["metrics"];
