@@ -74,7 +74,7 @@ export default function () {
     assert!(m["ticks"]["count"].as_f64() > Some(0.0), "{m}");
 }
 
-/// The sizes of the texts [`sized_texts_server`] sends, in characters: empty, short,
+/// The sizes of the texts the sized test's server sends, in characters: empty, short,
 /// around the runtime's 1,024-byte scratch buffer (plugins/js-runtime/src/scratch.rs,
 /// where a message's text is lowered when it fits) on both sides, and far past it.
 const SIZES: [usize; 12] = [0, 1, 190, 1023, 1024, 1025, 4096, 190, 70000, 3, 1024, 190];
@@ -91,10 +91,18 @@ fn sized_text(i: usize) -> String {
         .collect()
 }
 
-/// A WebSocket server on 127.0.0.1 that sends every client the texts of [`SIZES`] at
-/// once, then reads until the client closes. Returns its `ws://` URL.
-async fn sized_texts_server() -> String {
-    texts_server((0..SIZES.len()).map(sized_text).collect()).await
+/// Runs `script` in `dir` against a [`texts_server`] sending `texts` (its URL in
+/// `WS_URL`); the run must succeed. Its summary.
+async fn run_with_texts(
+    dir: &std::path::Path,
+    script: &str,
+    texts: Vec<String>,
+) -> serde_json::Value {
+    let url = texts_server(texts).await;
+    let ws_url = format!("WS_URL={url}");
+    let (ran, out) = run_script(dir, script, "http://127.0.0.1:9", &["-e", &ws_url]).await;
+    assert!(ran.status.success(), "{}", text(&ran));
+    common::summary_json(&common::only_results_dir(&out))
 }
 
 /// A WebSocket server on 127.0.0.1 that sends every client `texts` at once, then reads
@@ -169,18 +177,8 @@ export default function () {{
         ),
     )
     .unwrap();
-    let url = sized_texts_server().await;
-    let ws_url = format!("WS_URL={url}");
-    let (ran, out) = run_script(
-        tmp.path(),
-        "sized.js",
-        "http://127.0.0.1:9",
-        &["-e", &ws_url],
-    )
-    .await;
-    assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    let m = &summary["metrics"];
+    let texts = (0..SIZES.len()).map(sized_text).collect();
+    let m = &run_with_texts(tmp.path(), "sized.js", texts).await["metrics"];
     // 4 iterations × 12 texts.
     let all = (4 * SIZES.len()) as f64;
     assert_eq!(m["ws_msgs_received"]["count"].as_f64(), Some(all), "{m}");
@@ -262,18 +260,7 @@ export default function () {{
         ),
     )
     .unwrap();
-    let url = texts_server(texts.clone()).await;
-    let ws_url = format!("WS_URL={url}");
-    let (ran, out) = run_script(
-        tmp.path(),
-        "kept.js",
-        "http://127.0.0.1:9",
-        &["-e", &ws_url],
-    )
-    .await;
-    assert!(ran.status.success(), "{}", text(&ran));
-    let summary = common::summary_json(&common::only_results_dir(&out));
-    let m = &summary["metrics"];
+    let m = &run_with_texts(tmp.path(), "kept.js", texts.clone()).await["metrics"];
     // 4 iterations; of each iteration's 16 texts, the 12 with i % 5 != 0 are kept.
     let all = (4 * texts.len()) as f64;
     let held = (4 * (0..texts.len()).filter(|i| i % 5 != 0).count()) as f64;
