@@ -2,7 +2,7 @@
 //! `/samples`): what a `Counter.add(1)` per WebSocket message costs the runtime, cut to
 //! a number.
 
-use super::imports::metrics::MetricsView;
+use super::imports::metrics::{record, MetricsView};
 use super::layer::bindings::loadtest::k6_layer::{checks, samples};
 use super::layer_series::{kind_of, Series};
 use crate::metrics::{builtin, MetricKind};
@@ -65,18 +65,26 @@ impl samples::Host for MetricsView<'_> {
             kind,
             name,
             tags,
+            made: None,
         });
         Ok(Some(self.state.series.len() as u32 - 1))
     }
 
     fn add(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
         // Taken out for the call, so the sample can borrow the VU's state mutably.
-        let series = std::mem::take(&mut self.state.series);
-        let Some(s) = series.get(id as usize) else {
-            self.state.series = series;
+        let Some(s) = self.state.series.get(id as usize) else {
             wasmtime::bail!("the k6 layer added to series {id}, which it never registered");
         };
-        self.record_sample(s.id, s.kind, &s.name, value, &s.tags);
+        if let Some(whole) = s.tags_for(self.vu_tags) {
+            record(self.services, s.id, s.kind, &s.name, value, whole);
+            return Ok(());
+        }
+        // Taken out for the call, so the tag cache can be borrowed mutably beside it.
+        let mut series = std::mem::take(&mut self.state.series);
+        let s = &mut series[id as usize];
+        let whole = self.state.tag_cache.with(self.vu_tags, &s.tags, None);
+        record(self.services, s.id, s.kind, &s.name, value, &whole);
+        s.made = Some((self.vu_tags.clone(), whole));
         self.state.series = series;
         Ok(())
     }

@@ -170,23 +170,39 @@ impl MetricsView<'_> {
         value: f64,
         tags: &[(String, String)],
     ) {
-        if !value.is_finite() {
-            self.services.warn_once(
-                &format!("metric-value:{name}"),
-                &format!("plugin metric `{name}`: non-finite value {value} ignored"),
-            );
-            return;
-        }
-        let tags = self.state.tag_cache.with(self.vu_tags, tags, None);
-        let recorder = &self.services.recorder;
-        match kind {
-            MetricKind::Counter => recorder.count(id, &tags, value),
-            MetricKind::Gauge => recorder.gauge(id, &tags, value),
-            MetricKind::Rate => recorder.rate(id, &tags, value != 0.0),
-            // Trends keep thousandths, so milliseconds are held to the microsecond.
-            MetricKind::Trend => {
-                recorder.trend(id, &tags, (value.max(0.0) * 1000.0).round() as u64)
-            }
-        }
+        // A value `record` drops (not finite) needs no tag set made for it.
+        let tags = if value.is_finite() {
+            self.state.tag_cache.with(self.vu_tags, tags, None)
+        } else {
+            TagSet::empty()
+        };
+        record(self.services, id, kind, name, value, &tags);
+    }
+}
+
+/// Records one sample of custom metric `id` under the whole tag set `tags` (the VU's
+/// and the sample's own); a value that is not finite is warned about and dropped.
+pub(crate) fn record(
+    services: &HostServices,
+    id: MetricId,
+    kind: MetricKind,
+    name: &str,
+    value: f64,
+    tags: &TagSet,
+) {
+    if !value.is_finite() {
+        services.warn_once(
+            &format!("metric-value:{name}"),
+            &format!("plugin metric `{name}`: non-finite value {value} ignored"),
+        );
+        return;
+    }
+    let recorder = &services.recorder;
+    match kind {
+        MetricKind::Counter => recorder.count(id, tags, value),
+        MetricKind::Gauge => recorder.gauge(id, tags, value),
+        MetricKind::Rate => recorder.rate(id, tags, value != 0.0),
+        // Trends keep thousandths, so milliseconds are held to the microsecond.
+        MetricKind::Trend => recorder.trend(id, tags, (value.max(0.0) * 1000.0).round() as u64),
     }
 }
