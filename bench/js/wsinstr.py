@@ -12,7 +12,8 @@ more than its instructions are not counted here.
 
 Run by hand: `HOST_BINS="before=... after=..." bench/js/wsinstr.py` (valgrind, root).
 Environment: HOST_BINS (name=path, space-separated), RATE (100), DURATION (8),
-PORT (18093), TOP (guest functions listed, 10).
+PORT (18093), TOP (guest functions listed, 10), HOST_TOP (host functions listed, 0;
+exclusive, the 1-s ticks' included, so noisier than the total).
 """
 import json
 import os
@@ -32,6 +33,7 @@ import wsrecv  # noqa: E402  (its pusher and stop, on PORT)
 RATE = int(os.environ.get("RATE", "100"))
 DURATION = int(os.environ.get("DURATION", "8"))
 TOP = int(os.environ.get("TOP", "10"))
+HOST_TOP = int(os.environ.get("HOST_TOP", "0"))
 BINS = dict(kv.split("=", 1) for kv in os.environ.get("HOST_BINS", "host=target/release/host").split())
 WORK = Path(tempfile.mkdtemp(prefix="wsinstr-"))
 
@@ -58,7 +60,7 @@ def profile(binary, rate):
     messages = summary.get("ws_msgs_received", {}).get("count", 0)
     pid = re.search(r"^pid: (\d+)", out.read_text(errors="replace"), re.M).group(1)
     perf = PerfMap(f"/tmp/perf-{pid}.map")
-    guest, host, funcs = 0, 0, {}
+    guest, host, funcs, hfuncs = 0, 0, {}, {}
     for cost, fn in annotate(str(out), False):
         m = re.search(r"\?\?\?:0x([0-9a-f]+)", fn)
         name = perf.name(int(m.group(1), 16)) if m else None
@@ -67,12 +69,13 @@ def profile(binary, rate):
             funcs[name] = funcs.get(name, 0) + cost
         else:
             host += cost
+            hfuncs[name or fn] = hfuncs.get(name or fn, 0) + cost
     ticks = 0
     for cost, fn in annotate(str(out), True):
         if re.search(r"host::run::drive(::\{\{closure\}\})? \[", fn):
             ticks = max(ticks, cost)
     os.unlink(f"/tmp/perf-{pid}.map")
-    return guest, host - ticks, messages, funcs
+    return guest, host - ticks, messages, funcs, hfuncs
 
 
 def main():
@@ -82,16 +85,21 @@ def main():
     tops = []
     for label, binary in BINS.items():
         profile(binary, 0)  # the compile cache for valgrind's CPU
-        g0, h0, _, f0 = profile(binary, 0)
-        g1, h1, n, f1 = profile(binary, RATE)
+        g0, h0, _, f0, hf0 = profile(binary, 0)
+        g1, h1, n, f1, hf1 = profile(binary, RATE)
         g, h = (g1 - g0) / n, (h1 - h0) / n
         print(f"| {label} | {n:,} | {g:,.0f} | {h:,.0f} | {g + h:,.0f} |", flush=True)
         funcs = sorted((((f1.get(f, 0) - f0.get(f, 0)) / n, f) for f in set(f0) | set(f1)), reverse=True)
-        tops.append((label, funcs[:TOP]))
-    for label, funcs in tops:
+        hfuncs = sorted((((hf1.get(f, 0) - hf0.get(f, 0)) / n, f) for f in set(hf0) | set(hf1)), reverse=True)
+        tops.append((label, funcs[:TOP], hfuncs[:HOST_TOP]))
+    for label, funcs, hfuncs in tops:
         print(f"\n{label}: the guest's functions (exclusive instructions per message)")
         for cost, f in funcs:
             print(f"  {cost:10,.0f}  {f}")
+        if hfuncs:
+            print(f"\n{label}: the host's functions (exclusive instructions per message, ticks included)")
+            for cost, f in hfuncs:
+                print(f"  {cost:10,.0f}  {f[:160]}")
 
 
 if __name__ == "__main__":

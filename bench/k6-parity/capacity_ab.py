@@ -6,7 +6,7 @@ A shorter, A/B form of `run.py capacity` (which runs each tool once and rewrites
 results/scenarios.md).
 
 Run by hand: `BEFORE=<host> AFTER=<host> [K6=<k6>] bench/k6-parity/capacity_ab.py`
-Environment: BEFORE, AFTER, K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
+Environment: BEFORE, AFTER (or HOSTS="name=path ...": any number of host builds), K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
 ROUNDS (2), PORT (18090), LEAD_MS (2000), TAIL_MS (6000), PACED (1).
 
 The counts are made comparable between the tools (results/js.md, branch count53): the
@@ -68,10 +68,20 @@ def k6():
     return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
 
 
-tools = [("before", lambda: host(os.environ["BEFORE"])), ("after", lambda: host(os.environ["AFTER"]))]
+# HOSTS="name=path ..." compares any number of host builds; BEFORE and AFTER are two.
+HOSTS = [kv.split("=", 1) for kv in os.environ.get("HOSTS", "").split()] or [
+    ("before", os.environ["BEFORE"]), ("after", os.environ["AFTER"])]
+# Each build runs through a wrapper that gives it a JS build cache of its own: two builds
+# with different runtimes sharing one would rebuild the script inside timed runs.
+for i, (name, binary) in enumerate(HOSTS):
+    wrapper = WORK / f"{name}.sh"
+    wrapper.write_text(f'#!/bin/sh\nHOST_CACHE_DIR="{WORK / ("cache-" + name)}" exec "{binary}" "$@"\n')
+    wrapper.chmod(0o755)
+    HOSTS[i] = (name, str(wrapper))
+tools = [(name, lambda b=binary: host(b)) for name, binary in HOSTS]
 if os.environ.get("K6"):
     tools.insert(0, ("k6", k6))
-for binary in (os.environ["BEFORE"], os.environ["AFTER"]):
+for _, binary in HOSTS:
     run.warm_host_js(binary, SCRIPT, WORK)
 print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run "
       f"(sockets {LEAD_MS} ms before and {TAIL_MS} ms after)", flush=True)
