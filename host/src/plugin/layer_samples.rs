@@ -71,7 +71,6 @@ impl samples::Host for MetricsView<'_> {
     }
 
     fn add(&mut self, id: u32, value: f64) -> wasmtime::Result<()> {
-        // Taken out for the call, so the sample can borrow the VU's state mutably.
         let Some(s) = self.state.series.get(id as usize) else {
             wasmtime::bail!("the k6 layer added to series {id}, which it never registered");
         };
