@@ -119,7 +119,10 @@ async fn iteration_flags_replace_or_keep_the_scripts_scenarios_as_k6() {
         (SHORTCUTS, &["--iterations", "3"], (3, 2, "default")),
     ];
     for (options, flags, (iterations, vus, scenario)) in cases {
-        let ((h, h_served, h_out), (k, k_served, k_out)) = both(&script(options, 0.0), flags).await;
+        // Each iteration sleeps, so every VU of a shared-iterations scenario takes one
+        // while the others sleep: without it, one VU could run them all before another
+        // started (seen on a loaded machine: 3 iterations, all VU 2's), in either tool.
+        let ((h, h_served, h_out), (k, k_served, k_out)) = both(&script(options, 0.5), flags).await;
         let want = Ran {
             iterations: *iterations,
             vus: *vus,
