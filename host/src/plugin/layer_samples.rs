@@ -78,13 +78,12 @@ impl samples::Host for MetricsView<'_> {
             record(self.services, s.id, s.kind, &s.name, value, whole);
             return Ok(());
         }
-        // Taken out for the call, so the tag cache can be borrowed mutably beside it.
-        let mut series = std::mem::take(&mut self.state.series);
-        let s = &mut series[id as usize];
-        let whole = self.state.tag_cache.with(self.vu_tags, &s.tags, None);
+        // The series and the tag cache are two fields of the state: borrowed apart.
+        let state = &mut *self.state;
+        let s = &mut state.series[id as usize];
+        let whole = state.tag_cache.with(self.vu_tags, &s.tags, None);
         record(self.services, s.id, s.kind, &s.name, value, &whole);
         s.made = Some((self.vu_tags.clone(), whole));
-        self.state.series = series;
         Ok(())
     }
 }
