@@ -5,7 +5,7 @@
 //! k6 isolates them), disposed when the iteration ends.
 
 use super::allow::{bypass_list, proxy_switches, DeadEnd, Gate};
-use super::cdp::{Connection, Sink};
+use super::cdp::{CdpError, Connection, Sink};
 use super::launch::{LaunchError, LaunchOptions, Launcher, Process};
 use super::page::Page;
 use super::BrowserError;
@@ -220,6 +220,24 @@ impl Pool {
     ) -> Result<Context, BrowserError> {
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let browser = self.browser(slot).await?;
+        match self.open_context(browser, options.clone()).await {
+            // The browser died before its connection saw the end (a crash just before
+            // the iteration): the slot now holds a closed connection, so one retry
+            // starts a new browser instead of failing the iteration on a stale one.
+            Err(BrowserError::Cdp(CdpError::Closed(_))) => {
+                let browser = self.browser(slot).await?;
+                self.open_context(browser, options).await
+            }
+            opened => opened,
+        }
+    }
+
+    /// A new browser context on `browser`, downloads denied.
+    async fn open_context(
+        &self,
+        browser: Arc<Browser>,
+        options: ContextOptions,
+    ) -> Result<Context, BrowserError> {
         let mut params = json!({ "disposeOnDetach": false });
         if let Source::Remote { bypass, .. } = &self.source {
             params["proxyServer"] = json!(super::remote::DEAD_END_PROXY);
