@@ -6,8 +6,14 @@ A shorter, A/B form of `run.py capacity` (which runs each tool once and rewrites
 results/scenarios.md).
 
 Run by hand: `BEFORE=<host> AFTER=<host> [K6=<k6>] bench/k6-parity/capacity_ab.py`
-Environment: BEFORE, AFTER (or HOSTS="name=path ...": any number of host builds), K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
-ROUNDS (2), PORT (18090), LEAD_MS (2000), TAIL_MS (6000), PACED (1).
+Environment: BEFORE, AFTER (or HOSTS="name=path ...": any number of host builds; an
+entry `name=path@script` runs that build on another script: a variant of capacity.js
+(the same `-e` values), or plugins' capacity.wasm, which runs with capacity.toml at
+DURATION and no lead or tail, so its counts are its own), K6 (optional), DEMO_TARGET_BIN (demo-target), DURATION (30),
+ROUNDS (2), PORT (18090), LEAD_MS (2000), TAIL_MS (6000), PACED (1), THREADS (0; 1 runs
+each host build through bench/js/threadcpu.py and prints its CPU by thread before the
+round's line: the poller's own CPU is then in the host's, so use it for the split, not
+for the ratios).
 
 The counts are made comparable between the tools (results/js.md, branch count53): the
 script seeds each VU's pauses with its slot in its scenario, so both tools' editors
@@ -46,9 +52,25 @@ WORK = Path(tempfile.mkdtemp(prefix="capab-"))
 SCRIPT = str(run.HERE / "capacity.js")
 
 
-def host(binary):
+THREADS = os.environ.get("THREADS") == "1"
+THREADCPU = Path(__file__).resolve().parent.parent / "js" / "threadcpu.py"
+
+
+def host(binary, script=SCRIPT):
     out = Path(tempfile.mkdtemp(dir=WORK))
-    _, cpu, rss, err = run.measured([binary, "run", SCRIPT, *ARGS, "--out", str(out), "--quiet"])
+    if script.endswith(".wasm"):
+        config = WORK / "capacity.toml"
+        config.write_text((run.HERE / "capacity.toml").read_text().replace('"25s"', f'"{DURATION}s"'))
+        cmd = [binary, "run", script, "--config", str(config), "-e", f"BASE_URL={run.BASE}",
+               "--out", str(out), "--quiet"]
+    else:
+        cmd = [binary, "run", script, *ARGS, "--out", str(out), "--quiet"]
+    if THREADS:
+        os.environ["THREADCPU_OUT"] = str(out / "threads.txt")
+        cmd = [sys.executable, str(THREADCPU), *cmd]
+    _, cpu, rss, err = run.measured(cmd)
+    if THREADS:
+        print((out / "threads.txt").read_text(), end="", flush=True)
     m = json.loads(next(out.glob("*/summary.json")).read_text())["metrics"]
     c = lambda n: int(m.get(n, {}).get("count", 0))  # noqa: E731
     return cpu, c("http_reqs"), c("ws_msgs_received"), c("pushes_received"), writes(c)
@@ -71,6 +93,11 @@ def k6():
 # HOSTS="name=path ..." compares any number of host builds; BEFORE and AFTER are two.
 HOSTS = [kv.split("=", 1) for kv in os.environ.get("HOSTS", "").split()] or [
     ("before", os.environ["BEFORE"]), ("after", os.environ["AFTER"])]
+SCRIPTS = {}
+for i, (name, binary) in enumerate(HOSTS):
+    binary, _, script = binary.partition("@")
+    HOSTS[i] = (name, binary)
+    SCRIPTS[name] = str(Path(script).resolve()) if script else SCRIPT
 # Each build runs through a wrapper that gives it a JS build cache of its own: two builds
 # with different runtimes sharing one would rebuild the script inside timed runs.
 for i, (name, binary) in enumerate(HOSTS):
@@ -78,11 +105,11 @@ for i, (name, binary) in enumerate(HOSTS):
     wrapper.write_text(f'#!/bin/sh\nHOST_CACHE_DIR="{WORK / ("cache-" + name)}" exec "{binary}" "$@"\n')
     wrapper.chmod(0o755)
     HOSTS[i] = (name, str(wrapper))
-tools = [(name, lambda b=binary: host(b)) for name, binary in HOSTS]
+tools = [(name, lambda b=binary, s=SCRIPTS[name]: host(b, s)) for name, binary in HOSTS]
 if os.environ.get("K6"):
     tools.insert(0, ("k6", k6))
-for _, binary in HOSTS:
-    run.warm_host_js(binary, SCRIPT, WORK)
+for name, binary in HOSTS:
+    run.warm_host_js(binary, SCRIPTS[name], WORK)  # a .wasm's native compile is cached too
 print(f"load average {open('/proc/loadavg').read().split()[0]}, {DURATION} s per run "
       f"(sockets {LEAD_MS} ms before and {TAIL_MS} ms after)", flush=True)
 for n in range(ROUNDS):
