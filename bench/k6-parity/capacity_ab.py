@@ -52,6 +52,9 @@ WORK = Path(tempfile.mkdtemp(prefix="capab-"))
 SCRIPT = str(run.HERE / "capacity.js")
 
 
+# The Rust plugin's load (capacity.toml) at DURATION, written once for every round.
+WASM_CONFIG = WORK / "capacity.toml"
+WASM_CONFIG.write_text((run.HERE / "capacity.toml").read_text().replace('"25s"', f'"{DURATION}s"'))
 THREADS = os.environ.get("THREADS") == "1"
 THREADCPU = Path(__file__).resolve().parent.parent / "js" / "threadcpu.py"
 
@@ -59,9 +62,7 @@ THREADCPU = Path(__file__).resolve().parent.parent / "js" / "threadcpu.py"
 def host(binary, script=SCRIPT):
     out = Path(tempfile.mkdtemp(dir=WORK))
     if script.endswith(".wasm"):
-        config = WORK / "capacity.toml"
-        config.write_text((run.HERE / "capacity.toml").read_text().replace('"25s"', f'"{DURATION}s"'))
-        cmd = [binary, "run", script, "--config", str(config), "-e", f"BASE_URL={run.BASE}",
+        cmd = [binary, "run", script, "--config", str(WASM_CONFIG), "-e", f"BASE_URL={run.BASE}",
                "--out", str(out), "--quiet"]
     else:
         cmd = [binary, "run", script, *ARGS, "--out", str(out), "--quiet"]
