@@ -78,6 +78,11 @@ def profile(binary, rate):
     return guest, host - ticks, messages, funcs, hfuncs
 
 
+def per_message(idle, pushed, n):
+    """Each function's (pushed - idle) instructions per message, the costliest first."""
+    return sorted((((pushed.get(f, 0) - idle.get(f, 0)) / n, f) for f in set(idle) | set(pushed)), reverse=True)
+
+
 def main():
     print(f"instructions per message, 1 VU, {RATE} messages/s, {DURATION} s, (pushed - idle) / received\n")
     print("| build | messages | guest | host (ticks left out) | guest + host |")
@@ -89,9 +94,7 @@ def main():
         g1, h1, n, f1, hf1 = profile(binary, RATE)
         g, h = (g1 - g0) / n, (h1 - h0) / n
         print(f"| {label} | {n:,} | {g:,.0f} | {h:,.0f} | {g + h:,.0f} |", flush=True)
-        funcs = sorted((((f1.get(f, 0) - f0.get(f, 0)) / n, f) for f in set(f0) | set(f1)), reverse=True)
-        hfuncs = sorted((((hf1.get(f, 0) - hf0.get(f, 0)) / n, f) for f in set(hf0) | set(hf1)), reverse=True)
-        tops.append((label, funcs[:TOP], hfuncs[:HOST_TOP]))
+        tops.append((label, per_message(f0, f1, n)[:TOP], per_message(hf0, hf1, n)[:HOST_TOP]))
     for label, funcs, hfuncs in tops:
         print(f"\n{label}: the guest's functions (exclusive instructions per message)")
         for cost, f in funcs:
